@@ -1,0 +1,1 @@
+"""Roving adapters layer."""
