@@ -1,0 +1,161 @@
+"""YAML text to plain data, and a shape check of that data against the schema that reports every problem."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from typing import Any
+
+import msgspec
+import msgspec.inspect as mi
+import yaml
+
+from domain.fuzzfile.schema import Problem
+
+
+class _Loader(yaml.SafeLoader):
+    """YAML 1.2 booleans: only true/false. YAML 1.1 would turn the key `on` (retry.on) into True."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in _Loader.yaml_implicit_resolvers.items()
+}
+
+KIND_NAMES = {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean", int: "a number", float: "a number"}
+PLAIN_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def load_yaml(text: str) -> tuple[Any, list[Problem]]:
+    """The YAML document as plain data, or a problem naming the line and column that broke parsing."""
+    try:
+        return yaml.load(text, Loader=_Loader), []
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        return None, [Problem("", f"not valid YAML: {where}{error.problem}")]
+    except yaml.YAMLError as error:
+        return None, [Problem("", f"not valid YAML: {type(error).__name__}")]
+
+
+def join(path: str, key: Any) -> str:
+    """`jobs.train` + `policy` -> `jobs.train.policy`; keys with dots or slashes are quoted."""
+    key = str(key)
+    part = key if PLAIN_KEY.match(key) else f'"{key}"'
+    if not path:
+        return part
+    return f"{path}.{part}" if PLAIN_KEY.match(key) else f"{path}[{part}]"
+
+
+def check_shape(value: Any, struct_type: type, path: str = "") -> list[Problem]:
+    """Every shape problem in `value` against `struct_type`: unknown keys, missing keys and wrong types."""
+    problems: list[Problem] = []
+    _check(value, mi.type_info(struct_type), path, problems)
+    return problems
+
+
+def _check(value: Any, info: mi.Type, path: str, problems: list[Problem]) -> None:
+    if isinstance(info, mi.UnionType):
+        _check_union(value, info, path, problems)
+    elif isinstance(info, mi.StructType):
+        _check_struct(value, info, path, problems)
+    elif isinstance(info, mi.DictType):
+        if _expect(value, dict, "a mapping", path, problems):
+            for key, item in value.items():
+                _check(item, info.value_type, join(path, key), problems)
+    elif isinstance(info, mi.ListType):
+        if _expect(value, list, "a list", path, problems):
+            for index, item in enumerate(value):
+                _check(item, info.item_type, f"{path}[{index}]", problems)
+    else:
+        _check_scalar(value, info, path, problems)
+
+
+def _check_union(value: Any, info: mi.UnionType, path: str, problems: list[Problem]) -> None:
+    options = [t for t in info.types if not isinstance(t, mi.NoneType)]
+    if value is None and len(options) < len(info.types):
+        return
+    for option in options:
+        if _fits(value, option):
+            _check(value, option, path, problems)
+            return
+    wanted = " or ".join(dict.fromkeys(_describe(t) for t in options))
+    problems.append(Problem(path, f"expected {wanted}, got {_kind(value)}"))
+
+
+def _check_struct(value: Any, info: mi.StructType, path: str, problems: list[Problem]) -> None:
+    if not _expect(value, dict, "a mapping", path, problems):
+        return
+    fields = {f.encode_name: f for f in info.fields}
+    for key, item in value.items():
+        field = fields.get(str(key))
+        if field is None:
+            problems.append(Problem(join(path, key), _unknown_key(str(key), list(fields))))
+        else:
+            _check(item, field.type, join(path, key), problems)
+    for name, field in fields.items():
+        if field.required and name not in value:
+            problems.append(Problem(join(path, name), f"`{name}` is required here"))
+
+
+def _unknown_key(key: str, valid: list[str]) -> str:
+    close = difflib.get_close_matches(key, valid, n=1, cutoff=0.6)
+    hint = f"did you mean `{close[0]}`?" if close else f"valid keys are: {', '.join(valid)}"
+    return f"unknown key `{key}`; {hint}"
+
+
+def _check_scalar(value: Any, info: mi.Type, path: str, problems: list[Problem]) -> None:
+    if isinstance(info, mi.AnyType) or _fits(value, info):
+        return
+    problems.append(Problem(path, f"expected {_describe(info)}, got {_kind(value)}"))
+
+
+def _fits(value: Any, info: mi.Type) -> bool:
+    if isinstance(info, (mi.StructType, mi.DictType)):
+        return isinstance(value, dict)
+    if isinstance(info, mi.ListType):
+        return isinstance(value, list)
+    if isinstance(info, mi.StrType):
+        return isinstance(value, str)
+    if isinstance(info, mi.BoolType):
+        return isinstance(value, bool)
+    if isinstance(info, mi.IntType):
+        return isinstance(value, int) and not isinstance(value, bool)
+    if isinstance(info, mi.FloatType):
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(info, mi.AnyType)
+
+
+def _describe(info: mi.Type) -> str:
+    if isinstance(info, (mi.StructType, mi.DictType)):
+        return "a mapping"
+    if isinstance(info, mi.ListType):
+        return "a list"
+    names = {mi.StrType: "a string", mi.BoolType: "true or false", mi.IntType: "a whole number", mi.FloatType: "a number"}
+    return names.get(type(info), "a value")
+
+
+def _expect(value: Any, kind: type, name: str, path: str, problems: list[Problem]) -> bool:
+    if isinstance(value, kind):
+        return True
+    problems.append(Problem(path, f"expected {name}, got {_kind(value)}"))
+    return False
+
+
+def _kind(value: Any) -> str:
+    """The kind of a value, never the value itself (it may be a secret or an env value)."""
+    if value is None:
+        return "nothing (null)"
+    return KIND_NAMES.get(type(value), type(value).__name__)
+
+
+def convert(value: Any, struct_type: type) -> Any:
+    """The checked data as structs (called only once check_shape found nothing)."""
+    return msgspec.convert(value, struct_type, str_keys=True)

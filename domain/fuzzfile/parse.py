@@ -1,0 +1,57 @@
+"""`parse_fuzzfile`: YAML text to a validated Workflow definition, or every problem with its path."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from domain.fuzzfile.decode import check_shape, convert, load_yaml
+from domain.fuzzfile.schema import Problem, Workflow
+from domain.fuzzfile.upgrade import upgrade_v1
+from domain.fuzzfile.validate import validate
+
+VERSIONS = ("v4", "v1")
+
+
+class ParseResult(msgspec.Struct):
+    """The definition when there are no errors (else None), plus every error and warning found."""
+
+    definition: Workflow | None
+    errors: list[Problem]
+    warnings: list[Problem]
+
+    @property
+    def ok(self) -> bool:
+        return self.definition is not None
+
+
+def parse_fuzzfile(text: str) -> ParseResult:
+    """Parse and validate a Fuzzfile (v4, or v1 upgraded with a warning per changed construct)."""
+    document, problems = load_yaml(text)
+    if problems:
+        return ParseResult(None, problems, [])
+    if not isinstance(document, dict):
+        return ParseResult(None, [Problem("", "a Fuzzfile is a mapping with version, jobs and/or services")], [])
+    document, errors, warnings = _versioned(document)
+    if errors:
+        return ParseResult(None, errors, warnings)
+    errors = check_shape(document, Workflow)
+    if errors:
+        return ParseResult(None, errors, warnings)
+    definition = convert(document, Workflow)
+    report = validate(definition)
+    warnings += report.warnings
+    return ParseResult(None if report.errors else definition, report.errors, warnings)
+
+
+def _versioned(document: dict[str, Any]) -> tuple[dict[str, Any], list[Problem], list[Problem]]:
+    version = document.get("version")
+    if version == "v1":
+        upgraded, warnings = upgrade_v1(document)
+        return upgraded, [], warnings
+    if version == "v4":
+        return document, [], []
+    if version is None:
+        return document, [Problem("version", "`version` is required; write version: v4")], []
+    return document, [Problem("version", "version must be v4 (legacy v1 files are upgraded)")], []

@@ -1,0 +1,77 @@
+"""Service-only rules: ports, endpoints, readiness probe, replicas, and the policy services do not have."""
+
+from __future__ import annotations
+
+import re
+
+from domain.fuzzfile.decode import join
+from domain.fuzzfile.schema import Probe, Problem, Service
+
+ENDPOINT_NAME = re.compile(r"^[a-z0-9_-]+$")
+ENDPOINT_PROTOCOLS = ("http", "https")
+ENDPOINT_TYPES = ("path", "subdomain")
+SCOPES = ("user", "group", "organization", "public")
+PORT_PROTOCOLS = ("tcp", "udp")
+
+
+def check_service(service: Service, path: str) -> tuple[list[Problem], list[Problem]]:
+    """(errors, warnings) for the keys only services have."""
+    errors: list[Problem] = []
+    warnings: list[Problem] = []
+    if service.policy is not None:
+        warnings.append(Problem(join(path, "policy"), "services have no policy; this policy is ignored"))
+    if service.replicas is not None and service.replicas < 1:
+        errors.append(Problem(join(path, "replicas"), "replicas must be at least 1"))
+    if service.network is not None:
+        ports = _check_ports(service, join(path, "network"), errors)
+        _check_endpoints(service, join(path, "network"), ports, errors)
+    if service.readiness_probe is not None:
+        _check_probe(service.readiness_probe, join(path, "readiness-probe"), errors)
+    return errors, warnings
+
+
+def _check_ports(service: Service, path: str, errors: list[Problem]) -> set[str]:
+    names: set[str] = set()
+    for index, port in enumerate(service.network.ports or []):
+        where = f"{path}.ports[{index}]"
+        if port.name in names:
+            errors.append(Problem(f"{where}.name", f"port name `{port.name}` is used twice"))
+        names.add(port.name)
+        if not 1 <= port.port <= 65535:
+            errors.append(Problem(f"{where}.port", "port must be between 1 and 65535"))
+        if port.protocol not in PORT_PROTOCOLS:
+            errors.append(Problem(f"{where}.protocol", "port protocol must be tcp or udp"))
+    return names
+
+
+def _check_endpoints(service: Service, path: str, ports: set[str], errors: list[Problem]) -> None:
+    for index, endpoint in enumerate(service.network.endpoints or []):
+        where = f"{path}.endpoints[{index}]"
+        if not ENDPOINT_NAME.match(endpoint.name):
+            errors.append(Problem(f"{where}.name", "endpoint names hold only lowercase letters, digits, - and _"))
+        if endpoint.port_name not in ports:
+            known = ", ".join(sorted(ports)) or "none are defined"
+            errors.append(Problem(f"{where}.port-name", f"no port is named `{endpoint.port_name}` (ports: {known})"))
+        if endpoint.protocol not in ENDPOINT_PROTOCOLS:
+            errors.append(Problem(f"{where}.protocol", "endpoint protocol must be http or https"))
+        if endpoint.type not in ENDPOINT_TYPES:
+            errors.append(Problem(f"{where}.type", "endpoint type must be path or subdomain"))
+        if endpoint.scope not in SCOPES:
+            errors.append(Problem(f"{where}.scope", "endpoint scope must be user, group, organization or public"))
+
+
+def _check_probe(probe: Probe, path: str, errors: list[Problem]) -> None:
+    actions = [a for a in (probe.exec, probe.http_get, probe.tcp_socket) if a is not None]
+    if len(actions) != 1:
+        errors.append(Problem(path, "a readiness probe has exactly one of exec, http-get or tcp-socket"))
+    for key in ("initial_delay_seconds", "period_seconds", "timeout_seconds"):
+        value = getattr(probe, key)
+        if value is not None and value < 0:
+            errors.append(Problem(f"{path}.{key.replace('_', '-')}", "must be 0 or more seconds"))
+    for key in ("success_threshold", "failure_threshold"):
+        value = getattr(probe, key)
+        if value is not None and value < 1:
+            errors.append(Problem(f"{path}.{key.replace('_', '-')}", "thresholds must be at least 1"))
+    for action in (probe.http_get, probe.tcp_socket):
+        if action is not None and not 1 <= action.port <= 65535:
+            errors.append(Problem(f"{path}.port", "probe port must be between 1 and 65535"))

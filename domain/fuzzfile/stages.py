@@ -1,0 +1,168 @@
+"""Stages of a validated workflow definition: one per job, service and task-array task, with defaults applied."""
+
+from __future__ import annotations
+
+import msgspec
+
+from domain.fuzzfile.graph import dependencies, topological_order
+from domain.fuzzfile.policy import RetryRule, execute_timeout, retry_rule
+from domain.fuzzfile.schema import Container, Defaults, Job, Mount, Policy, Resource, Service, StepDefaults, Workflow
+from domain.quantities import parse_memory
+
+DEFAULT_SHELL = "#!/bin/sh\n"
+
+
+class Resources(msgspec.Struct, frozen=True, omit_defaults=True):
+    """What one stage asks of the cluster; memory is the total in bytes (by-core already multiplied)."""
+
+    cpu_cores: int = 1
+    memory_bytes: int = 0
+    devices: dict[str, int] = {}
+    exclusive: bool = False
+    annotations: dict[str, str] = {}
+    nodes: int = 1
+
+
+class Needs(msgspec.Struct, frozen=True):
+    """A dependency condition: step `name` must reach `status` (FINISHED, FAILED or RUNNING)."""
+
+    name: str
+    status: str
+
+
+class Stage(msgspec.Struct, frozen=True, omit_defaults=True):
+    """A placeable unit of the workflow. `step` is the job/service name; tasks carry their FB_TASK_ID."""
+
+    name: str
+    kind: str
+    step: str
+    resources: Resources
+    dependencies: list[Needs]
+    execute_timeout_seconds: float | None = None
+    preemptible: bool | None = None
+    retry: RetryRule = RetryRule()
+    task_id: int | None = None
+    concurrency: int | None = None
+    image: str = ""
+    command: list[str] | None = None
+    script: str | None = None
+    args: list[str] | None = None
+    env: dict[str, str] = {}
+    cwd: str | None = None
+    mounts: dict[str, str] = {}
+    persist: bool = False
+
+
+def list_stages(workflow: Workflow) -> list[Stage]:
+    """Every stage in dependency order; a task array gives one `task` stage per id, named `job[id]`."""
+    found: list[Stage] = []
+    for name in topological_order(workflow):
+        if name in (workflow.jobs or {}):
+            found += _job_stages(name, workflow.jobs[name], workflow.defaults)
+        else:
+            found.append(_stage(name, "service", workflow.services[name], _layers(workflow.defaults, "service")))
+    return found
+
+
+def task_stage_name(step: str, task_id: int) -> str:
+    return f"{step}[{task_id}]"
+
+
+def _job_stages(name: str, job: Job, defaults: Defaults | None) -> list[Stage]:
+    base = _stage(name, "job", job, _layers(defaults, "job"))
+    array = job.task_array
+    if array is None:
+        return [base]
+    concurrency = array.concurrency or (array.end - array.start + 1)
+    return [
+        msgspec.structs.replace(
+            base, name=task_stage_name(name, i), kind="task", task_id=i, concurrency=concurrency,
+            env={**base.env, "FB_TASK_ID": str(i)},
+        )
+        for i in range(array.start, array.end + 1)
+    ]
+
+
+def _layers(defaults: Defaults | None, kind: str) -> list[StepDefaults]:
+    if defaults is None:
+        return []
+    return [layer for layer in (defaults, getattr(defaults, kind)) if layer is not None]
+
+
+def _stage(name: str, kind: str, step: Container, layers: list[StepDefaults]) -> Stage:
+    policy = _policy(layers, step) if isinstance(step, Job) else None
+    return Stage(
+        name=name, kind=kind, step=name,
+        resources=_resources(_resource(layers, step.resource), step),
+        dependencies=[Needs(d.name, d.status.upper()) for d in dependencies(step)],
+        execute_timeout_seconds=execute_timeout(policy),
+        preemptible=step.preemptible,
+        retry=retry_rule(policy),
+        image=step.image.uri if step.image else "",
+        command=step.command,
+        script=_with_shebang(step.script),
+        args=step.args,
+        env=_env(layers, step),
+        cwd=step.cwd,
+        mounts=mounts(layers, step),
+        persist=bool(step.persist) if isinstance(step, Service) else False,
+    )
+
+
+def _with_shebang(script: str | None) -> str | None:
+    if script is None or script.lstrip().startswith("#!"):
+        return script
+    return DEFAULT_SHELL + script
+
+
+def _env(layers: list[StepDefaults], step: Container) -> dict[str, str]:
+    merged: dict[str, str] = {}
+    for entries in [layer.env for layer in layers] + [step.env]:
+        for entry in entries or []:
+            key, _, value = entry.partition("=")
+            merged[key] = value
+    return merged
+
+
+def mounts(layers: list[StepDefaults], step: Container) -> dict[str, str]:
+    """Container path -> volume name, step mounts over defaults."""
+    merged: dict[str, str | Mount] = {}
+    for layer in [layer.mounts for layer in layers] + [step.mounts]:
+        merged.update(layer or {})
+    return {path: m if isinstance(m, str) else (m.volume or "") for path, m in merged.items()}
+
+
+def _resource(layers: list[StepDefaults], own: Resource | None) -> Resource:
+    merged = Resource()
+    for resource in [layer.resource for layer in layers] + [own]:
+        if resource is not None:
+            changes = {f: getattr(resource, f) for f in resource.__struct_fields__ if getattr(resource, f) is not None}
+            merged = msgspec.structs.replace(merged, **changes)
+    return merged
+
+
+def _policy(layers: list[StepDefaults], step: Job) -> Policy | None:
+    merged: Policy | None = None
+    for policy in [layer.policy for layer in layers] + [step.policy]:
+        if policy is None:
+            continue
+        merged = merged or Policy()
+        if policy.restart is not None or policy.retry is not None:
+            merged = msgspec.structs.replace(merged, restart=policy.restart, retry=policy.retry)
+        if policy.timeout is not None:
+            merged = msgspec.structs.replace(merged, timeout=policy.timeout)
+    return merged
+
+
+def _resources(resource: Resource, step: Container) -> Resources:
+    cores = resource.cpu.cores if resource.cpu and resource.cpu.cores else 1
+    memory = resource.memory
+    size = parse_memory(memory.size) if memory and memory.size is not None else 0
+    return Resources(
+        cpu_cores=cores,
+        memory_bytes=size * cores if memory and memory.by_core else size,
+        devices=dict(resource.devices or {}),
+        exclusive=bool(resource.exclusive),
+        annotations=dict(resource.annotations or {}),
+        nodes=step.multinode.nodes if step.multinode else 1,
+    )
