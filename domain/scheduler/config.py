@@ -1,0 +1,170 @@
+"""Scheduler and node-health configuration: the keys, their defaults, and pure validation of a settings dict.
+
+`validate_config` lists every problem at once (key, CEL line/column where known, reason) so the API can
+answer 400 before touching the ClusterConfig aggregate.
+"""
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import msgspec
+
+from domain.scheduler.priority import DEFAULT_PRIORITY, PriorityError, compile_priority
+
+
+class SchedulerConfig(msgspec.Struct, frozen=True, kw_only=True):
+    priority: str = DEFAULT_PRIORITY
+    interval_seconds: float = 30.0
+    backfill_enabled: bool = True
+    preemption_enabled: bool = False
+    min_preemption_runtime_seconds: float = 60.0
+    preemption_gap: float = 10.0
+    preemption_threshold: float = 75.0
+    preemption_multi_victim_enabled: bool = False
+    max_evictions_per_tick: int = 8
+    ignored_annotations: tuple[str, ...] = ()
+    max_preemptions_per_window: int = 3
+    preemption_window_seconds: float = 3600.0
+    max_monitoring_held_percent: float = 20.0
+    max_eviction_restarts: int = 3
+
+
+class ConfigProblem(msgspec.Struct, frozen=True, kw_only=True):
+    key: str
+    reason: str
+    line: int | None = None
+    column: int | None = None
+
+    def __str__(self) -> str:
+        where = f" at line {self.line}, column {self.column}" if self.line else ""
+        return f"{self.key}{where}: {self.reason}"
+
+
+class ConfigWarning(msgspec.Struct, frozen=True, kw_only=True):
+    key: str
+    message: str
+
+
+class Invalid(ValueError):
+    def __init__(self, reason: str, line: int | None = None, column: int | None = None):
+        super().__init__(reason)
+        self.reason, self.line, self.column = reason, line, column
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
+_UNIT = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}
+
+
+def _duration(value: Any) -> float:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
+        return float(value)
+    found = _DURATION.match(value) if isinstance(value, str) else None
+    if not found:
+        raise Invalid(f"expected a duration such as 30, '30s', '5m' or '1h', got {value!r}")
+    return float(found.group(1)) * _UNIT[found.group(2)]
+
+
+def _bool(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise Invalid(f"expected true or false, got {value!r}")
+    return value
+
+
+def _number(low: float, high: float | None = None) -> Callable[[Any], float]:
+    def parse(value: Any) -> float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if not ok or value < low or (high is not None and value > high):
+            bounds = f"between {low:g} and {high:g}" if high is not None else f"at least {low:g}"
+            raise Invalid(f"expected a number {bounds}, got {value!r}")
+        return float(value)
+    return parse
+
+
+def _count(low: int) -> Callable[[Any], int]:
+    def parse(value: Any) -> int:
+        if not isinstance(value, int) or isinstance(value, bool) or value < low:
+            raise Invalid(f"expected a whole number of at least {low}, got {value!r}")
+        return value
+    return parse
+
+
+def _names(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise Invalid(f"expected a list of annotation names, got {value!r}")
+    return tuple(value)
+
+
+def _expression(value: Any) -> str:
+    if not isinstance(value, str):
+        raise Invalid(f"expected a CEL expression string, got {value!r}")
+    try:
+        compile_priority(value)
+    except PriorityError as error:
+        raise Invalid(error.reason, error.line, error.column) from None
+    return value
+
+
+KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "scheduler.priority": ("priority", _expression),
+    "scheduler.interval": ("interval_seconds", _duration),
+    "scheduler.backfillEnabled": ("backfill_enabled", _bool),
+    "scheduler.preemptionEnabled": ("preemption_enabled", _bool),
+    "scheduler.minPreemptionRuntime": ("min_preemption_runtime_seconds", _duration),
+    "scheduler.preemptionGap": ("preemption_gap", _number(0)),
+    "scheduler.preemptionThreshold": ("preemption_threshold", _number(0, 100)),
+    "scheduler.preemptionMultiVictimEnabled": ("preemption_multi_victim_enabled", _bool),
+    "scheduler.maxEvictionsPerTick": ("max_evictions_per_tick", _count(1)),
+    "scheduler.ignoredAnnotations": ("ignored_annotations", _names),
+    "scheduler.maxPreemptionsPerWindow": ("max_preemptions_per_window", _count(1)),
+    "scheduler.preemptionWindow": ("preemption_window_seconds", _duration),
+    "nodeHealth.maxMonitoringHeldPercent": ("max_monitoring_held_percent", _number(0, 100)),
+    "nodeHealth.maxEvictionRestarts": ("max_eviction_restarts", _count(0)),
+}
+
+RETIRED: dict[str, str] = {
+    "scheduler.recognizedAnnotations":
+        "retired and ignored: every requested annotation is matched strictly; "
+        "list exceptions in scheduler.ignoredAnnotations",
+}
+
+
+def flatten(settings: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Accept both {'scheduler.interval': 30} and {'scheduler': {'interval': 30}}."""
+    flat: dict[str, Any] = {}
+    for key, value in settings.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping) and name not in KEYS:
+            flat.update(flatten(value, f"{name}."))
+        else:
+            flat[name] = value
+    return flat
+
+
+def _unknown(key: str) -> ConfigProblem:
+    nearest = difflib.get_close_matches(key, list(KEYS), n=1, cutoff=0.0)
+    return ConfigProblem(key=key, reason=f"unknown key; did you mean {nearest[0]}?")
+
+
+def validate_config(
+    settings: Mapping[str, Any],
+) -> tuple[SchedulerConfig, list[ConfigWarning], list[ConfigProblem]]:
+    """Parse settings over the defaults: the config, warnings (retired keys) and every problem found."""
+    values: dict[str, Any] = {}
+    warnings: list[ConfigWarning] = []
+    errors: list[ConfigProblem] = []
+    for key, raw in flatten(settings).items():
+        if key in RETIRED:
+            warnings.append(ConfigWarning(key=key, message=RETIRED[key]))
+        elif key not in KEYS:
+            errors.append(_unknown(key))
+        else:
+            field, parse = KEYS[key]
+            try:
+                values[field] = parse(raw)
+            except Invalid as error:
+                errors.append(ConfigProblem(key=key, reason=error.reason, line=error.line, column=error.column))
+    config = SchedulerConfig() if errors else SchedulerConfig(**values)
+    return config, warnings, errors

@@ -1,0 +1,72 @@
+"""Why an allocation is where it is: typed reasons with detail, and when a reason deserves an event.
+
+Reasons are recomputed every pass; `blocked_events` keeps the log quiet by asking for a
+`SchedulingBlocked` event only when an allocation's cause changes, never on every tick.
+"""
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+
+
+class Reason(enum.Enum):
+    READY_TO_SCHEDULE = "READY_TO_SCHEDULE"
+    WAITING_DEPENDENCY = "WAITING_DEPENDENCY"
+    INSUFFICIENT_RESOURCES = "INSUFFICIENT_RESOURCES"
+    NODE_ANNOTATIONS_MISMATCH = "NODE_ANNOTATIONS_MISMATCH"
+    NODE_HELD = "NODE_HELD"
+    BLOCKED_BY_RESERVATION = "BLOCKED_BY_RESERVATION"
+    BACKFILL_INELIGIBLE_NO_WALLTIME = "BACKFILL_INELIGIBLE_NO_WALLTIME"
+    BACKFILL_INELIGIBLE_WOULD_DELAY_HEAD = "BACKFILL_INELIGIBLE_WOULD_DELAY_HEAD"
+    BACKFILL_NO_FIT = "BACKFILL_NO_FIT"
+    SERVICE_POOL_AT_CAPACITY = "SERVICE_POOL_AT_CAPACITY"
+    PREEMPTION_PROTECTED = "PREEMPTION_PROTECTED"
+    RUNNING = "RUNNING"
+    FINISHED = "FINISHED"
+    CANCELLED = "CANCELLED"
+    PREEMPTED = "PREEMPTED"
+
+
+SETTLED = frozenset({Reason.READY_TO_SCHEDULE, Reason.RUNNING, Reason.FINISHED, Reason.CANCELLED, Reason.PREEMPTED})
+
+# Which detail entries name the cause; the rest (estimates, counts) may change without a new event.
+_CAUSE_KEYS: dict[Reason, tuple[str, ...]] = {
+    Reason.WAITING_DEPENDENCY: ("stages", "condition"),
+    Reason.NODE_HELD: ("holds",),
+    Reason.BLOCKED_BY_RESERVATION: ("head",),
+    Reason.NODE_ANNOTATIONS_MISMATCH: ("annotations",),
+    Reason.PREEMPTION_PROTECTED: ("victims",),
+}
+
+
+class Why(msgspec.Struct, frozen=True, kw_only=True):
+    reason: Reason
+    message: str = ""
+    detail: dict[str, Any] = {}
+
+    def cause(self) -> tuple[Reason, str]:
+        keys = _CAUSE_KEYS.get(self.reason, ())
+        return self.reason, repr([self.detail.get(k) for k in keys])
+
+
+def blocked_events(previous: Mapping[str, Why], current: Mapping[str, Why]) -> list[str]:
+    """Allocation ids whose blocking cause is new this pass: each needs one `SchedulingBlocked` event."""
+    fresh = []
+    for allocation_id, why in current.items():
+        if why.reason in SETTLED:
+            continue
+        before = previous.get(allocation_id)
+        if before is None or before.cause() != why.cause():
+            fresh.append(allocation_id)
+    return fresh
+
+
+def terminal(state: str) -> Why:
+    """The reason for an allocation that is no longer queued, from its queue state name."""
+    reason = {"RUNNING": Reason.RUNNING, "FINISHED": Reason.FINISHED, "FAILED": Reason.FINISHED,
+              "CANCELED": Reason.CANCELLED, "CANCELLED": Reason.CANCELLED,
+              "PREEMPTED": Reason.PREEMPTED, "EVICTED": Reason.PREEMPTED}[state.upper()]
+    return Why(reason=reason, message=state.lower())

@@ -1,0 +1,202 @@
+"""The decision function: `schedule(snapshot, config, now) -> Decisions`.
+
+Allocations are taken in priority order. Until one is blocked for capacity, each is placed first-fit (or,
+with preemption on, seated by evicting within the guards). The first blocked one becomes the head and
+holds a reservation; after it, with backfill on, lower work runs only where it cannot delay the head,
+and with backfill off nothing passes the head.
+"""
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from domain.scheduler.capacity import Slot
+from domain.scheduler.cluster import Cluster
+from domain.scheduler.config import SchedulerConfig
+from domain.scheduler.decisions import Backfilled, Decisions, Placement, Preemption, ReservationHeld
+from domain.scheduler.eligibility import Candidates, capacity_why, static_why
+from domain.scheduler.preemption import Outcome, Preemptor
+from domain.scheduler.priority import Evaluator
+from domain.scheduler.reasons import Reason, Why
+from domain.scheduler.reservation import Reservation, reserve
+from domain.scheduler.snapshot import Kind, QueuedAllocation, Snapshot, label
+
+
+def schedule(snapshot: Snapshot, config: SchedulerConfig, now: datetime) -> Decisions:
+    return _Pass(snapshot, config, now).run()
+
+
+class _Pass:
+    def __init__(self, snapshot: Snapshot, config: SchedulerConfig, now: datetime):
+        self.snapshot, self.config, self.now = snapshot, config, now
+        self.evaluate = Evaluator(config.priority)
+        self.cluster = Cluster(snapshot, config)
+        self.d = Decisions()
+        self.reservation: Reservation | None = None
+        self.held: set[int] = set()
+        self.preemptor = Preemptor(snapshot, config, now, self.priority) if config.preemption_enabled else None
+        self._static: dict[tuple, Why | None] = {}
+
+    def priority(self, a: QueuedAllocation) -> float:
+        return self.evaluate(a, self.now)
+
+    def run(self) -> Decisions:
+        d = self.d
+        ranked = []
+        for a in self.snapshot.queued:
+            p = d.priorities[a.id] = self.priority(a)
+            if a.waiting_on is not None:
+                d.reasons[a.id] = Why(reason=Reason.WAITING_DEPENDENCY, message=_waiting_text(a),
+                                      detail={"stages": list(a.waiting_on.stages),
+                                              "condition": a.waiting_on.condition})
+                d.counters.waiting += 1
+            else:
+                ranked.append((-p, a.submitted_at, a.id, a))
+        ranked.sort(key=lambda row: row[:3])
+        for r in self.snapshot.running:
+            d.reasons.setdefault(r.id, Why(reason=Reason.RUNNING))
+        for negative, _, _, a in ranked:
+            self.consider(a, -negative)
+        return d
+
+    def consider(self, a: QueuedAllocation, p: float) -> None:
+        self.d.counters.considered += 1
+        c = self.cluster.candidates(a)
+        why = self.static_why(c, a)
+        if why is not None:
+            self.block(a, why)
+        elif self.reservation is None:
+            self.front(a, p, c)
+        elif not self.config.backfill_enabled:
+            self.block(a, self.behind_head())
+        else:
+            self.backfill(a, p, c)
+
+    def static_why(self, c: Candidates, a: QueuedAllocation) -> Why | None:
+        key = (c.key, a.cpu, a.memory, tuple(a.devices.items()), a.nodes)
+        if key not in self._static:
+            self._static[key] = static_why(c, a)
+        return self._static[key]
+
+    def block(self, a: QueuedAllocation, why: Why) -> None:
+        self.d.reasons[a.id] = why
+        self.d.counters.blocked += 1
+
+    def front(self, a: QueuedAllocation, p: float, c: Candidates) -> None:
+        slots = self.cluster.find(c, a)
+        if slots is not None:
+            return self.place(a, p, slots)
+        outcome = self.preempt(a, p, c)
+        if outcome is not None and outcome.victims:
+            return
+        res = self.reservation = reserve(self.cluster, c, a, self.now)
+        self.held = {slot.index for slot in res.slots}
+        self.d.reservation = ReservationHeld(allocation_id=a.id, node_ids=res.node_ids(),
+                                             estimated_start=res.start)
+        why = capacity_why(c, a, a.kind is Kind.SERVICE)
+        detail = dict(why.detail, estimated_start=_iso(res.start), reserved_nodes=len(res.slots))
+        if outcome is not None and outcome.protected:
+            why = _protected_why(outcome, self.config)
+            detail = dict(detail, **why.detail)
+        self.block(a, Why(reason=why.reason, message=why.message, detail=detail))
+
+    def place(self, a: QueuedAllocation, p: float, slots: list[Slot]) -> None:
+        self.cluster.place(a, slots, self.now)
+        nodes = tuple(slot.view.id for slot in slots)
+        self.d.placements.append(Placement(allocation_id=a.id, node_ids=nodes, priority=p))
+        self.d.reasons[a.id] = Why(reason=Reason.READY_TO_SCHEDULE, message="placed", detail={"nodes": list(nodes)})
+        self.d.counters.placed += 1
+
+    def backfill(self, a: QueuedAllocation, p: float, c: Candidates) -> None:
+        if a.kind is Kind.SERVICE:
+            return self.block(a, self.behind_head("services are never backfilled"))
+        short = a.kind is Kind.STAGING or self.ends_before_head(a)
+        slots = self.cluster.find(c, a, long=True)
+        long = slots is not None
+        if slots is None and short:
+            slots = self.cluster.find(c, a)
+        if slots is not None:
+            return self.backfilled(a, p, slots, long)
+        outcome = self.preempt(a, p, c)
+        if outcome is not None and outcome.victims:
+            return
+        if outcome is not None and outcome.protected:
+            return self.block(a, _protected_why(outcome, self.config))
+        self.block(a, self.backfill_why(a, c))
+
+    def ends_before_head(self, a: QueuedAllocation) -> bool:
+        start = self.reservation.start if self.reservation else None
+        if a.execute_timeout is None or start is None:
+            return False
+        return self.now + timedelta(seconds=a.execute_timeout) <= start
+
+    def backfilled(self, a: QueuedAllocation, p: float, slots: list[Slot], long: bool) -> None:
+        self.cluster.place(a, slots, self.now, long=long)
+        nodes = tuple(slot.view.id for slot in slots)
+        head = self.reservation.head.id
+        self.d.backfills.append(Backfilled(allocation_id=a.id, node_ids=nodes, priority=p,
+                                           ends_before_head=not long, head_id=head))
+        self.d.reasons[a.id] = Why(reason=Reason.READY_TO_SCHEDULE, message=f"backfilled behind {head}",
+                                   detail={"nodes": list(nodes), "backfilled": True})
+        self.d.counters.backfilled += 1
+
+    def backfill_why(self, a: QueuedAllocation, c: Candidates) -> Why:
+        detail = self.behind_head().detail
+        if self.cluster.find(c, a) is None:
+            why = capacity_why(c, a, False)
+            return Why(reason=Reason.BACKFILL_NO_FIT, message=why.message, detail=dict(why.detail, **detail))
+        if a.execute_timeout is None:
+            return Why(reason=Reason.BACKFILL_INELIGIBLE_NO_WALLTIME, detail=detail,
+                       message="fits now, but without an execute timeout it could delay the head")
+        ends = self.now + timedelta(seconds=a.execute_timeout)
+        return Why(reason=Reason.BACKFILL_INELIGIBLE_WOULD_DELAY_HEAD, detail=dict(detail, would_end=_iso(ends)),
+                   message=f"would run until {_iso(ends)}, past the head's start")
+
+    def behind_head(self, note: str = "") -> Why:
+        res = self.reservation
+        start = _iso(res.start) if res else None
+        message = f"waiting behind {label(res.head)} (estimated start {start or 'unknown'})"
+        return Why(reason=Reason.BLOCKED_BY_RESERVATION, message=f"{message}; {note}" if note else message,
+                   detail={"head": res.head.id, "estimated_start": start})
+
+    def preempt(self, a: QueuedAllocation, p: float, c: Candidates) -> Outcome | None:
+        if self.preemptor is None:
+            return None
+        outcome = self.preemptor.search(self.cluster, c, a, p, self.held)
+        self.d.counters.near_miss_priority_gaps += outcome.near_miss
+        self.d.counters.protected_victims += len(outcome.protected)
+        if outcome.victims:
+            self.record_preemption(a, p, outcome)
+        return outcome
+
+    def record_preemption(self, a: QueuedAllocation, p: float, outcome: Outcome) -> None:
+        self.cluster.place(a, outcome.slots, self.now)
+        victims = outcome.victims
+        nodes = tuple(slot.view.id for slot in outcome.slots)
+        victim_texts = tuple(f"Preempted by {label(a)}" for _ in victims)
+        self.d.preemptions.append(Preemption(
+            preemptor_id=a.id, victim_ids=tuple(v.id for v in victims), node_ids=nodes,
+            victim_texts=victim_texts, preemptor_texts=tuple(f"Preempted {label(v)}" for v in victims)))
+        for v, text in zip(victims, victim_texts):
+            self.d.reasons[v.id] = Why(reason=Reason.PREEMPTED, message=text, detail={"by": a.id})
+        self.d.reasons[a.id] = Why(reason=Reason.READY_TO_SCHEDULE, message="placed after preemption",
+                                   detail={"nodes": list(nodes), "preempting": [v.id for v in victims]})
+        self.d.counters.preempted += 1
+        self.d.counters.evictions += len(victims)
+
+
+def _protected_why(outcome: Outcome, config: SchedulerConfig) -> Why:
+    names = [label(v) for v in outcome.protected]
+    return Why(reason=Reason.PREEMPTION_PROTECTED,
+               message=f"could preempt {names[0]}, but it was preempted {config.max_preemptions_per_window} "
+                       f"times in the last {config.preemption_window_seconds:g}s",
+               detail={"victims": [v.id for v in outcome.protected],
+                       "max_preemptions_per_window": config.max_preemptions_per_window,
+                       "window_seconds": config.preemption_window_seconds})
+
+
+def _waiting_text(a: QueuedAllocation) -> str:
+    return f"waiting for {', '.join(a.waiting_on.stages)} to reach {a.waiting_on.condition}"
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return moment.isoformat() if moment is not None else None

@@ -1,0 +1,133 @@
+"""Input snapshot the scheduler decides over: queued and running allocations, nodes, definitions, policies.
+
+These are the scheduler's own frozen value types; the application layer maps aggregates onto them, so the
+decision function never depends on how workflows, allocations or nodes are stored.
+"""
+from __future__ import annotations
+
+import enum
+from datetime import datetime
+
+import msgspec
+
+
+class Kind(enum.Enum):
+    JOB = "job"
+    SERVICE = "service"
+    STAGING = "staging"
+
+
+class NodeStatus(enum.Enum):
+    READY = "READY"
+    NOT_READY = "NOT_READY"
+    OFFLINE = "OFFLINE"
+
+
+class HoldEffect(enum.Enum):
+    CORDON = "cordon"
+    EVICT = "evict"
+    DEPROVISION = "deprovision"
+
+
+class HoldSource(enum.Enum):
+    ADMIN = "admin"
+    MONITORING = "monitoring"
+    PROVISIONER = "provisioner"
+
+
+class Hold(msgspec.Struct, frozen=True, kw_only=True):
+    id: str
+    effect: HoldEffect
+    source: HoldSource
+    reason: str = ""
+    by: str = ""
+
+
+class Dependency(msgspec.Struct, frozen=True, kw_only=True):
+    """What a queued allocation still waits on: stage names and the condition each must reach."""
+
+    stages: tuple[str, ...]
+    condition: str = "FINISHED"
+
+
+class QueuedAllocation(msgspec.Struct, frozen=True, kw_only=True):
+    id: str
+    workflow_id: str
+    stage: str
+    kind: Kind = Kind.JOB
+    organization_id: str = ""
+    group_id: str = ""
+    user_id: str = ""
+    workflow_priority: int = 0
+    organization_priority: int = 0
+    group_priority: int = 0
+    user_priority: int = 0
+    submitted_at: datetime
+    cpu: int = 1
+    memory: int = 0
+    devices: dict[str, int] = {}
+    annotations: dict[str, str] = {}
+    exclusive: bool = False
+    nodes: int = 1
+    segments: tuple[str, ...] = ()
+    execute_timeout: int | None = None
+    preemptible: bool = False
+    host_ports: tuple[int, ...] = ()
+    waiting_on: Dependency | None = None
+    preemptions: tuple[datetime, ...] = ()
+
+
+class RunningAllocation(QueuedAllocation, frozen=True, kw_only=True):
+    node_ids: tuple[str, ...]
+    started_at: datetime
+    deadline: datetime | None = None
+
+
+class NodeView(msgspec.Struct, frozen=True, kw_only=True):
+    id: str
+    name: str = ""
+    definition_id: str = ""
+    status: NodeStatus = NodeStatus.READY
+    cpu: int
+    memory: int
+    devices: dict[str, int] = {}
+    annotations: dict[str, str] = {}
+    segment: str = ""
+    holds: tuple[Hold, ...] = ()
+
+
+class NodeShape(msgspec.Struct, frozen=True, kw_only=True):
+    cpu: int
+    memory: int
+    devices: dict[str, int] = {}
+
+
+class Definition(msgspec.Struct, frozen=True, kw_only=True):
+    """A static provisioner definition: the pool its nodes form, with a real cap on their number."""
+
+    id: str
+    annotations: dict[str, str] = {}
+    segment: str = ""
+    max_nodes: int
+    shape: NodeShape
+
+
+class GroupPolicy(msgspec.Struct, frozen=True, kw_only=True):
+    """Which groups' running work this group may preempt; empty means none."""
+
+    group_id: str
+    may_preempt: tuple[str, ...] = ()
+
+
+class Snapshot(msgspec.Struct, frozen=True, kw_only=True):
+    queued: tuple[QueuedAllocation, ...] = ()
+    running: tuple[RunningAllocation, ...] = ()
+    nodes: tuple[NodeView, ...] = ()
+    definitions: tuple[Definition, ...] = ()
+    group_policies: tuple[GroupPolicy, ...] = ()
+
+
+def label(allocation: QueuedAllocation) -> str:
+    """How people name an allocation in texts: its workflow and its job (stage)."""
+    noun = "service" if allocation.kind is Kind.SERVICE else "job"
+    return f"workflow {allocation.workflow_id} {noun} {allocation.stage}"
