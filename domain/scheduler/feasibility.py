@@ -1,0 +1,64 @@
+"""Submission-time feasibility: reject a request no node of any definition could hold even when idle.
+
+Definitions describe the nodes a provisioner can bring up, so this answers before any node exists.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import msgspec
+
+from domain.scheduler.snapshot import Definition, QueuedAllocation
+
+
+class Infeasible(msgspec.Struct, frozen=True, kw_only=True):
+    request: dict[str, Any]
+    largest_node: dict[str, Any] | None
+    rejections: dict[str, str]
+
+    def message(self) -> str:
+        why = "; ".join(f"{d}: {r}" for d, r in self.rejections.items()) or "no definitions exist"
+        return f"no node can ever hold this request ({why})"
+
+
+def _rejection(a: QueuedAllocation, d: Definition, ignored: frozenset[str]) -> str | None:
+    for name, value in sorted(a.annotations.items()):
+        if name not in ignored and d.annotations.get(name) != value:
+            return f"annotation {name}={value} not offered"
+    segments = set(a.segments)
+    if len(segments) > 1 or (segments and d.segment not in segments):
+        return f"volumes need segment {', '.join(sorted(segments))}, definition is in {d.segment or '(none)'}"
+    shape = d.shape
+    if a.cpu > shape.cpu:
+        return f"cpu {a.cpu} > {shape.cpu} per node"
+    if a.memory > shape.memory:
+        return f"memory {a.memory} > {shape.memory} per node"
+    for name, count in sorted(a.devices.items()):
+        if shape.devices.get(name, 0) < count:
+            return f"devices {name} {count} > {shape.devices.get(name, 0)} per node"
+    if a.nodes > d.max_nodes:
+        return f"needs {a.nodes} nodes, maxNodes is {d.max_nodes}"
+    return None
+
+
+def check_feasible(request: QueuedAllocation, definitions: Iterable[Definition],
+                   ignored_annotations: Iterable[str] = ()) -> Infeasible | None:
+    """None when some definition could hold the request; otherwise why each one could not."""
+    ignored = frozenset(ignored_annotations)
+    definitions = list(definitions)
+    rejections = {}
+    for d in definitions:
+        why = _rejection(request, d, ignored)
+        if why is None:
+            return None
+        rejections[d.id] = why
+    largest = max(definitions, key=lambda d: (d.shape.cpu, d.shape.memory), default=None)
+    return Infeasible(
+        request={"cpu": request.cpu, "memory": request.memory, "devices": dict(request.devices),
+                 "nodes": request.nodes, "annotations": dict(request.annotations),
+                 "segments": list(request.segments)},
+        largest_node=None if largest is None else {
+            "definition": largest.id, "cpu": largest.shape.cpu, "memory": largest.shape.memory,
+            "devices": dict(largest.shape.devices)},
+        rejections=rejections)
