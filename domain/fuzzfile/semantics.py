@@ -1,0 +1,105 @@
+"""How Fuzzball runs a definition: stage statuses, `depends-on` conditions and retry decisions (pure rules)."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from domain.fuzzfile.policy import UNRETRIABLE, RetryRule
+
+
+class StageStatus(str, enum.Enum):
+    PENDING = "PENDING"
+    WAITING = "WAITING"
+    READY = "READY"
+    STARTED = "STARTED"
+    RUNNING = "RUNNING"
+    FINISHED = "FINISHED"
+    FAILED = "FAILED"
+    CANCELED = "CANCELED"
+
+    @property
+    def ended(self) -> bool:
+        return self in ENDED
+
+    @property
+    def active(self) -> bool:
+        return self in (StageStatus.READY, StageStatus.STARTED, StageStatus.RUNNING)
+
+
+ENDED = frozenset({StageStatus.FINISHED, StageStatus.FAILED, StageStatus.CANCELED})
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A dependency condition: holds now, may hold later (wait), or can never hold (with the reason)."""
+
+    holds: bool = False
+    never: bool = False
+    reason: str = ""
+    by_design: bool = False
+
+
+WAIT = Verdict()
+HOLDS = Verdict(holds=True)
+
+
+def step_outcome(statuses: list[StageStatus]) -> str:
+    """A step's outcome over its stages (a task array has many): FINISHED, FAILED, CANCELED, RUNNING or open."""
+    if statuses and all(s is StageStatus.FINISHED for s in statuses):
+        return "FINISHED"
+    if all(s.ended for s in statuses):
+        return "FAILED" if StageStatus.FAILED in statuses else "CANCELED"
+    if statuses and all(s is StageStatus.RUNNING for s in statuses):
+        return "RUNNING"
+    return "OPEN"
+
+
+def condition(step: str, wanted: str, outcome: str) -> Verdict:
+    """Whether `depends-on: {name: step, status: wanted}` holds given the step's outcome."""
+    if outcome == wanted:
+        return HOLDS
+    if outcome == "CANCELED":
+        return Verdict(never=True, reason=f"{step} was canceled; a canceled dependency never satisfies {wanted}")
+    if wanted == "FAILED" and outcome == "FINISHED":
+        return Verdict(never=True, reason=f"{step} finished; post-mortem needs FAILED", by_design=True)
+    if wanted == "FINISHED" and outcome == "FAILED":
+        return Verdict(never=True, reason=f"{step} failed; needs FINISHED")
+    if wanted == "RUNNING" and outcome in ("FINISHED", "FAILED"):
+        return Verdict(never=True, reason=f"{step} ended before it was running")
+    return WAIT
+
+
+@dataclass(frozen=True)
+class RetryDecision:
+    retry: bool
+    reason: str
+
+
+def decide_exit(rule: RetryRule, code: int, retries_used: int) -> RetryDecision:
+    """What a non-zero exit means: a new attempt while the shared budget lasts, else failure saying why."""
+    if code in UNRETRIABLE:
+        return RetryDecision(False, f"Failed: exit {code} (stopped by {UNRETRIABLE[code]}; never retried)")
+    if not rule.retries_exit(code):
+        if rule.retries_anything:
+            return RetryDecision(False, f"Failed: exit {code} (exit {code} is not in policy.retry.on)")
+        return RetryDecision(False, f"Failed: exit {code} (to retry it, set policy.retry: {{on: [{code}], attempts: N}})")
+    return _within_budget(f"exit {code}", rule.attempts, retries_used)
+
+
+def decide_node_loss(rule: RetryRule, retries_used: int, node_retries_used: int, cap: int) -> RetryDecision:
+    """Node loss retries while both the shared budget and nodeHealth.maxEvictionRestarts last (the lower wins)."""
+    if not rule.on_node:
+        return RetryDecision(False, "Failed: lost its node (to retry, add node to policy.retry.on)")
+    if node_retries_used >= cap:
+        return RetryDecision(False, f"Failed: node loss; nodeHealth.maxEvictionRestarts ({cap}) reached")
+    if rule.attempts is None:
+        return RetryDecision(True, f"Retried after node loss (attempt {retries_used + 2} of {cap + 1})")
+    return _within_budget("node loss", rule.attempts, retries_used)
+
+
+def _within_budget(cause: str, attempts: int | None, used: int) -> RetryDecision:
+    budget = attempts or 0
+    if used < budget:
+        return RetryDecision(True, f"Retried after {cause} (attempt {used + 2} of {budget + 1})")
+    return RetryDecision(False, f"Failed: {cause}; retries exhausted ({budget} of {budget} used)")
