@@ -36,6 +36,7 @@ def parse_fuzzfile(text: str) -> ParseResult:
     document, errors, warnings = _versioned(document)
     if errors:
         return ParseResult(None, errors, warnings)
+    _stringify_words(document)
     errors = check_shape(document, Workflow)
     if errors:
         return ParseResult(None, errors, warnings)
@@ -55,3 +56,14 @@ def _versioned(document: dict[str, Any]) -> tuple[dict[str, Any], list[Problem],
     if version is None:
         return document, [Problem("version", "`version` is required; write version: v4")], []
     return document, [Problem("version", "version must be v4 (legacy v1 files are upgraded)")], []
+
+
+def _stringify_words(document: dict[str, Any]) -> None:
+    """YAML reads `command: [blastp, -n, 8]` with a number; Fuzzball's string lists take it as "8"."""
+    for section in ("jobs", "services"):
+        steps = document.get(section)
+        for step in steps.values() if isinstance(steps, dict) else ():
+            for key in ("command", "args"):
+                words = step.get(key) if isinstance(step, dict) else None
+                if isinstance(words, list):
+                    step[key] = [str(w) if isinstance(w, (int, float)) and not isinstance(w, bool) else w for w in words]

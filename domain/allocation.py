@@ -1,0 +1,154 @@
+"""The Allocation aggregate: one placeable stage attempt, its queue state, placement with fencing, and times."""
+
+from __future__ import annotations
+
+import enum
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.domain import Aggregate, event
+
+
+class QueueState(str, enum.Enum):
+    PENDING = "PENDING"
+    READY = "READY"
+    RUNNING = "RUNNING"
+    FINISHED = "FINISHED"
+    FAILED = "FAILED"
+    CANCELED = "CANCELED"
+    PREEMPTED = "PREEMPTED"
+    EVICTED = "EVICTED"
+
+
+ENDED = frozenset({QueueState.FINISHED, QueueState.FAILED, QueueState.CANCELED, QueueState.PREEMPTED, QueueState.EVICTED})
+LEGAL = {
+    QueueState.PENDING: {QueueState.READY, QueueState.CANCELED},
+    QueueState.READY: {QueueState.RUNNING, QueueState.PENDING, QueueState.CANCELED},
+    QueueState.RUNNING: {QueueState.RUNNING, QueueState.FINISHED, QueueState.FAILED, QueueState.CANCELED, QueueState.PREEMPTED, QueueState.EVICTED},
+}
+
+
+class IllegalTransition(Exception):
+    """An allocation asked to move between queue states that have no edge between them."""
+
+
+class StaleFence(Exception):
+    """A report carrying an older fencing epoch than the allocation's current placement."""
+
+
+def effective_preemptible(stage: bool | None, start: bool | None, workflow: bool | None) -> bool:
+    """Per-stage wins, then the start flag, then the top-level `preemptible`; unset means not preemptible."""
+    return next((flag for flag in (stage, start, workflow) if flag is not None), False)
+
+
+class Allocation(Aggregate):
+    @event("Requested")
+    def __init__(
+        self, id: UUID, workflow_id: UUID, stage: str, attempt: int, resources: dict[str, Any],
+        priority: dict[str, int], preemptible: bool, execute_timeout_seconds: float | None, by: str, at: datetime,
+    ) -> None:
+        if priority.get("workflow", 0) > 0:
+            raise ValueError("workflow priority must be 0 or lower")
+        self.workflow_id, self.stage, self.attempt = workflow_id, stage, attempt
+        self.resources, self.priority, self.preemptible = resources, priority, preemptible
+        self.execute_timeout_seconds = execute_timeout_seconds
+        self.state = QueueState.PENDING
+        self.nodes: list[str] = []
+        self.epoch = 0
+        self.requested_at, self.started_at, self.ended_at = at, None, None
+        self.exit_code: int | None = None
+        self.reason = ""
+
+    @classmethod
+    def request(
+        cls, id: UUID, workflow_id: UUID, stage: str, attempt: int, resources: dict[str, Any], *,
+        workflow_priority: int = 0, organization_priority: int = 0, group_priority: int = 0, user_priority: int = 0,
+        preemptible: bool = False, execute_timeout_seconds: float | None = None, by: str, at: datetime,
+    ) -> Allocation:
+        """A new PENDING allocation for one stage attempt; `resources` is the stage's Resources as builtins."""
+        if workflow_priority > 0:
+            raise ValueError(f"workflow priority must be 0 or lower, got {workflow_priority}")
+        priority = {"workflow": workflow_priority, "organization": organization_priority,
+                    "group": group_priority, "user": user_priority}
+        return cls(id=id, workflow_id=workflow_id, stage=stage, attempt=attempt, resources=dict(resources),
+                   priority=priority, preemptible=preemptible, execute_timeout_seconds=execute_timeout_seconds,
+                   by=by, at=at)
+
+    @classmethod
+    def _create(cls, event_class: Any, *, id: Any = None, **kwargs: Any) -> Any:
+        kwargs.setdefault("timestamp", kwargs.get("at"))  # time comes from the caller, never the clock
+        return super()._create(event_class, id=id, **kwargs)
+
+    def trigger_event(self, event_class: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("timestamp", kwargs.get("at"))
+        super().trigger_event(event_class, **kwargs)
+
+    @property
+    def ended(self) -> bool:
+        return self.state in ENDED
+
+    def mark_ready(self, by: str, at: datetime) -> None:
+        """Its dependencies hold: the scheduler may place it."""
+        self._check(QueueState.READY)
+        self._readied(by=by, at=at)
+
+    def place(self, nodes: list[str], by: str, at: datetime) -> int:
+        """Place (or re-place) on nodes; returns the new fencing epoch the agent must echo in its reports."""
+        if not nodes:
+            raise IllegalTransition(f"allocation {self.id} needs at least one node to be placed")
+        self._check(QueueState.RUNNING)
+        self._placed(nodes=list(nodes), epoch=self.epoch + 1, by=by, at=at)
+        return self.epoch
+
+    def unplace(self, reason: str, by: str, at: datetime) -> None:
+        """A placement the scheduler takes back before it ran (READY -> PENDING), e.g. lost reservation."""
+        self._check(QueueState.PENDING)
+        self._requeued(reason=reason, by=by, at=at)
+
+    def exited(self, exit_code: int, epoch: int, by: str, at: datetime) -> None:
+        self._fence(epoch)
+        target = QueueState.FINISHED if exit_code == 0 else QueueState.FAILED
+        self._check(target)
+        self._ended(state=target.value, exit_code=exit_code, reason=f"exit {exit_code}", by=by, at=at)
+
+    def preempt(self, reason: str, by: str, at: datetime) -> None:
+        self._check(QueueState.PREEMPTED)
+        self._ended(state=QueueState.PREEMPTED.value, exit_code=None, reason=reason, by=by, at=at)
+
+    def evict(self, reason: str, by: str, at: datetime) -> None:
+        """Its node went away or was evicted; the workflow decides whether a new attempt follows."""
+        self._check(QueueState.EVICTED)
+        self._ended(state=QueueState.EVICTED.value, exit_code=None, reason=reason, by=by, at=at)
+
+    def cancel(self, reason: str, by: str, at: datetime) -> None:
+        self._check(QueueState.CANCELED)
+        self._ended(state=QueueState.CANCELED.value, exit_code=None, reason=reason, by=by, at=at)
+
+    def _check(self, target: QueueState) -> None:
+        if target not in LEGAL.get(self.state, set()):
+            allowed = ", ".join(sorted(s.value for s in LEGAL.get(self.state, set()))) or "nothing (it has ended)"
+            raise IllegalTransition(
+                f"allocation {self.stage} attempt {self.attempt} is {self.state.value}; "
+                f"it cannot become {target.value} (from {self.state.value} it can become {allowed})"
+            )
+
+    def _fence(self, epoch: int) -> None:
+        if epoch != self.epoch:
+            raise StaleFence(f"report for epoch {epoch} refused: allocation {self.stage} is at epoch {self.epoch}")
+
+    @event("Readied")
+    def _readied(self, by: str, at: datetime) -> None:
+        self.state = QueueState.READY
+
+    @event("Placed")
+    def _placed(self, nodes: list[str], epoch: int, by: str, at: datetime) -> None:
+        self.state, self.nodes, self.epoch, self.started_at = QueueState.RUNNING, nodes, epoch, at
+
+    @event("Requeued")
+    def _requeued(self, reason: str, by: str, at: datetime) -> None:
+        self.state, self.reason = QueueState.PENDING, reason
+
+    @event("Ended")
+    def _ended(self, state: str, exit_code: int | None, reason: str, by: str, at: datetime) -> None:
+        self.state, self.exit_code, self.reason, self.ended_at = QueueState(state), exit_code, reason, at
