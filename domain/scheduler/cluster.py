@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import datetime, timedelta
 
-from domain.scheduler.capacity import Slot, scan
+from domain.scheduler.capacity import Slot
 from domain.scheduler.config import SchedulerConfig
 from domain.scheduler.eligibility import Candidates, build_candidates, static_key
 from domain.scheduler.snapshot import NodeStatus, QueuedAllocation, RunningAllocation, Snapshot
@@ -74,16 +74,25 @@ class Cluster:
         shape = (c.key, a.cpu, a.memory, tuple(a.devices.items()), a.exclusive, a.nodes, a.host_ports)
         if (shape, False) in self._failed or (shape, long) in self._failed:
             return None
-        self._prune(c)
-        chosen = scan(c.live, a, long)
+        chosen = self._scan(c, a, long)
         if chosen is None:
             self._failed.add((shape, long))
         return chosen
 
-    def _prune(self, c: Candidates) -> None:
-        live = c.live
-        if live and self._dead(live[0]):
-            c.live = [slot for slot in live if not self._dead(slot)]
+    def _scan(self, c: Candidates, a: QueuedAllocation, long: bool) -> list[Slot] | None:
+        """First fit over the live slots, dropping those too full for any queued request."""
+        chosen: list[Slot] = []
+        dead, min_cpu, min_memory, wanted = 0, self.min_cpu, self.min_memory, a.nodes
+        for slot in c.live:
+            if slot.fits(a, long):
+                chosen.append(slot)
+                if len(chosen) == wanted:
+                    break
+            elif slot.locked or slot.cpu < min_cpu or slot.memory < min_memory:
+                dead += 1
+        if dead > 16 + len(c.live) // 8:
+            c.live = [slot for slot in c.live if not self._dead(slot)]
+        return chosen if len(chosen) == a.nodes else None
 
     def _dead(self, slot: Slot) -> bool:
         return slot.locked or slot.cpu < self.min_cpu or slot.memory < self.min_memory

@@ -16,8 +16,10 @@ StaticKey = tuple[tuple[tuple[str, str], ...], tuple[str, ...], tuple[str, ...]]
 
 
 def static_key(a: QueuedAllocation, ignored: frozenset[str]) -> StaticKey:
-    wanted = tuple(sorted((k, v) for k, v in a.annotations.items() if k not in ignored))
-    return wanted, tuple(sorted(a.devices)), tuple(sorted(set(a.segments)))
+    wanted = tuple(sorted((k, v) for k, v in a.annotations.items() if k not in ignored)) if a.annotations else ()
+    devices = tuple(sorted(a.devices)) if len(a.devices) > 1 else tuple(a.devices)
+    segments = tuple(sorted(set(a.segments))) if len(a.segments) > 1 else a.segments
+    return wanted, devices, segments
 
 
 class Candidates:
@@ -92,8 +94,11 @@ def _largest(slots: list[Slot]) -> dict[str, Any] | None:
 
 def static_why(c: Candidates, a: QueuedAllocation) -> Why | None:
     """Why `a` cannot run even on idle nodes, or None when only current load stands in its way."""
-    if sum(1 for s in c.static if idle_fit(s.view, a)) >= a.nodes:
-        return None
+    enough = 0
+    for slot in c.static:
+        enough += idle_fit(slot.view, a)
+        if enough >= a.nodes:
+            return None
     wanted = dict(c.key[0])
     if wanted and c.annotation_matches == 0:
         return Why(reason=Reason.NODE_ANNOTATIONS_MISMATCH,

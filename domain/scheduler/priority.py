@@ -70,17 +70,21 @@ def compile_priority(source: str) -> cel.Program:
     return program
 
 
-def inputs(allocation: QueuedAllocation, now: datetime) -> dict[str, object]:
+_GETTERS = {
+    "workflow": lambda a, w: a.workflow_priority, "organization": lambda a, w: a.organization_priority,
+    "group": lambda a, w: a.group_priority, "user": lambda a, w: a.user_priority,
+    "waited_seconds": lambda a, w: w, "waited_hours": lambda a, w: w / 3600.0,
+    "cpu": lambda a, w: a.cpu, "memory": lambda a, w: a.memory,
+    "devices": lambda a, w: sum(a.devices.values()), "nodes": lambda a, w: a.nodes,
+    "kind": lambda a, w: a.kind.value, "exclusive": lambda a, w: a.exclusive,
+    "preemptible": lambda a, w: a.preemptible,
+}
+
+
+def inputs(allocation: QueuedAllocation, now: datetime, names=VARIABLES) -> dict[str, object]:
+    """The typed CEL inputs for one allocation (only `names`, by default all of them)."""
     waited = max(0, int((now - allocation.submitted_at).total_seconds()))
-    return {
-        "workflow": allocation.workflow_priority, "organization": allocation.organization_priority,
-        "group": allocation.group_priority, "user": allocation.user_priority,
-        "waited_seconds": waited, "waited_hours": waited / 3600.0,
-        "cpu": allocation.cpu, "memory": allocation.memory,
-        "devices": sum(allocation.devices.values()), "nodes": allocation.nodes,
-        "kind": allocation.kind.value, "exclusive": allocation.exclusive,
-        "preemptible": allocation.preemptible,
-    }
+    return {name: _GETTERS[name](allocation, waited) for name in names}
 
 
 class Evaluator:
@@ -91,9 +95,7 @@ class Evaluator:
         self.names = tuple(self.program.variables())
 
     def __call__(self, allocation: QueuedAllocation, now: datetime) -> float:
-        values = inputs(allocation, now)
-        result = self.program.execute({name: values[name] for name in self.names})
-        return float(result)
+        return float(self.program.execute(inputs(allocation, now, self.names)))
 
 
 class PriorityInputs(msgspec.Struct, frozen=True, kw_only=True):

@@ -35,6 +35,7 @@ class _Pass:
         self.held: set[int] = set()
         self.preemptor = Preemptor(snapshot, config, now, self.priority) if config.preemption_enabled else None
         self._static: dict[tuple, Why | None] = {}
+        self._capacity: dict[tuple, Why] = {}
 
     def priority(self, a: QueuedAllocation) -> float:
         return self.evaluate(a, self.now)
@@ -77,6 +78,13 @@ class _Pass:
             self._static[key] = static_why(c, a)
         return self._static[key]
 
+    def capacity_why(self, c: Candidates, a: QueuedAllocation, service: bool) -> Why:
+        """Computed once per shape per pass: the roomiest node is found by a full scan."""
+        key = (c.key, a.cpu, a.memory, tuple(a.devices.items()), a.nodes, a.exclusive, a.host_ports, service)
+        if key not in self._capacity:
+            self._capacity[key] = capacity_why(c, a, service)
+        return self._capacity[key]
+
     def block(self, a: QueuedAllocation, why: Why) -> None:
         self.d.reasons[a.id] = why
         self.d.counters.blocked += 1
@@ -92,7 +100,7 @@ class _Pass:
         self.held = {slot.index for slot in res.slots}
         self.d.reservation = ReservationHeld(allocation_id=a.id, node_ids=res.node_ids(),
                                              estimated_start=res.start)
-        why = capacity_why(c, a, a.kind is Kind.SERVICE)
+        why = self.capacity_why(c, a, a.kind is Kind.SERVICE)
         detail = dict(why.detail, estimated_start=_iso(res.start), reserved_nodes=len(res.slots))
         if outcome is not None and outcome.protected:
             why = _protected_why(outcome, self.config)
@@ -142,7 +150,7 @@ class _Pass:
     def backfill_why(self, a: QueuedAllocation, c: Candidates) -> Why:
         detail = self.behind_head().detail
         if self.cluster.find(c, a) is None:
-            why = capacity_why(c, a, False)
+            why = self.capacity_why(c, a, False)
             return Why(reason=Reason.BACKFILL_NO_FIT, message=why.message, detail=dict(why.detail, **detail))
         if a.execute_timeout is None:
             return Why(reason=Reason.BACKFILL_INELIGIBLE_NO_WALLTIME, detail=detail,
