@@ -1,0 +1,79 @@
+"""A golden event log replays to the same views, and today's code still writes exactly those events."""
+
+import json
+import sys
+from pathlib import Path
+from uuid import UUID
+
+from eventsourcing.persistence import DatetimeAsISO, DecimalAsStr, JSONTranscoder, Mapper, StoredEvent, UUIDAsHex
+
+from domain.allocation import Allocation, QueueState
+from workflow_builders import at, fuzzfile, run, step, submit
+
+GOLDEN = Path(__file__).parent / "golden" / "workflow_v1.jsonl"
+TEXT = fuzzfile([
+    step("pre", extra="policy: {retry: {on: [75], attempts: 1}, timeout: {execute: 10m}}"),
+    step("main", "pre"),
+    step("post", "pre:FAILED"),
+])
+
+
+def mapper() -> Mapper:
+    transcoder = JSONTranscoder()
+    for transcoding in (UUIDAsHex(), DatetimeAsISO(), DecimalAsStr()):
+        transcoder.register(transcoding)
+    return Mapper(transcoder=transcoder)
+
+
+def scenario() -> list:
+    """pre exits 75 and is retried, then finishes; post is skipped by design; main loses its node and fails."""
+    workflow = submit(TEXT)
+    run(workflow, "pre", exit_code=75)
+    run(workflow, "pre", minute=3)
+    workflow.stage_started("main", 1, "n2", at(5))
+    workflow.stage_lost_node("main", 1, at(6))
+    alloc = Allocation.request(UUID(int=9), workflow.id, "main", 1, {"cpu_cores": 1}, workflow_priority=-1,
+                               preemptible=True, execute_timeout_seconds=None, by="scheduler", at=at(4))
+    alloc.mark_ready(by="workflow", at=at(4))
+    alloc.place(["n2"], by="scheduler", at=at(5))
+    alloc.evict("node n2 went offline", by="monitoring", at=at(6))
+    return workflow.collect_events() + alloc.collect_events()
+
+
+def to_lines(events: list) -> list[dict]:
+    stored = [mapper().to_stored_event(e) for e in events]
+    return [{"originator_id": str(s.originator_id), "originator_version": s.originator_version,
+             "topic": s.topic, "state": json.loads(s.state)} for s in stored]
+
+
+def replay() -> dict:
+    aggregates: dict = {}
+    for line in GOLDEN.read_text().splitlines():
+        record = json.loads(line)
+        stored = StoredEvent(UUID(record["originator_id"]), record["originator_version"], record["topic"],
+                             json.dumps(record["state"], separators=(",", ":")).encode())
+        domain_event = mapper().to_domain_event(stored)
+        aggregates[record["originator_id"]] = domain_event.mutate(aggregates.get(record["originator_id"]))
+    return aggregates
+
+
+def test_the_golden_log_replays_to_the_same_workflow_and_allocation_views():
+    aggregates = replay()
+    workflow = aggregates[str(UUID(int=1))]
+    assert workflow.status == "FAILED"
+    assert {v.name: (v.status.value, v.attempt, v.reason) for v in workflow.stage_views()} == {
+        "pre": ("FINISHED", 2, "Finished"),
+        "main": ("FAILED", 1, "Failed: lost its node (to retry, add node to policy.retry.on)"),
+        "post": ("CANCELED", 1, "Canceled: pre finished; post-mortem needs FAILED"),
+    }
+    alloc = aggregates[str(UUID(int=9))]
+    assert (alloc.state, alloc.nodes, alloc.epoch, alloc.reason) == (QueueState.EVICTED, ["n2"], 1, "node n2 went offline")
+
+
+def test_todays_code_writes_the_events_in_the_golden_log_unchanged():
+    assert to_lines(scenario()) == [json.loads(line) for line in GOLDEN.read_text().splitlines()]
+
+
+if __name__ == "__main__":  # regenerate deliberately: python tests/unit/workflow/test_workflow_golden.py
+    sys.path.insert(0, str(Path(__file__).parent))
+    GOLDEN.write_text("".join(json.dumps(line, sort_keys=True) + "\n" for line in to_lines(scenario())))
