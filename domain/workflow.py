@@ -94,7 +94,6 @@ class Workflow(Aggregate):
         kwargs.setdefault("timestamp", kwargs.get("at"))
         super().trigger_event(event_class, **kwargs)
 
-    # --- queries -------------------------------------------------------------------------------
 
     @property
     def status(self) -> str:
@@ -130,7 +129,6 @@ class Workflow(Aggregate):
         return [n for n, s in self.stages.items() if jobs_done and s.spec.kind == "service"
                 and not s.spec.persist and s.status in (StageStatus.STARTED, StageStatus.RUNNING)]
 
-    # --- commands ------------------------------------------------------------------------------
 
     def stage_started(self, stage: str, attempt: int, node: str, at: datetime, by: str = "agent") -> None:
         self._expect(stage, attempt, (StageStatus.READY,), "start")
@@ -182,7 +180,6 @@ class Workflow(Aggregate):
             raise WorkflowError(f"workflow {self.name} already ended {self.status}; nothing to cancel")
         self._canceled(reason=reason or "canceled", by=by, at=at)
 
-    # --- decisions -----------------------------------------------------------------------------
 
     def _retry_or_fail(self, state: StageState, attempt: int, decision: Any, cause: str,
                        exit_code: int | None, by: str, at: datetime) -> None:
@@ -255,7 +252,6 @@ class Workflow(Aggregate):
             return f"Waiting for a task-array slot (concurrency {state.spec.concurrency})"
         return ""
 
-    # --- events --------------------------------------------------------------------------------
 
     @event("StageReadied")
     def _readied(self, stage: str, by: str, at: datetime) -> None:
