@@ -94,7 +94,6 @@ class Workflow(Aggregate):
         kwargs.setdefault("timestamp", kwargs.get("at"))
         super().trigger_event(event_class, **kwargs)
 
-
     @property
     def status(self) -> str:
         """PENDING, STARTED, FINISHED, FAILED or CANCELED, derived from the stages."""
@@ -128,7 +127,6 @@ class Workflow(Aggregate):
         jobs_done = all(s.status.ended for s in self.stages.values() if s.spec.kind != "service")
         return [n for n, s in self.stages.items() if jobs_done and s.spec.kind == "service"
                 and not s.spec.persist and s.status in (StageStatus.STARTED, StageStatus.RUNNING)]
-
 
     def stage_started(self, stage: str, attempt: int, node: str, at: datetime, by: str = "agent") -> None:
         self._expect(stage, attempt, (StageStatus.READY,), "start")
@@ -179,7 +177,6 @@ class Workflow(Aggregate):
         if self.status in ("FINISHED", "FAILED", "CANCELED"):
             raise WorkflowError(f"workflow {self.name} already ended {self.status}; nothing to cancel")
         self._canceled(reason=reason or "canceled", by=by, at=at)
-
 
     def _retry_or_fail(self, state: StageState, attempt: int, decision: Any, cause: str,
                        exit_code: int | None, by: str, at: datetime) -> None:
@@ -251,7 +248,6 @@ class Workflow(Aggregate):
         if state.status is StageStatus.PENDING and state.spec.concurrency is not None:
             return f"Waiting for a task-array slot (concurrency {state.spec.concurrency})"
         return ""
-
 
     @event("StageReadied")
     def _readied(self, stage: str, by: str, at: datetime) -> None:
