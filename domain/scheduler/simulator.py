@@ -13,7 +13,7 @@ import msgspec
 from domain.scheduler.config import SchedulerConfig
 from domain.scheduler.decisions import Decisions
 from domain.scheduler.schedule import schedule
-from domain.scheduler.snapshot import NodeView, QueuedAllocation, RunningAllocation, Snapshot
+from domain.scheduler.snapshot import GroupPolicy, NodeView, QueuedAllocation, RunningAllocation, Snapshot
 
 
 class SimJob(msgspec.Struct, frozen=True, kw_only=True):
@@ -37,8 +37,9 @@ class SimResult(msgspec.Struct, kw_only=True):
 
 
 class Simulator:
-    def __init__(self, nodes: list[NodeView], jobs: list[SimJob], config: SchedulerConfig):
-        self.nodes, self.config = tuple(nodes), config
+    def __init__(self, nodes: list[NodeView], jobs: list[SimJob], config: SchedulerConfig,
+                 policies: tuple[GroupPolicy, ...] = ()):
+        self.nodes, self.config, self.policies = tuple(nodes), config, policies
         self.jobs = {j.allocation.id: j for j in jobs}
         self.arrivals = sorted(jobs, key=lambda j: (j.allocation.submitted_at, j.allocation.id))
         self.queued: dict[str, QueuedAllocation] = {}
@@ -75,7 +76,8 @@ class Simulator:
         return self.result
 
     def _snapshot(self) -> Snapshot:
-        return Snapshot(queued=tuple(self.queued.values()), running=tuple(self.running.values()), nodes=self.nodes)
+        return Snapshot(queued=tuple(self.queued.values()), running=tuple(self.running.values()),
+                        nodes=self.nodes, group_policies=self.policies)
 
     def _finish_until(self, now: datetime) -> None:
         while self.ends and self.ends[0][0] <= now:

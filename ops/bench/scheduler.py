@@ -86,21 +86,29 @@ def timed_pass(n_queued: int, runs: int) -> float:
 
 
 def trace(seed: int = 3) -> tuple[list[NodeView], list[SimJob], str]:
-    """Steady small jobs, and a wide high-priority job arriving once the cluster is busy."""
+    """A full cluster, a wide high-priority head arriving into it, then a stream of small jobs.
+
+    Walltimes are accurate for timed jobs (runtime == timeout); a fifth of the small jobs have none.
+    """
     rng = random.Random(seed)
     nodes = [NodeView(id=f"n{i}", name=f"n{i}", cpu=32, memory=128 * GiB) for i in range(16)]
     jobs = []
-    for i in range(600):
-        runtime = rng.randint(300, 7200)
-        timeout = None if rng.random() < 0.2 else int(runtime * rng.uniform(1.0, 1.5))
-        cpu = rng.choice([4, 8, 16, 32])
-        submitted = T0 + timedelta(seconds=i * 30)
+    for i in range(32):
+        runtime = rng.randint(1800, 4 * 3600)
         jobs.append(SimJob(allocation=QueuedAllocation(
-            id=f"j{i}", workflow_id=f"w{i}", stage="main", submitted_at=submitted, cpu=cpu,
-            memory=cpu * 2 * GiB, execute_timeout=timeout, user_priority=rng.randint(0, 3)), runtime=runtime))
-    head = QueuedAllocation(id="wide", workflow_id="wwide", stage="train", submitted_at=T0 + timedelta(hours=1),
+            id=f"init{i}", workflow_id=f"wi{i}", stage="main", submitted_at=T0, cpu=16, memory=32 * GiB,
+            execute_timeout=runtime, user_priority=50), runtime=runtime))
+    head = QueuedAllocation(id="wide", workflow_id="wwide", stage="train", submitted_at=T0 + timedelta(seconds=60),
                             cpu=32, memory=64 * GiB, nodes=8, execute_timeout=7200, organization_priority=100)
-    jobs.append(SimJob(allocation=head, runtime=7000))
+    jobs.append(SimJob(allocation=head, runtime=7200))
+    for i in range(600):
+        runtime = rng.randint(300, 5400)
+        timeout = None if rng.random() < 0.2 else runtime
+        cpu = rng.choice([4, 8, 16])
+        jobs.append(SimJob(allocation=QueuedAllocation(
+            id=f"j{i}", workflow_id=f"w{i}", stage="main", submitted_at=T0 + timedelta(seconds=120 + i * 40),
+            cpu=cpu, memory=cpu * 2 * GiB, execute_timeout=timeout, user_priority=rng.randint(0, 3)),
+            runtime=runtime))
     return nodes, jobs, "wide"
 
 
