@@ -33,7 +33,7 @@ class _Pass:
         self.d = Decisions()
         self.reservation: Reservation | None = None
         self.held: set[int] = set()
-        self.preemptor = Preemptor(snapshot, config, now, self.priority) if config.preemption_enabled else None
+        self._preemptor: Preemptor | None = None
         self._static: dict[tuple, Why | None] = {}
         self._capacity: dict[tuple, Why] = {}
 
@@ -167,9 +167,11 @@ class _Pass:
                    detail={"head": res.head.id, "estimated_start": start})
 
     def preempt(self, a: QueuedAllocation, p: float, c: Candidates) -> Outcome | None:
-        if self.preemptor is None:
+        if not self.config.preemption_enabled:
             return None
-        outcome = self.preemptor.search(self.cluster, c, a, p, self.held)
+        if self._preemptor is None:   # built on first need: ranking running work costs a CEL run each
+            self._preemptor = Preemptor(self.snapshot, self.config, self.now, self.priority)
+        outcome = self._preemptor.search(self.cluster, c, a, p, self.held)
         self.d.counters.near_miss_priority_gaps += outcome.near_miss
         self.d.counters.protected_victims += len(outcome.protected)
         if outcome.victims:
