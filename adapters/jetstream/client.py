@@ -1,0 +1,199 @@
+"""The async JetStream edge: publish, atomic batches, direct gets; server errors become typed ones."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from dataclasses import dataclass
+
+import nats
+import nats.errors
+import nats.js.errors
+from nats.aio.client import Client
+from nats.aio.msg import Msg
+from nats.js.api import StorageType, StreamConfig
+
+WRONG_LAST_SEQUENCE = {10071, 10164}
+BATCH_DUPLICATE = 10201
+STREAM_NOT_FOUND = 10059
+MAX_BATCH = 1000
+TRANSIENT = (
+    asyncio.TimeoutError,
+    nats.errors.TimeoutError,
+    nats.errors.NoRespondersError,
+    nats.errors.ConnectionClosedError,
+    nats.errors.ConnectionReconnectingError,
+    nats.errors.OutboundBufferLimitError,
+    nats.errors.StaleConnectionError,
+    nats.js.errors.ServiceUnavailableError,
+)
+
+
+class WrongLastSequence(Exception):
+    """An expectation on an aggregate's (or tracker's) last sequence failed: someone wrote first."""
+
+
+class DuplicateBatch(Exception):
+    """The server already holds a message id of this batch: it was committed before."""
+
+
+class ServerRefused(Exception):
+    """Any other refusal by the server, with its code."""
+
+    def __init__(self, err_code: int | None, description: str) -> None:
+        super().__init__(f"{description} (err_code {err_code})")
+        self.err_code = err_code
+
+
+@dataclass(frozen=True, slots=True)
+class RawMsg:
+    seq: int
+    subject: str
+    headers: dict[str, str]
+    data: bytes
+
+
+def _raw(msg: Msg) -> RawMsg:
+    headers = msg.headers or {}
+    return RawMsg(int(headers["Nats-Sequence"]), headers["Nats-Subject"], headers, msg.data)
+
+
+def _refusal(code: int | None, description: str) -> Exception:
+    if code in WRONG_LAST_SEQUENCE:
+        return WrongLastSequence(description)
+    if code == BATCH_DUPLICATE:
+        return DuplicateBatch(description)
+    return ServerRefused(code, description)
+
+
+class JetStreamClient:
+    """One nats-py connection and the few JetStream operations the recorders need."""
+
+    def __init__(self, nc: Client) -> None:
+        self.nc = nc
+        self.js = nc.jetstream()
+        self._inbox = nc.new_inbox()
+        self._waiters: dict[str, asyncio.Queue[Msg]] = {}
+        self._tokens = itertools.count()
+        self._sub = None
+
+    @classmethod
+    async def connect(cls, url: str, name: str = "roving") -> "JetStreamClient":
+        nc = await nats.connect(
+            url, name=name, max_reconnect_attempts=-1, reconnect_time_wait=0.25,
+            connect_timeout=5, allow_reconnect=True,
+        )
+        client = cls(nc)
+        client._sub = await nc.subscribe(client._inbox + ".*", cb=client._route)
+        return client
+
+    async def _route(self, msg: Msg) -> None:
+        queue = self._waiters.get(msg.subject.rsplit(".", 1)[1])
+        if queue is not None:
+            queue.put_nowait(msg)
+
+    def _open(self) -> tuple[str, asyncio.Queue[Msg]]:
+        token = str(next(self._tokens))
+        self._waiters[token] = asyncio.Queue()
+        return token, self._waiters[token]
+
+    async def close(self) -> None:
+        if not self.nc.is_closed:
+            await self.nc.close()
+
+    async def ensure_stream(self, name: str, subjects: list[str], replicas: int = 1, **extra) -> None:
+        try:
+            await self.js.stream_info(name)
+            return
+        except nats.js.errors.NotFoundError:
+            pass
+        config = StreamConfig(
+            name=name, subjects=subjects, storage=StorageType.FILE, num_replicas=replicas,
+            allow_atomic=True, allow_direct=True, duplicate_window=120.0, **extra,
+        )
+        try:
+            await self.js.add_stream(config)
+        except nats.js.errors.BadRequestError as error:
+            if "already in use" not in str(error):
+                raise
+
+    async def publish(self, subject: str, data: bytes, headers: dict[str, str], timeout: float) -> int:
+        try:
+            ack = await self.js.publish(subject, data, timeout=timeout, headers=headers)
+        except nats.js.errors.APIError as error:
+            raise _refusal(error.err_code, error.description or str(error)) from error
+        return ack.seq
+
+    async def publish_batch(
+        self, batch_id: str, messages: list[tuple[str, bytes, dict[str, str]]], timeout: float
+    ) -> int:
+        """JetStream atomic batch: every message lands, or none does. Returns the last sequence."""
+        if len(messages) > MAX_BATCH:
+            raise ServerRefused(10199, f"a commit holds at most {MAX_BATCH} events, not {len(messages)}")
+        token, replies = self._open()
+        reply = f"{self._inbox}.{token}"
+        try:
+            last = len(messages)
+            for number, (subject, data, headers) in enumerate(messages, start=1):
+                headers = {**headers, "Nats-Batch-Id": batch_id, "Nats-Batch-Sequence": str(number)}
+                if number == last:
+                    headers["Nats-Batch-Commit"] = "1"
+                await self.nc.publish(subject, data, reply=reply if number in (1, last) else "", headers=headers)
+            return await self._batch_ack(replies, timeout)
+        finally:
+            self._waiters.pop(token, None)
+
+    async def _batch_ack(self, replies: asyncio.Queue[Msg], timeout: float) -> int:
+        while True:
+            msg = await asyncio.wait_for(replies.get(), timeout)
+            if msg.headers and msg.headers.get("Status") == "503":
+                raise nats.errors.NoRespondersError
+            if not msg.data:
+                continue
+            answer = json.loads(msg.data)
+            if "error" in answer:
+                error = answer["error"]
+                raise _refusal(error.get("err_code"), error.get("description", "refused"))
+            return int(answer["seq"])
+
+    async def direct_batch(
+        self, stream: str, subject_filter: str, start_seq: int, batch: int, timeout: float
+    ) -> tuple[list[RawMsg], int]:
+        """Up to `batch` messages from `start_seq` matching the filter; also how many remain."""
+        request = {"seq": max(start_seq, 1), "next_by_subj": subject_filter, "batch": batch}
+        token, replies = self._open()
+        found: list[RawMsg] = []
+        try:
+            await self.nc.publish(
+                f"$JS.API.DIRECT.GET.{stream}", json.dumps(request).encode(), reply=f"{self._inbox}.{token}"
+            )
+            while True:
+                msg = await asyncio.wait_for(replies.get(), timeout)
+                status = (msg.headers or {}).get("Status")
+                if status is None:
+                    found.append(_raw(msg))
+                    continue
+                if status == "503":
+                    raise nats.errors.NoRespondersError
+                pending = int((msg.headers or {}).get("Nats-Num-Pending", 0) or 0)
+                return found, pending
+        finally:
+            self._waiters.pop(token, None)
+
+    async def direct_last(self, stream: str, subject: str, timeout: float) -> RawMsg | None:
+        request = json.dumps({"last_by_subj": subject}).encode()
+        try:
+            msg = await self.nc.request(f"$JS.API.DIRECT.GET.{stream}", request, timeout=timeout)
+        except nats.errors.NoRespondersError:
+            raise
+        status = (msg.headers or {}).get("Status")
+        if status == "404":
+            return None
+        if status is not None:
+            raise ServerRefused(None, f"direct get of {subject} answered status {status}")
+        return _raw(msg)
+
+    async def last_sequence(self, stream: str) -> int:
+        info = await self.js.stream_info(stream)
+        return info.state.last_seq

@@ -1,0 +1,201 @@
+"""One commit to the log: a save's events (and a tracking position) become an all-or-nothing publish."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from eventsourcing.persistence import IntegrityError, OperationalError, StoredEvent, Tracking
+
+from adapters.jetstream.client import TRANSIENT, DuplicateBatch, JetStreamClient, RawMsg, WrongLastSequence
+from adapters.jetstream.subjects import StreamNames, kind_of
+
+EXPECTED = "Nats-Expected-Last-Subject-Sequence"
+EXPECTED_SUBJECT = "Nats-Expected-Last-Subject-Sequence-Subject"
+MAX_CONFLICT_ROUNDS = 8
+
+
+class Heads:
+    """Bounded memory of each aggregate's last (version, sequence): saves need no read first."""
+
+    def __init__(self, size: int = 100_000) -> None:
+        self._heads: OrderedDict[object, tuple[int, int]] = OrderedDict()
+        self._size = size
+
+    def remember(self, originator_id: object, version: int, seq: int) -> None:
+        self._heads[originator_id] = (version, seq)
+        self._heads.move_to_end(originator_id)
+        if len(self._heads) > self._size:
+            self._heads.popitem(last=False)
+
+    def forget(self, originator_id: object) -> None:
+        self._heads.pop(originator_id, None)
+
+    def expected(self, originator_id: object, first_version: int) -> int:
+        """The sequence this commit expects; a known newer version is a conflict without a round trip."""
+        head = self._heads.get(originator_id)
+        if head is None:
+            return 0
+        version, seq = head
+        if version >= first_version:
+            raise IntegrityError(f"{originator_id} is at version {version}; cannot write {first_version} again")
+        return seq
+
+
+@dataclass
+class Part:
+    originator_id: object
+    events: list[StoredEvent]
+
+    @property
+    def first(self) -> int:
+        return self.events[0].originator_version
+
+    @property
+    def last(self) -> StoredEvent:
+        return self.events[-1]
+
+
+@dataclass
+class Committed:
+    last_seq: int
+
+
+def group(stored_events: Sequence[StoredEvent]) -> list[Part]:
+    parts: dict[object, Part] = {}
+    for event in stored_events:
+        parts.setdefault(event.originator_id, Part(event.originator_id, [])).events.append(event)
+    return list(parts.values())
+
+
+def version_of(msg: RawMsg) -> int:
+    return int(msg.headers["Roving-Version"])
+
+
+class Committer:
+    """Publishes commits with optimistic concurrency, retrying lost acks without duplicating."""
+
+    def __init__(self, client: JetStreamClient, names: StreamNames, purpose: str, heads: Heads,
+                 op_timeout: float, retry_for: float) -> None:
+        self.client, self.names, self.purpose, self.heads = client, names, purpose, heads
+        self.stream = names.stream(purpose)
+        self.op_timeout, self.retry_for = op_timeout, retry_for
+
+    def message(self, event: StoredEvent, expected: int | None) -> tuple[str, bytes, dict[str, str]]:
+        oid = event.originator_id
+        headers = {
+            "Nats-Msg-Id": f"{oid}:{event.originator_version}",
+            "Roving-Topic": event.topic,
+            "Roving-Version": str(event.originator_version),
+        }
+        if not isinstance(oid, uuid.UUID):
+            headers["Roving-Id-Type"] = "str"
+        if expected is not None:
+            headers[EXPECTED] = str(expected)
+            headers[EXPECTED_SUBJECT] = self.names.aggregate_filter(self.purpose, oid)
+        return self.names.subject(self.purpose, kind_of(event.topic), oid), event.state, headers
+
+    def tracking_message(self, tracking: Tracking, expected: int) -> tuple[str, bytes, dict[str, str]]:
+        subject = self.names.tracking_subject(self.purpose, tracking.application_name)
+        headers = {EXPECTED: str(expected), "Nats-Msg-Id": f"{subject}:{tracking.notification_id}"}
+        return subject, str(tracking.notification_id).encode(), headers
+
+    async def last_tracking(self, application_name: str) -> RawMsg | None:
+        subject = self.names.tracking_subject(self.purpose, application_name)
+        return await self.client.direct_last(self.stream, subject, self.op_timeout)
+
+    async def commit(self, stored_events: Sequence[StoredEvent], tracking: Tracking | None) -> list[int]:
+        parts = group(stored_events)
+        expected = {p.originator_id: self.heads.expected(p.originator_id, p.first) for p in parts}
+        track_expected = await self._tracking_expectation(tracking) if tracking else None
+        deadline, attempt, delay = time.monotonic() + self.retry_for, 0, 0.05
+        while True:
+            messages = self._messages(parts, expected, tracking, track_expected)
+            try:
+                last_seq = await self._publish(messages)
+                break
+            except (WrongLastSequence, DuplicateBatch):
+                outcome = await self._reconcile(parts, tracking, retried=attempt > 0)
+                if isinstance(outcome, Committed):
+                    last_seq = outcome.last_seq
+                    break
+                expected, track_expected = outcome
+                attempt += 1
+                if attempt > MAX_CONFLICT_ROUNDS:
+                    raise IntegrityError("gave up after repeated concurrent writes to the same aggregates")
+            except TRANSIENT as error:
+                attempt += 1
+                if time.monotonic() > deadline:
+                    raise OperationalError(f"commit not acknowledged within {self.retry_for:.0f}s: {error!r}") from error
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 1.0)
+        return self._remember(parts, last_seq, len(messages))
+
+    def _messages(self, parts, expected, tracking, track_expected):
+        messages = []
+        for part in parts:
+            for index, event in enumerate(part.events):
+                messages.append(self.message(event, expected[part.originator_id] if index == 0 else None))
+        if tracking is not None:
+            messages.append(self.tracking_message(tracking, track_expected))
+        return messages
+
+    async def _publish(self, messages) -> int:
+        if len(messages) == 1:
+            subject, data, headers = messages[0]
+            return await self.client.publish(subject, data, headers, self.op_timeout)
+        return await self.client.publish_batch(uuid.uuid4().hex, messages, self.op_timeout)
+
+    def _remember(self, parts: list[Part], last_seq: int, count: int) -> list[int]:
+        seqs = list(range(last_seq - count + 1, last_seq + 1))
+        position = 0
+        for part in parts:
+            position += len(part.events)
+            self.heads.remember(part.originator_id, part.last.originator_version, seqs[position - 1])
+        return seqs[:position]
+
+    async def _tracking_expectation(self, tracking: Tracking) -> int:
+        last = await self.last_tracking(tracking.application_name)
+        if last is not None and int(last.data) >= tracking.notification_id:
+            raise IntegrityError(
+                f"{tracking.application_name} already tracked {int(last.data)}; "
+                f"cannot record {tracking.notification_id}"
+            )
+        return last.seq if last else 0
+
+    async def _reconcile(self, parts: list[Part], tracking: Tracking | None, retried: bool):
+        """After a refused commit: a real conflict, our own earlier attempt that landed, or stale heads."""
+        expected: dict[object, int] = {}
+        landed: list[int] = []
+        for part in parts:
+            last = await self.client.direct_last(
+                self.stream, self.names.aggregate_filter(self.purpose, part.originator_id), self.op_timeout
+            )
+            if last is None:
+                expected[part.originator_id] = 0
+            elif version_of(last) < part.first:
+                expected[part.originator_id] = last.seq
+            elif retried and version_of(last) == part.last.originator_version and last.data == part.last.state:
+                landed.append(last.seq)
+            else:
+                self.heads.forget(part.originator_id)
+                raise IntegrityError(
+                    f"aggregate {part.originator_id} already has version {version_of(last)}; "
+                    f"this commit starts at {part.first}"
+                )
+        track_expected = None
+        if tracking is not None:
+            last = await self.last_tracking(tracking.application_name)
+            if retried and last is not None and int(last.data) == tracking.notification_id:
+                landed.append(last.seq)
+            else:
+                track_expected = await self._tracking_expectation(tracking)
+        if landed and not expected and track_expected is None:
+            return Committed(max(landed))
+        if landed:
+            raise IntegrityError("a concurrent writer interleaved with a retried commit")
+        return expected, track_expected

@@ -1,0 +1,190 @@
+"""eventsourcing recorders on JetStream: aggregate, application, process and tracking."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import unquote
+from uuid import UUID
+
+from eventsourcing.persistence import (
+    AggregateRecorder,
+    ApplicationRecorder,
+    IntegrityError,
+    Notification,
+    ProcessRecorder,
+    StoredEvent,
+    Subscription,
+    Tracking,
+    TrackingRecorder,
+)
+
+from adapters.jetstream.client import RawMsg, WrongLastSequence
+from adapters.jetstream.commit import Committer, Heads, version_of
+from adapters.jetstream.connection import Connection
+from adapters.jetstream.subjects import TRACKING_KIND
+
+PAGE = 1000
+
+
+def originator_of(msg: RawMsg) -> UUID | str:
+    token = unquote(msg.subject.rsplit(".", 1)[1])
+    return token if msg.headers.get("Roving-Id-Type") == "str" else UUID(token)
+
+
+def notification_of(msg: RawMsg) -> Notification:
+    return Notification(
+        id=msg.seq, originator_id=originator_of(msg), originator_version=version_of(msg),
+        topic=msg.headers["Roving-Topic"], state=msg.data,
+    )
+
+
+def is_tracking(msg: RawMsg) -> bool:
+    return msg.subject.split(".", 3)[2] == TRACKING_KIND
+
+
+class JetStreamAggregateRecorder(AggregateRecorder):
+    """Events of aggregates on `roving.<cluster>.<kind>.<id>`; snapshots on their own stream."""
+
+    def __init__(self, connection: Connection, purpose: str = "events") -> None:
+        self.connection = connection
+        self.purpose = purpose
+        self.stream = connection.ensure(purpose)
+        self.heads = Heads()
+        self.committer = Committer(
+            connection.client, connection.names, purpose, self.heads,
+            connection.op_timeout, connection.retry_for,
+        )
+
+    def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
+        self._insert(stored_events, kwargs.get("tracking"))
+        return None
+
+    def _insert(self, stored_events: Sequence[StoredEvent], tracking: Tracking | None) -> list[int]:
+        if not stored_events and tracking is None:
+            return []
+        return self.connection.loop.run(self.committer.commit(stored_events, tracking))
+
+    def select_events(
+        self, originator_id: UUID | str, *, gt: int | None = None, lte: int | None = None,
+        desc: bool = False, limit: int | None = None,
+    ) -> Sequence[StoredEvent]:
+        subject = self.connection.names.aggregate_filter(self.purpose, originator_id)
+        if desc and limit == 1 and lte is None:
+            last = self.connection.run(lambda: self.connection.client.direct_last(
+                self.stream, subject, self.connection.op_timeout))
+            msgs = [last] if last is not None and (gt is None or version_of(last) > gt) else []
+        else:
+            msgs = self.connection.run(lambda: self._read(subject, 1, None))
+            if msgs:
+                self.heads.remember(originator_id, version_of(msgs[-1]), msgs[-1].seq)
+        events = [
+            StoredEvent(originator_id, version_of(m), m.headers["Roving-Topic"], m.data)
+            for m in msgs
+            if (gt is None or version_of(m) > gt) and (lte is None or version_of(m) <= lte)
+        ]
+        if desc:
+            events.reverse()
+        return events[:limit] if limit is not None else events
+
+    async def _read(self, subject: str, start: int, limit: int | None) -> list[RawMsg]:
+        found: list[RawMsg] = []
+        while limit is None or len(found) < limit:
+            page = PAGE if limit is None else min(PAGE, limit - len(found))
+            msgs, pending = await self.connection.client.direct_batch(
+                self.stream, subject, start, page, self.connection.op_timeout)
+            found.extend(msgs)
+            if not msgs or pending == 0:
+                break
+            start = msgs[-1].seq + 1
+        return found
+
+
+class JetStreamApplicationRecorder(JetStreamAggregateRecorder, ApplicationRecorder):
+    """The stream sequence is the notification id."""
+
+    def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
+        return self._insert(stored_events, kwargs.get("tracking"))
+
+    def select_notifications(
+        self, start: int | None, limit: int, stop: int | None = None, topics: Sequence[str] = (),
+        *, inclusive_of_start: bool = True,
+    ) -> Sequence[Notification]:
+        first = (start or 1) if inclusive_of_start else (start or 0) + 1
+        return self.connection.run(lambda: self._notifications(first, limit, stop, frozenset(topics)))
+
+    async def _notifications(self, first: int, limit: int, stop: int | None, topics: frozenset[str]):
+        found: list[Notification] = []
+        subject = self.connection.names.prefix(self.purpose) + ".>"
+        seq = first
+        while len(found) < limit:
+            page = PAGE if topics else min(PAGE, limit - len(found) + 1)
+            msgs, pending = await self.connection.client.direct_batch(
+                self.stream, subject, seq, page, self.connection.op_timeout)
+            for msg in msgs:
+                if stop is not None and msg.seq > stop:
+                    return found
+                if is_tracking(msg) or (topics and msg.headers["Roving-Topic"] not in topics):
+                    continue
+                found.append(notification_of(msg))
+                if len(found) == limit:
+                    return found
+            if not msgs or pending == 0:
+                break
+            seq = msgs[-1].seq + 1
+        return found
+
+    def max_notification_id(self) -> int | None:
+        last = self.connection.run(lambda: self.connection.client.last_sequence(self.stream))
+        return last or None
+
+    def subscribe(self, gt: int | None = None, topics: Sequence[str] = ()) -> Subscription[ApplicationRecorder]:
+        from adapters.jetstream.subscription import JetStreamSubscription
+
+        return JetStreamSubscription(self, gt=gt, topics=topics)
+
+
+class JetStreamProcessRecorder(JetStreamApplicationRecorder, ProcessRecorder):
+    """Events and the upstream position land in one atomic batch on the same stream."""
+
+    def insert_tracking(self, tracking: Tracking) -> None:
+        self._insert([], tracking)
+
+    def max_tracking_id(self, application_name: str) -> int | None:
+        last = self.connection.run(lambda: self.committer.last_tracking(application_name))
+        return int(last.data) if last is not None else None
+
+
+class JetStreamTrackingRecorder(TrackingRecorder):
+    """Positions of projections whose view lives elsewhere, on `roving_tracking.<cluster>.<app>`."""
+
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
+        self.stream = connection.ensure("tracking")
+        self.names = connection.names
+
+    def _last(self, application_name: str) -> RawMsg | None:
+        subject = self.names.tracking_subject("tracking", application_name)
+        return self.connection.run(lambda: self.connection.client.direct_last(
+            self.stream, subject, self.connection.op_timeout))
+
+    def insert_tracking(self, tracking: Tracking) -> None:
+        last = self._last(tracking.application_name)
+        if last is not None and int(last.data) >= tracking.notification_id:
+            raise IntegrityError(
+                f"{tracking.application_name} already tracked {int(last.data)}; "
+                f"cannot record {tracking.notification_id}"
+            )
+        subject = self.names.tracking_subject("tracking", tracking.application_name)
+        headers = {"Nats-Expected-Last-Subject-Sequence": str(last.seq if last else 0)}
+        try:
+            self.connection.run(lambda: self.connection.client.publish(
+                subject, str(tracking.notification_id).encode(), headers, self.connection.op_timeout))
+        except WrongLastSequence as error:
+            latest = self._last(tracking.application_name)
+            if latest is None or int(latest.data) != tracking.notification_id:
+                raise IntegrityError(f"{tracking.application_name} was tracked concurrently") from error
+
+    def max_tracking_id(self, application_name: str) -> int | None:
+        last = self._last(application_name)
+        return int(last.data) if last is not None else None

@@ -1,0 +1,64 @@
+"""A live tail of the log for eventsourcing's `subscribe`: an ordered JetStream consumer."""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from eventsourcing.persistence import Notification, Subscription
+from nats.aio.msg import Msg
+from nats.js.api import ConsumerConfig, DeliverPolicy
+
+from adapters.jetstream.client import RawMsg
+from adapters.jetstream.recorders import is_tracking, notification_of
+
+if TYPE_CHECKING:
+    from adapters.jetstream.recorders import JetStreamApplicationRecorder
+
+_STOP = object()
+
+
+class JetStreamSubscription(Subscription["JetStreamApplicationRecorder"]):
+    """Yields notifications after `gt`, then blocks for new ones until stopped."""
+
+    def __init__(self, recorder: JetStreamApplicationRecorder, gt: int | None = None,
+                 topics: Sequence[str] = ()) -> None:
+        super().__init__(recorder=recorder, gt=gt, topics=topics)
+        self._topic_set = frozenset(topics)
+        self._queue: queue.Queue[object] = queue.Queue()
+        self._connection = recorder.connection
+        config = ConsumerConfig(deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=(gt or 0) + 1)
+        subject = self._connection.names.prefix(recorder.purpose) + ".>"
+        self._sub = self._connection.run(lambda: self._connection.client.js.subscribe(
+            subject, stream=recorder.stream, cb=self._receive, ordered_consumer=True, config=config))
+
+    async def _receive(self, msg: Msg) -> None:
+        headers = msg.headers or {}
+        raw = RawMsg(msg.metadata.sequence.stream, msg.subject, headers, msg.data)
+        if is_tracking(raw) or (self._topic_set and headers.get("Roving-Topic") not in self._topic_set):
+            return
+        self._queue.put(notification_of(raw))
+
+    def __next__(self) -> Notification:
+        item = self._queue.get() if not self._has_been_stopped else _STOP
+        if item is _STOP or self._has_been_stopped:
+            raise StopIteration
+        self._last_notification_id = item.id
+        return item
+
+    def stop(self) -> None:
+        if self._has_been_stopped:
+            return
+        super().stop()
+        self._queue.put(_STOP)
+        loop = self._connection.loop.loop
+        if not loop.is_closed():
+            asyncio.run_coroutine_threadsafe(self._unsubscribe(), loop)
+
+    async def _unsubscribe(self) -> None:
+        try:
+            await self._sub.unsubscribe()
+        except Exception:  # noqa: BLE001 - the connection may already be closed at shutdown
+            pass
