@@ -8,6 +8,7 @@ import json
 from dataclasses import dataclass
 
 import nats
+import structlog
 import nats.errors
 import nats.js.errors
 from nats.aio.client import Client
@@ -18,6 +19,7 @@ WRONG_LAST_SEQUENCE = {10071, 10164}
 BATCH_DUPLICATE = 10201
 STREAM_NOT_FOUND = 10059
 MAX_BATCH = 1000
+log = structlog.get_logger("roving.nats")
 TRANSIENT = (
     asyncio.TimeoutError,
     nats.errors.TimeoutError,
@@ -67,6 +69,18 @@ def _refusal(code: int | None, description: str) -> Exception:
     return ServerRefused(code, description)
 
 
+async def _log_error(error: Exception) -> None:
+    log.warning("nats.error", error=repr(error))
+
+
+async def _log_disconnect() -> None:
+    log.warning("nats.disconnected")
+
+
+async def _log_reconnect() -> None:
+    log.info("nats.reconnected")
+
+
 class JetStreamClient:
     """One nats-py connection and the few JetStream operations the recorders need."""
 
@@ -81,7 +95,8 @@ class JetStreamClient:
     @classmethod
     async def connect(cls, url: str, name: str = "roving") -> "JetStreamClient":
         nc = await nats.connect(
-            url, name=name, max_reconnect_attempts=-1, reconnect_time_wait=0.25,
+            servers=[u.strip() for u in url.split(",") if u.strip()], name=name,
+            error_cb=_log_error, disconnected_cb=_log_disconnect, reconnected_cb=_log_reconnect, max_reconnect_attempts=-1, reconnect_time_wait=0.25,
             connect_timeout=5, allow_reconnect=True,
         )
         client = cls(nc)

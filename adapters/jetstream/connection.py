@@ -28,6 +28,7 @@ class Connection:
         self.retry_for = retry_for
         self.loop = LoopThread()
         self._ready: set[str] = set()
+        self._closed = False
         try:
             self.client: JetStreamClient = self.loop.run(JetStreamClient.connect(url), timeout=15)
         except Exception as error:
@@ -61,6 +62,10 @@ class Connection:
         return stream
 
     def close(self) -> None:
+        """Idempotent: Applications and tests may both close the factory."""
+        if self._closed:
+            return
+        self._closed = True
         try:
             self.loop.run(self.client.close(), timeout=5)
         except Exception:  # noqa: BLE001 - closing a dead connection is not an error worth raising
