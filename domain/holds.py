@@ -1,0 +1,109 @@
+"""Node holds: their effects and sources, who may release which, and the monitoring ceiling per definition."""
+
+from __future__ import annotations
+
+import enum
+from datetime import datetime
+
+import msgspec
+
+DEFAULT_MAX_MONITORING_HELD_PERCENT = 20.0
+
+
+class Effect(str, enum.Enum):
+    """What a hold does to a node: every effect stops new work; evict and deprovision go further."""
+
+    CORDON = "cordon"
+    EVICT = "evict"
+    DEPROVISION = "deprovision"
+
+
+class Source(str, enum.Enum):
+    """Who placed a hold; decided by the caller's identity, never by a request body."""
+
+    ADMIN = "admin"
+    MONITORING = "monitoring"
+    PROVISIONER = "provisioner"
+
+
+class HoldError(Exception):
+    """A hold command the node's holds do not allow; the message says why."""
+
+
+class ReleaseRefused(HoldError):
+    """The releaser's source may not release this hold."""
+
+
+class UnknownHold(HoldError):
+    """No hold with that id is on the node (it may already have been released)."""
+
+
+class Hold(msgspec.Struct, frozen=True, kw_only=True):
+    """One hold on a node: `evict` on a deprovision hold means running work is taken off too."""
+
+    id: str
+    effect: Effect
+    source: Source
+    reason: str
+    by: str
+    at: datetime
+    evict: bool = False
+
+    @property
+    def takes_running_work_off(self) -> bool:
+        return self.effect is Effect.EVICT or (self.effect is Effect.DEPROVISION and self.evict)
+
+
+class NodeSummary(msgspec.Struct, frozen=True, kw_only=True):
+    """What the monitoring ceiling needs to know about one node of a definition."""
+
+    id: str
+    monitoring_held: bool
+
+
+SOURCE_OF_ROLE = {"admin": Source.ADMIN, "monitoring": Source.MONITORING, "provisioner": Source.PROVISIONER}
+
+
+def source_of(role: str) -> Source:
+    """The hold source an authenticated caller's role stands for; other roles may not hold nodes."""
+    try:
+        return SOURCE_OF_ROLE[role]
+    except KeyError:
+        allowed = ", ".join(SOURCE_OF_ROLE)
+        raise HoldError(f"role {role!r} may not place or release node holds (only {allowed})") from None
+
+
+def release_refusal(hold: Hold, releaser: Source, force: bool = False) -> str | None:
+    """Why `releaser` may not release `hold`, or None when it may: a hold follows its own source's rules."""
+    if hold.source is Source.ADMIN and releaser is not Source.ADMIN:
+        return f"hold {hold.id} was placed by an admin; only an admin may release it"
+    if hold.source is Source.MONITORING and releaser is Source.ADMIN and not force:
+        return (f"hold {hold.id} is monitoring evidence ({hold.reason}); it is released when the alert "
+                "resolves, or by an admin with force")
+    if hold.source is Source.MONITORING and releaser not in (Source.MONITORING, Source.ADMIN):
+        return f"hold {hold.id} is monitoring evidence; the {releaser.value} may not release it"
+    if hold.source is Source.PROVISIONER and releaser is not Source.PROVISIONER:
+        return f"hold {hold.id} belongs to the provisioner; only the provisioner may release it"
+    return None
+
+
+def monitoring_hold_allowed(
+    definition_nodes: list[NodeSummary], node_id: str, percent: float = DEFAULT_MAX_MONITORING_HELD_PERCENT,
+) -> tuple[bool, str]:
+    """May monitoring hold `node_id`, given its definition's nodes and `nodeHealth.maxMonitoringHeldPercent`?
+
+    A node already held by monitoring never counts twice; the node itself counts as a member of its
+    definition even when the caller left it out of the list.
+    """
+    held = {n.id for n in definition_nodes if n.monitoring_held}
+    if node_id in held:
+        return True, f"node {node_id} is already held by monitoring"
+    members = {n.id for n in definition_nodes} | {node_id}
+    after = len(held) + 1
+    if after * 100 > percent * len(members):
+        return False, (
+            f"monitoring already holds {len(held)} of {len(members)} nodes in this definition; holding "
+            f"{node_id} too would make {after * 100 / len(members):.0f}%, above "
+            f"nodeHealth.maxMonitoringHeldPercent ({percent:g}%)"
+        )
+    return True, f"monitoring would hold {after} of {len(members)} nodes (limit {percent:g}%)"

@@ -1,0 +1,323 @@
+"""The Node aggregate: registration and fencing epoch, status, the allocations placed on it, and its holds."""
+
+from __future__ import annotations
+
+import enum
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+import msgspec
+from eventsourcing.domain import Aggregate, event
+
+from domain.holds import (
+    DEFAULT_MAX_MONITORING_HELD_PERCENT, Effect, Hold, HoldError, NodeSummary, ReleaseRefused, Source, UnknownHold,
+    monitoring_hold_allowed, release_refusal,
+)
+from domain.scheduler import snapshot
+
+LEASE_LAPSED = "lease lapsed"
+
+
+class NodeStatus(str, enum.Enum):
+    NOT_READY = "NOT_READY"
+    READY = "READY"
+    OFFLINE = "OFFLINE"
+
+
+class NodeError(Exception):
+    """A command the node's current state does not allow; the message says why."""
+
+
+class StaleAgent(NodeError):
+    """A report from an agent registered under an older epoch than the node's current one."""
+
+
+class Placement(msgspec.Struct, frozen=True, kw_only=True):
+    """An allocation placed on the node and what it uses there."""
+
+    id: str
+    cpu: int
+    memory: int
+    devices: dict[str, int] = {}
+    host_ports: tuple[int, ...] = ()
+
+
+class Capacity(msgspec.Struct, frozen=True, kw_only=True):
+    """What an agent declares at (re)registration."""
+
+    cpu: int
+    memory: int
+    devices: dict[str, int] = {}
+    annotations: dict[str, str] = {}
+    segment: str = ""
+    agent_address: str = ""
+    agent_port: int | None = None
+
+
+def check_capacity(name: str, capacity: Capacity) -> None:
+    if not name:
+        raise NodeError("a node needs a name")
+    if capacity.cpu < 1 or capacity.memory < 1:
+        raise NodeError(f"node {name} must declare at least 1 cpu and 1 byte of memory")
+    bad = sorted(d for d, n in capacity.devices.items() if n < 0)
+    if bad:
+        raise NodeError(f"node {name} declares a negative count for devices {', '.join(bad)}")
+    if capacity.agent_port is not None and not 0 < capacity.agent_port < 65536:
+        raise NodeError(f"node {name} agent port {capacity.agent_port} is not between 1 and 65535")
+
+
+class Node(Aggregate):
+    @event("NodeRegistered")
+    def __init__(self, id: UUID, name: str, definition_id: str, capacity: Capacity, by: str, at: datetime) -> None:
+        self.name, self.definition_id, self.capacity = name, definition_id, capacity
+        self.status, self.epoch, self.status_reason = NodeStatus.NOT_READY, 1, "registered; waiting for the agent"
+        self.allocations: dict[str, Placement] = {}
+        self.holds: dict[str, Hold] = {}
+        self.removed, self.last_refusal = False, ""
+
+    @classmethod
+    def register(cls, id: UUID, name: str, definition_id: str, capacity: Capacity, *, by: str, at: datetime) -> Node:
+        """A new node, NOT_READY at epoch 1 until its agent reports ready."""
+        check_capacity(name, capacity)
+        return cls(id=id, name=name, definition_id=definition_id, capacity=capacity, by=by, at=at)
+
+    @classmethod
+    def _create(cls, event_class: Any, *, id: Any = None, **kwargs: Any) -> Any:
+        kwargs.setdefault("timestamp", kwargs.get("at"))  # time comes from the caller, never the clock
+        return super()._create(event_class, id=id, **kwargs)
+
+    def trigger_event(self, event_class: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("timestamp", kwargs.get("at"))
+        super().trigger_event(event_class, **kwargs)
+
+    @property
+    def accepts_new_work(self) -> bool:
+        return not self.removed and self.status is NodeStatus.READY and not self.holds
+
+    def allocations_to_evict(self) -> list[str]:
+        """Running work an evict hold (or an evicting deprovision) says must be taken off."""
+        if any(h.takes_running_work_off for h in self.holds.values()):
+            return list(self.allocations)
+        return []
+
+    @property
+    def monitoring_held(self) -> bool:
+        return any(h.source is Source.MONITORING for h in self.holds.values())
+
+    def summary(self) -> NodeSummary:
+        return NodeSummary(id=str(self.id), monitoring_held=self.monitoring_held)
+
+    def check_epoch(self, epoch: int) -> None:
+        """Refuse a report from an agent that registered before the node's latest (re)registration."""
+        if epoch != self.epoch:
+            raise StaleAgent(f"node {self.name} is at epoch {self.epoch}; a report for epoch {epoch} is stale")
+
+    def rejoin(self, capacity: Capacity, *, by: str, at: datetime) -> list[str]:
+        """The agent registered again: a new epoch fences the old one; returns allocations lost with it.
+
+        Admin and monitoring holds stay, so a node held for repair comes back held; provisioner holds
+        belonged to the previous instance and are dropped.
+        """
+        self._alive()
+        check_capacity(self.name, capacity)
+        lost = list(self.allocations)
+        dropped = [h.id for h in self.holds.values() if h.source is Source.PROVISIONER]
+        self._rejoined(capacity=capacity, epoch=self.epoch + 1, lost=lost, dropped_holds=dropped, by=by, at=at)
+        return lost
+
+    def mark_ready(self, epoch: int, *, by: str, at: datetime) -> None:
+        self._alive()
+        self.check_epoch(epoch)
+        if self.status is NodeStatus.OFFLINE:
+            raise NodeError(f"node {self.name} is OFFLINE; its agent must register again before it can be ready")
+        if self.status is not NodeStatus.READY:
+            self._ready(epoch=epoch, by=by, at=at)
+
+    def mark_not_ready(self, epoch: int, reason: str, *, by: str, at: datetime) -> None:
+        self._alive()
+        self.check_epoch(epoch)
+        if self.status is NodeStatus.READY:
+            self._not_ready(reason=reason, by=by, at=at)
+
+    def go_offline(self, *, by: str, at: datetime, reason: str = LEASE_LAPSED) -> list[str]:
+        """The agent's lease lapsed: the node goes OFFLINE; returns the allocations lost with it."""
+        self._alive()
+        if self.status is NodeStatus.OFFLINE:
+            return []
+        lost = list(self.allocations)
+        self._went_offline(reason=reason, lost=lost, by=by, at=at)
+        return lost
+
+    def place_allocation(self, placement: Placement, *, by: str, at: datetime) -> None:
+        """Refuses work the node cannot take now, so a stale scheduler decision fails harmlessly."""
+        self._alive()
+        if placement.id in self.allocations:
+            return
+        if not self.accepts_new_work:
+            raise NodeError(f"node {self.name} takes no new work: {self.why_no_new_work()}")
+        shortage = self._shortage(placement)
+        if shortage:
+            raise NodeError(f"node {self.name} cannot hold allocation {placement.id}: {shortage}")
+        self._allocation_placed(placement=placement, by=by, at=at)
+
+    def release_allocation(self, allocation_id: str, *, by: str, at: datetime) -> bool:
+        """The allocation ended or left; an empty node under a deprovision hold is then deprovisioned."""
+        if allocation_id not in self.allocations:
+            return False
+        self._allocation_released(allocation_id=allocation_id, by=by, at=at)
+        if not self.allocations and any(h.effect is Effect.DEPROVISION for h in self.holds.values()):
+            self._deprovisioned(forced=False, lost=[], by=by, at=at)
+        return True
+
+    def place_hold(
+        self, hold_id: str, effect: Effect, source: Source, reason: str, *, by: str, at: datetime,
+        peers: list[NodeSummary] | None = None, max_monitoring_percent: float = DEFAULT_MAX_MONITORING_HELD_PERCENT,
+        evict: bool = False,
+    ) -> Hold | None:
+        """Place a hold (the same id again is a no-op); a monitoring hold over the ceiling is refused, visibly.
+
+        `peers` are the other nodes of this node's definition; the ceiling is checked against them.
+        """
+        self._alive()
+        existing = self.holds.get(hold_id)
+        if existing is not None:
+            if (existing.effect, existing.source) != (effect, source):
+                raise HoldError(f"hold {hold_id} already exists as a {existing.source.value} {existing.effect.value} hold")
+            return existing
+        if source is Source.MONITORING:
+            allowed, why = monitoring_hold_allowed(list(peers or []) + [self.summary()], str(self.id), max_monitoring_percent)
+            if not allowed:
+                self._monitoring_refused(hold_id=hold_id, effect=effect, hold_reason=reason, refusal=why, by=by, at=at)
+                return None
+        self._hold_placed(hold_id=hold_id, effect=effect, source=source, reason=reason, evict=evict, by=by, at=at)
+        return self.holds[hold_id]
+
+    def release_hold(self, hold_id: str, *, by: str, at: datetime, releaser_source: Source, force: bool = False) -> None:
+        """Release one hold, only as its own source's rules allow (monitoring evidence needs an admin's force)."""
+        self._alive()
+        hold = self.holds.get(hold_id)
+        if hold is None:
+            raise UnknownHold(f"node {self.name} has no hold {hold_id}")
+        refusal = release_refusal(hold, releaser_source, force)
+        if refusal:
+            raise ReleaseRefused(refusal)
+        self._hold_released(hold_id=hold_id, releaser_source=releaser_source, forced=force, by=by, at=at)
+
+    def release_admin_cordons(self, *, by: str, at: datetime) -> list[str]:
+        """`node uncordon`: admin cordons only; monitoring and provisioner evidence stays."""
+        released = [h.id for h in self.holds.values() if h.source is Source.ADMIN and h.effect is Effect.CORDON]
+        for hold_id in released:
+            self.release_hold(hold_id, by=by, at=at, releaser_source=Source.ADMIN)
+        return released
+
+    def evict(self, hold_id: str, source: Source, reason: str, *, by: str, at: datetime) -> list[str]:
+        """Place an evict hold; returns the allocations to take off (the caller evicts each one)."""
+        self.place_hold(hold_id, Effect.EVICT, source, reason, by=by, at=at)
+        return self.allocations_to_evict()
+
+    def deprovision(
+        self, hold_id: str, source: Source, reason: str, *, by: str, at: datetime, evict: bool = False, force: bool = False,
+    ) -> list[str]:
+        """No new work, then removal once empty (at once with force); returns the allocations to take off."""
+        if self.place_hold(hold_id, Effect.DEPROVISION, source, reason, by=by, at=at, evict=evict) is None:
+            return []  # refused by the monitoring ceiling; the refusal is on record
+        if force or not self.allocations:
+            lost = list(self.allocations)
+            self._deprovisioned(forced=force, lost=lost, by=by, at=at)
+            return lost
+        return self.allocations_to_evict()
+
+    def remove(self, *, by: str, at: datetime, force: bool = False) -> list[str]:
+        """Forget an OFFLINE node (any node with force); returns allocations lost by a forced removal."""
+        self._alive()
+        if self.status is not NodeStatus.OFFLINE and not force:
+            raise NodeError(f"node {self.name} is {self.status.value}; only an OFFLINE node is removed without force")
+        lost = list(self.allocations)
+        self._removed(forced=force, lost=lost, by=by, at=at)
+        return lost
+
+    def why_no_new_work(self) -> str:
+        if self.removed:
+            return "removed"
+        if self.status is not NodeStatus.READY:
+            return f"{self.status.value} ({self.status_reason})"
+        return "; ".join(f"{h.effect.value} hold {h.id} by {h.source.value}: {h.reason}" for h in self.holds.values())
+
+    def _shortage(self, p: Placement) -> str:
+        used = list(self.allocations.values())
+        if sum(a.cpu for a in used) + p.cpu > self.capacity.cpu:
+            return f"needs {p.cpu} cpu, {self.capacity.cpu - sum(a.cpu for a in used)} free"
+        if sum(a.memory for a in used) + p.memory > self.capacity.memory:
+            return f"needs {p.memory} bytes of memory, {self.capacity.memory - sum(a.memory for a in used)} free"
+        for device, count in p.devices.items():
+            free = self.capacity.devices.get(device, 0) - sum(a.devices.get(device, 0) for a in used)
+            if count > free:
+                return f"needs {count} {device}, {free} free"
+        taken = sorted(set(p.host_ports) & {port for a in used for port in a.host_ports})
+        return f"host ports {', '.join(map(str, taken))} already in use" if taken else ""
+
+    def _alive(self) -> None:
+        if self.removed:
+            raise NodeError(f"node {self.name} was removed; register it as a new node")
+
+    @event("NodeRejoined")
+    def _rejoined(self, capacity: Capacity, epoch: int, lost: list[str], dropped_holds: list[str], by: str, at: datetime) -> None:
+        self.capacity, self.epoch, self.allocations = capacity, epoch, {}
+        self.status, self.status_reason = NodeStatus.NOT_READY, "rejoined; waiting for the agent"
+        for hold_id in dropped_holds:
+            del self.holds[hold_id]
+
+    @event("NodeReady")
+    def _ready(self, epoch: int, by: str, at: datetime) -> None:
+        self.status, self.status_reason = NodeStatus.READY, ""
+
+    @event("NodeNotReady")
+    def _not_ready(self, reason: str, by: str, at: datetime) -> None:
+        self.status, self.status_reason = NodeStatus.NOT_READY, reason
+
+    @event("NodeWentOffline")
+    def _went_offline(self, reason: str, lost: list[str], by: str, at: datetime) -> None:
+        self.status, self.status_reason, self.allocations = NodeStatus.OFFLINE, reason, {}
+
+    @event("AllocationPlaced")
+    def _allocation_placed(self, placement: Placement, by: str, at: datetime) -> None:
+        self.allocations[placement.id] = placement
+
+    @event("AllocationReleased")
+    def _allocation_released(self, allocation_id: str, by: str, at: datetime) -> None:
+        del self.allocations[allocation_id]
+
+    @event("NodeDeprovisioned")
+    def _deprovisioned(self, forced: bool, lost: list[str], by: str, at: datetime) -> None:
+        self.removed, self.allocations = True, {}
+
+    @event("HoldPlaced")
+    def _hold_placed(self, hold_id: str, effect: Effect, source: Source, reason: str, evict: bool, by: str, at: datetime) -> None:
+        self.holds[hold_id] = Hold(id=hold_id, effect=effect, source=source, reason=reason, by=by, at=at, evict=evict)
+
+    @event("HoldReleased")
+    def _hold_released(self, hold_id: str, releaser_source: Source, forced: bool, by: str, at: datetime) -> None:
+        del self.holds[hold_id]
+
+    @event("MonitoringHoldRefused")
+    def _monitoring_refused(self, hold_id: str, effect: Effect, hold_reason: str, refusal: str, by: str, at: datetime) -> None:
+        self.last_refusal = refusal
+
+    @event("NodeRemoved")
+    def _removed(self, forced: bool, lost: list[str], by: str, at: datetime) -> None:
+        self.removed, self.allocations = True, {}
+
+
+def to_node_view(node: Node) -> snapshot.NodeView:
+    """The scheduler's frozen view of a node; a removed node shows as OFFLINE so nothing lands on it."""
+    status = snapshot.NodeStatus.OFFLINE if node.removed else snapshot.NodeStatus(node.status.value)
+    holds = tuple(
+        snapshot.Hold(id=h.id, effect=snapshot.HoldEffect(h.effect.value), source=snapshot.HoldSource(h.source.value),
+                      reason=h.reason, by=h.by)
+        for h in node.holds.values()
+    )
+    c = node.capacity
+    return snapshot.NodeView(id=str(node.id), name=node.name, definition_id=node.definition_id, status=status,
+                             cpu=c.cpu, memory=c.memory, devices=dict(c.devices), annotations=dict(c.annotations),
+                             segment=c.segment, holds=holds)
