@@ -1,0 +1,257 @@
+"""The Endpoint aggregate: a persistent name, its owner and scope, the serving binding and a pending takeover.
+
+A takeover with strategy `ready` (the default) keeps the old binding serving until the new service is
+ready, then asks for the old workflow to be canceled; strategy `start` cancels the old workflow as soon as
+the new one asks. A new service that never becomes ready leaves the old binding serving.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+import msgspec
+from eventsourcing.domain import Aggregate, event
+
+NAME = re.compile(r"^[a-z0-9_-]+$")
+MAX_NAME = 63
+
+
+class OwnerKind(str, enum.Enum):
+    USER = "user"
+    GROUP = "group"
+    ORGANIZATION = "organization"
+
+
+class Scope(str, enum.Enum):
+    USER = "user"
+    GROUP = "group"
+    ORGANIZATION = "organization"
+    PUBLIC = "public"
+
+
+class Strategy(str, enum.Enum):
+    READY = "ready"
+    START = "start"
+
+
+class EndpointError(Exception):
+    """A command the endpoint's current state does not allow; the message says why."""
+
+
+class Binding(msgspec.Struct, frozen=True, kw_only=True):
+    workflow_id: UUID
+    service: str
+    host: str = ""
+    port: int = 0
+    bound_at: datetime | None = None
+
+    @property
+    def target(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+class Pending(msgspec.Struct, frozen=True, kw_only=True):
+    workflow_id: UUID
+    service: str
+    strategy: Strategy
+    requested_at: datetime
+    replaces: UUID | None = None
+
+
+class Decision(msgspec.Struct, frozen=True, kw_only=True):
+    """What the caller must do after a binding command: cancel a workflow the endpoint no longer needs."""
+
+    cancel_workflow: UUID | None = None
+    reason: str = ""
+
+
+def check_name(name: str) -> None:
+    if not name or len(name) > MAX_NAME:
+        raise EndpointError(f"endpoint name must be 1 to {MAX_NAME} characters (got {len(name)})")
+    if not NAME.match(name):
+        bad = "".join(sorted({c for c in name if not re.match(r"[a-z0-9_-]", c)}))
+        raise EndpointError(f"endpoint name {name!r} may use only lowercase letters, digits, '-' and '_' (not {bad!r})")
+
+
+def audience(owner_kind: OwnerKind, owner_id: str, scope: Scope, group_id: str, organization_id: str) -> tuple[str, str]:
+    """The group and organization whose members may see the endpoint, checked against its owner and scope."""
+    group = owner_id if owner_kind is OwnerKind.GROUP else group_id
+    org = owner_id if owner_kind is OwnerKind.ORGANIZATION else organization_id
+    if scope is Scope.USER and owner_kind is not OwnerKind.USER:
+        raise EndpointError(f"scope user needs a user owner, not a {owner_kind.value}")
+    if scope is Scope.GROUP and owner_kind is OwnerKind.ORGANIZATION:
+        raise EndpointError("scope group needs a user or group owner, not an organization")
+    if scope is Scope.GROUP and not group:
+        raise EndpointError("scope group needs the group whose members may use the endpoint")
+    if scope is Scope.ORGANIZATION and not org:
+        raise EndpointError("scope organization needs the organization whose members may use the endpoint")
+    return group, org
+
+
+class Endpoint(Aggregate):
+    @event("EndpointCreated")
+    def __init__(
+        self, id: UUID, name: str, owner_kind: OwnerKind, owner_id: str, scope: Scope, group_id: str,
+        organization_id: str, by: str, at: datetime,
+    ) -> None:
+        self.name, self.owner_kind, self.owner_id, self.scope = name, owner_kind, owner_id, scope
+        self.group_id, self.organization_id = group_id, organization_id
+        self.binding: Binding | None = None
+        self.pending: Pending | None = None
+        self.deleted = False
+        self.last_failure = ""
+        self.unbound_reason = "no workflow has bound this endpoint yet"
+
+    @classmethod
+    def create(
+        cls, id: UUID, name: str, owner_kind: OwnerKind | str, owner_id: str, scope: Scope | str, *, by: str,
+        at: datetime, group_id: str = "", organization_id: str = "",
+    ) -> Endpoint:
+        check_name(name)
+        kind, scope = _choice(OwnerKind, owner_kind, "owner kind"), _choice(Scope, scope, "scope")
+        if not owner_id:
+            raise EndpointError(f"endpoint {name} needs an owner {kind.value} id")
+        group, org = audience(kind, owner_id, scope, group_id, organization_id)
+        return cls(id=id, name=name, owner_kind=kind, owner_id=owner_id, scope=scope, group_id=group,
+                   organization_id=org, by=by, at=at)
+
+    @classmethod
+    def _create(cls, event_class: Any, *, id: Any = None, **kwargs: Any) -> Any:
+        kwargs.setdefault("timestamp", kwargs.get("at"))  # time comes from the caller, never the clock
+        return super()._create(event_class, id=id, **kwargs)
+
+    def trigger_event(self, event_class: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("timestamp", kwargs.get("at"))
+        super().trigger_event(event_class, **kwargs)
+
+    def serving_target(self) -> Binding | None:
+        """The ready binding requests go to, or None (then `not_serving_reason` is the 503's message)."""
+        return None if self.deleted else self.binding
+
+    def not_serving_reason(self) -> str:
+        if self.deleted:
+            return f"endpoint {self.name} was deleted"
+        if self.binding is not None:
+            return ""
+        if self.pending is not None:
+            return (f"endpoint {self.name} is waiting for workflow {self.pending.workflow_id} service "
+                    f"{self.pending.service} to become ready")
+        return f"endpoint {self.name} has no ready service: {self.unbound_reason}"
+
+    def visible_to(self, user_id: str | None, group_ids: Iterable[str] = (), organization_ids: Iterable[str] = ()) -> bool:
+        """Scope rules; `user_id` None is an anonymous caller, who sees only public endpoints."""
+        if self.scope is Scope.PUBLIC:
+            return True
+        if user_id is None or self.deleted:
+            return False
+        if self.owner_kind is OwnerKind.USER and user_id == self.owner_id:
+            return True
+        if self.scope is Scope.GROUP:
+            return self.group_id in set(group_ids)
+        if self.scope is Scope.ORGANIZATION:
+            return self.organization_id in set(organization_ids)
+        return False
+
+    def request_binding(
+        self, workflow_id: UUID, service: str, *, by: str, at: datetime, strategy: Strategy | str = Strategy.READY,
+    ) -> Decision:
+        """A workflow's service asks for this endpoint; a bound endpoint starts a takeover."""
+        self._alive()
+        strategy = _choice(Strategy, strategy, "takeover strategy")
+        if self.pending is not None:
+            if (self.pending.workflow_id, self.pending.service) == (workflow_id, service):
+                return Decision()
+            raise EndpointError(f"endpoint {self.name} already has a pending takeover by workflow "
+                                f"{self.pending.workflow_id}; wait until it completes or fails")
+        old = self.binding
+        if old is not None and old.workflow_id == workflow_id:
+            raise EndpointError(f"endpoint {self.name} is already bound to workflow {workflow_id}")
+        if old is None:
+            self._binding_requested(workflow_id=workflow_id, service=service, strategy=strategy, by=by, at=at)
+            return Decision()
+        self._takeover_pending(workflow_id=workflow_id, service=service, strategy=strategy, old_workflow_id=old.workflow_id, by=by, at=at)
+        if strategy is Strategy.START:
+            reason = f"taken over by workflow {workflow_id} (strategy start)"
+            self._unbound(workflow_id=old.workflow_id, reason=reason, by=by, at=at)
+            return Decision(cancel_workflow=old.workflow_id, reason=reason)
+        return Decision()
+
+    def service_ready(self, workflow_id: UUID, service: str, host: str, port: int, *, by: str, at: datetime) -> Decision:
+        """The pending service passed its readiness probe: bind it, and retire the old workflow if any."""
+        self._alive()
+        self._expect_pending(workflow_id, service)
+        if not host or not 0 < port < 65536:
+            raise EndpointError(f"endpoint {self.name} needs a target host and a port 1-65535 (got {host!r}:{port})")
+        pending, old = self.pending, self.binding
+        self._bound(workflow_id=workflow_id, service=service, host=host, port=port, by=by, at=at)
+        if pending.replaces is None:
+            return Decision()
+        self._takeover_completed(old_workflow_id=pending.replaces, workflow_id=workflow_id, by=by, at=at)
+        if old is None:  # strategy start: the old workflow was canceled when the takeover began
+            return Decision()
+        return Decision(cancel_workflow=old.workflow_id, reason=f"endpoint {self.name} taken over by workflow {workflow_id}")
+
+    def service_stopped(self, workflow_id: UUID, service: str, reason: str, *, by: str, at: datetime) -> None:
+        """A service ended: a pending one failed its takeover (the old binding keeps serving); a bound one unbinds."""
+        self._alive()
+        if self.pending is not None and (self.pending.workflow_id, self.pending.service) == (workflow_id, service):
+            self._takeover_failed(workflow_id=workflow_id, reason=reason, by=by, at=at)
+        elif self.binding is not None and (self.binding.workflow_id, self.binding.service) == (workflow_id, service):
+            self._unbound(workflow_id=workflow_id, reason=reason, by=by, at=at)
+
+    def delete(self, *, by: str, at: datetime) -> None:
+        self._alive()
+        self._deleted(by=by, at=at)
+
+    def _expect_pending(self, workflow_id: UUID, service: str) -> None:
+        if self.pending is None or (self.pending.workflow_id, self.pending.service) != (workflow_id, service):
+            raise EndpointError(f"endpoint {self.name} has no pending binding for workflow {workflow_id} service {service}")
+
+    def _alive(self) -> None:
+        if self.deleted:
+            raise EndpointError(f"endpoint {self.name} was deleted")
+
+    @event("BindingRequested")
+    def _binding_requested(self, workflow_id: UUID, service: str, strategy: Strategy, by: str, at: datetime) -> None:
+        self.pending = Pending(workflow_id=workflow_id, service=service, strategy=strategy, requested_at=at)
+
+    @event("TakeoverPending")
+    def _takeover_pending(self, workflow_id: UUID, service: str, strategy: Strategy, old_workflow_id: UUID, by: str, at: datetime) -> None:
+        self.pending = Pending(workflow_id=workflow_id, service=service, strategy=strategy, requested_at=at,
+                               replaces=old_workflow_id)
+
+    @event("EndpointBound")
+    def _bound(self, workflow_id: UUID, service: str, host: str, port: int, by: str, at: datetime) -> None:
+        self.binding = Binding(workflow_id=workflow_id, service=service, host=host, port=port, bound_at=at)
+        self.pending, self.last_failure = None, ""
+
+    @event("TakeoverCompleted")
+    def _takeover_completed(self, old_workflow_id: UUID, workflow_id: UUID, by: str, at: datetime) -> None:
+        pass
+
+    @event("TakeoverFailed")
+    def _takeover_failed(self, workflow_id: UUID, reason: str, by: str, at: datetime) -> None:
+        self.pending, self.last_failure = None, f"workflow {workflow_id} never became ready: {reason}"
+        if self.binding is None:
+            self.unbound_reason = self.last_failure
+
+    @event("EndpointUnbound")
+    def _unbound(self, workflow_id: UUID, reason: str, by: str, at: datetime) -> None:
+        self.binding, self.unbound_reason = None, reason
+
+    @event("EndpointDeleted")
+    def _deleted(self, by: str, at: datetime) -> None:
+        self.deleted, self.binding, self.pending = True, None, None
+
+
+def _choice(kind: type[enum.Enum], value: Any, what: str) -> Any:
+    try:
+        return kind(value)
+    except ValueError:
+        allowed = " | ".join(str(m.value) for m in kind)
+        raise EndpointError(f"{what} must be {allowed} (got {value!r})") from None
