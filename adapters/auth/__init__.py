@@ -1,0 +1,1 @@
+"""Authentication adapters: scrypt password hashes and HMAC-signed bearer and webhook tokens."""

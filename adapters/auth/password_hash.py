@@ -1,0 +1,78 @@
+"""Password hashing with scrypt: random salt, constant-time verify, a versioned `scrypt$n$r$p$salt$hash` string.
+
+Salt and hash are unpadded base64url. The parameters travel with each hash, so raising them later
+leaves old hashes verifiable; `needs_rehash` says when to store a fresh hash after a successful login.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import secrets
+
+from msgspec import Struct
+
+SCHEME = "scrypt"
+N, R, P = 2**15, 8, 1
+SALT_BYTES, HASH_BYTES = 16, 32
+MAX_N = 2**20  # a stored hash must not be able to ask for gigabytes of memory
+
+
+class MalformedHash(ValueError):
+    """A stored hash string that is not `scrypt$n$r$p$salt$hash` with sane parameters."""
+
+
+class Params(Struct, frozen=True):
+    n: int = N
+    r: int = R
+    p: int = P
+
+
+def hash_password(password: str, params: Params = Params()) -> str:
+    """A fresh hash of `password` with a new random salt."""
+    salt = secrets.token_bytes(SALT_BYTES)
+    digest = _scrypt(password, salt, params)
+    return f"{SCHEME}${params.n}${params.r}${params.p}${_b64(salt)}${_b64(digest)}"
+
+
+def verify_password(password: str, stored: str) -> bool:
+    """True when `password` produced `stored`; the comparison takes the same time wherever they differ."""
+    params, salt, expected = parse(stored)
+    return hmac.compare_digest(_scrypt(password, salt, params, len(expected)), expected)
+
+
+def needs_rehash(stored: str, params: Params = Params()) -> bool:
+    """True when any of `stored`'s parameters is weaker than `params`."""
+    old, _, _ = parse(stored)
+    return old.n < params.n or old.r < params.r or old.p < params.p
+
+
+def parse(stored: str) -> tuple[Params, bytes, bytes]:
+    parts = stored.split("$")
+    if len(parts) != 6 or parts[0] != SCHEME:
+        raise MalformedHash(f"expected {SCHEME}$n$r$p$salt$hash with 6 fields, got {len(parts)}")
+    try:
+        n, r, p = (int(x) for x in parts[1:4])
+        salt, digest = _unb64(parts[4]), _unb64(parts[5])
+    except ValueError as error:
+        raise MalformedHash(f"unreadable hash field: {error}") from None
+    if not (1 < n <= MAX_N and n & (n - 1) == 0 and 0 < r <= 32 and 0 < p <= 16):
+        raise MalformedHash(f"scrypt parameters out of range: n={n} r={r} p={p}")
+    if not salt or len(digest) < 16:
+        raise MalformedHash("salt or hash too short")
+    return Params(n, r, p), salt, digest
+
+
+def _scrypt(password: str, salt: bytes, params: Params, length: int = HASH_BYTES) -> bytes:
+    memory = 128 * params.r * params.n * 2 + 2**20
+    return hashlib.scrypt(password.encode(), salt=salt, n=params.n, r=params.r, p=params.p,
+                          maxmem=memory, dklen=length)
+
+
+def _b64(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
