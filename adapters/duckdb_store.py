@@ -1,0 +1,133 @@
+"""The DuckDB audit store: schema, the one-transaction batch write, and sandboxed read cursors.
+
+One store owns one DuckDB database (a file, or memory for tests). It runs with external access
+disabled and its configuration locked, except for a private staging directory that Parquet exports
+are written to before being moved where the caller asked: user SQL can reach no other file.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+COLUMNS = (
+    "position", "cluster", "time", "aggregate_kind", "aggregate_id", "version", "event_type", "principal",
+    "role", "source", "organization", "group_name", "workflow", "node", "payload",
+)
+JSON_TYPES = {
+    "position": "BIGINT", "cluster": "VARCHAR", "time": "BIGINT", "aggregate_kind": "VARCHAR",
+    "aggregate_id": "VARCHAR", "version": "BIGINT", "event_type": "VARCHAR", "principal": "VARCHAR",
+    "role": "VARCHAR", "source": "VARCHAR", "organization": "VARCHAR", "group_name": "VARCHAR",
+    "workflow": "VARCHAR", "node": "VARCHAR", "payload": "JSON",
+}
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS audit_events (
+    position BIGINT NOT NULL, cluster VARCHAR NOT NULL, time TIMESTAMPTZ NOT NULL,
+    aggregate_kind VARCHAR NOT NULL, aggregate_id VARCHAR NOT NULL, version BIGINT NOT NULL,
+    event_type VARCHAR NOT NULL, principal VARCHAR, role VARCHAR, source VARCHAR,
+    organization VARCHAR, group_name VARCHAR, workflow VARCHAR, node VARCHAR, payload JSON,
+    PRIMARY KEY (cluster, position)
+);
+CREATE TABLE IF NOT EXISTS audit_tracking (cluster VARCHAR PRIMARY KEY, position BIGINT NOT NULL);
+CREATE TABLE IF NOT EXISTS audit_lineage (
+    aggregate_id VARCHAR PRIMARY KEY, workflow VARCHAR, organization VARCHAR, group_name VARCHAR
+);
+"""
+ROWS_SHAPE = json.dumps([JSON_TYPES])
+INSERT_ROWS = f"""
+INSERT INTO audit_events
+SELECT r.position, r.cluster, make_timestamptz(r.time), r.aggregate_kind, r.aggregate_id, r.version,
+       r.event_type, r.principal, r.role, r.source, r.organization, r.group_name, r.workflow, r.node, r.payload
+FROM (SELECT unnest(from_json(chunk, '{ROWS_SHAPE}')) AS r FROM (SELECT unnest($1) AS chunk))
+"""
+LINEAGE_SHAPE = '[{"aggregate_id":"VARCHAR","workflow":"VARCHAR","organization":"VARCHAR","group_name":"VARCHAR"}]'
+UPSERT_LINEAGE = f"""
+INSERT OR REPLACE INTO audit_lineage
+SELECT l.aggregate_id, l.workflow, l.organization, l.group_name
+FROM (SELECT unnest(from_json($1, '{LINEAGE_SHAPE}')) AS l)
+"""
+UPSERT_TRACKING = "INSERT OR REPLACE INTO audit_tracking VALUES ($1, $2)"
+CHUNK = 4096
+
+
+class AuditStore:
+    """DuckDB connection, schema and transactions for the audit table and its tracking positions."""
+
+    def __init__(self, path: str | Path = ":memory:") -> None:
+        self._staging = Path(tempfile.mkdtemp(prefix="roving-audit-export-"))
+        self.connection = duckdb.connect(str(path))
+        self.connection.execute(SCHEMA)
+        self._sandbox()
+
+    def _sandbox(self) -> None:
+        self.connection.execute(f"SET allowed_directories = ['{self._staging}/']")
+        self.connection.execute("SET enable_external_access = false")
+        self.connection.execute("SET lock_configuration = true")
+
+    def close(self) -> None:
+        self.connection.close()
+        shutil.rmtree(self._staging, ignore_errors=True)
+
+    def position(self, cluster: str) -> int:
+        found = self.connection.execute("SELECT position FROM audit_tracking WHERE cluster = $1", [cluster]).fetchone()
+        return found[0] if found else 0
+
+    def lineage(self) -> dict[str, tuple[str | None, str | None, str | None]]:
+        """aggregate id -> (workflow, organization, group) for events that do not repeat their owner."""
+        rows = self.connection.execute("SELECT aggregate_id, workflow, organization, group_name FROM audit_lineage")
+        return {aggregate_id: (workflow, org, group) for aggregate_id, workflow, org, group in rows.fetchall()}
+
+    def write(self, cluster: str, rows: list[bytes], lineage: list[dict[str, Any]], position: int) -> None:
+        """Rows (each one JSON-encoded row object), lineage and the new position: all or nothing."""
+        cursor = self.connection.cursor()
+        try:
+            cursor.execute("BEGIN TRANSACTION")
+            if rows:
+                cursor.execute(INSERT_ROWS, [[_json_array(rows[at:at + CHUNK]) for at in range(0, len(rows), CHUNK)]])
+            if lineage:
+                cursor.execute(UPSERT_LINEAGE, [json.dumps(lineage)])
+            cursor.execute(UPSERT_TRACKING, [cluster, position])
+            cursor.execute("COMMIT")
+        except BaseException:
+            cursor.execute("ROLLBACK")
+            raise
+        finally:
+            cursor.close()
+
+    def reserved_names(self) -> frozenset[str]:
+        """Every table and view name the database resolves, so user CTEs cannot shadow one."""
+        rows = self.connection.execute(
+            "SELECT lower(table_name) FROM duckdb_tables() UNION SELECT lower(view_name) FROM duckdb_views()"
+        ).fetchall()
+        return frozenset(name for (name,) in rows)
+
+    def scoped_cursor(self, organization: str | None) -> duckdb.DuckDBPyConnection:
+        """A cursor whose temporary `audit` view shows one organization's rows, or all when None."""
+        cursor = self.connection.cursor()
+        where = "" if organization is None else f" WHERE organization = {_literal(organization)}"
+        cursor.execute(f"CREATE TEMP VIEW audit AS SELECT {', '.join(COLUMNS)} FROM audit_events{where}")
+        return cursor
+
+    def copy_to_parquet(self, select_sql: str, params: list[Any], destination: str | Path) -> None:
+        """COPY a query's rows to Parquet in the staging directory, then move the file into place."""
+        staged = self._staging / f"{uuid.uuid4().hex}.parquet"
+        cursor = self.connection.cursor()
+        try:
+            cursor.execute(f"COPY ({select_sql}) TO {_literal(str(staged))} (FORMAT parquet)", params)
+        finally:
+            cursor.close()
+        shutil.move(staged, destination)
+
+
+def _json_array(rows: list[bytes]) -> str:
+    return (b"[" + b",".join(rows) + b"]").decode()
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"

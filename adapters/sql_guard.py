@@ -1,0 +1,121 @@
+"""Structural checks that let a user's SQL read the audit view and nothing else.
+
+The check works on DuckDB's own parse tree (`extract_statements` for the statement type,
+`json_serialize_sql` for the tree), not on regexes: a statement must be one SELECT (or WITH ... SELECT)
+whose table references are the scoped `audit` view or the query's own CTEs; table functions
+(`read_*`, `*_scan`, `query`, ...), qualified names, DESCRIBE/SUMMARIZE and file paths are refused.
+The store runs the query on a database with external access disabled as a second line of defence.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import duckdb
+
+VIEW = "audit"
+ALLOWED_REFS = frozenset({"BASE_TABLE", "SUBQUERY", "JOIN", "EMPTY", "EXPRESSION_LIST", "PIVOT"})
+REFUSED_FUNCTION_PREFIXES = ("read_", "duckdb_", "pragma_", "parquet_", "iceberg_", "delta_", "sniff_", "glob")
+REFUSED_FUNCTIONS = frozenset({"query", "query_table", "getenv", "current_setting", "which_secret", "load_aws_credentials"})
+
+
+class RefusedQuery(ValueError):
+    """A statement the audit query endpoint will not run; the message says why and what is allowed."""
+
+
+def check_select(sql: str, connection: duckdb.DuckDBPyConnection, reserved: frozenset[str]) -> None:
+    """Raise RefusedQuery unless `sql` is a single SELECT that reads only `audit` and its own CTEs.
+
+    `reserved` holds every table and view name in the database: a CTE may not borrow one, because a
+    CTE referenced before its definition would silently fall through to the real table.
+    """
+    _check_statement_type(sql)
+    tree = _parse_tree(sql, connection)
+    ctes = {name.lower() for name in _cte_names(tree)}
+    borrowed = sorted(ctes & reserved - {VIEW})
+    if borrowed:
+        raise RefusedQuery(f"a CTE may not be named like a database table: {', '.join(borrowed)}")
+    for node in _dicts(tree):
+        _check_node(node, ctes)
+
+
+def _check_statement_type(sql: str) -> None:
+    try:
+        statements = duckdb.extract_statements(sql)
+    except duckdb.Error as error:
+        raise RefusedQuery(f"the query does not parse: {error}") from error
+    if not statements:
+        raise RefusedQuery("the query is empty: write one SELECT over the audit view")
+    if len(statements) > 1:
+        raise RefusedQuery(f"one statement at a time: found {len(statements)}")
+    kind = statements[0].type
+    if kind != duckdb.StatementType.SELECT:
+        raise RefusedQuery(f"{kind.name} statements are refused: only SELECT (or WITH ... SELECT) over the audit view")
+
+
+def _parse_tree(sql: str, connection: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+    (serialized,) = connection.execute("SELECT json_serialize_sql($1)", [sql]).fetchone()
+    tree = json.loads(serialized)
+    if tree.get("error"):
+        raise RefusedQuery(f"the query cannot be checked: {tree.get('error_message', 'unknown parser error')}")
+    return tree
+
+
+def _cte_names(tree: Any) -> Iterator[str]:
+    for node in _dicts(tree):
+        for entry in (node.get("cte_map") or {}).get("map", []):
+            yield entry["key"]
+
+
+def _dicts(tree: Any) -> Iterator[dict[str, Any]]:
+    stack = [tree]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            yield item
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
+def _check_node(node: dict[str, Any], ctes: set[str]) -> None:
+    if _is_table_ref(node):
+        _check_table_ref(node, ctes)
+    elif node.get("class") == "FUNCTION":
+        _check_function(node.get("function_name", ""), node.get("schema", ""), node.get("catalog", ""))
+
+
+def _is_table_ref(node: dict[str, Any]) -> bool:
+    kind = node.get("type")
+    return isinstance(kind, str) and "sample" in node and "class" not in node and not kind.endswith("_NODE")
+
+
+def _check_table_ref(node: dict[str, Any], ctes: set[str]) -> None:
+    kind = node["type"]
+    if kind == "TABLE_FUNCTION":
+        name = (node.get("function") or {}).get("function_name", "a table function")
+        raise RefusedQuery(f"table functions such as {name}() are refused: read from the audit view")
+    if kind == "SHOW_REF":
+        raise RefusedQuery("DESCRIBE, SHOW and SUMMARIZE are refused: select from the audit view")
+    if kind not in ALLOWED_REFS:
+        raise RefusedQuery(f"{kind} references are refused: read from the audit view")
+    if kind == "BASE_TABLE":
+        _check_table_name(node)
+        if node["table_name"].lower() not in ctes | {VIEW}:
+            raise RefusedQuery(f"only the audit view can be read, not {node['table_name']!r}")
+
+
+def _check_table_name(node: dict[str, Any]) -> None:
+    if node.get("catalog_name") or node.get("schema_name"):
+        path = ".".join(p for p in (node.get("catalog_name"), node.get("schema_name"), node["table_name"]) if p)
+        raise RefusedQuery(f"qualified names such as {path!r} are refused: read from the audit view")
+
+
+def _check_function(name: str, schema: str, catalog: str) -> None:
+    lowered = name.lower()
+    if schema or catalog:
+        raise RefusedQuery(f"qualified function names such as {schema}.{name} are refused")
+    if lowered in REFUSED_FUNCTIONS or lowered.startswith(REFUSED_FUNCTION_PREFIXES) or lowered.endswith("_scan"):
+        raise RefusedQuery(f"the function {name}() is refused in audit queries")
