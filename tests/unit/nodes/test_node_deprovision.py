@@ -1,0 +1,66 @@
+"""Given a node to deprovision, it takes no new work and goes once empty, at once with force."""
+
+import pytest
+
+from domain.holds import Effect, Source
+from domain.node import NodeError
+from tests.unit.nodes.builders import at, busy_node, placement, ready_node
+
+
+def test_deprovision_waits_until_the_last_allocation_leaves():
+    node = busy_node("a1", "a2")
+    assert node.deprovision("d1", Source.PROVISIONER, "scale down", by="provisioner", at=at(3)) == []
+    node.release_allocation("a1", by="agent", at=at(4))
+    assert not node.removed
+    node.release_allocation("a2", by="agent", at=at(5))
+    assert node.removed
+    assert type(node.collect_events()[-1]).__name__ == "NodeDeprovisioned"
+
+
+def test_a_node_waiting_to_be_deprovisioned_takes_no_new_work():
+    node = busy_node("a1")
+    node.deprovision("d1", Source.PROVISIONER, "scale down", by="provisioner", at=at(3))
+    with pytest.raises(NodeError, match="deprovision hold d1"):
+        node.place_allocation(placement("a2"), by="scheduler", at=at(4))
+
+
+def test_deprovision_with_evict_takes_running_work_off_first():
+    node = busy_node("a1")
+    assert node.deprovision("d1", Source.ADMIN, "retire", by="alice", at=at(3), evict=True) == ["a1"]
+    assert node.allocations_to_evict() == ["a1"]
+    node.release_allocation("a1", by="agent", at=at(4))
+    assert node.removed
+
+
+def test_forced_deprovision_removes_the_node_at_once_and_returns_its_lost_work():
+    node = busy_node("a1")
+    assert node.deprovision("d1", Source.ADMIN, "retire", by="alice", at=at(3), force=True) == ["a1"]
+    assert node.removed and node.allocations == {}
+
+
+def test_deprovisioning_an_empty_node_removes_it_at_once():
+    node = ready_node()
+    node.deprovision("d1", Source.PROVISIONER, "scale down", by="provisioner", at=at(3))
+    assert node.removed
+
+
+def test_an_online_node_is_removed_only_with_force():
+    node = busy_node("a1")
+    with pytest.raises(NodeError, match="n1 is READY; only an OFFLINE node is removed without force"):
+        node.remove(by="alice", at=at(3))
+    assert node.remove(by="alice", at=at(3), force=True) == ["a1"]
+    assert node.removed
+
+
+def test_an_offline_node_is_removed_without_force():
+    node = ready_node()
+    node.go_offline(by="lease-watch", at=at(3))
+    node.remove(by="alice", at=at(4))
+    assert node.removed and not node.accepts_new_work
+
+
+def test_a_removed_node_refuses_further_commands():
+    node = ready_node()
+    node.remove(by="alice", at=at(3), force=True)
+    with pytest.raises(NodeError, match="n1 was removed; register it as a new node"):
+        node.place_hold("h1", Effect.CORDON, Source.ADMIN, "x", by="alice", at=at(4))
