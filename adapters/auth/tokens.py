@@ -150,6 +150,6 @@ def _b64(raw: bytes) -> str:
 
 def _unb64(text: str) -> bytes:
     try:
-        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+        return base64.b64decode(text + "=" * (-len(text) % 4), altchars=b"-_", validate=True)
     except (binascii.Error, ValueError):
         raise InvalidToken("malformed", "not base64url") from None
