@@ -92,3 +92,12 @@ def test_a_short_key_file_is_refused(tmp_path):
     path.chmod(0o600)
     with pytest.raises(KeyFileError, match="needs at least 32"):
         load_or_create_key(path)
+
+
+def test_a_correctly_signed_token_with_missing_claims_is_malformed():
+    import hashlib
+    import hmac
+    payload = base64.urlsafe_b64encode(b'{"sub":null}').rstrip(b"=").decode()
+    body = f"rv1.{payload}"
+    signature = base64.urlsafe_b64encode(hmac.new(KEY, body.encode(), hashlib.sha256).digest()).rstrip(b"=").decode()
+    assert reason(f"{body}.{signature}") == "malformed"
