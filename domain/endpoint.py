@@ -74,8 +74,8 @@ def check_name(name: str) -> None:
     if not name or len(name) > MAX_NAME:
         raise EndpointError(f"endpoint name must be 1 to {MAX_NAME} characters (got {len(name)})")
     if not NAME.match(name):
-        bad = "".join(sorted({c for c in name if not re.match(r"[a-z0-9_-]", c)}))
-        raise EndpointError(f"endpoint name {name!r} may use only lowercase letters, digits, '-' and '_' (not {bad!r})")
+        bad = ", ".join(repr(c) for c in dict.fromkeys(name) if not NAME.match(c))
+        raise EndpointError(f"endpoint name {name!r} may use only lowercase letters, digits, '-' and '_' (found {bad})")
 
 
 def audience(owner_kind: OwnerKind, owner_id: str, scope: Scope, group_id: str, organization_id: str) -> tuple[str, str]:
@@ -145,9 +145,11 @@ class Endpoint(Aggregate):
 
     def visible_to(self, user_id: str | None, group_ids: Iterable[str] = (), organization_ids: Iterable[str] = ()) -> bool:
         """Scope rules; `user_id` None is an anonymous caller, who sees only public endpoints."""
+        if self.deleted:
+            return False
         if self.scope is Scope.PUBLIC:
             return True
-        if user_id is None or self.deleted:
+        if user_id is None:
             return False
         if self.owner_kind is OwnerKind.USER and user_id == self.owner_id:
             return True
