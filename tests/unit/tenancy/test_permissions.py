@@ -130,3 +130,7 @@ def test_the_principal_of_a_user_reflects_memberships_ownership_and_grants():
     assert principal_for(bob, [training]).owned_group_ids == frozenset()
     assert principal_for(carol, [training]).explain_group_ids == {TRAINING}
     assert can(principal_for(carol, [training]), Action.EXPLAIN_ALLOCATION, BOBS_ALLOCATION).allowed
+
+
+def test_an_explain_holder_knows_the_groups_workflows_exist_but_may_not_open_them():
+    assert outcome(CAROL_EXPLAINER, Action.VIEW_WORKFLOW, BOBS_WORK) is Outcome.FORBIDDEN
