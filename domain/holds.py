@@ -7,6 +7,8 @@ from datetime import datetime
 
 import msgspec
 
+from domain.scheduler import snapshot
+
 DEFAULT_MAX_MONITORING_HELD_PERCENT = 20.0
 
 
@@ -52,6 +54,11 @@ class Hold(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def takes_running_work_off(self) -> bool:
         return self.effect is Effect.EVICT or (self.effect is Effect.DEPROVISION and self.evict)
+
+    def to_view(self) -> snapshot.Hold:
+        """The scheduler's frozen copy of this hold."""
+        return snapshot.Hold(id=self.id, effect=snapshot.HoldEffect(self.effect.value),
+                             source=snapshot.HoldSource(self.source.value), reason=self.reason, by=self.by)
 
 
 class NodeSummary(msgspec.Struct, frozen=True, kw_only=True):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import enum
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -15,14 +14,9 @@ from domain.holds import (
     monitoring_hold_allowed, release_refusal,
 )
 from domain.scheduler import snapshot
+from domain.scheduler.snapshot import NodeStatus  # the statuses the scheduler reads are the node's own
 
 LEASE_LAPSED = "lease lapsed"
-
-
-class NodeStatus(str, enum.Enum):
-    NOT_READY = "NOT_READY"
-    READY = "READY"
-    OFFLINE = "OFFLINE"
 
 
 class NodeError(Exception):
@@ -97,16 +91,11 @@ class Node(Aggregate):
 
     def allocations_to_evict(self) -> list[str]:
         """Running work an evict hold (or an evicting deprovision) says must be taken off."""
-        if any(h.takes_running_work_off for h in self.holds.values()):
-            return list(self.allocations)
-        return []
-
-    @property
-    def monitoring_held(self) -> bool:
-        return any(h.source is Source.MONITORING for h in self.holds.values())
+        return list(self.allocations) if any(h.takes_running_work_off for h in self.holds.values()) else []
 
     def summary(self) -> NodeSummary:
-        return NodeSummary(id=str(self.id), monitoring_held=self.monitoring_held)
+        """What the monitoring ceiling counts of this node."""
+        return NodeSummary(id=str(self.id), monitoring_held=any(h.source is Source.MONITORING for h in self.holds.values()))
 
     def check_epoch(self, epoch: int) -> None:
         """Refuse a report from an agent that registered before the node's latest (re)registration."""
@@ -114,29 +103,23 @@ class Node(Aggregate):
             raise StaleAgent(f"node {self.name} is at epoch {self.epoch}; a report for epoch {epoch} is stale")
 
     def rejoin(self, capacity: Capacity, *, by: str, at: datetime) -> list[str]:
-        """The agent registered again: a new epoch fences the old one; returns allocations lost with it.
-
-        Admin and monitoring holds stay, so a node held for repair comes back held; provisioner holds
-        belonged to the previous instance and are dropped.
-        """
+        """A new epoch fences the old agent; returns lost allocations. Admin and monitoring holds stay."""
         self._alive()
         check_capacity(self.name, capacity)
         lost = list(self.allocations)
-        dropped = [h.id for h in self.holds.values() if h.source is Source.PROVISIONER]
+        dropped = [h.id for h in self.holds.values() if h.source is Source.PROVISIONER]  # the old instance's
         self._rejoined(capacity=capacity, epoch=self.epoch + 1, lost=lost, dropped_holds=dropped, by=by, at=at)
         return lost
 
     def mark_ready(self, epoch: int, *, by: str, at: datetime) -> None:
-        self._alive()
-        self.check_epoch(epoch)
+        self._from_agent(epoch)
         if self.status is NodeStatus.OFFLINE:
             raise NodeError(f"node {self.name} is OFFLINE; its agent must register again before it can be ready")
         if self.status is not NodeStatus.READY:
             self._ready(epoch=epoch, by=by, at=at)
 
     def mark_not_ready(self, epoch: int, reason: str, *, by: str, at: datetime) -> None:
-        self._alive()
-        self.check_epoch(epoch)
+        self._from_agent(epoch)
         if self.status is NodeStatus.READY:
             self._not_ready(reason=reason, by=by, at=at)
 
@@ -171,14 +154,10 @@ class Node(Aggregate):
         return True
 
     def place_hold(
-        self, hold_id: str, effect: Effect, source: Source, reason: str, *, by: str, at: datetime,
+        self, hold_id: str, effect: Effect, source: Source, reason: str, *, by: str, at: datetime, evict: bool = False,
         peers: list[NodeSummary] | None = None, max_monitoring_percent: float = DEFAULT_MAX_MONITORING_HELD_PERCENT,
-        evict: bool = False,
     ) -> Hold | None:
-        """Place a hold (the same id again is a no-op); a monitoring hold over the ceiling is refused, visibly.
-
-        `peers` are the other nodes of this node's definition; the ceiling is checked against them.
-        """
+        """Place a hold (again: no-op); monitoring over the ceiling of `peers` (the definition's nodes) is refused."""
         self._alive()
         existing = self.holds.get(hold_id)
         if existing is not None:
@@ -245,17 +224,17 @@ class Node(Aggregate):
         return "; ".join(f"{h.effect.value} hold {h.id} by {h.source.value}: {h.reason}" for h in self.holds.values())
 
     def _shortage(self, p: Placement) -> str:
-        used = list(self.allocations.values())
-        if sum(a.cpu for a in used) + p.cpu > self.capacity.cpu:
-            return f"needs {p.cpu} cpu, {self.capacity.cpu - sum(a.cpu for a in used)} free"
-        if sum(a.memory for a in used) + p.memory > self.capacity.memory:
-            return f"needs {p.memory} bytes of memory, {self.capacity.memory - sum(a.memory for a in used)} free"
-        for device, count in p.devices.items():
-            free = self.capacity.devices.get(device, 0) - sum(a.devices.get(device, 0) for a in used)
-            if count > free:
-                return f"needs {count} {device}, {free} free"
+        used, cap = list(self.allocations.values()), self.capacity
+        free = {"cpu": cap.cpu - sum(a.cpu for a in used), "bytes of memory": cap.memory - sum(a.memory for a in used)}
+        free |= {d: n - sum(a.devices.get(d, 0) for a in used) for d, n in cap.devices.items()}
+        wanted = {"cpu": p.cpu, "bytes of memory": p.memory, **p.devices}
+        short = next((f"needs {n} {k}, {free.get(k, 0)} free" for k, n in wanted.items() if n > free.get(k, 0)), "")
         taken = sorted(set(p.host_ports) & {port for a in used for port in a.host_ports})
-        return f"host ports {', '.join(map(str, taken))} already in use" if taken else ""
+        return short or (f"host ports {', '.join(map(str, taken))} already in use" if taken else "")
+
+    def _from_agent(self, epoch: int) -> None:
+        self._alive()
+        self.check_epoch(epoch)
 
     def _alive(self) -> None:
         if self.removed:
@@ -311,13 +290,10 @@ class Node(Aggregate):
 
 def to_node_view(node: Node) -> snapshot.NodeView:
     """The scheduler's frozen view of a node; a removed node shows as OFFLINE so nothing lands on it."""
-    status = snapshot.NodeStatus.OFFLINE if node.removed else snapshot.NodeStatus(node.status.value)
-    holds = tuple(
-        snapshot.Hold(id=h.id, effect=snapshot.HoldEffect(h.effect.value), source=snapshot.HoldSource(h.source.value),
-                      reason=h.reason, by=h.by)
-        for h in node.holds.values()
-    )
     c = node.capacity
-    return snapshot.NodeView(id=str(node.id), name=node.name, definition_id=node.definition_id, status=status,
-                             cpu=c.cpu, memory=c.memory, devices=dict(c.devices), annotations=dict(c.annotations),
-                             segment=c.segment, holds=holds)
+    return snapshot.NodeView(
+        id=str(node.id), name=node.name, definition_id=node.definition_id,
+        status=NodeStatus.OFFLINE if node.removed else node.status, cpu=c.cpu, memory=c.memory,
+        devices=dict(c.devices), annotations=dict(c.annotations), segment=c.segment,
+        holds=tuple(h.to_view() for h in node.holds.values()),
+    )
