@@ -34,10 +34,7 @@ CREATE TABLE IF NOT EXISTS audit_events (
     organization VARCHAR, group_name VARCHAR, workflow VARCHAR, node VARCHAR, payload JSON,
     PRIMARY KEY (cluster, position)
 );
-CREATE TABLE IF NOT EXISTS audit_tracking (cluster VARCHAR PRIMARY KEY, position BIGINT NOT NULL);
-CREATE TABLE IF NOT EXISTS audit_lineage (
-    aggregate_id VARCHAR PRIMARY KEY, workflow VARCHAR, organization VARCHAR, group_name VARCHAR
-);
+CREATE TABLE IF NOT EXISTS audit_tracking (cluster VARCHAR NOT NULL, position BIGINT NOT NULL);
 """
 ROWS_SHAPE = json.dumps([JSON_TYPES])
 INSERT_ROWS = f"""
@@ -46,13 +43,13 @@ SELECT r.position, r.cluster, make_timestamptz(r.time), r.aggregate_kind, r.aggr
        r.event_type, r.principal, r.role, r.source, r.organization, r.group_name, r.workflow, r.node, r.payload::JSON
 FROM (SELECT unnest(from_json(chunk, '{ROWS_SHAPE}')) AS r FROM (SELECT unnest($1) AS chunk))
 """
-LINEAGE_SHAPE = '[{"aggregate_id":"VARCHAR","workflow":"VARCHAR","organization":"VARCHAR","group_name":"VARCHAR"}]'
-UPSERT_LINEAGE = f"""
-INSERT OR REPLACE INTO audit_lineage
-SELECT l.aggregate_id, l.workflow, l.organization, l.group_name
-FROM (SELECT unnest(from_json($1, '{LINEAGE_SHAPE}')) AS l)
+# An UPDATE in place: INSERT OR REPLACE on a keyed table costs a delete and an insert per batch.
+UPDATE_TRACKING = "UPDATE audit_tracking SET position = $2 WHERE cluster = $1"
+INSERT_TRACKING = "INSERT INTO audit_tracking VALUES ($1, $2)"
+LINEAGE = """
+SELECT aggregate_id, arg_min(workflow, position), arg_min(organization, position), arg_min(group_name, position)
+FROM audit_events WHERE workflow IS NOT NULL GROUP BY aggregate_id
 """
-UPSERT_TRACKING = "INSERT OR REPLACE INTO audit_tracking VALUES ($1, $2)"
 CHUNK = 1000  # rows per JSON document: several documents parse in parallel
 
 
@@ -79,20 +76,24 @@ class AuditStore:
         return found[0] if found else 0
 
     def lineage(self) -> dict[str, tuple[str | None, str | None, str | None]]:
-        """aggregate id -> (workflow, organization, group) for events that do not repeat their owner."""
-        rows = self.connection.execute("SELECT aggregate_id, workflow, organization, group_name FROM audit_lineage")
-        return {aggregate_id: (workflow, org, group) for aggregate_id, workflow, org, group in rows.fetchall()}
+        """aggregate id -> (workflow, organization, group), as the aggregate's first attributed row said.
 
-    def write(self, cluster: str, rows: list[bytes], lineage: list[dict[str, Any]], position: int) -> None:
-        """Rows (each one JSON-encoded row object), lineage and the new position: all or nothing."""
+        Read back from the rows themselves, so it is exactly as durable as they are and costs the
+        write path nothing; a restart pays one grouped scan.
+        """
+        rows = self.connection.execute(LINEAGE).fetchall()
+        return {aggregate_id: (workflow, org, group) for aggregate_id, workflow, org, group in rows}
+
+    def write(self, cluster: str, rows: list[bytes], position: int) -> None:
+        """Rows (each one JSON-encoded row object) and the cluster's new position: all or nothing."""
         cursor = self.connection.cursor()
         try:
             cursor.execute("BEGIN TRANSACTION")
             if rows:
                 cursor.execute(INSERT_ROWS, [[_json_array(rows[at:at + CHUNK]) for at in range(0, len(rows), CHUNK)]])
-            if lineage:
-                cursor.execute(UPSERT_LINEAGE, [json.dumps(lineage)])
-            cursor.execute(UPSERT_TRACKING, [cluster, position])
+            (updated,) = cursor.execute(UPDATE_TRACKING, [cluster, position]).fetchone()
+            if not updated:
+                cursor.execute(INSERT_TRACKING, [cluster, position])
             cursor.execute("COMMIT")
         except BaseException:
             cursor.execute("ROLLBACK")

@@ -2,8 +2,8 @@
 
 Rows carry who (principal, role, source), when, what (aggregate kind and id, version, event type)
 and whose (organization, group, workflow, node). Events that do not repeat their owner (a workflow's
-later events, an allocation's events) inherit it through a lineage map the store keeps with the rows,
-so a restarted projection attributes them the same way.
+later events, an allocation's events) inherit it through a lineage map (aggregate -> owner) that is
+read back from the stored rows, so a restarted projection attributes them the same way.
 """
 
 from __future__ import annotations
@@ -55,9 +55,7 @@ class AuditProjection:
             return 0
         pending: dict[str, Lineage] = {}
         rows = [self._row(position, n, pending) for position, n in fresh]
-        lineage = [dict(zip(("aggregate_id", "workflow", "organization", "group_name"), (k, *v)))
-                   for k, v in pending.items()]
-        self.store.write(self.cluster, rows, lineage, fresh[-1][0])
+        self.store.write(self.cluster, rows, fresh[-1][0])
         self._lineage.update(pending)
         self.position = fresh[-1][0]
         return len(fresh)
