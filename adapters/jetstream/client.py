@@ -15,6 +15,8 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.js.api import StorageType, StreamConfig
 
+from adapters.jetstream import headers
+
 WRONG_LAST_SEQUENCE = {10071, 10164}
 BATCH_DUPLICATE = 10201
 STREAM_NOT_FOUND = 10059
@@ -74,11 +76,34 @@ async def _log_error(error: Exception) -> None:
 
 
 async def _log_disconnect() -> None:
-    log.warning("nats.disconnected")
+    log.info("nats.disconnected")
 
 
 async def _log_reconnect() -> None:
     log.info("nats.reconnected")
+
+
+headers.install()
+
+
+class _Collector:
+    """Replies to one request on the shared inbox, until a status (or an ack) ends them."""
+
+    __slots__ = ("messages", "done", "until_data")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, until_data: bool) -> None:
+        self.messages: list[Msg] = []
+        self.done: asyncio.Future[Msg] = loop.create_future()
+        self.until_data = until_data
+
+    def add(self, msg: Msg) -> None:
+        if self.done.done():
+            return
+        status = (msg.headers or {}).get("Status")
+        if status is not None or (self.until_data and msg.data):
+            self.done.set_result(msg)
+        elif not self.until_data:
+            self.messages.append(msg)
 
 
 class JetStreamClient:
@@ -88,7 +113,7 @@ class JetStreamClient:
         self.nc = nc
         self.js = nc.jetstream()
         self._inbox = nc.new_inbox()
-        self._waiters: dict[str, asyncio.Queue[Msg]] = {}
+        self._waiters: dict[str, _Collector] = {}
         self._tokens = itertools.count()
         self._sub = None
 
@@ -104,13 +129,13 @@ class JetStreamClient:
         return client
 
     async def _route(self, msg: Msg) -> None:
-        queue = self._waiters.get(msg.subject.rsplit(".", 1)[1])
-        if queue is not None:
-            queue.put_nowait(msg)
+        collector = self._waiters.get(msg.subject.rsplit(".", 1)[1])
+        if collector is not None:
+            collector.add(msg)
 
-    def _open(self) -> tuple[str, asyncio.Queue[Msg]]:
+    def _open(self, until_data: bool) -> tuple[str, _Collector]:
         token = str(next(self._tokens))
-        self._waiters[token] = asyncio.Queue()
+        self._waiters[token] = _Collector(asyncio.get_running_loop(), until_data)
         return token, self._waiters[token]
 
     async def close(self) -> None:
@@ -146,7 +171,7 @@ class JetStreamClient:
         """JetStream atomic batch: every message lands, or none does. Returns the last sequence."""
         if len(messages) > MAX_BATCH:
             raise ServerRefused(10199, f"a commit holds at most {MAX_BATCH} events, not {len(messages)}")
-        token, replies = self._open()
+        token, replies = self._open(until_data=True)
         reply = f"{self._inbox}.{token}"
         try:
             last = len(messages)
@@ -159,40 +184,31 @@ class JetStreamClient:
         finally:
             self._waiters.pop(token, None)
 
-    async def _batch_ack(self, replies: asyncio.Queue[Msg], timeout: float) -> int:
-        while True:
-            msg = await asyncio.wait_for(replies.get(), timeout)
-            if msg.headers and msg.headers.get("Status") == "503":
-                raise nats.errors.NoRespondersError
-            if not msg.data:
-                continue
-            answer = json.loads(msg.data)
-            if "error" in answer:
-                error = answer["error"]
-                raise _refusal(error.get("err_code"), error.get("description", "refused"))
-            return int(answer["seq"])
+    async def _batch_ack(self, replies: _Collector, timeout: float) -> int:
+        msg = await asyncio.wait_for(replies.done, timeout)
+        if not msg.data:
+            raise nats.errors.NoRespondersError
+        answer = json.loads(msg.data)
+        if "error" in answer:
+            error = answer["error"]
+            raise _refusal(error.get("err_code"), error.get("description", "refused"))
+        return int(answer["seq"])
 
     async def direct_batch(
         self, stream: str, subject_filter: str, start_seq: int, batch: int, timeout: float
     ) -> tuple[list[RawMsg], int]:
         """Up to `batch` messages from `start_seq` matching the filter; also how many remain."""
         request = {"seq": max(start_seq, 1), "next_by_subj": subject_filter, "batch": batch}
-        token, replies = self._open()
-        found: list[RawMsg] = []
+        token, replies = self._open(until_data=False)
         try:
             await self.nc.publish(
                 f"$JS.API.DIRECT.GET.{stream}", json.dumps(request).encode(), reply=f"{self._inbox}.{token}"
             )
-            while True:
-                msg = await asyncio.wait_for(replies.get(), timeout)
-                status = (msg.headers or {}).get("Status")
-                if status is None:
-                    found.append(_raw(msg))
-                    continue
-                if status == "503":
-                    raise nats.errors.NoRespondersError
-                pending = int((msg.headers or {}).get("Nats-Num-Pending", 0) or 0)
-                return found, pending
+            end = await asyncio.wait_for(replies.done, timeout)
+            if end.headers.get("Status") == "503":
+                raise nats.errors.NoRespondersError
+            pending = int(end.headers.get("Nats-Num-Pending", 0) or 0)
+            return [_raw(m) for m in replies.messages], pending
         finally:
             self._waiters.pop(token, None)
 
