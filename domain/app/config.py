@@ -1,0 +1,50 @@
+"""Central configuration commands: read and change the ClusterConfig (cluster admins only)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from domain.app.errors import Forbidden, Invalid
+from domain.cluster_config import ClusterConfig, ConfigRejected
+from domain.fuzzfile import Problem
+from domain.scheduler.config import SchedulerConfig, validate_config
+from domain.tenancy.permissions import Principal
+
+
+class ConfigCommands:
+    cluster: str
+
+    def _config(self) -> ClusterConfig | None:
+        cid = ClusterConfig.create_id(self.cluster)
+        return self.repository.get(cid) if cid in self.repository else None
+
+    def config(self) -> dict[str, Any]:
+        found = self._config()
+        return {"revision": found.revision if found else 0, "settings": dict(found.settings) if found else {}}
+
+    def scheduler_config(self) -> SchedulerConfig:
+        found = self._config()
+        return found.scheduler() if found else validate_config({})[0]
+
+    def max_eviction_restarts(self) -> int:
+        return int(self.scheduler_config().max_eviction_restarts)
+
+    def max_monitoring_percent(self) -> float:
+        return float(self.scheduler_config().max_monitoring_held_percent)
+
+    def change_config(self, changes: dict[str, Any], principal: Principal, at: datetime) -> list[str]:
+        if not principal.is_cluster_admin:
+            raise Forbidden("the central configuration is changed by cluster admins only")
+        found = self._config() or ClusterConfig(cluster=self.cluster, by=principal.username, at=at)
+        try:
+            warnings = found.change(changes, by=principal.username, at=at)
+        except ConfigRejected as error:
+            raise Invalid([_problem(p) for p in error.problems]) from error
+        self.save(found)
+        return warnings
+
+
+def _problem(problem: Any) -> Problem:
+    where = f" (line {problem.line}, column {problem.column})" if getattr(problem, "line", None) else ""
+    return Problem(path=problem.key, message=f"{problem.reason}{where}")

@@ -1,0 +1,147 @@
+"""Node commands: agent registration, lease loss, holds from admins and monitoring, evict, deprovision."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from uuid import UUID
+
+from domain.alerts import AlertPayloadError, apply_alert, parse_webhook
+from domain.app.errors import Conflict, Forbidden, Invalid, NotFound, StaleEpoch
+from domain.app.ids import hold_id, node_id
+from domain.fuzzfile import Problem
+from domain.holds import Effect, HoldError, NodeSummary, Source
+from domain.node import Capacity, Node, NodeError, StaleAgent
+from domain.tenancy.permissions import Principal
+
+
+def source_for(principal: Principal) -> Source:
+    """A hold's source comes from the caller's identity, never from the request body."""
+    if principal.source.value in ("monitoring", "provisioner"):
+        return Source(principal.source.value)
+    if not principal.is_cluster_admin:
+        raise Forbidden("managing nodes needs the cluster admin role")
+    return Source.ADMIN
+
+
+class NodeCommands:
+    def register_node(self, name: str, cpu: int, memory: int, devices: dict[str, int], annotations: dict[str, str],
+                      definition: str, address: str, metrics_port: int | None, at: datetime) -> tuple[UUID, int]:
+        capacity = Capacity(cpu=cpu, memory=memory, devices=dict(devices), annotations=dict(annotations),
+                            agent_address=address, agent_port=metrics_port)
+        nid = node_id(name)
+        try:
+            if nid in self.repository:
+                node = self.repository.get(nid)
+                lost = node.rejoin(capacity, by="agent", at=at)
+                touched = self.lose_allocations(lost, f"node {name} rejoined with a new epoch", "agent", at)
+            else:
+                node, touched = Node.register(nid, name, definition or "default", capacity, by="agent", at=at), []
+            node.mark_ready(node.epoch, by="agent", at=at)
+        except NodeError as error:
+            raise Invalid([Problem(path="node", message=str(error))]) from error
+        self.save(node, *touched)
+        return nid, node.epoch
+
+    def check_agent(self, node: UUID, epoch: int) -> Node:
+        found = self.load(Node, node, "node")
+        try:
+            found.check_epoch(epoch)
+        except StaleAgent as error:
+            raise StaleEpoch(str(error)) from error
+        return found
+
+    def node_lost(self, node: UUID, at: datetime) -> None:
+        found = self.load(Node, node, "node")
+        lost = found.go_offline(by="scheduler", at=at)
+        self.save(found, *self.lose_allocations(lost, f"node {found.name} lost (lease lapsed)", "scheduler", at))
+
+    def cordon(self, node: UUID, reason: str, principal: Principal, at: datetime) -> str:
+        return self.add_hold(node, Effect.CORDON, reason, principal, at)
+
+    def add_hold(self, node: UUID, effect: Effect | str, reason: str, principal: Principal, at: datetime) -> str:
+        found, source = self.load(Node, node, "node"), source_for(principal)
+        hid = hold_id(node, str(effect), principal.username, at.isoformat())
+        with _hold_errors():
+            found.place_hold(hid, Effect(effect), source, reason or "no reason given", by=principal.username, at=at)
+        self.save(found)
+        return hid
+
+    def uncordon(self, node: UUID, principal: Principal, at: datetime) -> list[str]:
+        found = self.load(Node, node, "node")
+        source_for(principal)
+        released = found.release_admin_cordons(by=principal.username, at=at)
+        self.save(found)
+        return released
+
+    def release_hold(self, node: UUID, hold: str, principal: Principal, at: datetime, force: bool = False) -> None:
+        found = self.load(Node, node, "node")
+        with _hold_errors():
+            found.release_hold(hold, by=principal.username, at=at, releaser_source=source_for(principal), force=force)
+        self.save(found)
+
+    def evict(self, node: UUID, reason: str, principal: Principal, at: datetime) -> list[str]:
+        found, source = self.load(Node, node, "node"), source_for(principal)
+        hid = hold_id(node, "evict", principal.username, at.isoformat())
+        with _hold_errors():
+            lost = found.evict(hid, source, reason or "evicted", by=principal.username, at=at)
+        self.save(found, *self.lose_allocations(lost, f"evicted from {found.name}: {reason}", principal.username, at))
+        return lost
+
+    def deprovision(self, node: UUID, evict: bool, force: bool, principal: Principal, at: datetime) -> list[str]:
+        found, source = self.load(Node, node, "node"), source_for(principal)
+        hid = hold_id(node, "deprovision", principal.username, at.isoformat())
+        with _hold_errors():
+            lost = found.deprovision(hid, source, "deprovision", by=principal.username, at=at, evict=evict, force=force)
+        touched = self.lose_allocations(lost, f"{found.name} deprovisioned", principal.username, at) if (evict or force) else []
+        self.save(found, *touched)
+        return lost
+
+    def remove_node(self, node: UUID, principal: Principal, at: datetime, force: bool = False) -> None:
+        found = self.load(Node, node, "node")
+        source_for(principal)
+        with _hold_errors():
+            lost = found.remove(by=principal.username, at=at, force=force)
+        self.save(found, *self.lose_allocations(lost, f"{found.name} removed", principal.username, at))
+
+    def apply_alerts(self, payload: bytes, principal: Principal, at: datetime,
+                     peers: dict[str, list[NodeSummary]]) -> list[str]:
+        """Alertmanager's webhook: firing alerts place monitoring holds, resolved ones release them."""
+        if principal.source is not Source.MONITORING and not principal.is_cluster_admin:
+            raise Forbidden("only the monitoring webhook principal may post alerts")
+        try:
+            commands = parse_webhook(payload)
+        except AlertPayloadError as error:
+            raise Invalid([_problem(text) for text in error.problems]) from error
+        outcomes = []
+        for command in commands:
+            nid = node_id(command.node)
+            if nid not in self.repository:
+                outcomes.append(f"{command.node}: unknown node")
+                continue
+            found = self.repository.get(nid)
+            others = [p for p in peers.get(found.definition_id, []) if p.id != str(nid)]
+            outcome = apply_alert(found, command, by=principal.username, at=at, peers=others,
+                                  max_monitoring_percent=self.max_monitoring_percent())
+            self.save(found)
+            outcomes.append(f"{command.node}: {outcome}")
+        return outcomes
+
+
+class _hold_errors:
+    """Hold and node rule violations become 409 answers that say which rule."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, error, tb) -> bool:
+        if error is not None and isinstance(error, (HoldError, NodeError)):
+            raise Conflict(str(error)) from error
+        return False
+
+
+def _problem(text: str) -> Problem:
+    path, _, message = text.partition(": ")
+    return Problem(path=path, message=message or text)
+
+
+__all__ = ["NodeCommands", "NotFound"]

@@ -1,0 +1,119 @@
+"""Tenancy commands: organizations, users, login with lockout, priorities; roles checked here, not in routes."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Protocol
+from uuid import UUID
+
+from domain.app.errors import Conflict, Forbidden, Invalid, LoginRefused, NotFound, invalid
+from domain.app.ids import org_id, user_id
+from domain.fuzzfile import Problem
+from domain.tenancy import Group, Organization, Role, TenancyError, User
+from domain.tenancy.passwords import password_problems
+from domain.tenancy.permissions import Principal
+
+
+class PasswordHasher(Protocol):
+    """Injected by the composition root (adapters.auth.password_hash); the domain never hashes itself."""
+
+    def hash(self, password: str) -> str: ...
+
+    def verify(self, password: str, stored: str) -> bool: ...
+
+
+class TenancyCommands:
+    passwords: PasswordHasher
+
+    def create_organization(self, name: str, principal: Principal, at: datetime) -> UUID:
+        if not principal.is_cluster_admin:
+            raise Forbidden("creating an organization needs the cluster admin role")
+        oid = org_id(name)
+        if oid in self.repository:
+            raise Conflict(f"organization {name!r} already exists")
+        with _tenancy_errors():
+            org = Organization.create(oid, name, [principal.user_id], by=principal.username, at=at)
+        self.save(org)
+        return oid
+
+    def create_user(self, organization: UUID | None, username: str, email: str, password: str, role: str,
+                    principal: Principal, at: datetime) -> UUID:
+        self._may_manage_users(organization, principal)
+        try:
+            wanted = Role(role or "user")
+        except ValueError as error:
+            raise invalid("role", f"unknown role {role!r}; use one of {', '.join(r.value for r in Role)}") from error
+        if wanted is Role.CLUSTER_ADMIN and not principal.is_cluster_admin:
+            raise Forbidden("only a cluster admin may create a cluster admin")
+        problems = password_problems(password, username, email)
+        if problems:
+            raise Invalid([Problem(path="password", message=p) for p in problems])
+        uid = user_id(username)
+        if uid in self.repository:
+            raise Conflict(f"user {username!r} already exists")
+        with _tenancy_errors():
+            user = User.register(uid, organization, username, email, self.passwords.hash(password), wanted,
+                                 by=principal.username, at=at)
+        touched = [user]
+        if wanted is Role.ORG_OWNER and organization is not None:
+            org = self.load(Organization, organization, "organization")
+            org.add_owner(uid, by=principal.username, at=at)
+            touched.append(org)
+        self.save(*touched)
+        return uid
+
+    def login(self, username: str, password: str, at: datetime) -> User:
+        uid = user_id(username)
+        if uid not in self.repository:
+            self.passwords.verify(password, _DUMMY_HASH)  # same work either way: timing reveals no usernames
+            raise LoginRefused("unknown username or wrong password")
+        user = self.repository.get(uid)
+        ok = self.passwords.verify(password, user.password_hash)
+        outcome = user.login(ok, at)
+        self.save(user)
+        if not outcome.accepted:
+            raise LoginRefused(outcome.reason or "unknown username or wrong password")
+        return user
+
+    def set_priority(self, kind: str, target: UUID, priority: int, principal: Principal, at: datetime) -> None:
+        aggregate_class = {"organization": Organization, "group": Group, "user": User}.get(kind)
+        if aggregate_class is None:
+            raise invalid("kind", "must be organization, group or user")
+        aggregate = self.load(aggregate_class, target, kind)
+        if kind != "organization" and not principal.is_cluster_admin:
+            organization = getattr(aggregate, "organization_id", None)
+            if not principal.owns_organization(organization):
+                raise NotFound(kind)
+        with _tenancy_errors():
+            aggregate.set_priority(priority, by=principal.username, by_role=principal.role, at=at)
+        self.save(aggregate)
+
+    def _may_manage_users(self, organization: UUID | None, principal: Principal) -> None:
+        if principal.is_cluster_admin:
+            if organization is not None and organization not in self.repository:
+                raise NotFound("organization")
+            return
+        if organization is None or not principal.owns_organization(organization):
+            raise NotFound("organization")
+
+    def owner_priorities(self, owner: dict[str, str]) -> dict[str, int]:
+        """Organization, group and user priorities of a workflow's owner, for its allocations."""
+        found = {}
+        for key, kind in (("organization_id", "organization"), ("group_id", "group"), ("user_id", "user")):
+            value = owner.get(key)
+            aggregate = self.repository.get(UUID(value)) if value and UUID(value) in self.repository else None
+            found[f"{kind}_priority"] = int(getattr(aggregate, "priority", 0) or 0)
+        return found
+
+
+class _tenancy_errors:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, error, tb) -> bool:
+        if isinstance(error, TenancyError):
+            raise Invalid([Problem(path=error.field, message=error.reason)]) from error
+        return False
+
+
+_DUMMY_HASH = "scrypt$16384$8$1$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"

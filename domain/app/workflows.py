@@ -1,0 +1,168 @@
+"""Workflow commands: submit, stop, place, agent reports, node loss and preemption, saved atomically."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+import msgspec
+
+from domain.allocation import Allocation, IllegalTransition, StaleFence
+from domain.app.errors import Conflict, Invalid, StaleEpoch, invalid
+from domain.app.ids import allocation_id
+from domain.fuzzfile import parse_fuzzfile
+from domain.fuzzfile.semantics import StageStatus
+from domain.node import Node, Placement
+from domain.tenancy.permissions import Principal
+from domain.workflow import Workflow, WorkflowError
+
+LIVE = (StageStatus.READY, StageStatus.STARTED, StageStatus.RUNNING)
+
+
+class WorkflowCommands:
+    """Mixed into the Roving application: `self.repository`, `self.save`, `self.load` come from it."""
+
+    def submit_workflow(self, workflow_id: UUID, name: str, definition: str | dict, priority: int,
+                        preemptible: bool | None, principal: Principal, at: datetime) -> list:
+        text = definition if isinstance(definition, str) else msgspec.json.encode(definition).decode()
+        parsed = parse_fuzzfile(text)
+        if parsed.errors:
+            raise Invalid(parsed.errors)
+        if priority > 0:
+            raise invalid("priority", f"a workflow's own priority must be 0 or lower, got {priority}")
+        owner = owner_of(principal)
+        try:
+            workflow = Workflow.submit(workflow_id, name or "workflow", parsed.definition, owner, priority,
+                                       preemptible, by=principal.username, at=at)
+        except WorkflowError as error:
+            raise invalid("definition", str(error)) from error
+        self.save(workflow, *self._allocate(workflow, principal.username, at))
+        return parsed.warnings
+
+    def stop_workflow(self, workflow_id: UUID, principal: Principal, at: datetime) -> None:
+        workflow = self.load(Workflow, workflow_id, "workflow")
+        live = self._live_allocations(workflow)
+        try:
+            workflow.cancel(by=principal.username, at=at, reason=f"stopped by {principal.username}")
+        except WorkflowError as error:
+            raise Conflict(str(error)) from error
+        touched = [workflow]
+        for allocation in live:
+            allocation.cancel("workflow stopped", by=principal.username, at=at)
+            touched += [allocation, *self._release(allocation, principal.username, at)]
+        self.save(*touched)
+
+    def place(self, allocation: UUID, node_ids: list[UUID], by: str, at: datetime) -> int:
+        alloc = self.load(Allocation, allocation, "allocation")
+        workflow = self.load(Workflow, alloc.workflow_id, "workflow")
+        nodes = [self.load(Node, n, "node") for n in node_ids]
+        epoch = alloc.place([str(n) for n in node_ids], by=by, at=at)
+        res = alloc.resources
+        for node in nodes:
+            node.place_allocation(Placement(id=str(alloc.id), cpu=int(res.get("cpu_cores", 1)),
+                                            memory=int(res.get("memory_bytes", 0)),
+                                            devices=dict(res.get("devices", {}))), by=by, at=at)
+        workflow.stage_started(alloc.stage, alloc.attempt, nodes[0].name, at=at, by=by)
+        self.save(alloc, *nodes, workflow)
+        return epoch
+
+    def report(self, node: UUID, allocation: UUID, epoch: int, event: str, exit_code: int | None,
+               reason: str, at: datetime) -> None:
+        alloc = self.load(Allocation, allocation, "allocation")
+        if str(node) not in alloc.nodes or alloc.epoch != epoch or alloc.ended:
+            raise StaleEpoch(f"allocation {allocation} is not running at epoch {epoch} on this node")
+        if event == "exited":
+            self._exited(alloc, exit_code if exit_code is not None else 255, at)
+        elif event == "ready":
+            workflow = self.load(Workflow, alloc.workflow_id, "workflow")
+            workflow.stage_running(alloc.stage, alloc.attempt, at=at, by="agent")
+            self.save(workflow, *self._allocate(workflow, "agent", at))
+
+    def _exited(self, alloc: Allocation, exit_code: int, at: datetime) -> None:
+        workflow = self.load(Workflow, alloc.workflow_id, "workflow")
+        try:
+            alloc.exited(exit_code, alloc.epoch, by="agent", at=at)
+        except (StaleFence, IllegalTransition) as error:
+            raise StaleEpoch(str(error)) from error
+        workflow.stage_exited(alloc.stage, alloc.attempt, exit_code, at=at, by="agent")
+        touched = [alloc, workflow, *self._release(alloc, "agent", at)]
+        touched += self._stop_idle_services(workflow, at)
+        self.save(*touched, *self._allocate(workflow, "agent", at))
+
+    def lose_allocations(self, lost: list[str], reason: str, by: str, at: datetime) -> list:
+        """Allocations whose node went away: evicted, and their stages retried or failed by policy."""
+        touched: list = []
+        for aid in lost:
+            alloc = self.load(Allocation, UUID(aid), "allocation")
+            if alloc.ended:
+                continue
+            workflow = self.load(Workflow, alloc.workflow_id, "workflow")
+            alloc.evict(reason, by=by, at=at)
+            if workflow.stage(alloc.stage).status in (StageStatus.STARTED, StageStatus.RUNNING):
+                workflow.stage_lost_node(alloc.stage, alloc.attempt, at=at,
+                                         max_eviction_restarts=self.max_eviction_restarts(), by=by)
+            touched += [alloc, workflow, *self._allocate(workflow, by, at)]
+        return touched
+
+    def preempt(self, victim: UUID, text: str, by: str, at: datetime) -> None:
+        alloc = self.load(Allocation, victim, "allocation")
+        workflow = self.load(Workflow, alloc.workflow_id, "workflow")
+        alloc.preempt(text, by=by, at=at)
+        workflow.stage_preempted(alloc.stage, alloc.attempt, at=at, by=by, requeue=True)
+        self.save(alloc, workflow, *self._release(alloc, by, at), *self._allocate(workflow, by, at))
+
+    def _allocate(self, workflow: Workflow, by: str, at: datetime) -> list[Allocation]:
+        """An allocation for every ready stage attempt that has none yet (ids are deterministic)."""
+        priorities = self.owner_priorities(workflow.owner)
+        created = []
+        for ready in workflow.ready_stages():
+            aid = allocation_id(workflow.id, ready.stage.name, ready.attempt)
+            if aid in self.repository:
+                continue
+            alloc = Allocation.request(
+                aid, workflow.id, ready.stage.name, ready.attempt, msgspec.to_builtins(ready.stage.resources),
+                workflow_priority=workflow.priority, preemptible=ready.preemptible,
+                execute_timeout_seconds=ready.stage.execute_timeout_seconds, by=by, at=at, **priorities)
+            alloc.mark_ready(by=by, at=at)
+            created.append(alloc)
+        return created
+
+    def _live_allocations(self, workflow: Workflow) -> list[Allocation]:
+        found = []
+        for view in workflow.stage_views():
+            if view.status in LIVE:
+                aid = allocation_id(workflow.id, view.name, view.attempt)
+                if aid in self.repository:
+                    alloc = self.repository.get(aid)
+                    if not alloc.ended:
+                        found.append(alloc)
+        return found
+
+    def _release(self, alloc: Allocation, by: str, at: datetime) -> list[Node]:
+        nodes = []
+        for nid in alloc.nodes:
+            node = self.repository.get(UUID(nid))
+            if node.release_allocation(str(alloc.id), by=by, at=at):
+                nodes.append(node)
+        return nodes
+
+    def _stop_idle_services(self, workflow: Workflow, at: datetime) -> list[Any]:
+        touched: list[Any] = []
+        for stage in workflow.services_to_stop():
+            view = workflow.stage(stage)
+            aid = allocation_id(workflow.id, stage, view.attempt)
+            if aid in self.repository:
+                alloc = self.repository.get(aid)
+                if not alloc.ended:
+                    alloc.cancel("no remaining dependents", by="scheduler", at=at)
+                    touched += [alloc, *self._release(alloc, "scheduler", at)]
+            workflow.stage_stopped(stage, view.attempt, at=at, by="scheduler")
+        return touched
+
+
+def owner_of(principal: Principal) -> dict[str, str]:
+    groups = sorted(str(g) for g in principal.group_ids)
+    return {"organization_id": str(principal.organization_id or ""), "group_id": groups[0] if groups else "",
+            "user_id": str(principal.user_id or ""), "username": principal.username}
+
