@@ -1,0 +1,251 @@
+"""Run one stage attempt as a local process group: script or command, env, files, cwd, timeout, cancel."""
+
+from __future__ import annotations
+
+import os
+import re
+import resource
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import msgspec
+
+from adapters.probes import ProbeSpec
+
+OnOutput = Callable[[str, bytes], None]
+OnExit = Callable[[int, str], None]
+PASSED_THROUGH = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "USER", "LOGNAME", "TMPDIR")
+UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_.\-\[\]]")
+CHUNK = 64 * 1024
+POLL = 0.05
+
+
+class RunSpec(msgspec.Struct, kw_only=True):
+    """What the control plane placed on this node: one stage attempt, as the assignments route sends it."""
+
+    allocation_id: str
+    epoch: int
+    workflow_id: str
+    stage: str
+    attempt: int = 1
+    kind: str = "job"  # job | service | task
+    job_name: str = ""
+    task_id: int | None = None
+    account_id: str = ""
+    user_id: str = ""
+    script: str | None = None
+    command: list[str] | str | None = None
+    args: list[str] = []
+    env: dict[str, str] = {}
+    cwd: str | None = None
+    files: dict[str, str] = {}
+    execute_timeout: float | None = None
+    memory: int | None = None
+    image: str | None = None
+    readiness_probe: ProbeSpec | None = None
+    ports: list[int] = []
+
+
+class SpecError(ValueError):
+    """A RunSpec this node cannot run as given (no command, a path escaping the work directory)."""
+
+
+def format_seconds(seconds: float) -> str:
+    """30.0 -> '30s', 0.5 -> '0.5s': the shape used in exit reasons."""
+    return f"{seconds:g}s"
+
+
+def exit_code_of(returncode: int) -> int:
+    """Shell convention: a process killed by signal N exits 128+N."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def inside(base: Path, relative: str, what: str) -> Path:
+    """`relative` resolved inside `base`; absolute paths are kept, `..` escapes are refused."""
+    path = Path(relative)
+    if path.is_absolute():
+        return path
+    resolved = (base / path).resolve()
+    if resolved != base and base not in resolved.parents:
+        raise SpecError(f"{what} {relative!r} leaves the stage's work directory")
+    return resolved
+
+
+def job_environment(spec: RunSpec) -> dict[str, str]:
+    """A small inherited base (never the agent's own secrets), the stage's env, then the FB_* variables."""
+    env = {key: os.environ[key] for key in PASSED_THROUGH if key in os.environ}
+    env.update(spec.env)
+    env["FB_WORKFLOW_ID"] = spec.workflow_id
+    env["FB_JOB_NAME"] = spec.job_name or spec.stage
+    env["FB_ACCOUNT_ID"] = spec.account_id
+    if spec.task_id is not None:
+        env["FB_TASK_ID"] = str(spec.task_id)
+    return env
+
+
+def limit_memlock(requested: int) -> None:
+    """RLIMIT_MEMLOCK = the memory request; without CAP_SYS_RESOURCE only the soft limit, capped by the hard one."""
+    try:
+        resource.setrlimit(resource.RLIMIT_MEMLOCK, (requested, requested))
+    except (ValueError, OSError):
+        _, hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+        capped = requested if hard == resource.RLIM_INFINITY else min(requested, hard)
+        resource.setrlimit(resource.RLIMIT_MEMLOCK, (capped, hard))
+
+
+def container_argv(image: str | None, argv: list[str], cwd: Path, which=shutil.which) -> list[str] | None:
+    """The argv wrapped in apptainer or podman when one is installed; None means run on the host."""
+    if not image:
+        return None
+    if which("apptainer"):
+        return ["apptainer", "exec", "--pwd", str(cwd), "--bind", str(cwd), image, *argv]
+    if which("podman"):
+        return ["podman", "run", "--rm", "-i", "-v", f"{cwd}:{cwd}", "-w", str(cwd), image, *argv]
+    return None
+
+
+class Running:
+    """One started process group: streams its output, enforces its timeout, can be canceled."""
+
+    def __init__(self, spec: RunSpec, proc: subprocess.Popen, workdir: Path, ran_on_host: bool, grace: float):
+        self.spec, self.proc, self.workdir, self.ran_on_host = spec, proc, workdir, ran_on_host
+        self.grace = grace
+        self.result: tuple[int, str] | None = None
+        self._reason: str | None = None
+        self._stop = threading.Event()
+        self._done = threading.Event()
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def cancel(self, reason: str) -> None:
+        """TERM the whole group now, KILL it after the grace period; the first reason given wins."""
+        if self._reason is None:
+            self._reason = reason
+        self._signal(signal.SIGTERM)
+        self._stop.set()
+
+    def evict(self, reason: str = "evicted from node") -> None:
+        self.cancel(reason)
+
+    def wait(self, timeout: float | None = None) -> tuple[int, str] | None:
+        """(exit code, reason) once the process exited and its output was read; None on timeout."""
+        self._done.wait(timeout)
+        return self.result
+
+    def _signal(self, signum: int) -> None:
+        try:
+            os.killpg(self.proc.pid, signum)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def _supervise(self, readers: list[threading.Thread], on_exit: OnExit) -> None:
+        """Wait for exit (enforcing timeout and cancel), drain the pipes, then report once."""
+        timeout = self.spec.execute_timeout
+        deadline = time.monotonic() + timeout if timeout and timeout > 0 else None
+        while self.proc.poll() is None and not self._stop.is_set():
+            if deadline is not None and time.monotonic() >= deadline:
+                self.cancel(f"execute timeout {format_seconds(timeout)} exceeded")
+                break
+            self._stop.wait(POLL)
+        if self._stop.is_set() and not self._wait_for_exit(self.grace):
+            self._signal(signal.SIGKILL)
+            self.proc.wait()
+        self._signal(signal.SIGKILL)  # stragglers left in the group would hold the pipes open
+        for reader in readers:
+            reader.join()
+        self.result = (exit_code_of(self.proc.returncode), self._exit_reason())
+        try:
+            on_exit(*self.result)
+        finally:
+            self._done.set()
+
+    def _wait_for_exit(self, seconds: float) -> bool:
+        try:
+            self.proc.wait(timeout=seconds)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+
+    def _exit_reason(self) -> str:
+        code = self.proc.returncode
+        if self._reason is not None:
+            return self._reason
+        if code < 0:
+            return f"killed by signal {signal.Signals(-code).name}"
+        return f"exited with code {code}"
+
+
+def _pump(pipe, stream: str, on_output: OnOutput) -> None:
+    """Forward a pipe's bytes as they arrive (not line-buffered), then close it."""
+    with pipe:
+        while chunk := os.read(pipe.fileno(), CHUNK):
+            on_output(stream, chunk)
+
+
+class Executor:
+    """Starts RunSpecs as local process groups under `<workdir_root>/<workflow_id>/<stage>-<attempt>`."""
+
+    def __init__(self, workdir_root: Path, kill_grace: float = 10.0, which=shutil.which):
+        self.workdir_root = Path(workdir_root).resolve()
+        self.kill_grace = kill_grace
+        self.which = which
+
+    def workdir(self, spec: RunSpec) -> Path:
+        workflow = UNSAFE_NAME.sub("_", spec.workflow_id).lstrip(".") or "_"
+        stage = UNSAFE_NAME.sub("_", spec.stage).lstrip(".") or "_"
+        return self.workdir_root / workflow / f"{stage}-{spec.attempt}"
+
+    def start(self, spec: RunSpec, on_output: OnOutput, on_exit: OnExit) -> Running:
+        """Prepare the work directory, start the process in its own session, and supervise it in threads."""
+        workdir = self.workdir(spec)
+        workdir.mkdir(parents=True, exist_ok=True)
+        cwd = inside(workdir, spec.cwd or ".", "cwd")
+        cwd.mkdir(parents=True, exist_ok=True)
+        self._write_files(spec, workdir)
+        argv = self._argv(spec, workdir)
+        wrapped = container_argv(spec.image, argv, cwd, self.which)
+        proc = self._popen(wrapped or argv, cwd, job_environment(spec), spec.memory)
+        running = Running(spec, proc, workdir, ran_on_host=bool(spec.image) and wrapped is None, grace=self.kill_grace)
+        readers = [
+            threading.Thread(target=_pump, args=(proc.stdout, "stdout", on_output), daemon=True),
+            threading.Thread(target=_pump, args=(proc.stderr, "stderr", on_output), daemon=True),
+        ]
+        for reader in readers:
+            reader.start()
+        threading.Thread(target=running._supervise, args=(readers, on_exit), daemon=True).start()
+        return running
+
+    @staticmethod
+    def _write_files(spec: RunSpec, workdir: Path) -> None:
+        for name, content in spec.files.items():
+            path = inside(workdir, name, "file")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(content)
+
+    @staticmethod
+    def _argv(spec: RunSpec, workdir: Path) -> list[str]:
+        """The script (given `#!/bin/sh` when it has no shebang) or command + args, never through a shell."""
+        if spec.script is not None:
+            script = spec.script if spec.script.startswith("#!") else "#!/bin/sh\n" + spec.script
+            path = workdir / ".roving-script"
+            path.write_text(script)
+            path.chmod(0o700)
+            return [str(path), *spec.args]
+        command = [spec.command] if isinstance(spec.command, str) else list(spec.command or [])
+        if not command:
+            raise SpecError(f"stage {spec.stage!r} has neither a script nor a command")
+        return command + list(spec.args)
+
+    @staticmethod
+    def _popen(argv: list[str], cwd: Path, env: dict[str, str], memory: int | None) -> subprocess.Popen:
+        return subprocess.Popen(
+            argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            start_new_session=True, preexec_fn=(lambda: limit_memlock(memory)) if memory else None, close_fds=True,
+        )

@@ -1,0 +1,158 @@
+"""Job logs on the `LOGS_<CLUSTER>` JetStream stream: batched appends, whole reads and live follows."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+
+import nats.errors
+import nats.js.errors
+import structlog
+from nats.js.api import DeliverPolicy, DiscardPolicy, StorageType, StreamConfig
+
+from adapters.jetstream.client import TRANSIENT
+from adapters.jetstream.subjects import check_cluster_name, id_token
+
+STREAM_HEADER = "Roving-Stream"
+END_HEADER = "Roving-Log-End"
+MAX_AGE = 7 * 24 * 3600.0
+MAX_MESSAGE = 256 * 1024
+MAX_BUFFERED = 8 * 1024 * 1024
+log = structlog.get_logger("roving.logs")
+
+
+class Logs:
+    """Names, stream creation and reading of one cluster's job logs."""
+
+    def __init__(self, js, cluster: str, max_age: float = MAX_AGE):
+        self.js, self.cluster, self.max_age = js, check_cluster_name(cluster), max_age
+        self.stream = f"LOGS_{cluster.upper().replace('-', '_')}"
+
+    def subject(self, workflow_id: str, stage: str) -> str:
+        """`roving_logs.<cluster>.<workflow>.<stage>`; `job[3]` and dots are encoded, never split a token."""
+        return f"roving_logs.{self.cluster}.{id_token(workflow_id)}.{id_token(stage)}"
+
+    async def ensure(self) -> None:
+        """Create the stream (file storage, old messages age out) unless it exists."""
+        try:
+            await self.js.stream_info(self.stream)
+            return
+        except nats.js.errors.NotFoundError:
+            pass
+        config = StreamConfig(
+            name=self.stream, subjects=[f"roving_logs.{self.cluster}.>"], storage=StorageType.FILE,
+            max_age=self.max_age, discard=DiscardPolicy.OLD,
+        )
+        try:
+            await self.js.add_stream(config)
+        except nats.js.errors.BadRequestError as error:
+            if "already in use" not in str(error):
+                raise
+
+    async def count(self, workflow_id: str, stage: str) -> int:
+        """How many messages one stage's log holds."""
+        subject = self.subject(workflow_id, stage)
+        info = await self.js.stream_info(self.stream, subjects_filter=subject)
+        return (info.state.subjects or {}).get(subject, 0)
+
+    async def read(self, workflow_id: str, stage: str, streams: tuple[str, ...] = ("stdout", "stderr")) -> bytes:
+        """Everything logged so far, stdout and stderr interleaved in the order they were written."""
+        out = bytearray()
+        if await self.count(workflow_id, stage) == 0:
+            return b""
+        async with aclosing(self._messages(workflow_id, stage, streams)) as messages:
+            async for chunk, _, last in messages:
+                out += chunk
+                if last:
+                    break
+        return bytes(out)
+
+    async def follow(
+        self, workflow_id: str, stage: str, streams: tuple[str, ...] = ("stdout", "stderr")
+    ) -> AsyncIterator[bytes]:
+        """Chunks from the beginning, then live ones, until the stage's end marker arrives."""
+        async with aclosing(self._messages(workflow_id, stage, streams)) as messages:
+            async for chunk, ended, _ in messages:
+                if ended:
+                    return
+                if chunk:
+                    yield chunk
+
+    async def _messages(self, workflow_id: str, stage: str, streams: tuple[str, ...]):
+        """(chunk, is end marker, nothing pending) for each message of the stage, via an ordered consumer."""
+        sub = await self.js.subscribe(
+            self.subject(workflow_id, stage), ordered_consumer=True, deliver_policy=DeliverPolicy.ALL
+        )
+        try:
+            while True:
+                try:
+                    msg = await sub.next_msg(timeout=3600)
+                except nats.errors.TimeoutError:
+                    continue
+                headers = msg.headers or {}
+                ended = END_HEADER in headers
+                chunk = msg.data if headers.get(STREAM_HEADER) in streams else b""
+                yield chunk, ended, msg.metadata.num_pending == 0
+        finally:
+            await sub.unsubscribe()
+
+
+class LogWriter(Logs):
+    """Buffers output chunks and publishes them in the background, coalescing small writes."""
+
+    def __init__(self, js, cluster: str, flush_interval: float = 0.2, max_age: float = MAX_AGE):
+        super().__init__(js, cluster, max_age)
+        self.flush_interval = flush_interval
+        self._pending: list[tuple[str, dict[str, str], bytearray]] = []
+        self._buffered = 0
+        self._task: asyncio.Task | None = None
+
+    async def start(self) -> LogWriter:
+        await self.ensure()
+        self._task = asyncio.create_task(self._flush_forever())
+        return self
+
+    def append(self, workflow_id: str, stage: str, stream: str, chunk: bytes) -> None:
+        """Queue a chunk; never waits on the server (call on the loop thread)."""
+        subject = self.subject(workflow_id, stage)
+        last = self._pending[-1] if self._pending else None
+        if last and last[0] == subject and last[1].get(STREAM_HEADER) == stream and len(last[2]) + len(chunk) <= MAX_MESSAGE:
+            last[2].extend(chunk)
+        elif self._buffered + len(chunk) > MAX_BUFFERED:
+            log.warning("logs.dropped", workflow_id=workflow_id, stage=stage, bytes=len(chunk))
+            return
+        else:
+            self._pending.append((subject, {STREAM_HEADER: stream}, bytearray(chunk)))
+        self._buffered += len(chunk)
+
+    def end(self, workflow_id: str, stage: str, reason: str) -> None:
+        """Mark the stage's log complete so followers stop."""
+        self._pending.append((self.subject(workflow_id, stage), {END_HEADER: reason or "exited"}, bytearray()))
+
+    async def flush(self) -> None:
+        """Publish what is queued, in order; on a transient failure keep the rest for the next flush."""
+        while self._pending:
+            subject, headers, data = self._pending[0]
+            try:
+                await self.js.publish(subject, bytes(data), headers=headers)
+            except TRANSIENT as error:
+                log.warning("logs.publish_failed", subject=subject, error=repr(error))
+                return
+            except nats.js.errors.APIError as error:  # refused for good (e.g. too large): drop, keep going
+                log.warning("logs.publish_refused", subject=subject, error=repr(error))
+            self._pending.pop(0)
+            self._buffered -= len(data)
+
+    async def close(self) -> None:
+        """Stop the background flusher and publish what is left."""
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+        await self.flush()
+
+    async def _flush_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.flush_interval)
+            await self.flush()

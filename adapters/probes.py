@@ -1,0 +1,143 @@
+"""Readiness probes for services: exec, http-get and tcp-socket checks run in a stoppable thread."""
+
+from __future__ import annotations
+
+import http.client
+import socket
+import subprocess
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+
+class ExecAction(msgspec.Struct, kw_only=True):
+    command: list[str]
+
+
+class HTTPGetAction(msgspec.Struct, kw_only=True):
+    port: int
+    path: str = "/"
+    host: str | None = None
+    scheme: str | None = None
+
+
+class TCPSocketAction(msgspec.Struct, kw_only=True):
+    port: int
+    host: str | None = None
+
+
+class ProbeSpec(msgspec.Struct, kw_only=True):
+    """Kubernetes-shaped probe settings; unset numbers take Kubernetes' defaults."""
+
+    exec: ExecAction | None = None
+    http_get: HTTPGetAction | None = None
+    tcp_socket: TCPSocketAction | None = None
+    initial_delay_seconds: float | None = None
+    period_seconds: float | None = None
+    timeout_seconds: float | None = None
+    success_threshold: int | None = None
+    failure_threshold: int | None = None
+
+
+def snake_keys(value: Any) -> Any:
+    """The Fuzzfile spells probe keys in kebab-case (`http-get`); accept both spellings."""
+    if isinstance(value, dict):
+        return {str(k).replace("-", "_"): snake_keys(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [snake_keys(v) for v in value]
+    return value
+
+
+def check_exec(action: ExecAction, timeout: float, cwd: Path | None, env: dict[str, str] | None) -> str | None:
+    """None when the command exits 0 in time, otherwise why not."""
+    try:
+        done = subprocess.run(
+            action.command, cwd=cwd, env=env, timeout=timeout,
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired:
+        return f"exec {action.command[0]} timed out after {timeout:g}s"
+    except OSError as error:
+        return f"exec {action.command[0]}: {error.strerror}"
+    return None if done.returncode == 0 else f"exec {action.command[0]} exited {done.returncode}"
+
+
+def check_http(action: HTTPGetAction, timeout: float) -> str | None:
+    """None on a 2xx or 3xx answer."""
+    host = action.host or "127.0.0.1"
+    kind = http.client.HTTPSConnection if (action.scheme or "").upper() == "HTTPS" else http.client.HTTPConnection
+    conn = kind(host, action.port, timeout=timeout)
+    try:
+        conn.request("GET", action.path or "/")
+        status = conn.getresponse().status
+    except OSError as error:
+        return f"http-get {host}:{action.port}{action.path}: {error}"
+    finally:
+        conn.close()
+    return None if 200 <= status < 400 else f"http-get {host}:{action.port}{action.path} answered {status}"
+
+
+def check_tcp(action: TCPSocketAction, timeout: float) -> str | None:
+    """None when a connection opens."""
+    host = action.host or "127.0.0.1"
+    try:
+        socket.create_connection((host, action.port), timeout=timeout).close()
+    except OSError as error:
+        return f"tcp-socket {host}:{action.port}: {error}"
+    return None
+
+
+def check(spec: ProbeSpec, cwd: Path | None = None, env: dict[str, str] | None = None) -> str | None:
+    """One probe attempt: None when it passed, else the reason it failed."""
+    timeout = spec.timeout_seconds or 1.0
+    if spec.exec is not None:
+        return check_exec(spec.exec, timeout, cwd, env)
+    if spec.http_get is not None:
+        return check_http(spec.http_get, timeout)
+    if spec.tcp_socket is not None:
+        return check_tcp(spec.tcp_socket, timeout)
+    return "the probe has none of exec, http-get or tcp-socket"
+
+
+class ProbeRunner:
+    """Probes until `success_threshold` passes in a row (on_ready) or `failure_threshold` fails (on_failed)."""
+
+    def __init__(
+        self, spec: ProbeSpec, on_ready: Callable[[], None], on_failed: Callable[[str], None],
+        cwd: Path | None = None, env: dict[str, str] | None = None,
+    ):
+        self.spec, self.on_ready, self.on_failed, self.cwd, self.env = spec, on_ready, on_failed, cwd, env
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="probe")
+
+    def start(self) -> ProbeRunner:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop probing; an attempt in flight finishes within its timeout."""
+        self._stop.set()
+        if self._thread.is_alive() and threading.current_thread() is not self._thread:
+            self._thread.join()
+
+    def _run(self) -> None:
+        spec = self.spec
+        period = spec.period_seconds or 10.0
+        needed_ok, allowed_fail = spec.success_threshold or 1, spec.failure_threshold or 3
+        passed = failed = 0
+        if self._stop.wait(spec.initial_delay_seconds or 0):
+            return
+        while not self._stop.is_set():
+            failure = check(spec, self.cwd, self.env)
+            passed, failed = (passed + 1, 0) if failure is None else (0, failed + 1)
+            if self._stop.is_set():
+                return
+            if passed >= needed_ok:
+                return self.on_ready()
+            if failed >= allowed_fail:
+                return self.on_failed(f"readiness probe failed {failed} times: {failure}")
+            if self._stop.wait(period):
+                return
