@@ -13,7 +13,7 @@ from domain.app.errors import Conflict, Invalid, StaleEpoch, invalid
 from domain.app.ids import allocation_id
 from domain.fuzzfile import parse_fuzzfile
 from domain.fuzzfile.semantics import StageStatus
-from domain.node import Node, Placement
+from domain.node import Node, NodeError, Placement
 from domain.tenancy.permissions import Principal
 from domain.workflow import Workflow, WorkflowError
 
@@ -57,13 +57,16 @@ class WorkflowCommands:
         alloc = self.load(Allocation, allocation, "allocation")
         workflow = self.load(Workflow, alloc.workflow_id, "workflow")
         nodes = [self.load(Node, n, "node") for n in node_ids]
-        epoch = alloc.place([str(n) for n in node_ids], by=by, at=at)
         res = alloc.resources
-        for node in nodes:
-            node.place_allocation(Placement(id=str(alloc.id), cpu=int(res.get("cpu_cores", 1)),
-                                            memory=int(res.get("memory_bytes", 0)),
-                                            devices=dict(res.get("devices", {}))), by=by, at=at)
-        workflow.stage_started(alloc.stage, alloc.attempt, nodes[0].name, at=at, by=by)
+        try:
+            epoch = alloc.place([str(n) for n in node_ids], by=by, at=at)
+            for node in nodes:
+                node.place_allocation(Placement(id=str(alloc.id), cpu=int(res.get("cpu_cores", 1)),
+                                                memory=int(res.get("memory_bytes", 0)),
+                                                devices=dict(res.get("devices", {}))), by=by, at=at)
+            workflow.stage_started(alloc.stage, alloc.attempt, nodes[0].name, at=at, by=by)
+        except (IllegalTransition, NodeError, WorkflowError) as error:
+            raise Conflict(f"cannot place {alloc.stage}: {error}") from error
         self.save(alloc, *nodes, workflow)
         return epoch
 

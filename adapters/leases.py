@@ -1,0 +1,78 @@
+"""Leases in JetStream KV with a TTL: the scheduler's leader lease and each node's heartbeat lease.
+
+Heartbeats are not events: a node's lease is a KV entry the agent's heartbeat refreshes; when it lapses
+(the bucket's max age passes without a write) the leader turns that into a `NodeWentOffline` event.
+"""
+
+from __future__ import annotations
+
+import time
+
+import nats.js.errors
+from nats.js.api import KeyValueConfig, StorageType
+
+from adapters.jetstream.client import TRANSIENT
+from adapters.jetstream.connection import Connection
+
+LEADER_KEY = "scheduler-leader"
+
+
+class Leases:
+    def __init__(self, connection: Connection, ttl: float = 10.0) -> None:
+        self.connection = connection
+        self.ttl = ttl
+        self.bucket = f"roving_{connection.names.cluster.replace('-', '_')}_leases"
+        self._kv = connection.run(self._open)
+        self._leader_revision: int | None = None
+
+    async def _open(self):
+        js = self.connection.client.js
+        try:
+            return await js.key_value(self.bucket)
+        except nats.js.errors.BucketNotFoundError:
+            config = KeyValueConfig(bucket=self.bucket, ttl=self.ttl, storage=StorageType.FILE,
+                                    replicas=self.connection.replicas)
+            return await js.create_key_value(config)
+
+    def touch(self, node: str, value: str = "alive") -> None:
+        self.connection.run(lambda: self._kv.put(_key(node), value.encode()))
+
+    def alive(self, node: str) -> bool:
+        async def get() -> bool:
+            try:
+                entry = await self._kv.get(_key(node))
+            except nats.js.errors.KeyNotFoundError:
+                return False
+            return entry is not None and entry.value is not None
+        return self.connection.run(get)
+
+    def hold_leadership(self, holder: str) -> bool:
+        """Take the leader lease if free, or renew it if ours; False while another holder's lease lives."""
+        try:
+            return self.connection.run(lambda: self._claim(holder))
+        except TRANSIENT:
+            return False
+
+    async def _claim(self, holder: str) -> bool:
+        try:
+            if self._leader_revision is None:
+                self._leader_revision = await self._kv.create(LEADER_KEY, holder.encode())
+            else:
+                self._leader_revision = await self._kv.update(LEADER_KEY, holder.encode(), last=self._leader_revision)
+            return True
+        except (nats.js.errors.KeyWrongLastSequenceError, nats.js.errors.BadRequestError, nats.js.errors.APIError):
+            self._leader_revision = None
+            return False
+
+
+def _key(node: str) -> str:
+    return "node." + node.replace(".", "_")
+
+
+def wait_until(predicate, timeout: float, step: float = 0.05) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(step)
+    return predicate()
