@@ -1,0 +1,175 @@
+"""The composition root: NATS, the application, views, tailer, leases, scheduler, HTTP app and local agents."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+import sys
+import threading
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from types import SimpleNamespace
+
+import structlog
+import uvicorn
+
+from adapters.auth.password_hash import hash_password, verify_password
+from adapters.auth.tokens import Identity, issue, issue_webhook, load_or_create_key
+from adapters.jetstream.connection import Connection
+from adapters.leases import Leases
+from adapters.nats_server import NatsServer
+from domain.app import Conflict, Roving
+from domain.app.ids import user_id
+from domain.tenancy import Role, Source
+from domain.tenancy.permissions import Principal
+
+log = structlog.get_logger("roving.stack")
+TOKEN_TTL = timedelta(days=30)
+AGENT_START = "import sys; from api.agent import agent_main; sys.exit(agent_main(sys.argv[1:]))"
+
+
+class ScryptPasswords:
+    """The password hasher the application is given: scrypt, salted, constant-time verification."""
+
+    def hash(self, password: str) -> str:
+        return hash_password(password)
+
+    def verify(self, password: str, stored: str) -> bool:
+        return verify_password(password, stored)
+
+
+def write_secret(path: Path, text: str) -> None:
+    """A file only its owner can read (0600), replaced atomically."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text + "\n")
+    os.replace(tmp, path)
+
+
+def strong_password() -> str:
+    return secrets.token_urlsafe(18) + "aA1!"
+
+
+class Stack:
+    """Everything one control-plane process runs; `roving up` adds the embedded server and local agents."""
+
+    def __init__(self, settings, embedded_nats: bool = True, scheduler: bool = True) -> None:
+        self.settings = settings
+        self.data_dir = Path(settings.data_dir)
+        self.embedded_nats = embedded_nats and not settings.nats_url
+        self.with_scheduler = scheduler
+        self.nats: NatsServer | None = None
+        self.agents: list[subprocess.Popen] = []
+        self.server: uvicorn.Server | None = None
+
+    @property
+    def url(self) -> str:
+        host, _, port = self.settings.listen.rpartition(":")
+        return f"http://{host}:{port}"
+
+    def start(self) -> Stack:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        nats_url = self.settings.nats_url or self._start_nats()
+        cluster = self.settings.cluster
+        env = {"PERSISTENCE_MODULE": "adapters.jetstream", "ROVING_NATS_URL": nats_url, "ROVING_CLUSTER": cluster}
+        self.roving = Roving(env=env, passwords=ScryptPasswords())
+        self.key = load_or_create_key(self.data_dir / "signing.key")
+        self._bootstrap_admin()
+        from adapters.tailer import Tailer
+        from projections.views import Views
+
+        self.views = Views()
+        self.tailer = Tailer(self.roving, self.views)
+        self.tailer.start()
+        self.leases = Leases(Connection(nats_url, cluster), ttl=self.settings.node_lease_seconds)
+        self.runner = None
+        if self.with_scheduler:
+            from api.runner import SchedulerRunner
+
+            self.runner = SchedulerRunner(self.roving, self.views, self.tailer, self.leases).start()
+        self.services = SimpleNamespace(
+            roving=self.roving, views=self.views, tailer=self.tailer, key=self.key, leases=self.leases,
+            logs=self._logs(nats_url, cluster), settings=self.settings, nats_url=nats_url, cluster=cluster,
+            runner=self.runner,
+        )
+        return self
+
+    def _start_nats(self) -> str:
+        self.nats = NatsServer(self.data_dir / "nats", port=self.settings.nats_port).start()
+        return self.nats.url
+
+    def _logs(self, nats_url: str, cluster: str):
+        try:
+            from adapters.logs import LogReader
+        except ImportError:
+            return None
+        return LogReader(nats_url, cluster)
+
+    def _bootstrap_admin(self) -> None:
+        """A cluster admin exists from the first start; its token is written to the data dir (0600)."""
+        now = datetime.now(timezone.utc)
+        uid = user_id("admin")
+        if uid not in self.roving.repository:
+            password = strong_password()
+            system = Principal(user_id=None, username="roving-up", role=Role.CLUSTER_ADMIN, organization_id=None,
+                               is_cluster_admin=True)
+            try:
+                self.roving.create_user(None, "admin", "admin@localhost", password, "cluster_admin", system, now)
+                write_secret(self.data_dir / "admin.password", password)
+            except Conflict:
+                pass
+        admin = Identity(user_id=uid, username="admin", role=Role.CLUSTER_ADMIN, organization_id=None)
+        write_secret(self.data_dir / "admin.token", issue(admin, self.key, TOKEN_TTL, now))
+        write_secret(self.data_dir / "alertmanager.token", issue_webhook("alertmanager", self.key, now))
+        agent = Identity(user_id=None, username="agent", role=Role.USER, organization_id=None, source=Source.AGENT)
+        write_secret(self.data_dir / "agent.token", issue(agent, self.key, TOKEN_TTL, now))
+
+    def app(self):
+        from api.app import create_app
+
+        return create_app(self.settings, self.services)
+
+    def serve(self, in_thread: bool = False) -> None:
+        host, _, port = self.settings.listen.rpartition(":")
+        config = uvicorn.Config(self.app(), host=host, port=int(port), log_level="warning", lifespan="on")
+        self.server = uvicorn.Server(config)
+        if not in_thread:
+            self.server.run()
+            return
+        threading.Thread(target=self.server.run, name="roving-http", daemon=True).start()
+        deadline = time.monotonic() + 20
+        while not self.server.started and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    def start_local_agents(self, count: int, cpus: int, memory: str) -> None:
+        workdir = self.data_dir / "work"
+        for index in range(1, count + 1):
+            argv = [sys.executable, "-c", AGENT_START, "--node", f"local-{index}", "--api", self.url,
+                    "--token-file", str(self.data_dir / "agent.token"), "--cpus", str(cpus), "--memory", memory,
+                    "--definition", "local", "--workdir", str(workdir / f"local-{index}")]
+            log_file = open(self.data_dir / f"agent-local-{index}.log", "ab")  # noqa: SIM115 - owned by the child
+            self.agents.append(subprocess.Popen(argv, stdout=log_file, stderr=subprocess.STDOUT))
+            log_file.close()
+
+    def stop(self) -> None:
+        for agent in self.agents:
+            agent.terminate()
+        for agent in self.agents:
+            try:
+                agent.wait(10)
+            except subprocess.TimeoutExpired:
+                agent.kill()
+        if self.server is not None:
+            self.server.should_exit = True
+        for part in (self.runner, self.tailer):
+            if part is not None:
+                part.stop()
+        if self.services.logs is not None and hasattr(self.services.logs, "close"):
+            self.services.logs.close()
+        self.leases.connection.close()
+        self.roving.close()
+        if self.nats is not None:
+            self.nats.stop()

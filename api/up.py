@@ -1,0 +1,69 @@
+"""`roving up` (the whole local stack) and `roving api` (the control plane against an existing NATS)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from adapters.nats_server import NatsServerError
+
+UP_HELP = """Start Roving locally: an embedded nats-server (unless ROVING_NATS_URL is set), the control plane
+(HTTP API, read models, scheduler) and a pool of local node agents that really run submitted work.
+
+Settings come from the environment:
+  ROVING_DATA_DIR            where the log, keys and tokens live (default ./.roving)
+  ROVING_LISTEN              HTTP address (default 127.0.0.1:8080)
+  ROVING_LOCAL_NODES         local agents to start (default 2)
+  ROVING_LOCAL_NODE_CPUS     cpus each local node declares (default 4)
+  ROVING_LOCAL_NODE_MEMORY   memory each local node declares (default 8GiB)
+  ROVING_NATS_URL            use this NATS (cluster) instead of starting one
+The cluster admin's token is written to $ROVING_DATA_DIR/admin.token (mode 0600)."""
+
+
+def _settings():
+    from api.settings import Settings, SettingsError
+
+    try:
+        return Settings.from_env()
+    except SettingsError as error:
+        print(f"roving: {error}", file=sys.stderr)
+        raise SystemExit(2) from error
+
+
+def up_main(argv: list[str]) -> int:
+    argparse.ArgumentParser(prog="roving up", description=UP_HELP,
+                            formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
+    return _run(local_agents=True)
+
+
+def api_main(argv: list[str]) -> int:
+    argparse.ArgumentParser(prog="roving api", description="Run the HTTP API, read models and scheduler "
+                            "against ROVING_NATS_URL (no embedded server, no local agents).").parse_args(argv)
+    return _run(local_agents=False)
+
+
+def _run(local_agents: bool) -> int:
+    from api.stack import Stack
+
+    settings = _settings()
+    try:
+        stack = Stack(settings, embedded_nats=local_agents).start()
+    except NatsServerError as error:
+        print(f"roving: {error}", file=sys.stderr)
+        return 1
+    try:
+        if local_agents:
+            stack.start_local_agents(settings.local_nodes, settings.local_node_cpus, settings.local_node_memory)
+        token = (stack.data_dir / "admin.token").read_text().strip()
+        print(f"Roving is up at {stack.url}", flush=True)
+        print(f"admin token: {token}", flush=True)
+        print(f"  (also in {stack.data_dir / 'admin.token'}; try: ROVING_API={stack.url} "
+              f"ROVING_TOKEN=$(cat {stack.data_dir / 'admin.token'}) roving node list)", flush=True)
+        stack.serve()
+    except OSError as error:
+        print(f"roving: cannot listen on {settings.listen}: {error.strerror or error}; set ROVING_LISTEN",
+              file=sys.stderr)
+        return 1
+    finally:
+        stack.stop()
+    return 0
