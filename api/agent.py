@@ -1,0 +1,278 @@
+"""`roving agent`: register this node over the HTTP API, keep its lease, run what is placed on it, report."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import msgspec
+import nats
+import structlog
+from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
+
+from adapters import sysinfo
+from adapters.executor import Executor, Running, RunSpec, SpecError
+from adapters.logs import LogWriter
+from adapters.probes import ProbeRunner
+from api.agent_args import AgentConfig, UsageError, build_spec, parse_args
+
+log = structlog.get_logger("roving.agent")
+
+
+class NodeMetrics:
+    """The node's Prometheus metrics on a registry of its own."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.running = Gauge("roving_node_running_allocations", "Allocations running on this node", registry=self.registry)
+        self.failures = Counter("roving_node_job_failures", "Stage attempts that exited non-zero", registry=self.registry)
+        self.disk_errors = Gauge("roving_node_disk_errors", "Block device I/O errors since boot", registry=self.registry)
+        self.memory_errors = Gauge("roving_node_memory_errors", "EDAC memory errors since boot", registry=self.registry)
+
+    def refresh(self, running: int) -> None:
+        counters = sysinfo.error_counters()
+        self.running.set(running)
+        self.disk_errors.set(counters.disk_errors)
+        self.memory_errors.set(counters.memory_errors)
+
+
+@dataclass
+class Slot:
+    spec: RunSpec
+    running: Running
+    probe: ProbeRunner | None = None
+    fenced: bool = False
+
+
+class Agent:
+    """The loop: heartbeat, poll assignments, start and stop processes, report with the allocation's epoch."""
+
+    def __init__(self, config: AgentConfig, http: httpx.AsyncClient, executor: Executor, metrics: NodeMetrics):
+        self.config, self.http, self.executor, self.metrics = config, http, executor, metrics
+        self.node_id: str | None = None
+        self.epoch = 0
+        self.slots: dict[str, Slot] = {}
+        self.finished: set[tuple[str, int]] = set()
+        self.logs: LogWriter | None = None
+        self.events: asyncio.Queue = asyncio.Queue()
+        self.loop = asyncio.get_running_loop()
+        self.log = log.bind(node=config.node)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        nc = None
+        try:
+            await self.register(stop)
+            nc = await self.connect_logs()
+            next_beat = 0.0
+            while not stop.is_set():
+                if time.monotonic() >= next_beat:
+                    next_beat = time.monotonic() + self.config.heartbeat
+                    await self.heartbeat(stop)
+                await self.poll()
+                await self.drain()
+                await _sleep_or_stop(stop, self.config.poll)
+        finally:
+            await self.stop_all("agent stopped", report=True)
+            if self.logs is not None:
+                await self.logs.close()
+            if nc is not None:
+                await nc.close()
+
+    async def call(self, method: str, path: str, **kwargs) -> httpx.Response | None:
+        """One API call; None when the API cannot be reached (the loop simply tries again)."""
+        try:
+            return await self.http.request(method, path, **kwargs)
+        except httpx.HTTPError as error:
+            self.log.warning("agent.api_unreachable", path=path, error=repr(error))
+            return None
+
+    async def register(self, stop: asyncio.Event) -> None:
+        c = self.config
+        body = {"name": c.node, "cpu": c.cpus, "memory": c.memory, "devices": c.devices, "annotations": c.annotations,
+                "definition": c.definition, "address": c.address, "metrics_port": c.metrics_port}
+        while not stop.is_set():
+            response = await self.call("POST", "/v4/agent/register", json=body)
+            if response is not None and response.status_code == 200:
+                answer = response.json()
+                self.node_id, self.epoch = answer["node_id"], answer["epoch"]
+                self.log = log.bind(node=c.node, node_id=self.node_id, epoch=self.epoch)
+                self.log.info("agent.registered")
+                return
+            if response is not None:
+                self.log.warning("agent.register_refused", status=response.status_code, body=response.text[:200])
+            await _sleep_or_stop(stop, c.heartbeat)
+
+    async def connect_logs(self):
+        """Job output goes straight to the logs stream the API names; without one, output is dropped."""
+        response = await self.call("GET", "/v4/agent/config")
+        answer = response.json() if response is not None and response.status_code == 200 else {}
+        if not answer.get("nats_url"):
+            self.log.warning("agent.no_log_stream")
+            return None
+        try:
+            nc = await nats.connect(answer["nats_url"], connect_timeout=2, max_reconnect_attempts=-1)
+        except Exception as error:  # noqa: BLE001 - logs are optional; running jobs is not
+            self.log.warning("agent.log_stream_unreachable", error=repr(error))
+            return None
+        self.logs = await LogWriter(nc.jetstream(), answer["cluster"]).start()
+        return nc
+
+    async def heartbeat(self, stop: asyncio.Event) -> None:
+        self.metrics.refresh(len(self.slots))
+        body = {"node_id": self.node_id, "epoch": self.epoch, "running": sorted(self.slots)}
+        response = await self.call("POST", "/v4/agent/heartbeat", json=body)
+        if response is not None and response.status_code == 409:
+            self.log.warning("agent.stale_epoch", reason=response.text[:200])
+            await self.stop_all(f"node epoch {self.epoch} is stale", report=False)
+            await self.register(stop)
+
+    async def poll(self) -> None:
+        response = await self.call("GET", "/v4/agent/assignments", params={"node_id": self.node_id})
+        if response is None or response.status_code != 200:
+            return
+        answer = response.json()
+        for order in answer.get("stop", []):
+            if slot := self.slots.get(order["allocation_id"]):
+                slot.running.cancel(order.get("reason") or "stopped by the control plane")
+        for item in answer.get("start", []):
+            await self.start(item)
+
+    async def start(self, item: dict[str, Any]) -> None:
+        allocation_id, epoch = item.get("allocation_id"), item.get("epoch")
+        if allocation_id in self.slots or (allocation_id, epoch) in self.finished:
+            return
+        try:
+            spec = build_spec(item)
+            running = self.executor.start(spec, self._forward_output(spec), self._forward_exit(spec))
+        except (msgspec.ValidationError, ValueError, SpecError, OSError) as error:
+            self.finished.add((allocation_id, epoch))
+            self.metrics.failures.inc()
+            code = 127 if isinstance(error, FileNotFoundError) else 126
+            await self.report(allocation_id, epoch, "exited", exit_code=code, reason=f"cannot start: {error}")
+            return
+        slot = self.slots[spec.allocation_id] = Slot(spec, running)
+        self.log.info("agent.started", allocation_id=spec.allocation_id, pid=running.pid)
+        if not await self.report_slot(slot, "started"):
+            return
+        if running.ran_on_host:
+            reason = f"image {spec.image} ran on the host: neither apptainer nor podman is installed"
+            await self.report_slot(slot, "ran_on_host", reason=reason)
+        if spec.kind == "service" and spec.readiness_probe is not None:
+            slot.probe = ProbeRunner(
+                spec.readiness_probe, lambda: self._threadsafe(self.events.put_nowait, ("ready", spec.allocation_id)),
+                lambda why: running.cancel(why), cwd=running.workdir,
+            ).start()
+        elif spec.kind == "service":
+            await self.report_slot(slot, "ready", ports=spec.ports)
+
+    async def drain(self) -> None:
+        """Handle what the executor and probe threads handed over since the last tick."""
+        while not self.events.empty():
+            event, allocation_id, *rest = self.events.get_nowait()
+            slot = self.slots.get(allocation_id)
+            if slot is None:
+                continue
+            if event == "ready":
+                await self.report_slot(slot, "ready", ports=slot.spec.ports)
+            elif event == "exited":
+                await self.finish(slot, *rest)
+
+    async def finish(self, slot: Slot, exit_code: int, reason: str) -> None:
+        spec = slot.spec
+        del self.slots[spec.allocation_id]
+        self.finished.add((spec.allocation_id, spec.epoch))
+        if slot.probe is not None:
+            await asyncio.to_thread(slot.probe.stop)
+        if exit_code != 0:
+            self.metrics.failures.inc()
+        if self.logs is not None:
+            self.logs.end(spec.workflow_id, spec.stage, reason)
+        self.log.info("agent.exited", allocation_id=spec.allocation_id, exit_code=exit_code, reason=reason)
+        if not slot.fenced:
+            await self.report_slot(slot, "exited", exit_code=exit_code, reason=reason)
+
+    async def report_slot(self, slot: Slot, event: str, **fields) -> bool:
+        """Report with the slot's epoch; a 409 means a newer placement exists, so this copy is killed."""
+        if await self.report(slot.spec.allocation_id, slot.spec.epoch, event, **fields):
+            return True
+        slot.fenced = True
+        slot.running.cancel(f"fenced: epoch {slot.spec.epoch} is stale")
+        return False
+
+    async def report(self, allocation_id, epoch, event, exit_code=None, reason="", ports=()) -> bool:
+        body = {"node_id": self.node_id, "allocation_id": allocation_id, "epoch": epoch, "event": event,
+                "exit_code": exit_code, "reason": reason, "ports": list(ports)}
+        response = await self.call("POST", "/v4/agent/reports", json=body)
+        if response is not None and response.status_code == 409:
+            self.log.warning("agent.fenced", allocation_id=allocation_id, epoch=epoch, event=event)
+            return False
+        return True
+
+    async def stop_all(self, reason: str, report: bool) -> None:
+        """Cancel every process and wait for them; their exits are reported only when `report`."""
+        for slot in self.slots.values():
+            slot.fenced = slot.fenced or not report
+            slot.running.cancel(reason)
+        for slot in list(self.slots.values()):
+            await asyncio.to_thread(slot.running.wait)
+        await self.drain()
+
+    def _forward_output(self, spec: RunSpec):
+        def forward(stream: str, chunk: bytes) -> None:
+            if self.logs is not None:
+                self._threadsafe(self.logs.append, spec.workflow_id, spec.stage, stream, chunk)
+        return forward
+
+    def _forward_exit(self, spec: RunSpec):
+        return lambda code, reason: self._threadsafe(self.events.put_nowait, ("exited", spec.allocation_id, code, reason))
+
+    def _threadsafe(self, fn, *args) -> None:
+        try:
+            self.loop.call_soon_threadsafe(fn, *args)
+        except RuntimeError:  # the loop already closed: the agent is gone
+            pass
+
+
+async def _sleep_or_stop(stop: asyncio.Event, seconds: float) -> None:
+    try:
+        await asyncio.wait_for(stop.wait(), seconds)
+    except asyncio.TimeoutError:
+        pass
+
+
+async def run_agent(config: AgentConfig, stop: asyncio.Event) -> None:
+    """Own the agent's resources (HTTP client, metrics server) for as long as it runs."""
+    metrics = NodeMetrics()
+    server = start_http_server(config.metrics_port, registry=metrics.registry) if config.metrics_port else None
+    headers = {"Authorization": f"Bearer {config.token}"}
+    try:
+        async with httpx.AsyncClient(base_url=config.api, headers=headers, timeout=5.0) as http:
+            executor = Executor(config.workdir, kill_grace=config.kill_grace)
+            await Agent(config, http, executor, metrics).run(stop)
+    finally:
+        if server is not None:
+            server[0].shutdown()
+            server[0].server_close()
+
+
+def agent_main(argv: list[str]) -> int:
+    """Entry point of `roving agent`: 2 on bad arguments, 0 after a TERM or INT."""
+    try:
+        config = parse_args(argv)
+    except UsageError as error:
+        print(f"roving agent: error: {error}", file=sys.stderr)
+        return 2
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            asyncio.get_running_loop().add_signal_handler(signum, stop.set)
+        await run_agent(config, stop)
+
+    asyncio.run(main())
+    return 0

@@ -1,0 +1,149 @@
+"""The agent's inputs: its command line (declared or detected capacity) and the RunSpecs it is assigned."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from adapters import sysinfo
+from adapters.executor import RunSpec
+from adapters.probes import snake_keys
+from domain.durations import DurationError, parse_duration
+from domain.quantities import QuantityError, parse_memory
+
+
+class UsageError(Exception):
+    """A bad command line; the message names the option and the reason."""
+
+
+@dataclass
+class AgentConfig:
+    node: str
+    api: str
+    token: str
+    cpus: int
+    memory: int
+    devices: dict[str, int]
+    annotations: dict[str, str] = field(default_factory=dict)
+    definition: str | None = None
+    workdir: Path = Path.home() / ".local/share/roving/work"
+    metrics_port: int | None = None
+    heartbeat: float = 2.0
+    poll: float = 0.5
+    kill_grace: float = 10.0
+    address: str = ""
+
+
+def _typed(kind: str, parse):
+    def convert(text: str):
+        try:
+            return parse(text)
+        except (ValueError, QuantityError, DurationError) as error:
+            raise argparse.ArgumentTypeError(str(error) if str(error) else f"{text!r} is not {kind}") from None
+    convert.__name__ = kind
+    return convert
+
+
+def _positive_duration(text: str) -> float:
+    seconds = parse_duration(text)
+    if seconds <= 0:
+        raise ValueError(f"{text!r} must be longer than zero")
+    return seconds
+
+
+def _pair(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise ValueError(f"{text!r} is not KEY=VALUE")
+    return key, value
+
+
+def _device(text: str) -> tuple[str, int]:
+    name, count = _pair(text)
+    if not count.isdigit():
+        raise ValueError(f"{text!r} needs a whole count, e.g. nvidia.com/gpu=2")
+    return name, int(count)
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or not 0 <= int(text) <= 65535:
+        raise ValueError(f"{text!r} is not a port (0-65535)")
+    return int(text)
+
+
+def _cpus(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(f"{text!r} is not a whole number of cpus (at least 1)")
+    return int(text)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):
+        raise UsageError(message)
+
+
+def _parser() -> _Parser:
+    p = _Parser(prog="roving agent", description="Run a Roving node agent.")
+    p.add_argument("--node", default=socket.gethostname())
+    p.add_argument("--api", required=True)
+    p.add_argument("--token-file", type=Path)
+    p.add_argument("--cpus", type=_typed("cpus", _cpus))
+    p.add_argument("--memory", type=_typed("memory", parse_memory))
+    p.add_argument("--device", type=_typed("device", _device), action="append", default=[])
+    p.add_argument("--annotation", type=_typed("annotation", _pair), action="append", default=[])
+    p.add_argument("--definition")
+    p.add_argument("--workdir", type=Path, default=AgentConfig.workdir)
+    p.add_argument("--metrics-port", type=_typed("port", _port))
+    p.add_argument("--heartbeat", type=_typed("duration", _positive_duration), default=2.0)
+    p.add_argument("--poll", type=_typed("duration", _positive_duration), default=0.5)
+    p.add_argument("--kill-grace", type=_typed("duration", parse_duration), default=10.0)
+    p.add_argument("--address", default=socket.gethostname())
+    return p
+
+
+def _token(path: Path | None, env: dict[str, str]) -> str:
+    if path is not None:
+        try:
+            token = path.read_text().strip()
+        except OSError as error:
+            raise UsageError(f"argument --token-file: cannot read {path}: {error.strerror}") from None
+    else:
+        token = env.get("ROVING_TOKEN", "").strip()
+    if not token:
+        raise UsageError("no token: pass --token-file PATH or set ROVING_TOKEN")
+    return token
+
+
+def parse_args(argv: list[str], env: dict[str, str] | None = None, detect=sysinfo.capacity) -> AgentConfig:
+    """The agent's settings; capacity not declared on the command line is detected."""
+    ns = _parser().parse_args(argv)
+    if not ns.api.startswith(("http://", "https://")):
+        raise UsageError(f"argument --api: {ns.api!r} is not an http:// or https:// URL")
+    found = detect() if ns.cpus is None or ns.memory is None or not ns.device else None
+    return AgentConfig(
+        node=ns.node, api=ns.api.rstrip("/"), token=_token(ns.token_file, os.environ if env is None else env),
+        cpus=ns.cpus or found.cpu, memory=ns.memory if ns.memory is not None else found.memory,
+        devices=dict(ns.device) if ns.device else dict(found.devices), annotations=dict(ns.annotation),
+        definition=ns.definition, workdir=ns.workdir, metrics_port=ns.metrics_port, heartbeat=ns.heartbeat,
+        poll=ns.poll, kill_grace=ns.kill_grace, address=ns.address,
+    )
+
+
+def build_spec(item: dict[str, Any]) -> RunSpec:
+    """A RunSpec from one assignment, tolerating Fuzzfile spellings (env list, "30m", "4GiB", kebab probes)."""
+    data = dict(item)
+    if isinstance(data.get("env"), list):
+        data["env"] = dict(entry.split("=", 1) if "=" in entry else (entry, "") for entry in data["env"])
+    if isinstance(data.get("execute_timeout"), str):
+        data["execute_timeout"] = parse_duration(data["execute_timeout"])
+    if isinstance(data.get("memory"), str):
+        data["memory"] = parse_memory(data["memory"])
+    if data.get("readiness_probe") is not None:
+        data["readiness_probe"] = snake_keys(data["readiness_probe"])
+    return msgspec.convert(data, RunSpec)
