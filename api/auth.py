@@ -1,0 +1,87 @@
+"""Bearer tokens: verify with `adapters.auth.tokens`, build the Principal, refuse with 401 and a reason."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
+from uuid import UUID
+
+from starlette.requests import HTTPConnection
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from adapters.auth.tokens import Claims, InvalidToken, verify, verify_webhook
+from api.errors import Unauthorized, problem
+from domain.tenancy.permissions import Principal
+
+PUBLIC = frozenset({"/healthz", "/readyz", "/metrics", "/v4/auth/login", "/v4/openapi.json"})
+WEBHOOK_OR_ACCESS = frozenset({"/v4/alerts", "/v4/nodes/-/sd_config"})
+
+
+def bearer(headers: Any) -> str:
+    """The token of an `Authorization: Bearer <token>` header, or Unauthorized saying what is wrong."""
+    value = headers.get("authorization")
+    if not value:
+        raise Unauthorized("missing bearer token (send Authorization: Bearer <token>)")
+    scheme, _, token = value.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise Unauthorized("malformed Authorization header; expected Bearer <token>")
+    return token.strip()
+
+
+def claims_for(token: str, key: bytes, now: datetime, path: str) -> Claims:
+    """Access tokens everywhere; the webhook token also on the Alertmanager and service-discovery paths."""
+    try:
+        return verify(token, key, now)
+    except InvalidToken as error:
+        if error.reason == "wrong kind" and path in WEBHOOK_OR_ACCESS:
+            try:
+                return verify_webhook(token, key, now)
+            except InvalidToken as webhook_error:
+                raise Unauthorized(f"token refused: {webhook_error.reason}") from None
+        raise Unauthorized(f"token refused: {error.reason}") from None
+
+
+def principal_of(claims: Claims, tenancy: Any) -> Principal:
+    """The domain principal: identity from the signed claims, group ownership and grants from the tenancy view."""
+    if claims.sub is None or tenancy is None or not hasattr(tenancy, "memberships"):
+        return claims.principal()
+    found = tenancy.memberships(claims.sub) or {}
+    members = _ids(found.get("member"), claims.groups)
+    principal = claims.principal(_ids(found.get("owner")), _ids(found.get("explain")))
+    return _with_groups(principal, members)
+
+
+def authenticate(scope: Scope, key: bytes, tenancy: Any, now: datetime | None = None) -> Principal:
+    """The principal of a request scope, or Unauthorized."""
+    token = bearer(HTTPConnection(scope).headers)
+    return principal_of(claims_for(token, key, now or datetime.now(UTC), scope["path"]), tenancy)
+
+
+class AuthMiddleware:
+    """Puts `request.state.principal` on every non-public request; answers 401 with the reason otherwise."""
+
+    def __init__(self, app: ASGIApp, key: bytes, views: Any) -> None:
+        self.app, self.key, self.views = app, key, views
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in PUBLIC:
+            await self.app(scope, receive, send)
+            return
+        try:
+            principal = authenticate(scope, self.key, getattr(self.views, "tenancy", None))
+        except Unauthorized as error:
+            await problem(401, error.reason)(scope, receive, send)
+            return
+        scope.setdefault("state", {})["principal"] = principal
+        await self.app(scope, receive, send)
+
+
+def _ids(values: Iterable[Any] | None, fallback: Iterable[Any] = ()) -> frozenset[UUID]:
+    chosen = fallback if values is None else values
+    return frozenset(v if isinstance(v, UUID) else UUID(str(v)) for v in chosen)
+
+
+def _with_groups(principal: Principal, members: frozenset[UUID]) -> Principal:
+    fields = {f: getattr(principal, f) for f in principal.__struct_fields__}
+    return Principal(**{**fields, "group_ids": members})

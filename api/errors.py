@@ -1,0 +1,106 @@
+"""Errors to answers: domain refusals and bad bodies become JSON 4xx; never a traceback for bad input."""
+
+from __future__ import annotations
+
+import re
+
+import msgspec
+import structlog
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+
+from domain.app.errors import Conflict, Forbidden, Invalid, LoginRefused, NotFound, StaleEpoch
+from domain.tenancy.permissions import Denied, Outcome
+
+log = structlog.get_logger("roving.api")
+AT_PATH = re.compile(r" - at `\$(?P<path>[^`]*)`$")
+
+
+class Unauthorized(Exception):
+    """No usable bearer token; `reason` says why (missing, malformed, bad signature, expired, wrong kind)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class BadRequest(Exception):
+    """A request the route itself cannot read (query parameter, content type); `path` names the part."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(f"{path}: {message}")
+        self.path, self.message = path, message
+
+
+def problem(status: int, message: str, path: str = "", **extra: object) -> Response:
+    """A JSON error answer: `{"error", "errors": [{"path", "message"}]}`."""
+    body = {"error": message, "errors": [{"path": path, "message": message}], **extra}
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    return Response(msgspec.json.encode(body), status_code=status, media_type="application/json", headers=headers)
+
+
+def decode_error_path(error: msgspec.MsgspecError) -> tuple[str, str]:
+    """msgspec's `... - at `$.a.b`` as ("a.b", "...")."""
+    text = str(error)
+    match = AT_PATH.search(text)
+    if not match:
+        return "body", text
+    path = match.group("path").lstrip(".") or "body"
+    return path, text[: match.start()]
+
+
+async def on_invalid(request: Request, error: Invalid) -> Response:
+    problems = [{"path": p.path, "message": p.message} for p in error.problems]
+    body = {"error": str(error), "errors": problems}
+    return Response(msgspec.json.encode(body), status_code=400, media_type="application/json")
+
+
+async def on_decode(request: Request, error: msgspec.MsgspecError) -> Response:
+    path, message = decode_error_path(error)
+    return problem(400, message, path)
+
+
+async def on_bad_request(request: Request, error: BadRequest) -> Response:
+    return problem(400, error.message, error.path)
+
+
+async def on_not_found(request: Request, error: NotFound) -> Response:
+    return problem(404, str(error))
+
+
+async def on_forbidden(request: Request, error: Forbidden) -> Response:
+    return problem(403, str(error))
+
+
+async def on_conflict(request: Request, error: Conflict | StaleEpoch) -> Response:
+    return problem(409, str(error))
+
+
+async def on_denied(request: Request, error: Denied) -> Response:
+    if error.decision.outcome is Outcome.NOT_VISIBLE:
+        return problem(404, "not found")
+    return problem(403, error.decision.reason)
+
+
+async def on_unauthorized(request: Request, error: Unauthorized | LoginRefused) -> Response:
+    reason = error.reason if isinstance(error, Unauthorized) else str(error)
+    return problem(401, reason)
+
+
+async def on_http(request: Request, error: HTTPException) -> Response:
+    return problem(error.status_code, str(error.detail))
+
+
+async def on_unexpected(request: Request, error: Exception) -> Response:
+    """A bug, not bad input: logged with its traceback on the server, a plain 500 to the caller."""
+    log.exception("request_failed", method=request.method, path=request.url.path)
+    return problem(500, "internal error; the server log has the details")
+
+
+HANDLERS = {
+    Invalid: on_invalid, msgspec.ValidationError: on_decode, msgspec.DecodeError: on_decode,
+    BadRequest: on_bad_request, NotFound: on_not_found, Forbidden: on_forbidden, Conflict: on_conflict,
+    StaleEpoch: on_conflict, Denied: on_denied, Unauthorized: on_unauthorized, LoginRefused: on_unauthorized,
+    HTTPException: on_http, Exception: on_unexpected,
+}

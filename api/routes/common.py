@@ -1,0 +1,125 @@
+"""What every route shares: services and principal from the request, msgspec bodies, one threadpool call."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+from uuid import UUID
+
+import msgspec
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+
+from api.errors import BadRequest
+from domain.app.errors import NotFound
+from domain.tenancy.permissions import Action, Principal, Resource, authorize
+
+T = TypeVar("T")
+SETTLE_SECONDS = 5.0
+ENCODER = msgspec.json.Encoder()
+
+
+def services(request: Request) -> Any:
+    return request.app.state.services
+
+
+def principal(request: Request) -> Principal:
+    return request.state.principal
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+async def body(request: Request, type: type[T]) -> T:
+    """The JSON body as `type`; an empty body means `{}`; bad fields raise msgspec errors (400 naming the field)."""
+    raw = await request.body()
+    return msgspec.json.decode(raw or b"{}", type=type)
+
+
+def json(value: Any, status: int = 200) -> Response:
+    return Response(ENCODER.encode(value), status_code=status, media_type="application/json")
+
+
+async def call(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """One application or view call off the event loop (they block on storage or locks)."""
+    return await run_in_threadpool(function, *args, **kwargs)
+
+
+async def settle(request: Request) -> None:
+    """Read-your-writes: wait until the views have applied the application's last saved position."""
+    svc = services(request)
+    position = getattr(svc.roving, "last_position", None)
+    tailer = getattr(svc, "tailer", None)
+    if position is None or tailer is None or not hasattr(tailer, "wait_for"):
+        return
+    if inspect.iscoroutinefunction(tailer.wait_for):
+        await tailer.wait_for(position, timeout=SETTLE_SECONDS)
+    else:
+        await run_in_threadpool(tailer.wait_for, position, timeout=SETTLE_SECONDS)
+
+
+async def settle_until(check: Callable[[], bool], seconds: float = SETTLE_SECONDS) -> bool:
+    """Poll a view until `check()` holds (used when the application exposes no position)."""
+    deadline = time.monotonic() + seconds
+    while not await run_in_threadpool(check):
+        if time.monotonic() >= deadline:
+            return False
+        await asyncio.sleep(0.02)
+    return True
+
+
+def uuid_param(request: Request, name: str, what: str) -> UUID:
+    """A path parameter that must be a UUID; anything else is simply not found."""
+    try:
+        return UUID(request.path_params[name])
+    except ValueError:
+        raise NotFound(what) from None
+
+
+def query_int(request: Request, name: str) -> int | None:
+    raw = request.query_params.get(name)
+    if raw in (None, ""):
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise BadRequest(name, f"expected a whole number, got {raw!r}") from None
+
+
+def query_bool(request: Request, name: str) -> bool:
+    raw = (request.query_params.get(name) or "false").lower()
+    if raw not in ("true", "false", "1", "0", "yes", "no"):
+        raise BadRequest(name, f"expected true or false, got {raw!r}")
+    return raw in ("true", "1", "yes")
+
+
+def as_uuid(value: Any) -> UUID | None:
+    if value is None or isinstance(value, UUID):
+        return value
+    try:
+        return UUID(str(value))
+    except ValueError:
+        return None
+
+
+def owner_field(owner: Any, key: str) -> Any:
+    """A workflow owner's id whether the view gives a dict or a Struct."""
+    if isinstance(owner, dict):
+        return owner.get(f"{key}_id") or owner.get(key)
+    return getattr(owner, f"{key}_id", None)
+
+
+def work_resource(owner: Any, kind: str = "workflow") -> Resource:
+    org, group, user = (as_uuid(owner_field(owner, k)) for k in ("organization", "group", "user"))
+    return Resource(kind, org, group, user)
+
+
+def allow(who: Principal, action: Action, resource: Resource) -> None:
+    """Raise Denied (404 when not visible, 403 when forbidden) unless `can` allows it."""
+    authorize(who, action, resource)

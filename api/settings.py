@@ -1,0 +1,119 @@
+"""Process settings: one msgspec `Settings` read from the `ROVING_*` environment in one place."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+import msgspec
+
+from domain.durations import DurationError, parse_duration
+from domain.quantities import QuantityError, parse_memory
+
+LOG_FORMATS = ("json", "console")
+
+
+class SettingsError(ValueError):
+    """A setting that cannot be read; the one-line message names the variable and what it accepts."""
+
+
+class Settings(msgspec.Struct, frozen=True, kw_only=True):
+    """Everything a Roving process needs from its environment, already parsed and checked."""
+
+    data_dir: Path = Path("./.roving")
+    listen: str = "127.0.0.1:8080"
+    local_nodes: int = 2
+    local_node_cpus: int = 4
+    local_node_memory: int = 8 * 2**30
+    nats_url: str | None = None
+    cluster: str = "local"
+    log_format: str = "json"
+    token_ttl_seconds: float = 12 * 3600.0
+
+    @property
+    def host(self) -> str:
+        return self.listen.rpartition(":")[0] or "127.0.0.1"
+
+    @property
+    def port(self) -> int:
+        return int(self.listen.rpartition(":")[2])
+
+
+def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
+    """Settings from `environ` (default: the process environment); raises SettingsError naming the variable."""
+    env = os.environ if environ is None else environ
+    defaults = Settings()
+    return Settings(
+        data_dir=Path(env.get("ROVING_DATA_DIR") or defaults.data_dir),
+        listen=_listen(env.get("ROVING_LISTEN"), defaults.listen),
+        local_nodes=_count(env, "ROVING_LOCAL_NODES", defaults.local_nodes, minimum=0),
+        local_node_cpus=_count(env, "ROVING_LOCAL_NODE_CPUS", defaults.local_node_cpus, minimum=1),
+        local_node_memory=_memory(env.get("ROVING_LOCAL_NODE_MEMORY"), defaults.local_node_memory),
+        nats_url=env.get("ROVING_NATS_URL") or None,
+        cluster=_cluster(env.get("ROVING_CLUSTER"), defaults.cluster),
+        log_format=_log_format(env.get("ROVING_LOG_FORMAT"), defaults.log_format),
+        token_ttl_seconds=_ttl(env.get("ROVING_TOKEN_TTL"), defaults.token_ttl_seconds),
+    )
+
+
+def _count(env: Mapping[str, str], name: str, default: int, minimum: int) -> int:
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        raise SettingsError(f"{name}={raw!r} is not a whole number") from None
+    if value < minimum:
+        raise SettingsError(f"{name}={raw!r} must be at least {minimum}")
+    return value
+
+
+def _listen(raw: str | None, default: str) -> str:
+    if not raw:
+        return default
+    host, sep, port = raw.strip().rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        raise SettingsError(f"ROVING_LISTEN={raw!r} must be HOST:PORT with a port from 1 to 65535, e.g. 127.0.0.1:8080")
+    return f"{host or '127.0.0.1'}:{int(port)}"
+
+
+def _memory(raw: str | None, default: int) -> int:
+    if not raw:
+        return default
+    try:
+        value = parse_memory(raw)
+    except QuantityError as error:
+        raise SettingsError(f"ROVING_LOCAL_NODE_MEMORY={raw!r}: {error}") from None
+    if value <= 0:
+        raise SettingsError(f"ROVING_LOCAL_NODE_MEMORY={raw!r} must be more than zero")
+    return value
+
+
+def _cluster(raw: str | None, default: str) -> str:
+    if not raw:
+        return default
+    if not raw.replace("-", "").replace("_", "").isalnum():
+        raise SettingsError(f"ROVING_CLUSTER={raw!r} may hold only letters, digits, '-' and '_'")
+    return raw
+
+
+def _log_format(raw: str | None, default: str) -> str:
+    if not raw:
+        return default
+    if raw not in LOG_FORMATS:
+        raise SettingsError(f"ROVING_LOG_FORMAT={raw!r} must be json or console")
+    return raw
+
+
+def _ttl(raw: str | None, default: float) -> float:
+    if not raw:
+        return default
+    try:
+        value = parse_duration(raw)
+    except DurationError as error:
+        raise SettingsError(f"ROVING_TOKEN_TTL={raw!r}: {error}") from None
+    if value <= 0:
+        raise SettingsError(f"ROVING_TOKEN_TTL={raw!r} must be longer than zero")
+    return value
