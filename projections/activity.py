@@ -1,0 +1,111 @@
+"""The workflow activity stream: each workflow or allocation event as one sentence a user can read."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+import msgspec
+
+from domain.scheduler.priority import PriorityInputs, priority_set_text
+
+NodeName = Callable[[str], str]
+
+
+class ActivityRow(msgspec.Struct, frozen=True, kw_only=True):
+    """One line of a workflow's activity: when, which event, which stage, and what happened."""
+
+    time: datetime
+    type: str
+    stage: str | None
+    message: str
+    position: int = 0
+
+
+def _submitted(e: Any, names: NodeName) -> str:
+    return f"Submitted by {e.by}"
+
+
+def _readied(e: Any, names: NodeName) -> str:
+    return "Ready to run"
+
+
+def _started(e: Any, names: NodeName) -> str:
+    return f"Started on {names(e.node)}" + (f" (attempt {e.attempt})" if e.attempt > 1 else "")
+
+
+def _running(e: Any, names: NodeName) -> str:
+    return "Running: readiness probe passed"
+
+
+def _finished(e: Any, names: NodeName) -> str:
+    return f"Finished (exit {e.exit_code})" if e.exit_code is not None else e.reason
+
+
+def _failed(e: Any, names: NodeName) -> str:
+    return e.reason or f"Failed: exit {e.exit_code}"
+
+
+def _reason(e: Any, names: NodeName) -> str:
+    return e.reason
+
+
+def _canceled(e: Any, names: NodeName) -> str:
+    return f"Canceled by {e.by}: {e.reason}"
+
+
+def _requested(e: Any, names: NodeName) -> str:
+    return priority_set_text(msgspec.convert(e.priority, PriorityInputs))
+
+
+def _queued(e: Any, names: NodeName) -> str:
+    return "Queued for scheduling"
+
+
+def _placed(e: Any, names: NodeName) -> str:
+    return "Placed on " + ", ".join(names(node) for node in e.nodes)
+
+
+def _requeued(e: Any, names: NodeName) -> str:
+    return f"Requeued: {e.reason}"
+
+
+def _ended(e: Any, names: NodeName) -> str | None:
+    """FINISHED and FAILED are told by the workflow's own events; the rest say who stopped the work."""
+    if e.state in ("FINISHED", "FAILED"):
+        return None
+    if e.state == "PREEMPTED":
+        return e.reason
+    return f"{e.state.capitalize()}: {e.reason}"
+
+
+MESSAGES: dict[str, Callable[[Any, NodeName], str | None]] = {
+    "Workflow.Submitted": _submitted,
+    "Workflow.StageReadied": _readied,
+    "Workflow.StageStarted": _started,
+    "Workflow.StageRunning": _running,
+    "Workflow.StageFinished": _finished,
+    "Workflow.StageFailed": _failed,
+    "Workflow.StageRetried": _reason,
+    "Workflow.RetriesExhausted": _reason,
+    "Workflow.StagePreempted": _reason,
+    "Workflow.StageSkipped": _reason,
+    "Workflow.Canceled": _canceled,
+    "Allocation.Requested": _requested,
+    "Allocation.Readied": _queued,
+    "Allocation.Placed": _placed,
+    "Allocation.Requeued": _requeued,
+    "Allocation.Ended": _ended,
+}
+
+
+def activity(position: int, event: Any, stage: str | None, names: NodeName) -> ActivityRow | None:
+    """The row for one event, or None when the event tells a user nothing new."""
+    kind = type(event).__qualname__
+    render = MESSAGES.get(kind)
+    text = render(event, names) if render else None
+    if not text:
+        return None
+    when = getattr(event, "at", None) or event.timestamp
+    return ActivityRow(time=when, type=kind, stage=stage, message=text, position=position)

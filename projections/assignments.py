@@ -1,0 +1,91 @@
+"""What a node agent must run and kill: its RUNNING allocations with their run specs, and ended ones to stop.
+
+A run spec is taken from the workflow's definition (the stage as `list_stages` built it), so the agent
+needs nothing but this answer to start a process. "stop" lists work this agent (placed since its node's
+current registration) must kill: allocations ended CANCELED, PREEMPTED or EVICTED, and running work of
+a canceled workflow.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from domain.allocation import Allocation, QueueState
+from domain.fuzzfile.schema import Service
+from domain.workflow import Workflow
+from projections.nodes import NodesView
+from projections.queue import QueueView
+from projections.workflows import WorkflowsView
+
+KILLED = frozenset({QueueState.CANCELED, QueueState.PREEMPTED, QueueState.EVICTED})
+
+
+def assignments(node_id: Any, queue: QueueView, workflows: WorkflowsView, nodes: NodesView) -> dict[str, list[dict]]:
+    """{"start": [run spec, ...], "stop": [{allocation_id, epoch, reason}, ...]} for one node."""
+    wanted, since = str(node_id), nodes.joined_at(node_id)
+    start: list[dict] = []
+    stop: list[dict] = []
+    for a in queue.allocations():
+        if wanted not in a.nodes or (since is not None and a.started_at is not None and a.started_at < since):
+            continue
+        workflow = workflows.workflow(a.workflow_id)
+        canceled = workflow is not None and workflow.canceled_reason is not None
+        if a.state is QueueState.RUNNING and not canceled and workflow is not None:
+            start.append(run_spec(a, workflow, queue))
+        elif a.state in KILLED or (a.state is QueueState.RUNNING and canceled):
+            stop.append(_stop(a, workflow))
+    return {"start": start, "stop": stop}
+
+
+def _stop(a: Allocation, workflow: Workflow | None) -> dict:
+    reason = a.reason if a.state in KILLED else f"workflow canceled: {workflow.canceled_reason}"
+    return {"allocation_id": str(a.id), "epoch": a.epoch, "workflow_id": str(a.workflow_id), "stage": a.stage,
+            "state": a.state.value, "reason": reason}
+
+
+def run_spec(a: Allocation, workflow: Workflow, queue: QueueView) -> dict:
+    """Everything the agent needs to start one allocation, as JSON-able values."""
+    spec = workflow.stages[a.stage].spec
+    step = _step(workflow, spec.step, spec.kind)
+    return {
+        "allocation_id": str(a.id), "epoch": a.epoch, "workflow_id": str(a.workflow_id), "stage": a.stage,
+        "job": spec.step, "task_id": spec.task_id, "kind": spec.kind, "image": spec.image, "script": spec.script,
+        "command": spec.command, "args": spec.args, "env": dict(spec.env), "cwd": spec.cwd,
+        "files": _files(workflow, step), "execute_timeout_seconds": spec.execute_timeout_seconds,
+        "memory_bytes": spec.resources.memory_bytes, "cpu_cores": spec.resources.cpu_cores,
+        "account_id": _account(queue, a), "readiness_probe": _probe(step), "ports": _ports(step),
+        "mounts": dict(spec.mounts),
+    }
+
+
+def _step(workflow: Workflow, name: str, kind: str) -> Any:
+    definition = workflow.definition
+    steps = (definition.services if kind == "service" else definition.jobs) or {}
+    return steps.get(name)
+
+
+def _files(workflow: Workflow, step: Any) -> dict[str, str]:
+    """Path -> content; `file://name` refers to the definition's top-level `files`."""
+    shared = workflow.definition.files or {}
+    own = (step.files if step is not None else None) or {}
+    return {path: shared.get(ref.removeprefix("file://"), ref) if ref.startswith("file://") else ref
+            for path, ref in own.items()}
+
+
+def _probe(step: Any) -> dict | None:
+    if not isinstance(step, Service) or step.readiness_probe is None:
+        return None
+    return msgspec.to_builtins(step.readiness_probe)
+
+
+def _ports(step: Any) -> list[dict]:
+    if not isinstance(step, Service) or step.network is None:
+        return []
+    return [msgspec.to_builtins(port) for port in step.network.ports or []]
+
+
+def _account(queue: QueueView, a: Allocation) -> str:
+    owner = queue.owner(a.workflow_id)
+    return owner.group_id or owner.user_id

@@ -1,0 +1,98 @@
+"""What every read model shares: apply each (position, event) once, dispatch by event type, mirror aggregates.
+
+A projection registers handlers with `@on("Workflow.Submitted", ...)` (the event class's qualname), or
+`@on("Workflow.*")` for every event of an aggregate. Events
+it has no handler for still advance its position, so redelivery after a restart is skipped the same way.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.domain import Aggregate, DomainEventProtocol
+
+Batch = Iterable[tuple[int, DomainEventProtocol]]
+Handler = Callable[[Any, Any], None]
+
+
+def on(*qualnames: str) -> Callable[[Handler], Handler]:
+    """Mark a method as the handler of the named event types."""
+    def mark(method: Handler) -> Handler:
+        method.__handles__ = qualnames  # type: ignore[attr-defined]
+        return method
+    return mark
+
+
+def kind_of(event: Any) -> str:
+    """The event's type as handlers name it, e.g. `Allocation.Placed`."""
+    return type(event).__qualname__
+
+
+class Projection:
+    """A plain read model fed batches of (position, event); `lock` guards readers against the tailer."""
+
+    _handlers: dict[str, tuple[Handler, ...]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        handlers = dict(cls._handlers)
+        for attribute in vars(cls).values():
+            for name in getattr(attribute, "__handles__", ()):
+                handlers[name] = handlers.get(name, ()) + (attribute,)
+        cls._handlers = handlers
+
+    def __init__(self, lock: threading.RLock | None = None) -> None:
+        self.position = 0
+        self.applying = 0  # the position of the event being handled, for rows that cite it
+        self.lock = lock or threading.RLock()
+
+    def apply(self, batch: Batch) -> int:
+        """Apply the events past the recorded position; returns how many were new."""
+        fresh = 0
+        with self.lock:
+            for position, event in batch:
+                if position <= self.position:
+                    continue
+                self.applying = position
+                self._dispatch(event)
+                self.position = position
+                fresh += 1
+        return fresh
+
+    def _dispatch(self, event: Any) -> None:
+        """The aggregate-wide handler (`Workflow.*`) first, then the one for this event type."""
+        name = kind_of(event)
+        for key in (name.split(".")[0] + ".*", name):
+            for handler in self._handlers.get(key, ()):
+                handler(self, event)
+
+
+class Mirror:
+    """Aggregates of one kind rebuilt by replaying their events, so a view shows exactly what the domain holds."""
+
+    def __init__(self) -> None:
+        self.items: dict[UUID, Aggregate] = {}
+
+    def apply(self, event: Any) -> Aggregate:
+        aggregate = event.mutate(self.items.get(event.originator_id))
+        self.items[event.originator_id] = aggregate
+        return aggregate
+
+    def get(self, aggregate_id: UUID | str) -> Any:
+        return self.items.get(as_uuid(aggregate_id))
+
+    def values(self) -> list[Any]:
+        return list(self.items.values())
+
+
+def as_uuid(value: UUID | str | None) -> UUID | None:
+    """An id from a URL or an owner dict as a UUID; None when it is not one."""
+    if value is None or isinstance(value, UUID):
+        return value
+    try:
+        return UUID(str(value))
+    except ValueError:
+        return None

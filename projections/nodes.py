@@ -1,0 +1,105 @@
+"""The nodes view: each node's status, capacity, holds and allocations, mirrored from the Node aggregate."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+import msgspec
+
+from domain.node import Node
+from projections.base import Mirror, Projection, on
+
+
+class HoldRow(msgspec.Struct, frozen=True, kw_only=True):
+    id: str
+    effect: str
+    source: str
+    reason: str
+    by: str
+    at: datetime
+    evict: bool = False
+
+
+class NodeRow(msgspec.Struct, frozen=True, kw_only=True):
+    id: UUID
+    name: str
+    status: str
+    status_reason: str
+    cpu: int
+    memory: int
+    devices: dict[str, int]
+    annotations: dict[str, str]
+    segment: str
+    definition: str
+    address: str
+    port: int | None
+    epoch: int
+    joined_at: datetime
+    holds: list[HoldRow]
+    allocations: list[str]
+    accepts_new_work: bool
+    removed: bool
+
+
+def hold_row(hold: Any) -> HoldRow:
+    return HoldRow(id=hold.id, effect=hold.effect.value, source=hold.source.value, reason=hold.reason,
+                   by=str(hold.by), at=hold.at, evict=hold.evict)
+
+
+class NodesView(Projection):
+    """Nodes by id and name; removed nodes stay readable by id but leave the list."""
+
+    def __init__(self, lock: Any = None) -> None:
+        super().__init__(lock)
+        self.mirror = Mirror()
+        self.joined: dict[UUID, datetime] = {}
+        self.names: dict[str, UUID] = {}
+
+    def node(self, node_id: UUID | str) -> Node | None:
+        """The mirrored aggregate (read-only), for the scheduler snapshot."""
+        return self.mirror.get(node_id)
+
+    def nodes(self, include_removed: bool = False) -> list[Node]:
+        with self.lock:
+            return [n for n in self.mirror.values() if include_removed or not n.removed]
+
+    def list(self, include_removed: bool = False) -> list[NodeRow]:
+        with self.lock:
+            rows = [self._row(n) for n in self.nodes(include_removed)]
+        return sorted(rows, key=lambda r: r.name)
+
+    def get(self, node_id: UUID | str) -> NodeRow | None:
+        with self.lock:
+            node = self.node(node_id)
+            return self._row(node) if node else None
+
+    def by_name(self, name: str) -> NodeRow | None:
+        with self.lock:
+            node_id = self.names.get(name)
+            return self.get(node_id) if node_id else None
+
+    def joined_at(self, node_id: UUID | str) -> datetime | None:
+        """When the node's current agent (epoch) registered: work placed before it is not that agent's."""
+        node = self.node(node_id)
+        return self.joined.get(node.id) if node else None
+
+    def _row(self, n: Node) -> NodeRow:
+        c = n.capacity
+        return NodeRow(
+            id=n.id, name=n.name, status="OFFLINE" if n.removed else n.status.value, status_reason=n.status_reason,
+            cpu=c.cpu, memory=c.memory, devices=dict(c.devices), annotations=dict(c.annotations), segment=c.segment,
+            definition=n.definition_id, address=c.agent_address, port=c.agent_port, epoch=n.epoch,
+            joined_at=self.joined[n.id], holds=[hold_row(h) for h in n.holds.values()],
+            allocations=list(n.allocations), accepts_new_work=n.accepts_new_work, removed=n.removed,
+        )
+
+    @on("Node.*")
+    def _replay(self, event: Any) -> None:
+        node = self.mirror.apply(event)
+        self.names[node.name] = node.id
+
+    @on("Node.NodeRegistered", "Node.NodeRejoined")
+    def _joined(self, event: Any) -> None:
+        self.joined[event.originator_id] = event.at

@@ -1,0 +1,88 @@
+"""The scheduler's input from the views: queued and running allocations, nodes, definitions, group policies."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import datetime, timedelta
+
+from domain.allocation import Allocation, QueueState
+from domain.node import to_node_view
+from domain.scheduler.snapshot import (
+    Definition, GroupPolicy, Kind, NodeShape, NodeView, QueuedAllocation, RunningAllocation, Snapshot,
+)
+from projections.nodes import NodesView
+from projections.queue import QueueView, to_queued
+from projections.tenancy import TenancyView
+from projections.workflows import WorkflowsView
+
+
+def scheduler_snapshot(now: datetime, queue: QueueView, workflows: WorkflowsView, nodes: NodesView,
+                       tenancy: TenancyView) -> Snapshot:
+    """READY allocations queue; RUNNING ones hold their nodes until their execute timeout's deadline."""
+    allocations = queue.allocations()
+    preemptions = _preemptions(allocations)
+    queued, running = [], []
+    for a in allocations:
+        if a.state is QueueState.READY:
+            queued.append(_queued(a, queue, workflows, preemptions))
+        elif a.state is QueueState.RUNNING:
+            running.append(_running(a, _queued(a, queue, workflows, preemptions)))
+    views = [to_node_view(n) for n in nodes.nodes()]
+    return Snapshot(queued=tuple(queued), running=tuple(running), nodes=tuple(views),
+                    definitions=tuple(definitions(views)), group_policies=tuple(group_policies(tenancy)))
+
+
+def _queued(a: Allocation, queue: QueueView, workflows: WorkflowsView,
+            preemptions: dict[tuple, tuple[datetime, ...]]) -> QueuedAllocation:
+    workflow = workflows.workflow(a.workflow_id)
+    state = workflow.stages.get(a.stage) if workflow is not None else None
+    kind = Kind.SERVICE if state is not None and state.spec.kind == "service" else Kind.JOB
+    base = to_queued(a, queue.owner(a.workflow_id), queue.inputs(a), kind)
+    earlier = preemptions.get((a.workflow_id, a.stage), ())
+    return QueuedAllocation(**{**_fields(base), "preemptions": earlier}) if earlier else base
+
+
+def _running(a: Allocation, base: QueuedAllocation) -> RunningAllocation:
+    deadline = None
+    if a.execute_timeout_seconds is not None:
+        deadline = a.started_at + timedelta(seconds=a.execute_timeout_seconds)
+    return RunningAllocation(**_fields(base), node_ids=tuple(a.nodes), started_at=a.started_at, deadline=deadline)
+
+
+def _fields(value: QueuedAllocation) -> dict:
+    return {name: getattr(value, name) for name in value.__struct_fields__}
+
+
+def _preemptions(allocations: list[Allocation]) -> dict[tuple, tuple[datetime, ...]]:
+    """When each stage was preempted before, for the per-window preemption guard."""
+    found: dict[tuple, list[datetime]] = defaultdict(list)
+    for a in allocations:
+        if a.state is QueueState.PREEMPTED and a.ended_at is not None:
+            found[(a.workflow_id, a.stage)].append(a.ended_at)
+    return {key: tuple(sorted(times)) for key, times in found.items()}
+
+
+def definitions(views: list[NodeView]) -> list[Definition]:
+    """One Definition per definition id: its largest node's shape, annotations all share, and its count."""
+    pools: dict[str, list[NodeView]] = defaultdict(list)
+    for view in views:
+        if view.definition_id:
+            pools[view.definition_id].append(view)
+    return [_definition(definition_id, members) for definition_id, members in sorted(pools.items())]
+
+
+def _definition(definition_id: str, members: list[NodeView]) -> Definition:
+    largest = max(members, key=lambda v: (v.cpu, v.memory, sum(v.devices.values())))
+    common = dict(members[0].annotations)
+    for view in members[1:]:
+        common = {k: v for k, v in common.items() if view.annotations.get(k) == v}
+    segments = {v.segment for v in members}
+    return Definition(
+        id=definition_id, annotations=common, segment=segments.pop() if len(segments) == 1 else "",
+        max_nodes=len(members), shape=NodeShape(cpu=largest.cpu, memory=largest.memory, devices=dict(largest.devices)),
+    )
+
+
+def group_policies(tenancy: TenancyView) -> list[GroupPolicy]:
+    return [GroupPolicy(group_id=str(g.id), may_preempt=tuple(str(p) for p in g.preempt))
+            for g in tenancy.groups() if g.preempt]

@@ -1,0 +1,130 @@
+"""The tenancy view: organizations, groups and users by id and name, mirrored from their aggregates.
+
+Builds the `Principal` a request acts as, with the same `principal_for` the domain uses, so an access
+decision made from this view is the one the aggregates would make.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+import msgspec
+
+from domain.tenancy.common import Source
+from domain.tenancy.permissions import Principal, principal_for
+from projections.base import Mirror, Projection, as_uuid, on
+
+
+class OrganizationRow(msgspec.Struct, frozen=True, kw_only=True):
+    id: UUID
+    name: str
+    priority: int
+    owners: list[UUID]
+
+
+class GroupRow(msgspec.Struct, frozen=True, kw_only=True):
+    id: UUID
+    organization_id: UUID
+    name: str
+    priority: int
+    preempt: list[UUID]
+    members: dict[str, str]
+    explainers: list[UUID]
+
+
+class UserRow(msgspec.Struct, frozen=True, kw_only=True):
+    id: UUID
+    organization_id: UUID | None
+    username: str
+    email: str
+    role: str
+    priority: int
+    disabled: bool
+    groups: list[UUID]
+
+
+class TenancyView(Projection):
+    """Tenants and accounts; never exposes password hashes."""
+
+    def __init__(self, lock: Any = None) -> None:
+        super().__init__(lock)
+        self.orgs, self.groups_, self.users_ = Mirror(), Mirror(), Mirror()
+
+    def organizations(self) -> list[OrganizationRow]:
+        with self.lock:
+            return sorted((self._org(o) for o in self.orgs.values()), key=lambda r: r.name)
+
+    def organization(self, org_id: UUID | str) -> OrganizationRow | None:
+        with self.lock:
+            org = self.orgs.get(org_id)
+            return self._org(org) if org else None
+
+    def organization_by_name(self, name: str) -> OrganizationRow | None:
+        return next((o for o in self.organizations() if o.name == name), None)
+
+    def groups(self, organization_id: UUID | str | None = None) -> list[GroupRow]:
+        wanted = as_uuid(organization_id)
+        with self.lock:
+            rows = [self._group(g) for g in self.groups_.values() if wanted is None or g.organization_id == wanted]
+        return sorted(rows, key=lambda r: r.name)
+
+    def group(self, group_id: UUID | str) -> GroupRow | None:
+        with self.lock:
+            group = self.groups_.get(group_id)
+            return self._group(group) if group else None
+
+    def group_by_name(self, organization_id: UUID | str, name: str) -> GroupRow | None:
+        return next((g for g in self.groups(organization_id) if g.name == name), None)
+
+    def users(self, organization_id: UUID | str | None = None) -> list[UserRow]:
+        wanted = as_uuid(organization_id)
+        with self.lock:
+            rows = [self._user(u) for u in self.users_.values() if wanted is None or u.organization_id == wanted]
+        return sorted(rows, key=lambda r: r.username)
+
+    def user(self, user_id: UUID | str) -> UserRow | None:
+        with self.lock:
+            user = self.users_.get(user_id)
+            return self._user(user) if user else None
+
+    def user_by_name(self, username: str) -> UserRow | None:
+        return next((u for u in self.users() if u.username == username), None)
+
+    def principal_for(self, user_id: UUID | str, source: Source = Source.ADMIN) -> Principal | None:
+        """The principal of an account as its groups stand now; None for an unknown or disabled account."""
+        with self.lock:
+            user = self.users_.get(user_id)
+            if user is None or user.disabled:
+                return None
+            return principal_for(user, self.groups_.values(), source)
+
+    def priorities(self, organization_id: Any, group_id: Any, user_id: Any) -> dict[str, int]:
+        """The owner's current priority inputs (0 for anything unknown)."""
+        found = [self.orgs.get(organization_id), self.groups_.get(group_id), self.users_.get(user_id)]
+        return {key: (a.priority if a is not None else 0) for key, a in zip(("organization", "group", "user"), found)}
+
+    def _org(self, o: Any) -> OrganizationRow:
+        return OrganizationRow(id=o.id, name=o.name, priority=o.priority, owners=list(o.owners))
+
+    def _group(self, g: Any) -> GroupRow:
+        return GroupRow(id=g.id, organization_id=g.organization_id, name=g.name, priority=g.priority,
+                        preempt=list(g.preempt), members={str(k): v.value for k, v in g.members.items()},
+                        explainers=list(g.explainers))
+
+    def _user(self, u: Any) -> UserRow:
+        groups = [g.id for g in self.groups_.values() if u.id in g.members]
+        return UserRow(id=u.id, organization_id=u.organization_id, username=u.username, email=u.email,
+                       role=u.role.value, priority=u.priority, disabled=u.disabled, groups=groups)
+
+    @on("Organization.*")
+    def _organization(self, event: Any) -> None:
+        self.orgs.apply(event)
+
+    @on("Group.*")
+    def _group_event(self, event: Any) -> None:
+        self.groups_.apply(event)
+
+    @on("User.*")
+    def _user_event(self, event: Any) -> None:
+        self.users_.apply(event)

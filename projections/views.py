@@ -1,0 +1,61 @@
+"""All read models in one object: `Views.apply(batch)` feeds each projection; queries read them.
+
+The tailer applies batches on its own thread while the API reads: every projection shares one lock, so
+a query sees a batch either wholly applied or not at all.
+"""
+
+from __future__ import annotations
+
+import threading
+from datetime import datetime
+from typing import Any
+
+from domain.scheduler.snapshot import Snapshot
+from projections.assignments import assignments
+from projections.base import Batch, Projection
+from projections.nodes import NodesView
+from projections.queue import QueueView
+from projections.snapshot import scheduler_snapshot
+from projections.tenancy import TenancyView
+from projections.why import WhyStore
+from projections.workflows import WorkflowsView
+
+
+class Views:
+    """The workflows, queue, nodes and tenancy views fed from the log, plus the runner's `why` reasons."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.workflows = WorkflowsView(self.lock)
+        self.queue = QueueView(self.lock)
+        self.nodes = NodesView(self.lock)
+        self.tenancy = TenancyView(self.lock)
+        self.why = WhyStore()
+        self.projections: tuple[Projection, ...] = (self.workflows, self.queue, self.nodes, self.tenancy)
+        self.applied = threading.Condition(self.lock)
+
+    @property
+    def position(self) -> int:
+        """The last log position every view has applied."""
+        return min(p.position for p in self.projections)
+
+    def apply(self, batch: Batch) -> int:
+        """Feed one batch to every view (each skips what it already has); returns how many were new."""
+        batch = list(batch)
+        with self.lock:
+            fresh = max(p.apply(batch) for p in self.projections)
+            self.applied.notify_all()
+        return fresh
+
+    def wait_for(self, position: int, timeout: float | None = None) -> bool:
+        """Block until the views reached `position` (to read one's own write); False on timeout."""
+        with self.lock:
+            return self.applied.wait_for(lambda: self.position >= position, timeout)
+
+    def assignments(self, node_id: Any) -> dict[str, list[dict]]:
+        with self.lock:
+            return assignments(node_id, self.queue, self.workflows, self.nodes)
+
+    def scheduler_snapshot(self, now: datetime) -> Snapshot:
+        with self.lock:
+            return scheduler_snapshot(now, self.queue, self.workflows, self.nodes, self.tenancy)

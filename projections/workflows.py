@@ -1,0 +1,173 @@
+"""The workflows view: list, detail with stages, and the activity stream, mirrored from the Workflow aggregate.
+
+Each workflow is rebuilt by replaying its own events, so stage statuses and the workflow status are the
+domain's (`Workflow.stage_views()`, `Workflow.status`), never a second reading of the rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+import msgspec
+
+from domain.workflow import Workflow
+from projections.activity import ActivityRow, activity
+from projections.base import Mirror, Projection, as_uuid, on
+
+
+class Owner(msgspec.Struct, frozen=True, kw_only=True):
+    organization_id: str = ""
+    group_id: str = ""
+    user_id: str = ""
+
+
+def owner_of(owner: dict[str, str]) -> Owner:
+    """The owner dict a workflow was submitted with (`organization_id` or `organization` keys) as ids."""
+    def pick(key: str) -> str:
+        return str(owner.get(f"{key}_id") or owner.get(key) or "")
+    return Owner(organization_id=pick("organization"), group_id=pick("group"), user_id=pick("user"))
+
+
+class WorkflowRow(msgspec.Struct, frozen=True, kw_only=True):
+    id: UUID
+    name: str
+    status: str
+    owner: Owner
+    priority: int
+    effective_inputs: int
+    preemptible: bool | None
+    submitted_by: str
+    submitted_at: datetime
+    updated_at: datetime
+    stage_count: int
+    stages_ended: int
+
+
+class StageRow(msgspec.Struct, frozen=True, kw_only=True):
+    name: str
+    kind: str
+    status: str
+    attempts: int
+    exit_code: int | None
+    node: str | None
+    reason: str
+    allocation_id: UUID | None
+    priority: dict[str, int] | None
+
+
+class WorkflowDetail(WorkflowRow, frozen=True, kw_only=True):
+    stages: list[StageRow]
+    canceled_reason: str | None = None
+
+
+class StageAllocation(msgspec.Struct, kw_only=True):
+    """The stage's latest allocation as the workflows view knows it."""
+
+    id: UUID
+    attempt: int
+    priority: dict[str, int]
+
+
+ORDERS: dict[str, tuple[Callable[[WorkflowRow], Any], bool]] = {
+    "priority": (lambda r: (r.effective_inputs, -r.submitted_at.timestamp()), True),
+    "submitted": (lambda r: r.submitted_at, False),
+    "-submitted": (lambda r: r.submitted_at, True),
+    "name": (lambda r: r.name, False),
+}
+
+
+class WorkflowsView(Projection):
+    """Workflows, their stages and activity, by id."""
+
+    def __init__(self, lock: Any = None) -> None:
+        super().__init__(lock)
+        self.mirror = Mirror()
+        self.updated: dict[UUID, datetime] = {}
+        self.activity: dict[UUID, list[ActivityRow]] = {}
+        self.current: dict[UUID, dict[str, StageAllocation]] = {}
+        self.allocation_stage: dict[UUID, tuple[UUID, str]] = {}
+        self.node_names: dict[str, str] = {}
+
+    def workflow(self, workflow_id: UUID | str) -> Workflow | None:
+        """The mirrored aggregate (read-only: the assignments and snapshot read stage specs from it)."""
+        return self.mirror.get(workflow_id)
+
+    def list(self, visible: Callable[[WorkflowRow], bool] | None = None, status: str | None = None,
+             order_by: str | None = None) -> list[WorkflowRow]:
+        with self.lock:
+            rows = [self._row(w) for w in self.mirror.values()]
+        rows = [r for r in rows if (visible is None or visible(r)) and (status is None or r.status == status.upper())]
+        key, reverse = ORDERS.get(order_by or "submitted", ORDERS["submitted"])
+        return sorted(rows, key=key, reverse=reverse)
+
+    def get(self, workflow_id: UUID | str) -> WorkflowDetail | None:
+        with self.lock:
+            workflow = self.workflow(workflow_id)
+            if workflow is None:
+                return None
+            row = self._row(workflow)
+            stages = [self._stage(workflow, view) for view in workflow.stage_views()]
+        return WorkflowDetail(**msgspec.structs.asdict(row), stages=stages,
+                              canceled_reason=workflow.canceled_reason)
+
+    def events(self, workflow_id: UUID | str) -> list[ActivityRow]:
+        with self.lock:
+            return list(self.activity.get(as_uuid(workflow_id), []))
+
+    def current_allocation(self, workflow_id: UUID, stage: str) -> UUID | None:
+        found = self.current.get(workflow_id, {}).get(stage)
+        return found.id if found else None
+
+    def node_name(self, node: str) -> str:
+        return self.node_names.get(str(node), str(node))
+
+    @on("Workflow.*")
+    def _replay(self, event: Any) -> None:
+        self.mirror.apply(event)
+        self.updated[event.originator_id] = getattr(event, "at", None) or event.timestamp
+        self._record(event.originator_id, event, getattr(event, "stage", None))
+
+    @on("Allocation.Requested")
+    def _requested(self, event: Any) -> None:
+        self.allocation_stage[event.originator_id] = (event.workflow_id, event.stage)
+        stages = self.current.setdefault(event.workflow_id, {})
+        known = stages.get(event.stage)
+        if known is None or event.attempt >= known.attempt:
+            stages[event.stage] = StageAllocation(id=event.originator_id, attempt=event.attempt, priority=dict(event.priority))
+
+    @on("Allocation.Requested", "Allocation.Readied", "Allocation.Placed", "Allocation.Requeued", "Allocation.Ended")
+    def _allocation_activity(self, event: Any) -> None:
+        workflow_id, stage = self.allocation_stage.get(event.originator_id, (None, None))
+        if workflow_id is not None:
+            self._record(workflow_id, event, stage)
+
+    @on("Node.NodeRegistered")
+    def _node_registered(self, event: Any) -> None:
+        self.node_names[str(event.originator_id)] = event.name
+
+    def _record(self, workflow_id: UUID, event: Any, stage: str | None) -> None:
+        row = activity(self.applying, event, stage, self.node_name)
+        if row is not None:
+            self.activity.setdefault(workflow_id, []).append(row)
+
+    def _row(self, w: Workflow) -> WorkflowRow:
+        inputs = [a.priority for a in self.current.get(w.id, {}).values()]
+        total = max((sum(p.values()) for p in inputs), default=w.priority)
+        return WorkflowRow(
+            id=w.id, name=w.name, status=w.status, owner=owner_of(w.owner), priority=w.priority,
+            effective_inputs=total, preemptible=w.preemptible, submitted_by=w.submitted_by,
+            submitted_at=w.submitted_at, updated_at=self.updated.get(w.id, w.submitted_at),
+            stage_count=len(w.stages), stages_ended=sum(1 for s in w.stages.values() if s.status.ended),
+        )
+
+    def _stage(self, w: Workflow, view: Any) -> StageRow:
+        allocation = self.current.get(w.id, {}).get(view.name)
+        return StageRow(
+            name=view.name, kind=view.kind, status=view.status.value, attempts=view.attempt,
+            exit_code=view.exit_code, node=self.node_name(view.node) if view.node else None, reason=view.reason,
+            allocation_id=allocation.id if allocation else None,
+            priority=dict(allocation.priority) if allocation else None,
+        )

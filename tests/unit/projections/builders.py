@@ -1,0 +1,73 @@
+"""Test helpers: real aggregates' events fed to the views with increasing positions."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from uuid import UUID, uuid5, NAMESPACE_URL
+
+from eventsourcing.domain import Aggregate
+
+from domain.allocation import Allocation
+from domain.fuzzfile import parse_fuzzfile
+from domain.node import Capacity, Node
+from domain.workflow import Workflow
+from projections.views import Views
+
+T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
+GiB = 1024 ** 3
+
+
+def at(minutes: float) -> datetime:
+    return T0 + timedelta(minutes=minutes)
+
+
+def uid(name: str) -> UUID:
+    return uuid5(NAMESPACE_URL, f"test:{name}")
+
+
+class Feed:
+    """Collects pending events from aggregates and hands them to the views as one numbered batch."""
+
+    def __init__(self, views: Views | None = None) -> None:
+        self.views = views or Views()
+        self.log: list[tuple[int, object]] = []
+
+    def save(self, *aggregates: Aggregate) -> list[tuple[int, object]]:
+        batch = []
+        for aggregate in aggregates:
+            for event in aggregate.collect_events():
+                batch.append((len(self.log) + 1, event))
+                self.log.append(batch[-1])
+        self.views.apply(batch)
+        return batch
+
+
+def submit(text: str, name: str = "wf", owner: dict[str, str] | None = None, by: str = "alice",
+           minute: float = 0, **kwargs) -> Workflow:
+    parsed = parse_fuzzfile(text)
+    assert parsed.errors == [], parsed.errors
+    owner = owner or {"organization": str(uid("org")), "group": str(uid("group")), "user": str(uid("alice"))}
+    return Workflow.submit(uid(name), name, parsed.definition, owner, by=by, at=at(minute), **kwargs)
+
+
+def request(workflow: Workflow, stage: str, attempt: int = 1, minute: float = 0, **priority) -> Allocation:
+    spec = workflow.stages[stage].spec
+    allocation = Allocation.request(
+        uid(f"{workflow.id}:{stage}:{attempt}"), workflow.id, stage, attempt,
+        {"cpu_cores": spec.resources.cpu_cores, "memory_bytes": spec.resources.memory_bytes},
+        workflow_priority=workflow.priority, preemptible=False,
+        execute_timeout_seconds=spec.execute_timeout_seconds, by="scheduler", at=at(minute), **priority)
+    allocation.mark_ready(by="scheduler", at=at(minute))
+    return allocation
+
+
+def node(name: str, cpu: int = 8, memory: int = 32 * GiB, definition: str = "cpu-small",
+         annotations: dict[str, str] | None = None, ready: bool = True) -> Node:
+    registered = Node.register(uid(name), name, definition, Capacity(cpu=cpu, memory=memory,
+                               annotations=annotations or {}), by="agent", at=T0)
+    if ready:
+        registered.mark_ready(1, by="agent", at=T0)
+    return registered
+
+
+ONE_JOB = "version: v4\njobs:\n  main: {image: {uri: docker://alpine:3.20}, script: 'echo hi'}\n"
