@@ -1,0 +1,115 @@
+"""The agent's command line, RunSpec building from assignments, and capacity detection."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from adapters import sysinfo
+from adapters.probes import ProbeSpec
+from api.agent import agent_main
+from api.agent_args import UsageError, build_spec, parse_args
+
+ENV = {"ROVING_TOKEN": "tok"}
+DETECTED = sysinfo.Capacity(cpu=64, memory=256 * 2**30, devices={"nvidia.com/gpu": 8})
+
+
+def parse(*argv: str, env=ENV):
+    return parse_args(["--api", "http://127.0.0.1:8080", *argv], env=env, detect=lambda: DETECTED)
+
+
+def test_declared_capacity_overrides_what_the_machine_has():
+    config = parse("--node", "n1", "--cpus", "8", "--memory", "32GiB", "--device", "nvidia.com/gpu=2",
+                   "--device", "xilinx.com/fpga=1", "--annotation", "rack=r1", "--annotation", "zone=a",
+                   "--definition", "pool-a", "--metrics-port", "9105", "--heartbeat", "500ms")
+    assert (config.node, config.cpus, config.memory) == ("n1", 8, 32 * 2**30)
+    assert config.devices == {"nvidia.com/gpu": 2, "xilinx.com/fpga": 1}
+    assert config.annotations == {"rack": "r1", "zone": "a"}
+    assert (config.definition, config.metrics_port, config.heartbeat) == ("pool-a", 9105, 0.5)
+
+
+def test_undeclared_capacity_is_detected():
+    config = parse()
+    assert (config.cpus, config.memory, config.devices) == (64, 256 * 2**30, {"nvidia.com/gpu": 8})
+
+
+def test_the_token_comes_from_the_token_file_before_the_environment(tmp_path: Path):
+    token_file = tmp_path / "token"
+    token_file.write_text("from-file\n")
+    assert parse("--token-file", str(token_file)).token == "from-file"
+    assert parse().token == "tok"
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "message"),
+    [
+        (["--memory", "3XB"], ENV, "argument --memory: '3XB' is not a memory size"),
+        (["--cpus", "0"], ENV, "argument --cpus: '0' is not a whole number of cpus"),
+        (["--device", "nvidia.com/gpu"], ENV, "argument --device: 'nvidia.com/gpu' is not KEY=VALUE"),
+        (["--heartbeat", "0s"], ENV, "argument --heartbeat: '0s' must be longer than zero"),
+        (["--metrics-port", "70000"], ENV, "argument --metrics-port: '70000' is not a port"),
+        (["--token-file", "/no/such/token"], ENV, "argument --token-file: cannot read /no/such/token"),
+        ([], {}, "no token: pass --token-file PATH or set ROVING_TOKEN"),
+    ],
+)
+def test_bad_arguments_name_the_option_and_the_reason(argv, env, message):
+    with pytest.raises(UsageError, match="^" + message.replace("(", r"\(")):
+        parse(*argv, env=env)
+
+
+def test_agent_main_exits_2_with_one_line_on_bad_arguments(capsys, monkeypatch):
+    monkeypatch.setenv("ROVING_TOKEN", "tok")
+    assert agent_main(["--api", "http://127.0.0.1:1", "--memory", "3XB"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith("roving agent: error: argument --memory: '3XB' is not a memory size")
+
+
+def test_an_api_that_is_not_a_url_is_refused():
+    with pytest.raises(UsageError, match="--api: 'localhost' is not an http"):
+        parse_args(["--api", "localhost"], env=ENV, detect=lambda: DETECTED)
+
+
+def test_assignments_build_run_specs_from_fuzzfile_spellings():
+    spec = build_spec({
+        "allocation_id": "a1", "epoch": 4, "workflow_id": "wf", "stage": "web", "kind": "service",
+        "command": ["python3", "-m", "http.server"], "env": ["A=1", "B=x=y"], "execute_timeout": "1h30m",
+        "memory": "4GiB", "ports": [8000],
+        "readiness_probe": {"http-get": {"port": 8000, "path": "/health"}, "period-seconds": 2},
+        "something_new": True,
+    })
+    assert spec.env == {"A": "1", "B": "x=y"}
+    assert (spec.execute_timeout, spec.memory, spec.ports) == (5400.0, 4 * 2**30, [8000])
+    assert isinstance(spec.readiness_probe, ProbeSpec)
+    assert (spec.readiness_probe.http_get.path, spec.readiness_probe.period_seconds) == ("/health", 2)
+
+
+def test_an_assignment_without_its_epoch_is_rejected():
+    with pytest.raises(Exception, match="epoch"):
+        build_spec({"allocation_id": "a1", "workflow_id": "wf", "stage": "s", "command": ["true"]})
+
+
+def test_capacity_reads_meminfo_and_counts_nvidia_devices(tmp_path: Path):
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:       16318540 kB\nMemFree:        1 kB\n")
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    for name in ("nvidia0", "nvidia1", "nvidiactl", "nvidia-uvm", "null"):
+        (dev / name).touch()
+    found = sysinfo.capacity(meminfo=meminfo, dev=dev)
+    assert found.memory == 16318540 * 1024
+    assert found.devices == {"nvidia.com/gpu": 2}
+    assert found.cpu >= 1
+
+
+def test_error_counters_sum_disk_io_errors_and_edac_memory_errors(tmp_path: Path):
+    for disk, count in (("sda", "0x3"), ("sdb", "0x10")):
+        (tmp_path / "block" / disk / "device").mkdir(parents=True)
+        (tmp_path / "block" / disk / "device" / "ioerr_cnt").write_text(count + "\n")
+    mc = tmp_path / "devices/system/edac/mc/mc0"
+    mc.mkdir(parents=True)
+    (mc / "ce_count").write_text("5\n")
+    (mc / "ue_count").write_text("1\n")
+    assert sysinfo.error_counters(tmp_path) == sysinfo.ErrorCounters(disk_errors=19, memory_errors=6)
+    assert sysinfo.error_counters(tmp_path / "empty") == sysinfo.ErrorCounters(0, 0)
