@@ -1,0 +1,114 @@
+"""Given allocations, nodes and tenants, the queue and node views show order, placement and holds."""
+
+from datetime import timedelta
+
+from domain.cluster_config import ClusterConfig
+from domain.holds import Effect, Source
+from domain.node import Placement
+from domain.tenancy import Group, Organization, Role, User
+from tests.unit.projections.builders import GiB, ONE_JOB, Feed, at, node, request, submit, uid
+
+HASH = "scrypt$1024$8$1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNoaGFzaA"
+
+
+def tenants(feed: Feed, org_priority: int = 0) -> tuple[Organization, Group, User]:
+    org = Organization.create(uid("org"), "Acme", [uid("alice")], by="root", at=at(0))
+    group = Group.create(uid("group"), org.id, "training", [uid("alice")], by="root", at=at(0))
+    alice = User.register(uid("alice"), org.id, "alice", "alice@acme.example", HASH, Role.ORG_OWNER, by="root", at=at(0))
+    if org_priority:
+        org.set_priority(org_priority, by="root", by_role=Role.CLUSTER_ADMIN, at=at(0))
+    feed.save(org, group, alice)
+    return org, group, alice
+
+
+def test_queued_work_is_ordered_by_effective_priority_with_the_tenancy_as_it_is_now():
+    feed = Feed()
+    org, _, _ = tenants(feed)
+    acme = submit(ONE_JOB, name="acme")
+    other = submit(ONE_JOB, name="other", owner={"organization": "o2", "group": "g2", "user": "u2"})
+    feed.save(acme, other, request(other, "main", minute=0), request(acme, "main", minute=1))
+    assert [r.workflow_id for r in feed.views.queue.rows(now=at(2))] == [other.id, acme.id]
+    org.set_priority(10, by="root", by_role=Role.CLUSTER_ADMIN, at=at(2))
+    feed.save(org)
+    rows = feed.views.queue.rows(now=at(2))
+    assert [r.workflow_id for r in rows] == [acme.id, other.id]
+    assert (rows[0].priority_inputs["organization"], rows[0].state, rows[0].organization_id) == (10, "READY", str(org.id))
+
+
+def test_the_configured_expression_and_pushed_priorities_decide_the_shown_priority():
+    feed = Feed()
+    config = ClusterConfig(cluster="test", by="root", at=at(0))
+    config.change({"scheduler": {"priority": "user * 2 + 1"}}, by="root", at=at(0))
+    workflow = submit(ONE_JOB)
+    allocation = request(workflow, "main", user_priority=3)
+    feed.save(config, workflow, allocation)
+    assert feed.views.queue.get(allocation.id, now=at(1)).priority == 7.0
+    feed.views.queue.set_priorities({allocation.id: 42.5})
+    assert feed.views.queue.rows()[0].priority == 42.5
+
+
+def test_queue_filters_and_stats_count_each_state():
+    feed, n1 = Feed(), node("node-1")
+    first, second = submit(ONE_JOB, name="first"), submit(ONE_JOB, name="second")
+    running, waiting = request(first, "main"), request(second, "main", user_priority=4)
+    running.place([str(n1.id)], by="scheduler", at=at(1))
+    feed.save(n1, first, second, running, waiting)
+    feed.views.queue.set_pass_stats({"placed": 1, "duration_ms": 3.5})
+    assert [r.id for r in feed.views.queue.rows(state="running")] == [running.id]
+    assert [r.node for r in feed.views.queue.rows(state="RUNNING")] == ["node-1"]
+    assert [r.id for r in feed.views.queue.rows(priority_min=4, now=at(1))] == [waiting.id]
+    assert feed.views.queue.rows(organization_id="elsewhere") == []
+    stats = feed.views.queue.stats()
+    assert (stats["depth"]["READY"], stats["depth"]["RUNNING"], stats["total"]) == (1, 1, 2)
+    assert stats["last_pass"] == {"placed": 1, "duration_ms": 3.5}
+
+
+def test_a_node_shows_its_holds_and_allocations_and_is_found_by_name():
+    feed, n1 = Feed(), node("node-1")
+    n1.place_allocation(Placement(id="a1", cpu=2, memory=GiB), by="scheduler", at=at(1))
+    n1.place_hold("h1", Effect.CORDON, Source.ADMIN, "bios update", by="alice", at=at(1))
+    feed.save(n1, node("node-2"))
+    row = feed.views.nodes.by_name("node-1")
+    assert (row.status, row.cpu, row.definition, row.epoch, row.allocations) == ("READY", 8, "cpu-small", 1, ["a1"])
+    assert [(h.id, h.effect, h.source, h.reason, h.by) for h in row.holds] == [
+        ("h1", "cordon", "admin", "bios update", "alice")]
+    assert row.accepts_new_work is False
+    assert [n.name for n in feed.views.nodes.list()] == ["node-1", "node-2"]
+    assert feed.views.nodes.get(n1.id) == row
+
+
+def test_released_holds_and_removed_nodes_leave_the_list():
+    feed, n1 = Feed(), node("node-1")
+    n1.place_hold("h1", Effect.CORDON, Source.ADMIN, "bios", by="alice", at=at(1))
+    feed.save(n1)
+    n1.release_admin_cordons(by="alice", at=at(2))
+    n1.go_offline(by="monitor", at=at(3))
+    feed.save(n1)
+    assert (feed.views.nodes.get(n1.id).holds, feed.views.nodes.get(n1.id).status) == ([], "OFFLINE")
+    n1.remove(by="alice", at=at(4))
+    feed.save(n1)
+    assert feed.views.nodes.list() == []
+    assert feed.views.nodes.get(n1.id).removed is True
+
+
+def test_tenancy_builds_the_principal_from_current_memberships():
+    feed = Feed()
+    org, group, alice = tenants(feed, org_priority=5)
+    bob = User.register(uid("bob"), org.id, "bob", "bob@acme.example", HASH, by="root", at=at(1))
+    group.add_member(bob.id, by="alice", at=at(1))
+    feed.save(bob, group)
+    principal = feed.views.tenancy.principal_for(bob.id)
+    assert (principal.username, principal.group_ids, principal.owned_group_ids) == ("bob", frozenset({group.id}), frozenset())
+    assert feed.views.tenancy.organization_by_name("Acme").priority == 5
+    assert feed.views.tenancy.group_by_name(org.id, "training").members == {str(alice.id): "group_owner", str(bob.id): "member"}
+    assert feed.views.tenancy.user_by_name("bob").groups == [group.id]
+    assert feed.views.tenancy.principal_for(uid("nobody")) is None
+
+
+def test_a_disabled_account_has_no_principal():
+    feed = Feed()
+    _, _, alice = tenants(feed)
+    alice.disable("left the company", by="root", at=at(1) + timedelta(seconds=1))
+    feed.save(alice)
+    assert feed.views.tenancy.principal_for(alice.id) is None
+    assert feed.views.tenancy.user(alice.id).disabled is True
