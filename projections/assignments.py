@@ -83,7 +83,7 @@ def _probe(step: Any) -> dict | None:
 def _ports(step: Any) -> list[dict]:
     if not isinstance(step, Service) or step.network is None:
         return []
-    return [msgspec.to_builtins(port) for port in step.network.ports or []]
+    return [{"name": p.name, "port": p.port, "protocol": p.protocol} for p in step.network.ports or []]
 
 
 def _account(queue: QueueView, a: Allocation) -> str:
