@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
-from uuid import UUID
 
 from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -43,13 +41,14 @@ def claims_for(token: str, key: bytes, now: datetime, path: str) -> Claims:
 
 
 def principal_of(claims: Claims, tenancy: Any) -> Principal:
-    """The domain principal: identity from the signed claims, group ownership and grants from the tenancy view."""
-    if claims.sub is None or tenancy is None or not hasattr(tenancy, "memberships"):
+    """The domain principal: identity from the signed claims, groups, ownership and grants as the tenancy view has them now."""
+    if claims.sub is None or tenancy is None or not hasattr(tenancy, "principal_for"):
         return claims.principal()
-    found = tenancy.memberships(claims.sub) or {}
-    members = _ids(found.get("member"), claims.groups)
-    principal = claims.principal(_ids(found.get("owner")), _ids(found.get("explain")))
-    return _with_groups(principal, members)
+    row = tenancy.user(claims.sub) if hasattr(tenancy, "user") else None
+    if row is not None and getattr(row, "disabled", False):
+        raise Unauthorized("account disabled")
+    # Unknown to the view yet (a login right after the account was made): the signed claims stand in.
+    return tenancy.principal_for(claims.sub, claims.source) or claims.principal()
 
 
 def authenticate(scope: Scope, key: bytes, tenancy: Any, now: datetime | None = None) -> Principal:
@@ -75,13 +74,3 @@ class AuthMiddleware:
             return
         scope.setdefault("state", {})["principal"] = principal
         await self.app(scope, receive, send)
-
-
-def _ids(values: Iterable[Any] | None, fallback: Iterable[Any] = ()) -> frozenset[UUID]:
-    chosen = fallback if values is None else values
-    return frozenset(v if isinstance(v, UUID) else UUID(str(v)) for v in chosen)
-
-
-def _with_groups(principal: Principal, members: frozenset[UUID]) -> Principal:
-    fields = {f: getattr(principal, f) for f in principal.__struct_fields__}
-    return Principal(**{**fields, "group_ids": members})

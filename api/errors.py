@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 
 import msgspec
-import structlog
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
@@ -13,7 +12,6 @@ from starlette.responses import Response
 from domain.app.errors import Conflict, Forbidden, Invalid, LoginRefused, NotFound, StaleEpoch
 from domain.tenancy.permissions import Denied, Outcome
 
-log = structlog.get_logger("roving.api")
 AT_PATH = re.compile(r" - at `\$(?P<path>[^`]*)`$")
 
 
@@ -92,15 +90,9 @@ async def on_http(request: Request, error: HTTPException) -> Response:
     return problem(error.status_code, str(error.detail))
 
 
-async def on_unexpected(request: Request, error: Exception) -> Response:
-    """A bug, not bad input: logged with its traceback on the server, a plain 500 to the caller."""
-    log.exception("request_failed", method=request.method, path=request.url.path)
-    return problem(500, "internal error; the server log has the details")
-
-
 HANDLERS = {
     Invalid: on_invalid, msgspec.ValidationError: on_decode, msgspec.DecodeError: on_decode,
     BadRequest: on_bad_request, NotFound: on_not_found, Forbidden: on_forbidden, Conflict: on_conflict,
     StaleEpoch: on_conflict, Denied: on_denied, Unauthorized: on_unauthorized, LoginRefused: on_unauthorized,
-    HTTPException: on_http, Exception: on_unexpected,
+    HTTPException: on_http,
 }

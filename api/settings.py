@@ -30,6 +30,13 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     cluster: str = "local"
     log_format: str = "json"
     token_ttl_seconds: float = 12 * 3600.0
+    nats_port: int = 0
+    node_lease_seconds: float = 10.0
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """The same as `load_settings`."""
+        return load_settings(environ)
 
     @property
     def host(self) -> str:
@@ -53,7 +60,9 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         nats_url=env.get("ROVING_NATS_URL") or None,
         cluster=_cluster(env.get("ROVING_CLUSTER"), defaults.cluster),
         log_format=_log_format(env.get("ROVING_LOG_FORMAT"), defaults.log_format),
-        token_ttl_seconds=_ttl(env.get("ROVING_TOKEN_TTL"), defaults.token_ttl_seconds),
+        token_ttl_seconds=_ttl(env, "ROVING_TOKEN_TTL", defaults.token_ttl_seconds),
+        nats_port=_count(env, "ROVING_NATS_PORT", defaults.nats_port, minimum=0),
+        node_lease_seconds=_ttl(env, "ROVING_NODE_LEASE", defaults.node_lease_seconds),
     )
 
 
@@ -107,13 +116,14 @@ def _log_format(raw: str | None, default: str) -> str:
     return raw
 
 
-def _ttl(raw: str | None, default: float) -> float:
+def _ttl(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name)
     if not raw:
         return default
     try:
         value = parse_duration(raw)
     except DurationError as error:
-        raise SettingsError(f"ROVING_TOKEN_TTL={raw!r}: {error}") from None
+        raise SettingsError(f"{name}={raw!r}: {error}") from None
     if value <= 0:
-        raise SettingsError(f"ROVING_TOKEN_TTL={raw!r} must be longer than zero")
+        raise SettingsError(f"{name}={raw!r} must be longer than zero")
     return value

@@ -17,7 +17,7 @@ from starlette.responses import Response
 
 from api.errors import BadRequest
 from domain.app.errors import NotFound
-from domain.tenancy.permissions import Action, Principal, Resource, authorize
+from domain.tenancy.permissions import Action, Principal, Resource, authorize, can
 
 T = TypeVar("T")
 SETTLE_SECONDS = 5.0
@@ -56,7 +56,9 @@ async def settle(request: Request) -> None:
     svc = services(request)
     position = getattr(svc.roving, "last_position", None)
     tailer = getattr(svc, "tailer", None)
-    if position is None or tailer is None or not hasattr(tailer, "wait_for"):
+    if tailer is None or not hasattr(tailer, "wait_for"):
+        tailer = getattr(svc, "views", None)  # Views.wait_for blocks on the same condition the tailer feeds
+    if not position or tailer is None or not hasattr(tailer, "wait_for"):
         return
     if inspect.iscoroutinefunction(tailer.wait_for):
         await tailer.wait_for(position, timeout=SETTLE_SECONDS)
@@ -123,3 +125,11 @@ def work_resource(owner: Any, kind: str = "workflow") -> Resource:
 def allow(who: Principal, action: Action, resource: Resource) -> None:
     """Raise Denied (404 when not visible, 403 when forbidden) unless `can` allows it."""
     authorize(who, action, resource)
+
+
+def can_view(who: Principal, resource: Resource) -> bool:
+    return can(who, Action.VIEW_WORKFLOW, resource).allowed
+
+
+def settings(request: Request) -> Any:
+    return request.app.state.settings

@@ -1,0 +1,13 @@
+"""The HTTP routes, one module per resource; `all_routes()` is the table the app serves."""
+
+from __future__ import annotations
+
+from starlette.routing import BaseRoute
+
+
+def all_routes() -> list[BaseRoute]:
+    """Every route in matching order (specific paths before `{id}` patterns within a module)."""
+    from api.routes import agent, alerts, config, health, metrics, nodes, openapi, queue, tenancy, workflows
+
+    modules = (health, metrics, openapi, workflows, queue, nodes, alerts, tenancy, config, agent)
+    return [route for module in modules for route in module.routes]

@@ -1,0 +1,104 @@
+"""The node agent protocol: register, heartbeat (lease), assignments, reports and where logs go."""
+
+from __future__ import annotations
+
+from typing import Literal
+from uuid import UUID
+
+import msgspec
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from api.errors import BadRequest
+from api.routes import common as c
+from domain.app.errors import Forbidden
+from domain.tenancy import Source
+
+
+class Register(msgspec.Struct):
+    name: str
+    cpu: int
+    memory: int
+    devices: dict[str, int] = {}
+    annotations: dict[str, str] = {}
+    definition: str = ""
+    address: str = ""
+    metrics_port: int | None = None
+
+
+class Heartbeat(msgspec.Struct):
+    node_id: UUID
+    epoch: int
+    running: list[str] = []
+
+
+class Report(msgspec.Struct):
+    node_id: UUID
+    allocation_id: UUID
+    epoch: int
+    event: Literal["started", "ready", "exited", "ran_on_host"]
+    exit_code: int | None = None
+    reason: str = ""
+    ports: list[int | dict] = []
+
+
+def agent_only(request: Request) -> None:
+    """Only agents (and cluster admins, for repair) speak this protocol."""
+    who = c.principal(request)
+    if who.source is not Source.AGENT and not who.is_cluster_admin:
+        raise Forbidden("the agent protocol needs an agent token")
+
+
+async def register(request: Request) -> Response:
+    agent_only(request)
+    b = await c.body(request, Register)
+    node, epoch = await c.call(c.services(request).roving.register_node, b.name, b.cpu, b.memory, b.devices,
+                               b.annotations, b.definition, b.address, b.metrics_port, c.now())
+    await c.settle(request)
+    return c.json({"node_id": node, "epoch": epoch})
+
+
+async def heartbeat(request: Request) -> Response:
+    """A stale epoch answers 409 (the agent re-registers); a current one refreshes the node's lease."""
+    agent_only(request)
+    b, svc = await c.body(request, Heartbeat), c.services(request)
+    await c.call(svc.roving.check_agent, b.node_id, b.epoch)
+    leases = getattr(svc, "leases", None)
+    if leases is not None:
+        await c.call(leases.touch, str(b.node_id))
+    return c.json({"ok": True})
+
+
+async def assignments(request: Request) -> Response:
+    agent_only(request)
+    raw = request.query_params.get("node_id", "")
+    try:
+        node = UUID(raw)
+    except ValueError:
+        raise BadRequest("node_id", f"expected a node id, got {raw!r}") from None
+    return c.json(await c.call(c.services(request).views.assignments, node))
+
+
+async def report(request: Request) -> Response:
+    agent_only(request)
+    b = await c.body(request, Report)
+    await c.call(c.services(request).roving.report, b.node_id, b.allocation_id, b.epoch, b.event, b.exit_code,
+                 b.reason, c.now())
+    return c.json({"ok": True})
+
+
+async def config(request: Request) -> Response:
+    agent_only(request)
+    svc, settings = c.services(request), c.settings(request)
+    return c.json({"nats_url": getattr(svc, "nats_url", None) or settings.nats_url,
+                   "cluster": getattr(svc, "cluster", None) or settings.cluster})
+
+
+routes = [
+    Route("/v4/agent/register", register, methods=["POST"]),
+    Route("/v4/agent/heartbeat", heartbeat, methods=["POST"]),
+    Route("/v4/agent/assignments", assignments, methods=["GET"]),
+    Route("/v4/agent/reports", report, methods=["POST"]),
+    Route("/v4/agent/config", config, methods=["GET"]),
+]

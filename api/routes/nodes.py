@@ -1,0 +1,135 @@
+"""Node routes: list, show, holds, cordon, uncordon, evict, deprovision, remove, Prometheus service discovery."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+from uuid import UUID
+
+import msgspec
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from api.routes import common as c
+from domain.app.errors import NotFound
+from domain.app.ids import node_id
+
+LIVE = frozenset({"READY", "NOT_READY"})
+
+
+class Reason(msgspec.Struct, forbid_unknown_fields=True):
+    reason: str = ""
+
+
+class NewHold(msgspec.Struct, forbid_unknown_fields=True):
+    effect: Literal["cordon", "evict", "deprovision"] = "cordon"
+    reason: str = ""
+
+
+class Deprovision(msgspec.Struct, forbid_unknown_fields=True):
+    evict: bool = False
+    force: bool = False
+
+
+def target(request: Request) -> UUID:
+    """`{id}` is the node's id or its name (names map to ids deterministically)."""
+    raw = request.path_params["id"]
+    try:
+        return UUID(raw)
+    except ValueError:
+        return node_id(raw)
+
+
+def node_answer(row: Any) -> dict[str, Any]:
+    holds = [{"id": h.id, "effect": h.effect, "source": h.source, "reason": h.reason, "by": h.by, "at": h.at}
+             for h in row.holds]
+    return {"id": row.id, "name": row.name, "status": row.status, "status_reason": row.status_reason,
+            "cpu": row.cpu, "memory": row.memory, "devices": row.devices, "annotations": row.annotations,
+            "definition": row.definition, "epoch": row.epoch, "allocations": row.allocations,
+            "accepts_new_work": row.accepts_new_work, "holds": holds}
+
+
+async def found(request: Request) -> Any:
+    row = await c.call(c.services(request).views.nodes.get, target(request))
+    if row is None:
+        raise NotFound("node")
+    return row
+
+
+async def list_nodes(request: Request) -> Response:
+    rows = await c.call(c.services(request).views.nodes.list)
+    return c.json({"nodes": [node_answer(r) for r in rows]})
+
+
+async def show(request: Request) -> Response:
+    return c.json(node_answer(await found(request)))
+
+
+async def holds(request: Request) -> Response:
+    return c.json({"holds": node_answer(await found(request))["holds"]})
+
+
+async def command(request: Request, method: str, *args: Any, status: int = 200) -> Any:
+    """Call one node command with (node, *args, principal, at) and wait for the views to show it."""
+    roving = c.services(request).roving
+    result = await c.call(getattr(roving, method), target(request), *args, c.principal(request), c.now())
+    await c.settle(request)
+    return result
+
+
+async def cordon(request: Request) -> Response:
+    wanted = await c.body(request, Reason)
+    return c.json({"hold_id": await command(request, "cordon", wanted.reason)}, status=201)
+
+
+async def uncordon(request: Request) -> Response:
+    return c.json({"released": await command(request, "uncordon")})
+
+
+async def evict(request: Request) -> Response:
+    wanted = await c.body(request, Reason)
+    return c.json({"evicted": await command(request, "evict", wanted.reason)})
+
+
+async def deprovision(request: Request) -> Response:
+    wanted = await c.body(request, Deprovision)
+    return c.json({"evicted": await command(request, "deprovision", wanted.evict, wanted.force)})
+
+
+async def add_hold(request: Request) -> Response:
+    wanted = await c.body(request, NewHold)
+    return c.json({"hold_id": await command(request, "add_hold", wanted.effect, wanted.reason)}, status=201)
+
+
+async def release_hold(request: Request) -> Response:
+    await command(request, "release_hold", request.path_params["hold"])
+    return c.json({"released": [request.path_params["hold"]]})
+
+
+async def remove(request: Request) -> Response:
+    await command(request, "remove_node")
+    return c.json({"removed": True})
+
+
+async def sd_config(request: Request) -> Response:
+    """Prometheus HTTP service discovery: one target group per live node that exposes a metrics port."""
+    rows = await c.call(c.services(request).views.nodes.list)
+    groups = [{"targets": [f"{r.address or '127.0.0.1'}:{r.port}"],
+               "labels": {"node": r.name, "node_id": str(r.id), "definition": r.definition, "status": r.status}}
+              for r in rows if r.status in LIVE and r.port]
+    return c.json(groups)
+
+
+routes = [
+    Route("/v4/nodes", list_nodes, methods=["GET"]),
+    Route("/v4/nodes/-/sd_config", sd_config, methods=["GET"]),
+    Route("/v4/nodes/{id}", show, methods=["GET"]),
+    Route("/v4/nodes/{id}", remove, methods=["DELETE"]),
+    Route("/v4/nodes/{id}/cordon", cordon, methods=["POST"]),
+    Route("/v4/nodes/{id}/uncordon", uncordon, methods=["POST"]),
+    Route("/v4/nodes/{id}/evict", evict, methods=["POST"]),
+    Route("/v4/nodes/{id}/deprovision", deprovision, methods=["POST"]),
+    Route("/v4/nodes/{id}/holds", holds, methods=["GET"]),
+    Route("/v4/nodes/{id}/holds", add_hold, methods=["POST"]),
+    Route("/v4/nodes/{id}/holds/{hold}", release_hold, methods=["DELETE"]),
+]

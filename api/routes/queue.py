@@ -1,0 +1,53 @@
+"""Scheduler routes: the queue (cluster-wide for admins, your own for everyone else) and its stats."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from api.errors import BadRequest
+from api.routes import common as c
+from domain.tenancy.permissions import Action, Resource, can
+
+STATES = ("PENDING", "READY", "RUNNING", "FINISHED", "FAILED", "CANCELED", "PREEMPTED", "EVICTED")
+
+
+def priority_min(request: Request) -> float | None:
+    raw = request.query_params.get("priority_min")
+    if raw in (None, ""):
+        return None
+    try:
+        return float(raw)
+    except ValueError:
+        raise BadRequest("priority_min", f"expected a number, got {raw!r}") from None
+
+
+def state(request: Request) -> str | None:
+    raw = request.query_params.get("queue") or request.query_params.get("state")
+    if raw and raw.upper() not in STATES:
+        raise BadRequest("queue", f"unknown queue {raw!r}; use one of {', '.join(STATES)}")
+    return raw.upper() if raw else None
+
+
+async def queue(request: Request) -> Response:
+    """Non-admins always get `mine=true`: the server decides, whatever the client asked."""
+    who, views = c.principal(request), c.services(request).views
+    cluster_wide = can(who, Action.VIEW_CLUSTER_QUEUE, Resource.cluster()).allowed
+    mine = c.query_bool(request, "mine") or not cluster_wide
+    user_id = str(who.user_id) if mine and who.user_id else None
+    if mine and who.user_id is None:
+        return c.json({"queue": [], "mine": True})
+    rows = await c.call(views.queue.rows, state=state(request), owner=request.query_params.get("owner") or None,
+                        priority_min=priority_min(request), user_id=user_id)
+    return c.json({"queue": rows, "mine": mine})
+
+
+async def stats(request: Request) -> Response:
+    return c.json(await c.call(c.services(request).views.queue.stats))
+
+
+routes = [
+    Route("/v4/scheduler/queue", queue, methods=["GET"]),
+    Route("/v4/scheduler/stats", stats, methods=["GET"]),
+]

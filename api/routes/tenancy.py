@@ -1,0 +1,176 @@
+"""Tenancy routes: organizations, users, groups and membership, priorities, preempt lists and login."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+from uuid import UUID
+
+import msgspec
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from adapters.auth.tokens import Identity, issue
+from api.routes import common as c
+from domain.app.errors import NotFound
+
+
+class Named(msgspec.Struct, forbid_unknown_fields=True):
+    name: str
+
+
+class NewUser(msgspec.Struct, forbid_unknown_fields=True):
+    username: str
+    email: str
+    password: str
+    role: str = "user"
+
+
+class Priority(msgspec.Struct, forbid_unknown_fields=True):
+    priority: int
+
+
+class PreemptList(msgspec.Struct, forbid_unknown_fields=True):
+    groups: list[UUID]
+
+
+class Membership(msgspec.Struct, forbid_unknown_fields=True):
+    role: str = "member"
+
+
+class Login(msgspec.Struct, forbid_unknown_fields=True):
+    username: str
+    password: str
+
+
+def method(request: Request, name: str) -> Any:
+    """An application command by name; 501 while the application does not offer it yet."""
+    found = getattr(c.services(request).roving, name, None)
+    if found is None:
+        raise HTTPException(501, f"{name} is not available in this control plane yet")
+    return found
+
+
+def own_org(request: Request) -> UUID:
+    """The organization in the path, if the caller may see it: its members and cluster admins; else 404."""
+    org, who = c.uuid_param(request, "id", "organization"), c.principal(request)
+    if not who.is_cluster_admin and who.organization_id != org:
+        raise NotFound("organization")
+    return org
+
+
+async def create_organization(request: Request) -> Response:
+    wanted = await c.body(request, Named)
+    org = await c.call(c.services(request).roving.create_organization, wanted.name, c.principal(request), c.now())
+    await c.settle(request)
+    return c.json({"id": org, "name": wanted.name}, status=201)
+
+
+async def list_organizations(request: Request) -> Response:
+    who, tenancy = c.principal(request), c.services(request).views.tenancy
+    rows = await c.call(tenancy.organizations)
+    return c.json({"organizations": [r for r in rows if who.is_cluster_admin or r.id == who.organization_id]})
+
+
+async def show_organization(request: Request) -> Response:
+    row = await c.call(c.services(request).views.tenancy.organization, own_org(request))
+    if row is None:
+        raise NotFound("organization")
+    return c.json(row)
+
+
+async def create_user(request: Request) -> Response:
+    wanted = await c.body(request, NewUser)
+    uid = await c.call(c.services(request).roving.create_user, c.uuid_param(request, "id", "organization"),
+                       wanted.username, wanted.email, wanted.password, wanted.role, c.principal(request), c.now())
+    await c.settle(request)
+    return c.json({"id": uid, "username": wanted.username}, status=201)
+
+
+async def list_users(request: Request) -> Response:
+    return c.json({"users": await c.call(c.services(request).views.tenancy.users, own_org(request))})
+
+
+async def create_group(request: Request) -> Response:
+    wanted = await c.body(request, Named)
+    gid = await c.call(method(request, "create_group"), c.uuid_param(request, "id", "organization"), wanted.name,
+                       c.principal(request), c.now())
+    await c.settle(request)
+    return c.json({"id": gid, "name": wanted.name}, status=201)
+
+
+async def list_groups(request: Request) -> Response:
+    return c.json({"groups": await c.call(c.services(request).views.tenancy.groups, own_org(request))})
+
+
+def priority_route(kind: str, what: str):
+    async def set_priority(request: Request) -> Response:
+        wanted = await c.body(request, Priority)
+        target = c.uuid_param(request, "id", what)
+        await c.call(c.services(request).roving.set_priority, kind, target, wanted.priority, c.principal(request),
+                     c.now())
+        await c.settle(request)
+        return c.json({"id": target, "priority": wanted.priority})
+    return set_priority
+
+
+async def set_preempt(request: Request) -> Response:
+    wanted = await c.body(request, PreemptList)
+    group = c.uuid_param(request, "id", "group")
+    await c.call(method(request, "set_preempt_list"), group, wanted.groups, c.principal(request), c.now())
+    await c.settle(request)
+    return c.json({"id": group, "preempt": wanted.groups})
+
+
+async def add_member(request: Request) -> Response:
+    wanted = await c.body(request, Membership)
+    group, user = c.uuid_param(request, "id", "group"), c.uuid_param(request, "user", "user")
+    await c.call(method(request, "add_member"), group, user, wanted.role, c.principal(request), c.now())
+    await c.settle(request)
+    return c.json({"group": group, "user": user, "role": wanted.role})
+
+
+async def remove_member(request: Request) -> Response:
+    group, user = c.uuid_param(request, "id", "group"), c.uuid_param(request, "user", "user")
+    await c.call(method(request, "remove_member"), group, user, c.principal(request), c.now())
+    await c.settle(request)
+    return c.json({"group": group, "user": user, "removed": True})
+
+
+async def whoami(request: Request) -> Response:
+    who = c.principal(request)
+    return c.json({"user_id": who.user_id, "username": who.username, "role": who.role,
+                   "organization_id": who.organization_id, "groups": sorted(str(g) for g in who.group_ids)})
+
+
+async def login(request: Request) -> Response:
+    """Password login; the answer is a signed access token (the password never leaves this function)."""
+    wanted, svc = await c.body(request, Login), c.services(request)
+    at = c.now()
+    user = await c.call(svc.roving.login, wanted.username, wanted.password, at)
+    known = svc.views.tenancy.principal_for(user.id) if hasattr(svc.views, "tenancy") else None
+    identity = Identity(user_id=user.id, username=user.username, role=user.role, organization_id=user.organization_id,
+                        group_ids=sorted(known.group_ids) if known else [])
+    ttl = timedelta(seconds=c.settings(request).token_ttl_seconds)
+    return c.json({"token": issue(identity, svc.key, ttl, at), "expires_in": int(ttl.total_seconds())})
+
+
+routes = [
+    Route("/v4/auth/login", login, methods=["POST"]),
+    Route("/v4/auth/whoami", whoami, methods=["GET"]),
+    Route("/v4/organizations", create_organization, methods=["POST"]),
+    Route("/v4/organizations", list_organizations, methods=["GET"]),
+    Route("/v4/organizations/{id}", show_organization, methods=["GET"]),
+    Route("/v4/organizations/{id}/users", create_user, methods=["POST"]),
+    Route("/v4/organizations/{id}/users", list_users, methods=["GET"]),
+    Route("/v4/organizations/{id}/groups", create_group, methods=["POST"]),
+    Route("/v4/organizations/{id}/groups", list_groups, methods=["GET"]),
+    Route("/v4/organizations/{id}/priority", priority_route("organization", "organization"), methods=["PUT"]),
+    Route("/v4/groups/{id}/priority", priority_route("group", "group"), methods=["PUT"]),
+    Route("/v4/groups/{id}/preempt", set_preempt, methods=["PUT"]),
+    Route("/v4/groups/{id}/members/{user}", add_member, methods=["PUT"]),
+    Route("/v4/groups/{id}/members/{user}", remove_member, methods=["DELETE"]),
+    Route("/v4/users/{id}/priority", priority_route("user", "user"), methods=["PUT"]),
+]
