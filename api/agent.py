@@ -100,7 +100,7 @@ class Agent:
             if response is not None and response.status_code == 200:
                 answer = response.json()
                 self.node_id, self.epoch = answer["node_id"], answer["epoch"]
-                self.log = log.bind(node=c.node, node_id=self.node_id, epoch=self.epoch)
+                self.log = log.bind(node=c.node, node_id=self.node_id, node_epoch=self.epoch)
                 self.log.info("agent.registered")
                 return
             if response is not None:
@@ -209,7 +209,7 @@ class Agent:
                 "exit_code": exit_code, "reason": reason, "ports": list(ports)}
         response = await self.call("POST", "/v4/agent/reports", json=body)
         if response is not None and response.status_code == 409:
-            self.log.warning("agent.fenced", allocation_id=allocation_id, epoch=epoch, event=event)
+            self.log.warning("agent.fenced", allocation_id=allocation_id, epoch=epoch, report=event)
             return False
         return True
 

@@ -1,0 +1,90 @@
+"""A tiny stand-in for the agent routes of the HTTP API, on 127.0.0.1, recording what the agent sends."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlparse
+
+
+class FakeApi:
+    """Serves register / heartbeat / assignments / reports / config; tests change its answers as they go."""
+
+    def __init__(self, token: str = "tok") -> None:
+        self.token = token
+        self.epoch = 1
+        self.lock = threading.Lock()
+        self.registrations: list[dict] = []
+        self.heartbeats: list[dict] = []
+        self.reports: list[dict] = []
+        self.start: list[dict] = []
+        self.stop: list[dict] = []
+        self.stale_heartbeats = 0
+        self.refused_reports: set[tuple[str, str]] = set()
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def __enter__(self) -> FakeApi:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join()
+
+    def events(self, allocation_id: str) -> list[tuple[str, int, int | None]]:
+        with self.lock:
+            return [(r["event"], r["epoch"], r["exit_code"]) for r in self.reports if r["allocation_id"] == allocation_id]
+
+    def answer(self, method: str, path: str, body: dict) -> tuple[int, dict]:
+        with self.lock:
+            if (method, path) == ("POST", "/v4/agent/register"):
+                self.registrations.append(body)
+                return 200, {"node_id": "node-1", "epoch": len(self.registrations)}
+            if (method, path) == ("POST", "/v4/agent/heartbeat"):
+                self.heartbeats.append(body)
+                if self.stale_heartbeats:
+                    self.stale_heartbeats -= 1
+                    return 409, {"error": "stale epoch"}
+                return 200, {"ok": True}
+            if (method, path) == ("GET", "/v4/agent/assignments"):
+                return 200, {"start": list(self.start), "stop": list(self.stop)}
+            if (method, path) == ("POST", "/v4/agent/reports"):
+                self.reports.append(body)
+                refused = (body["allocation_id"], body["event"]) in self.refused_reports
+                return (409, {"error": "stale epoch"}) if refused else (200, {})
+            return 404, {"error": "not found"}
+
+    def _handler(self):
+        api = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _serve(self) -> None:
+                if self.headers.get("Authorization") != f"Bearer {api.token}":
+                    return self._send(401, {"error": "unauthorized"})
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length)) if length else {}
+                url = urlparse(self.path)
+                body |= {k: v[0] for k, v in parse_qs(url.query).items()}
+                self._send(*api.answer(self.command, url.path, body))
+
+            def _send(self, status: int, payload: dict) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = _serve
+
+            def log_message(self, *args) -> None:
+                pass
+
+        return Handler

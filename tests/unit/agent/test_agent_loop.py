@@ -1,0 +1,134 @@
+"""The agent loop against a fake API: register, run assignments, report with the epoch, obey fencing."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+from prometheus_client import generate_latest
+
+from api.agent import NodeMetrics, run_agent
+from api.agent_args import AgentConfig
+from tests.unit.agent.fake_api import FakeApi
+
+
+def config(api: FakeApi, tmp_path: Path) -> AgentConfig:
+    return AgentConfig(node="n1", api=api.url, token="tok", cpus=4, memory=2**30, devices={}, annotations={"rack": "r1"},
+                       workdir=tmp_path / "work", heartbeat=0.2, poll=0.05, kill_grace=0.3, address="127.0.0.1")
+
+
+def assignment(allocation_id: str, epoch: int = 1, **fields) -> dict:
+    return {"allocation_id": allocation_id, "epoch": epoch, "workflow_id": "wf-1", "stage": allocation_id,
+            "kind": "job", "readiness_probe": None, "ports": []} | fields
+
+
+def drive(api: FakeApi, tmp_path: Path, until, timeout: float = 10.0) -> None:
+    """Run the agent until `until()` holds (or time runs out), then stop it and wait for it to finish."""
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        agent = asyncio.create_task(run_agent(config(api, tmp_path), stop))
+        deadline = time.monotonic() + timeout
+        while not until() and time.monotonic() < deadline and not agent.done():
+            await asyncio.sleep(0.02)
+        stop.set()
+        await agent
+
+    asyncio.run(main())
+
+
+def test_the_agent_registers_its_capacity_then_reports_started_and_exited_with_the_epoch(tmp_path):
+    with FakeApi() as api:
+        api.start = [assignment("a1", epoch=7, script="exit 4")]
+        drive(api, tmp_path, until=lambda: ("exited", 7, 4) in api.events("a1"))
+    assert api.registrations[0] | {"address": None} == {
+        "name": "n1", "cpu": 4, "memory": 2**30, "devices": {}, "annotations": {"rack": "r1"},
+        "definition": None, "address": None, "metrics_port": None}
+    assert api.events("a1") == [("started", 7, None), ("exited", 7, 4)]
+    assert all(r["node_id"] == "node-1" for r in api.reports)
+
+
+def test_an_assignment_repeated_by_the_poll_runs_once(tmp_path):
+    with FakeApi() as api:
+        api.start = [assignment("a1", command=["true"])]
+        drive(api, tmp_path, until=lambda: len(api.heartbeats) >= 3 and api.events("a1")[-1:] == [("exited", 1, 0)])
+    assert api.events("a1") == [("started", 1, None), ("exited", 1, 0)]
+
+
+def test_heartbeats_list_the_running_allocations(tmp_path):
+    with FakeApi() as api:
+        api.start = [assignment("a1", script="sleep 30")]
+        drive(api, tmp_path, until=lambda: any(h["running"] == ["a1"] for h in api.heartbeats))
+    assert any(h == {"node_id": "node-1", "epoch": 1, "running": ["a1"]} for h in api.heartbeats)
+    assert api.events("a1")[-1] == ("exited", 1, 143)
+
+
+def test_a_stale_epoch_on_heartbeat_stops_every_process_and_registers_again(tmp_path):
+    def started_then_stale() -> bool:
+        if api.events("a1") == [("started", 1, None)] and api.start:
+            api.start, api.stale_heartbeats = [], 1
+        return len(api.registrations) >= 2 and api.heartbeats[-1]["epoch"] == 2
+
+    with FakeApi() as api:
+        api.start = [assignment("a1", script="trap '' TERM; sleep 30")]
+        drive(api, tmp_path, until=started_then_stale)
+    assert len(api.registrations) == 2
+    assert api.heartbeats[-1] == {"node_id": "node-1", "epoch": 2, "running": []}
+    assert api.events("a1") == [("started", 1, None)]  # the fenced copy's exit is not reported
+
+
+def test_a_refused_report_kills_the_fenced_copy(tmp_path):
+    with FakeApi() as api:
+        api.refused_reports = {("a1", "started")}
+        api.start = [assignment("a1", script="sleep 30")]
+        drive(api, tmp_path, until=lambda: len(api.heartbeats) >= 2 and api.heartbeats[-1]["running"] == [])
+    assert api.heartbeats[-1]["running"] == []
+    assert api.events("a1") == [("started", 1, None)]
+
+
+def test_a_stop_order_cancels_the_process_with_its_reason(tmp_path):
+    def started_then_stopped() -> bool:
+        if api.events("a1") and not api.stop:
+            api.stop = [{"allocation_id": "a1", "reason": "canceled by alice"}]
+        return ("exited", 1, 143) in api.events("a1")
+
+    with FakeApi() as api:
+        api.start = [assignment("a1", script="sleep 30")]
+        drive(api, tmp_path, until=started_then_stopped)
+    assert [r["reason"] for r in api.reports if r["event"] == "exited"] == ["canceled by alice"]
+
+
+def test_a_service_with_a_probe_reports_ready_after_it_passes(tmp_path):
+    probe = {"exec": {"command": ["test", "-f", "ready"]}, "period-seconds": 0.05, "failure-threshold": 100}
+    with FakeApi() as api:
+        api.start = [assignment("s1", kind="service", script="sleep 0.2; touch ready; sleep 30", ports=[8000],
+                                readiness_probe=probe)]
+        drive(api, tmp_path, until=lambda: ("ready", 1, None) in api.events("s1"))
+    ready = [r for r in api.reports if r["event"] == "ready"]
+    assert ready[0]["ports"] == [8000]
+
+
+def test_an_image_without_a_container_runtime_is_reported_as_run_on_the_host(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    with FakeApi() as api:
+        api.start = [assignment("a1", command=["true"], image="docker://alpine:3.20")]
+        drive(api, tmp_path, until=lambda: ("exited", 1, 0) in api.events("a1"))
+    assert [e for e, *_ in api.events("a1")] == ["started", "ran_on_host", "exited"]
+
+
+def test_a_command_that_cannot_start_is_reported_as_exited_127(tmp_path):
+    with FakeApi() as api:
+        api.start = [assignment("a1", command=["/no/such/program"])]
+        drive(api, tmp_path, until=lambda: bool(api.events("a1")))
+    assert api.events("a1") == [("exited", 1, 127)]
+
+
+def test_node_metrics_have_the_documented_names():
+    metrics = NodeMetrics()
+    metrics.failures.inc()
+    metrics.refresh(running=2)
+    text = generate_latest(metrics.registry).decode()
+    assert "roving_node_running_allocations 2.0" in text
+    assert "roving_node_job_failures_total 1.0" in text
+    assert "roving_node_disk_errors" in text and "roving_node_memory_errors" in text
