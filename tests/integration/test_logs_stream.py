@@ -6,9 +6,13 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 import nats
+import nats.js.errors
 import pytest
 
 from adapters.logs import LogWriter, Logs
+from api.agent import run_agent
+from api.agent_args import AgentConfig
+from tests.unit.agent.fake_api import FakeApi
 
 
 def with_writer(nats_url: str, body: Callable[[LogWriter], Awaitable[object]], cluster: str = "logs-test"):
@@ -91,3 +95,39 @@ def test_the_stream_is_file_backed_and_ages_out_after_seven_days(nats_url):
     assert info.config.subjects == ["roving_logs.logs-test.>"]
     assert info.config.storage == "file"
     assert info.config.max_age == pytest.approx(7 * 24 * 3600)
+
+
+def test_the_agent_appends_job_output_to_the_stage_log_and_ends_it(nats_url, tmp_path):
+    async def main(api: FakeApi) -> bytes:
+        stop = asyncio.Event()
+        config = AgentConfig(node="n1", api=api.url, token="tok", cpus=1, memory=2**30, devices={},
+                             workdir=tmp_path, heartbeat=0.2, poll=0.05, kill_grace=0.3)
+        agent = asyncio.create_task(run_agent(config, stop))
+        nc = await nats.connect(nats_url)
+        try:
+            logs = Logs(nc.jetstream(), "agent-logs")
+            chunks = [chunk async for chunk in _follow_when_created(logs)]
+        finally:
+            stop.set()
+            await agent
+            await nc.close()
+        return b"".join(chunks)
+
+    with FakeApi() as api:
+        api.config = {"nats_url": nats_url, "cluster": "agent-logs"}
+        api.start = [{"allocation_id": "a1", "epoch": 1, "workflow_id": "wf-9", "stage": "job[0]",
+                      "script": "echo out; echo err >&2"}]
+        output = asyncio.run(asyncio.wait_for(main(api), 10))
+    assert sorted(output.splitlines()) == [b"err", b"out"]
+
+
+async def _follow_when_created(logs: Logs):
+    """Wait for the agent to create the stream, then follow the stage to its end marker."""
+    while True:
+        try:
+            await logs.js.stream_info(logs.stream)
+            break
+        except nats.js.errors.NotFoundError:
+            await asyncio.sleep(0.05)
+    async for chunk in logs.follow("wf-9", "job[0]"):
+        yield chunk

@@ -22,6 +22,7 @@ class FakeApi:
         self.stop: list[dict] = []
         self.stale_heartbeats = 0
         self.refused_reports: set[tuple[str, str]] = set()
+        self.config: dict | None = None  # what GET /v4/agent/config answers; None -> 404
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
@@ -59,6 +60,8 @@ class FakeApi:
                 self.reports.append(body)
                 refused = (body["allocation_id"], body["event"]) in self.refused_reports
                 return (409, {"error": "stale epoch"}) if refused else (200, {})
+            if (method, path) == ("GET", "/v4/agent/config") and self.config is not None:
+                return 200, self.config
             return 404, {"error": "not found"}
 
     def _handler(self):
