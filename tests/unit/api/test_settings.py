@@ -1,0 +1,33 @@
+"""Settings come from ROVING_* variables, with the contract's defaults and one-line errors naming the variable."""
+
+import pytest
+
+from api.settings import SettingsError, load_settings
+
+
+def test_defaults_follow_the_contract():
+    settings = load_settings({})
+    assert str(settings.data_dir) == ".roving"
+    assert settings.listen == "127.0.0.1:8080"
+    assert (settings.local_nodes, settings.local_node_cpus) == (2, 4)
+    assert settings.local_node_memory == 8 * 2**30
+    assert settings.cluster == "local" and settings.log_format == "json"
+
+
+def test_variables_override_the_defaults():
+    settings = load_settings({"ROVING_DATA_DIR": "/tmp/r", "ROVING_LISTEN": "0.0.0.0:9000", "ROVING_LOCAL_NODES": "3",
+                              "ROVING_LOCAL_NODE_MEMORY": "512MiB", "ROVING_TOKEN_TTL": "30m"})
+    assert (str(settings.data_dir), settings.host, settings.port) == ("/tmp/r", "0.0.0.0", 9000)
+    assert settings.local_nodes == 3 and settings.local_node_memory == 512 * 2**20
+    assert settings.token_ttl_seconds == 1800
+
+
+@pytest.mark.parametrize("name, value", [
+    ("ROVING_LOCAL_NODES", "two"), ("ROVING_LOCAL_NODE_CPUS", "0"), ("ROVING_LOCAL_NODE_MEMORY", "lots"),
+    ("ROVING_LISTEN", "localhost"), ("ROVING_LOG_FORMAT", "xml"), ("ROVING_TOKEN_TTL", "soon"),
+    ("ROVING_CLUSTER", "a b"),
+])
+def test_an_invalid_value_gives_one_line_naming_the_variable(name, value):
+    with pytest.raises(SettingsError) as error:
+        load_settings({name: value})
+    assert str(error.value).startswith(name) and "\n" not in str(error.value)

@@ -1,0 +1,120 @@
+"""Workflow routes answer in the Contract's shapes, name bad fields, and never show one tenant's work to another."""
+
+import pytest
+
+from tests.unit.api.harness import JOB, Api
+
+
+@pytest.fixture(scope="module")
+def api():
+    return Api()
+
+
+@pytest.fixture(scope="module")
+def alice(api):
+    return api.organization_with_user("acme", "alice")[1]
+
+
+@pytest.fixture(scope="module")
+def bob(api):
+    return api.organization_with_user("globex", "bob")[1]
+
+
+@pytest.fixture(scope="module")
+def workflow(api, alice):
+    answer = api.request("POST", "/v4/workflows", alice, json={"name": "hello", "definition": JOB})
+    assert answer.status_code == 201, answer.text
+    return answer.json()["id"]
+
+
+def test_a_submitted_workflow_is_readable_right_away_in_the_contract_shape(api, alice, workflow):
+    answer = api.request("GET", f"/v4/workflows/{workflow}", alice).json()
+    assert {"id", "name", "status", "stages"} <= set(answer)
+    assert answer["name"] == "hello"
+    stage = answer["stages"][0]
+    assert {"name", "kind", "status", "attempts", "exit_code", "node", "reason"} <= set(stage)
+    assert (stage["name"], stage["status"]) == ("hello", "READY")
+
+
+def test_a_raw_yaml_body_is_accepted(api, alice):
+    answer = api.request("POST", "/v4/workflows?name=raw&priority=-1", alice, content=JOB.encode(),
+                         headers={"Content-Type": "application/yaml"})
+    assert answer.status_code == 201
+    assert api.request("GET", f"/v4/workflows/{answer.json()['id']}", alice).json()["name"] == "raw"
+
+
+def test_a_definition_given_as_an_object_is_accepted(api, alice):
+    import yaml
+    answer = api.request("POST", "/v4/workflows", alice, json={"definition": yaml.safe_load(JOB)})
+    assert answer.status_code == 201
+
+
+def test_an_invalid_fuzzfile_gets_400_with_paths(api, alice):
+    answer = api.request("POST", "/v4/workflows", alice, json={"definition": "version: v4\njobs: {a: {}}\n"})
+    assert answer.status_code == 400
+    assert all({"path", "message"} <= set(e) for e in answer.json()["errors"])
+
+
+def test_a_wrongly_typed_field_is_named(api, alice):
+    answer = api.request("POST", "/v4/workflows", alice, json={"definition": JOB, "priority": "high"})
+    assert answer.status_code == 400 and answer.json()["errors"][0]["path"] == "priority"
+
+
+def test_the_list_shows_your_workflows_and_hides_other_tenants(api, alice, bob, workflow):
+    assert workflow in [w["id"] for w in api.request("GET", "/v4/workflows", alice).json()["workflows"]]
+    assert workflow not in [w["id"] for w in api.request("GET", "/v4/workflows", bob).json()["workflows"]]
+
+
+@pytest.mark.parametrize("suffix", ["", "/events", "/why", "/log/hello"])
+def test_another_tenant_gets_404_not_403(api, bob, workflow, suffix):
+    answer = api.request("GET", f"/v4/workflows/{workflow}{suffix}", bob)
+    assert answer.status_code == 404 and workflow not in answer.text
+
+
+def test_an_unknown_or_malformed_id_is_404(api, alice):
+    assert api.request("GET", "/v4/workflows/not-a-uuid", alice).status_code == 404
+    assert api.request("GET", "/v4/workflows/00000000-0000-0000-0000-000000000000", alice).status_code == 404
+
+
+def test_events_read_as_sentences(api, alice, workflow):
+    events = api.request("GET", f"/v4/workflows/{workflow}/events", alice).json()["events"]
+    assert events[0]["message"] == "Submitted by alice"
+    assert all({"time", "type", "stage", "message"} <= set(e) for e in events)
+
+
+def test_why_lists_each_waiting_stage(api, alice, workflow):
+    stages = api.request("GET", f"/v4/workflows/{workflow}/why", alice).json()["stages"]
+    assert [s["stage"] for s in stages] == ["hello"]
+    assert {"stage", "allocation_id", "reason", "detail"} <= set(stages[0])
+
+
+def test_the_stage_log_comes_back_as_text(api, alice, workflow):
+    api.services.logs.lines[(workflow, "hello")] = b"hello\n"
+    answer = api.request("GET", f"/v4/workflows/{workflow}/log/hello", alice)
+    assert answer.status_code == 200 and answer.text == "hello\n"
+    assert answer.headers["content-type"].startswith("text/plain")
+
+
+def test_stopping_cancels_and_the_event_stream_then_ends(api, alice):
+    wid = api.request("POST", "/v4/workflows", alice, json={"definition": JOB}).json()["id"]
+    assert api.request("PATCH", f"/v4/workflows/{wid}:stop", alice).status_code == 200
+    assert api.request("GET", f"/v4/workflows/{wid}", alice).json()["status"] == "CANCELED"
+    stream = api.request("GET", f"/v4/workflows/{wid}/events?follow=true", alice)
+    assert stream.headers["content-type"].startswith("text/event-stream")
+    assert "event: activity" in stream.text and stream.text.rstrip().endswith('data: {"status":"CANCELED"}')
+
+
+def test_another_tenant_cannot_stop_your_workflow(api, bob, workflow):
+    assert api.request("POST", f"/v4/workflows/{workflow}:stop", bob).status_code == 404
+
+
+def test_the_queue_shows_only_your_own_work_unless_you_are_admin(api, alice, bob, workflow):
+    mine = api.request("GET", "/v4/scheduler/queue?mine=false", bob).json()
+    assert mine["mine"] is True and all(r["workflow_id"] != workflow for r in mine["queue"])
+    everyone = api.request("GET", "/v4/scheduler/queue", api.admin).json()
+    assert everyone["mine"] is False and any(r["workflow_id"] == workflow for r in everyone["queue"])
+
+
+def test_a_bad_queue_filter_is_named(api, alice):
+    answer = api.request("GET", "/v4/scheduler/queue?priority_min=lots", alice)
+    assert answer.status_code == 400 and answer.json()["errors"][0]["path"] == "priority_min"
