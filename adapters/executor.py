@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -40,15 +41,15 @@ class RunSpec(msgspec.Struct, kw_only=True):
     user_id: str = ""
     script: str | None = None
     command: list[str] | str | None = None
-    args: list[str] = []
-    env: dict[str, str] = {}
+    args: list[str] | None = None
+    env: dict[str, str] | None = None
     cwd: str | None = None
-    files: dict[str, str] = {}
+    files: dict[str, str] | None = None
     execute_timeout: float | None = None
     memory: int | None = None
     image: str | None = None
     readiness_probe: ProbeSpec | None = None
-    ports: list[int] = []
+    ports: list[Any] = []  # echoed back in the ready report as the API sent them
 
 
 class SpecError(ValueError):
@@ -79,7 +80,7 @@ def inside(base: Path, relative: str, what: str) -> Path:
 def job_environment(spec: RunSpec) -> dict[str, str]:
     """A small inherited base (never the agent's own secrets), the stage's env, then the FB_* variables."""
     env = {key: os.environ[key] for key in PASSED_THROUGH if key in os.environ}
-    env.update(spec.env)
+    env.update(spec.env or {})
     env["FB_WORKFLOW_ID"] = spec.workflow_id
     env["FB_JOB_NAME"] = spec.job_name or spec.stage
     env["FB_ACCOUNT_ID"] = spec.account_id
@@ -224,8 +225,9 @@ class Executor:
 
     @staticmethod
     def _write_files(spec: RunSpec, workdir: Path) -> None:
-        for name, content in spec.files.items():
-            path = inside(workdir, name, "file")
+        for name, content in (spec.files or {}).items():
+            # on the host an absolute path is re-rooted: a job must not write over the node's own files
+            path = inside(workdir, name.lstrip("/"), "file")
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(content)
 
@@ -237,11 +239,11 @@ class Executor:
             path = workdir / ".roving-script"
             path.write_text(script)
             path.chmod(0o700)
-            return [str(path), *spec.args]
+            return [str(path), *(spec.args or [])]
         command = [spec.command] if isinstance(spec.command, str) else list(spec.command or [])
         if not command:
             raise SpecError(f"stage {spec.stage!r} has neither a script nor a command")
-        return command + list(spec.args)
+        return command + list(spec.args or [])
 
     @staticmethod
     def _popen(argv: list[str], cwd: Path, env: dict[str, str], memory: int | None) -> subprocess.Popen:

@@ -135,9 +135,12 @@ def parse_args(argv: list[str], env: dict[str, str] | None = None, detect=sysinf
     )
 
 
+ALIASES = {"job": "job_name", "execute_timeout_seconds": "execute_timeout", "memory_bytes": "memory"}
+
+
 def build_spec(item: dict[str, Any]) -> RunSpec:
     """A RunSpec from one assignment, tolerating Fuzzfile spellings (env list, "30m", "4GiB", kebab probes)."""
-    data = dict(item)
+    data = {ALIASES.get(key, key): value for key, value in item.items()}
     if isinstance(data.get("env"), list):
         data["env"] = dict(entry.split("=", 1) if "=" in entry else (entry, "") for entry in data["env"])
     if isinstance(data.get("execute_timeout"), str):

@@ -102,6 +102,13 @@ def test_files_are_written_before_start_and_a_relative_cwd_resolves_inside_the_w
     assert recorder.text() == f"{workdir / 'run'}\nthreads=4\n"
 
 
+def test_an_absolute_file_path_is_written_inside_the_work_directory(executor):
+    job = spec(files={"/etc/roving-test.conf": "x"}, command=["cat", "etc/roving-test.conf"])
+    recorder, result = run(executor, job)
+    assert result[0] == 0 and recorder.text() == "x"
+    assert not Path("/etc/roving-test.conf").exists()
+
+
 def test_a_cwd_or_file_leaving_the_work_directory_is_refused(executor):
     with pytest.raises(SpecError, match="leaves the stage's work directory"):
         executor.start(spec(cwd="../../elsewhere", command=["true"]), Recorder().output, Recorder().exit)

@@ -85,6 +85,18 @@ def test_assignments_build_run_specs_from_fuzzfile_spellings():
     assert (spec.readiness_probe.http_get.path, spec.readiness_probe.period_seconds) == ("/health", 2)
 
 
+def test_assignments_in_the_shape_the_api_sends_build_run_specs():
+    spec = build_spec({
+        "allocation_id": "a1", "epoch": 2, "workflow_id": "wf", "stage": "job[3]", "job": "job", "task_id": 3,
+        "kind": "task", "image": "", "script": None, "command": ["echo", "hi"], "args": None, "env": {}, "cwd": None,
+        "files": {"/tmp/in.txt": "x"}, "execute_timeout_seconds": 30.0, "memory_bytes": 2**30, "cpu_cores": 2,
+        "account_id": "acct", "readiness_probe": None, "ports": [{"name": "http", "port": 80, "protocol": "tcp"}],
+        "mounts": {},
+    })
+    assert (spec.job_name, spec.task_id, spec.execute_timeout, spec.memory) == ("job", 3, 30.0, 2**30)
+    assert spec.ports == [{"name": "http", "port": 80, "protocol": "tcp"}]
+
+
 def test_an_assignment_without_its_epoch_is_rejected():
     with pytest.raises(Exception, match="epoch"):
         build_spec({"allocation_id": "a1", "workflow_id": "wf", "stage": "s", "command": ["true"]})
