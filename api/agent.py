@@ -94,7 +94,7 @@ class Agent:
     async def register(self, stop: asyncio.Event) -> None:
         c = self.config
         body = {"name": c.node, "cpu": c.cpus, "memory": c.memory, "devices": c.devices, "annotations": c.annotations,
-                "definition": c.definition, "address": c.address, "metrics_port": c.metrics_port}
+                "definition": c.definition or "", "address": c.address, "metrics_port": c.metrics_port}
         while not stop.is_set():
             response = await self.call("POST", "/v4/agent/register", json=body)
             if response is not None and response.status_code == 200:

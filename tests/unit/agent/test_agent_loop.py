@@ -44,7 +44,7 @@ def test_the_agent_registers_its_capacity_then_reports_started_and_exited_with_t
         drive(api, tmp_path, until=lambda: ("exited", 7, 4) in api.events("a1"))
     assert api.registrations[0] | {"address": None} == {
         "name": "n1", "cpu": 4, "memory": 2**30, "devices": {}, "annotations": {"rack": "r1"},
-        "definition": None, "address": None, "metrics_port": None}
+        "definition": "", "address": None, "metrics_port": None}
     assert api.events("a1") == [("started", 7, None), ("exited", 7, 4)]
     assert all(r["node_id"] == "node-1" for r in api.reports)
 
