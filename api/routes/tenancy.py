@@ -105,6 +105,14 @@ async def list_groups(request: Request) -> Response:
     return c.json({"groups": await c.call(c.services(request).views.tenancy.groups, own_org(request))})
 
 
+async def show_group(request: Request) -> Response:
+    row = await c.call(c.services(request).views.tenancy.group, c.uuid_param(request, "id", "group"))
+    who = c.principal(request)
+    if row is None or not (who.is_cluster_admin or row.organization_id == who.organization_id):
+        raise NotFound("group")
+    return c.json(row)
+
+
 def priority_route(kind: str, what: str):
     async def set_priority(request: Request) -> Response:
         wanted = await c.body(request, Priority)
@@ -168,6 +176,7 @@ routes = [
     Route("/v4/organizations/{id}/groups", create_group, methods=["POST"]),
     Route("/v4/organizations/{id}/groups", list_groups, methods=["GET"]),
     Route("/v4/organizations/{id}/priority", priority_route("organization", "organization"), methods=["PUT"]),
+    Route("/v4/groups/{id}", show_group, methods=["GET"]),
     Route("/v4/groups/{id}/priority", priority_route("group", "group"), methods=["PUT"]),
     Route("/v4/groups/{id}/preempt", set_preempt, methods=["PUT"]),
     Route("/v4/groups/{id}/members/{user}", add_member, methods=["PUT"]),

@@ -1,0 +1,103 @@
+"""The CLI's HTTP client: the context (address and token) from ~/.config/roving/config.yaml or ROVING_API/ROVING_TOKEN."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+DEFAULT_API = "http://127.0.0.1:8080"
+
+
+class ApiError(Exception):
+    """The server refused (or could not be reached); the message is what to show the user."""
+
+
+def config_path() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "roving" / "config.yaml"
+
+
+def load_contexts(path: Path | None = None) -> dict[str, Any]:
+    path = path or config_path()
+    if not path.exists():
+        return {"current": "default", "contexts": {}}
+    data = yaml.safe_load(path.read_text()) or {}
+    return {"current": data.get("current", "default"), "contexts": dict(data.get("contexts") or {})}
+
+
+def save_contexts(data: dict[str, Any], path: Path | None = None) -> Path:
+    """Written 0600: the file holds tokens."""
+    path = path or config_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        yaml.safe_dump(data, out, sort_keys=False)
+    return path
+
+
+def current_context(environ: dict[str, str] | None = None, path: Path | None = None) -> dict[str, str]:
+    """The current context's `api` and `token`; ROVING_API and ROVING_TOKEN win over the file."""
+    env = os.environ if environ is None else environ
+    data = load_contexts(path)
+    found = dict(data["contexts"].get(data["current"]) or {})
+    return {"api": env.get("ROVING_API") or found.get("api") or DEFAULT_API,
+            "token": env.get("ROVING_TOKEN") or found.get("token") or ""}
+
+
+def message_of(response: httpx.Response) -> str:
+    """The server's own words: its `errors` list joined, or its text."""
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text.strip() or f"HTTP {response.status_code}"
+    errors = body.get("errors") if isinstance(body, dict) else None
+    if errors:
+        return "; ".join(f"{e['path']}: {e['message']}" if e.get("path") else e["message"] for e in errors)
+    return str(body.get("error") if isinstance(body, dict) else body)
+
+
+class Client:
+    """A thin synchronous client; every method returns decoded JSON or raises ApiError."""
+
+    def __init__(self, api: str, token: str = "", timeout: float = 30.0, transport: Any = None) -> None:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.http = httpx.Client(base_url=api, headers=headers, timeout=timeout, transport=transport)
+
+    def request(self, method: str, path: str, **kwargs: Any) -> Any:
+        try:
+            response = self.http.request(method, path, **kwargs)
+        except httpx.HTTPError as error:
+            raise ApiError(f"cannot reach {self.http.base_url}: {error}") from None
+        if response.status_code >= 400:
+            raise ApiError(f"{message_of(response)} (HTTP {response.status_code})")
+        if response.headers.get("content-type", "").startswith("application/json"):
+            return response.json()
+        return response.text
+
+    def get(self, path: str, **params: Any) -> Any:
+        return self.request("GET", path, params={k: v for k, v in params.items() if v is not None})
+
+    def post(self, path: str, json: Any = None) -> Any:
+        return self.request("POST", path, json=json)
+
+    def put(self, path: str, json: Any = None) -> Any:
+        return self.request("PUT", path, json=json)
+
+    def delete(self, path: str) -> Any:
+        return self.request("DELETE", path)
+
+    def stream(self, path: str) -> Iterator[str]:
+        """Lines of a server-sent event stream."""
+        try:
+            with self.http.stream("GET", path, timeout=None) as response:
+                if response.status_code >= 400:
+                    response.read()
+                    raise ApiError(f"{message_of(response)} (HTTP {response.status_code})")
+                yield from response.iter_lines()
+        except httpx.HTTPError as error:
+            raise ApiError(f"cannot reach {self.http.base_url}: {error}") from None

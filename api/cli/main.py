@@ -1,0 +1,87 @@
+"""`roving`: parse the command line, call the API, print the answer; exit 0 ok, 1 refused, 2 bad usage."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from api.cli import context, nodes, queue, tenancy, workflow
+from api.cli.client import ApiError, Client, current_context
+from api.cli.output import FORMATS, render
+
+PROCESSES: dict[str, tuple[str, str, str]] = {
+    "up": ("api.up", "up_main", "start the whole local stack (NATS, control plane, local node agents)"),
+    "api": ("api.up", "api_main", "run the HTTP API, read models and scheduler against ROVING_NATS_URL"),
+    "scheduler": ("api.runner", "scheduler_main", "run the scheduler on its own"),
+    "agent": ("api.agent", "agent_main", "run a node agent that registers this host and runs its work"),
+    "federate": ("api.federate", "federate_main", "replicate clusters' logs into one federated stream"),
+}
+GROUPS = (workflow, queue, nodes, tenancy, context)
+DESCRIPTION = """Roving: an event-sourced control plane for HPC/AI clusters.
+
+Every command talks to the HTTP API of the context in ~/.config/roving/config.yaml
+(ROVING_API and ROVING_TOKEN override it). Exit codes: 0 success, 1 the server refused
+(its message is printed), 2 bad usage."""
+
+
+def common_options() -> argparse.ArgumentParser:
+    """Options every command takes."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("-o", "--output", choices=FORMATS, default="table", help="how to print the answer")
+    return common
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="roving", description=DESCRIPTION,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, (_, _, summary) in PROCESSES.items():
+        commands.add_parser(name, help=summary, add_help=False)
+    common = common_options()
+    for group in GROUPS:
+        group.register(commands, common)
+    return parser
+
+
+def run_process(name: str, argv: list[str]) -> int:
+    """`up`, `api`, `scheduler`, `agent`, `federate`: imported only when asked for, with a clear error if absent."""
+    module_name, function, _ = PROCESSES[name]
+    try:
+        entry: Callable[[list[str]], int] = getattr(importlib.import_module(module_name), function)
+    except (ImportError, AttributeError) as error:
+        print(f"roving {name}: not available in this installation ({module_name}.{function}: {error})",
+              file=sys.stderr)
+        return 1
+    return int(entry(argv) or 0)
+
+
+def execute(args: argparse.Namespace, client: Client | None = None) -> int:
+    """Run a parsed command against the API and print its answer."""
+    if client is None:
+        found = current_context()
+        client = Client(found["api"], found["token"])
+    try:
+        result = args.handler(args, client)
+    except ApiError as error:
+        print(f"roving: {error}", file=sys.stderr)
+        return 1
+    if isinstance(result, int) and not isinstance(result, bool):
+        return result
+    if result is not None:
+        print(render(result, args.output, getattr(args, "columns", None)))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in PROCESSES:
+        return run_process(argv[0], argv[1:])
+    args = build_parser().parse_args(argv)
+    try:
+        return execute(args)
+    except KeyboardInterrupt:
+        return 130
+

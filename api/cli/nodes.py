@@ -1,0 +1,107 @@
+"""`roving node ...`: list, show, cordon, uncordon, evict, deprovision, remove and holds."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from api.cli.client import Client
+from api.cli.output import fail
+
+COLUMNS = ["name", "id", "status", "cpu", "memory", "holds"]
+HOLD_COLUMNS = ["id", "effect", "source", "reason", "by", "at"]
+
+
+def list_nodes(args: argparse.Namespace, client: Client) -> Any:
+    nodes = client.get("/v4/nodes")["nodes"]
+    if args.output != "table":
+        return nodes
+    return [{**n, "holds": [f"{h['effect']}({h['source']})" for h in n["holds"]]} for n in nodes]
+
+
+def show(args: argparse.Namespace, client: Client) -> Any:
+    return client.get(f"/v4/nodes/{args.node}")
+
+
+def each(args: argparse.Namespace, client: Client, path: str, body: Any = None) -> Any:
+    """The same command for every NODE given (or every node with --all)."""
+    names = list(args.nodes)
+    if getattr(args, "all", False):
+        names = [n["name"] for n in client.get("/v4/nodes")["nodes"]]
+    if not names:
+        fail("name at least one node (or use --all)")
+    return [{"node": name, **client.post(f"/v4/nodes/{name}/{path}", body)} for name in names]
+
+
+def cordon(args: argparse.Namespace, client: Client) -> Any:
+    return each(args, client, "cordon", {"reason": args.reason})
+
+
+def uncordon(args: argparse.Namespace, client: Client) -> Any:
+    return each(args, client, "uncordon")
+
+
+def evict(args: argparse.Namespace, client: Client) -> Any:
+    return each(args, client, "evict", {"reason": args.reason})
+
+
+def deprovision(args: argparse.Namespace, client: Client) -> Any:
+    return each(args, client, "deprovision", {"evict": args.evict, "force": args.force})
+
+
+def remove(args: argparse.Namespace, client: Client) -> Any:
+    return [{"node": name, **client.delete(f"/v4/nodes/{name}")} for name in args.nodes]
+
+
+def hold_list(args: argparse.Namespace, client: Client) -> Any:
+    return client.get(f"/v4/nodes/{args.node}/holds")["holds"]
+
+
+def hold_add(args: argparse.Namespace, client: Client) -> Any:
+    return client.post(f"/v4/nodes/{args.node}/holds", {"effect": args.effect, "reason": args.reason})
+
+
+def hold_release(args: argparse.Namespace, client: Client) -> Any:
+    return client.delete(f"/v4/nodes/{args.node}/holds/{args.hold}")
+
+
+def several(sub: Any, common: argparse.ArgumentParser, name: str, handler: Any, text: str,
+            everything: bool = False) -> argparse.ArgumentParser:
+    p = sub.add_parser(name, parents=[common], help=text)
+    p.add_argument("nodes", nargs="*" if everything else "+", metavar="NODE", help="node names or ids")
+    if everything:
+        p.add_argument("--all", action="store_true", help="every node")
+    p.set_defaults(handler=handler)
+    return p
+
+
+def register(commands: Any, common: argparse.ArgumentParser) -> None:
+    group = commands.add_parser("node", help="nodes and their holds (changes need the cluster admin role)")
+    sub = group.add_subparsers(dest="action", metavar="ACTION", required=True)
+    sub.add_parser("list", parents=[common], help="every node with status and holds").set_defaults(
+        handler=list_nodes, columns=COLUMNS)
+    p = sub.add_parser("show", parents=[common], help="one node in full")
+    p.add_argument("node")
+    p.set_defaults(handler=show)
+    several(sub, common, "cordon", cordon, "stop new work landing on nodes").add_argument("--reason", default="")
+    several(sub, common, "uncordon", uncordon, "release admin cordons (monitoring holds stay)")
+    several(sub, common, "evict", evict, "move running work off nodes").add_argument("--reason", default="")
+    p = several(sub, common, "deprovision", deprovision, "retire nodes once idle", everything=True)
+    p.add_argument("--evict", action="store_true", help="evict running work first")
+    p.add_argument("--force", action="store_true", help="do not wait for work to finish")
+    several(sub, common, "remove", remove, "forget nodes")
+    holds = sub.add_parser("hold", help="list, add and release holds")
+    hsub = holds.add_subparsers(dest="hold_action", metavar="ACTION", required=True)
+    p = hsub.add_parser("list", parents=[common], help="a node's holds")
+    p.add_argument("node")
+    p.set_defaults(handler=hold_list, columns=HOLD_COLUMNS)
+    p = hsub.add_parser("add", parents=[common], help="place a hold")
+    p.add_argument("node")
+    p.add_argument("--effect", choices=["cordon", "evict", "deprovision"], default="cordon")
+    p.add_argument("--reason", default="")
+    p.set_defaults(handler=hold_add)
+    for name in ("release", "remove"):
+        p = hsub.add_parser(name, parents=[common], help="release a hold by id (only by its own source's rules)")
+        p.add_argument("node")
+        p.add_argument("hold")
+        p.set_defaults(handler=hold_release)

@@ -1,0 +1,149 @@
+"""`roving org|group|user ...`: organizations, groups (priority, preempt lists, members) and users."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import sys
+from typing import Any
+from uuid import UUID
+
+from api.cli.client import Client
+from domain.app.ids import group_id, org_id, user_id
+
+
+def org_ref(text: str) -> str:
+    """An organization id, or its name (names map to ids deterministically)."""
+    try:
+        return str(UUID(text))
+    except ValueError:
+        return str(org_id(text))
+
+
+def group_ref(text: str) -> str:
+    """A group id, or ORG/NAME."""
+    try:
+        return str(UUID(text))
+    except ValueError:
+        org, _, name = text.partition("/")
+        if not name:
+            raise argparse.ArgumentTypeError(f"{text!r}: give a group id or ORG/NAME") from None
+        return str(group_id(UUID(org_ref(org)), name))
+
+
+def user_ref(text: str) -> str:
+    try:
+        return str(UUID(text))
+    except ValueError:
+        return str(user_id(text))
+
+
+def password(args: argparse.Namespace) -> str:
+    if getattr(args, "password_stdin", False):
+        return sys.stdin.readline().rstrip("\n")
+    return getpass.getpass("password: ")
+
+
+def org_create(args: argparse.Namespace, client: Client) -> Any:
+    return client.post("/v4/organizations", {"name": args.name})
+
+
+def org_list(args: argparse.Namespace, client: Client) -> Any:
+    return client.get("/v4/organizations")["organizations"]
+
+
+def org_show(args: argparse.Namespace, client: Client) -> Any:
+    return client.get(f"/v4/organizations/{args.org}")
+
+
+def org_priority(args: argparse.Namespace, client: Client) -> Any:
+    return client.put(f"/v4/organizations/{args.org}/priority", {"priority": args.priority})
+
+
+def group_create(args: argparse.Namespace, client: Client) -> Any:
+    return client.post(f"/v4/organizations/{args.org}/groups", {"name": args.name})
+
+
+def group_list(args: argparse.Namespace, client: Client) -> Any:
+    return client.get(f"/v4/organizations/{args.org}/groups")["groups"]
+
+
+def group_update(args: argparse.Namespace, client: Client) -> Any:
+    """Priority and preempt-list changes in one command; the current list comes from the server."""
+    answers = {}
+    if args.priority is not None:
+        answers["priority"] = client.put(f"/v4/groups/{args.group}/priority", {"priority": args.priority})["priority"]
+    if args.preempt or args.no_preempt:
+        current = client.get(f"/v4/groups/{args.group}").get("preempt", [])
+        wanted = [g for g in dict.fromkeys([*current, *args.preempt]) if g not in set(args.no_preempt)]
+        answers["preempt"] = client.put(f"/v4/groups/{args.group}/preempt", {"groups": wanted})["preempt"]
+    return answers or client.get(f"/v4/groups/{args.group}")
+
+
+def group_member(args: argparse.Namespace, client: Client) -> Any:
+    path = f"/v4/groups/{args.group}/members/{args.user}"
+    if args.remove:
+        return client.delete(path)
+    return client.put(path, {"role": args.role})
+
+
+def user_create(args: argparse.Namespace, client: Client) -> Any:
+    body = {"username": args.username, "email": args.email, "password": password(args), "role": args.role}
+    return client.post(f"/v4/organizations/{args.org}/users", body)
+
+
+def user_list(args: argparse.Namespace, client: Client) -> Any:
+    return client.get(f"/v4/organizations/{args.org}/users")["users"]
+
+
+def user_priority(args: argparse.Namespace, client: Client) -> Any:
+    return client.put(f"/v4/users/{args.user}/priority", {"priority": args.priority})
+
+
+def user_whoami(args: argparse.Namespace, client: Client) -> Any:
+    return client.get("/v4/auth/whoami")
+
+
+def leaf(sub: Any, common: argparse.ArgumentParser, name: str, handler: Any, text: str,
+         *positionals: tuple[str, Any], columns: list[str] | None = None) -> argparse.ArgumentParser:
+    p = sub.add_parser(name, parents=[common], help=text)
+    for argument, kind in positionals:
+        p.add_argument(argument, type=kind)
+    p.set_defaults(handler=handler, columns=columns)
+    return p
+
+
+def register(commands: Any, common: argparse.ArgumentParser) -> None:
+    org = commands.add_parser("org", help="organizations").add_subparsers(dest="action", metavar="ACTION",
+                                                                           required=True)
+    leaf(org, common, "create", org_create, "create an organization (cluster admin)", ("name", str))
+    leaf(org, common, "list", org_list, "organizations you can see", columns=["id", "name", "priority"])
+    leaf(org, common, "show", org_show, "one organization", ("org", org_ref))
+    leaf(org, common, "priority", org_priority, "set an organization's priority (cluster admin)",
+         ("org", org_ref), ("priority", int))
+    group = commands.add_parser("group", help="groups: priority, preempt lists, members").add_subparsers(
+        dest="action", metavar="ACTION", required=True)
+    leaf(group, common, "create", group_create, "create a group in an organization", ("org", org_ref), ("name", str))
+    leaf(group, common, "list", group_list, "an organization's groups", ("org", org_ref),
+         columns=["id", "name", "priority", "preempt"])
+    p = leaf(group, common, "update", group_update, "change a group's priority or preempt list", ("group", group_ref))
+    p.add_argument("--priority", type=int)
+    p.add_argument("--preempt", action="append", default=[], type=group_ref, metavar="G2",
+                   help="allow this group to preempt G2 (repeatable)")
+    p.add_argument("--no-preempt", action="append", default=[], type=group_ref, metavar="G2",
+                   help="stop this group preempting G2 (repeatable)")
+    p = leaf(group, common, "member", group_member, "add (or --remove) a member", ("group", group_ref),
+             ("user", user_ref))
+    p.add_argument("--role", default="member", choices=["member", "group_owner"])
+    p.add_argument("--remove", action="store_true")
+    user = commands.add_parser("user", help="user accounts").add_subparsers(dest="action", metavar="ACTION",
+                                                                             required=True)
+    p = leaf(user, common, "create", user_create, "create an account (password asked for, or --password-stdin)",
+             ("org", org_ref), ("username", str))
+    p.add_argument("--email", required=True)
+    p.add_argument("--role", default="user", choices=["user", "org_owner", "cluster_admin"])
+    p.add_argument("--password-stdin", action="store_true")
+    leaf(user, common, "list", user_list, "an organization's users", ("org", org_ref),
+         columns=["id", "username", "email", "role", "priority"])
+    leaf(user, common, "priority", user_priority, "set a user's priority", ("user", user_ref), ("priority", int))
+    leaf(user, common, "whoami", user_whoami, "who your token speaks for")

@@ -1,0 +1,139 @@
+"""`roving workflow ...`: start, list, describe, events, log, why, stop and validate workflows."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from api.cli.client import Client
+from api.cli.output import fail, table
+
+ENDED = ("FINISHED", "FAILED", "CANCELED")
+STAGE_COLUMNS = ["name", "kind", "status", "attempts", "exit_code", "node", "reason"]
+
+
+def read_file(path: str) -> str:
+    try:
+        return sys.stdin.read() if path == "-" else Path(path).read_text()
+    except OSError as error:
+        fail(f"cannot read {path}: {error.strerror}")
+        raise
+
+
+def start(args: argparse.Namespace, client: Client) -> Any:
+    body = {"name": args.name or Path(args.file).stem, "definition": read_file(args.file),
+            "priority": args.priority, "preemptible": args.preemptible}
+    answer = client.post("/v4/workflows", body)
+    for warning in answer.get("warnings", []):
+        print(f"warning: {warning['path']}: {warning['message']}", file=sys.stderr)
+    if args.watch:
+        return watch(client, answer["id"])
+    return {"id": answer["id"]}
+
+
+def watch(client: Client, workflow_id: str, interval: float = 1.0) -> int:
+    """Redraw the stage table until the workflow ends; exit 0 if it finished, 1 otherwise."""
+    shown = 0
+    while True:
+        detail = client.get(f"/v4/workflows/{workflow_id}")
+        text = f"workflow {detail['name']} ({workflow_id}): {detail['status']}\n" + table(detail["stages"], STAGE_COLUMNS)
+        if sys.stdout.isatty() and shown:
+            sys.stdout.write(f"\x1b[{shown}F\x1b[J")
+        print(text, flush=True)
+        shown = text.count("\n") + 1
+        if detail["status"] in ENDED:
+            return 0 if detail["status"] == "FINISHED" else 1
+        time.sleep(interval)
+
+
+def list_workflows(args: argparse.Namespace, client: Client) -> Any:
+    return client.get("/v4/workflows", order_by=args.order_by, status=args.status)["workflows"]
+
+
+def describe(args: argparse.Namespace, client: Client) -> Any:
+    detail = client.get(f"/v4/workflows/{args.id}")
+    if args.output != "table":
+        return detail
+    print(f"id: {detail['id']}\nname: {detail['name']}\nstatus: {detail['status']}")
+    return table(detail["stages"], STAGE_COLUMNS)
+
+
+def events(args: argparse.Namespace, client: Client) -> Any:
+    if not args.follow:
+        return client.get(f"/v4/workflows/{args.id}/events")["events"]
+    for line in client.stream(f"/v4/workflows/{args.id}/events?follow=true"):
+        if line.startswith("data: "):
+            event = json.loads(line[6:])
+            if "message" in event:
+                print(f"{event['time']}  {event.get('stage') or '-':<12} {event['message']}", flush=True)
+    return None
+
+
+def log(args: argparse.Namespace, client: Client) -> Any:
+    sys.stdout.write(client.get(f"/v4/workflows/{args.id}/log/{args.stage}"))
+    return None
+
+
+def why(args: argparse.Namespace, client: Client) -> Any:
+    if args.allocation:
+        return client.get(f"/v4/workflows/{args.id}/allocations/{args.allocation}/explain")
+    return client.get(f"/v4/workflows/{args.id}/why", all="true" if args.all else None)["stages"]
+
+
+def stop(args: argparse.Namespace, client: Client) -> Any:
+    return client.request("PATCH", f"/v4/workflows/{args.id}:stop")
+
+
+def validate(args: argparse.Namespace, client: Client) -> Any:
+    """Checked locally with the same parser the server uses; exit 1 when it has errors."""
+    from domain.fuzzfile import parse_fuzzfile
+
+    parsed = parse_fuzzfile(read_file(args.file))
+    for problem in parsed.warnings:
+        print(f"warning: {problem.path}: {problem.message}", file=sys.stderr)
+    for problem in parsed.errors:
+        print(f"error: {problem.path}: {problem.message}", file=sys.stderr)
+    if parsed.errors:
+        return 1
+    return {"valid": True, "file": args.file}
+
+
+def register(commands: Any, common: argparse.ArgumentParser) -> None:
+    group = commands.add_parser("workflow", help="start, follow and inspect workflows")
+    sub = group.add_subparsers(dest="action", metavar="ACTION", required=True)
+    p = sub.add_parser("start", parents=[common], help="submit a Fuzzfile")
+    p.add_argument("file", help="the Fuzzfile (YAML); - reads standard input")
+    p.add_argument("--name", help="workflow name (default: the file name)")
+    p.add_argument("--priority", type=int, default=0, help="the workflow's own priority (0 or lower)")
+    p.add_argument("--preemptible", action="store_true", default=None, help="let higher-priority work preempt it")
+    p.add_argument("--watch", action="store_true", help="show stage progress until the workflow ends")
+    p.set_defaults(handler=start)
+    p = sub.add_parser("list", parents=[common], help="list workflows you can see")
+    p.add_argument("--order-by", choices=["priority", "submitted", "-submitted", "name"])
+    p.add_argument("--status", help="only workflows in this status")
+    p.set_defaults(handler=list_workflows, columns=["id", "name", "status", "priority", "submitted_by", "submitted_at"])
+    for name, handler, text in (("describe", describe, "stages, nodes, attempts and exit codes"),
+                                ("stop", stop, "cancel a workflow and its running stages")):
+        p = sub.add_parser(name, parents=[common], help=text)
+        p.add_argument("id", help="workflow id")
+        p.set_defaults(handler=handler)
+    p = sub.add_parser("events", parents=[common], help="the workflow's activity, as sentences")
+    p.add_argument("id")
+    p.add_argument("--follow", action="store_true", help="keep printing until the workflow ends")
+    p.set_defaults(handler=events, columns=["time", "stage", "type", "message"])
+    p = sub.add_parser("log", parents=[common], help="a stage's output")
+    p.add_argument("id")
+    p.add_argument("stage")
+    p.set_defaults(handler=log)
+    p = sub.add_parser("why", parents=[common], help="why stages are waiting (or explain one allocation)")
+    p.add_argument("id")
+    p.add_argument("allocation", nargs="?", help="explain this allocation in full")
+    p.add_argument("--all", action="store_true", help="include stages that already run or ended")
+    p.set_defaults(handler=why, columns=["stage", "reason", "detail", "allocation_id"])
+    p = sub.add_parser("validate", parents=[common], help="check a Fuzzfile without submitting it")
+    p.add_argument("file")
+    p.set_defaults(handler=validate)
