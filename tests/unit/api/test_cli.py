@@ -1,0 +1,100 @@
+"""The CLI parses what the docs promise, prints tables, JSON or YAML, and exits 0, 1 or 2 as promised."""
+
+import json
+
+import httpx
+import pytest
+import yaml
+
+from api.cli.client import Client, current_context, message_of
+from api.cli.main import build_parser, execute, main
+from api.cli.output import render, table
+from tests.unit.api.harness import JOB, Api, token
+
+
+@pytest.fixture(scope="module")
+def api():
+    return Api()
+
+
+def client_for(api, bearer):
+    """A CLI client whose requests go to the in-process API."""
+    def handle(request: httpx.Request) -> httpx.Response:
+        answer = api.request(request.method, str(request.url), bearer, content=request.content,
+                             headers={"Content-Type": request.headers.get("content-type", "application/json")})
+        return httpx.Response(answer.status_code, headers=answer.headers, content=answer.content)
+    return Client("http://roving.test", transport=httpx.MockTransport(handle))
+
+
+def run(api, bearer, argv, capsys):
+    """Exit code, the command's own output (the API's access log lines left out), and its errors."""
+    code = execute(build_parser().parse_args(argv), client_for(api, bearer))
+    captured = capsys.readouterr()
+    out = "".join(line for line in captured.out.splitlines(True) if " request " not in line)
+    return code, out, captured.err
+
+
+def test_a_table_has_an_upper_case_header_and_aligned_cells():
+    assert table([{"name": "n1", "holds": []}, {"name": "node-2", "holds": ["cordon"]}]).splitlines() == [
+        "NAME    HOLDS", "n1      -", "node-2  cordon"]
+
+
+def test_json_and_yaml_show_the_whole_answer():
+    value = [{"id": "a", "stages": [{"name": "s"}]}]
+    assert json.loads(render(value, "json")) == value
+    assert yaml.safe_load(render(value, "yaml")) == value
+
+
+def test_bad_usage_exits_2(capsys):
+    with pytest.raises(SystemExit) as exit:
+        main(["workflow", "start"])
+    assert exit.value.code == 2
+    with pytest.raises(SystemExit) as exit:
+        main(["queue", "show", "-o", "xml"])
+    assert exit.value.code == 2
+
+
+def test_every_command_explains_itself_with_help(capsys):
+    with pytest.raises(SystemExit) as exit:
+        main(["group", "update", "--help"])
+    assert exit.value.code == 0 and "--no-preempt" in capsys.readouterr().out
+
+
+def test_the_environment_overrides_the_context_file(tmp_path):
+    found = current_context({"ROVING_API": "http://x:1", "ROVING_TOKEN": "t"}, tmp_path / "none.yaml")
+    assert found == {"api": "http://x:1", "token": "t"}
+
+
+def test_a_server_refusal_prints_its_message():
+    response = httpx.Response(400, json={"errors": [{"path": "priority", "message": "must be 0 or lower"}]})
+    assert message_of(response) == "priority: must be 0 or lower"
+
+
+def test_start_then_list_and_describe_a_workflow(api, capsys, tmp_path):
+    _, alice = api.organization_with_user("acme", "alice")
+    fuzzfile = tmp_path / "hello.yaml"
+    fuzzfile.write_text(JOB)
+    code, out, _ = run(api, alice, ["workflow", "start", str(fuzzfile), "-o", "json"], capsys)
+    assert code == 0
+    workflow_id = json.loads(out)["id"]
+    code, out, _ = run(api, alice, ["workflow", "list"], capsys)
+    assert code == 0 and out.splitlines()[0].split()[:3] == ["ID", "NAME", "STATUS"] and workflow_id in out
+    code, out, _ = run(api, alice, ["workflow", "describe", workflow_id, "-o", "yaml"], capsys)
+    assert yaml.safe_load(out)["stages"][0]["name"] == "hello"
+
+
+def test_a_server_refusal_exits_1_with_its_message(api, capsys):
+    code, _, err = run(api, token("mallory"), ["org", "create", "initech"], capsys)
+    assert code == 1 and "HTTP 403" in err and "cluster admin" in err
+
+
+def test_validate_reports_errors_locally_and_exits_1(capsys, tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("version: v4\njobs: {a: {}}\n")
+    assert execute(build_parser().parse_args(["workflow", "validate", str(bad)]), client=object()) == 1
+    assert "error:" in capsys.readouterr().err
+
+
+def test_a_missing_process_module_is_a_clear_error_not_a_traceback(capsys):
+    assert main(["federate"]) == 1
+    assert "not available" in capsys.readouterr().err
