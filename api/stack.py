@@ -53,6 +53,20 @@ def strong_password() -> str:
     return secrets.token_urlsafe(18) + "aA1!"
 
 
+class LogReader:
+    """Synchronous reads of the job log stream for the HTTP routes, on the leases' connection loop."""
+
+    def __init__(self, connection: Connection, cluster: str) -> None:
+        from adapters.logs import Logs
+
+        self.connection = connection
+        self.logs = Logs(connection.client.js, cluster)
+        connection.run(self.logs.ensure)
+
+    def read(self, workflow_id: str, stage: str) -> bytes:
+        return self.connection.run(lambda: self.logs.read(workflow_id, stage))
+
+
 class Stack:
     """Everything one control-plane process runs; `roving up` adds the embedded server and local agents."""
 
@@ -101,12 +115,8 @@ class Stack:
         self.nats = NatsServer(self.data_dir / "nats", port=self.settings.nats_port).start()
         return self.nats.url
 
-    def _logs(self, nats_url: str, cluster: str):
-        try:
-            from adapters.logs import LogReader
-        except ImportError:
-            return None
-        return LogReader(nats_url, cluster)
+    def _logs(self, nats_url: str, cluster: str) -> LogReader:
+        return LogReader(self.leases.connection, cluster)
 
     def _bootstrap_admin(self) -> None:
         """A cluster admin exists from the first start; its token is written to the data dir (0600)."""
@@ -117,7 +127,7 @@ class Stack:
             system = Principal(user_id=None, username="roving-up", role=Role.CLUSTER_ADMIN, organization_id=None,
                                is_cluster_admin=True)
             try:
-                self.roving.create_user(None, "admin", "admin@localhost", password, "cluster_admin", system, now)
+                self.roving.create_user(None, "admin", "admin@roving.local", password, "cluster_admin", system, now)
                 write_secret(self.data_dir / "admin.password", password)
             except Conflict:
                 pass
@@ -144,11 +154,11 @@ class Stack:
         while not self.server.started and time.monotonic() < deadline:
             time.sleep(0.05)
 
-    def start_local_agents(self, count: int, cpus: int, memory: str) -> None:
+    def start_local_agents(self, count: int, cpus: int, memory: int | str) -> None:
         workdir = self.data_dir / "work"
         for index in range(1, count + 1):
             argv = [sys.executable, "-c", AGENT_START, "--node", f"local-{index}", "--api", self.url,
-                    "--token-file", str(self.data_dir / "agent.token"), "--cpus", str(cpus), "--memory", memory,
+                    "--token-file", str(self.data_dir / "agent.token"), "--cpus", str(cpus), "--memory", str(memory),
                     "--definition", "local", "--workdir", str(workdir / f"local-{index}")]
             log_file = open(self.data_dir / f"agent-local-{index}.log", "ab")  # noqa: SIM115 - owned by the child
             self.agents.append(subprocess.Popen(argv, stdout=log_file, stderr=subprocess.STDOUT))
@@ -167,8 +177,6 @@ class Stack:
         for part in (self.runner, self.tailer):
             if part is not None:
                 part.stop()
-        if self.services.logs is not None and hasattr(self.services.logs, "close"):
-            self.services.logs.close()
         self.leases.connection.close()
         self.roving.close()
         if self.nats is not None:
