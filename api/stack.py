@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ctypes
 import os
 import secrets
+import signal
 import subprocess
 import sys
 import threading
@@ -28,6 +30,14 @@ from domain.tenancy.permissions import Principal
 log = structlog.get_logger("roving.stack")
 TOKEN_TTL = timedelta(days=30)
 AGENT_START = "import sys; from api.agent import agent_main; sys.exit(agent_main(sys.argv[1:]))"
+
+
+def _die_with_parent() -> None:
+    """A local agent must not outlive `roving up` (Linux: SIGTERM when the parent goes)."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
 
 
 class ScryptPasswords:
@@ -161,7 +171,8 @@ class Stack:
                     "--token-file", str(self.data_dir / "agent.token"), "--cpus", str(cpus), "--memory", str(memory),
                     "--definition", "local", "--workdir", str(workdir / f"local-{index}")]
             log_file = open(self.data_dir / f"agent-local-{index}.log", "ab")  # noqa: SIM115 - owned by the child
-            self.agents.append(subprocess.Popen(argv, stdout=log_file, stderr=subprocess.STDOUT))
+            self.agents.append(subprocess.Popen(argv, stdout=log_file, stderr=subprocess.STDOUT,
+                                                preexec_fn=_die_with_parent))
             log_file.close()
 
     def stop(self) -> None:

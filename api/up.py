@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 
 from adapters.nats_server import NatsServerError
@@ -42,10 +43,16 @@ def api_main(argv: list[str]) -> int:
     return _run(local_agents=False)
 
 
+def _exit_on_sigterm() -> None:
+    """uvicorn re-raises the signal it caught after shutting down; ours turns it into a clean exit."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+
+
 def _run(local_agents: bool) -> int:
     from api.stack import Stack
 
     settings = _settings()
+    _exit_on_sigterm()
     try:
         stack = Stack(settings, embedded_nats=local_agents).start()
     except NatsServerError as error:

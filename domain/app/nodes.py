@@ -106,7 +106,7 @@ class NodeCommands:
     def apply_alerts(self, payload: bytes, principal: Principal, at: datetime,
                      peers: dict[str, list[NodeSummary]]) -> list[str]:
         """Alertmanager's webhook: firing alerts place monitoring holds, resolved ones release them."""
-        if principal.source is not Source.MONITORING and not principal.is_cluster_admin:
+        if principal.source.value != "monitoring" and not principal.is_cluster_admin:
             raise Forbidden("only the monitoring webhook principal may post alerts")
         try:
             commands = parse_webhook(payload)

@@ -7,7 +7,7 @@ from typing import Protocol
 from uuid import UUID
 
 from domain.app.errors import Conflict, Forbidden, Invalid, LoginRefused, NotFound, invalid
-from domain.app.ids import org_id, user_id
+from domain.app.ids import group_id, org_id, user_id
 from domain.fuzzfile import Problem
 from domain.tenancy import Group, Organization, Role, TenancyError, User
 from domain.tenancy.passwords import password_problems
@@ -88,6 +88,46 @@ class TenancyCommands:
             aggregate.set_priority(priority, by=principal.username, by_role=principal.role, at=at)
         self.save(aggregate)
 
+    def create_group(self, organization: UUID, name: str, principal: Principal, at: datetime) -> UUID:
+        self._may_manage_users(organization, principal)
+        gid = group_id(organization, name)
+        if gid in self.repository:
+            raise Conflict(f"group {name!r} already exists in this organization")
+        with _tenancy_errors():
+            group = Group.create(gid, organization, name, [], by=principal.username, at=at)
+        self.save(group)
+        return gid
+
+    def set_preempt_list(self, group: UUID, group_ids: list[UUID], principal: Principal, at: datetime) -> None:
+        found = self._own_group(group, principal)
+        for other in group_ids:
+            target = self.repository.get(other) if other in self.repository else None
+            if not isinstance(target, Group) or target.organization_id != found.organization_id:
+                raise invalid("groups", f"group {other} is not a group of this organization")
+        with _tenancy_errors():
+            found.set_preempt_list(list(group_ids), by=principal.username, by_role=principal.role, at=at)
+        self.save(found)
+
+    def add_member(self, group: UUID, user: UUID, role: str, principal: Principal, at: datetime) -> None:
+        found = self._own_group(group, principal)
+        member = self.load(User, user, "user")
+        if member.organization_id != found.organization_id:
+            raise NotFound("user")
+        with _tenancy_errors():
+            found.add_member(user, Role(role or "member"), by=principal.username, at=at)
+        self.save(found)
+
+    def remove_member(self, group: UUID, user: UUID, principal: Principal, at: datetime) -> None:
+        found = self._own_group(group, principal)
+        with _tenancy_errors():
+            found.remove_member(user, by=principal.username, at=at)
+        self.save(found)
+
+    def _own_group(self, group: UUID, principal: Principal) -> Group:
+        found = self.load(Group, group, "group")
+        self._may_manage_users(found.organization_id, principal)
+        return found
+
     def _may_manage_users(self, organization: UUID | None, principal: Principal) -> None:
         if principal.is_cluster_admin:
             if organization is not None and organization not in self.repository:
@@ -111,6 +151,8 @@ class _tenancy_errors:
         return None
 
     def __exit__(self, kind, error, tb) -> bool:
+        if isinstance(error, ValueError) and not isinstance(error, TenancyError) and kind is ValueError:
+            raise Invalid([Problem(path="role", message=str(error))]) from error
         if isinstance(error, TenancyError):
             raise Invalid([Problem(path=error.field, message=error.reason)]) from error
         return False

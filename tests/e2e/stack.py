@@ -1,0 +1,106 @@
+"""The README's stack (`roving up`) as a subprocess on a free port, driven over HTTP like a user would."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from adapters.nats_server import free_port
+
+UP = "import sys; from api.up import up_main; sys.exit(up_main([]))"
+
+
+class LocalStack:
+    def __init__(self, data_dir: Path, nodes: int = 2, lease_seconds: float = 3.0) -> None:
+        self.data_dir = data_dir
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.nodes = nodes
+        env = {**os.environ, "ROVING_DATA_DIR": str(data_dir), "ROVING_LISTEN": f"127.0.0.1:{self.port}",
+               "ROVING_LOCAL_NODES": str(nodes), "ROVING_LOCAL_NODE_CPUS": "2", "ROVING_LOCAL_NODE_MEMORY": "2GiB",
+               "ROVING_NODE_LEASE": str(lease_seconds), "ROVING_LOG_FORMAT": "console"}
+        env.pop("ROVING_NATS_URL", None)
+        self.log = open(data_dir / "stack.log", "wb")  # noqa: SIM115 - closed in stop()
+        self.process = subprocess.Popen([sys.executable, "-c", UP], env=env, stdout=self.log,
+                                        stderr=subprocess.STDOUT, start_new_session=True)
+        self.client: httpx.Client | None = None
+
+    def start(self, timeout: float = 60) -> LocalStack:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"roving up exited: {(self.data_dir / 'stack.log').read_text()[-2000:]}")
+            if (self.data_dir / "admin.token").exists() and self._ready():
+                self.client = httpx.Client(base_url=self.url, headers=self.auth(self.token("admin")), timeout=30)
+                self.wait(lambda: len(self.ready_nodes()) == self.nodes, 30, "local nodes to register")
+                return self
+            time.sleep(0.2)
+        raise TimeoutError("roving up did not become ready")
+
+    def _ready(self) -> bool:
+        try:
+            return httpx.get(self.url + "/readyz", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def token(self, name: str) -> str:
+        return (self.data_dir / f"{name}.token").read_text().strip()
+
+    @staticmethod
+    def auth(token: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {token}"}
+
+    def ready_nodes(self) -> list[dict]:
+        return [n for n in self.client.get("/v4/nodes").json()["nodes"] if n["status"] == "READY"]
+
+    def submit(self, definition: str, name: str = "wf", client: httpx.Client | None = None) -> str:
+        answer = (client or self.client).post("/v4/workflows", json={"name": name, "definition": definition})
+        assert answer.status_code == 201, answer.text
+        return answer.json()["id"]
+
+    def workflow(self, workflow_id: str, client: httpx.Client | None = None) -> dict:
+        return (client or self.client).get(f"/v4/workflows/{workflow_id}").json()
+
+    def wait_status(self, workflow_id: str, statuses: tuple[str, ...], timeout: float = 60) -> dict:
+        self.wait(lambda: self.workflow(workflow_id)["status"] in statuses, timeout,
+                  f"workflow {workflow_id} to reach {statuses}")
+        return self.workflow(workflow_id)
+
+    def wait(self, predicate, timeout: float, what: str) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if predicate():
+                return
+            time.sleep(0.2)
+        raise TimeoutError(f"timed out waiting for {what}; stack log tail:\n"
+                           + (self.data_dir / "stack.log").read_text(errors="replace")[-3000:])
+
+    def agent_pid(self, node: str) -> int:
+        out = subprocess.run(["pgrep", "-f", f"--node {node} --api {self.url}"], capture_output=True, text=True)
+        return int(out.stdout.split()[0])
+
+    def events(self, workflow_id: str) -> list[dict]:
+        return self.client.get(f"/v4/workflows/{workflow_id}/events").json()["events"]
+
+    def stop(self) -> None:
+        if self.client is not None:
+            self.client.close()
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        self.log.close()
+
+
+def dump(value: object) -> str:
+    return json.dumps(value, indent=1, default=str)

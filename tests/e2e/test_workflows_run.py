@@ -1,0 +1,95 @@
+"""A user's first hour: submit workflows to the local stack and watch them really run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def test_a_workflow_of_several_jobs_runs_to_finished_with_exit_codes_and_logs(stack):
+    workflow_id = stack.submit((EXAMPLES / "hello.yaml").read_text(), "hello")
+    done = stack.wait_status(workflow_id, ("FINISHED", "FAILED"))
+    assert done["status"] == "FINISHED"
+    assert [(s["name"], s["status"], s["exit_code"]) for s in done["stages"]] == [
+        ("hello", "FINISHED", 0), ("goodbye", "FINISHED", 0)]
+    log = stack.client.get(f"/v4/workflows/{workflow_id}/log/hello")
+    assert "hello from hello" in log.text
+
+
+def test_a_listed_exit_code_is_retried_and_the_activity_says_so(stack, tmp_path):
+    marker = tmp_path / "flaky-once"
+    definition = f"""
+version: v4
+jobs:
+  flaky:
+    image: {{uri: docker://alpine:3.20}}
+    script: |
+      if [ ! -f {marker} ]; then touch {marker}; exit 75; fi
+      echo recovered
+    policy:
+      retry: {{on: [75], attempts: 2}}
+"""
+    workflow_id = stack.submit(definition, "flaky")
+    done = stack.wait_status(workflow_id, ("FINISHED", "FAILED"))
+    assert done["status"] == "FINISHED"
+    assert done["stages"][0]["attempts"] == 2
+    assert any("exit 75" in e["message"] for e in stack.events(workflow_id))
+
+
+def test_an_exit_code_not_listed_fails_and_says_which_field_to_set(stack):
+    definition = """
+version: v4
+jobs:
+  broken:
+    image: {uri: docker://alpine:3.20}
+    command: [sh, -c, "exit 3"]
+"""
+    done = stack.wait_status(stack.submit(definition, "broken"), ("FINISHED", "FAILED"))
+    stage = done["stages"][0]
+    assert (done["status"], stage["exit_code"]) == ("FAILED", 3)
+    assert "policy.retry" in stage["reason"]
+
+
+def test_the_execute_timeout_kills_a_job_that_runs_too_long(stack):
+    definition = """
+version: v4
+jobs:
+  sleepy:
+    image: {uri: docker://alpine:3.20}
+    command: [sleep, "60"]
+    policy:
+      timeout: {execute: 1s}
+"""
+    done = stack.wait_status(stack.submit(definition, "sleepy"), ("FINISHED", "FAILED"), timeout=30)
+    assert done["status"] == "FAILED"
+    assert done["stages"][0]["exit_code"] != 0
+
+
+def test_an_invalid_file_is_refused_with_every_problem_by_path(stack):
+    bad = "version: v4\njobs:\n  a:\n    image: {uri: alpine}\n    policy: {retry: {on: [130]}}\n"
+    answer = stack.client.post("/v4/workflows", json={"name": "bad", "definition": bad})
+    assert answer.status_code == 400
+    paths = {e["path"] for e in answer.json()["errors"]}
+    assert any(p.startswith("jobs.a.image") for p in paths)
+    assert any(p.startswith("jobs.a.policy.retry.on") for p in paths)
+
+
+def test_a_raw_yaml_body_is_accepted(stack):
+    answer = stack.client.post("/v4/workflows", content=(EXAMPLES / "hello.yaml").read_bytes(),
+                               headers={"content-type": "application/yaml"})
+    assert answer.status_code == 201, answer.text
+
+
+def test_stopping_a_running_workflow_cancels_it(stack):
+    definition = """
+version: v4
+jobs:
+  long:
+    image: {uri: docker://alpine:3.20}
+    command: [sleep, "120"]
+"""
+    workflow_id = stack.submit(definition, "long")
+    stack.wait(lambda: stack.workflow(workflow_id)["stages"][0]["status"] == "STARTED", 30, "the job to start")
+    assert stack.client.patch(f"/v4/workflows/{workflow_id}:stop").status_code in (200, 202, 204)
+    assert stack.wait_status(workflow_id, ("CANCELED",), timeout=30)["status"] == "CANCELED"
