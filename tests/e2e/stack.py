@@ -83,7 +83,7 @@ class LocalStack:
                            + (self.data_dir / "stack.log").read_text(errors="replace")[-3000:])
 
     def agent_pid(self, node: str) -> int:
-        out = subprocess.run(["pgrep", "-f", f"--node {node} --api {self.url}"], capture_output=True, text=True)
+        out = subprocess.run(["pgrep", "-f", "--", f"--node {node} --api {self.url}"], capture_output=True, text=True)
         return int(out.stdout.split()[0])
 
     def events(self, workflow_id: str) -> list[dict]:

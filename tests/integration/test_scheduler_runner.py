@@ -1,0 +1,81 @@
+"""The scheduler runner on a real server: it places work, and a standby takes over when the leader dies."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+from uuid import uuid4
+
+import pytest
+
+from adapters.jetstream.connection import Connection
+from adapters.leases import Leases
+from adapters.tailer import Tailer
+from api.runner import SchedulerRunner
+from domain.app import Roving
+from domain.app.ids import allocation_id
+from domain.tenancy import Role
+from domain.tenancy.permissions import Principal
+from projections.views import Views
+from tests.unit.app.builders import PlainHasher
+
+USER = Principal(user_id=uuid4(), username="alice", role=Role.USER, organization_id=uuid4())
+JOBS = "version: v4\njobs:\n" + "".join(
+    f"  j{i}:\n    image: {{uri: docker://alpine}}\n    command: [sleep, '1']\n    resource: {{cpu: {{cores: 1}}}}\n"
+    for i in range(4))
+
+
+def now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def control_plane(url: str, cluster: str, holder: str):
+    roving = Roving(env={"PERSISTENCE_MODULE": "adapters.jetstream", "ROVING_NATS_URL": url,
+                         "ROVING_CLUSTER": cluster}, passwords=PlainHasher())
+    views = Views()
+    tailer = Tailer(roving, views).start()
+    leases = Leases(Connection(url, cluster), ttl=1.0)
+    runner = SchedulerRunner(roving, views, tailer, leases, holder=holder, lease_grace=60)
+    return roving, views, tailer, leases, runner
+
+
+@pytest.fixture
+def two_control_planes(nats_url: str):
+    cluster = f"sched-{uuid4().hex[:6]}"
+    planes = [control_plane(nats_url, cluster, holder) for holder in ("a", "b")]
+    yield planes
+    for roving, _, tailer, leases, runner in planes:
+        runner.stop()
+        tailer.stop()
+        leases.connection.close()
+        roving.close()
+
+
+def wait_for(predicate, timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError("condition not reached in time")
+
+
+def test_the_leader_places_work_and_a_standby_takes_over_without_placing_twice(two_control_planes):
+    (roving_a, views_a, _, _, leader), (roving_b, views_b, _, _, standby) = two_control_planes
+    node, _ = roving_a.register_node("n1", 2, 4 << 30, {}, {}, "pool", "127.0.0.1", None, now())
+    workflow_id = uuid4()
+    roving_a.submit_workflow(workflow_id, "four", JOBS, 0, None, USER, now())
+    leader.start()
+    wait_for(lambda: sum(r.state == "RUNNING" for r in views_a.queue.rows()) == 2)
+    standby.start()
+    time.sleep(1.5)
+    assert standby.leading is False and leader.leading is True
+    leader.stop()  # dies holding the lease: the standby must wait for it to lapse, then lead
+
+    running = [r for r in views_b.queue.rows() if r.state == "RUNNING"]
+    for row in running:
+        roving_b.report(node, row.id, row.epoch, "exited", 0, "", now())
+    wait_for(lambda: sum(r.state == "RUNNING" for r in views_b.queue.rows()) == 2, timeout=20)
+    assert standby.leading is True
+    epochs = [roving_b.repository.get(allocation_id(workflow_id, f"j{i}", 1)).epoch for i in range(4)]
+    assert epochs == [1, 1, 1, 1], "an allocation was placed more than once"
