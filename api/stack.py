@@ -88,6 +88,7 @@ class Stack:
         self.nats: NatsServer | None = None
         self.agents: list[subprocess.Popen] = []
         self.server: uvicorn.Server | None = None
+        self.audit_store = self.audit_feed = None
 
     @property
     def url(self) -> str:
@@ -114,12 +115,23 @@ class Stack:
             from api.runner import SchedulerRunner
 
             self.runner = SchedulerRunner(self.roving, self.views, self.tailer, self.leases).start()
+        self._start_audit(cluster)
         self.services = SimpleNamespace(
             roving=self.roving, views=self.views, tailer=self.tailer, key=self.key, leases=self.leases,
             logs=self._logs(nats_url, cluster), settings=self.settings, nats_url=nats_url, cluster=cluster,
-            runner=self.runner,
+            runner=self.runner, audit=self.audit,
         )
         return self
+
+    def _start_audit(self, cluster: str) -> None:
+        """The audit table in $ROVING_DATA_DIR/audit.duckdb, fed from the log; DuckDB allows one process."""
+        from adapters.audit_feed import AuditFeed
+        from adapters.duckdb_store import AuditStore
+        from projections.audit import AuditLog, AuditProjection
+
+        self.audit_store = AuditStore(self.data_dir / "audit.duckdb")
+        self.audit = AuditLog(self.audit_store)
+        self.audit_feed = AuditFeed(self.roving.recorder, AuditProjection(self.audit_store, cluster)).start()
 
     def _start_nats(self) -> str:
         self.nats = NatsServer(self.data_dir / "nats", port=self.settings.nats_port).start()
@@ -185,9 +197,11 @@ class Stack:
                 agent.kill()
         if self.server is not None:
             self.server.should_exit = True
-        for part in (self.runner, self.tailer):
+        for part in (self.runner, self.tailer, self.audit_feed):
             if part is not None:
                 part.stop()
+        if self.audit_store is not None:
+            self.audit_store.close()
         self.leases.connection.close()
         self.roving.close()
         if self.nats is not None:

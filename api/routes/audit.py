@@ -1,0 +1,130 @@
+"""Audit routes: filtered rows, read-only SQL over the caller's view, and Parquet export.
+
+A cluster admin reads every row; an organization owner reads their organization's rows; anyone else
+is refused (403). Every DuckDB call runs in the threadpool against the one shared AuditStore.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import threading
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from starlette.background import BackgroundTask
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import FileResponse, Response
+from starlette.routing import Route
+
+from adapters.sql_guard import RefusedQuery
+from api.errors import BadRequest, problem
+from api.routes import common as c
+from domain.app.errors import Forbidden
+from domain.tenancy import Role
+from domain.tenancy.permissions import Principal
+from projections.audit import AccessDenied, AuditFilters, QueryFailed, Scope
+
+MAX_LIMIT = 10_000
+FILTERS = ("since", "until", "principal", "event_type", "node", "workflow", "organization", "cluster", "after", "limit")
+PARQUET = "application/vnd.apache.parquet"
+# AuditStore.reserved_names() runs on the store's own connection, which DuckDB refuses to share between
+# threads ("connection is busy"): SQL queries take turns until it moves to a cursor of its own.
+QUERY_TURN = threading.Lock()
+ENCODER = msgspec.json.Encoder(enc_hook=str)  # DuckDB values JSON does not know (intervals, blobs) as text
+
+
+class Query(msgspec.Struct, forbid_unknown_fields=True):
+    sql: str
+
+
+def scope_of(who: Principal) -> Scope:
+    """What the caller may read: everything, one organization, or nothing (403)."""
+    if who.is_cluster_admin:
+        return Scope(cluster_admin=True)
+    if who.role is Role.ORG_OWNER and who.organization_id is not None:
+        return Scope(organization=str(who.organization_id))
+    raise Forbidden("reading the audit log needs a cluster admin or an organization owner")
+
+
+def audit_log(request: Request) -> Any:
+    found = getattr(c.services(request), "audit", None)
+    if found is None:
+        raise HTTPException(503, "the audit log is not running in this control plane")
+    return found
+
+
+def filters_of(request: Request) -> AuditFilters:
+    """Query parameters as AuditFilters; a bad value is a 400 naming the parameter."""
+    raw = {name: request.query_params[name] for name in FILTERS if request.query_params.get(name)}
+    try:
+        filters = msgspec.convert(raw, AuditFilters, strict=False)
+    except msgspec.ValidationError as error:
+        path = str(error).rpartition("$.")[2].rstrip("`") or "query"
+        raise BadRequest(path, str(error).partition(" - at ")[0]) from None
+    if not 1 <= filters.limit <= MAX_LIMIT:
+        raise BadRequest("limit", f"expected 1 to {MAX_LIMIT}, got {filters.limit}")
+    return msgspec.structs.replace(filters, since=_utc(filters.since), until=_utc(filters.until))
+
+
+def _utc(when: datetime | None) -> datetime | None:
+    """A time given without an offset is UTC."""
+    return when.replace(tzinfo=UTC) if when is not None and when.tzinfo is None else when
+
+
+def refused(error: Exception) -> Response:
+    if isinstance(error, AccessDenied):
+        return problem(403, str(error))
+    return problem(400, str(error), "sql")
+
+
+async def list_rows(request: Request) -> Response:
+    scope, filters = scope_of(c.principal(request)), filters_of(request)
+    try:
+        rows = await c.call(audit_log(request).list, filters, scope)
+    except AccessDenied as error:
+        return refused(error)
+    return c.json({"rows": rows})
+
+
+async def query(request: Request) -> Response:
+    scope, wanted = scope_of(c.principal(request)), await c.body(request, Query)
+    audit = audit_log(request)
+    try:
+        result = await c.call(_query_in_turn, audit, wanted.sql, scope)
+    except (RefusedQuery, QueryFailed, AccessDenied) as error:
+        return refused(error)
+    body = {"columns": result.columns, "rows": result.rows, "truncated": result.truncated}
+    return Response(ENCODER.encode(body), media_type="application/json")
+
+
+def _query_in_turn(audit: Any, sql: str, scope: Scope) -> Any:
+    with QUERY_TURN:
+        return audit.query(sql, scope)
+
+
+async def export_parquet(request: Request) -> Response:
+    """Every row the filters select (no page limit), as one Parquet file; the temporary copy goes after sending."""
+    scope, filters = scope_of(c.principal(request)), filters_of(request)
+    scratch = Path(tempfile.mkdtemp(prefix="roving-audit-download-"))
+    path = scratch / "audit.parquet"
+    try:
+        await c.call(audit_log(request).export_parquet, path, filters, scope)
+    except BaseException as error:
+        shutil.rmtree(scratch, ignore_errors=True)
+        if isinstance(error, AccessDenied):
+            return refused(error)
+        raise
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    return FileResponse(path, media_type=PARQUET, filename=f"audit-{stamp}.parquet",
+                        background=BackgroundTask(shutil.rmtree, scratch, ignore_errors=True))
+
+
+routes = [
+    Route("/v4/audit", list_rows, methods=["GET"]),
+    Route("/v4/audit/query", query, methods=["POST"]),
+    Route("/v4/audit/export.parquet", export_parquet, methods=["GET"]),
+]
