@@ -11,20 +11,24 @@ import msgspec
 from domain.allocation import Allocation, IllegalTransition, StaleFence
 from domain.app.errors import Conflict, Invalid, StaleEpoch, invalid
 from domain.app.ids import allocation_id
+from domain.app.scheduling import SchedulingCommands
 from domain.fuzzfile import parse_fuzzfile
 from domain.fuzzfile.semantics import StageStatus
 from domain.node import Node, NodeError, Placement
+from domain.scheduler.snapshot import Definition
 from domain.tenancy.permissions import Principal
 from domain.workflow import Workflow, WorkflowError
 
 LIVE = (StageStatus.READY, StageStatus.STARTED, StageStatus.RUNNING)
 
 
-class WorkflowCommands:
+class WorkflowCommands(SchedulingCommands):
     """Mixed into the Roving application: `self.repository`, `self.save`, `self.load` come from it."""
 
     def submit_workflow(self, workflow_id: UUID, name: str, definition: str | dict, priority: int,
-                        preemptible: bool | None, principal: Principal, at: datetime) -> list:
+                        preemptible: bool | None, principal: Principal, at: datetime,
+                        definitions: list[Definition] | None = None) -> list:
+        """`definitions` (else `definitions_provider`) lets it refuse work no node could ever hold."""
         text = definition if isinstance(definition, str) else msgspec.json.encode(definition).decode()
         parsed = parse_fuzzfile(text)
         if parsed.errors:
@@ -37,7 +41,8 @@ class WorkflowCommands:
                                        preemptible, by=principal.username, at=at)
         except WorkflowError as error:
             raise invalid("definition", str(error)) from error
-        self.save(workflow, *self._allocate(workflow, principal.username, at))
+        self.check_feasible_submission(workflow, definitions)
+        self.save(workflow, *self._allocate(workflow, principal.username, at, fresh=True))
         return parsed.warnings
 
     def stop_workflow(self, workflow_id: UUID, principal: Principal, at: datetime) -> None:
@@ -115,13 +120,15 @@ class WorkflowCommands:
         workflow.stage_preempted(alloc.stage, alloc.attempt, at=at, by=by, requeue=True)
         self.save(alloc, workflow, *self._release(alloc, by, at), *self._allocate(workflow, by, at))
 
-    def _allocate(self, workflow: Workflow, by: str, at: datetime) -> list[Allocation]:
-        """An allocation for every ready stage attempt that has none yet (ids are deterministic)."""
+    def _allocate(self, workflow: Workflow, by: str, at: datetime, fresh: bool = False) -> list[Allocation]:
+        """An allocation for every ready stage attempt that has none yet (ids are deterministic).
+
+        A workflow being submitted (`fresh`) has no allocations yet, so nothing is looked up."""
         priorities = self.owner_priorities(workflow.owner)
         created = []
         for ready in workflow.ready_stages():
             aid = allocation_id(workflow.id, ready.stage.name, ready.attempt)
-            if aid in self.repository:
+            if not fresh and aid in self.repository:
                 continue
             alloc = Allocation.request(
                 aid, workflow.id, ready.stage.name, ready.attempt, msgspec.to_builtins(ready.stage.resources),
