@@ -1,15 +1,19 @@
 """The audit routes answer cluster admins and organization owners from DuckDB, and refuse everything else."""
 
+import json
 from uuid import UUID
 
 import duckdb
 import pytest
+import yaml
 
 from adapters.audit_feed import AuditFeed
 from adapters.duckdb_store import AuditStore
+from api.cli.main import build_parser, execute
 from domain.tenancy import Role, Source
 from projections.audit import AuditLog, AuditProjection
 from tests.unit.api.harness import JOB, Api, token
+from tests.unit.api.test_cli import client_for
 
 
 @pytest.fixture(scope="module")
@@ -178,3 +182,47 @@ def test_a_failed_read_is_retried_from_the_last_position_without_duplicates(api,
 def test_without_an_audit_log_the_routes_say_it_is_not_running():
     bare = Api()
     assert bare.request("GET", "/v4/audit", bare.admin).status_code == 503
+
+
+def cli(api, bearer, argv, capsys):
+    """Exit code, output and errors of one `roving` command against the in-process API."""
+    code = execute(build_parser().parse_args(argv), client_for(api, bearer))
+    captured = capsys.readouterr()
+    return code, "".join(line for line in captured.out.splitlines(True) if " request " not in line), captured.err
+
+
+def test_roving_audit_list_prints_a_table_or_the_rows_as_json(api, acme, capsys):
+    _, _, workflow = acme
+    code, out, _ = cli(api, api.admin, ["audit", "list", "--workflow", workflow, "--type", "Workflow.Submitted"], capsys)
+    assert code == 0 and out.splitlines()[0].split()[:4] == ["POSITION", "TIME", "EVENT_TYPE", "PRINCIPAL"]
+    code, out, _ = cli(api, api.admin, ["audit", "list", "--workflow", workflow, "-o", "json"], capsys)
+    assert code == 0 and {r["workflow"] for r in json.loads(out)} == {workflow}
+
+
+def test_roving_audit_query_prints_the_columns_it_was_asked_for(api, acme, capsys):
+    sql = "SELECT principal, count(*) AS n FROM audit WHERE principal = 'alice' GROUP BY principal"
+    code, out, _ = cli(api, api.admin, ["audit", "query", sql], capsys)
+    assert code == 0 and out.split()[:3] == ["PRINCIPAL", "N", "alice"]
+    code, out, _ = cli(api, api.admin, ["audit", "query", sql, "-o", "yaml"], capsys)
+    assert yaml.safe_load(out)["columns"] == ["principal", "n"]
+
+
+def test_roving_audit_query_exits_1_with_the_refusal(api, acme, capsys):
+    code, _, err = cli(api, api.admin, ["audit", "query", "ATTACH '/tmp/x.duckdb' AS x"], capsys)
+    assert code == 1 and "ATTACH statements are refused" in err and "HTTP 400" in err
+
+
+def test_roving_audit_export_writes_the_parquet_file(api, acme, capsys, tmp_path):
+    target = tmp_path / "alice.parquet"
+    code, out, _ = cli(api, api.admin, ["audit", "export", "--parquet", str(target), "--principal", "alice",
+                                        "-o", "json"], capsys)
+    assert code == 0 and json.loads(out)["bytes"] == target.stat().st_size
+    with duckdb.connect() as reader:
+        principals = reader.execute("SELECT DISTINCT principal FROM read_parquet($1)", [str(target)]).fetchall()
+    assert principals == [("alice",)]
+
+
+def test_roving_audit_export_without_a_file_is_bad_usage(capsys):
+    with pytest.raises(SystemExit) as exit:
+        build_parser().parse_args(["audit", "export"])
+    assert exit.value.code == 2 and "--parquet" in capsys.readouterr().err

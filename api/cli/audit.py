@@ -1,0 +1,75 @@
+"""`roving audit ...`: list audit rows by filter, run a read-only SQL query, export rows to Parquet."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from api.cli.client import ApiError, Client, message_of
+
+COLUMNS = ["position", "time", "event_type", "principal", "aggregate_kind", "aggregate_id", "workflow", "node",
+           "organization"]
+FILTERS = {"since": "since", "until": "until", "principal": "principal", "type": "event_type", "node": "node",
+           "workflow": "workflow", "organization": "organization"}
+
+
+def filters(args: argparse.Namespace) -> dict[str, Any]:
+    return {param: getattr(args, option) for option, param in FILTERS.items() if getattr(args, option) is not None}
+
+
+def list_rows(args: argparse.Namespace, client: Client) -> Any:
+    return client.get("/v4/audit", limit=args.limit, after=args.after, **filters(args))["rows"]
+
+
+def query(args: argparse.Namespace, client: Client) -> Any:
+    answer = client.post("/v4/audit/query", {"sql": args.sql})
+    if args.output != "table":
+        return answer
+    if answer["truncated"]:
+        print(f"roving: showing the first {len(answer['rows'])} rows; the answer was cut there", file=sys.stderr)
+    args.columns = answer["columns"]
+    return [dict(zip(answer["columns"], row)) for row in answer["rows"]]
+
+
+def export(args: argparse.Namespace, client: Client) -> Any:
+    """Every row the filters select (no page limit), written to the --parquet file."""
+    try:
+        response = client.http.get("/v4/audit/export.parquet", params=filters(args))
+    except httpx.HTTPError as error:
+        raise ApiError(f"cannot reach {client.http.base_url}: {error}") from None
+    if response.status_code >= 400:
+        raise ApiError(f"{message_of(response)} (HTTP {response.status_code})")
+    target = Path(args.parquet)
+    target.write_bytes(response.content)
+    return {"file": str(target), "bytes": len(response.content)}
+
+
+def add_filters(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--since", help="from this time on (ISO 8601; no offset means UTC)")
+    parser.add_argument("--until", help="before this time (ISO 8601; no offset means UTC)")
+    parser.add_argument("--principal", help="who did it (a username or a component: scheduler, agent, ...)")
+    parser.add_argument("--type", help="event type, e.g. Workflow.Submitted or Node.HoldPlaced")
+    parser.add_argument("--node", help="events on this node")
+    parser.add_argument("--workflow", help="events of this workflow and its allocations")
+    parser.add_argument("--organization", help="an organization id (cluster admins; owners see their own)")
+
+
+def register(commands: Any, common: argparse.ArgumentParser) -> None:
+    group = commands.add_parser("audit", help="who did what, when (cluster admins; organization owners see theirs)")
+    sub = group.add_subparsers(dest="action", metavar="ACTION", required=True)
+    p = sub.add_parser("list", parents=[common], help="audit rows in log order, filtered")
+    add_filters(p)
+    p.add_argument("--limit", type=int, default=100, help="at most this many rows (1 to 10000)")
+    p.add_argument("--after", type=int, help="rows after this position (to page on)")
+    p.set_defaults(handler=list_rows, columns=COLUMNS)
+    p = sub.add_parser("query", parents=[common], help="one read-only SELECT over the `audit` view")
+    p.add_argument("sql", metavar="SQL", help="e.g. \"SELECT principal, count(*) FROM audit GROUP BY 1\"")
+    p.set_defaults(handler=query)
+    p = sub.add_parser("export", parents=[common], help="every filtered row to a Parquet file")
+    p.add_argument("--parquet", required=True, metavar="FILE", help="where to write the file")
+    add_filters(p)
+    p.set_defaults(handler=export)
