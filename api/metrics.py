@@ -14,5 +14,6 @@ READY_WAIT = Histogram("roving_scheduler_ready_queue_wait_seconds", "Time from R
                        buckets=(0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600, 14400))
 BLOCKED_BEFORE_EVICTION = Histogram("roving_scheduler_blocked_seconds_before_eviction",
                                     "How long a preemptor waited before it evicted", buckets=(1, 10, 60, 300, 3600))
+BLOCKED_EVENTS = Counter("roving_scheduler_blocked_events_total", "SchedulingBlocked events written (new causes)")
 NODES_LOST = Counter("roving_nodes_lost_total", "Nodes whose lease lapsed")
 HOLD_CEILING = Counter("roving_node_hold_ceiling_reached", "Monitoring holds refused by the ceiling")

@@ -17,11 +17,12 @@ import structlog
 
 from api import metrics
 from domain.app import Conflict, NotFound, StaleEpoch
-from domain.scheduler import schedule
+from domain.scheduler import Why, blocked_events, schedule
 
 log = structlog.get_logger("roving.scheduler")
 REFUSED = (Conflict, NotFound, StaleEpoch, ValueError, RuntimeError)
 POLL_SECONDS = 0.2
+MAX_BLOCKED_EVENTS_PER_PASS = 256  # the rest are written on the next passes, never lost
 
 
 def utcnow() -> datetime:
@@ -39,6 +40,7 @@ class SchedulerRunner:
         self.leading = False
         self.started_at = time.monotonic()
         self.lease_grace = lease_grace or (leases.ttl if leases else 0)
+        self.announced: dict[str, Why] = {}  # the causes already written as SchedulingBlocked events
         self._thread = threading.Thread(target=self._run, name="roving-scheduler", daemon=True)
 
     def start(self) -> SchedulerRunner:
@@ -71,6 +73,7 @@ class SchedulerRunner:
     def tick(self, cause: str = "manual") -> None:
         self.leading = self.leases.hold_leadership(self.holder) if self.leases else True
         if not self.leading:
+            self.announced = {}  # another leader writes them meanwhile; the allocation skips repeats
             return
         if self.tailer is not None:
             self.tailer.wait_for(self.roving.last_position, timeout=5)
@@ -85,7 +88,8 @@ class SchedulerRunner:
         elapsed = time.perf_counter() - started
         metrics.PASS_SECONDS.observe(elapsed)
         self._commit(decisions, now)
-        self.views.why.set(decisions.reasons)
+        self.views.why.set(decisions.reasons, now)
+        self._announce_blocked(decisions.reasons, now)
         if hasattr(self.views.queue, "set_priorities"):
             self.views.queue.set_priorities(decisions.priorities)
         self._record_stats(decisions, elapsed, now)
@@ -93,26 +97,41 @@ class SchedulerRunner:
 
     def _commit(self, decisions, now: datetime) -> None:
         for preemption in decisions.preemptions:
-            for victim, text in zip(preemption.victim_ids, preemption.victim_texts):
-                if self._try(self.roving.preempt, UUID(victim), text, "scheduler", now):
-                    metrics.PREEMPTIONS.inc()
-            if self._try(self.roving.place, UUID(preemption.preemptor_id), [UUID(n) for n in preemption.node_ids],
-                         "scheduler", now):
-                metrics.PLACEMENTS.inc()
+            evicted = sum(self._try(self.roving.preempt, UUID(victim), text, "scheduler", now)
+                          for victim, text in zip(preemption.victim_ids, preemption.victim_texts))
+            metrics.PREEMPTIONS.inc(evicted)
+            if evicted:
+                metrics.BLOCKED_BEFORE_EVICTION.observe(self._waited(preemption.preemptor_id, now))
+            self._place(preemption.preemptor_id, preemption.node_ids, now, metrics.PLACEMENTS)
         for placement in decisions.placements:
-            if self._try(self.roving.place, UUID(placement.allocation_id), [UUID(n) for n in placement.node_ids],
-                         "scheduler", now):
-                metrics.PLACEMENTS.inc()
+            self._place(placement.allocation_id, placement.node_ids, now, metrics.PLACEMENTS)
         for backfill in decisions.backfills:
-            if self._try(self.roving.place, UUID(backfill.allocation_id), [UUID(n) for n in backfill.node_ids],
-                         "scheduler", now):
-                metrics.BACKFILLS.inc()
+            self._place(backfill.allocation_id, backfill.node_ids, now, metrics.BACKFILLS)
         metrics.NEAR_MISSES.set(decisions.counters.near_miss_priority_gaps)
+
+    def _place(self, allocation: str, node_ids, now: datetime, counter) -> None:
+        """Place one allocation; its wait since READY is observed only when the placement committed."""
+        waited = self._waited(allocation, now)
+        if self._try(self.roving.place, UUID(allocation), [UUID(n) for n in node_ids], "scheduler", now):
+            counter.inc()
+            metrics.READY_WAIT.observe(waited)
+
+    def _waited(self, allocation: str, now: datetime) -> float:
+        since = self.views.queue.ready_since(allocation)
+        return max(0.0, (now - since).total_seconds()) if since is not None else 0.0
+
+    def _announce_blocked(self, reasons: dict[str, Why], now: datetime) -> None:
+        """A `SchedulingBlocked` event per allocation whose cause is new; the same cause stays quiet."""
+        fresh = blocked_events(self.announced, reasons)
+        later = set(fresh[MAX_BLOCKED_EVENTS_PER_PASS:])
+        for allocation in fresh[:MAX_BLOCKED_EVENTS_PER_PASS]:
+            if self._try(self.roving.record_blocked, UUID(allocation), reasons[allocation], "scheduler", now):
+                metrics.BLOCKED_EVENTS.inc()
+        self.announced = {k: v for k, v in reasons.items() if k not in later}
 
     def _try(self, command, *args) -> bool:
         try:
-            command(*args)
-            return True
+            return command(*args) is not False  # False: the command had nothing to do
         except REFUSED as error:
             metrics.STALE_DECISIONS.inc()
             log.info("scheduler.decision_refused", command=command.__name__, reason=str(error))

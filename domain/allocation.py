@@ -43,6 +43,10 @@ def effective_preemptible(stage: bool | None, start: bool | None, workflow: bool
 
 
 class Allocation(Aggregate):
+    # Set by events added after the first release; class defaults keep older histories replayable.
+    blocked_cause: str = ""
+    blocked_epoch: int = -1
+
     @event("Requested")
     def __init__(
         self, id: UUID, workflow_id: UUID, stage: str, attempt: int, resources: dict[str, Any],
@@ -125,6 +129,23 @@ class Allocation(Aggregate):
         self._check(QueueState.CANCELED)
         self._ended(state=QueueState.CANCELED.value, exit_code=None, reason=reason, by=by, at=at)
 
+    def record_blocked(self, reason: str, message: str, cause: str, by: str, at: datetime) -> bool:
+        """Say once why it cannot start; the same cause again (e.g. after a leader change) is no news."""
+        if self.ended or (cause == self.blocked_cause and self.blocked_epoch == self.epoch):
+            return False
+        self._blocked(reason=reason, message=message, cause=cause, by=by, at=at)
+        return True
+
+    def update_priority(self, kind: str, new: int, by: str, at: datetime) -> bool:
+        """An owner's priority changed (organization, group or user); False when it already had `new`."""
+        if kind not in PRIORITY_KINDS:
+            raise ValueError(f"priority kind must be one of {', '.join(PRIORITY_KINDS)}, got {kind!r}")
+        old = int(self.priority.get(kind, 0))
+        if self.ended or old == new:
+            return False
+        self._priority_updated(kind=kind, old=old, new=new, by=by, at=at)
+        return True
+
     def _check(self, target: QueueState) -> None:
         if target not in LEGAL.get(self.state, set()):
             allowed = ", ".join(sorted(s.value for s in LEGAL.get(self.state, set()))) or "nothing (it has ended)"
@@ -152,3 +173,24 @@ class Allocation(Aggregate):
     @event("Ended")
     def _ended(self, state: str, exit_code: int | None, reason: str, by: str, at: datetime) -> None:
         self.state, self.exit_code, self.reason, self.ended_at = QueueState(state), exit_code, reason, at
+
+    @event("SchedulingBlocked")
+    def _blocked(self, reason: str, message: str, cause: str, by: str, at: datetime) -> None:
+        self.blocked_cause, self.blocked_epoch = cause, self.epoch
+
+    @event("PriorityUpdated")
+    def _priority_updated(self, kind: str, old: int, new: int, by: str, at: datetime) -> None:
+        self.priority = {**self.priority, kind: new}  # a new dict: the Requested event's stays as recorded
+
+
+PRIORITY_KINDS = ("organization", "group", "user")
+
+
+def priority_updated_text(kind: str, old: int, new: int) -> str:
+    """The activity line of a `PriorityUpdated` event."""
+    return f"Priority updated: {kind} {old} -> {new}"
+
+
+def scheduling_blocked_text(reason: str, message: str) -> str:
+    """The activity line of a `SchedulingBlocked` event."""
+    return f"Waiting: {message}" if message else f"Waiting: {reason}"

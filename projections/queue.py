@@ -77,6 +77,7 @@ class QueueView(Projection):
         self.expression = DEFAULT_PRIORITY
         self.pushed: dict[str, float] = {}
         self.pass_stats: dict[str, Any] = {}
+        self.readied: dict[str, datetime] = {}
 
     def set_priorities(self, priorities: dict[Any, float]) -> None:
         """The runner's computed priorities (allocation id -> value), shown instead of recomputing."""
@@ -105,6 +106,22 @@ class QueueView(Projection):
             if tenant in self.tenant_priority:
                 recorded[key] = self.tenant_priority[tenant]
         return recorded
+
+    def ready_since(self, allocation_id: UUID | str) -> datetime | None:
+        """When the allocation last became READY (its wait for placement starts there)."""
+        with self.lock:
+            found = self.readied.get(str(allocation_id))
+            if found is None:
+                a = self.allocation(allocation_id)
+                found = a.requested_at if a is not None else None
+            return found
+
+    def live_allocations_of(self, kind: str, owner_id: UUID | str) -> list[UUID]:
+        """Queued and running allocations of an organization, group or user (the priority change provider)."""
+        wanted = str(owner_id)
+        with self.lock:
+            return [a.id for a in self.mirror.values() if not a.ended
+                    and getattr(self.owner(a.workflow_id), f"{kind}_id", None) == wanted]
 
     def get(self, allocation_id: UUID | str, now: datetime | None = None) -> QueueRow | None:
         with self.lock:
@@ -156,6 +173,14 @@ class QueueView(Projection):
     @on("Allocation.*")
     def _replay(self, event: Any) -> None:
         self.mirror.apply(event)
+
+    @on("Allocation.Readied")
+    def _readied(self, event: Any) -> None:
+        self.readied[str(event.originator_id)] = event.at
+
+    @on("Allocation.Ended")
+    def _ended(self, event: Any) -> None:
+        self.readied.pop(str(event.originator_id), None)
 
     @on("Workflow.Submitted")
     def _submitted(self, event: Any) -> None:

@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 
 from domain.allocation import Allocation, QueueState
 from domain.node import to_node_view
+from domain.workflow import Workflow
 from domain.scheduler.snapshot import (
     Definition, GroupPolicy, Kind, NodeShape, NodeView, QueuedAllocation, RunningAllocation, Snapshot,
 )
@@ -38,8 +39,19 @@ def _queued(a: Allocation, queue: QueueView, workflows: WorkflowsView,
     state = workflow.stages.get(a.stage) if workflow is not None else None
     kind = Kind.SERVICE if state is not None and state.spec.kind == "service" else Kind.JOB
     base = to_queued(a, queue.owner(a.workflow_id), queue.inputs(a), kind)
-    earlier = preemptions.get((a.workflow_id, a.stage), ())
-    return QueuedAllocation(**{**_fields(base), "preemptions": earlier}) if earlier else base
+    extra: dict = {}
+    if earlier := preemptions.get((a.workflow_id, a.stage), ()):
+        extra["preemptions"] = earlier
+    if kind is Kind.SERVICE and (ports := host_ports(workflow, state.spec.step)):
+        extra["host_ports"] = ports
+    return QueuedAllocation(**{**_fields(base), **extra}) if extra else base
+
+
+def host_ports(workflow: Workflow, service: str) -> tuple[int, ...]:
+    """The ports a service's `network.ports` asks of its node: two services asking one port never share it."""
+    found = (workflow.definition.services or {}).get(service)
+    ports = found.network.ports if found is not None and found.network is not None else None
+    return tuple(sorted({p.port for p in ports or ()}))
 
 
 def _running(a: Allocation, base: QueuedAllocation) -> RunningAllocation:
@@ -60,6 +72,12 @@ def _preemptions(allocations: list[Allocation]) -> dict[tuple, tuple[datetime, .
         if a.state is QueueState.PREEMPTED and a.ended_at is not None:
             found[(a.workflow_id, a.stage)].append(a.ended_at)
     return {key: tuple(sorted(times)) for key, times in found.items()}
+
+
+def node_definitions(nodes: NodesView) -> list[Definition]:
+    """The definitions the registered nodes form, without building a whole snapshot (submission check)."""
+    with nodes.lock:
+        return definitions([to_node_view(n) for n in nodes.nodes()])
 
 
 def definitions(views: list[NodeView]) -> list[Definition]:

@@ -86,7 +86,8 @@ class TenancyCommands:
                 raise NotFound(kind)
         with _tenancy_errors():
             aggregate.set_priority(priority, by=principal.username, by_role=principal.role, at=at)
-        self.save(aggregate)
+        # The owner's live allocations follow, each with its own "Priority updated" event.
+        self.propagate_priority(kind, target, int(aggregate.priority), principal.username, at, first=[aggregate])
 
     def create_group(self, organization: UUID, name: str, principal: Principal, at: datetime) -> UUID:
         self._may_manage_users(organization, principal)
