@@ -87,7 +87,8 @@ class AuditProjection:
         owner = state.get("owner")
         if isinstance(owner, dict):
             workflow = aggregate_id if kind == "workflow" else _text(state.get("workflow_id"))
-            pending[aggregate_id] = (workflow, _text(owner.get("organization")), _text(owner.get("group")))
+            pending[aggregate_id] = (workflow, _text(owner.get("organization_id") or owner.get("organization")),
+                                     _text(owner.get("group_id") or owner.get("group")))
             return pending[aggregate_id]
         parent = state.get("workflow_id")
         if parent is not None:
@@ -98,7 +99,8 @@ class AuditProjection:
         known = pending.get(aggregate_id) or self._lineage.get(aggregate_id)
         if known is not None:
             return known
-        return (aggregate_id if kind == "workflow" else None), _text(state.get("organization")), _text(state.get("group"))
+        organization = state.get("organization_id") or state.get("organization")
+        return (aggregate_id if kind == "workflow" else None), _text(organization), _text(state.get("group"))
 
 
 def _who(state: dict[str, Any]) -> tuple[str | None, str | None, str | None]:

@@ -11,6 +11,17 @@ from api.routes import common as c
 from domain.tenancy.permissions import Action, Resource, can
 
 STATES = ("PENDING", "READY", "RUNNING", "FINISHED", "FAILED", "CANCELED", "PREEMPTED", "EVICTED")
+ACTIVE = ("PENDING", "READY", "RUNNING")
+DEFAULT_LIMIT, MAX_LIMIT = 500, 10_000
+
+
+def limit(request: Request) -> int:
+    raw = request.query_params.get("limit")
+    if raw in (None, ""):
+        return DEFAULT_LIMIT
+    if not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
+        raise BadRequest("limit", f"expected a whole number from 1 to {MAX_LIMIT}, got {raw!r}")
+    return int(raw)
 
 
 def priority_min(request: Request) -> float | None:
@@ -38,9 +49,12 @@ async def queue(request: Request) -> Response:
     user_id = str(who.user_id) if mine and who.user_id else None
     if mine and who.user_id is None:
         return c.json({"queue": [], "mine": True})
-    rows = await c.call(views.queue.rows, state=state(request), owner=request.query_params.get("owner") or None,
+    wanted, most = state(request), limit(request)
+    rows = await c.call(views.queue.rows, state=wanted, owner=request.query_params.get("owner") or None,
                         priority_min=priority_min(request), user_id=user_id)
-    return c.json({"queue": rows, "mine": mine})
+    if wanted is None and not c.query_bool(request, "all"):
+        rows = [r for r in rows if r.state in ACTIVE]  # the queue is what waits or runs; ?all=true adds history
+    return c.json({"queue": rows[:most], "total": len(rows), "limit": most, "mine": mine})
 
 
 async def stats(request: Request) -> Response:
