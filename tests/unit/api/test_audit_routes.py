@@ -1,6 +1,7 @@
 """The audit routes answer cluster admins and organization owners from DuckDB, and refuse everything else."""
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from uuid import UUID
 
 import duckdb
@@ -223,3 +224,11 @@ def test_roving_audit_export_without_a_file_is_bad_usage(capsys):
     with pytest.raises(SystemExit) as exit:
         build_parser().parse_args(["audit", "export"])
     assert exit.value.code == 2 and "--parquet" in capsys.readouterr().err
+
+
+def test_queries_arriving_together_all_answer(api, acme):
+    def ask(_: int) -> int:
+        return api.request("POST", "/v4/audit/query", api.admin, json={"sql": "SELECT count(*) FROM audit"}).status_code
+
+    with ThreadPoolExecutor(8) as pool:
+        assert set(pool.map(ask, range(24))) == {200}
