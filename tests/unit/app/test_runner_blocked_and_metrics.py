@@ -1,0 +1,116 @@
+"""The runner over the in-memory application: blocked causes become events once, waits are observed."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from uuid import uuid4
+
+from prometheus_client import REGISTRY
+
+from api.runner import SchedulerRunner
+from domain.app.ids import allocation_id
+from domain.scheduler.reasons import Reason, Why
+from projections.views import Views
+from tests.unit.api.harness import SyncTailer
+from tests.unit.app.builders import T0, app, user
+
+GiB = 1 << 30
+JOB = "version: v4\njobs:\n  main:\n    image: {uri: docker://alpine}\n    script: echo hi\n" \
+      "    resource: {cpu: {cores: CORES}}\n"
+
+
+def control_plane():
+    roving, views = app(), Views()
+    return roving, views, SchedulerRunner(roving, views, SyncTailer(roving, views), None)
+
+
+def blocked_events(roving, aid):
+    return [e for e in roving.repository.event_store.get(aid)
+            if type(e).__qualname__ == "Allocation.SchedulingBlocked"]
+
+
+def sample(name: str) -> float:
+    return REGISTRY.get_sample_value(name) or 0.0
+
+
+def submit(roving, cores: int, minutes_ago: float = 0):
+    wid = uuid4()
+    at = datetime.now(timezone.utc) - timedelta(minutes=minutes_ago)
+    roving.submit_workflow(wid, "w", JOB.replace("CORES", str(cores)), 0, None, user(), at)
+    return allocation_id(wid, "main", 1)
+
+
+def test_a_blocked_allocation_gets_one_event_however_many_passes_see_the_same_cause():
+    roving, views, runner = control_plane()
+    roving.register_node("n1", 2, 4 * GiB, {}, {}, "pool", "127.0.0.1", 9100, T0)
+    aid = submit(roving, cores=4)
+    for _ in range(3):
+        runner.tick()
+    events = blocked_events(roving, aid)
+    assert len(events) == 1
+    assert events[0].reason == Reason.INSUFFICIENT_RESOURCES.value
+    assert views.why.get(aid).reason is Reason.INSUFFICIENT_RESOURCES
+
+
+def test_a_new_leader_does_not_repeat_a_cause_already_written():
+    roving, views, runner = control_plane()
+    roving.register_node("n1", 2, 4 * GiB, {}, {}, "pool", "127.0.0.1", 9100, T0)
+    aid = submit(roving, cores=4)
+    runner.tick()
+    SchedulerRunner(roving, views, SyncTailer(roving, views), None).tick()
+    assert len(blocked_events(roving, aid)) == 1
+
+
+def test_a_changed_cause_is_written_again():
+    roving = app()
+    aid = submit(roving, cores=1)
+    held = Why(reason=Reason.NODE_HELD, message="n1 is cordoned", detail={"holds": ["h1"]})
+    assert roving.record_blocked(aid, held, "scheduler", T0) is True
+    assert roving.record_blocked(aid, held, "scheduler", T0) is False
+    other = Why(reason=Reason.NODE_HELD, message="n1 is cordoned", detail={"holds": ["h2"]})
+    assert roving.record_blocked(aid, other, "scheduler", T0) is True
+    assert [e.message for e in blocked_events(roving, aid)] == ["n1 is cordoned", "n1 is cordoned"]
+
+
+def test_placed_work_gets_no_blocked_event_and_its_real_wait_since_ready_is_observed():
+    roving, views, runner = control_plane()
+    roving.register_node("n1", 4, 8 * GiB, {}, {}, "pool", "127.0.0.1", 9100, T0)
+    count, total = (sample("roving_scheduler_ready_queue_wait_seconds_count"),
+                    sample("roving_scheduler_ready_queue_wait_seconds_sum"))
+    aid = submit(roving, cores=1, minutes_ago=2)
+    runner.tick()
+    assert roving.repository.get(aid).state.value == "RUNNING"
+    assert blocked_events(roving, aid) == []
+    assert sample("roving_scheduler_ready_queue_wait_seconds_count") == count + 1
+    assert 119 <= sample("roving_scheduler_ready_queue_wait_seconds_sum") - total <= 180
+
+
+def test_near_miss_gaps_are_published_after_every_pass():
+    roving, views, runner = control_plane()
+    roving.register_node("n1", 2, 4 * GiB, {}, {}, "pool", "127.0.0.1", 9100, T0)
+    submit(roving, cores=4)
+    decisions = runner.run_pass() if runner.tick() is None else None
+    assert sample("roving_scheduler_near_miss_priority_gaps") == decisions.counters.near_miss_priority_gaps
+
+
+def test_a_preemptor_that_evicts_has_its_blocked_time_observed_once():
+    from types import SimpleNamespace
+
+    from domain.scheduler import Decisions, Preemption
+
+    now = datetime.now(timezone.utc)
+    done: list[str] = []
+    roving = SimpleNamespace(preempt=lambda victim, text, by, at: done.append(f"evict {victim}"),
+                             place=lambda aid, nodes, by, at: done.append(f"place {aid}") or 1)
+    views = SimpleNamespace(queue=SimpleNamespace(ready_since=lambda aid: now - timedelta(seconds=90)))
+    runner = SchedulerRunner(roving, views, None, None)
+    preemptor, victim, node = uuid4(), uuid4(), uuid4()
+    decisions = Decisions(preemptions=[Preemption(
+        preemptor_id=str(preemptor), victim_ids=(str(victim),), node_ids=(str(node),),
+        victim_texts=("Preempted by workflow W job hi",), preemptor_texts=("Preempted workflow V job lo",))])
+    count, total = (sample("roving_scheduler_blocked_seconds_before_eviction_count"),
+                    sample("roving_scheduler_blocked_seconds_before_eviction_sum"))
+    runner._commit(decisions, now)
+    assert done == [f"evict {victim}", f"place {preemptor}"]
+    assert sample("roving_scheduler_blocked_seconds_before_eviction_count") == count + 1
+    assert sample("roving_scheduler_blocked_seconds_before_eviction_sum") - total == 90

@@ -1,0 +1,93 @@
+"""Submission refuses work no node of any definition could hold even when idle, and says why."""
+
+from __future__ import annotations
+
+from uuid import uuid4
+
+import pytest
+
+from domain.app import Invalid
+from domain.app.ids import allocation_id
+from domain.scheduler.snapshot import Definition, NodeShape
+from tests.unit.app.builders import T0, app, user
+
+GiB = 1 << 30
+BIG_JOB = """
+version: v4
+jobs:
+  train:
+    image: {uri: docker://alpine}
+    script: echo train
+    resource: {cpu: {cores: 64}, memory: {size: 8GiB}}
+"""
+SMALL_JOB = BIG_JOB.replace("cores: 64", "cores: 2")
+
+POOLS = [Definition(id="cpu-small", max_nodes=4, shape=NodeShape(cpu=8, memory=32 * GiB)),
+         Definition(id="cpu-large", max_nodes=2, shape=NodeShape(cpu=32, memory=256 * GiB))]
+
+
+def test_a_job_larger_than_every_definition_is_refused_naming_request_largest_node_and_each_rejection():
+    with pytest.raises(Invalid) as refused:
+        app().submit_workflow(uuid4(), "train", BIG_JOB, 0, None, user(), T0, definitions=POOLS)
+    problem, = refused.value.problems
+    assert problem.path == "jobs.train.resource"
+    assert "asks cpu 64, memory 8 GiB on 1 node" in problem.message
+    assert "the largest node (cpu-large) has cpu 32, memory 256 GiB" in problem.message
+    assert "cpu-small: cpu 64 > 8 per node" in problem.message
+    assert "cpu-large: cpu 64 > 32 per node" in problem.message
+
+
+def test_a_refused_submission_writes_nothing():
+    roving, wid = app(), uuid4()
+    with pytest.raises(Invalid):
+        roving.submit_workflow(wid, "train", BIG_JOB, 0, None, user(), T0, definitions=POOLS)
+    assert wid not in roving.repository
+
+
+def test_a_job_some_definition_could_hold_is_accepted():
+    roving, wid = app(), uuid4()
+    roving.submit_workflow(wid, "train", SMALL_JOB, 0, None, user(), T0, definitions=POOLS)
+    assert allocation_id(wid, "train", 1) in roving.repository
+
+
+def test_with_no_nodes_registered_at_all_the_work_is_accepted_and_waits_for_nodes():
+    roving, wid = app(), uuid4()
+    roving.submit_workflow(wid, "train", BIG_JOB, 0, None, user(), T0, definitions=[])
+    assert allocation_id(wid, "train", 1) in roving.repository
+
+
+def test_the_definitions_provider_set_by_the_composition_root_is_asked_when_none_are_passed():
+    roving = app()
+    roving.definitions_provider = lambda: POOLS
+    with pytest.raises(Invalid) as refused:
+        roving.submit_workflow(uuid4(), "train", BIG_JOB, 0, None, user(), T0)
+    assert refused.value.problems[0].path == "jobs.train.resource"
+
+
+def test_without_a_provider_or_definitions_nothing_is_checked():
+    roving, wid = app(), uuid4()
+    roving.submit_workflow(wid, "train", BIG_JOB, 0, None, user(), T0)
+    assert allocation_id(wid, "train", 1) in roving.repository
+
+
+def test_a_missing_annotation_names_the_definition_that_lacks_it():
+    gpu_job = SMALL_JOB.replace("resource: {", "resource: {annotations: {gpu: a100}, ")
+    with pytest.raises(Invalid) as refused:
+        app().submit_workflow(uuid4(), "train", gpu_job, 0, None, user(), T0, definitions=POOLS)
+    assert "cpu-small: annotation gpu=a100 not offered" in refused.value.problems[0].message
+    assert "annotations gpu=a100" in refused.value.problems[0].message
+
+
+def test_the_definitions_the_registered_nodes_form_refuse_an_oversized_job():
+    from projections.snapshot import node_definitions
+    from tests.unit.api.harness import SyncTailer
+    from projections.views import Views
+
+    roving, views = app(), Views()
+    tailer = SyncTailer(roving, views)
+    roving.register_node("n1", 4, 8 * GiB, {}, {}, "pool-a", "127.0.0.1", 9100, T0)
+    tailer.wait_for(roving.last_position)
+    roving.definitions_provider = lambda: node_definitions(views.nodes)
+    with pytest.raises(Invalid) as refused:
+        roving.submit_workflow(uuid4(), "train", BIG_JOB, 0, None, user(), T0)
+    assert "pool-a: cpu 64 > 4 per node" in refused.value.problems[0].message
