@@ -15,7 +15,9 @@ from typing import Any
 from uuid import UUID
 
 import msgspec
-from eventsourcing.domain import Aggregate, event
+from eventsourcing.domain import event
+
+from domain.timed import TimedAggregate
 
 NAME = re.compile(r"^[a-z0-9_-]+$")
 MAX_NAME = 63
@@ -93,7 +95,7 @@ def audience(owner_kind: OwnerKind, owner_id: str, scope: Scope, group_id: str, 
     return group, org
 
 
-class Endpoint(Aggregate):
+class Endpoint(TimedAggregate):
     @event("EndpointCreated")
     def __init__(
         self, id: UUID, name: str, owner_kind: OwnerKind, owner_id: str, scope: Scope, group_id: str,
@@ -120,14 +122,6 @@ class Endpoint(Aggregate):
         return cls(id=id, name=name, owner_kind=kind, owner_id=owner_id, scope=scope, group_id=group,
                    organization_id=org, by=by, at=at)
 
-    @classmethod
-    def _create(cls, event_class: Any, *, id: Any = None, **kwargs: Any) -> Any:
-        kwargs.setdefault("timestamp", kwargs.get("at"))  # time comes from the caller, never the clock
-        return super()._create(event_class, id=id, **kwargs)
-
-    def trigger_event(self, event_class: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("timestamp", kwargs.get("at"))
-        super().trigger_event(event_class, **kwargs)
 
     def serving_target(self) -> Binding | None:
         """The ready binding requests go to, or None (then `not_serving_reason` is the 503's message)."""

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 from uuid import UUID
 
 import msgspec
-from eventsourcing.domain import Aggregate, event
+from eventsourcing.domain import event
 
+from domain.timed import TimedAggregate
 from domain.holds import (
     DEFAULT_MAX_MONITORING_HELD_PERCENT, Effect, Hold, HoldError, NodeSummary, ReleaseRefused, Source, UnknownHold,
     monitoring_hold_allowed, release_refusal,
@@ -61,7 +61,7 @@ def check_capacity(name: str, capacity: Capacity) -> None:
         raise NodeError(f"node {name} agent port {capacity.agent_port} is not between 1 and 65535")
 
 
-class Node(Aggregate):
+class Node(TimedAggregate):
     @event("NodeRegistered")
     def __init__(self, id: UUID, name: str, definition_id: str, capacity: Capacity, by: str, at: datetime) -> None:
         self.name, self.definition_id, self.capacity = name, definition_id, capacity
@@ -76,14 +76,6 @@ class Node(Aggregate):
         check_capacity(name, capacity)
         return cls(id=id, name=name, definition_id=definition_id, capacity=capacity, by=by, at=at)
 
-    @classmethod
-    def _create(cls, event_class: Any, *, id: Any = None, **kwargs: Any) -> Any:
-        kwargs.setdefault("timestamp", kwargs.get("at"))  # time comes from the caller, never the clock
-        return super()._create(event_class, id=id, **kwargs)
-
-    def trigger_event(self, event_class: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("timestamp", kwargs.get("at"))
-        super().trigger_event(event_class, **kwargs)
 
     @property
     def accepts_new_work(self) -> bool:

@@ -7,8 +7,9 @@ from typing import Any
 from uuid import UUID
 
 import msgspec
-from eventsourcing.domain import Aggregate, event
+from eventsourcing.domain import event
 
+from domain.timed import TimedAggregate
 from domain.fuzzfile import Stage, list_stages
 from domain.fuzzfile.schema import Workflow as Definition
 from domain.fuzzfile.semantics import StageStatus, condition, decide_exit, decide_node_loss, step_outcome
@@ -60,7 +61,7 @@ class StageState:
         self.status, self.reason = status, reason
 
 
-class Workflow(Aggregate):
+class Workflow(TimedAggregate):
     @event("Submitted")
     def __init__(
         self, id: UUID, name: str, definition: dict[str, Any], owner: dict[str, str],
@@ -85,14 +86,6 @@ class Workflow(Aggregate):
         workflow._advance(at)
         return workflow
 
-    @classmethod
-    def _create(cls, event_class: Any, *, id: Any = None, **kwargs: Any) -> Any:
-        kwargs.setdefault("timestamp", kwargs.get("at"))  # time comes from the caller, never the clock
-        return super()._create(event_class, id=id, **kwargs)
-
-    def trigger_event(self, event_class: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("timestamp", kwargs.get("at"))
-        super().trigger_event(event_class, **kwargs)
 
     @property
     def status(self) -> str:

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import enum
 from datetime import datetime
-from typing import Any
 
-from eventsourcing.domain import Aggregate
+from domain.timed import TimedAggregate
 
 NAME_MAX = 64
 
@@ -59,17 +58,8 @@ class PriorityMessage:
         return f"Priority updated: {self.kind} {self.old} -> {self.new} (by {self.by})"
 
 
-class TenantAggregate(Aggregate):
+class TenantAggregate(TimedAggregate):
     """An aggregate whose events carry the caller's time as their timestamp, never the clock's."""
-
-    @classmethod
-    def _create(cls, event_class: Any, *, id: Any = None, **kwargs: Any) -> Any:
-        kwargs.setdefault("timestamp", kwargs.get("at"))
-        return super()._create(event_class, id=id, **kwargs)
-
-    def trigger_event(self, event_class: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("timestamp", kwargs.get("at"))
-        super().trigger_event(event_class, **kwargs)
 
 
 def require_name(field: str, value: str) -> str:
