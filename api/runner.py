@@ -50,7 +50,8 @@ class SchedulerRunner:
     def stop(self) -> None:
         self.stopping.set()
         self.wake.set()
-        self._thread.join(timeout=10)
+        if self._thread.ident is not None:  # a runner driven by tick() alone was never started
+            self._thread.join(timeout=10)
 
     def _run(self) -> None:
         """Wake on new events (the views moved), on the interval backstop, and to renew the lease."""

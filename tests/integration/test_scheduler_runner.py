@@ -79,3 +79,16 @@ def test_the_leader_places_work_and_a_standby_takes_over_without_placing_twice(t
     assert standby.leading is True
     epochs = [roving_b.repository.get(allocation_id(workflow_id, f"j{i}", 1)).epoch for i in range(4)]
     assert epochs == [1, 1, 1, 1], "an allocation was placed more than once"
+
+
+def test_a_job_no_node_fits_gets_one_scheduling_blocked_event_over_many_passes(two_control_planes):
+    (roving, views, _, _, leader), _ = two_control_planes
+    roving.register_node("small", 1, 1 << 30, {}, {}, "pool", "127.0.0.1", None, now())
+    workflow_id = uuid4()
+    roving.submit_workflow(workflow_id, "big", JOBS.replace("cores: 1", "cores: 8"), 0, None, USER, now())
+    for _ in range(3):
+        leader.tick()
+    aid = allocation_id(workflow_id, "j0", 1)
+    kinds = [type(e).__qualname__ for e in roving.repository.event_store.get(aid)]
+    assert kinds.count("Allocation.SchedulingBlocked") == 1
+    assert views.why.get(aid) is not None
