@@ -103,7 +103,7 @@ class AuditStore:
 
     def reserved_names(self) -> frozenset[str]:
         """Every table and view name the database resolves, so user CTEs cannot shadow one."""
-        rows = self.connection.execute(
+        rows = self.connection.cursor().execute(  # a cursor of its own: connections are not shared across threads
             "SELECT lower(table_name) FROM duckdb_tables() UNION SELECT lower(view_name) FROM duckdb_views()"
         ).fetchall()
         return frozenset(name for (name,) in rows)

@@ -107,6 +107,10 @@ class Stack:
         from projections.views import Views
 
         self.views = Views()
+        from projections.snapshot import node_definitions
+
+        self.roving.definitions_provider = lambda: node_definitions(self.views.nodes)
+        self.roving.allocations_of_owner = self.views.queue.live_allocations_of
         self.tailer = Tailer(self.roving, self.views)
         self.tailer.start()
         self.leases = Leases(Connection(nats_url, cluster), ttl=self.settings.node_lease_seconds)

@@ -7,7 +7,9 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from eventsourcing.domain import Aggregate, event
+from eventsourcing.domain import event
+
+from domain.timed import TimedAggregate
 
 
 class QueueState(str, enum.Enum):
@@ -42,7 +44,7 @@ def effective_preemptible(stage: bool | None, start: bool | None, workflow: bool
     return next((flag for flag in (stage, start, workflow) if flag is not None), False)
 
 
-class Allocation(Aggregate):
+class Allocation(TimedAggregate):
     # Set by events added after the first release; class defaults keep older histories replayable.
     blocked_cause: str = ""
     blocked_epoch: int = -1
@@ -79,14 +81,6 @@ class Allocation(Aggregate):
                    priority=priority, preemptible=preemptible, execute_timeout_seconds=execute_timeout_seconds,
                    by=by, at=at)
 
-    @classmethod
-    def _create(cls, event_class: Any, *, id: Any = None, **kwargs: Any) -> Any:
-        kwargs.setdefault("timestamp", kwargs.get("at"))  # time comes from the caller, never the clock
-        return super()._create(event_class, id=id, **kwargs)
-
-    def trigger_event(self, event_class: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("timestamp", kwargs.get("at"))
-        super().trigger_event(event_class, **kwargs)
 
     @property
     def ended(self) -> bool:

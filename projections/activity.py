@@ -8,6 +8,7 @@ from typing import Any
 
 import msgspec
 
+from domain.allocation import priority_updated_text, scheduling_blocked_text
 from domain.scheduler.priority import PriorityInputs, priority_set_text
 
 NodeName = Callable[[str], str]
@@ -95,6 +96,8 @@ MESSAGES: dict[str, Callable[[Any, NodeName], str | None]] = {
     "Allocation.Requested": _requested,
     "Allocation.Readied": _queued,
     "Allocation.Placed": _placed,
+    "Allocation.PriorityUpdated": lambda e, n: priority_updated_text(e.kind, e.old, e.new),
+    "Allocation.SchedulingBlocked": lambda e, n: scheduling_blocked_text(e.reason, e.message),
     "Allocation.Requeued": _requeued,
     "Allocation.Ended": _ended,
 }

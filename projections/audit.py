@@ -73,7 +73,7 @@ class AuditProjection:
             "position": position, "cluster": self.cluster, "time": _micros(when), "aggregate_kind": kind,
             "aggregate_id": aggregate_id, "version": notification.originator_version, "event_type": event_type,
             "principal": principal, "role": role, "source": source, "organization": organization,
-            "group_name": group, "workflow": workflow, "node": _node(kind, aggregate_id, state), "payload": state,
+            "group_name": group, "workflow": workflow, "node": _node(kind, aggregate_id, state), "payload": _redacted(state),
         })
 
     def _topic(self, topic: str) -> tuple[str, str]:
@@ -287,3 +287,11 @@ def _audit_row(row: tuple[Any, ...]) -> AuditRow:
     values = dict(zip(COLUMNS, row))
     values["payload"] = msgspec.json.decode(values["payload"]) if values["payload"] else {}
     return AuditRow(**values)
+
+
+SECRET_HINTS = ("password", "secret", "token", "credential")
+
+
+def _redacted(state: dict[str, Any]) -> dict[str, Any]:
+    """Audit rows never carry secrets, not even hashed: the log keeps them, the audit view does not."""
+    return {k: ("[redacted]" if any(h in k.lower() for h in SECRET_HINTS) else v) for k, v in state.items()}
