@@ -80,7 +80,7 @@ class LogReader:
 class Stack:
     """Everything one control-plane process runs; `roving up` adds the embedded server and local agents."""
 
-    def __init__(self, settings, embedded_nats: bool = True, scheduler: bool = True) -> None:
+    def __init__(self, settings, embedded_nats: bool = True, scheduler: bool = True, audit: bool = True) -> None:
         self.settings = settings
         self.data_dir = Path(settings.data_dir)
         self.embedded_nats = embedded_nats and not settings.nats_url
@@ -88,7 +88,8 @@ class Stack:
         self.nats: NatsServer | None = None
         self.agents: list[subprocess.Popen] = []
         self.server: uvicorn.Server | None = None
-        self.audit_store = self.audit_feed = None
+        self.audit_store = self.audit_feed = self.audit = None
+        self.with_audit = audit
 
     @property
     def url(self) -> str:
@@ -119,7 +120,8 @@ class Stack:
             from api.runner import SchedulerRunner
 
             self.runner = SchedulerRunner(self.roving, self.views, self.tailer, self.leases).start()
-        self._start_audit(cluster)
+        if self.with_audit:
+            self._start_audit(cluster)
         self.services = SimpleNamespace(
             roving=self.roving, views=self.views, tailer=self.tailer, key=self.key, leases=self.leases,
             logs=self._logs(nats_url, cluster), settings=self.settings, nats_url=nats_url, cluster=cluster,
