@@ -7,8 +7,9 @@ import yaml
 
 from fuzzfile_gotemplate import load_values, render
 from domain.fuzzfile import list_stages, parse_fuzzfile
+from tests.reference import fuzzball
 
-CATALOG = Path("/work/shared/reference/fuzzball/catalog")
+CATALOG = fuzzball("catalog")
 # Values a user must fill in before these templates render (the shipped values files leave them empty).
 REQUIRED = {
     "NgcApiKeySecret": "secret://user/NGC_API_KEY",

@@ -1,10 +1,10 @@
 """Given a valid Fuzzfile, when its stages are listed, then defaults, units and task arrays are applied."""
 
-from pathlib import Path
 
-from domain.fuzzfile import parse_fuzzfile, list_stages
+from domain.fuzzfile import list_stages, parse_fuzzfile
+from tests.reference import fuzzball
 
-EXAMPLES = Path("/work/shared/reference/fuzzball/examples")
+EXAMPLES = fuzzball("examples")
 
 
 def stages_of(text: str):
