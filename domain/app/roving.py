@@ -10,6 +10,7 @@ from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.persistence import IntegrityError, RecordConflictError
 
 from domain.app.config import ConfigCommands
+from domain.app.endpoints import EndpointCommands
 from domain.app.errors import Conflict, NotFound
 from domain.app.nodes import NodeCommands
 from domain.app.tenancy import PasswordHasher, TenancyCommands
@@ -18,7 +19,7 @@ from domain.app.workflows import WorkflowCommands
 A = TypeVar("A")
 
 
-class Roving(WorkflowCommands, NodeCommands, TenancyCommands, ConfigCommands, Application[UUID]):
+class Roving(EndpointCommands, WorkflowCommands, NodeCommands, TenancyCommands, ConfigCommands, Application[UUID]):
     """Storage comes from configuration (PERSISTENCE_MODULE); password hashing is injected."""
 
     def __init__(self, env: dict[str, str] | None = None, passwords: PasswordHasher | None = None) -> None:

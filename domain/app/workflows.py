@@ -9,6 +9,7 @@ from uuid import UUID
 import msgspec
 
 from domain.allocation import Allocation, IllegalTransition, StaleFence
+from domain.app.endpoints import with_endpoint_env
 from domain.app.errors import Conflict, Invalid, StaleEpoch, invalid
 from domain.app.ids import allocation_id
 from domain.app.scheduling import SchedulingCommands
@@ -27,8 +28,11 @@ class WorkflowCommands(SchedulingCommands):
 
     def submit_workflow(self, workflow_id: UUID, name: str, definition: str | dict, priority: int,
                         preemptible: bool | None, principal: Principal, at: datetime,
-                        definitions: list[Definition] | None = None) -> list:
-        """`definitions` (else `definitions_provider`) lets it refuse work no node could ever hold."""
+                        definitions: list[Definition] | None = None, *, endpoint_strategy: str | None = None) -> list:
+        """`definitions` (else `definitions_provider`) lets it refuse work no node could ever hold.
+
+        Persistent endpoints of its services are claimed with `endpoint_strategy` (else the
+        `roving.endpoint-strategy` annotation, else `ready`)."""
         text = definition if isinstance(definition, str) else msgspec.json.encode(definition).decode()
         parsed = parse_fuzzfile(text)
         if parsed.errors:
@@ -36,13 +40,15 @@ class WorkflowCommands(SchedulingCommands):
         if priority > 0:
             raise invalid("priority", f"a workflow's own priority must be 0 or lower, got {priority}")
         owner = owner_of(principal)
+        spec = with_endpoint_env(parsed.definition, self.endpoint_base_url())
         try:
-            workflow = Workflow.submit(workflow_id, name or "workflow", parsed.definition, owner, priority,
+            workflow = Workflow.submit(workflow_id, name or "workflow", spec, owner, priority,
                                        preemptible, by=principal.username, at=at)
         except WorkflowError as error:
             raise invalid("definition", str(error)) from error
         self.check_feasible_submission(workflow, definitions)
-        self.save(workflow, *self._allocate(workflow, principal.username, at, fresh=True))
+        bound = self.bind_endpoints(workflow, spec, principal, at, endpoint_strategy)
+        self.save(workflow, *self._allocate(workflow, principal.username, at, fresh=True), *bound)
         return parsed.warnings
 
     def stop_workflow(self, workflow_id: UUID, principal: Principal, at: datetime) -> None:
@@ -85,7 +91,8 @@ class WorkflowCommands(SchedulingCommands):
         elif event == "ready":
             workflow = self.load(Workflow, alloc.workflow_id, "workflow")
             workflow.stage_running(alloc.stage, alloc.attempt, at=at, by="agent")
-            self.save(workflow, *self._allocate(workflow, "agent", at))
+            bound = self.endpoints_ready(workflow, alloc.stage, at)
+            self.save(workflow, *self._allocate(workflow, "agent", at), *bound)
 
     def _exited(self, alloc: Allocation, exit_code: int, at: datetime) -> None:
         workflow = self.load(Workflow, alloc.workflow_id, "workflow")
@@ -96,6 +103,7 @@ class WorkflowCommands(SchedulingCommands):
         workflow.stage_exited(alloc.stage, alloc.attempt, exit_code, at=at, by="agent")
         touched = [alloc, workflow, *self._release(alloc, "agent", at)]
         touched += self._stop_idle_services(workflow, at)
+        touched += self.endpoints_stopped(workflow, alloc.stage, f"service exited with code {exit_code}", at)
         self.save(*touched, *self._allocate(workflow, "agent", at))
 
     def lose_allocations(self, lost: list[str], reason: str, by: str, at: datetime) -> list:

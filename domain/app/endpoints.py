@@ -1,0 +1,199 @@
+"""Endpoint commands: create and delete persistent endpoints, bind workflow services to them, follow readiness.
+
+A binding change and the cancel it decides (a taken-over workflow) are saved in the same commit as the
+command that caused it, so the proxy never sees a canceled workflow still bound.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+import msgspec
+
+from domain.app.errors import Conflict, Forbidden, NotFound, invalid
+from domain.app.ids import endpoint_id
+from domain.endpoint import Decision, Endpoint, EndpointError, OwnerKind, Strategy
+from domain.fuzzfile.schema import Workflow as Definition
+from domain.tenancy.permissions import Principal
+from domain.workflow import Workflow, WorkflowError
+
+STRATEGY_ANNOTATION = "roving.endpoint-strategy"
+LOCAL_HOST = "127.0.0.1"  # local agents run services on the control plane's host
+ENDED = ("FINISHED", "FAILED", "CANCELED")
+
+
+def persistent_endpoints(definition: Definition) -> list[tuple[str, str, int]]:
+    """(service, endpoint name, port) for every `persistent: true` endpoint of the definition's services."""
+    found = []
+    for service_name, service in (definition.services or {}).items():
+        network = service.network
+        if network is None:
+            continue
+        ports = {p.name: p.port for p in network.ports or []}
+        for endpoint in network.endpoints or []:
+            if endpoint.persistent:
+                found.append((service_name, endpoint.name, ports.get(endpoint.port_name, 0)))
+    return found
+
+
+def endpoint_env(definition: Definition, base_url: str) -> dict[str, str]:
+    """`FB_SERVICE_<SERVICE>_ENDPOINT_URL` and `_PATH` for each service's persistent endpoint."""
+    env: dict[str, str] = {}
+    for service, name, _ in persistent_endpoints(definition):
+        key = "FB_SERVICE_" + service.upper().replace("-", "_").replace(".", "_") + "_ENDPOINT"
+        path = f"/endpoints/{name}/"
+        env[f"{key}_URL"], env[f"{key}_PATH"] = base_url.rstrip("/") + path, path
+    return env
+
+
+def with_endpoint_env(definition: Definition, base_url: str) -> Definition:
+    """The definition with the endpoint variables added to every job and service (their own env wins)."""
+    extra = [f"{k}={v}" for k, v in endpoint_env(definition, base_url).items()]
+    if not extra:
+        return definition
+
+    def add(steps: dict[str, Any] | None) -> dict[str, Any] | None:
+        if steps is None:
+            return None
+        return {name: msgspec.structs.replace(step, env=[*extra, *(step.env or [])]) for name, step in steps.items()}
+
+    return msgspec.structs.replace(definition, jobs=add(definition.jobs), services=add(definition.services))
+
+
+class EndpointCommands:
+    """Mixed into the Roving application: `self.repository`, `self.save`, `self.load` come from it."""
+
+    def endpoint_base_url(self) -> str:
+        env = getattr(self, "env", {}) or {}
+        return env.get("ROVING_PUBLIC_URL") or f"http://{env.get('ROVING_LISTEN') or '127.0.0.1:8080'}"
+
+    def create_endpoint(self, name: str, owner_kind: str, scope: str, principal: Principal, at: datetime,
+                        owner_id: str = "") -> UUID:
+        eid = endpoint_id(name)
+        if eid in self.repository:
+            raise Conflict(f"endpoint {name!r} already exists")
+        kind = OwnerKind(owner_kind) if owner_kind in {k.value for k in OwnerKind} else owner_kind
+        owner = owner_id or _own_id(kind, principal)
+        groups = sorted(str(g) for g in principal.group_ids)
+        with _endpoint_errors("endpoint"):
+            if kind is OwnerKind.GROUP and not principal.is_cluster_admin and owner not in groups:
+                raise Forbidden(f"you are not a member of group {owner}")
+            endpoint = Endpoint.create(eid, name, kind, owner, scope, by=principal.username, at=at,
+                                       group_id=groups[0] if groups else "",
+                                       organization_id=str(principal.organization_id or ""))
+        self.save(endpoint)
+        return eid
+
+    def delete_endpoint(self, endpoint: UUID, principal: Principal, at: datetime) -> None:
+        found = self.load(Endpoint, endpoint, "endpoint")
+        if found.deleted or not _may_manage(found, principal):
+            raise NotFound("endpoint")
+        with _endpoint_errors("endpoint"):
+            found.delete(by=principal.username, at=at)
+        self.save(found)
+
+    def bind_endpoints(self, workflow: Workflow, definition: Definition, principal: Principal, at: datetime,
+                       strategy: str | None = None) -> list[Any]:
+        """Ask each persistent endpoint of the definition for a binding; returns what to save with the workflow."""
+        wanted = strategy or (definition.annotations or {}).get(STRATEGY_ANNOTATION) or Strategy.READY.value
+        touched: list[Any] = []
+        for index, (service, name, _) in enumerate(persistent_endpoints(definition)):
+            where = f"services.{service}.network.endpoints[{index}]"
+            eid = endpoint_id(name)
+            found = self.repository.get(eid) if eid in self.repository else None
+            if not isinstance(found, Endpoint) or found.deleted or not _may_manage(found, principal):
+                raise invalid(where, f"no persistent endpoint named {name!r}; create it with `roving endpoint create {name}`")
+            with _endpoint_errors(where):
+                decision = found.request_binding(workflow.id, service, by=principal.username, at=at, strategy=wanted)
+            touched += [found, *self._carry_out(decision, principal.username, at)]
+        return touched
+
+    def endpoints_ready(self, workflow: Workflow, service: str, at: datetime) -> list[Any]:
+        """The service passed its readiness probe: bind its pending endpoints and retire what they replace."""
+        touched: list[Any] = []
+        for endpoint, port in self._pending_for(workflow, service):
+            try:
+                decision = endpoint.service_ready(workflow.id, service, LOCAL_HOST, port, by="agent", at=at)
+            except EndpointError:
+                continue  # superseded or deleted meanwhile: the service simply serves no endpoint
+            touched += [endpoint, *self._carry_out(decision, "agent", at)]
+        return touched
+
+    def endpoints_stopped(self, workflow: Workflow, service: str, reason: str, at: datetime) -> list[Any]:
+        """The service ended: a pending takeover fails (the old binding keeps serving), a bound one unbinds."""
+        touched: list[Any] = []
+        for _, name, _ in persistent_endpoints(workflow.definition):
+            eid = endpoint_id(name)
+            endpoint = self.repository.get(eid) if eid in self.repository else None
+            if isinstance(endpoint, Endpoint) and not endpoint.deleted:
+                before = endpoint.version
+                endpoint.service_stopped(workflow.id, service, reason, by="agent", at=at)
+                if endpoint.version != before:
+                    touched.append(endpoint)
+        return touched
+
+    def _pending_for(self, workflow: Workflow, service: str) -> list[tuple[Endpoint, int]]:
+        found = []
+        for owner, name, port in persistent_endpoints(workflow.definition):
+            eid = endpoint_id(name)
+            endpoint = self.repository.get(eid) if owner == service and eid in self.repository else None
+            if isinstance(endpoint, Endpoint) and endpoint.pending is not None \
+                    and (endpoint.pending.workflow_id, endpoint.pending.service) == (workflow.id, service):
+                found.append((endpoint, port))
+        return found
+
+    def _carry_out(self, decision: Decision, by: str, at: datetime) -> list[Any]:
+        """Cancel the workflow a takeover retired, with `stop_workflow` semantics, for the same commit."""
+        if decision.cancel_workflow is None or decision.cancel_workflow not in self.repository:
+            return []
+        old = self.repository.get(decision.cancel_workflow)
+        if not isinstance(old, Workflow) or old.status in ENDED:
+            return []
+        live = self._live_allocations(old)
+        try:
+            old.cancel(by=by, at=at, reason=decision.reason)
+        except WorkflowError:
+            return []
+        touched: list[Any] = [old]
+        for alloc in live:
+            alloc.cancel(decision.reason, by=by, at=at)
+            touched += [alloc, *self._release(alloc, by, at)]
+        return touched
+
+
+def _own_id(kind: Any, principal: Principal) -> str:
+    if kind is OwnerKind.GROUP:
+        groups = sorted(str(g) for g in principal.group_ids)
+        return groups[0] if groups else ""
+    if kind is OwnerKind.ORGANIZATION:
+        return str(principal.organization_id or "")
+    return str(principal.user_id or "")
+
+
+def _may_manage(endpoint: Endpoint, principal: Principal) -> bool:
+    """The owner user, a member of the owner group, an owner of the owner organization, or a cluster admin."""
+    if principal.is_cluster_admin:
+        return True
+    if endpoint.owner_kind is OwnerKind.USER:
+        return endpoint.owner_id == str(principal.user_id)
+    if endpoint.owner_kind is OwnerKind.GROUP:
+        return endpoint.owner_id in {str(g) for g in principal.group_ids}
+    return endpoint.owner_id == str(principal.organization_id)
+
+
+class _endpoint_errors:
+    """EndpointError from the aggregate becomes Invalid at `path` (400 naming the field)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, error, tb) -> bool:
+        if isinstance(error, EndpointError):
+            raise invalid(self.path, str(error)) from error
+        return False
+
