@@ -61,6 +61,15 @@ class ClusterSpec:
 
 
 @dataclass
+class LeafSpec:
+    """Leaf-node settings: accept leaf connections on `port`, and/or connect out to `remotes` (leaf URLs)."""
+
+    port: int | None = None
+    remotes: list[str] = field(default_factory=list)
+    reconnect_seconds: float = 1.0
+
+
+@dataclass
 class NatsServer:
     """One nats-server process with JetStream, listening on 127.0.0.1 only."""
 
@@ -70,11 +79,20 @@ class NatsServer:
     cluster: ClusterSpec | None = None
     binary: str | None = None
     host: str = "127.0.0.1"
+    domain: str | None = None
+    leaf: LeafSpec | None = None
     process: subprocess.Popen | None = field(default=None, repr=False)
 
     @property
     def url(self) -> str:
         return f"nats://{self.host}:{self.port}"
+
+    @property
+    def leaf_url(self) -> str:
+        """Where leaf nodes connect to this server (needs `leaf.port`)."""
+        if not self.leaf or not self.leaf.port:
+            raise NatsServerError(f"{self.name} accepts no leaf nodes: give it LeafSpec(port=0)")
+        return f"nats-leaf://{self.host}:{self.leaf.port}"
 
     @property
     def log_path(self) -> Path:
@@ -85,7 +103,9 @@ class NatsServer:
         lines = [
             f'server_name: "{self.name}"',
             f'listen: "{self.host}:{self.port}"',
-            f'jetstream {{ store_dir: "{store}" }}',
+            f'jetstream {{ store_dir: "{store}"'
+            + (f', domain: "{self.domain}"' if self.domain else "")
+            + " }",
         ]
         if self.cluster:
             routes = ", ".join(f'"nats-route://{self.host}:{p}"' for p in self.cluster.routes)
@@ -93,6 +113,15 @@ class NatsServer:
                 f'cluster {{ name: "{self.cluster.name}", listen: "{self.host}:{self.cluster.port}", '
                 f"routes: [{routes}] }}"
             )
+        if self.leaf:
+            parts = []
+            if self.leaf.port is not None:
+                parts.append(f'listen: "{self.host}:{self.leaf.port}"')
+            if self.leaf.remotes:
+                remotes = ", ".join(f'{{ url: "{url}" }}' for url in self.leaf.remotes)
+                parts.append(f"remotes: [{remotes}]")
+            parts.append(f'reconnect: "{self.leaf.reconnect_seconds:g}s"')
+            lines.append(f"leafnodes {{ {', '.join(parts)} }}")
         return "\n".join(lines) + "\n"
 
     def start(self, timeout: float = 15.0) -> "NatsServer":
@@ -100,6 +129,8 @@ class NatsServer:
         self.store_dir.mkdir(parents=True, exist_ok=True)
         if self.port == 0:
             self.port = free_port(self.host)
+        if self.leaf and self.leaf.port == 0:
+            self.leaf.port = free_port(self.host)
         elif port_is_taken(self.port, self.host):
             raise NatsServerError(
                 f"port {self.port} on {self.host} is taken: stop what uses it or choose another port"
