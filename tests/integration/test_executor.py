@@ -150,8 +150,8 @@ def test_output_is_streamed_while_the_process_still_runs(executor):
     running = executor.start(spec(script="echo early; echo oops >&2; sleep 30"), recorder.output, recorder.exit)
     assert recorder.first_output.wait(5)
     deadline = time.monotonic() + 5
-    while "oops" not in recorder.text("stderr") and time.monotonic() < deadline:
-        time.sleep(0.02)
+    while ("oops" not in recorder.text("stderr") or "early" not in recorder.text()) and time.monotonic() < deadline:
+        time.sleep(0.02)  # stdout and stderr are read by separate threads: either may arrive first
     assert recorder.text() == "early\n" and recorder.text("stderr") == "oops\n"
     assert recorder.exits == []
     running.evict()
