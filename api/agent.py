@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -262,6 +263,9 @@ async def run_agent(config: AgentConfig, stop: asyncio.Event) -> None:
 
 def agent_main(argv: list[str]) -> int:
     """Entry point of `roving agent`: 2 on bad arguments, 0 after a TERM or INT."""
+    from api.logs import configure_logging
+
+    configure_logging(os.environ.get("ROVING_LOG_FORMAT", ""))
     try:
         config = parse_args(argv)
     except UsageError as error:

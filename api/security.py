@@ -11,6 +11,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.errors import problem
 
+QUIET_PREFIXES = ("/v4/agent/", "/healthz", "/readyz", "/metrics")
 log = structlog.get_logger("roving.api")
 CSP = "default-src 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'"
 HSTS = "max-age=63072000; includeSubDomains"
@@ -61,7 +62,9 @@ class SecurityMiddleware:
             self._record(scope, status["code"], time.perf_counter() - started)
 
     def _record(self, scope: Scope, code: int, seconds: float) -> None:
-        log.info("request", principal=who(scope), method=scope["method"], path=scope["path"], status=code,
-                 duration_ms=round(seconds * 1000, 2))
+        # agents poll several times a second: their successful calls are debug, everything else is info
+        quiet = code < 400 and (scope["path"].startswith(QUIET_PREFIXES))
+        (log.debug if quiet else log.info)("request", principal=who(scope), method=scope["method"],
+                                           path=scope["path"], status=code, duration_ms=round(seconds * 1000, 2))
         if self.observe is not None:
             self.observe(scope, code, seconds)

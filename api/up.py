@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 
@@ -52,6 +53,9 @@ def _run(local_agents: bool) -> int:
     from api.stack import Stack
 
     settings = _settings()
+    from api.logs import configure_logging
+
+    configure_logging(os.environ.get("ROVING_LOG_FORMAT", ""))
     _exit_on_sigterm()
     try:
         stack = Stack(settings, embedded_nats=local_agents).start()
