@@ -40,6 +40,10 @@ UNREACHABLE = (
 T = TypeVar("T")
 
 
+async def _quiet(error: Exception) -> None:
+    """nats-py reports connect failures here as well as raising them; the raise is enough."""
+
+
 class FederationError(RuntimeError):
     """The hub could not be reached or refused the federated stream; the message names the fix."""
 
@@ -194,11 +198,11 @@ class Federation:
 
     async def connect(self) -> Client:
         try:
-            return await nats.connect(
+            return await asyncio.wait_for(nats.connect(
                 servers=[u.strip() for u in self.hub_url.split(",") if u.strip()],
                 name="roving-federation", connect_timeout=self.timeout, allow_reconnect=False,
-                max_reconnect_attempts=0,
-            )
+                max_reconnect_attempts=0, error_cb=_quiet,
+            ), timeout=self.timeout * 2)
         except Exception as error:  # noqa: BLE001 - every connect failure has the same fix
             raise FederationError(
                 f"cannot reach the hub at {self.hub_url} ({error.__class__.__name__}): "

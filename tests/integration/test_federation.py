@@ -17,6 +17,7 @@ import pytest
 
 from adapters.federation import FEDERATED_STREAM, Federation, Member, origin_sequence
 from adapters.nats_server import LeafSpec, NatsServer
+from api.federate import federate_main
 from domain.fuzzfile import parse_fuzzfile
 from domain.workflow import Workflow
 from tests.integration.ledger import Ledgers, env_for
@@ -105,7 +106,9 @@ def topology(tmp_path: Path) -> Iterator[dict[str, NatsServer]]:
             server.stop()
 
 
-def test_federated_stream_converges_to_the_union_after_a_member_outage(topology: dict[str, NatsServer]) -> None:
+def test_federated_stream_converges_to_the_union_after_a_member_outage(
+    topology: dict[str, NatsServer], capsys: pytest.CaptureFixture[str]
+) -> None:
     hub, c1, c2 = topology["hub"], topology["c1"], topology["c2"]
     apps = {"c1": Ledgers(env=env_for(c1.url, "c1")), "c2": Ledgers(env=env_for(c2.url, "c2"))}
     try:
@@ -113,8 +116,10 @@ def test_federated_stream_converges_to_the_union_after_a_member_outage(topology:
         for app in apps.values():
             for _ in range(10):
                 app.open_with_entries(2)
+        assert federate_main(["--hub", hub.url, "--member", "c1=c1", "--member", "c2"]) == 0
+        assert "ROVING_FEDERATED on" in capsys.readouterr().out
         federation = Federation(hub.url, MEMBERS)
-        assert [m.cluster for m in federation.ensure()] == ["c1", "c2"]
+        assert [m.cluster for m in federation.ensure()] == ["c1", "c2"]  # idempotent
 
         def converged() -> bool:
             expected = member_keys(c1, "c1") | member_keys(c2, "c2")
@@ -134,6 +139,11 @@ def test_federated_stream_converges_to_the_union_after_a_member_outage(topology:
         assert status.member("c2").available is False and status.member("c2").reachable is False
         assert status.member("c2").last_seen_seq > 0  # what the hub already holds is kept, not emptied
         assert status.member("c1").available is True
+        capsys.readouterr()
+        assert federate_main(["status", "--hub", hub.url, "-o", "json"]) == 0
+        shown = {m["cluster"]: m for m in json.loads(capsys.readouterr().out)["members"]}
+        assert shown["c2"]["state"] == "unavailable" and "does not answer" in shown["c2"]["error"]
+        assert shown["c1"]["available"] is True
         for _ in range(10):
             apps["c1"].open_with_entries(2)
         submit(apps["c1"], "c1-during-outage")
