@@ -95,6 +95,9 @@ def test_validate_reports_errors_locally_and_exits_1(capsys, tmp_path):
     assert "error:" in capsys.readouterr().err
 
 
-def test_a_missing_process_module_is_a_clear_error_not_a_traceback(capsys):
+def test_a_missing_process_module_is_a_clear_error_not_a_traceback(capsys, monkeypatch):
+    from api.cli import main as cli_main
+
+    monkeypatch.setitem(cli_main.PROCESSES, "federate", ("api.no_such_module", "federate_main", "gone"))
     assert main(["federate"]) == 1
     assert "not available" in capsys.readouterr().err
