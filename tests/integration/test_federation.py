@@ -18,6 +18,7 @@ import pytest
 from adapters.federation import FEDERATED_STREAM, Federation, Member, origin_sequence
 from adapters.nats_server import LeafSpec, NatsServer
 from api.federate import federate_main
+from projections.federated import FederatedView
 from domain.fuzzfile import parse_fuzzfile
 from domain.workflow import Workflow
 from tests.integration.ledger import Ledgers, env_for
@@ -131,6 +132,12 @@ def test_federated_stream_converges_to_the_union_after_a_member_outage(
             for wid in ids:
                 assert f"roving.{cluster}.workflow.{wid}" in subjects
 
+        view = FederatedView.from_hub(hub.url)
+        for cluster, ids in workflows.items():
+            assert {r["id"] for r in view.workflows(cluster)} == {str(w) for w in ids}
+            assert view.events(ids[0])["cluster"] == cluster
+        assert all(r["status"] == "STARTED" for r in view.workflows())
+
         # c2 goes down; c1 keeps working.
         apps.pop("c2").close()
         c2.stop()
@@ -144,6 +151,11 @@ def test_federated_stream_converges_to_the_union_after_a_member_outage(
         shown = {m["cluster"]: m for m in json.loads(capsys.readouterr().out)["members"]}
         assert shown["c2"]["state"] == "unavailable" and "does not answer" in shown["c2"]["error"]
         assert shown["c1"]["available"] is True
+        view = FederatedView.from_hub(hub.url, status=status)
+        stats = {s["cluster"]: s for s in view.queue_stats("c1,c2")}
+        assert stats["c2"]["available"] is False and stats["c2"]["workflows"] == {"STARTED": 3}
+        assert stats["c1"]["available"] is True
+        assert view.events(workflows["c2"][0], clusters=["c2"])["available"] is False
         for _ in range(10):
             apps["c1"].open_with_entries(2)
         submit(apps["c1"], "c1-during-outage")
