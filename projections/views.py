@@ -13,6 +13,7 @@ from typing import Any
 from domain.scheduler.snapshot import Snapshot
 from projections.assignments import assignments
 from projections.base import Batch, Projection
+from projections.endpoints import EndpointsView
 from projections.nodes import NodesView
 from projections.queue import QueueView
 from projections.snapshot import scheduler_snapshot
@@ -30,8 +31,10 @@ class Views:
         self.queue = QueueView(self.lock)
         self.nodes = NodesView(self.lock)
         self.tenancy = TenancyView(self.lock)
+        self.endpoints = EndpointsView(self.lock)
         self.why = WhyStore()
-        self.projections: tuple[Projection, ...] = (self.workflows, self.queue, self.nodes, self.tenancy)
+        self.projections: tuple[Projection, ...] = (self.workflows, self.queue, self.nodes, self.tenancy,
+                                                      self.endpoints)
         self.applied = threading.Condition(self.lock)
 
     @property

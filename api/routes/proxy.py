@@ -1,0 +1,125 @@
+"""The endpoint proxy: `/endpoints/{id-or-name}/{path}` streams HTTP to the service an endpoint is bound to.
+
+The caller's Roving token travels in `FB-Authorization` and is never forwarded; the service's own
+`Authorization` passes through untouched. Scope is enforced here (public endpoints need no token).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+import structlog
+from starlette.background import BackgroundTask
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from api.auth import claims_for, principal_of
+from api.errors import Unauthorized, problem
+from api.routes import common as c
+from api.routes.endpoints import sees
+from domain.endpoint import Endpoint, Scope
+
+log = structlog.get_logger("roving.proxy")
+ROVING_AUTH = "fb-authorization"
+HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
+                        "transfer-encoding", "upgrade", "host", "content-length", ROVING_AUTH})
+METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+TIMEOUT = httpx.Timeout(connect=5.0, read=None, write=60.0, pool=10.0)  # read: streams and slow models
+
+
+def upstream(request: Request) -> httpx.AsyncClient:
+    """One pooled client per app (the lifespan should `aclose` it: `app.state.proxy_client`)."""
+    state = request.app.state
+    client = getattr(state, "proxy_client", None)
+    if client is None:
+        client = state.proxy_client = httpx.AsyncClient(timeout=TIMEOUT, follow_redirects=False,
+                                                        limits=httpx.Limits(max_keepalive_connections=100))
+    return client
+
+
+def roving_principal(request: Request) -> Any:
+    """The caller from `FB-Authorization`, or the API's own principal when `Authorization` held the Roving token."""
+    value = request.headers.get(ROVING_AUTH)
+    if value:
+        scheme, _, token = value.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise Unauthorized("malformed FB-Authorization header; expected Bearer <token>")
+        svc = c.services(request)
+        claims = claims_for(token.strip(), svc.key, datetime.now(UTC), request.url.path)
+        return principal_of(claims, getattr(svc.views, "tenancy", None))
+    return request.scope.get("state", {}).get("principal")
+
+
+def forwarded_headers(request: Request, strip_authorization: bool) -> list[tuple[str, str]]:
+    headers = [(k, v) for k, v in request.headers.items() if k not in HOP_BY_HOP]
+    if strip_authorization:
+        headers = [(k, v) for k, v in headers if k != "authorization"]
+    prefix = request.url.path[: len(request.url.path) - len(request.path_params.get("path", ""))]
+    return headers + [("x-forwarded-proto", request.url.scheme), ("x-forwarded-prefix", prefix.rstrip("/")),
+                      ("x-forwarded-host", request.headers.get("host", ""))]
+
+
+def target_url(endpoint: Endpoint, request: Request) -> str:
+    binding = endpoint.serving_target()
+    query = request.url.query
+    return f"http://{binding.target}/{request.path_params.get('path', '')}" + (f"?{query}" if query else "")
+
+
+async def lookup(request: Request) -> Endpoint | None:
+    return await c.call(c.services(request).views.endpoints.find, request.path_params["key"])
+
+
+async def proxy(request: Request) -> Response:
+    try:
+        endpoint = await lookup(request)
+    except Exception as error:  # a broken view must not read as "no such endpoint"
+        log.exception("endpoint_lookup_failed", key=request.path_params["key"])
+        return problem(503, f"endpoint lookup failed: {type(error).__name__}; try again")
+    if endpoint is None:
+        return problem(404, "endpoint not found")
+    try:
+        who = roving_principal(request)
+    except Unauthorized as error:
+        return problem(401, error.reason)
+    if endpoint.scope is not Scope.PUBLIC:
+        if who is None:
+            return problem(401, "this endpoint needs a Roving token in FB-Authorization: Bearer <token>")
+        if not sees(who, endpoint):
+            return problem(404, "endpoint not found")
+    if endpoint.serving_target() is None:
+        return problem(503, endpoint.not_serving_reason())
+    # `Authorization` is the service's own, unless the API's auth middleware took it as the Roving token.
+    strip = "principal" in request.scope.get("state", {})
+    return await forward(request, endpoint, await request.body(), strip)
+
+
+async def forward(request: Request, endpoint: Endpoint, body: bytes, strip: bool, retried: bool = False) -> Response:
+    client = upstream(request)
+    outgoing = client.build_request(request.method, target_url(endpoint, request),
+                                    headers=forwarded_headers(request, strip), content=body)
+    try:
+        answer = await client.send(outgoing, stream=True)
+    except httpx.ConnectError as error:
+        # A takeover may have moved the binding while this request was routed: follow it once.
+        fresh = await lookup(request)
+        moved = fresh is not None and fresh.serving_target() not in (None, endpoint.serving_target())
+        if moved and not retried:
+            return await forward(request, fresh, body, strip, retried=True)
+        return problem(502, f"endpoint {endpoint.name}: service at {endpoint.serving_target().target} "
+                            f"is not answering ({type(error).__name__})")
+    except httpx.HTTPError as error:
+        return problem(502, f"endpoint {endpoint.name}: {type(error).__name__}: {error}")
+    headers = [(k, v) for k, v in answer.headers.multi_items() if k.lower() not in HOP_BY_HOP - {"content-length"}]
+    response = StreamingResponse(answer.aiter_raw(), status_code=answer.status_code,
+                                 background=BackgroundTask(answer.aclose))
+    response.raw_headers = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers]
+    return response
+
+
+routes = [
+    Route("/endpoints/{key}/{path:path}", proxy, methods=METHODS),
+    Route("/endpoints/{key}", proxy, methods=METHODS),
+]
