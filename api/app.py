@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.applications import Starlette
@@ -14,13 +16,22 @@ from api.routes.metrics import observe
 from api.security import SecurityMiddleware
 
 
+@contextlib.asynccontextmanager
+async def lifespan(app: Starlette) -> AsyncIterator[None]:
+    """The services are the composition root's; the app owns only the proxy's connection pool."""
+    yield
+    client = getattr(app.state, "proxy_client", None)
+    if client is not None:
+        await client.aclose()
+
+
 def create_app(settings: Any, services: Any) -> Starlette:
     """The HTTP API over `services` (roving, views, tailer, key, logs, optional leases)."""
     middleware = [
         Middleware(SecurityMiddleware, observe=observe),
         Middleware(AuthMiddleware, key=services.key, views=services.views),
     ]
-    app = Starlette(routes=all_routes(), middleware=middleware, exception_handlers=dict(HANDLERS))
+    app = Starlette(routes=all_routes(), middleware=middleware, exception_handlers=dict(HANDLERS), lifespan=lifespan)
     app.state.settings = settings
     app.state.services = services
     return app

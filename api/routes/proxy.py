@@ -24,6 +24,7 @@ from domain.endpoint import Endpoint, Scope
 
 log = structlog.get_logger("roving.proxy")
 ROVING_AUTH = "fb-authorization"
+ROVING_TOKEN_PREFIX = "rv1."
 HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
                         "transfer-encoding", "upgrade", "host", "content-length", ROVING_AUTH})
 METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
@@ -40,17 +41,27 @@ def upstream(request: Request) -> httpx.AsyncClient:
     return client
 
 
-def roving_principal(request: Request) -> Any:
-    """The caller from `FB-Authorization`, or the API's own principal when `Authorization` held the Roving token."""
+def roving_principal(request: Request) -> tuple[Any, bool]:
+    """The caller, and whether `Authorization` must be stripped because it held a Roving token.
+
+    The token belongs in `FB-Authorization`; a Roving token sent in `Authorization` by mistake is honoured
+    but never forwarded. Any other `Authorization` is the service's own and passes through untouched."""
     value = request.headers.get(ROVING_AUTH)
     if value:
         scheme, _, token = value.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             raise Unauthorized("malformed FB-Authorization header; expected Bearer <token>")
-        svc = c.services(request)
-        claims = claims_for(token.strip(), svc.key, datetime.now(UTC), request.url.path)
-        return principal_of(claims, getattr(svc.views, "tenancy", None))
-    return request.scope.get("state", {}).get("principal")
+        return _principal(request, token.strip()), False
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() == "bearer" and token.strip().startswith(ROVING_TOKEN_PREFIX):
+        return _principal(request, token.strip()), True
+    return None, False
+
+
+def _principal(request: Request, token: str) -> Any:
+    svc = c.services(request)
+    claims = claims_for(token, svc.key, datetime.now(UTC), request.url.path)
+    return principal_of(claims, getattr(svc.views, "tenancy", None))
 
 
 def forwarded_headers(request: Request, strip_authorization: bool) -> list[tuple[str, str]]:
@@ -81,7 +92,7 @@ async def proxy(request: Request) -> Response:
     if endpoint is None:
         return problem(404, "endpoint not found")
     try:
-        who = roving_principal(request)
+        who, strip = roving_principal(request)
     except Unauthorized as error:
         return problem(401, error.reason)
     if endpoint.scope is not Scope.PUBLIC:
@@ -91,8 +102,6 @@ async def proxy(request: Request) -> Response:
             return problem(404, "endpoint not found")
     if endpoint.serving_target() is None:
         return problem(503, endpoint.not_serving_reason())
-    # `Authorization` is the service's own, unless the API's auth middleware took it as the Roving token.
-    strip = "principal" in request.scope.get("state", {})
     return await forward(request, endpoint, await request.body(), strip)
 
 

@@ -135,7 +135,21 @@ def test_the_proxy_forwards_the_service_authorization_and_never_the_roving_token
     assert "fb-authorization" not in seen["headers"] and alice not in json.dumps(seen)
 
 
-def test_a_roving_token_taken_by_the_api_middleware_is_stripped_before_forwarding(service):
+def test_through_the_whole_api_the_services_own_authorization_passes_untouched(service):
+    api, alice = bound_api(service)
+    (answer,) = through(api.app, ("/endpoints/llm/", {"FB-Authorization": f"Bearer {alice}",
+                                                      "Authorization": "Bearer sk-own"}))
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["headers"]["authorization"] == "Bearer sk-own"
+
+
+def test_through_the_whole_api_a_public_endpoint_needs_no_token(service):
+    api, _ = bound_api(service, scope="public")
+    (answer,) = through(api.app, ("/endpoints/llm/", {}))
+    assert answer.status_code == 200, answer.text
+
+
+def test_a_roving_token_sent_in_authorization_is_honoured_but_never_forwarded(service):
     api, alice = bound_api(service)
     (answer,) = through(api.app, ("/endpoints/llm/", {"Authorization": f"Bearer {alice}"}))
     assert answer.status_code == 200, answer.text
