@@ -62,6 +62,8 @@ class WorkflowCommands(SchedulingCommands):
         for allocation in live:
             allocation.cancel("workflow stopped", by=principal.username, at=at)
             touched += [allocation, *self._release(allocation, principal.username, at)]
+            if workflow.stage(allocation.stage).kind == "service":  # its endpoint stops serving it: 503, not 502
+                touched += self.endpoints_stopped(workflow, allocation.stage, f"stopped by {principal.username}", at)
         self.save(*touched)
 
     def place(self, allocation: UUID, node_ids: list[UUID], by: str, at: datetime) -> int:

@@ -149,6 +149,17 @@ def test_a_bound_service_that_exits_unbinds_with_the_reason(setup):
     assert "exited with code 137" in endpoint(roving).not_serving_reason()
 
 
+def test_stopping_the_bound_workflow_unbinds_so_callers_get_a_503_with_the_reason(setup):
+    roving, alice, node = setup
+    wf = uuid4()
+    roving.submit_workflow(wf, "serve", served(8001), 0, None, alice, T0)
+    alloc, fence = start(roving, node, wf, later(1))
+    roving.report(node, alloc, fence, "ready", None, "", later(2))
+    roving.stop_workflow(wf, alice, later(3))
+    assert endpoint(roving).serving_target() is None
+    assert "stopped by alice" in endpoint(roving).not_serving_reason()
+
+
 def test_jobs_and_services_get_the_endpoint_url_and_path(setup):
     roving, alice, _ = setup
     wf = uuid4()
