@@ -109,7 +109,9 @@ def static_why(c: Candidates, a: QueuedAllocation) -> Why | None:
         holds = [{"node": s.view.name or s.view.id, "hold": h.id, "effect": h.effect.value,
                   "source": h.source.value, "by": h.by, "reason": h.reason}
                  for s in c.held for h in s.view.holds][:20]
-        return Why(reason=Reason.NODE_HELD, message=f"{len(c.held)} matching nodes are held",
+        named = "; ".join(f"{h['node']}: {h['source']} {h['effect']} by {h['by']} ({h['reason']})" for h in holds[:3])
+        more = f" and {len(holds) - 3} more" if len(holds) > 3 else ""
+        return Why(reason=Reason.NODE_HELD, message=f"{len(c.held)} matching nodes are held: {named}{more}",
                    detail={"holds": holds, "held_nodes": len(c.held)})
     return Why(reason=Reason.INSUFFICIENT_RESOURCES,
                message=f"no usable node can hold {a.nodes} x (cpu {a.cpu}, memory {a.memory}, "

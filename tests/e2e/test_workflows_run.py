@@ -93,3 +93,21 @@ jobs:
     stack.wait(lambda: stack.workflow(workflow_id)["stages"][0]["status"] == "STARTED", 30, "the job to start")
     assert stack.client.patch(f"/v4/workflows/{workflow_id}:stop").status_code in (200, 202, 204)
     assert stack.wait_status(workflow_id, ("CANCELED",), timeout=30)["status"] == "CANCELED"
+
+
+def test_why_names_the_holds_that_keep_a_job_waiting_and_it_runs_once_they_go(stack):
+    for node in ("local-1", "local-2"):
+        assert stack.client.post(f"/v4/nodes/{node}/cordon", json={"reason": "rack maintenance"}).status_code == 201
+    try:
+        workflow_id = stack.submit((EXAMPLES / "hello.yaml").read_text(), "held")
+
+        def why() -> list[dict]:
+            return stack.client.get(f"/v4/workflows/{workflow_id}/why").json()["stages"]
+
+        stack.wait(lambda: any(s["reason"] == "NODE_HELD" for s in why()), 30, "a NODE_HELD why-answer")
+        held = next(s for s in why() if s["reason"] == "NODE_HELD")
+        assert held["stage"] == "hello" and "rack maintenance" in str(held["detail"])
+    finally:
+        for node in ("local-1", "local-2"):
+            stack.client.post(f"/v4/nodes/{node}/uncordon")
+    assert stack.wait_status(workflow_id, ("FINISHED", "FAILED"))["status"] == "FINISHED"
