@@ -3,11 +3,17 @@
 Priority inputs follow the tenancy as it is now (an organization's new priority moves its queued work at
 once); the allocation's recorded inputs stand in for owners this view has not seen. The effective
 priority is the configured CEL expression's, unless the scheduler runner pushed the figures it ranked by.
+
+Reads are served from caches kept beside the mirror: one prepared entry per allocation (its row without the
+priority and its scheduler value), rebuilt only when an event touches it; allocation ids by queue state; the
+priorities, evaluated once per change and, when the expression reads the waited time, again at most once a
+second; and the sorted order per state selection, so a page of the queue materialises only its own rows.
 """
 
 from __future__ import annotations
 
-from collections import Counter
+import time
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from typing import Any
 from uuid import UUID
@@ -17,10 +23,13 @@ import msgspec
 from domain.allocation import Allocation, QueueState
 from domain.scheduler.priority import DEFAULT_PRIORITY, Evaluator, PriorityError
 from domain.scheduler.snapshot import Kind, QueuedAllocation
-from projections.base import Mirror, Projection, on
+from projections.base import Mirror, Projection, as_uuid, on
 from projections.workflows import Owner, owner_of
 
 TENANT_EVENTS = ("Organization.PriorityUpdated", "Group.PriorityUpdated", "User.PriorityUpdated")
+LIVE = frozenset({"PENDING", "READY", "RUNNING"})
+WAITED = frozenset({"waited_seconds", "waited_hours"})
+REPRICE_SECONDS = 1.0  # a time-dependent expression is re-evaluated at most this often (when `now` is not given)
 
 
 class QueueRow(msgspec.Struct, frozen=True, kw_only=True):
@@ -46,6 +55,16 @@ class QueueRow(msgspec.Struct, frozen=True, kw_only=True):
     user_id: str
     exit_code: int | None
     reason: str
+
+
+class _Entry:
+    """One allocation prepared for the queue: its row (priority still to fill in) and its scheduler value."""
+
+    __slots__ = ("id", "row", "queued", "order")
+
+    def __init__(self, row: QueueRow, queued: QueuedAllocation) -> None:
+        self.id, self.row, self.queued = row.id, row, queued
+        self.order = (row.queued_at, str(row.id))  # the tie-break after priority: longest waiting, then id
 
 
 def to_queued(a: Allocation, owner: Owner, inputs: dict[str, int], kind: Kind = Kind.JOB) -> QueuedAllocation:
@@ -78,11 +97,27 @@ class QueueView(Projection):
         self.pushed: dict[str, float] = {}
         self.pass_stats: dict[str, Any] = {}
         self.readied: dict[str, datetime] = {}
+        # Caches (see the module docstring); every change below bumps `_version`, which drops sorted orders.
+        self._state_of: dict[UUID, str] = {}
+        self._by_state: dict[str, set[UUID]] = {}
+        self._of_workflow: dict[UUID, set[UUID]] = {}
+        self._entries: dict[UUID, _Entry] = {}
+        self._priorities: dict[UUID, float] = {}
+        self._priced_at: datetime | None = None
+        self._priced_mono: float | None = None
+        self._evaluator_for: tuple[str, Evaluator] | None = None
+        self._orders: dict[frozenset[str] | None, tuple[int, list[tuple[float, _Entry]]]] = {}
+        self._version = 0
 
     def set_priorities(self, priorities: dict[Any, float]) -> None:
         """The runner's computed priorities (allocation id -> value), shown instead of recomputing."""
         with self.lock:
-            self.pushed = {str(k): float(v) for k, v in priorities.items()}
+            pushed = {str(k): float(v) for k, v in priorities.items()}
+            for key in pushed.keys() | self.pushed.keys():
+                if pushed.get(key) != self.pushed.get(key):
+                    self._priorities.pop(as_uuid(key), None)  # only the rows whose figure moved are re-read
+            self.pushed = pushed
+            self._version += 1
 
     def set_pass_stats(self, stats: dict[str, Any]) -> None:
         with self.lock:
@@ -120,50 +155,136 @@ class QueueView(Projection):
         """Queued and running allocations of an organization, group or user (the priority change provider)."""
         wanted = str(owner_id)
         with self.lock:
-            return [a.id for a in self.mirror.values() if not a.ended
+            live = self._live_ids()
+            return [a.id for a in self.mirror.values() if a.id in live
                     and getattr(self.owner(a.workflow_id), f"{kind}_id", None) == wanted]
 
     def get(self, allocation_id: UUID | str, now: datetime | None = None) -> QueueRow | None:
         with self.lock:
             a = self.allocation(allocation_id)
-            return self._row(a, self._evaluator(), now or _now()) if a else None
+            if a is None:
+                return None
+            entry = self._entry(a.id)
+            priority = self.pushed.get(str(a.id))
+            if priority is None:
+                priority = self._evaluator()(entry.queued, now or _now())
+            return msgspec.structs.replace(entry.row, priority=priority)
 
     def rows(self, state: str | None = None, owner: str | None = None, priority_min: float | None = None,
              organization_id: str | None = None, user_id: str | None = None,
-             now: datetime | None = None) -> list[QueueRow]:
-        """Allocations, highest effective priority first (then the longest waiting)."""
+             now: datetime | None = None, limit: int | None = None) -> list[QueueRow]:
+        """Allocations, highest effective priority first (then the longest waiting); the first `limit` only."""
+        return self.page(state=state, owner=owner, priority_min=priority_min, organization_id=organization_id,
+                         user_id=user_id, now=now, limit=limit)[0]
+
+    def page(self, state: str | None = None, owner: str | None = None, priority_min: float | None = None,
+             organization_id: str | None = None, user_id: str | None = None, now: datetime | None = None,
+             limit: int | None = None, live_only: bool = False) -> tuple[list[QueueRow], int]:
+        """The first `limit` rows `rows()` would give (all when None) and how many match in all.
+
+        `live_only` keeps PENDING, READY and RUNNING allocations (the queue proper) when no `state` is asked.
+        """
+        states = frozenset({state.upper()}) if state is not None else LIVE if live_only else None
+        organization_id = str(organization_id) if organization_id is not None else None
+        user_id = str(user_id) if user_id is not None else None
         with self.lock:
-            evaluate, when = self._evaluator(), now or _now()
-            rows = [self._row(a, evaluate, when) for a in self.mirror.values()
-                    if state is None or a.state.value == state.upper()]
-        rows = [r for r in rows if (owner is None or owner in (r.user_id, r.group_id))
-                and (organization_id is None or r.organization_id == str(organization_id))
-                and (user_id is None or r.user_id == str(user_id))
-                and (priority_min is None or r.priority >= priority_min)]
-        return sorted(rows, key=lambda r: (-r.priority, r.queued_at, str(r.id)))
+            ordered = self._ordered(states, now)
+            if owner is None and organization_id is None and user_id is None and priority_min is None:
+                chosen, total = ordered if limit is None else ordered[:limit], len(ordered)
+            else:
+                chosen, total = [], 0
+                for priority, entry in ordered:
+                    r = entry.row
+                    if ((owner is None or owner in (r.user_id, r.group_id))
+                            and (organization_id is None or r.organization_id == organization_id)
+                            and (user_id is None or r.user_id == user_id)
+                            and (priority_min is None or priority >= priority_min)):
+                        total += 1
+                        if limit is None or len(chosen) < limit:
+                            chosen.append((priority, entry))
+            replace = msgspec.structs.replace
+            return [replace(entry.row, priority=priority) for priority, entry in chosen], total
 
     def stats(self) -> dict[str, Any]:
         """Depth per queue state and the scheduler's last pass figures."""
         with self.lock:
-            depth = Counter(a.state.value for a in self.mirror.values())
-            return {"depth": {s.value: depth.get(s.value, 0) for s in QueueState},
-                    "total": sum(depth.values()), "priority": self.expression, "last_pass": dict(self.pass_stats)}
+            return {"depth": {s.value: len(self._by_state.get(s.value, ())) for s in QueueState},
+                    "total": len(self._state_of), "priority": self.expression, "last_pass": dict(self.pass_stats)}
 
     def _evaluator(self) -> Evaluator:
-        try:
-            return Evaluator(self.expression)
-        except PriorityError:
-            return Evaluator(DEFAULT_PRIORITY)
+        if self._evaluator_for is None or self._evaluator_for[0] != self.expression:
+            try:
+                evaluator = Evaluator(self.expression)
+            except PriorityError:
+                evaluator = Evaluator(DEFAULT_PRIORITY)
+            self._evaluator_for = (self.expression, evaluator)
+        return self._evaluator_for[1]
 
-    def _row(self, a: Allocation, evaluate: Evaluator, now: datetime) -> QueueRow:
-        owner, inputs = self.owner(a.workflow_id), self.inputs(a)
-        priority = self.pushed.get(str(a.id))
-        if priority is None:
-            priority = evaluate(to_queued(a, owner, inputs), now)
+    def _live_ids(self) -> set[UUID]:
+        return set().union(*(self._by_state.get(s, ()) for s in LIVE))
+
+    def _entry(self, allocation_id: UUID) -> _Entry:
+        entry = self._entries.get(allocation_id)
+        if entry is None:
+            a = self.mirror.items[allocation_id]
+            owner, inputs = self.owner(a.workflow_id), self.inputs(a)
+            entry = self._entries[allocation_id] = _Entry(self._row(a, owner, inputs), to_queued(a, owner, inputs))
+        return entry
+
+    def _ordered(self, states: frozenset[str] | None, now: datetime | None) -> list[tuple[float, _Entry]]:
+        """(priority, entry) for the allocations in `states` (all when None), in queue order; cached."""
+        evaluate = self._evaluator()
+        self._reprice_if_due(now, evaluate)
+        cached = self._orders.get(states)
+        if cached is not None and cached[0] == self._version:
+            return cached[1]
+        ids: Iterable[UUID] = (self._state_of if states is None
+                               else [i for s in states for i in self._by_state.get(s, ())])
+        priorities, pushed, when = self._priorities, self.pushed, self._priced_at
+        pairs = []
+        for allocation_id in ids:
+            entry = self._entry(allocation_id)
+            priority = priorities.get(allocation_id)
+            if priority is None:
+                priority = pushed.get(entry.order[1])
+                if priority is None:
+                    priority = evaluate(entry.queued, when)
+                priorities[allocation_id] = priority
+            pairs.append((priority, entry))
+        pairs.sort(key=lambda pair: (-pair[0], pair[1].order))
+        self._orders[states] = (self._version, pairs)
+        return pairs
+
+    def _reprice_if_due(self, now: datetime | None, evaluate: Evaluator) -> None:
+        """Drop the priorities when they were computed for another moment and the waited time counts."""
+        if now is not None:
+            due = now != self._priced_at
+        else:
+            due = self._priced_mono is None or time.monotonic() - self._priced_mono >= REPRICE_SECONDS
+        if not due:
+            return
+        if self._priced_at is None or WAITED.intersection(evaluate.names):
+            self._priorities.clear()
+            self._version += 1
+        self._priced_at, self._priced_mono = (now, None) if now is not None else (_now(), time.monotonic())
+
+    def _changed(self, allocation_id: UUID) -> None:
+        self._entries.pop(allocation_id, None)
+        self._priorities.pop(allocation_id, None)
+        self._version += 1
+
+    def _changed_all(self, priorities: bool = True) -> None:
+        self._entries.clear()
+        if priorities:
+            self._priorities.clear()
+        self._version += 1
+
+    def _row(self, a: Allocation, owner: Owner, inputs: dict[str, int]) -> QueueRow:
+        """The allocation's row with priority 0; readers fill in the effective priority."""
         names = [self.node_names.get(n, n) for n in a.nodes]
         return QueueRow(
             id=a.id, workflow_id=a.workflow_id, stage=a.stage, attempt=a.attempt, state=a.state.value,
-            priority=priority, priority_inputs=inputs, node=names[0] if names else None, nodes=names,
+            priority=0.0, priority_inputs=inputs, node=names[0] if names else None, nodes=names,
             node_ids=list(a.nodes), epoch=a.epoch, preemptible=a.preemptible, resources=dict(a.resources),
             execute_timeout_seconds=a.execute_timeout_seconds, queued_at=a.requested_at, started_at=a.started_at,
             ended_at=a.ended_at, organization_id=owner.organization_id, group_id=owner.group_id,
@@ -172,7 +293,15 @@ class QueueView(Projection):
 
     @on("Allocation.*")
     def _replay(self, event: Any) -> None:
-        self.mirror.apply(event)
+        a = self.mirror.apply(event)
+        before, after = self._state_of.get(a.id), a.state.value
+        if before != after:
+            if before is not None:
+                self._by_state[before].discard(a.id)
+            self._by_state.setdefault(after, set()).add(a.id)
+            self._state_of[a.id] = after
+        self._of_workflow.setdefault(a.workflow_id, set()).add(a.id)
+        self._changed(a.id)
 
     @on("Allocation.Readied")
     def _readied(self, event: Any) -> None:
@@ -185,28 +314,40 @@ class QueueView(Projection):
     @on("Workflow.Submitted")
     def _submitted(self, event: Any) -> None:
         self.owners[event.originator_id] = owner_of(event.owner)
+        for allocation_id in self._of_workflow.get(event.originator_id, ()):
+            self._changed(allocation_id)
+        self._version += 1
 
     @on(*TENANT_EVENTS)
     def _tenant_priority(self, event: Any) -> None:
         self.tenant_priority[str(event.originator_id)] = event.new
+        self._changed_all()
 
     @on("Organization.Created", "Group.Created")
     def _tenant_named(self, event: Any) -> None:
         kind = type(event).__qualname__.split(".")[0].lower()
         self.tenant_names[f"{kind}:{event.name}"] = str(event.originator_id)
+        self._changed_all()
 
     @on("User.Registered")
     def _user_named(self, event: Any) -> None:
         self.tenant_names[f"user:{event.username}"] = str(event.originator_id)
+        self._changed_all()
 
     @on("ClusterConfig.Changed")
     def _config(self, event: Any) -> None:
         if "scheduler.priority" in event.changes:
             self.expression = event.changes["scheduler.priority"] or DEFAULT_PRIORITY
+            self._priorities.clear()
+            self._version += 1
 
     @on("Node.NodeRegistered")
     def _node(self, event: Any) -> None:
-        self.node_names[str(event.originator_id)] = event.name
+        node_id = str(event.originator_id)
+        self.node_names[node_id] = event.name
+        for allocation_id in [i for i, e in self._entries.items() if node_id in e.row.node_ids]:
+            self._changed(allocation_id)  # only rows placed on the node show its name
+        self._version += 1
 
 
 def _now() -> datetime:

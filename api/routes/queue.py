@@ -11,7 +11,7 @@ from api.routes import common as c
 from domain.tenancy.permissions import Action, Resource, can
 
 STATES = ("PENDING", "READY", "RUNNING", "FINISHED", "FAILED", "CANCELED", "PREEMPTED", "EVICTED")
-ACTIVE = ("PENDING", "READY", "RUNNING")
+ACTIVE = ("PENDING", "READY", "RUNNING")  # the default selection (the view's LIVE states)
 DEFAULT_LIMIT, MAX_LIMIT = 500, 10_000
 
 
@@ -50,11 +50,10 @@ async def queue(request: Request) -> Response:
     if mine and who.user_id is None:
         return c.json({"queue": [], "mine": True})
     wanted, most = state(request), limit(request)
-    rows = await c.call(views.queue.rows, state=wanted, owner=request.query_params.get("owner") or None,
-                        priority_min=priority_min(request), user_id=user_id)
-    if wanted is None and not c.query_bool(request, "all"):
-        rows = [r for r in rows if r.state in ACTIVE]  # the queue is what waits or runs; ?all=true adds history
-    return c.json({"queue": rows[:most], "total": len(rows), "limit": most, "mine": mine})
+    live_only = wanted is None and not c.query_bool(request, "all")  # what waits or runs; ?all=true adds history
+    rows, total = await c.call(views.queue.page, state=wanted, owner=request.query_params.get("owner") or None,
+                               priority_min=priority_min(request), user_id=user_id, limit=most, live_only=live_only)
+    return c.json({"queue": rows, "total": total, "limit": most, "mine": mine})
 
 
 async def stats(request: Request) -> Response:
