@@ -20,6 +20,7 @@ from domain.app.errors import NotFound
 from domain.tenancy.permissions import Action, Principal, Resource, authorize, can
 
 T = TypeVar("T")
+INT64 = (-(2**63), 2**63 - 1)  # the widest whole number the event store's encoding keeps
 SETTLE_SECONDS = 5.0
 ENCODER = msgspec.json.Encoder()
 
@@ -39,7 +40,22 @@ def now() -> datetime:
 async def body(request: Request, type: type[T]) -> T:
     """The JSON body as `type`; an empty body means `{}`; bad fields raise msgspec errors (400 naming the field)."""
     raw = await request.body()
-    return msgspec.json.decode(raw or b"{}", type=type)
+    value = msgspec.json.decode(raw or b"{}", type=type)
+    out_of_range(msgspec.to_builtins(value))
+    return value
+
+
+def out_of_range(value: Any, path: str = "") -> None:
+    """Raise BadRequest naming the first whole number a 64-bit store cannot keep (else it fails when saved: 500)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if not INT64[0] <= value <= INT64[1]:
+            raise BadRequest(path or "body", f"expected a whole number from {INT64[0]} to {INT64[1]}, got {value}")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            out_of_range(item, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            out_of_range(item, f"{path}[{index}]")
 
 
 def json(value: Any, status: int = 200) -> Response:
@@ -89,9 +105,11 @@ def query_int(request: Request, name: str) -> int | None:
     if raw in (None, ""):
         return None
     try:
-        return int(raw)
+        value = int(raw)
     except ValueError:
         raise BadRequest(name, f"expected a whole number, got {raw!r}") from None
+    out_of_range(value, name)
+    return value
 
 
 def query_bool(request: Request, name: str) -> bool:
