@@ -6,8 +6,6 @@ Heartbeats are not events: a node's lease is a KV entry the agent's heartbeat re
 
 from __future__ import annotations
 
-import time
-
 import nats.js.errors
 from nats.js.api import KeyValueConfig, StorageType
 
@@ -68,11 +66,3 @@ class Leases:
 def _key(node: str) -> str:
     return "node." + node.replace(".", "_")
 
-
-def wait_until(predicate, timeout: float, step: float = 0.05) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(step)
-    return predicate()

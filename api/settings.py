@@ -8,6 +8,7 @@ from pathlib import Path
 
 import msgspec
 
+from adapters.jetstream.subjects import check_cluster_name
 from domain.durations import DurationError, parse_duration
 from domain.quantities import QuantityError, parse_memory
 
@@ -105,9 +106,10 @@ def _memory(raw: str | None, default: int) -> int:
 def _cluster(raw: str | None, default: str) -> str:
     if not raw:
         return default
-    if not raw.replace("-", "").replace("_", "").isalnum():
-        raise SettingsError(f"ROVING_CLUSTER={raw!r} may hold only letters, digits, '-' and '_'")
-    return raw
+    try:
+        return check_cluster_name(raw)  # the rule the stream and subject names need, checked where they are made
+    except ValueError as error:
+        raise SettingsError(f"ROVING_CLUSTER={raw!r}: {error}") from None
 
 
 def _log_format(raw: str | None, default: str) -> str:

@@ -11,7 +11,6 @@ from api.routes import common as c
 from domain.tenancy.permissions import Action, Resource, can
 
 STATES = ("PENDING", "READY", "RUNNING", "FINISHED", "FAILED", "CANCELED", "PREEMPTED", "EVICTED")
-ACTIVE = ("PENDING", "READY", "RUNNING")  # the default selection (the view's LIVE states)
 DEFAULT_LIMIT, MAX_LIMIT = 500, 10_000
 
 

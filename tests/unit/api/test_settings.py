@@ -31,3 +31,8 @@ def test_an_invalid_value_gives_one_line_naming_the_variable(name, value):
     with pytest.raises(SettingsError) as error:
         load_settings({name: value})
     assert str(error.value).startswith(name) and "\n" not in str(error.value)
+
+
+def test_a_cluster_name_the_log_cannot_use_is_refused_at_start_naming_the_variable():
+    with pytest.raises(SettingsError, match="ROVING_CLUSTER='Prod'.*lowercase"):
+        load_settings({"ROVING_CLUSTER": "Prod"})
