@@ -107,6 +107,7 @@ class LogWriter(Logs):
         self._pending: list[tuple[str, dict[str, str], bytearray]] = []
         self._buffered = 0
         self._task: asyncio.Task | None = None
+        self._flushing = asyncio.Lock()
 
     async def start(self) -> LogWriter:
         await self.ensure()
@@ -131,18 +132,24 @@ class LogWriter(Logs):
         self._pending.append((self.subject(workflow_id, stage), {END_HEADER: reason or "exited"}, bytearray()))
 
     async def flush(self) -> None:
-        """Publish what is queued, in order; on a transient failure keep the rest for the next flush."""
-        while self._pending:
-            subject, headers, data = self._pending[0]
-            try:
-                await self.js.publish(subject, bytes(data), headers=headers)
-            except TRANSIENT as error:
-                log.warning("logs.publish_failed", subject=subject, error=repr(error))
-                return
-            except nats.js.errors.APIError as error:  # refused for good (e.g. too large): drop, keep going
-                log.warning("logs.publish_refused", subject=subject, error=repr(error))
-            self._pending.pop(0)
-            self._buffered -= len(data)
+        """Publish what is queued, in order; on a transient failure keep the rest for the next flush.
+
+        One flush at a time (the background flusher and a caller's flush would both send the head), and the
+        head leaves the queue before its publish, so an append made meanwhile starts a new message instead of
+        growing one already on the wire."""
+        async with self._flushing:
+            while self._pending:
+                item = self._pending.pop(0)
+                subject, headers, data = item
+                try:
+                    await self.js.publish(subject, bytes(data), headers=headers)
+                except TRANSIENT as error:
+                    log.warning("logs.publish_failed", subject=subject, error=repr(error))
+                    self._pending.insert(0, item)
+                    return
+                except nats.js.errors.APIError as error:  # refused for good (e.g. too large): drop, keep going
+                    log.warning("logs.publish_refused", subject=subject, error=repr(error))
+                self._buffered -= len(data)
 
     async def close(self) -> None:
         """Stop the background flusher and publish what is left."""
