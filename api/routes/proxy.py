@@ -9,13 +9,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-import httpx
 import structlog
 from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
+from adapters.upstream import Failed, Unreachable, Upstream
 from api.auth import claims_for, principal_of
 from api.errors import Unauthorized, problem
 from api.routes import common as c
@@ -28,16 +28,18 @@ ROVING_TOKEN_PREFIX = "rv1."
 HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
                         "transfer-encoding", "upgrade", "host", "content-length", ROVING_AUTH})
 METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
-TIMEOUT = httpx.Timeout(connect=5.0, read=None, write=60.0, pool=10.0)  # read: streams and slow models
+# A body of known small length is read whole and sent as one response (Starlette's streaming response costs
+# a task group per request); unknown lengths (server-sent events, chunked) and larger bodies stream.
+BUFFERED = 64 * 1024
+NOT_PASSED_BACK = frozenset(h.encode() for h in HOP_BY_HOP - {"content-length"})
 
 
-def upstream(request: Request) -> httpx.AsyncClient:
-    """One pooled client per app (the lifespan should `aclose` it: `app.state.proxy_client`)."""
+def upstream(request: Request) -> Upstream:
+    """One pooled client per app; the lifespan closes it (`app.state.proxy_client`)."""
     state = request.app.state
     client = getattr(state, "proxy_client", None)
     if client is None:
-        client = state.proxy_client = httpx.AsyncClient(timeout=TIMEOUT, follow_redirects=False,
-                                                        limits=httpx.Limits(max_keepalive_connections=100))
+        client = state.proxy_client = Upstream()
     return client
 
 
@@ -80,7 +82,15 @@ def target_url(endpoint: Endpoint, request: Request) -> str:
 
 
 async def lookup(request: Request) -> Endpoint | None:
-    return await c.call(c.services(request).views.endpoints.find, request.path_params["key"])
+    """A dict read when the views are idle (no thread hop on every proxied request); while the tailer is
+    applying a batch, wait for it off the loop rather than stall every other request."""
+    view, key = c.services(request).views.endpoints, request.path_params["key"]
+    if view.lock.acquire(blocking=False):
+        try:
+            return view.find(key)
+        finally:
+            view.lock.release()
+    return await c.call(view.find, key)
 
 
 async def proxy(request: Request) -> Response:
@@ -106,25 +116,29 @@ async def proxy(request: Request) -> Response:
 
 
 async def forward(request: Request, endpoint: Endpoint, body: bytes, strip: bool, retried: bool = False) -> Response:
-    client = upstream(request)
-    outgoing = client.build_request(request.method, target_url(endpoint, request),
-                                    headers=forwarded_headers(request, strip), content=body)
     try:
-        answer = await client.send(outgoing, stream=True)
-    except httpx.ConnectError as error:
+        answer = await upstream(request).open(request.method, target_url(endpoint, request),
+                                              forwarded_headers(request, strip), body)
+    except Unreachable as error:
         # A takeover may have moved the binding while this request was routed: follow it once.
         fresh = await lookup(request)
         moved = fresh is not None and fresh.serving_target() not in (None, endpoint.serving_target())
         if moved and not retried:
             return await forward(request, fresh, body, strip, retried=True)
         return problem(502, f"endpoint {endpoint.name}: service at {endpoint.serving_target().target} "
-                            f"is not answering ({type(error).__name__})")
-    except httpx.HTTPError as error:
-        return problem(502, f"endpoint {endpoint.name}: {type(error).__name__}: {error}")
-    headers = [(k, v) for k, v in answer.headers.multi_items() if k.lower() not in HOP_BY_HOP - {"content-length"}]
-    response = StreamingResponse(answer.aiter_raw(), status_code=answer.status_code,
-                                 background=BackgroundTask(answer.aclose))
-    response.raw_headers = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers]
+                            f"is not answering ({error})")
+    except Failed as error:
+        return problem(502, f"endpoint {endpoint.name}: {error}")
+    headers = [(k, v) for k, v in answer.headers if k not in NOT_PASSED_BACK]
+    try:
+        whole = None if request.method == "HEAD" else await answer.small_body(BUFFERED)
+    except Failed as error:
+        return problem(502, f"endpoint {endpoint.name}: {error}")
+    if whole is not None:
+        response = Response(whole, status_code=answer.status)
+    else:
+        response = StreamingResponse(answer.chunks(), status_code=answer.status, background=BackgroundTask(answer.close))
+    response.raw_headers = headers
     return response
 
 

@@ -1,7 +1,8 @@
 """Proxy benchmark: requests/s and p50 latency through `/endpoints/{name}/` versus calling the service directly.
 
-Runs the API in-process (in-memory store, real views, uvicorn on loopback) with one endpoint bound to a
-tiny keep-alive HTTP service (also uvicorn), and drives both over HTTP in the same run; one JSON line.
+Three processes, as deployed: a tiny keep-alive HTTP service (uvicorn), the API (in-memory store, real views,
+uvicorn on loopback) with one endpoint bound to it, and this one driving both over HTTP in the same run.
+Separate processes keep the client's threads off the servers' GIL. Prints one JSON line.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -96,16 +98,50 @@ def rate(url: str, headers: dict[str, str]) -> float:
     return RATE_REQUESTS / (time.perf_counter() - started)
 
 
-def main() -> None:
+def run_service(port: int) -> None:
+    serve(service, port)
+    threading.Event().wait()
+
+
+def run_api(port: int, service_port: int) -> None:
     # The per-request access log is measured by the API bench; here it would swamp the proxy's own cost.
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    serve(create_app(load_settings({}), bound_api(service_port)), port)
+    threading.Event().wait()
+
+
+def started(role: str, *ports: int) -> subprocess.Popen:
+    """This file again as `role`, answering once its first port takes requests."""
+    child = subprocess.Popen([sys.executable, __file__, role, *map(str, ports)])
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(f"http://127.0.0.1:{ports[0]}/", timeout=1)
+            return child
+        except httpx.TransportError:
+            if child.poll() is not None:
+                raise SystemExit(f"the {role} process exited with {child.returncode}")
+            time.sleep(0.05)
+    child.kill()
+    raise SystemExit(f"the {role} process did not answer within 30 s")
+
+
+def main() -> None:
     service_port, api_port = free_port(), free_port()
-    upstream = serve(service, service_port)
-    api = create_app(load_settings({}), bound_api(service_port))
-    front = serve(api, api_port)
+    children = [started("service", service_port)]
+    try:
+        children.append(started("api", api_port, service_port))
+        print(json.dumps(measure(service_port, api_port)))
+    finally:
+        for child in children:
+            child.terminate()
+            child.wait(10)
+
+
+def measure(service_port: int, api_port: int) -> dict:
     token = issue(Identity(user_id=ADMIN.user_id, username="bench", role=Role.CLUSTER_ADMIN, organization_id=None),
                   KEY, timedelta(hours=1), datetime.now(UTC))
-    headers = {"FB-Authorization": f"Bearer {token}", "Authorization": f"Bearer {token}"}  # until /endpoints/ skips the auth middleware
+    headers = {"FB-Authorization": f"Bearer {token}"}
     direct, proxied = f"http://127.0.0.1:{service_port}/v1/ping", f"http://127.0.0.1:{api_port}/endpoints/bench/v1/ping"
     with httpx.Client(headers=headers, timeout=30) as client:
         for url in (direct, proxied):  # warm both connection pools
@@ -113,14 +149,18 @@ def main() -> None:
                 client.get(url)
         direct_p50, proxied_p50 = p50_ms(client, direct), p50_ms(client, proxied)
     direct_rps, proxied_rps = rate(direct, headers), rate(proxied, headers)
-    print(json.dumps({
+    return {
         "bench": "proxy", "samples": SAMPLES, "threads": THREADS,
         "direct_p50_ms": round(direct_p50, 3), "proxied_p50_ms": round(proxied_p50, 3),
         "added_p50_ms": round(proxied_p50 - direct_p50, 3), "target_added_p50_ms": 2.0,
         "direct_rps": round(direct_rps), "proxied_rps": round(proxied_rps),
-    }))
-    front.should_exit = upstream.should_exit = True
+        "proxied_vs_direct_rps": round(proxied_rps / direct_rps, 3),
+    }
 
 
 if __name__ == "__main__":
-    main()
+    roles = {"service": run_service, "api": run_api}
+    if len(sys.argv) > 1:
+        roles[sys.argv[1]](*map(int, sys.argv[2:]))
+    else:
+        main()

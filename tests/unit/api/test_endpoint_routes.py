@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import threading
 from datetime import UTC, datetime
@@ -18,10 +19,34 @@ from domain.app.ids import allocation_id, endpoint_id
 from tests.unit.api.harness import Api
 
 
+BIG = bytes(range(256)) * 1024  # 256 KiB: past the size the proxy reads whole
+ZIPPED = gzip.compress(b"compressed answer")
+
+
 class Echo(BaseHTTPRequestHandler):
-    """Answers with the headers it received; `/events` streams two server-sent events."""
+    """Answers with the headers it received; `/events` streams two server-sent events; `/big` and `/gzip`
+    send fixed bodies; POST echoes its body."""
+
+    def fixed(self, body: bytes, **headers: str) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in headers.items():
+            self.send_header(name.replace("_", "-"), value)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def do_HEAD(self) -> None:  # noqa: N802 - http.server's name
+        self.fixed(BIG)
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        self.fixed(self.rfile.read(int(self.headers["Content-Length"])), Content_Type="application/octet-stream")
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        if self.path == "/big":
+            return self.fixed(BIG)
+        if self.path == "/gzip":
+            return self.fixed(ZIPPED, Content_Encoding="gzip", Content_Type="text/plain")
         if self.path == "/events":
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
@@ -81,12 +106,13 @@ def bound_api(port: int, scope: str = "user", ready: bool = True) -> tuple[Api, 
     return api, alice
 
 
-def through(app, *requests: tuple[str, dict]) -> list[httpx.Response]:
+def through(app, *requests: tuple[str, dict], method: str = "GET", content: bytes | None = None) -> list[httpx.Response]:
     """Requests on one event loop (the proxy pools upstream connections per app), then the pool is closed."""
     async def run() -> list[httpx.Response]:
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://roving.test") as client:
             try:
-                return [await client.get(path, headers=headers) for path, headers in requests]
+                return [await client.request(method, path, headers=headers, content=content)
+                        for path, headers in requests]
             finally:
                 pooled = getattr(app.state, "proxy_client", None)
                 if pooled is not None:
@@ -161,6 +187,30 @@ def test_server_sent_events_pass_through(service):
     (answer,) = through(bare_proxy(api), ("/endpoints/llm/events", {"FB-Authorization": f"Bearer {alice}"}))
     assert answer.headers["content-type"] == "text/event-stream"
     assert answer.text == "data: 1\n\ndata: 2\n\n"
+
+
+def test_a_body_too_large_to_buffer_streams_through_intact(service):
+    api, alice = bound_api(service)
+    (answer,) = through(bare_proxy(api), ("/endpoints/llm/big", {"FB-Authorization": f"Bearer {alice}"}))
+    assert answer.status_code == 200 and answer.content == BIG
+    assert answer.headers["content-length"] == str(len(BIG))
+
+
+def test_a_compressed_answer_reaches_the_caller_as_the_service_sent_it(service):
+    api, alice = bound_api(service)
+    (answer,) = through(bare_proxy(api), ("/endpoints/llm/gzip", {"FB-Authorization": f"Bearer {alice}"}))
+    assert answer.headers["content-encoding"] == "gzip"
+    assert answer.headers["content-length"] == str(len(ZIPPED))
+    assert answer.text == "compressed answer"
+
+
+def test_a_posted_body_reaches_the_service_and_head_sends_no_body(service):
+    api, alice = bound_api(service)
+    auth = {"FB-Authorization": f"Bearer {alice}"}
+    (posted,) = through(bare_proxy(api), ("/endpoints/llm/v1/infer", auth), method="POST", content=b"x" * 5000)
+    (head,) = through(bare_proxy(api), ("/endpoints/llm/big", auth), method="HEAD")
+    assert posted.status_code == 200 and posted.content == b"x" * 5000
+    assert head.status_code == 200 and head.content == b"" and head.headers["content-length"] == str(len(BIG))
 
 
 def test_scope_rules_decide_who_reaches_the_service(service):
