@@ -94,6 +94,12 @@ class Node(TimedAggregate):
         if epoch != self.epoch:
             raise StaleAgent(f"node {self.name} is at epoch {self.epoch}; a report for epoch {epoch} is stale")
 
+    def check_heartbeat(self, epoch: int) -> None:
+        """A heartbeat keeps a live registration's lease; an OFFLINE node's agent must register again."""
+        self.check_epoch(epoch)
+        if self.status is NodeStatus.OFFLINE:
+            raise StaleAgent(f"node {self.name} is OFFLINE ({self.status_reason}); its agent must register again")
+
     def rejoin(self, capacity: Capacity, *, by: str, at: datetime) -> list[str]:
         """A new epoch fences the old agent; returns lost allocations. Admin and monitoring holds stay."""
         self._alive()

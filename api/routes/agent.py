@@ -55,6 +55,7 @@ async def register(request: Request) -> Response:
     b = await c.body(request, Register)
     node, epoch = await c.call(c.services(request).roving.register_node, b.name, b.cpu, b.memory, b.devices,
                                b.annotations, b.definition, b.address, b.metrics_port, c.now())
+    await touch_lease(c.services(request), node)  # alive from its first moment, not from its first heartbeat
     await c.settle(request)
     return c.json({"node_id": node, "epoch": epoch})
 
@@ -64,10 +65,14 @@ async def heartbeat(request: Request) -> Response:
     agent_only(request)
     b, svc = await c.body(request, Heartbeat), c.services(request)
     await c.call(svc.roving.check_agent, b.node_id, b.epoch)
+    await touch_lease(svc, b.node_id)
+    return c.json({"ok": True})
+
+
+async def touch_lease(svc, node) -> None:
     leases = getattr(svc, "leases", None)
     if leases is not None:
-        await c.call(leases.touch, str(b.node_id))
-    return c.json({"ok": True})
+        await c.call(leases.touch, str(node))
 
 
 async def assignments(request: Request) -> Response:

@@ -45,7 +45,7 @@ class NodeCommands:
     def check_agent(self, node: UUID, epoch: int) -> Node:
         found = self.load(Node, node, "node")
         try:
-            found.check_epoch(epoch)
+            found.check_heartbeat(epoch)
         except StaleAgent as error:
             raise StaleEpoch(str(error)) from error
         return found

@@ -50,9 +50,10 @@ jobs:
     assert stage["node"] != lost
     assert any(n["name"] == lost and n["status"] == "OFFLINE" for n in stack.client.get("/v4/nodes").json()["nodes"])
 
+    agent_log = (tmp_path / "rejoined-agent.log").open("wb")  # kept for a failure's post-mortem
     agent = subprocess.Popen([sys.executable, "-c", AGENT, "--node", lost, "--api", stack.url, "--token-file",
                               str(stack.data_dir / "agent.token"), "--cpus", "2", "--memory", "2GiB",
-                              "--workdir", str(tmp_path / "rejoined")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                              "--workdir", str(tmp_path / "rejoined")], stdout=agent_log, stderr=subprocess.STDOUT)
     try:
         stack.wait(lambda: any(n["name"] == lost and n["status"] == "READY" for n in stack.ready_nodes()), 30,
                    "the node to rejoin")
@@ -65,6 +66,7 @@ jobs:
     finally:
         agent.send_signal(signal.SIGTERM)
         agent.wait(15)
+        agent_log.close()
     stack.wait(lambda: all(n["name"] != lost for n in stack.ready_nodes()), 30, "the stopped agent's lease to lapse")
 
 

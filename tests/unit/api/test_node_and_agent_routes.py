@@ -28,6 +28,12 @@ def test_a_registered_node_is_listed_in_the_contract_shape(api, node):
     assert nodes[0]["holds"] == []
 
 
+def test_registering_starts_the_node_lease_before_the_first_heartbeat():
+    fresh = Api()
+    answer = fresh.request("POST", "/v4/agent/register", AGENT, json=REGISTER)
+    assert fresh.services.leases.touched == [answer.json()["node_id"]]
+
+
 def test_a_heartbeat_refreshes_the_lease_and_a_stale_epoch_gets_409(api, node):
     body = {"node_id": node["node_id"], "epoch": node["epoch"], "running": []}
     assert api.request("POST", "/v4/agent/heartbeat", AGENT, json=body).json() == {"ok": True}

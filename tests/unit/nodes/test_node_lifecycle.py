@@ -28,6 +28,14 @@ def test_an_offline_node_must_register_again_before_it_is_ready():
         node.mark_ready(node.epoch, by="agent", at=at(6))
 
 
+def test_a_heartbeat_for_an_offline_node_sends_its_agent_to_register_again():
+    node = ready_node()
+    node.check_heartbeat(node.epoch)
+    node.go_offline(by="lease-watch", at=at(5))
+    with pytest.raises(StaleAgent, match="OFFLINE .*lease.*; its agent must register again"):
+        node.check_heartbeat(node.epoch)
+
+
 def test_rejoining_starts_a_new_epoch_that_fences_the_old_agent():
     node = ready_node()
     node.go_offline(by="lease-watch", at=at(5))
