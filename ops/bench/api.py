@@ -1,27 +1,28 @@
 """API benchmark: workflow submits/s and queue p50/p99 with 10,000 queued allocations, one JSON line.
 
-Runs the real control plane in-process (embedded nats-server, JetStream log, views, HTTP on loopback; no
-agents and no scheduler, so every allocation stays queued) and drives it over HTTP from client threads.
-The baseline measured in the same run is GET /healthz, the HTTP stack's own floor.
+The control plane runs as its own process (embedded nats-server, JetStream log, views, audit, HTTP on
+loopback; no agents and no scheduler, so every allocation stays queued), as `roving up` runs it. This
+process drives it over keep-alive HTTP/1.1 from client threads using the standard library's client, which
+costs the server's machine far less than httpx would. The baseline measured in the same run is
+GET /healthz, the HTTP stack's own floor.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import statistics
+import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-import httpx  # noqa: E402
-
 from adapters.nats_server import free_port  # noqa: E402
-from api.settings import load_settings  # noqa: E402
-from api.stack import Stack  # noqa: E402
 
 JOBS_PER_WORKFLOW = 5
 WORKFLOWS = 2000
@@ -30,18 +31,38 @@ DEFINITION = "version: v4\njobs:\n" + "".join(
     f"  j{i}:\n    image: {{uri: docker://alpine}}\n    command: [echo, '{i}']\n" for i in range(JOBS_PER_WORKFLOW))
 
 
-def timed(client: httpx.Client, method: str, path: str, **kwargs) -> float:
-    started = time.perf_counter()
-    answer = client.request(method, path, **kwargs)
-    assert answer.status_code < 300, answer.text
-    return time.perf_counter() - started
+class Client:
+    """One keep-alive connection with the bearer token; `call` returns (status, body) and its seconds."""
+
+    def __init__(self, port: int, token: str) -> None:
+        self.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        self.headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+
+    def call(self, method: str, path: str, body: bytes | None = None) -> float:
+        started = time.perf_counter()
+        self.connection.request(method, path, body=body, headers=self.headers)
+        answer = self.connection.getresponse()
+        data = answer.read()
+        if answer.status >= 300:
+            raise SystemExit(f"{method} {path}: {answer.status} {data[:300]!r}")
+        return time.perf_counter() - started
+
+    def get_json(self, path: str) -> dict:
+        self.connection.request("GET", path, headers=self.headers)
+        return json.loads(self.connection.getresponse().read())
+
+    def close(self) -> None:
+        self.connection.close()
 
 
-def rate(url: str, token: str, count: int, call) -> float:
+def rate(port: int, token: str, count: int, method: str, path: str, body: bytes | None = None) -> float:
     def worker(n: int) -> None:
-        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60) as client:
+        client = Client(port, token)
+        try:
             for _ in range(n):
-                call(client)
+                client.call(method, path, body)
+        finally:
+            client.close()
 
     started = time.perf_counter()
     with ThreadPoolExecutor(THREADS) as pool:
@@ -49,33 +70,79 @@ def rate(url: str, token: str, count: int, call) -> float:
     return count / (time.perf_counter() - started)
 
 
-def percentiles(url: str, token: str, path: str, runs: int) -> dict[str, float]:
-    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60) as client:
-        samples = sorted(timed(client, "GET", path) * 1000 for _ in range(runs))
+def percentiles(client: Client, path: str, runs: int) -> dict[str, float]:
+    samples = sorted(client.call("GET", path) * 1000 for _ in range(runs))
     return {"p50_ms": round(statistics.median(samples), 2), "p99_ms": round(samples[int(len(samples) * 0.99) - 1], 2)}
 
 
-def main() -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        settings = load_settings({"ROVING_DATA_DIR": tmp, "ROVING_LISTEN": f"127.0.0.1:{free_port()}"})
-        stack = Stack(settings, scheduler=False).start()
-        stack.serve(in_thread=True)
-        token = (Path(tmp) / "admin.token").read_text().strip()
+def serve(data_dir: str, port: int) -> None:
+    """The child: the control plane without a scheduler or agents, until terminated."""
+    import logging
+
+    import structlog
+
+    from api.settings import load_settings
+    from api.stack import Stack
+
+    # the access log is info per request: on a terminal-less pipe it would be the bench's main cost
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    settings = load_settings({"ROVING_DATA_DIR": data_dir, "ROVING_LISTEN": f"127.0.0.1:{port}"})
+    stack = Stack(settings, scheduler=False).start()
+    stack.serve(in_thread=True)
+    try:
+        threading.Event().wait()
+    finally:
+        stack.stop()
+
+
+def started(data_dir: str, port: int) -> subprocess.Popen:
+    child = subprocess.Popen([sys.executable, __file__, "serve", data_dir, str(port)])
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if child.poll() is not None:
+            raise SystemExit(f"the control plane exited with {child.returncode}")
         try:
-            health = rate(stack.url, token, 2000, lambda c: timed(c, "GET", "/healthz"))
-            body = {"name": "bench", "definition": DEFINITION}
-            submits = rate(stack.url, token, WORKFLOWS, lambda c: timed(c, "POST", "/v4/workflows", json=body))
-            queued = len(stack.views.queue.rows(state="READY"))
-            queue = percentiles(stack.url, token, "/v4/scheduler/queue", 200)
-        finally:
-            stack.stop()
-    print(json.dumps({
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            connection.request("GET", "/readyz")
+            if connection.getresponse().status == 200 and (Path(data_dir) / "admin.token").exists():
+                return child
+        except OSError:
+            pass
+        time.sleep(0.1)
+    child.kill()
+    raise SystemExit("the control plane was not ready within 60 s")
+
+
+def measure(port: int, token: str) -> dict:
+    health = rate(port, token, 2000, "GET", "/healthz")
+    body = json.dumps({"name": "bench", "definition": DEFINITION}).encode()
+    submits = rate(port, token, WORKFLOWS, "POST", "/v4/workflows", body)
+    client = Client(port, token)
+    queued = client.get_json("/v4/scheduler/stats")["depth"]["READY"]
+    queue = percentiles(client, "/v4/scheduler/queue", 200)
+    client.close()
+    return {
         "healthz_per_s": round(health), "submits_per_s": round(submits), "jobs_per_workflow": JOBS_PER_WORKFLOW,
         "submit_vs_healthz_ratio": round(submits / health, 3), "queued_allocations": queued,
         "queue_p50_ms": queue["p50_ms"], "queue_p99_ms": queue["p99_ms"],
         "targets": {"submits_per_s": 500, "queue_p99_ms": 50},
-    }))
+    }
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        port = free_port()
+        child = started(tmp, port)
+        try:
+            token = (Path(tmp) / "admin.token").read_text().strip()
+            print(json.dumps(measure(port, token)))
+        finally:
+            child.terminate()
+            child.wait(30)
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["serve"]:
+        serve(sys.argv[2], int(sys.argv[3]))
+    else:
+        main()
