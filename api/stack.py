@@ -112,6 +112,7 @@ class Stack:
 
         self.roving.definitions_provider = lambda: node_definitions(self.views.nodes)
         self.roving.allocations_of_owner = self.views.queue.live_allocations_of
+        self.roving.priorities_provider = self.views.tenancy.owner_priorities
         self.tailer = Tailer(self.roving, self.views)
         self.tailer.start()
         self.leases = Leases(Connection(nats_url, cluster), ttl=self.settings.node_lease_seconds)

@@ -99,6 +99,12 @@ class TenancyView(Projection):
                 return None
             return principal_for(user, self.groups_.values(), source)
 
+    def owner_priorities(self, owner: dict[str, str]) -> dict[str, int]:
+        """A workflow owner's priority inputs as allocations record them (`organization_priority`, ...)."""
+        with self.lock:
+            found = self.priorities(*(as_uuid(owner.get(f"{k}_id") or None) for k in ("organization", "group", "user")))
+        return {f"{kind}_priority": value for kind, value in found.items()}
+
     def priorities(self, organization_id: Any, group_id: Any, user_id: Any) -> dict[str, int]:
         """The owner's current priority inputs (0 for anything unknown)."""
         found = [self.orgs.get(organization_id), self.groups_.get(group_id), self.users_.get(user_id)]

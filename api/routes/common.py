@@ -17,10 +17,10 @@ from starlette.responses import Response
 
 from api.errors import BadRequest
 from domain.app.errors import NotFound
+from domain.fuzzfile.decode import wide_numbers
 from domain.tenancy.permissions import Action, Principal, Resource, authorize, can
 
 T = TypeVar("T")
-INT64 = (-(2**63), 2**63 - 1)  # the widest whole number the event store's encoding keeps
 SETTLE_SECONDS = 5.0
 ENCODER = msgspec.json.Encoder()
 
@@ -47,15 +47,8 @@ async def body(request: Request, type: type[T]) -> T:
 
 def out_of_range(value: Any, path: str = "") -> None:
     """Raise BadRequest naming the first whole number a 64-bit store cannot keep (else it fails when saved: 500)."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        if not INT64[0] <= value <= INT64[1]:
-            raise BadRequest(path or "body", f"expected a whole number from {INT64[0]} to {INT64[1]}, got {value}")
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            out_of_range(item, f"{path}.{key}" if path else str(key))
-    elif isinstance(value, list | tuple):
-        for index, item in enumerate(value):
-            out_of_range(item, f"{path}[{index}]")
+    for problem in wide_numbers(value, path)[:1]:
+        raise BadRequest(problem.path or "body", problem.message)
 
 
 def json(value: Any, status: int = 200) -> Response:

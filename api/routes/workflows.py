@@ -14,7 +14,6 @@ from starlette.routing import Route
 
 from api.routes import common as c
 from domain.app.errors import NotFound
-from domain.fuzzfile.decode import load_yaml
 from domain.tenancy.permissions import Action
 
 ENDED = frozenset({"FINISHED", "FAILED", "CANCELED"})
@@ -43,8 +42,6 @@ async def submission(request: Request) -> Submit:
 
 async def submit(request: Request) -> Response:
     wanted, svc = await submission(request), c.services(request)
-    if isinstance(wanted.definition, str):  # a number too wide to store is a 400 naming it, not a 500 on save
-        c.out_of_range((await c.call(load_yaml, wanted.definition))[0], "definition")
     workflow_id = uuid4()
     warnings = await c.call(svc.roving.submit_workflow, workflow_id, wanted.name, wanted.definition,
                             wanted.priority, wanted.preemptible, c.principal(request), c.now())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from collections.abc import Callable
 from typing import Protocol
 from uuid import UUID
 
@@ -23,7 +24,11 @@ class PasswordHasher(Protocol):
 
 
 class TenancyCommands:
+    """`priorities_provider(owner) -> {organization_priority, group_priority, user_priority}` (optional): the
+    tenancy read model's answer, so a submission reads no aggregate; unset, the aggregates are loaded."""
+
     passwords: PasswordHasher
+    priorities_provider: Callable[[dict[str, str]], dict[str, int]] | None = None
 
     def create_organization(self, name: str, principal: Principal, at: datetime) -> UUID:
         if not principal.is_cluster_admin:
@@ -138,7 +143,11 @@ class TenancyCommands:
             raise NotFound("organization")
 
     def owner_priorities(self, owner: dict[str, str]) -> dict[str, int]:
-        """Organization, group and user priorities of a workflow's owner, for its allocations."""
+        """Organization, group and user priorities of a workflow's owner, for its allocations.
+
+        A change racing this read is caught by `propagate_priority`, which moves live allocations."""
+        if self.priorities_provider is not None:
+            return self.priorities_provider(owner)
         found = {}
         for key, kind in (("organization_id", "organization"), ("group_id", "group"), ("user_id", "user")):
             value = owner.get(key)

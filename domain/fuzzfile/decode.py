@@ -35,6 +35,7 @@ _Loader.yaml_implicit_resolvers = {
 
 KIND_NAMES = {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean", int: "a number", float: "a number"}
 PLAIN_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+INT64 = (-(2**63), 2**63 - 1)  # the widest whole number the event store's encoding keeps
 
 
 def load_yaml(text: str) -> tuple[Any, list[Problem]]:
@@ -47,6 +48,18 @@ def load_yaml(text: str) -> tuple[Any, list[Problem]]:
         return None, [Problem("", f"not valid YAML: {where}{error.problem}")]
     except yaml.YAMLError as error:
         return None, [Problem("", f"not valid YAML: {type(error).__name__}")]
+
+
+def wide_numbers(value: Any, path: str = "") -> list[Problem]:
+    """Whole numbers an event (64-bit MessagePack) cannot keep, each named by its path."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return [] if INT64[0] <= value <= INT64[1] else [
+            Problem(path, f"expected a whole number from {INT64[0]} to {INT64[1]}, got {value}")]
+    if isinstance(value, dict):
+        return [p for key, item in value.items() for p in wide_numbers(item, join(path, key))]
+    if isinstance(value, list):
+        return [p for index, item in enumerate(value) for p in wide_numbers(item, f"{path}[{index}]")]
+    return []
 
 
 def join(path: str, key: Any) -> str:

@@ -6,7 +6,7 @@ from typing import Any
 
 import msgspec
 
-from domain.fuzzfile.decode import check_shape, convert, load_yaml
+from domain.fuzzfile.decode import check_shape, convert, load_yaml, wide_numbers
 from domain.fuzzfile.schema import Problem, Workflow
 from domain.fuzzfile.upgrade import upgrade_v1
 from domain.fuzzfile.validate import validate
@@ -29,6 +29,7 @@ class ParseResult(msgspec.Struct):
 def parse_fuzzfile(text: str) -> ParseResult:
     """Parse and validate a Fuzzfile (v4, or v1 upgraded with a warning per changed construct)."""
     document, problems = load_yaml(text)
+    problems = problems or wide_numbers(document)
     if problems:
         return ParseResult(None, problems, [])
     if not isinstance(document, dict):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from uuid import uuid4
 
+import msgspec
+
 from domain.allocation import priority_updated_text
 from domain.app.ids import allocation_id
 from projections.views import Views
@@ -93,3 +95,18 @@ def test_a_user_priority_change_reaches_only_that_users_work():
     assert views.queue.live_allocations_of("user", uuid4()) == []
     ids = views.queue.live_allocations_of("user", alice.user_id)
     assert sorted(map(str, ids)) == sorted(str(allocation_id(mine, s, 1)) for s in ("a", "b"))
+
+
+def test_a_submission_takes_its_owners_priorities_from_the_tenancy_view():
+    roving, views = app(), Views()
+    tailer = SyncTailer(roving, views)
+    org = roving.create_organization("acme", ADMIN, T0)
+    gpu = roving.create_group(org, "gpu", ADMIN, T0)
+    roving.set_priority("organization", org, 7, ADMIN, T0)
+    roving.set_priority("group", gpu, 3, ADMIN, T0)
+    tailer.wait_for(roving.last_position)
+    roving.priorities_provider = views.tenancy.owner_priorities
+    wid = uuid4()
+    roving.submit_workflow(wid, "two", TWO_JOBS, 0, None, msgspec.structs.replace(user(org), group_ids=frozenset({gpu})),
+                           later(1))
+    assert roving.repository.get(allocation_id(wid, "a", 1)).priority == {"workflow": 0, "organization": 7, "group": 3, "user": 0}

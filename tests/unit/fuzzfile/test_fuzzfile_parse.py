@@ -122,6 +122,13 @@ def test_invalid_yaml_names_the_line():
     assert "line 3" in parse_fuzzfile("version: v4\njobs:\n  a: b: c\n").errors[0].message
 
 
+def test_a_number_too_wide_to_store_is_named_by_its_path():
+    wide = VALID.replace("cores: 2", "cores: 99999999999999999999")
+    assert paths(wide) == {"jobs.train.resource.cpu.cores":
+                           "expected a whole number from -9223372036854775808 to 9223372036854775807, "
+                           "got 99999999999999999999"}
+
+
 def test_task_array_concurrency_is_capped_at_200():
     errors = paths(job("script: x\ntask-array: {start: 1, end: 500, concurrency: 201}"))
     assert "between 1 and 200" in errors["jobs.train.task-array.concurrency"]
