@@ -76,8 +76,9 @@ class Tailer:
             self._subscription = subscription
             if self._stopped.is_set():
                 return
+            take_ready = getattr(subscription, "take_ready", lambda limit: [])
             for notification in subscription:
-                self._apply([notification])
+                self._apply([notification, *take_ready(self.page)])  # one lock and one wake-up per burst
                 if self._stopped.is_set():
                     return
 

@@ -48,6 +48,22 @@ class JetStreamSubscription(Subscription["JetStreamApplicationRecorder"]):
         self._last_notification_id = item.id
         return item
 
+    def take_ready(self, limit: int) -> list[Notification]:
+        """What has already arrived, up to `limit`, without blocking: a follower applies it as one batch."""
+        taken: list[Notification] = []
+        while len(taken) < limit and not self._has_been_stopped:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if item is _STOP:
+                self._queue.put(_STOP)
+                break
+            taken.append(item)  # type: ignore[arg-type]
+        if taken:
+            self._last_notification_id = taken[-1].id
+        return taken
+
     def stop(self) -> None:
         if self._has_been_stopped:
             return

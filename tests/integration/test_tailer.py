@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Iterator
 from uuid import uuid4
 
@@ -67,3 +68,19 @@ def test_wait_for_gives_up_after_its_timeout(app: Application, views: Views):
     with Tailer(app, views) as tailer:
         assert tailer.caught_up.wait(10)
         assert tailer.wait_for(10_000, timeout=0.2) is False
+
+
+def test_a_live_burst_reaches_the_follower_in_order_and_at_most_once(app: Application):
+    app.save(node("node-0"))
+    with app.recorder.subscribe(gt=app.recorder.max_notification_id()) as subscription:
+        recordings = app.save(*[node(f"node-{i}") for i in range(1, 6)])
+        wanted = [r.notification.id for r in recordings]
+        first = next(subscription)
+        deadline = time.monotonic() + 10
+        rest: list = []
+        while len(rest) < len(wanted) - 1 and time.monotonic() < deadline:
+            taken = subscription.take_ready(limit=2)
+            assert len(taken) <= 2
+            rest += taken
+        assert [first.id, *(n.id for n in rest)] == wanted
+        assert subscription.take_ready(limit=10) == []
