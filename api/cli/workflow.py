@@ -26,7 +26,7 @@ def read_file(path: str) -> str:
 
 def start(args: argparse.Namespace, client: Client) -> Any:
     body = {"name": args.name or Path(args.file).stem, "definition": read_file(args.file),
-            "priority": args.priority, "preemptible": args.preemptible}
+            "priority": args.priority, "preemptible": args.preemptible, "endpoint_strategy": args.strategy}
     answer = client.post("/v4/workflows", body)
     for warning in answer.get("warnings", []):
         print(f"warning: {warning['path']}: {warning['message']}", file=sys.stderr)
@@ -110,6 +110,9 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--name", help="workflow name (default: the file name)")
     p.add_argument("--priority", type=int, default=0, help="the workflow's own priority (0 or lower)")
     p.add_argument("--preemptible", action="store_true", default=None, help="let higher-priority work preempt it")
+    p.add_argument("--strategy", choices=["ready", "start"],
+                   help="taking over a persistent endpoint in use: ready (default) keeps the old service serving "
+                        "until the new one passes its readiness probe; start cancels the old workflow at once")
     p.add_argument("--watch", action="store_true", help="show stage progress until the workflow ends")
     p.set_defaults(handler=start)
     p = sub.add_parser("list", parents=[common], help="list workflows you can see")

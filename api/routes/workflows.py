@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from typing import Any
+from typing import Any, Literal
 from uuid import uuid4
 
 import msgspec
@@ -12,6 +12,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from api.errors import BadRequest
 from api.routes import common as c
 from domain.app.errors import NotFound
 from domain.tenancy.permissions import Action
@@ -27,6 +28,7 @@ class Submit(msgspec.Struct, forbid_unknown_fields=True):
     name: str = ""
     priority: int = 0
     preemptible: bool | None = None
+    endpoint_strategy: Literal["ready", "start"] | None = None  # a takeover of persistent endpoints in use
 
 
 async def submission(request: Request) -> Submit:
@@ -36,15 +38,19 @@ async def submission(request: Request) -> Submit:
         return await c.body(request, Submit)
     text = (await request.body()).decode("utf-8", errors="replace")
     preemptible = c.query_bool(request, "preemptible") if "preemptible" in request.query_params else None
+    strategy = request.query_params.get("endpoint_strategy") or None
+    if strategy not in (None, "ready", "start"):
+        raise BadRequest("endpoint_strategy", f"expected ready or start, got {strategy!r}")
     return Submit(definition=text, name=request.query_params.get("name", ""),
-                  priority=c.query_int(request, "priority") or 0, preemptible=preemptible)
+                  priority=c.query_int(request, "priority") or 0, preemptible=preemptible, endpoint_strategy=strategy)
 
 
 async def submit(request: Request) -> Response:
     wanted, svc = await submission(request), c.services(request)
     workflow_id = uuid4()
     warnings = await c.call(svc.roving.submit_workflow, workflow_id, wanted.name, wanted.definition,
-                            wanted.priority, wanted.preemptible, c.principal(request), c.now())
+                            wanted.priority, wanted.preemptible, c.principal(request), c.now(),
+                            endpoint_strategy=wanted.endpoint_strategy)
     await c.settle(request)
     notes = [{"path": w.path, "message": w.message} for w in warnings or []]
     return c.json({"id": str(workflow_id), "warnings": notes}, status=201)

@@ -60,6 +60,22 @@ def test_every_command_explains_itself_with_help(capsys):
     assert exit.value.code == 0 and "--no-preempt" in capsys.readouterr().out
 
 
+def test_workflow_start_sends_the_endpoint_takeover_strategy_and_refuses_others(capsys, tmp_path):
+    sent = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        sent.append(json.loads(request.content))
+        return httpx.Response(201, json={"id": "w1", "warnings": []})
+
+    (tmp_path / "llm.yaml").write_text(JOB)
+    args = build_parser().parse_args(["workflow", "start", str(tmp_path / "llm.yaml"), "--strategy", "start"])
+    assert execute(args, Client("http://roving.test", transport=httpx.MockTransport(handle))) == 0
+    assert sent[0]["endpoint_strategy"] == "start"
+    with pytest.raises(SystemExit) as exit:
+        main(["workflow", "start", "f.yaml", "--strategy", "sideways"])
+    assert exit.value.code == 2 and "ready" in capsys.readouterr().err
+
+
 def test_the_environment_overrides_the_context_file(tmp_path):
     found = current_context({"ROVING_API": "http://x:1", "ROVING_TOKEN": "t"}, tmp_path / "none.yaml")
     assert found == {"api": "http://x:1", "token": "t"}

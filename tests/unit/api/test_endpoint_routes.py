@@ -245,3 +245,15 @@ def test_a_failed_lookup_is_a_503_not_a_404(service, monkeypatch):
     monkeypatch.setattr(api.services.views.endpoints, "find", broken)
     (answer,) = through(bare_proxy(api), ("/endpoints/llm/", {"FB-Authorization": f"Bearer {alice}"}))
     assert answer.status_code == 503 and "lookup failed" in answer.json()["error"]
+
+
+def test_a_submission_may_ask_for_a_start_takeover_and_a_wrong_strategy_is_named(service):
+    api, alice = bound_api(service)
+    serving = api.services.roving.repository.get(endpoint_id("llm")).binding.workflow_id
+    taken = api.request("POST", "/v4/workflows", alice, json={"definition": definition(service),
+                                                               "endpoint_strategy": "start"})
+    assert taken.status_code == 201, taken.text
+    assert api.request("GET", f"/v4/workflows/{serving}", alice).json()["status"] == "CANCELED"
+    wrong = api.request("POST", "/v4/workflows?endpoint_strategy=sideways", alice, content=definition(service),
+                        headers={"content-type": "application/yaml"})
+    assert wrong.status_code == 400 and wrong.json()["errors"][0]["path"] == "endpoint_strategy", wrong.text
