@@ -43,6 +43,10 @@ class LoopThread:
             self._pending.add(future)
         try:
             return future.result(timeout)
+        except concurrent.futures.CancelledError:
+            if self._stopped:  # stop() cancelled it
+                raise OperationalError("the JetStream connection was closed during the call") from None
+            raise
         finally:
             with self._lock:
                 self._pending.discard(future)
@@ -53,6 +57,10 @@ class LoopThread:
                 return
             self._stopped = True
         if not self.loop.is_closed():
+            try:  # a task left pending on a closed loop is reported later, wherever the collector runs
+                asyncio.run_coroutine_threadsafe(_cancel_others(), self.loop).result(2)
+            except (concurrent.futures.TimeoutError, RuntimeError):
+                pass
             self.loop.call_soon_threadsafe(self.loop.stop)
             self._thread.join(timeout=5)
             if not self._thread.is_alive():
@@ -61,3 +69,10 @@ class LoopThread:
             waiting = [f for f in self._pending if not f.done()]
         for future in waiting:
             future.set_exception(OperationalError("the JetStream connection was closed during the call"))
+
+
+async def _cancel_others() -> None:
+    tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)

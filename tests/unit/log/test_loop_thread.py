@@ -34,3 +34,14 @@ def test_a_call_after_the_loop_stopped_is_refused_at_once():
     loop.stop()
     with pytest.raises(OperationalError, match="closed"):
         loop.run(asyncio.sleep(0))
+
+
+def test_stopping_leaves_no_task_pending_on_the_closed_loop():
+    loop = LoopThread()
+    caller = threading.Thread(target=lambda: pytest.raises(OperationalError, loop.run, asyncio.sleep(3600)))
+    caller.start()
+    while not loop._pending:
+        pass
+    loop.stop()
+    caller.join(timeout=5)
+    assert loop.loop.is_closed() and asyncio.all_tasks(loop.loop) == set()
