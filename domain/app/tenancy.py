@@ -12,7 +12,7 @@ from domain.app.ids import group_id, org_id, user_id
 from domain.fuzzfile import Problem
 from domain.tenancy import Group, Organization, Role, TenancyError, User
 from domain.tenancy.passwords import password_problems
-from domain.tenancy.permissions import Principal
+from domain.tenancy.permissions import Action, Outcome, Principal, Resource, can
 
 
 class PasswordHasher(Protocol):
@@ -85,10 +85,8 @@ class TenancyCommands:
         if aggregate_class is None:
             raise invalid("kind", "must be organization, group or user")
         aggregate = self.load(aggregate_class, target, kind)
-        if kind != "organization" and not principal.is_cluster_admin:
-            organization = getattr(aggregate, "organization_id", None)
-            if not principal.owns_organization(organization):
-                raise NotFound(kind)
+        organization = target if kind == "organization" else getattr(aggregate, "organization_id", None)
+        decide(principal, PRIORITY_ACTIONS[kind], Resource(kind, organization, target if kind == "group" else None), kind)
         with _tenancy_errors():
             aggregate.set_priority(priority, by=principal.username, by_role=principal.role, at=at)
         # The owner's live allocations follow, each with its own "Priority updated" event.
@@ -115,19 +113,25 @@ class TenancyCommands:
         self.save(found)
 
     def add_member(self, group: UUID, user: UUID, role: str, principal: Principal, at: datetime) -> None:
-        found = self._own_group(group, principal)
-        member = self.load(User, user, "user")
-        if member.organization_id != found.organization_id:
-            raise NotFound("user")
+        found, _ = self._membership(group, user, principal)
         with _tenancy_errors():
             found.add_member(user, Role(role or "member"), by=principal.username, at=at)
         self.save(found)
 
     def remove_member(self, group: UUID, user: UUID, principal: Principal, at: datetime) -> None:
-        found = self._own_group(group, principal)
+        found, _ = self._membership(group, user, principal)
         with _tenancy_errors():
             found.remove_member(user, by=principal.username, at=at)
         self.save(found)
+
+    def _membership(self, group: UUID, user: UUID, principal: Principal) -> tuple[Group, User]:
+        """A group its caller may manage (group owners too) and a user of the same organization."""
+        found = self.load(Group, group, "group")
+        decide(principal, Action.MANAGE_GROUP_MEMBERS, Resource.group(found.organization_id, group), "group")
+        member = self.load(User, user, "user")
+        if member.organization_id != found.organization_id:
+            raise NotFound("user")
+        return found, member
 
     def _own_group(self, group: UUID, principal: Principal) -> Group:
         found = self.load(Group, group, "group")
@@ -135,12 +139,14 @@ class TenancyCommands:
         return found
 
     def _may_manage_users(self, organization: UUID | None, principal: Principal) -> None:
+        """Cluster admins and the organization's owners; its other members are refused (403), others 404."""
         if principal.is_cluster_admin:
             if organization is not None and organization not in self.repository:
                 raise NotFound("organization")
             return
-        if organization is None or not principal.owns_organization(organization):
+        if organization is None:
             raise NotFound("organization")
+        decide(principal, Action.SET_PREEMPT_LIST, Resource.organization(organization), "organization")
 
     def owner_priorities(self, owner: dict[str, str]) -> dict[str, int]:
         """Organization, group and user priorities of a workflow's owner, for its allocations.
@@ -154,6 +160,19 @@ class TenancyCommands:
             aggregate = self.repository.get(UUID(value)) if value and UUID(value) in self.repository else None
             found[f"{kind}_priority"] = int(getattr(aggregate, "priority", 0) or 0)
         return found
+
+
+PRIORITY_ACTIONS = {"organization": Action.SET_ORG_PRIORITY, "group": Action.SET_GROUP_PRIORITY,
+                    "user": Action.SET_USER_PRIORITY}
+
+
+def decide(principal: Principal, action: Action, resource: Resource, what: str) -> None:
+    """The permission model's answer as the API's: not visible is NotFound (404), forbidden is 403."""
+    decision = can(principal, action, resource)
+    if decision.outcome is Outcome.NOT_VISIBLE:
+        raise NotFound(what)
+    if not decision.allowed:
+        raise Forbidden(decision.reason)
 
 
 class _tenancy_errors:

@@ -27,6 +27,7 @@ class Action(str, enum.Enum):
     MANAGE_GROUP_MEMBERS = "manage_group_members"
     VIEW_CLUSTER_QUEUE = "view_cluster_queue"
     VIEW_WORKFLOW = "view_workflow"
+    STOP_WORKFLOW = "stop_workflow"
     EXPLAIN_ALLOCATION = "explain_allocation"
     MANAGE_NODES = "manage_nodes"
     CONFIG = "config"
@@ -188,6 +189,13 @@ def _views_work(p: Principal, r: Resource) -> str | None:
     return _org_owner_or_admin(p, r)
 
 
+def _stops_work(p: Principal, r: Resource) -> str | None:
+    """A groupmate sees the work but may not stop it: its owner, its group's owner and above may."""
+    if r.owner_id is not None and r.owner_id == p.user_id:
+        return f"your own {r.kind}"
+    return _group_owner_or_above(p, r)
+
+
 def _explains(p: Principal, r: Resource) -> str | None:
     if r.owner_id is not None and r.owner_id == p.user_id:
         return "your own allocation"
@@ -209,6 +217,7 @@ RULES: dict[Action, tuple[Rule, str]] = {
     Action.MANAGE_GROUP_MEMBERS: (_group_owner_or_above, GROUP),
     Action.VIEW_CLUSTER_QUEUE: (_admin, ADMIN),
     Action.VIEW_WORKFLOW: (_views_work, "its owner, its group's members, the organization's owners or a cluster admin"),
+    Action.STOP_WORKFLOW: (_stops_work, "its owner, its group's owners, the organization's owners or a cluster admin"),
     Action.EXPLAIN_ALLOCATION: (_explains, "its owner, an explain_allocation holder on its group or a cluster admin"),
     Action.MANAGE_NODES: (_admin, ADMIN),
     Action.CONFIG: (_admin, ADMIN),

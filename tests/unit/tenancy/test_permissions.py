@@ -77,6 +77,15 @@ def test_cluster_wide_actions_are_visible_but_forbidden_to_everyone_but_admins(a
         assert outcome(principal, action, Resource.cluster()) is Outcome.FORBIDDEN
 
 
+def test_a_groupmate_sees_a_workflow_but_only_its_owner_or_the_owners_above_stop_it():
+    alices_group_work = Resource.workflow(ACME, TRAINING, ALICE)
+    assert can(BOB_MEMBER, Action.STOP_WORKFLOW, BOBS_WORK).reason == "your own workflow"
+    assert outcome(BOB_MEMBER, Action.STOP_WORKFLOW, alices_group_work) is Outcome.FORBIDDEN
+    assert can(ALICE_OWNER, Action.STOP_WORKFLOW, BOBS_WORK).allowed
+    assert outcome(CAROL_EXPLAINER, Action.STOP_WORKFLOW, BOBS_WORK) is Outcome.FORBIDDEN
+    assert outcome(DAVE_ELSEWHERE, Action.STOP_WORKFLOW, BOBS_WORK) is Outcome.NOT_VISIBLE
+
+
 def test_explain_allocation_is_for_its_owner_an_explain_holder_or_an_admin():
     assert can(BOB_MEMBER, Action.EXPLAIN_ALLOCATION, BOBS_ALLOCATION).reason == "your own allocation"
     assert can(CAROL_EXPLAINER, Action.EXPLAIN_ALLOCATION, BOBS_ALLOCATION).reason == "holds explain_allocation on the group"
