@@ -23,10 +23,17 @@ class CreateEndpoint(msgspec.Struct, forbid_unknown_fields=True):
 
 
 def sees(who: Principal, endpoint: Endpoint) -> bool:
-    """Scope rules, with cluster admins seeing every endpoint."""
+    """Scope rules, with cluster admins seeing every endpoint: who may call it through the proxy."""
     return who.is_cluster_admin or endpoint.visible_to(
         str(who.user_id) if who.user_id else None, {str(g) for g in who.group_ids},
         {str(who.organization_id)} if who.organization_id else set())
+
+
+def lists(who: Principal, endpoint: Endpoint) -> bool:
+    """Who may read an endpoint's record (owner, binding): its own organization only, even when it is
+    public; a public endpoint of another organization is reachable through the proxy, never listed."""
+    same_tenant = who.is_cluster_admin or endpoint.organization_id == str(who.organization_id or "")
+    return same_tenant and sees(who, endpoint)
 
 
 def answer(e: Endpoint, base_url: str = "") -> dict[str, Any]:
@@ -48,7 +55,7 @@ def base_url(request: Request) -> str:
 
 async def visible(request: Request) -> Endpoint:
     found = await c.call(c.services(request).views.endpoints.find, request.path_params["id"])
-    if found is None or found.deleted or not sees(c.principal(request), found):
+    if found is None or found.deleted or not lists(c.principal(request), found):
         raise NotFound("endpoint")
     return found
 
@@ -64,7 +71,7 @@ async def create(request: Request) -> Response:
 
 async def list_endpoints(request: Request) -> Response:
     who = c.principal(request)
-    rows = await c.call(c.services(request).views.endpoints.list, lambda e: sees(who, e))
+    rows = await c.call(c.services(request).views.endpoints.list, lambda e: lists(who, e))
     return c.json({"endpoints": [answer(e, base_url(request)) for e in rows]})
 
 

@@ -78,8 +78,7 @@ class EndpointCommands:
         owner = owner_id or _own_id(kind, principal)
         groups = sorted(str(g) for g in principal.group_ids)
         with _endpoint_errors("endpoint"):
-            if kind is OwnerKind.GROUP and not principal.is_cluster_admin and owner not in groups:
-                raise Forbidden(f"you are not a member of group {owner}")
+            _check_owner(kind, owner, principal)
             endpoint = Endpoint.create(eid, name, kind, owner, scope, by=principal.username, at=at,
                                        group_id=groups[0] if groups else "",
                                        organization_id=str(principal.organization_id or ""))
@@ -170,6 +169,16 @@ def _own_id(kind: Any, principal: Principal) -> str:
     if kind is OwnerKind.ORGANIZATION:
         return str(principal.organization_id or "")
     return str(principal.user_id or "")
+
+
+def _check_owner(kind: Any, owner: str, principal: Principal) -> None:
+    """An endpoint is owned by its creator, one of the creator's groups or the creator's organization;
+    any other owner is answered as an unknown one (404), so no tenant learns another's ids."""
+    if principal.is_cluster_admin or not isinstance(kind, OwnerKind):
+        return  # an unknown kind is refused by Endpoint.create, naming the choices
+    mine = {str(g) for g in principal.group_ids} if kind is OwnerKind.GROUP else {_own_id(kind, principal)}
+    if owner not in mine:
+        raise NotFound(kind.value)
 
 
 def _may_manage(endpoint: Endpoint, principal: Principal) -> bool:
