@@ -91,7 +91,7 @@ async def describe(request: Request) -> Response:
 
 
 async def stop(request: Request) -> Response:
-    detail = await visible_detail(request)
+    detail = await visible_detail(request, Action.STOP_WORKFLOW)
     await c.call(c.services(request).roving.stop_workflow, detail.id, c.principal(request), c.now())
     await c.settle(request)
     return c.json({"id": detail.id, "stopped": True})

@@ -10,13 +10,14 @@ import msgspec
 
 from domain.allocation import Allocation, IllegalTransition, StaleFence
 from domain.app.endpoints import with_endpoint_env
-from domain.app.errors import Conflict, Invalid, StaleEpoch, invalid
+from domain.app.errors import Conflict, Forbidden, Invalid, StaleEpoch, invalid
 from domain.app.ids import allocation_id
 from domain.app.scheduling import SchedulingCommands
 from domain.fuzzfile import parse_fuzzfile
 from domain.fuzzfile.semantics import StageStatus
 from domain.node import Node, NodeError, Placement
 from domain.scheduler.snapshot import Definition
+from domain.tenancy import Source
 from domain.tenancy.permissions import Principal
 from domain.workflow import Workflow, WorkflowError
 
@@ -33,6 +34,8 @@ class WorkflowCommands(SchedulingCommands):
 
         Persistent endpoints of its services are claimed with `endpoint_strategy` (else the
         `roving.endpoint-strategy` annotation, else `ready`)."""
+        if principal.source is not Source.ADMIN:  # agents and webhooks run work; people own it
+            raise Forbidden(f"workflows are submitted with a user's token, not with the {principal.source.value} token")
         text = definition if isinstance(definition, str) else msgspec.json.encode(definition).decode()
         parsed = parse_fuzzfile(text)
         if parsed.errors:

@@ -6,14 +6,24 @@ from uuid import uuid4
 
 import pytest
 
-from domain.app import Invalid, StaleEpoch
+from domain.app import Forbidden, Invalid, StaleEpoch
 from domain.app.ids import allocation_id
 from domain.allocation import Allocation, QueueState
+from domain.tenancy import Role, Source
+from domain.tenancy.permissions import Principal
 from tests.unit.app.builders import ADMIN, PIPELINE, T0, app, later, user
 
 
 def register(roving, name="node-1"):
     return roving.register_node(name, 4, 8 << 30, {}, {}, "pool-a", "127.0.0.1", 9100, T0)
+
+
+def test_an_agent_token_cannot_submit_work_that_no_one_would_own():
+    roving, wid = app(), uuid4()
+    agent = Principal(user_id=None, username="agent", role=Role.USER, organization_id=None, source=Source.AGENT)
+    with pytest.raises(Forbidden, match="submitted with a user's token, not with the agent token"):
+        roving.submit_workflow(wid, "pipe", PIPELINE, 0, None, agent, T0)
+    assert wid not in roving.repository
 
 
 def test_submission_creates_a_ready_allocation_only_for_stages_whose_conditions_hold():
