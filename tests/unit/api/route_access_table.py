@@ -1,0 +1,131 @@
+"""ROUTES: one row for every route of the app, saying who may call it and with which ids.
+
+A row names the callers whose request on organization A's (or the cluster's) own things succeeds (`who`;
+everyone else is refused), that request (`own`; None: the bare path) and, for a route that names a tenant's
+ids, the same request naming organization B's (`foreign`), or CLUSTER when its ids are the cluster's own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from tests.unit.api.harness import JOB, PASSWORD
+from tests.unit.api.route_access_world import ADMIN, AGENT, ANYONE, OWNER, USER, WEBHOOK, Call, World
+
+Build = Callable[[World], Call]
+PUBLIC, EVERYONE, OWNERS, ADMINS = {ANYONE}, {USER, OWNER, ADMIN}, {OWNER, ADMIN}, {ADMIN}
+AGENTS, ALERTERS = {AGENT, ADMIN}, {WEBHOOK, ADMIN}
+CLUSTER = "nodes and federated workflows are the cluster's, not a tenant's"
+PROXIED, FB = "DELETE GET OPTIONS PATCH POST PUT", "FB-Authorization"  # HEAD follows GET, as everywhere
+ALERT = {"version": "4", "status": "firing", "alerts": []}
+
+
+class Row(NamedTuple):
+    methods: str                         # as the route declares them, space-separated
+    path: str                            # the route's template, as Starlette has it
+    who: set[str]                        # callers whose `own` request succeeds; the others get 403 or 404
+    own: Build | None = None
+    foreign: Build | str | None = None
+    ok: tuple[int, ...] = (200, 201)     # what success looks like
+
+    def own_call(self, world: World) -> Call:
+        return self.own(world) if self.own else Call(self.path)
+
+
+def both(template: str, body: Callable[[Any], Any] = lambda t: None, auth: str = "Authorization") -> dict[str, Build]:
+    """`own` on organization A's things and `foreign` on B's, from one template over a tenant `t`."""
+    return {"own": lambda w: Call(template.format(t=w.a), body(w.a), auth),
+            "foreign": lambda w: Call(template.format(t=w.b), body(w.b), auth)}
+
+
+def node_route(suffix: str, body: Any = None) -> dict[str, Any]:
+    return {"own": lambda w: Call(f"/v4/nodes/{w.node()['node_id']}{suffix}", body), "foreign": CLUSTER}
+
+
+ROUTES = [
+    Row("GET", "/healthz", PUBLIC),
+    Row("GET", "/readyz", PUBLIC),
+    Row("GET", "/metrics", PUBLIC),
+    Row("GET", "/v4/openapi.json", PUBLIC),
+    Row("POST", "/v4/auth/login", PUBLIC, lambda w: Call("/v4/auth/login", {"username": "erin", "password": PASSWORD})),
+    Row("GET", "/v4/auth/whoami", EVERYONE),
+    Row("POST", "/v4/workflows", EVERYONE, lambda w: Call("/v4/workflows", {"definition": JOB})),
+    Row("GET", "/v4/workflows", EVERYONE),
+    Row("PATCH POST", "/v4/workflows/{id}:stop", EVERYONE, lambda w: Call(f"/v4/workflows/{w.submit()}:stop"),
+        lambda w: Call(f"/v4/workflows/{w.b.workflow}:stop")),
+    Row("GET", "/v4/workflows/{id}", EVERYONE, **both("/v4/workflows/{t.workflow}")),
+    Row("GET", "/v4/workflows/{id}/events", EVERYONE, **both("/v4/workflows/{t.workflow}/events")),
+    Row("GET", "/v4/workflows/{id}/log/{stage}", EVERYONE, **both("/v4/workflows/{t.workflow}/log/hello")),
+    # explaining needs explain_allocation, which an organization's owner does not hold by owning it
+    Row("GET", "/v4/workflows/{id}/why", {USER, ADMIN}, **both("/v4/workflows/{t.workflow}/why")),
+    Row("GET", "/v4/workflows/{id}/allocations/{aid}/explain", {USER, ADMIN},
+        **both("/v4/workflows/{t.workflow}/allocations/{t.allocation}/explain")),
+    Row("GET", "/v4/scheduler/queue", EVERYONE),
+    Row("GET", "/v4/scheduler/stats", EVERYONE),
+    Row("GET", "/v4/nodes", EVERYONE),
+    Row("GET", "/v4/nodes/-/sd_config", EVERYONE | {WEBHOOK}),
+    Row("GET", "/v4/nodes/{id}", EVERYONE, **node_route("")),  # reading nodes is everyone's; managing them is not
+    Row("DELETE", "/v4/nodes/{id}", ADMINS, lambda w: Call(f"/v4/nodes/{w.offline_node()}"), CLUSTER),
+    Row("POST", "/v4/nodes/{id}/cordon", ADMINS, **node_route("/cordon", {"reason": "bios"})),
+    Row("POST", "/v4/nodes/{id}/uncordon", ADMINS, **node_route("/uncordon")),
+    Row("POST", "/v4/nodes/{id}/evict", ADMINS, **node_route("/evict", {"reason": "bios"})),
+    Row("POST", "/v4/nodes/{id}/deprovision", ADMINS, **node_route("/deprovision")),
+    Row("GET", "/v4/nodes/{id}/holds", EVERYONE, **node_route("/holds")),
+    Row("POST", "/v4/nodes/{id}/holds", ADMINS, **node_route("/holds", {"effect": "cordon"})),
+    Row("DELETE", "/v4/nodes/{id}/holds/{hold}", ADMINS, lambda w: Call(w.held_node()), CLUSTER),
+    Row("POST", "/v4/alerts", ALERTERS, lambda w: Call("/v4/alerts", ALERT)),
+    Row("POST", "/v4/organizations", ADMINS, lambda w: Call("/v4/organizations", {"name": w.fresh("org")})),
+    Row("GET", "/v4/organizations", EVERYONE),
+    Row("GET", "/v4/organizations/{id}", EVERYONE, **both("/v4/organizations/{t.org}")),
+    Row("POST", "/v4/organizations/{id}/users", OWNERS,
+        lambda w: Call(f"/v4/organizations/{w.a.org}/users", w.new_user(w.a)),
+        lambda w: Call(f"/v4/organizations/{w.b.org}/users", w.new_user(w.b))),
+    Row("GET", "/v4/organizations/{id}/users", EVERYONE, **both("/v4/organizations/{t.org}/users")),
+    Row("POST", "/v4/organizations/{id}/groups", OWNERS,
+        lambda w: Call(f"/v4/organizations/{w.a.org}/groups", {"name": w.fresh("g")}),
+        lambda w: Call(f"/v4/organizations/{w.b.org}/groups", {"name": w.fresh("g")})),
+    Row("GET", "/v4/organizations/{id}/groups", EVERYONE, **both("/v4/organizations/{t.org}/groups")),
+    Row("PUT", "/v4/organizations/{id}/priority", ADMINS, **both("/v4/organizations/{t.org}/priority",
+                                                                 lambda t: {"priority": 3})),
+    Row("GET", "/v4/groups/{id}", EVERYONE, **both("/v4/groups/{t.group}")),
+    Row("PUT", "/v4/groups/{id}/priority", OWNERS, **both("/v4/groups/{t.group}/priority", lambda t: {"priority": 2})),
+    Row("PUT", "/v4/groups/{id}/preempt", OWNERS, **both("/v4/groups/{t.group}/preempt", lambda t: {"groups": []})),
+    Row("PUT", "/v4/groups/{id}/members/{user}", OWNERS, **both("/v4/groups/{t.group}/members/{t.member}")),
+    Row("DELETE", "/v4/groups/{id}/members/{user}", OWNERS,
+        lambda w: Call(f"/v4/groups/{w.a.group}/members/{w.member_to_remove()}"),
+        lambda w: Call(f"/v4/groups/{w.b.group}/members/{w.b.member}")),
+    Row("PUT", "/v4/users/{id}/priority", OWNERS, **both("/v4/users/{t.member}/priority", lambda t: {"priority": 1})),
+    Row("GET", "/v4/admin/centralconfig", ADMINS),
+    Row("PUT", "/v4/admin/centralconfig", ADMINS, lambda w: Call("/v4/admin/centralconfig", {})),
+    Row("POST", "/v4/agent/register", AGENTS, lambda w: Call("/v4/agent/register", {
+        "name": w.fresh("n"), "cpu": 1, "memory": 2**30})),
+    Row("POST", "/v4/agent/heartbeat", AGENTS, lambda w: Call("/v4/agent/heartbeat", {
+        "node_id": (n := w.node())["node_id"], "epoch": n["epoch"]})),
+    Row("GET", "/v4/agent/assignments", AGENTS, lambda w: Call(f"/v4/agent/assignments?node_id={w.node()['node_id']}")),
+    Row("POST", "/v4/agent/reports", AGENTS, lambda w: Call("/v4/agent/reports", w.running_report())),
+    Row("GET", "/v4/agent/config", AGENTS),
+    Row("GET", "/v4/audit", OWNERS),
+    Row("POST", "/v4/audit/query", OWNERS, lambda w: Call("/v4/audit/query", {"sql": "SELECT count(*) FROM audit"})),
+    Row("GET", "/v4/audit/export.parquet", OWNERS),
+    Row("POST", "/v4/endpoints", EVERYONE, lambda w: Call("/v4/endpoints", {"name": w.fresh("ep")}),
+        lambda w: Call("/v4/endpoints", {"name": w.fresh("ep"), "scope": "organization", "owner_kind": "organization",
+                                         "owner_id": w.b.org})),
+    Row("GET", "/v4/endpoints", EVERYONE),
+    Row("GET", "/v4/endpoints/{id}", EVERYONE, **both("/v4/endpoints/{t.endpoint.id}")),
+    # only the endpoint's owner (alice) manages it; her organization's owner sees it but may not delete it
+    Row("DELETE", "/v4/endpoints/{id}", {USER, ADMIN},
+        lambda w: Call(f"/v4/endpoints/{w.endpoint('alice', w.fresh('ep'), 'organization').id}"),
+        lambda w: Call(f"/v4/endpoints/{w.b.endpoint.id}")),
+    Row("GET", "/v4/federation/status", ADMINS),
+    Row("GET", "/v4/federation/queue/stats", ADMINS),
+    Row("GET", "/v4/federation/workflows", ADMINS),
+    Row("GET", "/v4/federation/workflows/{id}/events", ADMINS,
+        lambda w: Call(f"/v4/federation/workflows/{w.hub_ids['c1'][0]}/events"), CLUSTER),
+    Row("GET", "/v4/federation/workflows/{id}", ADMINS,
+        lambda w: Call(f"/v4/federation/workflows/{w.hub_ids['c1'][0]}"), CLUSTER),
+    # the proxy checks its caller itself; a bound-to-nothing endpoint answers 503 once the caller may use it
+    Row(PROXIED, "/endpoints/{key}/{path:path}", EVERYONE, ok=(503,),
+        **both("/endpoints/{t.endpoint.name}/x", auth=FB)),
+    Row(PROXIED, "/endpoints/{key}", EVERYONE, ok=(503,), **both("/endpoints/{t.endpoint.name}", auth=FB)),
+]

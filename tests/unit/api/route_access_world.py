@@ -1,0 +1,165 @@
+"""The world the route-access tests ask in: two organizations with owners, members, a group, work and endpoints.
+
+Callers are named by role (`user`, `owner`, `admin`, `agent`, `webhook`) or by person (`carol`, `bob`...).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, NamedTuple
+from uuid import UUID
+
+import httpx
+import msgspec
+import pytest
+
+from adapters.audit_feed import AuditFeed
+from adapters.duckdb_store import AuditStore
+from api.routes import federation
+from api.settings import load_settings
+from domain.app.ids import user_id
+from domain.tenancy import Role, Source
+from projections.audit import AuditLog, AuditProjection
+from tests.unit.api.harness import JOB, PASSWORD, Api, token, webhook_token
+from tests.unit.api.test_federation_routes import HUB, hub_view
+
+ANYONE, USER, OWNER, ADMIN, AGENT, WEBHOOK = "anyone", "user", "owner", "admin", "agent", "webhook"
+
+
+class Call(NamedTuple):
+    path: str
+    json: Any = None
+    auth: str = "Authorization"  # the endpoint proxy takes the caller's token in FB-Authorization
+
+
+class World:
+    """Org A (acme): olga owns it; alice, carol and dave are in group `lab`, dave with explain_allocation on it;
+    erin and frank are in no group. Org B (globex): bea owns it; bob is in group `ops`. Alice, olga and bob
+    each run a workflow; alice and bob each have an organization-wide endpoint, bob also a public one.
+    The audit log holds all of it; the federation hub is a fixed view with two member clusters."""
+
+    def __init__(self, scratch: Path, patch: pytest.MonkeyPatch) -> None:
+        self.api, self.names = Api(), itertools.count()
+        self.store = AuditStore(scratch / "audit.duckdb")
+        feed = AuditFeed(self.api.services.roving.recorder, AuditProjection(self.store, "test"))
+        self.api.services.audit = AuditLog(self.store)
+        self.api.app.state.settings = msgspec.structs.replace(load_settings({}), federation_hub=HUB)
+        hub, self.hub_ids = hub_view()
+        patch.setattr(federation, "load_view", lambda url: hub)
+        self.a = self.tenant("acme", "olga", "lab", ["alice", "carol", "dave"], ["erin", "frank"])
+        self.b = self.tenant("globex", "bea", "ops", ["bob"], [])
+        self.grant_explain(self.a.group, "dave")
+        self.tokens = {**self.a.tokens, **self.b.tokens, USER: self.a.tokens["alice"], OWNER: self.a.tokens["olga"],
+                       ADMIN: self.api.admin, AGENT: token("agent", source=Source.AGENT), WEBHOOK: webhook_token()}
+        self.a.workflow, self.b.workflow = self.submit(), self.submit("bob")
+        self.submit("olga")  # the owner's queue has rows of her own, and of her members' she must not see
+        self.a.allocation, self.b.allocation = self.allocation(self.a.workflow), self.allocation(self.b.workflow)
+        self.a.endpoint = self.endpoint("alice", "acme-wiki", "organization")
+        self.b.endpoint = self.endpoint("bob", "globex-wiki", "organization")
+        self.b.public = self.endpoint("bob", "globex-www", "public")
+        while feed.read_page():
+            pass
+
+    def close(self) -> None:
+        self.store.close()
+
+    def send(self, method: str, call: Call, caller: str | None) -> httpx.Response:
+        headers = {call.auth: f"Bearer {self.tokens[caller]}"} if caller else {}
+        return self.api.request(method, call.path, json=call.json, headers=headers)
+
+    def as_admin(self, method: str, path: str, body: Any = None) -> Any:
+        answer = self.api.request(method, path, self.api.admin, json=body)
+        assert answer.status_code in (200, 201), answer.text
+        return answer.json()
+
+    def tenant(self, name: str, owner: str, group: str, members: list[str], others: list[str]) -> SimpleNamespace:
+        org = self.as_admin("POST", "/v4/organizations", {"name": name})["id"]
+        t = SimpleNamespace(name=name, org=org, users={}, tokens={})
+        for username in [owner, *members, *others]:
+            role = Role.ORG_OWNER if username == owner else Role.USER
+            body = {"username": username, "email": f"{username}@{name}.org", "password": PASSWORD, "role": role.value}
+            t.users[username] = self.as_admin("POST", f"/v4/organizations/{org}/users", body)["id"]
+            t.tokens[username] = token(username, role, org=UUID(org))
+        t.group = self.as_admin("POST", f"/v4/organizations/{org}/groups", {"name": group})["id"]
+        for username in members:
+            self.as_admin("PUT", f"/v4/groups/{t.group}/members/{t.users[username]}", {"role": "member"})
+        t.member = t.users[members[0]]
+        return t
+
+    def settle(self) -> None:
+        self.api.services.tailer.wait_for(self.api.services.roving.last_position)
+
+    def grant_explain(self, group: str, username: str) -> None:
+        """No route grants explain_allocation yet: the group aggregate does, as an admin tool would."""
+        roving = self.api.services.roving
+        found = roving.repository.get(UUID(group))
+        found.grant_explain_allocation(user_id(username), by="admin", at=datetime.now(UTC))
+        roving.save(found)
+        self.settle()
+
+    def fresh(self, prefix: str) -> str:
+        return f"{prefix}{next(self.names)}"
+
+    def submit(self, username: str = "alice") -> str:
+        answer = self.api.request("POST", "/v4/workflows", self.tokens[username], json={"name": "w", "definition": JOB})
+        assert answer.status_code == 201, answer.text
+        return answer.json()["id"]
+
+    def allocation(self, workflow: str) -> str:
+        return self.as_admin("GET", f"/v4/workflows/{workflow}")["stages"][0]["allocation_id"]
+
+    def endpoint(self, username: str, name: str, scope: str) -> SimpleNamespace:
+        answer = self.api.request("POST", "/v4/endpoints", self.tokens[username], json={"name": name, "scope": scope})
+        assert answer.status_code == 201, answer.text
+        return SimpleNamespace(id=answer.json()["id"], name=name)
+
+    def node(self) -> dict[str, Any]:
+        body = {"name": self.fresh("n"), "cpu": 4, "memory": 8 * 2**30, "definition": "local"}
+        answer = self.api.request("POST", "/v4/agent/register", self.tokens[AGENT], json=body)
+        assert answer.status_code == 200, answer.text
+        return answer.json()
+
+    def held_node(self) -> str:
+        node = self.node()["node_id"]
+        return f"/v4/nodes/{node}/holds/{self.as_admin('POST', f'/v4/nodes/{node}/holds', {})['hold_id']}"
+
+    def offline_node(self) -> str:
+        node = self.node()["node_id"]
+        self.api.services.roving.node_lost(UUID(node), datetime.now(UTC))
+        self.settle()
+        return node
+
+    def running_report(self) -> dict[str, Any]:
+        """An agent's report on an allocation placed on its node, as the scheduler would have placed it."""
+        allocation, node = self.allocation(self.submit()), self.node()
+        roving = self.api.services.roving
+        epoch = roving.place(UUID(allocation), [UUID(node["node_id"])], "scheduler", datetime.now(UTC))
+        self.settle()
+        return {"node_id": node["node_id"], "allocation_id": allocation, "epoch": epoch, "event": "started"}
+
+    def member_to_remove(self) -> str:
+        frank = self.a.users["frank"]
+        self.as_admin("PUT", f"/v4/groups/{self.a.group}/members/{frank}", {"role": "member"})
+        return frank
+
+    def new_user(self, t: SimpleNamespace) -> dict[str, str]:
+        name = self.fresh("user")
+        return {"username": name, "email": f"{name}@{t.name}.org", "password": PASSWORD}
+
+    def b_things(self) -> dict[str, str]:
+        """Every id and name of organization B's, by what it is (its public endpoint aside)."""
+        b = self.b
+        return {"org": b.org, "group": b.group, "bob": b.users["bob"], "bea": b.users["bea"], "workflow": b.workflow,
+                "allocation": b.allocation, "endpoint": b.endpoint.id, "endpoint_name": b.endpoint.name}
+
+
+def opened(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    """The world for one test module's `world` fixture; closed, and the hub unpatched, after it."""
+    with pytest.MonkeyPatch.context() as patch:
+        built = World(tmp_path_factory.mktemp("audit"), patch)
+        yield built
+        built.close()
