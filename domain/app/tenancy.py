@@ -114,6 +114,8 @@ class TenancyCommands:
 
     def add_member(self, group: UUID, user: UUID, role: str, principal: Principal, at: datetime) -> None:
         found, _ = self._membership(group, user, principal)
+        if (role or "member") not in GROUP_ROLE_NAMES:
+            raise invalid("role", f"a group role is member or group_owner, got {role!r}")
         with _tenancy_errors():
             found.add_member(user, Role(role or "member"), by=principal.username, at=at)
         self.save(found)
@@ -162,6 +164,7 @@ class TenancyCommands:
         return found
 
 
+GROUP_ROLE_NAMES = (Role.MEMBER.value, Role.GROUP_OWNER.value)
 PRIORITY_ACTIONS = {"organization": Action.SET_ORG_PRIORITY, "group": Action.SET_GROUP_PRIORITY,
                     "user": Action.SET_USER_PRIORITY}
 

@@ -98,3 +98,20 @@ def test_explaining_someone_elses_allocation_needs_explain_allocation_on_its_gro
         assert world.a.allocation in answer.text
     else:
         assert world.a.allocation not in answer.text
+
+
+def test_a_group_owner_manages_members_and_stops_their_work_while_a_groupmate_only_sees_it(world):
+    a = world.a
+    lab2 = world.as_admin("POST", f"/v4/organizations/{a.org}/groups", {"name": "lab2"})["id"]
+    wrong = world.send("PUT", Call(f"/v4/groups/{lab2}/members/{a.users['erin']}", {"role": "owner"}), ADMIN)
+    assert wrong.json()["errors"] == [{"path": "role", "message": "a group role is member or group_owner, got 'owner'"}]
+    world.as_admin("PUT", f"/v4/groups/{lab2}/members/{a.users['erin']}", {"role": "group_owner"})
+    added = world.send("PUT", Call(f"/v4/groups/{lab2}/members/{a.users['frank']}", {"role": "member"}), "erin")
+    assert added.status_code == 200, added.text
+    world.settle()
+    franks = world.submit("frank")
+    assert world.send("POST", Call(f"/v4/workflows/{franks}:stop"), "erin").status_code == 200
+    alices = world.submit("alice")
+    assert world.send("GET", Call(f"/v4/workflows/{alices}"), "carol").status_code == 200
+    refused = world.send("POST", Call(f"/v4/workflows/{alices}:stop"), "carol")
+    assert refused.status_code == 403 and "may stop_workflow" in refused.json()["error"], refused.text
