@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import signal
 import statistics
 import subprocess
 import sys
@@ -89,6 +90,7 @@ def serve(data_dir: str, port: int) -> None:
     settings = load_settings({"ROVING_DATA_DIR": data_dir, "ROVING_LISTEN": f"127.0.0.1:{port}"})
     stack = Stack(settings, scheduler=False).start()
     stack.serve(in_thread=True)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # so `finally` stops the embedded nats-server too
     try:
         threading.Event().wait()
     finally:
