@@ -16,7 +16,20 @@ def list_nodes(args: argparse.Namespace, client: Client) -> Any:
     nodes = client.get("/v4/nodes")["nodes"]
     if args.output != "table":
         return nodes
-    return [{**n, "holds": [f"{h['effect']}({h['source']})" for h in n["holds"]]} for n in nodes]
+    return [{**n, "memory": size(n.get("memory")), "holds": [f"{h['effect']}({h['source']})" for h in n["holds"]]}
+            for n in nodes]
+
+
+def size(count: Any) -> Any:
+    """Bytes as a person reads them in a table (8GiB); -o json and yaml keep the exact number."""
+    if not isinstance(count, int) or isinstance(count, bool):
+        return count
+    value, unit = float(count), "B"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024 or unit == "TiB":
+            break
+        value /= 1024
+    return f"{value:.4g}{unit}"
 
 
 def show(args: argparse.Namespace, client: Client) -> Any:

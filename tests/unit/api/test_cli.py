@@ -1,6 +1,9 @@
 """The CLI parses what the docs promise, prints tables, JSON or YAML, and exits 0, 1 or 2 as promised."""
 
 import json
+import os
+import subprocess
+import sys
 
 import httpx
 import pytest
@@ -9,6 +12,7 @@ import yaml
 from api.cli.client import Client, current_context, message_of
 from api.cli.main import build_parser, execute, main
 from api.cli.output import render, table
+from domain.tenancy import Role, Source
 from tests.unit.api.harness import JOB, Api, token
 
 
@@ -117,3 +121,23 @@ def test_a_missing_process_module_is_a_clear_error_not_a_traceback(capsys, monke
     monkeypatch.setitem(importlib.import_module("api.cli.main").PROCESSES, "federate", ("api.no_such_module", "federate_main", "gone"))
     assert main(["federate"]) == 1
     assert "not available" in capsys.readouterr().err
+
+
+def test_node_list_shows_memory_for_people_and_exact_bytes_for_scripts(api, capsys):
+    agent = token("agent", Role.USER, source=Source.AGENT)
+    node = {"name": "big-1", "cpu": 64, "memory": 1536 * 2**30, "address": "10.0.0.9"}
+    assert api.request("POST", "/v4/agent/register", agent, json=node).status_code == 200
+    _, out, _ = run(api, api.admin, ["node", "list"], capsys)
+    assert out.splitlines()[1].split()[4] == "1.5TiB"
+    _, out, _ = run(api, api.admin, ["node", "list", "-o", "json"], capsys)
+    assert json.loads(out)[0]["memory"] == 1536 * 2**30
+
+
+def test_output_cut_short_by_its_reader_ends_quietly():
+    env = {**os.environ, "ROVING_API": "http://127.0.0.1:1", "ROVING_TOKEN": "t"}
+    started = "import sys, time; time.sleep(0.3); from api.cli.main import main; sys.exit(main())"  # after close
+    cli = subprocess.Popen([sys.executable, "-c", started, "context", "show"], env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    cli.stdout.close()  # like `| head`: nobody reads
+    _, err = cli.communicate(timeout=30)
+    assert (cli.returncode, err.decode()) == (0, "")
