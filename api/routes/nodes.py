@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 from uuid import UUID
 
@@ -40,13 +41,25 @@ def target(request: Request) -> UUID:
         return node_id(raw)
 
 
-def node_answer(row: Any) -> dict[str, Any]:
+def node_answer(row: Any, seen: Callable[[str], bool] = lambda allocation: True) -> dict[str, Any]:
     holds = [{"id": h.id, "effect": h.effect, "source": h.source, "reason": h.reason, "by": h.by, "at": h.at}
              for h in row.holds]
     return {"id": row.id, "name": row.name, "status": row.status, "status_reason": row.status_reason,
             "cpu": row.cpu, "memory": row.memory, "devices": row.devices, "annotations": row.annotations,
-            "definition": row.definition, "epoch": row.epoch, "allocations": row.allocations,
+            "definition": row.definition, "epoch": row.epoch, "allocations": [a for a in row.allocations if seen(a)],
             "accepts_new_work": row.accepts_new_work, "holds": holds}
+
+
+def visible_work(request: Request) -> Callable[[str], bool]:
+    """A node lists only the allocations its reader may see: other tenants' work is not theirs to know."""
+    who, queue = c.principal(request), c.services(request).views.queue
+    if who.is_cluster_admin:
+        return lambda allocation: True
+
+    def seen(allocation: str) -> bool:
+        found = queue.allocation(allocation)
+        return found is not None and c.can_view(who, c.work_resource(queue.owner(found.workflow_id)))
+    return seen
 
 
 async def found(request: Request) -> Any:
@@ -58,11 +71,12 @@ async def found(request: Request) -> Any:
 
 async def list_nodes(request: Request) -> Response:
     rows = await c.call(c.services(request).views.nodes.list)
-    return c.json({"nodes": [node_answer(r) for r in rows]})
+    seen = visible_work(request)
+    return c.json({"nodes": [node_answer(r, seen) for r in rows]})
 
 
 async def show(request: Request) -> Response:
-    return c.json(node_answer(await found(request)))
+    return c.json(node_answer(await found(request), visible_work(request)))
 
 
 async def holds(request: Request) -> Response:

@@ -1,9 +1,12 @@
 """Agents register and heartbeat; admins hold and release nodes by id or name; users only look."""
 
+from datetime import UTC, datetime
+from uuid import UUID
+
 import pytest
 
 from domain.tenancy import Role, Source
-from tests.unit.api.harness import Api, token, webhook_token
+from tests.unit.api.harness import JOB, Api, token, webhook_token
 
 AGENT = token("agent", Role.USER, source=Source.AGENT)
 REGISTER = {"name": "n1", "cpu": 4, "memory": 8 * 2**30, "devices": {}, "annotations": {}, "definition": "local",
@@ -92,3 +95,21 @@ def test_service_discovery_lists_live_nodes_metrics_ports(api, node):
 def test_alertmanager_body_errors_are_400(api):
     answer = api.request("POST", "/v4/alerts", api.admin, content=b'{"alerts": "no"}')
     assert answer.status_code == 400
+
+
+def test_a_node_lists_only_the_work_its_reader_may_see():
+    fresh = Api()
+    node = fresh.request("POST", "/v4/agent/register", AGENT, json=REGISTER).json()["node_id"]
+    placed = {}
+    for org, person in (("acme", "alice"), ("globex", "bob")):
+        _, placed[person] = fresh.organization_with_user(org, person)
+        workflow = fresh.request("POST", "/v4/workflows", placed[person], json={"definition": JOB}).json()["id"]
+        allocation = fresh.request("GET", f"/v4/workflows/{workflow}", placed[person]).json()["stages"][0]["allocation_id"]
+        fresh.services.roving.place(UUID(allocation), [UUID(node)], "scheduler", datetime.now(UTC))
+        placed[person] = (placed[person], allocation)
+    fresh.services.tailer.wait_for(fresh.services.roving.last_position)
+    alice, alices = placed["alice"]
+    assert fresh.request("GET", "/v4/nodes", alice).json()["nodes"][0]["allocations"] == [alices]
+    assert fresh.request("GET", "/v4/nodes/n1", alice).json()["allocations"] == [alices]
+    everything = fresh.request("GET", "/v4/nodes", fresh.admin).json()["nodes"][0]["allocations"]
+    assert sorted(everything) == sorted([alices, placed["bob"][1]])
