@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from collections.abc import Callable
+from datetime import datetime
 from typing import Protocol
 from uuid import UUID
 
@@ -86,7 +86,8 @@ class TenancyCommands:
             raise invalid("kind", "must be organization, group or user")
         aggregate = self.load(aggregate_class, target, kind)
         organization = target if kind == "organization" else getattr(aggregate, "organization_id", None)
-        decide(principal, PRIORITY_ACTIONS[kind], Resource(kind, organization, target if kind == "group" else None), kind)
+        resource = Resource(kind, organization, target if kind == "group" else None)
+        decide(principal, PRIORITY_ACTIONS[kind], resource, kind)
         with _tenancy_errors():
             aggregate.set_priority(priority, by=principal.username, by_role=principal.role, at=at)
         # The owner's live allocations follow, each with its own "Priority updated" event.
@@ -103,7 +104,8 @@ class TenancyCommands:
         return gid
 
     def set_preempt_list(self, group: UUID, group_ids: list[UUID], principal: Principal, at: datetime) -> None:
-        found = self._own_group(group, principal)
+        found = self.load(Group, group, "group")
+        decide(principal, Action.SET_PREEMPT_LIST, Resource.group(found.organization_id, group), "group")
         for other in group_ids:
             target = self.repository.get(other) if other in self.repository else None
             if not isinstance(target, Group) or target.organization_id != found.organization_id:
@@ -135,11 +137,6 @@ class TenancyCommands:
             raise NotFound("user")
         return found, member
 
-    def _own_group(self, group: UUID, principal: Principal) -> Group:
-        found = self.load(Group, group, "group")
-        self._may_manage_users(found.organization_id, principal)
-        return found
-
     def _may_manage_users(self, organization: UUID | None, principal: Principal) -> None:
         """Cluster admins and the organization's owners; its other members are refused (403), others 404."""
         if principal.is_cluster_admin:
@@ -148,7 +145,7 @@ class TenancyCommands:
             return
         if organization is None:
             raise NotFound("organization")
-        decide(principal, Action.SET_PREEMPT_LIST, Resource.organization(organization), "organization")
+        decide(principal, Action.MANAGE_USERS, Resource.organization(organization), "organization")
 
     def owner_priorities(self, owner: dict[str, str]) -> dict[str, int]:
         """Organization, group and user priorities of a workflow's owner, for its allocations.
