@@ -87,6 +87,11 @@ def group_member(args: argparse.Namespace, client: Client) -> Any:
     return client.put(path, {"role": args.role})
 
 
+def group_explainer(args: argparse.Namespace, client: Client) -> Any:
+    path = f"/v4/groups/{args.group}/explainers/{args.user}"
+    return client.delete(path) if args.revoke else client.put(path, {})
+
+
 def user_create(args: argparse.Namespace, client: Client) -> Any:
     body = {"username": args.username, "email": args.email, "password": password(args), "role": args.role}
     return client.post(f"/v4/organizations/{args.org}/users", body)
@@ -136,6 +141,10 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
              ("user", user_ref))
     p.add_argument("--role", default="member", choices=["member", "group_owner"])
     p.add_argument("--remove", action="store_true")
+    p = leaf(group, common, "explainer", group_explainer,
+             "let a user ask why any of the group's work waits (explain_allocation; organization owners)",
+             ("group", group_ref), ("user", user_ref))
+    p.add_argument("--revoke", action="store_true", help="take the grant back")
     user = commands.add_parser("user", help="user accounts").add_subparsers(dest="action", metavar="ACTION",
                                                                              required=True)
     p = leaf(user, common, "create", user_create, "create an account (password asked for, or --password-stdin)",

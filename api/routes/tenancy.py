@@ -147,6 +147,16 @@ async def remove_member(request: Request) -> Response:
     return c.json({"group": group, "user": user, "removed": True})
 
 
+def explainer_route(granted: bool):
+    """PUT grants `explain_allocation` on the group to the user, DELETE revokes it (organization owners)."""
+    async def set_explainer(request: Request) -> Response:
+        group, user = c.uuid_param(request, "id", "group"), c.uuid_param(request, "user", "user")
+        await c.call(method(request, "set_explainer"), group, user, granted, c.principal(request), c.now())
+        await c.settle(request)
+        return c.json({"group": group, "user": user, "explain_allocation": granted})
+    return set_explainer
+
+
 async def whoami(request: Request) -> Response:
     who = c.principal(request)
     return c.json({"user_id": who.user_id, "username": who.username, "role": who.role,
@@ -181,5 +191,7 @@ routes = [
     Route("/v4/groups/{id}/preempt", set_preempt, methods=["PUT"]),
     Route("/v4/groups/{id}/members/{user}", add_member, methods=["PUT"]),
     Route("/v4/groups/{id}/members/{user}", remove_member, methods=["DELETE"]),
+    Route("/v4/groups/{id}/explainers/{user}", explainer_route(True), methods=["PUT"]),
+    Route("/v4/groups/{id}/explainers/{user}", explainer_route(False), methods=["DELETE"]),
     Route("/v4/users/{id}/priority", priority_route("user", "user"), methods=["PUT"]),
 ]

@@ -128,6 +128,22 @@ class TenancyCommands:
             found.remove_member(user, by=principal.username, at=at)
         self.save(found)
 
+    def set_explainer(self, group: UUID, user: UUID, granted: bool, principal: Principal, at: datetime) -> None:
+        """Grant or revoke `explain_allocation` on a group: its holder may ask why any of the group's work waits.
+
+        It opens other people's queue entries, so the organization's owners grant it, not the group's."""
+        found = self.load(Group, group, "group")
+        decide(principal, Action.GRANT_EXPLAIN, Resource.group(found.organization_id, group), "group")
+        member = self.load(User, user, "user")
+        if member.organization_id != found.organization_id:
+            raise NotFound("user")
+        with _tenancy_errors():
+            if granted:
+                found.grant_explain_allocation(user, by=principal.username, at=at)
+            else:
+                found.revoke_explain_allocation(user, by=principal.username, at=at)
+        self.save(found)
+
     def _membership(self, group: UUID, user: UUID, principal: Principal) -> tuple[Group, User]:
         """A group its caller may manage (group owners too) and a user of the same organization."""
         found = self.load(Group, group, "group")

@@ -26,6 +26,7 @@ class Action(str, enum.Enum):
     SET_PREEMPT_LIST = "set_preempt_list"
     MANAGE_GROUP_MEMBERS = "manage_group_members"
     MANAGE_USERS = "manage_users"
+    GRANT_EXPLAIN = "grant_explain"
     VIEW_CLUSTER_QUEUE = "view_cluster_queue"
     VIEW_WORKFLOW = "view_workflow"
     STOP_WORKFLOW = "stop_workflow"
@@ -217,6 +218,7 @@ RULES: dict[Action, tuple[Rule, str]] = {
     Action.SET_PREEMPT_LIST: (_org_owner_or_admin, ORG),
     Action.MANAGE_GROUP_MEMBERS: (_group_owner_or_above, GROUP),
     Action.MANAGE_USERS: (_org_owner_or_admin, ORG),
+    Action.GRANT_EXPLAIN: (_org_owner_or_admin, ORG),
     Action.VIEW_CLUSTER_QUEUE: (_admin, ADMIN),
     Action.VIEW_WORKFLOW: (_views_work, "its owner, its group's members, the organization's owners or a cluster admin"),
     Action.STOP_WORKFLOW: (_stops_work,

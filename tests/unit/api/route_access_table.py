@@ -95,6 +95,10 @@ ROUTES = [
     Row("DELETE", "/v4/groups/{id}/members/{user}", OWNERS,
         lambda w: Call(f"/v4/groups/{w.a.group}/members/{w.member_to_remove()}"),
         lambda w: Call(f"/v4/groups/{w.b.group}/members/{w.b.member}")),
+    # explain_allocation opens other people's queue entries: the organization's owners grant it, not group owners
+    Row("PUT", "/v4/groups/{id}/explainers/{user}", OWNERS, **both("/v4/groups/{t.group}/explainers/{t.member}")),
+    Row("DELETE", "/v4/groups/{id}/explainers/{user}", OWNERS, lambda w: Call(w.grant_explain(w.a.group, "carol")),
+        lambda w: Call(f"/v4/groups/{w.b.group}/explainers/{w.b.member}")),
     Row("PUT", "/v4/users/{id}/priority", OWNERS, **both("/v4/users/{t.member}/priority", lambda t: {"priority": 1})),
     Row("GET", "/v4/admin/centralconfig", ADMINS),
     Row("PUT", "/v4/admin/centralconfig", ADMINS, lambda w: Call("/v4/admin/centralconfig", {})),

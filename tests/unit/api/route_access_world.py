@@ -93,13 +93,11 @@ class World:
     def settle(self) -> None:
         self.api.services.tailer.wait_for(self.api.services.roving.last_position)
 
-    def grant_explain(self, group: str, username: str) -> None:
-        """No route grants explain_allocation yet: the group aggregate does, as an admin tool would."""
-        roving = self.api.services.roving
-        found = roving.repository.get(UUID(group))
-        found.grant_explain_allocation(user_id(username), by="admin", at=datetime.now(UTC))
-        roving.save(found)
-        self.settle()
+    def grant_explain(self, group: str, username: str) -> str:
+        """Grant explain_allocation on the group through its route, as a cluster admin; the grant's path."""
+        path = f"/v4/groups/{group}/explainers/{user_id(username)}"
+        self.as_admin("PUT", path)
+        return path
 
     def fresh(self, prefix: str) -> str:
         return f"{prefix}{next(self.names)}"

@@ -141,3 +141,15 @@ def test_output_cut_short_by_its_reader_ends_quietly():
     cli.stdout.close()  # like `| head`: nobody reads
     _, err = cli.communicate(timeout=30)
     assert (cli.returncode, err.decode()) == (0, "")
+
+
+def test_group_explainer_grants_and_revokes_explain_allocation(api, capsys):
+    org, _ = api.organization_with_user("initrode", "milton")
+    assert run(api, api.admin, ["group", "create", org, "staplers"], capsys)[0] == 0
+    code, out, _ = run(api, api.admin, ["group", "explainer", f"{org}/staplers", "milton", "-o", "json"], capsys)
+    assert code == 0 and json.loads(out)["explain_allocation"] is True
+    code, out, _ = run(api, api.admin, ["group", "explainer", f"{org}/staplers", "milton", "--revoke", "-o", "json"],
+                       capsys)
+    assert code == 0 and json.loads(out)["explain_allocation"] is False
+    code, _, err = run(api, api.admin, ["group", "explainer", f"{org}/staplers", "milton", "--revoke"], capsys)
+    assert code == 1 and "does not hold it" in err

@@ -115,3 +115,21 @@ def test_a_group_owner_manages_members_and_stops_their_work_while_a_groupmate_on
     assert world.send("GET", Call(f"/v4/workflows/{alices}"), "carol").status_code == 200
     refused = world.send("POST", Call(f"/v4/workflows/{alices}:stop"), "carol")
     assert refused.status_code == 403 and "may stop_workflow" in refused.json()["error"], refused.text
+
+
+def test_an_organization_owner_grants_and_revokes_explain_allocation_and_a_group_owner_may_not(world):
+    a, why = world.a, Call(f"/v4/workflows/{world.a.workflow}/why")
+    grant = Call(f"/v4/groups/{a.group}/explainers/{a.users['carol']}")
+    lab3 = world.as_admin("POST", f"/v4/organizations/{a.org}/groups", {"name": "lab3"})["id"]
+    world.as_admin("PUT", f"/v4/groups/{lab3}/members/{a.users['erin']}", {"role": "group_owner"})
+    refused = world.send("PUT", Call(f"/v4/groups/{lab3}/explainers/{a.users['frank']}"), "erin")
+    assert refused.status_code == 403 and "grant_explain" in refused.json()["error"], refused.text
+    assert world.send("GET", why, "carol").status_code == 403
+    assert world.send("PUT", grant, "olga").json()["explain_allocation"] is True
+    assert a.allocation in world.send("GET", why, "carol").text
+    assert world.send("DELETE", grant, "olga").status_code == 200
+    assert world.send("GET", why, "carol").status_code == 403
+    again = world.send("DELETE", grant, "olga")
+    assert again.status_code == 400 and again.json()["errors"][0]["path"] == "explain_allocation", again.text
+    outsider = world.send("PUT", Call(f"/v4/groups/{a.group}/explainers/{world.b.member}"), "olga")
+    assert outsider.status_code == 404, outsider.text
