@@ -1,7 +1,8 @@
 """The log tailer: feeds the views from the log on a daemon thread, catching up in pages, then live.
 
 It pages `select_notifications` from the views' position until the log is read (then `caught_up` is
-set, for /readyz), and follows with `subscribe(gt=position)`. A failure is logged and the tail starts
+set, for /readyz), and follows with `subscribe(gt=position)`. With `snapshots`, the views start from the saved
+snapshot when it fits (see adapters.view_snapshots) and are saved again every so many events. A failure is logged and the tail starts
 again from the last applied position, so no event is skipped and none is applied twice.
 """
 
@@ -22,8 +23,10 @@ log = structlog.get_logger("roving.tailer")
 class Tailer:
     """Keeps `views` up to date with `app`'s log until stopped."""
 
-    def __init__(self, app: Any, views: Views, page: int = 1000, retry_seconds: float = 1.0) -> None:
+    def __init__(self, app: Any, views: Views, page: int = 1000, retry_seconds: float = 1.0,
+                 snapshots: Any = None) -> None:
         self.app, self.views, self.page, self.retry_seconds = app, views, page, retry_seconds
+        self.snapshots = snapshots
         self.caught_up = threading.Event()
         self._stopped = threading.Event()
         self._subscription: Any = None
@@ -53,6 +56,8 @@ class Tailer:
         self.stop()
 
     def _run(self) -> None:
+        if self.snapshots is not None and self.views.position == 0:
+            self._guarded(self.snapshots.restore)
         while not self._stopped.is_set():
             try:
                 self._catch_up()
@@ -85,3 +90,12 @@ class Tailer:
     def _apply(self, notifications: Sequence[Notification]) -> None:
         to_event = self.app.mapper.to_domain_event
         self.views.apply([(n.id, to_event(n)) for n in notifications])
+        if self.snapshots is not None and self.snapshots.due(self.views):
+            self._guarded(self.snapshots.save)
+
+    def _guarded(self, step: Any) -> None:
+        """A snapshot that cannot be read or written costs time, never the tail."""
+        try:
+            step(self.views)
+        except Exception:  # noqa: BLE001 - the log stays the truth; the views are rebuilt or saved later
+            log.exception("tailer.snapshot_failed", position=self.views.position)

@@ -33,6 +33,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     token_ttl_seconds: float = 12 * 3600.0
     nats_port: int = 0
     node_lease_seconds: float = 10.0
+    view_snapshot_every: int = 50_000  # applied events between view snapshots; 0: never snapshot
     federation_hub: str | None = None
 
     @classmethod
@@ -65,6 +66,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         token_ttl_seconds=_ttl(env, "ROVING_TOKEN_TTL", defaults.token_ttl_seconds),
         nats_port=_count(env, "ROVING_NATS_PORT", defaults.nats_port, minimum=0),
         node_lease_seconds=_ttl(env, "ROVING_NODE_LEASE", defaults.node_lease_seconds),
+        view_snapshot_every=_count(env, "ROVING_VIEW_SNAPSHOT_EVERY", defaults.view_snapshot_every, minimum=0),
         federation_hub=(env.get("ROVING_FEDERATION_HUB") or "").strip() or None,
     )
 

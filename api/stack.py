@@ -113,7 +113,13 @@ class Stack:
         self.roving.definitions_provider = lambda: node_definitions(self.views.nodes)
         self.roving.allocations_of_owner = self.views.queue.live_allocations_of
         self.roving.priorities_provider = self.views.tenancy.owner_priorities
-        self.tailer = Tailer(self.roving, self.views)
+        self.snapshots = None
+        if self.settings.view_snapshot_every:
+            from adapters.view_snapshots import ViewSnapshots
+
+            self.snapshots = ViewSnapshots(self.data_dir / "views.snapshot", self.key, self.roving.recorder,
+                                           every=self.settings.view_snapshot_every)
+        self.tailer = Tailer(self.roving, self.views, snapshots=self.snapshots)
         self.tailer.start()
         self.leases = Leases(Connection(nats_url, cluster), ttl=self.settings.node_lease_seconds)
         self.runner = None
@@ -129,6 +135,15 @@ class Stack:
             runner=self.runner, audit=self.audit,
         )
         return self
+
+    def _save_views(self) -> None:
+        """A stopping control plane leaves its views behind, so the next start replays only what follows."""
+        if self.snapshots is None or self.views.position <= self.snapshots.saved_position:
+            return
+        try:
+            self.snapshots.save(self.views)
+        except Exception:  # noqa: BLE001 - the next start rebuilds from the log instead
+            log.exception("stack.view_snapshot_failed")
 
     def _start_audit(self, cluster: str) -> None:
         """The audit table in $ROVING_DATA_DIR/audit.duckdb, fed from the log; DuckDB allows one process."""
@@ -207,6 +222,7 @@ class Stack:
         for part in (self.runner, self.tailer, self.audit_feed):
             if part is not None:
                 part.stop()
+        self._save_views()
         if self.audit_store is not None:
             self.audit_store.close()
         self.leases.connection.close()

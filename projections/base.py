@@ -32,9 +32,13 @@ def kind_of(event: Any) -> str:
 
 
 class Projection:
-    """A plain read model fed batches of (position, event); `lock` guards readers against the tailer."""
+    """A plain read model fed batches of (position, event); `lock` guards readers against the tailer.
+
+    `transient` names attributes a snapshot leaves out: caches rebuilt on use, and values fed by the runner
+    rather than the log. Everything else is the state the log built, saved and restored as it is."""
 
     _handlers: dict[str, tuple[Handler, ...]] = {}
+    transient: tuple[str, ...] = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -61,6 +65,16 @@ class Projection:
                 self.position = position
                 fresh += 1
         return fresh
+
+    def saved_state(self) -> dict[str, Any]:
+        """The log-built state, for a snapshot (call under the lock)."""
+        skip = {"lock", "applying", *self.transient}
+        return {name: value for name, value in vars(self).items() if name not in skip}
+
+    def restore_state(self, state: dict[str, Any]) -> None:
+        """Take a snapshot's state; the transient attributes keep the fresh values `__init__` gave them."""
+        with self.lock:
+            vars(self).update(state)
 
     def _dispatch(self, event: Any) -> None:
         """The aggregate-wide handler (`Workflow.*`) first, then the one for this event type."""

@@ -86,6 +86,9 @@ def to_queued(a: Allocation, owner: Owner, inputs: dict[str, int], kind: Kind = 
 class QueueView(Projection):
     """Allocations by id, mirrored from the Allocation aggregate."""
 
+    transient = ("pushed", "pass_stats", "_entries", "_priorities", "_priced_at", "_priced_mono",
+                 "_evaluator_for", "_orders", "_version")
+
     def __init__(self, lock: Any = None) -> None:
         super().__init__(lock)
         self.mirror = Mirror()

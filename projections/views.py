@@ -50,6 +50,21 @@ class Views:
             self.applied.notify_all()
         return fresh
 
+    def saved_state(self) -> dict[str, dict[str, Any]]:
+        """Every view's log-built state, taken at one position (the runner's `why` reasons are not the log's)."""
+        with self.lock:
+            return {type(p).__name__: p.saved_state() for p in self.projections}
+
+    def restore_state(self, state: dict[str, dict[str, Any]]) -> None:
+        """Take every view's state from `saved_state`; a view missing from it is an error, not an empty view."""
+        with self.lock:
+            missing = [type(p).__name__ for p in self.projections if type(p).__name__ not in state]
+            if missing:
+                raise ValueError(f"the snapshot has no state for {', '.join(missing)}")
+            for p in self.projections:
+                p.restore_state(state[type(p).__name__])
+            self.applied.notify_all()
+
     def wait_for(self, position: int, timeout: float | None = None) -> bool:
         """Block until the views reached `position` (to read one's own write); False on timeout."""
         with self.lock:

@@ -225,6 +225,11 @@ class JetStreamClient:
             raise ServerRefused(None, f"direct get of {subject} answered status {status}")
         return _raw(msg)
 
+    async def stream_identity(self, stream: str) -> tuple[str, int]:
+        """`name@created` (a stream deleted and made again gets a new one) and its last sequence."""
+        info = await self.js.stream_info(stream)
+        return f"{stream}@{info.created}", info.state.last_seq
+
     async def last_sequence(self, stream: str) -> int:
         info = await self.js.stream_info(stream)
         return info.state.last_seq

@@ -138,6 +138,11 @@ class JetStreamApplicationRecorder(JetStreamAggregateRecorder, ApplicationRecord
         last = self.connection.run(lambda: self.connection.client.last_sequence(self.stream))
         return last or None
 
+    def log_identity(self) -> tuple[str, int]:
+        """Which log this is (the stream and its creation time) and its last position: a saved view may only
+        be restored into the log it was built from, and never from a position past the log's end."""
+        return self.connection.run(lambda: self.connection.client.stream_identity(self.stream))
+
     def subscribe(self, gt: int | None = None, topics: Sequence[str] = ()) -> Subscription[ApplicationRecorder]:
         from adapters.jetstream.subscription import JetStreamSubscription
 

@@ -16,16 +16,18 @@ def test_defaults_follow_the_contract():
 
 def test_variables_override_the_defaults():
     settings = load_settings({"ROVING_DATA_DIR": "/tmp/r", "ROVING_LISTEN": "0.0.0.0:9000", "ROVING_LOCAL_NODES": "3",
-                              "ROVING_LOCAL_NODE_MEMORY": "512MiB", "ROVING_TOKEN_TTL": "30m"})
+                              "ROVING_LOCAL_NODE_MEMORY": "512MiB", "ROVING_TOKEN_TTL": "30m",
+                              "ROVING_VIEW_SNAPSHOT_EVERY": "0"})
     assert (str(settings.data_dir), settings.host, settings.port) == ("/tmp/r", "0.0.0.0", 9000)
     assert settings.local_nodes == 3 and settings.local_node_memory == 512 * 2**20
     assert settings.token_ttl_seconds == 1800
+    assert settings.view_snapshot_every == 0 and load_settings({}).view_snapshot_every == 50_000
 
 
 @pytest.mark.parametrize("name, value", [
     ("ROVING_LOCAL_NODES", "two"), ("ROVING_LOCAL_NODE_CPUS", "0"), ("ROVING_LOCAL_NODE_MEMORY", "lots"),
     ("ROVING_LISTEN", "localhost"), ("ROVING_LOG_FORMAT", "xml"), ("ROVING_TOKEN_TTL", "soon"),
-    ("ROVING_CLUSTER", "a b"),
+    ("ROVING_CLUSTER", "a b"), ("ROVING_VIEW_SNAPSHOT_EVERY", "-1"),
 ])
 def test_an_invalid_value_gives_one_line_naming_the_variable(name, value):
     with pytest.raises(SettingsError) as error:

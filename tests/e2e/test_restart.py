@@ -1,0 +1,29 @@
+"""Stopping `roving up` and starting it again on the same data dir: nothing is lost, and the views come back
+from the snapshot the stop left, with only the log after it replayed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.e2e.stack import LocalStack
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def test_a_restarted_stack_restores_its_views_from_the_snapshot_and_keeps_working(tmp_path):
+    first = LocalStack(tmp_path, nodes=1).start()
+    try:
+        before = first.submit((EXAMPLES / "hello.yaml").read_text(), "before")
+        shown = first.wait_status(before, ("FINISHED", "FAILED"))
+        events = first.events(before)
+    finally:
+        first.stop()
+    assert (tmp_path / "views.snapshot").exists()
+    second = LocalStack(tmp_path, nodes=1).start()
+    try:
+        assert second.workflow(before) == shown and second.events(before) == events
+        assert "view_snapshot.restored" in (tmp_path / "stack.log").read_text()
+        after = second.submit((EXAMPLES / "hello.yaml").read_text(), "after")
+        assert second.wait_status(after, ("FINISHED", "FAILED"))["status"] == "FINISHED"
+    finally:
+        second.stop()
