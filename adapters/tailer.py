@@ -1,9 +1,10 @@
 """The log tailer: feeds the views from the log on a daemon thread, catching up in pages, then live.
 
 It pages `select_notifications` from the views' position until the log is read (then `caught_up` is
-set, for /readyz), and follows with `subscribe(gt=position)`. With `snapshots`, the views start from the saved
-snapshot when it fits (see adapters.view_snapshots) and are saved again every so many events. A failure is logged and the tail starts
-again from the last applied position, so no event is skipped and none is applied twice.
+set, for /readyz), and follows with `subscribe(gt=position)`. With `snapshots`, the views start from the
+saved snapshot when it fits (see adapters.view_snapshots) and are saved again every so many events. A
+failure is logged and the tail starts again from the last applied position, so no event is skipped and
+none is applied twice.
 """
 
 from __future__ import annotations

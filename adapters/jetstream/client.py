@@ -231,5 +231,4 @@ class JetStreamClient:
         return f"{stream}@{info.created}", info.state.last_seq
 
     async def last_sequence(self, stream: str) -> int:
-        info = await self.js.stream_info(stream)
-        return info.state.last_seq
+        return (await self.stream_identity(stream))[1]

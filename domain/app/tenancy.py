@@ -132,11 +132,7 @@ class TenancyCommands:
         """Grant or revoke `explain_allocation` on a group: its holder may ask why any of the group's work waits.
 
         It opens other people's queue entries, so the organization's owners grant it, not the group's."""
-        found = self.load(Group, group, "group")
-        decide(principal, Action.GRANT_EXPLAIN, Resource.group(found.organization_id, group), "group")
-        member = self.load(User, user, "user")
-        if member.organization_id != found.organization_id:
-            raise NotFound("user")
+        found, _ = self._membership(group, user, principal, Action.GRANT_EXPLAIN)
         with _tenancy_errors():
             if granted:
                 found.grant_explain_allocation(user, by=principal.username, at=at)
@@ -144,10 +140,12 @@ class TenancyCommands:
                 found.revoke_explain_allocation(user, by=principal.username, at=at)
         self.save(found)
 
-    def _membership(self, group: UUID, user: UUID, principal: Principal) -> tuple[Group, User]:
-        """A group its caller may manage (group owners too) and a user of the same organization."""
+    def _membership(self, group: UUID, user: UUID, principal: Principal,
+                    action: Action = Action.MANAGE_GROUP_MEMBERS) -> tuple[Group, User]:
+        """A group on which the caller may take `action` (managing members: group owners too) and a user of the
+        same organization."""
         found = self.load(Group, group, "group")
-        decide(principal, Action.MANAGE_GROUP_MEMBERS, Resource.group(found.organization_id, group), "group")
+        decide(principal, action, Resource.group(found.organization_id, group), "group")
         member = self.load(User, user, "user")
         if member.organization_id != found.organization_id:
             raise NotFound("user")
