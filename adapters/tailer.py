@@ -92,7 +92,7 @@ class Tailer:
         to_event = self.app.mapper.to_domain_event
         self.views.apply([(n.id, to_event(n)) for n in notifications])
         if self.snapshots is not None and self.snapshots.due(self.views):
-            self._guarded(self.snapshots.save)
+            self._guarded(self.snapshots.save_in_child)
 
     def _guarded(self, step: Any) -> None:
         """A snapshot that cannot be read or written costs time, never the tail."""

@@ -17,8 +17,11 @@ import hmac
 import json
 import os
 import pickle
+import signal
 import sys
 import time
+import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -67,20 +70,44 @@ def code_fingerprint() -> str:
     return digest.hexdigest()
 
 
+@dataclass
+class Writer:
+    """A forked child writing one snapshot: its pid, the position it holds and when it was started."""
+
+    pid: int
+    position: int
+    started: float  # time.perf_counter() before the fork
+    wall: float  # time.time() then, to compare with the file's modification time
+
+
+def _finished(pid: int) -> tuple[bool, int | None]:
+    """Whether the child `pid` has ended, and its exit code (None if someone else already collected it)."""
+    try:
+        ended, status = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return True, None
+    return (True, os.waitstatus_to_exitcode(status)) if ended else (False, None)
+
+
 class ViewSnapshots:
     """Saves `views` every `every` applied events (and when asked), restores them on start.
 
-    Saving runs on the tailer's thread (the views' only writer): readers go on answering, but new events
-    wait until the file is written. So a save is also held back until `BUDGET` times its last duration has
-    passed: at most 1/BUDGET of the tail's time goes to snapshots, however large the views grow."""
+    A periodic save (`save_in_child`) forks: the child holds a copy-on-write image of the views at that
+    position and pickles it while the tailer goes on applying events, so the tail pauses only for the fork,
+    not for the pickling. One child at a time; a new one waits until `BUDGET` times the last one's duration
+    has passed, so snapshots take at most 1/BUDGET of the time of a core, however large the views grow.
+    Where there is no fork, or when the control plane stops (`save`), the caller's thread writes it."""
 
     BUDGET = 20
+    CHILD_SECONDS = 600.0  # a child still writing after this long is killed; the previous snapshot stays
 
     def __init__(self, path: Path, key: bytes, recorder: Any, every: int = 50_000) -> None:
         self.path, self.key, self.recorder, self.every = Path(path), key, recorder, every
         self.fingerprint = code_fingerprint()
         self.saved_position = 0
         self.next_save = 0.0  # time.monotonic() before which a periodic save waits
+        self.writer: Writer | None = None
+        self.last_pause = 0.0  # seconds the tail stopped for the last periodic save (the fork itself)
 
     def restore(self, views: SnapshotViews) -> int:
         """Restore `views` from the snapshot if it fits this log and this code; the position reached (0: none)."""
@@ -99,26 +126,99 @@ class ViewSnapshots:
         return header["position"]
 
     def due(self, views: SnapshotViews) -> bool:
-        return views.position - self.saved_position >= self.every and time.monotonic() >= self.next_save
+        self.reap()
+        return (self.writer is None and views.position - self.saved_position >= self.every
+                and time.monotonic() >= self.next_save)
+
+    def save_in_child(self, views: SnapshotViews) -> None:
+        """Start a child that writes the views as they are now; returns once it is forked."""
+        if not hasattr(os, "fork"):
+            self.save(views)
+            return
+        started, wall = time.perf_counter(), time.time()
+        identity, _ = self.recorder.log_identity()
+        state, position = views.saved_state(), views.position
+        with warnings.catch_warnings():
+            # Python warns that a fork of a threaded process may deadlock in the child if the child takes a
+            # lock another thread held. This child takes none: it pickles plain view state, writes one file
+            # and leaves with os._exit (no logging, no atexit, no flush); CHILD_SECONDS bounds it anyway.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+        if pid == 0:
+            self._child_writes(state, position, identity)
+        self.saved_position = position  # a failed write is tried again `every` events later
+        self.writer = Writer(pid, position, started, wall)
+        self.last_pause = time.perf_counter() - started
+
+    def _child_writes(self, state: dict[str, dict[str, Any]], position: int, identity: str) -> None:
+        code = 1
+        try:
+            gc.disable()  # no finalizers of the parent's objects run here
+            # nor does it keep the parent's sockets (the API's listening port among them) open after the
+            # parent ends: a restart could not bind them until this child had finished
+            os.closerange(3, os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 1024)
+            self._write(state, position, identity)
+            code = 0
+        finally:
+            os._exit(code)
+
+    def reap(self, wait: float = 0.0, give_up: bool = False) -> None:
+        """Collect a finished child (waiting up to `wait` seconds, then killing it if `give_up`, or if it
+        has run CHILD_SECONDS): log how it went and set when the next may start."""
+        writer = self.writer
+        if writer is None:
+            return
+        deadline = time.monotonic() + wait
+        done, code = _finished(writer.pid)
+        while not done and time.monotonic() < deadline:
+            time.sleep(0.01)
+            done, code = _finished(writer.pid)
+        took = time.perf_counter() - writer.started
+        if not done and not give_up and took < self.CHILD_SECONDS:
+            return
+        if not done:
+            os.kill(writer.pid, signal.SIGKILL)
+            os.waitpid(writer.pid, 0)
+        self.writer = None
+        if code == 0:  # the file's time is when the child finished; this call may come much later
+            took = min(took, max(self.last_pause, self.path.stat().st_mtime - writer.wall))
+        self.next_save = time.monotonic() + self.BUDGET * took
+        if code == 0:
+            log.info("view_snapshot.saved", position=writer.position, seconds=round(took, 3),
+                     paused=round(self.last_pause, 4))
+            return
+        self._tmp(writer.pid).unlink(missing_ok=True)
+        log.warning("view_snapshot.not_saved", position=writer.position, seconds=round(took, 3),
+                    reason=("killed: it took too long" if not done else f"the writer exited with status {code}"
+                            if code is not None else "collected elsewhere: its exit status is unknown"))
 
     def save(self, views: SnapshotViews) -> None:
-        """Write the views' state atomically (a crash mid-write leaves the previous snapshot in place)."""
+        """Write the views' state from this thread (after any child still writing has finished)."""
+        self.reap(wait=60.0, give_up=True)
         started = time.perf_counter()
         identity, _ = self.recorder.log_identity()
         state = views.saved_state()
         position = self.saved_position = views.position  # a failed write is tried again `every` events later
+        size = self._write(state, position, identity)
+        took = time.perf_counter() - started
+        self.next_save = time.monotonic() + self.BUDGET * took
+        log.info("view_snapshot.saved", position=position, bytes=size, seconds=round(took, 3))
+
+    def _write(self, state: dict[str, dict[str, Any]], position: int, identity: str) -> int:
+        """The file, atomically: a crash mid-write leaves the previous snapshot in place."""
         with _no_gc():
             payload = pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
         header = {"format": FORMAT, "fingerprint": self.fingerprint, "log": identity, "position": position,
                   "hmac": self._sign(payload)}
-        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp = self._tmp(os.getpid())
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "wb") as handle:
             handle.write(json.dumps(header).encode() + b"\n" + payload)
         os.replace(tmp, self.path)
-        took = time.perf_counter() - started
-        self.next_save = time.monotonic() + self.BUDGET * took
-        log.info("view_snapshot.saved", position=position, bytes=len(payload), seconds=round(took, 3))
+        return len(payload)
+
+    def _tmp(self, pid: int) -> Path:
+        return self.path.with_name(f"{self.path.name}.{pid}.tmp")
 
     def _read(self) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
         try:

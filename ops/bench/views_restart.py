@@ -2,7 +2,9 @@
 replaying only the tail, on one embedded nats-server in one run. Prints one JSON line.
 
 The log holds WORKFLOWS five-job submissions (as `POST /v4/workflows` writes them); the snapshot is taken
-there, then TAIL more submissions follow, as after a snapshot taken some time before a restart.
+there, then TAIL more submissions follow, as after a snapshot taken some time before a restart. It also
+times a periodic save as the tailer makes it (a forked child writes it): the tail's pause against a save
+made in the caller's thread (as on stop), whose whole duration the tail would wait.
 Usage: python ops/bench/views_restart.py [WORKFLOWS] [TAIL]
 """
 
@@ -70,6 +72,11 @@ def main(workflows: int, tail: int) -> dict:
         started = time.perf_counter()
         snapshots.save(views)
         save_seconds = time.perf_counter() - started
+        forked = ViewSnapshots(Path(scratch) / "forked.snapshot", b"k" * 32, roving.recorder)
+        forked.save_in_child(views)  # what the tailer does every so many events: the tail pauses for the fork
+        started = time.perf_counter()
+        forked.reap(wait=600)
+        child_seconds = forked.last_pause + time.perf_counter() - started
         at_snapshot = views.position
         submit(roving, tail)
         del views  # each measurement starts like a fresh process: no other views alive for the collector to walk
@@ -86,6 +93,9 @@ def main(workflows: int, tail: int) -> dict:
                 "restore_seconds": round(restore_seconds, 3),
                 "restore_speedup": round(rebuild_seconds / restore_seconds, 2),
                 "snapshot_save_seconds": round(save_seconds, 3),
+                "periodic_save_pause_seconds": round(forked.last_pause, 4),
+                "periodic_save_child_seconds": round(child_seconds, 3),
+                "pause_vs_foreground_save_ratio": round(forked.last_pause / save_seconds, 4),
                 "snapshot_bytes": snapshots.path.stat().st_size}
 
 

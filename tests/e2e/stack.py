@@ -18,14 +18,15 @@ UP = "import sys; from api.up import up_main; sys.exit(up_main([]))"
 
 
 class LocalStack:
-    def __init__(self, data_dir: Path, nodes: int = 2, lease_seconds: float = 3.0) -> None:
+    def __init__(self, data_dir: Path, nodes: int = 2, lease_seconds: float = 3.0,
+                 settings: dict[str, str] | None = None) -> None:
         self.data_dir = data_dir
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.nodes = nodes
         env = {**os.environ, "ROVING_DATA_DIR": str(data_dir), "ROVING_LISTEN": f"127.0.0.1:{self.port}",
                "ROVING_LOCAL_NODES": str(nodes), "ROVING_LOCAL_NODE_CPUS": "2", "ROVING_LOCAL_NODE_MEMORY": "2GiB",
-               "ROVING_NODE_LEASE": str(lease_seconds), "ROVING_LOG_FORMAT": "console"}
+               "ROVING_NODE_LEASE": str(lease_seconds), "ROVING_LOG_FORMAT": "console", **(settings or {})}
         env.pop("ROVING_NATS_URL", None)
         self.log = open(data_dir / "stack.log", "wb")  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen([sys.executable, "-c", UP], env=env, stdout=self.log,

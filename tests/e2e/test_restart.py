@@ -1,5 +1,6 @@
 """Stopping `roving up` and starting it again on the same data dir: nothing is lost, and the views come back
-from the snapshot the stop left, with only the log after it replayed."""
+from the snapshot the stop left, with only the log after it replayed. While it runs, periodic snapshots are
+written by a forked child and the stack goes on answering."""
 
 from __future__ import annotations
 
@@ -11,11 +12,13 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def test_a_restarted_stack_restores_its_views_from_the_snapshot_and_keeps_working(tmp_path):
-    first = LocalStack(tmp_path, nodes=1).start()
+    first = LocalStack(tmp_path, nodes=1, settings={"ROVING_VIEW_SNAPSHOT_EVERY": "10"}).start()
     try:
         before = first.submit((EXAMPLES / "hello.yaml").read_text(), "before")
         shown = first.wait_status(before, ("FINISHED", "FAILED"))
         events = first.events(before)
+        first.wait(lambda: any("view_snapshot.saved" in line and "paused" in line  # only a child's save says it
+                               for line in (tmp_path / "stack.log").read_text().splitlines()), 30, "a periodic snapshot")
     finally:
         first.stop()
     assert (tmp_path / "views.snapshot").exists()

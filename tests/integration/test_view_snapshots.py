@@ -89,7 +89,10 @@ def test_a_restart_restores_the_snapshot_and_replays_only_the_tail(app: Applicat
 def test_the_tailer_saves_every_so_many_events(app: Application, tmp_path: Path):
     history(app, 4)
     path = tmp_path / "views.snapshot"
-    views, _ = tailed(app, ViewSnapshots(path, KEY, app.recorder, every=5))
+    snapshots = ViewSnapshots(path, KEY, app.recorder, every=5)
+    views, _ = tailed(app, snapshots)
+    snapshots.reap(wait=30)  # the periodic save is written by a forked child
+    assert snapshots.writer is None and not list(tmp_path.glob("*.tmp"))
     header = json.loads(path.read_bytes().partition(b"\n")[0])
     assert 5 <= header["position"] <= views.position
     assert oct(path.stat().st_mode & 0o777) == "0o600"
