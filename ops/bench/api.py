@@ -4,13 +4,16 @@ The control plane runs as its own process (embedded nats-server, JetStream log, 
 loopback; no agents and no scheduler, so every allocation stays queued), as `roving up` runs it. This
 process drives it over keep-alive HTTP/1.1 from client threads using the standard library's client, which
 costs the server's machine far less than httpx would. The baseline measured in the same run is
-GET /healthz, the HTTP stack's own floor.
+GET /healthz, the HTTP stack's own floor. It also reports the CPU each submit costs the control plane, its
+nats-server and this client (from /proc, Linux only): with `cpu_cores`, those bound what the machine could
+reach however the work were spread over processes.
 """
 
 from __future__ import annotations
 
 import http.client
 import json
+import os
 import signal
 import statistics
 import subprocess
@@ -115,10 +118,34 @@ def started(data_dir: str, port: int) -> subprocess.Popen:
     raise SystemExit("the control plane was not ready within 60 s")
 
 
-def measure(port: int, token: str) -> dict:
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU of a process so far (Linux /proc; 0.0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def children(pid: int) -> list[int]:
+    try:
+        return [int(c) for t in Path(f"/proc/{pid}/task").iterdir() for c in (t / "children").read_text().split()]
+    except OSError:
+        return []
+
+
+def cpu_used(pids: dict[str, int]) -> dict[str, float]:
+    return {name: cpu_seconds(pid) for name, pid in pids.items()} | {"client": sum(os.times()[:2])}
+
+
+def measure(port: int, token: str, server_pid: int) -> dict:
     health = rate(port, token, 2000, "GET", "/healthz")
     body = json.dumps({"name": "bench", "definition": DEFINITION}).encode()
+    pids = {"server": server_pid, **{"nats": c for c in children(server_pid)[:1]}}
+    before = cpu_used(pids)
     submits = rate(port, token, WORKFLOWS, "POST", "/v4/workflows", body)
+    per_submit = {f"{name}_cpu_ms_per_submit": round((used - before[name]) * 1000 / WORKFLOWS, 2)
+                  for name, used in cpu_used(pids).items()}
     client = Client(port, token)
     queued = client.get_json("/v4/scheduler/stats")["depth"]["READY"]
     queue = percentiles(client, "/v4/scheduler/queue", 200)
@@ -126,7 +153,8 @@ def measure(port: int, token: str) -> dict:
     return {
         "healthz_per_s": round(health), "submits_per_s": round(submits), "jobs_per_workflow": JOBS_PER_WORKFLOW,
         "submit_vs_healthz_ratio": round(submits / health, 3), "queued_allocations": queued,
-        "queue_p50_ms": queue["p50_ms"], "queue_p99_ms": queue["p99_ms"],
+        "queue_p50_ms": queue["p50_ms"], "queue_p99_ms": queue["p99_ms"], **per_submit,
+        "cpu_cores": os.cpu_count(),
         "targets": {"submits_per_s": 500, "queue_p99_ms": 50},
     }
 
@@ -137,7 +165,7 @@ def main() -> None:
         child = started(tmp, port)
         try:
             token = (Path(tmp) / "admin.token").read_text().strip()
-            print(json.dumps(measure(port, token)))
+            print(json.dumps(measure(port, token, child.pid)))
         finally:
             child.terminate()
             child.wait(30)
