@@ -12,11 +12,13 @@ from dataclasses import dataclass
 from eventsourcing.persistence import IntegrityError, OperationalError, StoredEvent, Tracking
 
 from adapters.jetstream.client import TRANSIENT, DuplicateBatch, JetStreamClient, RawMsg, WrongLastSequence
+from adapters.jetstream.grouping import CommitQueue
 from adapters.jetstream.subjects import StreamNames, kind_of
 
 EXPECTED = "Nats-Expected-Last-Subject-Sequence"
 EXPECTED_SUBJECT = "Nats-Expected-Last-Subject-Sequence-Subject"
 MAX_CONFLICT_ROUNDS = 8
+GROUPING = True  # commits share batches under load; benchmarks turn it off for their baseline
 
 
 class Heads:
@@ -77,13 +79,15 @@ def version_of(msg: RawMsg) -> int:
 
 
 class Committer:
-    """Publishes commits with optimistic concurrency, retrying lost acks without duplicating."""
+    """Publishes commits with optimistic concurrency, retrying lost acks without duplicating; commits that
+    arrive while a batch is in flight share the next one (`grouping`, see adapters.jetstream.grouping)."""
 
     def __init__(self, client: JetStreamClient, names: StreamNames, purpose: str, heads: Heads,
-                 op_timeout: float, retry_for: float) -> None:
+                 op_timeout: float, retry_for: float, grouping: bool | None = None) -> None:
         self.client, self.names, self.purpose, self.heads = client, names, purpose, heads
         self.stream = names.stream(purpose)
         self.op_timeout, self.retry_for = op_timeout, retry_for
+        self.queue = CommitQueue(self) if (GROUPING if grouping is None else grouping) else None
 
     def message(self, event: StoredEvent, expected: int | None) -> tuple[str, bytes, dict[str, str]]:
         oid = event.originator_id
@@ -109,14 +113,22 @@ class Committer:
         return await self.client.direct_last(self.stream, subject, self.op_timeout)
 
     async def commit(self, stored_events: Sequence[StoredEvent], tracking: Tracking | None) -> list[int]:
+        """The events' stream sequences. Commits without tracking may share a batch (see grouping)."""
         parts = group(stored_events)
         expected = {p.originator_id: self.heads.expected(p.originator_id, p.first) for p in parts}
+        if tracking is None and self.queue is not None:
+            return await self.queue.commit(parts, expected)
+        return await self.commit_parts(parts, expected, tracking)
+
+    async def commit_parts(self, parts: list[Part], expected: dict[object, int], tracking: Tracking | None,
+                           retried: bool = False) -> list[int]:
+        """One commit on its own; `retried` when an earlier attempt may have landed (its ack was lost)."""
         track_expected = await self._tracking_expectation(tracking) if tracking else None
-        deadline, attempt, delay = time.monotonic() + self.retry_for, 0, 0.05
+        deadline, attempt, delay = time.monotonic() + self.retry_for, int(retried), 0.05
         while True:
-            messages = self._messages(parts, expected, tracking, track_expected)
+            messages = self.messages(parts, expected, tracking, track_expected)
             try:
-                last_seq = await self._publish(messages)
+                last_seq = await self.publish(messages)
                 break
             except (WrongLastSequence, DuplicateBatch):
                 outcome = await self._reconcile(parts, tracking, retried=attempt > 0)
@@ -133,9 +145,9 @@ class Committer:
                     raise OperationalError(f"commit not acknowledged within {self.retry_for:.0f}s: {error!r}") from error
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 1.0)
-        return self._remember(parts, last_seq, len(messages))
+        return self.remember(parts, last_seq, len(messages))
 
-    def _messages(self, parts, expected, tracking, track_expected):
+    def messages(self, parts, expected, tracking, track_expected):
         messages = []
         for part in parts:
             for index, event in enumerate(part.events):
@@ -144,13 +156,13 @@ class Committer:
             messages.append(self.tracking_message(tracking, track_expected))
         return messages
 
-    async def _publish(self, messages) -> int:
+    async def publish(self, messages) -> int:
         if len(messages) == 1:
             subject, data, headers = messages[0]
             return await self.client.publish(subject, data, headers, self.op_timeout)
         return await self.client.publish_batch(uuid.uuid4().hex, messages, self.op_timeout)
 
-    def _remember(self, parts: list[Part], last_seq: int, count: int) -> list[int]:
+    def remember(self, parts: list[Part], last_seq: int, count: int) -> list[int]:
         seqs = list(range(last_seq - count + 1, last_seq + 1))
         position = 0
         for part in parts:

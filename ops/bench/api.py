@@ -6,7 +6,8 @@ process drives it over keep-alive HTTP/1.1 from client threads using the standar
 costs the server's machine far less than httpx would. The baseline measured in the same run is
 GET /healthz, the HTTP stack's own floor. It also reports the CPU each submit costs the control plane, its
 nats-server and this client (from /proc, Linux only): with `cpu_cores`, those bound what the machine could
-reach however the work were spread over processes.
+reach however the work were spread over processes. The control plane runs twice: first with every commit
+its own atomic batch (the baseline), then with group commit, as it ships.
 """
 
 from __future__ import annotations
@@ -51,6 +52,10 @@ class Client:
             raise SystemExit(f"{method} {path}: {answer.status} {data[:300]!r}")
         return time.perf_counter() - started
 
+    def get_text(self, path: str) -> str:
+        self.connection.request("GET", path, headers=self.headers)
+        return self.connection.getresponse().read().decode()
+
     def get_json(self, path: str) -> dict:
         self.connection.request("GET", path, headers=self.headers)
         return json.loads(self.connection.getresponse().read())
@@ -79,17 +84,20 @@ def percentiles(client: Client, path: str, runs: int) -> dict[str, float]:
     return {"p50_ms": round(statistics.median(samples), 2), "p99_ms": round(samples[int(len(samples) * 0.99) - 1], 2)}
 
 
-def serve(data_dir: str, port: int) -> None:
+def serve(data_dir: str, port: int, grouping: bool) -> None:
     """The child: the control plane without a scheduler or agents, until terminated."""
     import logging
 
     import structlog
+
+    import adapters.jetstream.commit
 
     from api.settings import load_settings
     from api.stack import Stack
 
     # the access log is info per request: on a terminal-less pipe it would be the bench's main cost
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    adapters.jetstream.commit.GROUPING = grouping
     settings = load_settings({"ROVING_DATA_DIR": data_dir, "ROVING_LISTEN": f"127.0.0.1:{port}"})
     stack = Stack(settings, scheduler=False).start()
     stack.serve(in_thread=True)
@@ -100,8 +108,8 @@ def serve(data_dir: str, port: int) -> None:
         stack.stop()
 
 
-def started(data_dir: str, port: int) -> subprocess.Popen:
-    child = subprocess.Popen([sys.executable, __file__, "serve", data_dir, str(port)])
+def started(data_dir: str, port: int, grouping: bool) -> subprocess.Popen:
+    child = subprocess.Popen([sys.executable, __file__, "serve", data_dir, str(port), str(int(grouping))])
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if child.poll() is not None:
@@ -134,6 +142,18 @@ def children(pid: int) -> list[int]:
         return []
 
 
+def log_counts(port: int, token: str) -> tuple[float, float]:
+    """Publishes to the log and the commits they carried, from /metrics (every stream summed)."""
+    client = Client(port, token)
+    text = client.get_text("/metrics")
+    client.close()
+
+    def total(name: str) -> float:
+        return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name + "{"))
+
+    return total("roving_log_batches_total"), total("roving_log_commits_total")
+
+
 def cpu_used(pids: dict[str, int]) -> dict[str, float]:
     return {name: cpu_seconds(pid) for name, pid in pids.items()} | {"client": sum(os.times()[:2])}
 
@@ -142,8 +162,9 @@ def measure(port: int, token: str, server_pid: int) -> dict:
     health = rate(port, token, 2000, "GET", "/healthz")
     body = json.dumps({"name": "bench", "definition": DEFINITION}).encode()
     pids = {"server": server_pid, **{"nats": c for c in children(server_pid)[:1]}}
-    before = cpu_used(pids)
+    before, (batches, commits) = cpu_used(pids), log_counts(port, token)
     submits = rate(port, token, WORKFLOWS, "POST", "/v4/workflows", body)
+    batches_after, commits_after = log_counts(port, token)
     per_submit = {f"{name}_cpu_ms_per_submit": round((used - before[name]) * 1000 / WORKFLOWS, 2)
                   for name, used in cpu_used(pids).items()}
     client = Client(port, token)
@@ -154,25 +175,36 @@ def measure(port: int, token: str, server_pid: int) -> dict:
         "healthz_per_s": round(health), "submits_per_s": round(submits), "jobs_per_workflow": JOBS_PER_WORKFLOW,
         "submit_vs_healthz_ratio": round(submits / health, 3), "queued_allocations": queued,
         "queue_p50_ms": queue["p50_ms"], "queue_p99_ms": queue["p99_ms"], **per_submit,
+        "commits_per_batch": round((commits_after - commits) / max(batches_after - batches, 1), 2),
         "cpu_cores": os.cpu_count(),
         "targets": {"submits_per_s": 500, "queue_p99_ms": 50},
     }
 
 
-def main() -> None:
+def run(grouping: bool) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         port = free_port()
-        child = started(tmp, port)
+        child = started(tmp, port, grouping)
         try:
             token = (Path(tmp) / "admin.token").read_text().strip()
-            print(json.dumps(measure(port, token, child.pid)))
+            return measure(port, token, child.pid)
         finally:
             child.terminate()
             child.wait(30)
 
 
+def main() -> None:
+    """The figures with group commit, and the submit rate without it (one batch per commit) as a baseline."""
+    ungrouped = run(grouping=False)
+    figures = run(grouping=True)
+    figures |= {"ungrouped_submits_per_s": ungrouped["submits_per_s"],
+                "ungrouped_nats_cpu_ms_per_submit": ungrouped.get("nats_cpu_ms_per_submit"),
+                "grouping_speedup": round(figures["submits_per_s"] / max(ungrouped["submits_per_s"], 1), 2)}
+    print(json.dumps(figures))
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["serve"]:
-        serve(sys.argv[2], int(sys.argv[3]))
+        serve(sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1")
     else:
         main()

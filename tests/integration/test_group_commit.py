@@ -1,0 +1,118 @@
+"""Group commit against a real nats-server: commits waiting together share one atomic batch, each learns its
+own sequences, and a refused or unacknowledged batch costs no neighbour its commit and stores nothing twice."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+
+import pytest
+from eventsourcing.persistence import IntegrityError
+from prometheus_client import REGISTRY
+
+from tests.integration.ledger import Ledger, Ledgers, env_for
+from tests.integration.test_log_under_failure import all_notifications
+
+
+@pytest.fixture
+def app(nats_url: str, request: pytest.FixtureRequest):
+    env = env_for(nats_url, request.node.name[5:30].replace("_", "-"))
+    ledgers = Ledgers(env=env)
+    ledgers.test_env = env  # another writer on the same log
+    yield ledgers
+    ledgers.close()
+
+
+def ledger_with(entries: int) -> Ledger:
+    ledger = Ledger(owner="o")
+    for amount in range(entries):
+        ledger.enter(amount)
+    return ledger
+
+
+def stored(app: Ledgers, aggregate: Ledger) -> list:
+    return [app.mapper.to_stored_event(e) for e in aggregate.collect_events()]
+
+
+def commit_together(app: Ledgers, *commits: list) -> list:
+    """Every commit handed to the committer before any is published (one loop turn): results or errors."""
+    committer = app.recorder.committer
+
+    async def together():
+        return await asyncio.gather(*(committer.commit(c, None) for c in commits), return_exceptions=True)
+
+    return app.recorder.connection.loop.run(together())
+
+
+def publishes(app: Ledgers) -> tuple[float, float]:
+    labels = {"stream": app.recorder.committer.stream}
+    return (REGISTRY.get_sample_value("roving_log_batches_total", labels) or 0.0,
+            REGISTRY.get_sample_value("roving_log_commits_total", labels) or 0.0)
+
+
+def at(app: Ledgers, seqs: list[int]) -> list[tuple]:
+    return [(n.originator_id, n.originator_version)
+            for s in seqs for n in app.recorder.select_notifications(start=s, limit=1)]
+
+
+def test_commits_waiting_together_share_one_batch_and_each_gets_its_own_sequences(app: Ledgers):
+    ledgers = [ledger_with(n) for n in (0, 3, 1, 5, 2)]
+    batches, commits = publishes(app)
+    results = commit_together(app, *(stored(app, ledger) for ledger in ledgers))
+    assert publishes(app) == (batches + 1, commits + 5)
+    for ledger, seqs in zip(ledgers, results, strict=True):
+        assert at(app, seqs) == [(ledger.id, version) for version in range(1, ledger.version + 1)]
+        assert app.repository.get(ledger.id).entries == ledger.entries
+
+
+def test_a_conflicting_commit_fails_alone_and_its_neighbours_land(app: Ledgers):
+    contested = app.open_with_entries(0)
+    mine = app.repository.get(contested)
+    other = Ledgers(env=app.test_env)
+    try:
+        theirs = other.repository.get(contested)
+        theirs.enter(99)
+        other.save(theirs)
+    finally:
+        other.close()
+    mine.enter(1)
+    fresh = [ledger_with(2) for _ in range(3)]
+    results = commit_together(app, stored(app, fresh[0]), stored(app, mine), *(stored(app, f) for f in fresh[1:]))
+    assert isinstance(results[1], IntegrityError)
+    assert [app.repository.get(f.id).entries for f in fresh] == [[0, 1]] * 3
+    assert app.repository.get(contested).entries == [99]
+    assert max(Counter((n.originator_id, n.originator_version) for n in all_notifications(app)).values()) == 1
+
+
+def test_two_commits_of_one_aggregate_go_in_separate_batches_in_order(app: Ledgers):
+    ledger, bystander = Ledger(owner="o"), ledger_with(1)
+    opened = stored(app, ledger)
+    ledger.enter(7)
+    entered = stored(app, ledger)
+    batches, commits = publishes(app)
+    first, second, third = commit_together(app, opened, entered, stored(app, bystander))
+    assert publishes(app) == (batches + 2, commits + 3)
+    assert second[0] > first[0] and at(app, first + second) == [(ledger.id, 1), (ledger.id, 2)]
+    assert app.repository.get(ledger.id).entries == [7] and at(app, third) == [(bystander.id, 1), (bystander.id, 2)]
+
+
+def test_a_lost_batch_ack_is_found_landed_by_each_commit_and_nothing_is_stored_twice(
+        app: Ledgers, monkeypatch: pytest.MonkeyPatch):
+    client = app.recorder.committer.client
+    real, calls = client.publish_batch, []
+
+    async def ack_lost_once(batch_id, messages, timeout):
+        last = await real(batch_id, messages, timeout)  # the batch really lands
+        calls.append(len(messages))
+        if len(calls) == 1:
+            raise asyncio.TimeoutError
+        return last
+
+    monkeypatch.setattr(client, "publish_batch", ack_lost_once)
+    ledgers = [ledger_with(2), ledger_with(0), ledger_with(4)]  # the one-event commit is retried as a single publish
+    results = commit_together(app, *(stored(app, ledger) for ledger in ledgers))
+    assert calls[0] == 3 + 1 + 5
+    for ledger, seqs in zip(ledgers, results, strict=True):
+        assert at(app, seqs) == [(ledger.id, version) for version in range(1, ledger.version + 1)]
+    notes = all_notifications(app)
+    assert len(notes) == 9 and max(Counter((n.originator_id, n.originator_version) for n in notes).values()) == 1
