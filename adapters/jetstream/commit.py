@@ -115,10 +115,14 @@ class Committer:
     async def commit(self, stored_events: Sequence[StoredEvent], tracking: Tracking | None) -> list[int]:
         """The events' stream sequences. Commits without tracking may share a batch (see grouping)."""
         parts = group(stored_events)
-        expected = {p.originator_id: self.heads.expected(p.originator_id, p.first) for p in parts}
         if tracking is None and self.queue is not None:
-            return await self.queue.commit(parts, expected)
-        return await self.commit_parts(parts, expected, tracking)
+            return await self.queue.commit(parts)
+        return await self.commit_parts(parts, self.expectations(parts), tracking)
+
+    def expectations(self, parts: list[Part]) -> dict[object, int]:
+        """Each aggregate's last sequence as far as this writer knows (0: none known); a known version at or
+        past the commit's first is a conflict at once, without a round trip."""
+        return {p.originator_id: self.heads.expected(p.originator_id, p.first) for p in parts}
 
     async def commit_parts(self, parts: list[Part], expected: dict[object, int], tracking: Tracking | None,
                            retried: bool = False) -> list[int]:

@@ -1,13 +1,17 @@
-"""Group commit: commits that arrive while another is being published go out together, as one atomic batch.
+"""Group commit: commits that arrive while a batch is being published go out together, as one atomic batch.
 
 The nats-server stages every atomic batch of a one-replica file stream in a file store of its own, so a
 batch costs it about 2 ms of CPU whatever its size (ops/bench/batch_cost.py), and one stream takes only a
-few hundred batches a second. Under load, commits wait for the batch in flight and then share the next one.
-Each keeps its own expectations and message ids, so the batch is exactly the commits' messages one after
-another, and each learns its own sequences from the batch's last one. A batch is all or nothing: when it is
-refused or its ack is lost, every commit in it is published again on its own, as a retry, which finds out
-whether it (or its neighbour) was the cause, and whether the lost ack hid a landing. Commits that touch the
-same aggregate never share a batch (the server allows one expectation per subject in a batch).
+few hundred batches a second. So one flusher publishes at a time, and the commits that arrived meanwhile
+share its next batch. Each keeps its own message ids, its expectations are read from the heads when its
+batch is formed (so a commit that follows another of the same aggregate expects that one's sequence), and
+each learns its own sequences from the batch's last one. Commits touching the same aggregate never share a
+batch (the server allows one expectation per subject in a batch).
+
+A batch is all or nothing. When it is refused, or its ack is lost, each of its commits is retried on its
+own, in a task of its own: the retry finds out whether that commit was the cause, or whether the lost ack
+hid its landing. Meanwhile the flusher goes on with commits of other aggregates; those of the aggregates
+being retried wait for the retry, so their order holds and a slow retry holds up nothing else.
 """
 
 from __future__ import annotations
@@ -19,21 +23,20 @@ from typing import TYPE_CHECKING, Any
 
 from prometheus_client import Counter
 
-from adapters.jetstream.client import MAX_BATCH
-
-BATCHES = Counter("roving_log_batches_total", "Publishes of commits without tracking to the log", ["stream"])
-COMMITS = Counter("roving_log_commits_total", "Commits without tracking they carried (more than batches: grouped)",
-                  ["stream"])
+from adapters.jetstream.client import MAX_BATCH, TRANSIENT
 
 if TYPE_CHECKING:
     from adapters.jetstream.commit import Committer, Part
+
+BATCHES = Counter("roving_log_batches_total", "Batches the group commit published (first attempts)", ["stream"])
+COMMITS = Counter("roving_log_commits_total", "Commits in those batches (more than batches: grouped)", ["stream"])
 
 
 @dataclass
 class Waiting:
     parts: list[Part]
-    expected: dict[object, int]
     future: asyncio.Future = field(repr=False)
+    expected: dict[object, int] = field(default_factory=dict)
 
     @property
     def size(self) -> int:
@@ -59,40 +62,47 @@ class CommitQueue:
     def __init__(self, committer: Committer) -> None:
         self.committer = committer
         self.waiting: deque[Waiting] = deque()
+        self.busy: set[object] = set()  # aggregates of commits being retried on their own
+        self.retries: set[asyncio.Task] = set()
         self.flusher: asyncio.Task | None = None
-        self.batches = BATCHES.labels(committer.stream)  # how many publishes, and the commits they held
+        self.batches = BATCHES.labels(committer.stream)
         self.commits = COMMITS.labels(committer.stream)
 
-    async def commit(self, parts: list[Part], expected: dict[object, int]) -> list[int]:
-        loop = asyncio.get_running_loop()
-        waiting = Waiting(parts, expected, loop.create_future())
+    async def commit(self, parts: list[Part]) -> list[int]:
+        waiting = Waiting(parts, asyncio.get_running_loop().create_future())
         self.waiting.append(waiting)
-        if self.flusher is None or self.flusher.done():
-            self.flusher = loop.create_task(self._flush())
+        self._kick()
         return await waiting.future
 
+    def _kick(self) -> None:
+        if self.waiting and (self.flusher is None or self.flusher.done()):
+            self.flusher = asyncio.get_running_loop().create_task(self._flush())
+
     async def _flush(self) -> None:
-        while self.waiting:
-            group = self._next_group()
-            try:
+        try:
+            while group := self._next_group():
                 await self._publish(group)
-            except BaseException as error:  # noqa: BLE001 - no caller is ever left waiting
-                for waiting in group:
-                    _settle(waiting.future, error=error)
-                if isinstance(error, asyncio.CancelledError):
-                    for waiting in self.waiting:
-                        _settle(waiting.future, error=error)
-                    raise
+        except asyncio.CancelledError:  # the loop is closing: nobody will publish what still waits
+            for waiting in self.waiting:
+                _settle(waiting.future, error=asyncio.CancelledError())
+            self.waiting.clear()
+            raise
 
     def _next_group(self) -> list[Waiting]:
-        """The oldest commit, and after it every waiting one that fits and touches none of the same aggregates."""
+        """The oldest commit not held back, and after it every waiting one that fits and touches none of the
+        same aggregates, nor any being retried; each with the expectations the heads give now."""
         group: list[Waiting] = []
-        taken: set[object] = set()
-        size, later = 0, deque()
+        taken, size, later = set(self.busy), 0, deque()
         while self.waiting:
             waiting = self.waiting.popleft()
-            if group and (size + waiting.size > MAX_BATCH or waiting.originators & taken):
+            if waiting.originators & taken or (group and size + waiting.size > MAX_BATCH):
                 later.append(waiting)
+                taken |= waiting.originators  # a later commit of the same aggregate keeps its place behind it
+                continue
+            try:
+                waiting.expected = self.committer.expectations(waiting.parts)
+            except Exception as error:  # noqa: BLE001 - the heads already know a newer version: a conflict
+                _settle(waiting.future, error=error)
                 continue
             group.append(waiting)
             taken |= waiting.originators
@@ -101,29 +111,36 @@ class CommitQueue:
         return group
 
     async def _publish(self, group: list[Waiting]) -> None:
-        if len(group) == 1:
-            await self._alone(group[0], retried=False)
-            return
         committer = self.committer
         messages = [m for w in group for m in committer.messages(w.parts, w.expected, None, None)]
-        try:
-            last = await committer.publish(messages)
-        except Exception:  # noqa: BLE001 - refused or unacknowledged, whole: each commit finds out on its own
-            await asyncio.gather(*(self._alone(w, retried=True) for w in group))
-            return
         self.batches.inc()
         self.commits.inc(len(group))
+        try:
+            last = await committer.publish(messages)
+        except Exception as error:  # noqa: BLE001 - refused or unacknowledged, whole: each finds out on its own
+            for waiting in group:
+                self._retry(waiting, retried=isinstance(error, TRANSIENT))
+            return
         position = last - len(messages)
         for waiting in group:
             position += waiting.size
             _settle(waiting.future, committer.remember(waiting.parts, position, waiting.size))
 
+    def _retry(self, waiting: Waiting, retried: bool) -> None:
+        self.busy |= waiting.originators
+        task = asyncio.get_running_loop().create_task(self._alone(waiting, retried))
+        self.retries.add(task)  # held until done: the loop keeps only weak references to tasks
+
     async def _alone(self, waiting: Waiting, retried: bool) -> None:
         try:
             seqs = await self.committer.commit_parts(waiting.parts, waiting.expected, None, retried=retried)
+        except asyncio.CancelledError:  # the loop is closing
+            _settle(waiting.future, error=asyncio.CancelledError())
+            raise
         except Exception as error:  # noqa: BLE001 - the caller gets its own commit's error
             _settle(waiting.future, error=error)
-            return
-        self.batches.inc()
-        self.commits.inc()
-        _settle(waiting.future, seqs)
+        else:
+            _settle(waiting.future, seqs)
+        self.busy -= waiting.originators
+        self.retries.discard(asyncio.current_task())
+        self._kick()  # commits of its aggregates may go now

@@ -65,7 +65,8 @@ def test_commits_waiting_together_share_one_batch_and_each_gets_its_own_sequence
         assert app.repository.get(ledger.id).entries == ledger.entries
 
 
-def test_a_conflicting_commit_fails_alone_and_its_neighbours_land(app: Ledgers):
+def stale(app: Ledgers) -> tuple[object, Ledger]:
+    """A ledger this app loaded, then another writer advanced: saving this app's copy is a conflict."""
     contested = app.open_with_entries(0)
     mine = app.repository.get(contested)
     other = Ledgers(env=app.test_env)
@@ -76,12 +77,49 @@ def test_a_conflicting_commit_fails_alone_and_its_neighbours_land(app: Ledgers):
     finally:
         other.close()
     mine.enter(1)
+    return contested, mine
+
+
+def test_a_conflicting_commit_fails_alone_and_its_neighbours_land(app: Ledgers):
+    contested, mine = stale(app)
     fresh = [ledger_with(2) for _ in range(3)]
+    batches, commits = publishes(app)
     results = commit_together(app, stored(app, fresh[0]), stored(app, mine), *(stored(app, f) for f in fresh[1:]))
+    assert publishes(app) == (batches + 1, commits + 4)  # they were tried together, and the batch was refused
     assert isinstance(results[1], IntegrityError)
     assert [app.repository.get(f.id).entries for f in fresh] == [[0, 1]] * 3
     assert app.repository.get(contested).entries == [99]
     assert max(Counter((n.originator_id, n.originator_version) for n in all_notifications(app)).values()) == 1
+
+
+def test_a_slow_retry_holds_up_no_commit_of_another_aggregate(app: Ledgers, monkeypatch: pytest.MonkeyPatch):
+    _, mine = stale(app)
+    committer = app.recorder.committer
+    reconcile = committer._reconcile
+
+    async def slow_reconcile(*args, **kwargs):
+        await asyncio.sleep(1.5)
+        return await reconcile(*args, **kwargs)
+
+    monkeypatch.setattr(committer, "_reconcile", slow_reconcile)
+
+    async def timed(events: list, delay: float = 0.0) -> tuple[str, float]:
+        started = asyncio.get_running_loop().time()
+        await asyncio.sleep(delay)
+        try:
+            await committer.commit(events, None)
+            outcome = "committed"
+        except IntegrityError:
+            outcome = "conflict"
+        return outcome, asyncio.get_running_loop().time() - started
+
+    async def three():  # the stale one and a bystander share a batch; a latecomer comes during the retries
+        return await asyncio.gather(timed(stored(app, mine)), timed(stored(app, ledger_with(1))),
+                                    timed(stored(app, ledger_with(1)), delay=0.3))
+
+    (conflict, slow), (bystander, quick), (latecomer, later) = app.recorder.connection.loop.run(three())
+    assert conflict == "conflict" and slow >= 1.5
+    assert bystander == latecomer == "committed" and quick < 1.0 and later < 1.2
 
 
 def test_two_commits_of_one_aggregate_go_in_separate_batches_in_order(app: Ledgers):
@@ -109,7 +147,7 @@ def test_a_lost_batch_ack_is_found_landed_by_each_commit_and_nothing_is_stored_t
         return last
 
     monkeypatch.setattr(client, "publish_batch", ack_lost_once)
-    ledgers = [ledger_with(2), ledger_with(0), ledger_with(4)]  # the one-event commit is retried as a single publish
+    ledgers = [ledger_with(2), ledger_with(0), ledger_with(4)]  # the one-event commit is retried as a single publish too
     results = commit_together(app, *(stored(app, ledger) for ledger in ledgers))
     assert calls[0] == 3 + 1 + 5
     for ledger, seqs in zip(ledgers, results, strict=True):
