@@ -9,6 +9,7 @@ read back from the stored rows, so a restarted projection attributes them the sa
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import threading
 from collections.abc import Sequence
 from enum import Enum
@@ -292,6 +293,11 @@ def _audit_row(row: tuple[Any, ...]) -> AuditRow:
 SECRET_HINTS = ("password", "secret", "token", "credential")
 
 
+@functools.lru_cache(maxsize=4096)  # event field names are few; every row asks about each of its fields
+def _secret(field: str) -> bool:
+    return any(hint in field.lower() for hint in SECRET_HINTS)
+
+
 def _redacted(state: dict[str, Any]) -> dict[str, Any]:
     """Audit rows never carry secrets, not even hashed: the log keeps them, the audit view does not."""
-    return {k: ("[redacted]" if any(h in k.lower() for h in SECRET_HINTS) else v) for k, v in state.items()}
+    return {k: ("[redacted]" if _secret(k) else v) for k, v in state.items()}

@@ -38,6 +38,7 @@ class Projection:
     rather than the log. Everything else is the state the log built, saved and restored as it is."""
 
     _handlers: dict[str, tuple[Handler, ...]] = {}
+    _routes: dict[type, tuple[Handler, ...]] = {}
     transient: tuple[str, ...] = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -47,6 +48,7 @@ class Projection:
             for name in getattr(attribute, "__handles__", ()):
                 handlers[name] = handlers.get(name, ()) + (attribute,)
         cls._handlers = handlers
+        cls._routes = {}  # event class -> its handlers, in order
 
     def __init__(self, lock: threading.RLock | None = None) -> None:
         self.position = 0
@@ -78,10 +80,13 @@ class Projection:
 
     def _dispatch(self, event: Any) -> None:
         """The aggregate-wide handler (`Workflow.*`) first, then the one for this event type."""
-        name = kind_of(event)
-        for key in (name.split(".")[0] + ".*", name):
-            for handler in self._handlers.get(key, ()):
-                handler(self, event)
+        handlers = self._routes.get(type(event))
+        if handlers is None:  # worked out once per event class
+            name = kind_of(event)
+            handlers = self._routes[type(event)] = tuple(
+                h for key in (name.split(".")[0] + ".*", name) for h in self._handlers.get(key, ()))
+        for handler in handlers:
+            handler(self, event)
 
 
 class Mirror:

@@ -8,6 +8,7 @@ asked of it, so every other use of the headers sees an ordinary dict.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from nats.aio.client import Client
@@ -31,6 +32,13 @@ def parse_all(raw: bytes) -> dict[str, str]:
     return out
 
 
+@functools.lru_cache(maxsize=256)  # a handful of header names are asked for, of every message
+def _needles(key: str) -> tuple[bytes, bytes]:
+    """`Name:` as it starts the block, and as it starts any later line."""
+    name = key.encode("ascii", "replace") + b":"
+    return name, b"\n" + name
+
+
 class LazyHeaders(dict):
     __slots__ = ("_raw", "_full")
 
@@ -48,11 +56,12 @@ class LazyHeaders(dict):
     def _find(self, key: str) -> Any:
         if self._full:
             return dict.get(self, key, _MISSING)
-        raw, name = self._raw, key.encode("ascii", "replace") + b":"
-        start = 0 if raw.startswith(name) else raw.find(b"\n" + name) + 1
+        raw = self._raw
+        name, line = _needles(key)
+        start = 0 if raw.startswith(name) else raw.find(line) + 1
         if start == 0 and not raw.startswith(name):
             return _MISSING
-        if raw.find(b"\n" + name, start) != -1:  # a repeated name: the last one wins, as in nats-py
+        if raw.find(line, start) != -1:  # a repeated name: the last one wins, as in nats-py
             return dict.get(self._parsed(), key, _MISSING)
         end = raw.find(b"\r\n", start)
         value = raw[start + len(name): end if end != -1 else len(raw)]
