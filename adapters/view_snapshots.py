@@ -181,12 +181,11 @@ class ViewSnapshots:
             os.waitpid(writer.pid, 0)
         self.writer = None
         if code == 0:  # the file's time is when the child finished; this call may come much later
-            took = min(took, max(self.last_pause, self.path.stat().st_mtime - writer.wall))
-        self.next_save = time.monotonic() + self.BUDGET * took
-        if code == 0:
-            log.info("view_snapshot.saved", position=writer.position, seconds=round(took, 3),
-                     paused=round(self.last_pause, 4))
+            with contextlib.suppress(OSError):
+                took = min(took, max(self.last_pause, self.path.stat().st_mtime - writer.wall))
+            self._saved(writer.position, took, paused=round(self.last_pause, 4))
             return
+        self.next_save = time.monotonic() + self.BUDGET * took
         self._tmp(writer.pid).unlink(missing_ok=True)
         log.warning("view_snapshot.not_saved", position=writer.position, seconds=round(took, 3),
                     reason=("killed: it took too long" if not done else f"the writer exited with status {code}"
@@ -200,9 +199,12 @@ class ViewSnapshots:
         state = views.saved_state()
         position = self.saved_position = views.position  # a failed write is tried again `every` events later
         size = self._write(state, position, identity)
-        took = time.perf_counter() - started
+        self._saved(position, time.perf_counter() - started, bytes=size)
+
+    def _saved(self, position: int, took: float, **figures: Any) -> None:
+        """A snapshot taking `took` seconds was written: the next waits BUDGET times as long."""
         self.next_save = time.monotonic() + self.BUDGET * took
-        log.info("view_snapshot.saved", position=position, bytes=size, seconds=round(took, 3))
+        log.info("view_snapshot.saved", position=position, seconds=round(took, 3), **figures)
 
     def _write(self, state: dict[str, dict[str, Any]], position: int, identity: str) -> int:
         """The file, atomically: a crash mid-write leaves the previous snapshot in place."""

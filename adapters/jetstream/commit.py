@@ -80,14 +80,15 @@ def version_of(msg: RawMsg) -> int:
 
 class Committer:
     """Publishes commits with optimistic concurrency, retrying lost acks without duplicating; commits that
-    arrive while a batch is in flight share the next one (`grouping`, see adapters.jetstream.grouping)."""
+    arrive while a batch is in flight share the next one (unless GROUPING is off; see
+    adapters.jetstream.grouping)."""
 
     def __init__(self, client: JetStreamClient, names: StreamNames, purpose: str, heads: Heads,
-                 op_timeout: float, retry_for: float, grouping: bool | None = None) -> None:
+                 op_timeout: float, retry_for: float) -> None:
         self.client, self.names, self.purpose, self.heads = client, names, purpose, heads
         self.stream = names.stream(purpose)
         self.op_timeout, self.retry_for = op_timeout, retry_for
-        self.queue = CommitQueue(self) if (GROUPING if grouping is None else grouping) else None
+        self.queue = CommitQueue(self) if GROUPING else None
 
     def message(self, event: StoredEvent, expected: int | None) -> tuple[str, bytes, dict[str, str]]:
         oid = event.originator_id

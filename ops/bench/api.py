@@ -28,6 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from adapters.nats_server import free_port  # noqa: E402
+from procstat import children, cpu_seconds  # noqa: E402 - ops/bench, beside this file
 
 JOBS_PER_WORKFLOW = 5
 WORKFLOWS = 2000
@@ -124,22 +125,6 @@ def started(data_dir: str, port: int, grouping: bool) -> subprocess.Popen:
         time.sleep(0.1)
     child.kill()
     raise SystemExit("the control plane was not ready within 60 s")
-
-
-def cpu_seconds(pid: int) -> float:
-    """User and system CPU of a process so far (Linux /proc; 0.0 elsewhere)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def children(pid: int) -> list[int]:
-    try:
-        return [int(c) for t in Path(f"/proc/{pid}/task").iterdir() for c in (t / "children").read_text().split()]
-    except OSError:
-        return []
 
 
 def log_counts(port: int, token: str) -> tuple[float, float]:

@@ -24,13 +24,9 @@ from nats.js.api import StorageType, StreamConfig
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from adapters.nats_server import NatsServer  # noqa: E402
+from procstat import cpu_seconds  # noqa: E402 - ops/bench, beside this file
 
 PAYLOAD = b"x" * 300  # about the size of a Roving event
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 async def batches(js, nc, stream: str, count: int, size: int) -> None:
