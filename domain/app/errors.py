@@ -21,7 +21,15 @@ class Invalid(AppError):
 
 
 class Conflict(AppError):
-    pass
+    """A real conflict of intent (e.g. stopping a workflow that already ended): 409, the message says which."""
+
+
+class WriteRace(Conflict):
+    """A commit refused because another writer changed one of its aggregates first: the command decides again."""
+
+
+class Busy(AppError):
+    """A command that kept losing write races within its bounded retries: 503, try again shortly."""
 
 
 class Forbidden(AppError):
@@ -29,7 +37,7 @@ class Forbidden(AppError):
 
 
 class StaleEpoch(AppError):
-    pass
+    """A report or heartbeat from a placement the control plane has moved past (fenced): 409 `stale_epoch`."""
 
 
 class LoginRefused(AppError):

@@ -83,6 +83,7 @@ class SchedulingCommands:
             except Conflict:
                 if attempt == 2 or with_:
                     raise
+                self.repository.forget()  # what this command loaded is stale now
         return 0
 
     def _live(self, allocation: UUID) -> Allocation | None:

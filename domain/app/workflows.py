@@ -44,6 +44,9 @@ class WorkflowCommands(SchedulingCommands):
             raise invalid("priority", f"a workflow's own priority must be 0 or lower, got {priority}")
         owner = owner_of(principal)
         spec = with_endpoint_env(parsed.definition, self.endpoint_base_url())
+        if workflow_id in self.repository:  # the same submission again (Idempotency-Key): the first answer
+            self._check_resubmission(workflow_id, spec, owner)
+            return parsed.warnings
         try:
             workflow = Workflow.submit(workflow_id, name or "workflow", spec, owner, priority,
                                        preemptible, by=principal.username, at=at)
@@ -88,16 +91,32 @@ class WorkflowCommands(SchedulingCommands):
 
     def report(self, node: UUID, allocation: UUID, epoch: int, event: str, exit_code: int | None,
                reason: str, at: datetime) -> None:
+        """An agent's report, idempotent: the same report again is a no-op; one from a placement the control
+        plane has moved past (another epoch or node, or an allocation that ended otherwise) is StaleEpoch."""
         alloc = self.load(Allocation, allocation, "allocation")
-        if str(node) not in alloc.nodes or alloc.epoch != epoch or alloc.ended:
+        if str(node) not in alloc.nodes or alloc.epoch != epoch:
             raise StaleEpoch(f"allocation {allocation} is not running at epoch {epoch} on this node")
+        code = exit_code if exit_code is not None else 255
+        if event == "exited" and alloc.ended and alloc.exit_code == code:
+            return  # recorded already: a retried report
+        if alloc.ended:
+            raise StaleEpoch(f"allocation {alloc.stage} attempt {alloc.attempt} already ended {alloc.state.value}")
         if event == "exited":
-            self._exited(alloc, exit_code if exit_code is not None else 255, at)
+            self._exited(alloc, code, at)
         elif event == "ready":
-            workflow = self.load(Workflow, alloc.workflow_id, "workflow")
+            self._ready(alloc, at)
+
+    def _ready(self, alloc: Allocation, at: datetime) -> None:
+        workflow = self.load(Workflow, alloc.workflow_id, "workflow")
+        stage = workflow.stage(alloc.stage)
+        if stage.status is StageStatus.RUNNING and stage.attempt == alloc.attempt:
+            return  # readiness reported again
+        try:
             workflow.stage_running(alloc.stage, alloc.attempt, at=at, by="agent")
-            bound = self.endpoints_ready(workflow, alloc.stage, at)
-            self.save(workflow, *self._allocate(workflow, "agent", at), *bound)
+        except WorkflowError as error:
+            raise StaleEpoch(str(error)) from error
+        bound = self.endpoints_ready(workflow, alloc.stage, at)
+        self.save(workflow, *self._allocate(workflow, "agent", at), *bound)
 
     def _exited(self, alloc: Allocation, exit_code: int, at: datetime) -> None:
         workflow = self.load(Workflow, alloc.workflow_id, "workflow")
@@ -105,25 +124,33 @@ class WorkflowCommands(SchedulingCommands):
             alloc.exited(exit_code, alloc.epoch, by="agent", at=at)
         except (StaleFence, IllegalTransition) as error:
             raise StaleEpoch(str(error)) from error
-        workflow.stage_exited(alloc.stage, alloc.attempt, exit_code, at=at, by="agent")
+        try:
+            workflow.stage_exited(alloc.stage, alloc.attempt, exit_code, at=at, by="agent")
+        except WorkflowError:  # the workflow moved on; the allocation still ended and gives its resources back
+            self.save(alloc, *self._release(alloc, "agent", at))
+            return
         touched = [alloc, workflow, *self._release(alloc, "agent", at)]
         touched += self._stop_idle_services(workflow, at)
         touched += self.endpoints_stopped(workflow, alloc.stage, f"service exited with code {exit_code}", at)
         self.save(*touched, *self._allocate(workflow, "agent", at))
 
     def lose_allocations(self, lost: list[str], reason: str, by: str, at: datetime) -> list:
-        """Allocations whose node went away: evicted, and their stages retried or failed by policy."""
+        """Allocations whose node went away: evicted, their resources released, their stages retried or failed
+        by policy. Each workflow decides its next attempts once, after all of its losses."""
         touched: list = []
+        workflows: dict[UUID, Workflow] = {}
         for aid in lost:
             alloc = self.load(Allocation, UUID(aid), "allocation")
             if alloc.ended:
                 continue
-            workflow = self.load(Workflow, alloc.workflow_id, "workflow")
+            workflow = workflows.setdefault(alloc.workflow_id, self.load(Workflow, alloc.workflow_id, "workflow"))
             alloc.evict(reason, by=by, at=at)
             if workflow.stage(alloc.stage).status in (StageStatus.STARTED, StageStatus.RUNNING):
                 workflow.stage_lost_node(alloc.stage, alloc.attempt, at=at,
                                          max_eviction_restarts=self.max_eviction_restarts(), by=by)
-            touched += [alloc, workflow, *self._allocate(workflow, by, at)]
+            touched += [alloc, *self._release(alloc, by, at)]
+        for workflow in workflows.values():
+            touched += [workflow, *self._allocate(workflow, by, at)]
         return touched
 
     def preempt(self, victim: UUID, text: str, by: str, at: datetime) -> None:
@@ -182,6 +209,13 @@ class WorkflowCommands(SchedulingCommands):
                     touched += [alloc, *self._release(alloc, "scheduler", at)]
             workflow.stage_stopped(stage, view.attempt, at=at, by="scheduler")
         return touched
+
+
+    def _check_resubmission(self, workflow_id: UUID, spec: Any, owner: dict[str, str]) -> None:
+        """A repeated submission must be the same caller's and the same definition; anything else is a conflict."""
+        first = self.load(Workflow, workflow_id, "workflow")
+        if first.owner.get("user_id") != owner["user_id"] or msgspec.to_builtins(first.definition) != msgspec.to_builtins(spec):
+            raise Conflict("this Idempotency-Key was already used for a different submission; use a new key")
 
 
 def owner_of(principal: Principal) -> dict[str, str]:
