@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -24,7 +25,7 @@ def parse_duration(text: str | int | float) -> float:
     parts = PART.findall(cleaned)
     if not cleaned or "".join(n + u for n, u in parts) != cleaned:
         raise DurationError(f"{text!r} is not a duration; use a number with units ns, us, ms, s, m, h or d, e.g. 1h30m")
-    return sum(float(number) * UNITS[unit] for number, unit in parts)
+    return _finite(sum(float(number) * UNITS[unit] for number, unit in parts), text)
 
 
 def format_duration(seconds: float) -> str:
@@ -36,7 +37,15 @@ def format_duration(seconds: float) -> str:
     return text or "0s"
 
 
+def _finite(value: float, text: str | int | float) -> float:
+    """`.inf`, `.nan` and digits past a float's range mean no moment anyone can wait until."""
+    if not math.isfinite(value):
+        raise DurationError(f"{text!r} is not a finite duration; use a number with units, e.g. 1h30m")
+    return value
+
+
 def _non_negative(value: float) -> float:
+    _finite(value, value)
     if value < 0:
         raise DurationError("a duration cannot be negative")
     return value

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 BINARY = {"KI": 2**10, "MI": 2**20, "GI": 2**30, "TI": 2**40, "PI": 2**50}
@@ -28,6 +29,8 @@ def parse_memory(text: str | int | float) -> int:
 
 
 def _whole(value: float) -> int:
+    if not math.isfinite(value):  # YAML's .inf and .nan, or digits past a float's range: no byte count
+        raise QuantityError(f"a memory size must be a finite number such as 4GiB, got {value}")
     if value < 0:
         raise QuantityError("a memory size cannot be negative")
     return int(value)

@@ -48,6 +48,8 @@ def load_yaml(text: str) -> tuple[Any, list[Problem]]:
         return None, [Problem("", f"not valid YAML: {where}{error.problem}")]
     except yaml.YAMLError as error:
         return None, [Problem("", f"not valid YAML: {type(error).__name__}")]
+    except RecursionError:  # the pure-Python loader (no libyaml) recurses once per nesting level
+        return None, [Problem("", "not valid YAML: nested too deeply")]
 
 
 def wide_numbers(value: Any, path: str = "") -> list[Problem]:

@@ -7,7 +7,10 @@ from typing import Any
 import msgspec
 
 from domain.fuzzfile.decode import check_shape, convert, load_yaml, wide_numbers
+from domain.fuzzfile.expansion import expansion_problems
+from domain.fuzzfile.limits import check_size, check_stage_totals
 from domain.fuzzfile.schema import Problem, Workflow
+from domain.fuzzfile.stages import list_stages
 from domain.fuzzfile.upgrade import upgrade_v1
 from domain.fuzzfile.validate import validate
 
@@ -29,7 +32,7 @@ class ParseResult(msgspec.Struct):
 def parse_fuzzfile(text: str) -> ParseResult:
     """Parse and validate a Fuzzfile (v4, or v1 upgraded with a warning per changed construct)."""
     document, problems = load_yaml(text)
-    problems = problems or wide_numbers(document)
+    problems = problems or expansion_problems(document) or wide_numbers(document)
     if problems:
         return ParseResult(None, problems, [])
     if not isinstance(document, dict):
@@ -44,7 +47,10 @@ def parse_fuzzfile(text: str) -> ParseResult:
     definition = convert(document, Workflow)
     report = validate(definition)
     warnings += report.warnings
-    return ParseResult(None if report.errors else definition, report.errors, warnings)
+    if report.errors:
+        return ParseResult(None, report.errors, warnings)
+    errors = check_size(definition) or check_stage_totals(list_stages(definition))
+    return ParseResult(None if errors else definition, errors, warnings)
 
 
 def _versioned(document: dict[str, Any]) -> tuple[dict[str, Any], list[Problem], list[Problem]]:

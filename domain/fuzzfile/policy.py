@@ -5,6 +5,7 @@ from __future__ import annotations
 import msgspec
 
 from domain.durations import DurationError, parse_duration
+from domain.fuzzfile.limits import MAX_EXECUTE_SECONDS, MAX_RETRY_ATTEMPTS, out_of_range
 from domain.fuzzfile.schema import Policy, Problem
 
 NODE = "node"
@@ -39,9 +40,13 @@ def check_policy(policy: Policy | None, path: str) -> tuple[list[Problem], list[
     warnings: list[Problem] = []
     if policy.timeout is not None and policy.timeout.execute is not None:
         try:
-            parse_duration(policy.timeout.execute)
+            seconds = parse_duration(policy.timeout.execute)
         except DurationError as error:
             errors.append(Problem(f"{path}.timeout.execute", str(error)))
+        else:
+            if seconds > MAX_EXECUTE_SECONDS:  # the scheduler adds it to now: a deadline must stay a real date
+                message = f"an execute timeout may be at most {MAX_EXECUTE_SECONDS // 86_400} days ({MAX_EXECUTE_SECONDS:,}s)"
+                errors.append(Problem(f"{path}.timeout.execute", f"{message}, got {seconds:,.0f}s"))
     if policy.restart is not None and policy.restart not in RESTARTS:
         errors.append(Problem(f"{path}.restart", f"restart must be one of {', '.join(RESTARTS)}"))
     if policy.restart is not None and policy.retry is not None:
@@ -62,6 +67,8 @@ def _check_retry(policy: Policy, path: str, errors: list[Problem], warnings: lis
             errors.append(Problem(f"{path}.on[{index}]", problem))
     if retry.attempts is not None and retry.attempts < 1:
         errors.append(Problem(f"{path}.attempts", "attempts must be at least 1 (it is the retry budget shared by every cause)"))
+    elif retry.attempts is not None and (message := out_of_range(retry.attempts, 1, MAX_RETRY_ATTEMPTS, "attempts")):
+        errors.append(Problem(f"{path}.attempts", message))
 
 
 def _cause_problem(cause: str | int) -> str | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from domain.fuzzfile.decode import join
+from domain.fuzzfile.limits import MAX_PROBE_SECONDS, MAX_PROBE_THRESHOLD, MAX_REPLICAS, bounded
 from domain.fuzzfile.schema import Probe, Problem, Service
 
 ENDPOINT_NAME = re.compile(r"^[a-z0-9_-]+$")
@@ -20,8 +21,7 @@ def check_service(service: Service, path: str) -> tuple[list[Problem], list[Prob
     warnings: list[Problem] = []
     if service.policy is not None:
         warnings.append(Problem(join(path, "policy"), "services have no policy; this policy is ignored"))
-    if service.replicas is not None and service.replicas < 1:
-        errors.append(Problem(join(path, "replicas"), "replicas must be at least 1"))
+    bounded(errors, join(path, "replicas"), service.replicas, 1, MAX_REPLICAS, "replicas")
     if service.network is not None:
         ports = _check_ports(service, join(path, "network"), errors)
         _check_endpoints(service, join(path, "network"), ports, errors)
@@ -66,12 +66,10 @@ def _check_probe(probe: Probe, path: str, errors: list[Problem]) -> None:
         errors.append(Problem(path, "a readiness probe has exactly one of exec, http-get or tcp-socket"))
     for key in ("initial_delay_seconds", "period_seconds", "timeout_seconds"):
         value = getattr(probe, key)
-        if value is not None and value < 0:
-            errors.append(Problem(f"{path}.{key.replace('_', '-')}", "must be 0 or more seconds"))
+        bounded(errors, f"{path}.{key.replace('_', '-')}", value, 0, MAX_PROBE_SECONDS, "a probe time", "s")
     for key in ("success_threshold", "failure_threshold"):
         value = getattr(probe, key)
-        if value is not None and value < 1:
-            errors.append(Problem(f"{path}.{key.replace('_', '-')}", "thresholds must be at least 1"))
+        bounded(errors, f"{path}.{key.replace('_', '-')}", value, 1, MAX_PROBE_THRESHOLD, "a threshold")
     for action in (probe.http_get, probe.tcp_socket):
         if action is not None and not 1 <= action.port <= 65535:
             errors.append(Problem(f"{path}.port", "probe port must be between 1 and 65535"))

@@ -6,6 +6,10 @@ import re
 
 from domain.fuzzfile.decode import join
 from domain.fuzzfile.graph import check_dependencies
+from domain.fuzzfile.limits import (
+    MAX_CONCURRENCY, MAX_CORES, MAX_DEVICES, MAX_MEMORY_BYTES, MAX_NODES, MAX_PROCS_PER_NODE, MAX_SOCKETS,
+    MAX_TASK_ID, MAX_TASKS, bounded,
+)
 from domain.fuzzfile.policy import check_policy
 from domain.fuzzfile.schema import Container, Job, Mount, Problem, Resource, Service, Workflow
 from domain.fuzzfile.services import check_service
@@ -15,7 +19,6 @@ IMAGE_SCHEMES = ("docker://", "oras://", "fuzzball://", "fb://")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 AFFINITIES = ("NUMA", "SOCKET", "CORE")
 IMPLEMENTATIONS = ("ompi", "openmpi", "mpich", "gasnet", "generic")
-MAX_CONCURRENCY = 200
 
 
 class Report:
@@ -63,8 +66,13 @@ def _check_job(job: Job, path: str, volumes: set[str], report: Report) -> None:
         where = join(path, "task-array")
         if array.start < 0 or array.end < array.start:
             report.error(where, f"task ids run from start to end inclusive; start {array.start} must be >= 0 and <= end {array.end}")
-        if array.concurrency is not None and not 1 <= array.concurrency <= MAX_CONCURRENCY:
-            report.error(f"{where}.concurrency", f"concurrency must be between 1 and {MAX_CONCURRENCY}")
+        bounded(report.errors, f"{where}.end", array.end, 0, MAX_TASK_ID, "a task id")
+        if 0 <= array.start <= array.end:
+            bounded(report.errors, where, array.end - array.start + 1, 1, MAX_TASKS, "the number of tasks")
+        bounded(report.errors, f"{where}.concurrency", array.concurrency, 1, MAX_CONCURRENCY, "concurrency")
+    for key in ("expose_tcp", "expose_udp"):
+        for index, port in enumerate(getattr(job.network, key) or [] if job.network else []):
+            bounded(report.errors, f"{join(path, 'network')}.{key.replace('_', '-')}[{index}]", port, 1, 65535, "a port")
 
 
 def _check_container(step: Container, path: str, volumes: set[str], report: Report) -> None:
@@ -123,20 +131,19 @@ def _check_resource(resource: Resource | None, path: str, report: Report) -> Non
         return
     cpu = resource.cpu
     if cpu is not None:
-        if cpu.cores is not None and cpu.cores < 1:
-            report.error(f"{path}.cpu.cores", "cores must be at least 1")
+        bounded(report.errors, f"{path}.cpu.cores", cpu.cores, 1, MAX_CORES, "cores")
         if cpu.affinity is not None and cpu.affinity not in AFFINITIES:
             report.error(f"{path}.cpu.affinity", "affinity must be NUMA, SOCKET or CORE")
-        if cpu.sockets is not None and cpu.sockets < 1:
-            report.error(f"{path}.cpu.sockets", "sockets must be at least 1")
+        bounded(report.errors, f"{path}.cpu.sockets", cpu.sockets, 1, MAX_SOCKETS, "sockets")
     if resource.memory is not None and resource.memory.size is not None:
         try:
-            parse_memory(resource.memory.size)
+            size = parse_memory(resource.memory.size)
         except QuantityError as error:
             report.error(f"{path}.memory.size", str(error))
+        else:
+            bounded(report.errors, f"{path}.memory.size", size, 0, MAX_MEMORY_BYTES, "a memory size", " bytes")
     for device, count in (resource.devices or {}).items():
-        if count < 1:
-            report.error(join(join(path, "devices"), device), "device counts must be at least 1")
+        bounded(report.errors, join(join(path, "devices"), device), count, 1, MAX_DEVICES, "a device count")
 
 
 def _check_multinode(step: Container, path: str, report: Report) -> None:
@@ -144,12 +151,11 @@ def _check_multinode(step: Container, path: str, report: Report) -> None:
     if multinode is None:
         return
     where = join(path, "multinode")
-    if multinode.nodes < 1:
-        report.error(f"{where}.nodes", "nodes must be at least 1")
+    bounded(report.errors, f"{where}.nodes", multinode.nodes, 1, MAX_NODES, "nodes")
     if multinode.implementation is not None and multinode.implementation not in IMPLEMENTATIONS:
         report.error(f"{where}.implementation", f"implementation must be one of {', '.join(IMPLEMENTATIONS)}")
-    if multinode.procs_per_node is not None and multinode.procs_per_node < 1:
-        report.error(f"{where}.procs-per-node", "procs-per-node must be at least 1")
+    bounded(report.errors, f"{where}.procs-per-node", multinode.procs_per_node, 1, MAX_PROCS_PER_NODE,
+            "procs-per-node")
     if isinstance(step, Job) and step.task_array is not None:
         report.error(where, "a job is either multinode or a task array, not both")
 
