@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
+from typing import Annotated, Any
 from uuid import UUID
 
 import msgspec
@@ -15,6 +15,7 @@ from starlette.routing import Route
 from adapters.auth.tokens import Identity, issue
 from api.routes import common as c
 from domain.app.errors import NotFound
+from domain.scheduler.priority import PRIORITY_LIMIT
 
 
 class Named(msgspec.Struct, forbid_unknown_fields=True):
@@ -29,7 +30,9 @@ class NewUser(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class Priority(msgspec.Struct, forbid_unknown_fields=True):
-    priority: int
+    """The range is the domain's (it also refuses out of range); here it is also in the OpenAPI document."""
+
+    priority: Annotated[int, msgspec.Meta(ge=-PRIORITY_LIMIT, le=PRIORITY_LIMIT)]
 
 
 class PreemptList(msgspec.Struct, forbid_unknown_fields=True):

@@ -15,6 +15,9 @@ import msgspec
 from domain.scheduler.snapshot import QueuedAllocation
 
 DEFAULT_PRIORITY = "organization + group + user + workflow + waited_seconds / 3600"
+# Organization, group, user and workflow priorities each lie within +-PRIORITY_LIMIT, so any sum or small
+# product of them stays far inside CEL's int64 (a sum of int64 maxima overflowed and stalled every pass).
+PRIORITY_LIMIT = 1_000_000
 
 SAMPLE_INPUTS: dict[str, object] = {
     "workflow": 0, "organization": 0, "group": 0, "user": 0,
@@ -106,9 +109,11 @@ class PriorityInputs(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def check_workflow_priority(value: int) -> str | None:
-    """A workflow may only lower its own priority: the error text, or None when acceptable."""
+    """A workflow may only lower its own priority, down to -PRIORITY_LIMIT: the error text, or None."""
     if value > 0:
         return f"a workflow's own priority must be <= 0, got {value}"
+    if value < -PRIORITY_LIMIT:
+        return f"a workflow's own priority must be between {-PRIORITY_LIMIT:,} and 0, got {value:,}"
     return None
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 from datetime import datetime
 
+from domain.scheduler.priority import PRIORITY_LIMIT
 from domain.timed import TimedAggregate
 
 NAME_MAX = 64
@@ -74,6 +75,8 @@ def require_name(field: str, value: str) -> str:
 def require_priority(value: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TenancyError("priority", f"must be an integer, got {value!r}")
+    if not -PRIORITY_LIMIT <= value <= PRIORITY_LIMIT:  # the priority expression adds them: int64 must hold the sum
+        raise TenancyError("priority", f"must be between {-PRIORITY_LIMIT:,} and {PRIORITY_LIMIT:,}, got {value:,}")
     return value
 
 
