@@ -8,6 +8,7 @@ import os
 import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -18,11 +19,15 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_serv
 
 from adapters import sysinfo
 from adapters.executor import Executor, Running, RunSpec, SpecError
+from adapters.leftovers import Leftovers
 from adapters.logs import LogWriter
+from adapters.outbox import Entry, Outbox
 from adapters.probes import ProbeRunner
 from api.agent_args import AgentConfig, UsageError, build_spec, parse_args
+from api.agent_reports import Outcome, Reporter
 
 log = structlog.get_logger("roving.agent")
+OUTBOX_DRAIN_SECONDS = 120.0  # a restarted agent delivers what its predecessor left before registering anew
 
 
 class NodeMetrics:
@@ -51,7 +56,10 @@ class Slot:
 
 
 class Agent:
-    """The loop: heartbeat, poll assignments, start and stop processes, report with the allocation's epoch."""
+    """The loop: heartbeat, poll assignments, start and stop processes, report with the allocation's epoch.
+
+    Its state on disk (`<workdir>/.roving-agent/`): the outbox of unacknowledged reports and the process groups
+    it started, so a restarted agent delivers the reports and kills what its predecessor left running."""
 
     def __init__(self, config: AgentConfig, http: httpx.AsyncClient, executor: Executor, metrics: NodeMetrics):
         self.config, self.http, self.executor, self.metrics = config, http, executor, metrics
@@ -63,10 +71,17 @@ class Agent:
         self.events: asyncio.Queue = asyncio.Queue()
         self.loop = asyncio.get_running_loop()
         self.log = log.bind(node=config.node)
+        state = Path(config.workdir) / ".roving-agent"
+        self.leftovers = Leftovers(state / "running")
+        self.reporter = Reporter(Outbox(state / "outbox"), self.call, self._fenced)
 
     async def run(self, stop: asyncio.Event) -> None:
         nc = None
         try:
+            killed = self.leftovers.kill_all()
+            if killed:
+                self.log.warning("agent.killed_leftovers", allocations=killed)
+            await self.reporter.drain(time.monotonic() + OUTBOX_DRAIN_SECONDS, lambda s: _sleep_or_stop(stop, s))
             await self.register(stop)
             nc = await self.connect_logs()
             next_beat = 0.0
@@ -76,6 +91,7 @@ class Agent:
                     await self.heartbeat(stop)
                 await self.poll()
                 await self.drain()
+                await self.reporter.flush()
                 await _sleep_or_stop(stop, self.config.poll)
         finally:
             await self.stop_all("agent stopped", report=True)
@@ -147,6 +163,8 @@ class Agent:
         allocation_id, epoch = item.get("allocation_id"), item.get("epoch")
         if allocation_id in self.slots or (allocation_id, epoch) in self.finished:
             return
+        if self.reporter.waiting(allocation_id, epoch, "exited"):
+            return  # it ran here already; the exit is on its way
         try:
             spec = build_spec(item)
             running = self.executor.start(spec, self._forward_output(spec), self._forward_exit(spec))
@@ -157,6 +175,7 @@ class Agent:
             await self.report(allocation_id, epoch, "exited", exit_code=code, reason=f"cannot start: {error}")
             return
         slot = self.slots[spec.allocation_id] = Slot(spec, running)
+        self.leftovers.started(spec.allocation_id, running.pid)
         self.log.info("agent.started", allocation_id=spec.allocation_id, pid=running.pid)
         if not await self.report_slot(slot, "started"):
             return
@@ -186,6 +205,7 @@ class Agent:
     async def finish(self, slot: Slot, exit_code: int, reason: str) -> None:
         spec = slot.spec
         del self.slots[spec.allocation_id]
+        self.leftovers.ended(spec.allocation_id)
         self.finished.add((spec.allocation_id, spec.epoch))
         if slot.probe is not None:
             await asyncio.to_thread(slot.probe.stop)
@@ -198,21 +218,21 @@ class Agent:
             await self.report_slot(slot, "exited", exit_code=exit_code, reason=reason)
 
     async def report_slot(self, slot: Slot, event: str, **fields) -> bool:
-        """Report with the slot's epoch; a 409 means a newer placement exists, so this copy is killed."""
-        if await self.report(slot.spec.allocation_id, slot.spec.epoch, event, **fields):
-            return True
-        slot.fenced = True
-        slot.running.cancel(f"fenced: epoch {slot.spec.epoch} is stale")
-        return False
+        """Report with the slot's epoch; False when fenced (a newer placement exists: this copy was killed)."""
+        return await self.report(slot.spec.allocation_id, slot.spec.epoch, event, **fields)
 
     async def report(self, allocation_id, epoch, event, exit_code=None, reason="", ports=()) -> bool:
+        """Into the outbox, then sent; False only when the control plane answered that this placement is stale."""
         body = {"node_id": self.node_id, "allocation_id": allocation_id, "epoch": epoch, "event": event,
                 "exit_code": exit_code, "reason": reason, "ports": list(ports)}
-        response = await self.call("POST", "/v4/agent/reports", json=body)
-        if response is not None and response.status_code == 409:
-            self.log.warning("agent.fenced", allocation_id=allocation_id, epoch=epoch, report=event)
-            return False
-        return True
+        return await self.reporter.report(body) is not Outcome.FENCED
+
+    def _fenced(self, entry: Entry) -> None:
+        """The control plane moved past this placement: the copy running here must stop, and say nothing more."""
+        slot = self.slots.get(entry.allocation)
+        if slot is not None and slot.spec.epoch == entry.key[1] and not slot.fenced:
+            slot.fenced = True
+            slot.running.cancel(f"fenced: epoch {slot.spec.epoch} is stale")
 
     async def stop_all(self, reason: str, report: bool) -> None:
         """Cancel every process and wait for them; their exits are reported only when `report`."""

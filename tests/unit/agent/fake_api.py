@@ -22,6 +22,7 @@ class FakeApi:
         self.stop: list[dict] = []
         self.stale_heartbeats = 0
         self.refused_reports: set[tuple[str, str]] = set()
+        self.unavailable_reports = 0  # the next N reports answer 503 (the log unreachable, a write race outlasted)
         self.config: dict | None = None  # what GET /v4/agent/config answers; None -> 404
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
@@ -57,9 +58,12 @@ class FakeApi:
             if (method, path) == ("GET", "/v4/agent/assignments"):
                 return 200, {"start": list(self.start), "stop": list(self.stop)}
             if (method, path) == ("POST", "/v4/agent/reports"):
+                if self.unavailable_reports:
+                    self.unavailable_reports -= 1
+                    return 503, {"error": "the event log is unreachable"}
                 self.reports.append(body)
                 refused = (body["allocation_id"], body["event"]) in self.refused_reports
-                return (409, {"error": "stale epoch"}) if refused else (200, {})
+                return (409, {"error": "stale epoch", "code": "stale_epoch"}) if refused else (200, {})
             if (method, path) == ("GET", "/v4/agent/config") and self.config is not None:
                 return 200, self.config
             return 404, {"error": "not found"}

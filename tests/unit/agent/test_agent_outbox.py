@@ -1,0 +1,75 @@
+"""Reports survive a control plane that cannot answer and an agent that restarts; orphans of a killed agent die."""
+
+from __future__ import annotations
+
+import subprocess
+
+from adapters.leftovers import Leftovers, start_time
+from adapters.outbox import Outbox
+from tests.unit.agent.fake_api import FakeApi
+from tests.unit.agent.test_agent_loop import assignment, drive
+
+
+def test_an_exit_answered_503_is_retried_until_recorded_and_the_job_is_not_fenced(tmp_path):
+    with FakeApi() as api:
+        api.start = [assignment("a1", command=["true"])]
+        api.unavailable_reports = 3  # 'started' and the first tries of 'exited' find the log down
+        drive(api, tmp_path, until=lambda: ("exited", 1, 0) in api.events("a1"))
+    assert api.events("a1") == [("started", 1, None), ("exited", 1, 0)]
+
+
+def test_reports_left_by_a_stopped_agent_are_delivered_by_the_next_one_before_it_registers(tmp_path):
+    with FakeApi() as api:
+        api.start = [assignment("a1", command=["sleep", "30"])]
+        api.unavailable_reports = 10**6
+        drive(api, tmp_path, until=lambda: len(api.heartbeats) >= 2, timeout=5)  # stopping kills the job
+        assert api.events("a1") == []
+        waiting = Outbox(tmp_path / "work" / ".roving-agent" / "outbox").pending()
+        assert [e.key[2] for e in waiting] == ["started", "exited"]
+        api.unavailable_reports, api.start = 0, []
+        registered_before = len(api.registrations)
+        drive(api, tmp_path, until=lambda: len(api.registrations) > registered_before)
+    assert [event for event, _, _ in api.events("a1")] == ["started", "exited"]
+    assert len(Outbox(tmp_path / "work" / ".roving-agent" / "outbox")) == 0
+
+
+def test_a_fenced_report_stops_the_copy_running_here(tmp_path):
+    def stopped_after_start() -> bool:
+        return bool(api.events("a1")) and any(h["running"] == [] for h in api.heartbeats[2:])
+
+    with FakeApi() as api:
+        api.start = [assignment("a1", command=["sleep", "30"])]
+        api.refused_reports = {("a1", "started")}
+        drive(api, tmp_path, until=stopped_after_start)
+        assert stopped_after_start()
+    assert [event for event, _, _ in api.events("a1")] == ["started"]  # fenced: its exit is not reported
+
+
+def test_the_same_report_put_twice_waits_once(tmp_path):
+    outbox = Outbox(tmp_path)
+    body = {"allocation_id": "a1", "epoch": 2, "event": "exited", "exit_code": 0}
+    outbox.put(body)
+    outbox.put(body)
+    assert len(Outbox(tmp_path)) == 1
+
+
+def test_a_process_group_left_by_a_killed_agent_is_killed_by_the_next_one(tmp_path):
+    orphan = subprocess.Popen(["sh", "-c", "sleep 60 & sleep 60"], start_new_session=True)
+    Leftovers(tmp_path).started("a1", orphan.pid)
+    assert Leftovers(tmp_path).kill_all() == ["a1"]
+    assert orphan.wait(5) == -9
+    assert list(tmp_path.glob("*.json")) == []
+
+
+def test_a_recycled_pid_is_never_taken_for_a_leftover(tmp_path):
+    bystander = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        leftovers = Leftovers(tmp_path)
+        leftovers.started("a1", bystander.pid)
+        record = tmp_path / "a1.json"
+        record.write_text(record.read_text().replace(str(start_time(bystander.pid)), "1"))
+        assert leftovers.kill_all() == []
+        assert bystander.poll() is None
+    finally:
+        bystander.kill()
+        bystander.wait()
