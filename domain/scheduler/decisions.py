@@ -46,6 +46,7 @@ class Counters(msgspec.Struct, kw_only=True):
     evictions: int = 0
     blocked: int = 0
     waiting: int = 0
+    set_aside: int = 0  # allocations the pass could not compute with (Reason.INVALID_REQUEST)
     near_miss_priority_gaps: int = 0
     protected_victims: int = 0
 

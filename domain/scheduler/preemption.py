@@ -30,11 +30,12 @@ class Preemptor:
     """Ranks preemptible running work once per pass and searches it for each blocked allocation."""
 
     def __init__(self, snapshot: Snapshot, config: SchedulerConfig, now: datetime,
-                 priority: Callable[[QueuedAllocation], float]):
+                 priority: Callable[[QueuedAllocation], float | None]):
+        """`priority` is None for running work it cannot rank: such work is never a victim."""
         self.config, self.now = config, now
         ripe = now - timedelta(seconds=config.min_preemption_runtime_seconds)
-        ranked = [(priority(r), -r.started_at.timestamp(), r) for r in snapshot.running
-                  if r.preemptible and r.started_at <= ripe]
+        ranked = [(p, -r.started_at.timestamp(), r) for r in snapshot.running
+                  if r.preemptible and r.started_at <= ripe and (p := priority(r)) is not None]
         ranked.sort(key=lambda row: row[:2])
         self.ranked = [(p, r) for p, _, r in ranked]
         self.allow = {g.group_id: frozenset(g.may_preempt) for g in snapshot.group_policies}

@@ -5,6 +5,7 @@ ints, `waited_hours` is a double, `kind` is a string and `exclusive`/`preemptibl
 """
 from __future__ import annotations
 
+import math
 import re
 from datetime import datetime
 from functools import lru_cache
@@ -35,6 +36,19 @@ class PriorityError(ValueError):
     def __init__(self, reason: str, line: int | None = None, column: int | None = None):
         super().__init__(reason)
         self.reason, self.line, self.column = reason, line, column
+
+
+class Unevaluable(ValueError):
+    """One allocation the pass cannot rank (overflow, division by zero, out-of-range inputs); `field` says which."""
+
+    def __init__(self, message: str, field: str = "priority"):
+        super().__init__(message)
+        self.field = field
+
+
+UNRANKED = float("-inf")  # where a listing puts work the expression cannot rank: after everything else
+# What the compiled program raises for one input (ZeroDivisionError and OverflowError are ArithmeticErrors).
+_EVALUATION_ERRORS = (ArithmeticError, TypeError, ValueError, RuntimeError)
 
 
 def _position_of(source: str, name: str) -> tuple[int | None, int | None]:
@@ -98,7 +112,25 @@ class Evaluator:
         self.names = tuple(self.program.variables())
 
     def __call__(self, allocation: QueuedAllocation, now: datetime) -> float:
-        return float(self.program.execute(inputs(allocation, now, self.names)))
+        """The priority, or UNRANKED when it cannot be computed: a queue listing never fails on one entry."""
+        try:
+            return self.evaluate(allocation, now)
+        except Unevaluable:
+            return UNRANKED
+
+    def evaluate(self, allocation: QueuedAllocation, now: datetime) -> float:
+        """The priority as a finite number, else Unevaluable saying why (the scheduler sets that work aside)."""
+        try:
+            value = float(self.program.execute(inputs(allocation, now, self.names)))
+        except _EVALUATION_ERRORS as error:
+            raise Unevaluable(f"the priority expression cannot be evaluated for it: {_first_sentence(error)}") from None
+        if not math.isfinite(value):
+            raise Unevaluable(f"the priority expression yields {value} for it, not a finite number")
+        return value
+
+
+def _first_sentence(error: Exception) -> str:
+    return str(error).split(". ")[0].strip() or type(error).__name__
 
 
 class PriorityInputs(msgspec.Struct, frozen=True, kw_only=True):

@@ -24,6 +24,7 @@ class Reason(enum.Enum):
     BACKFILL_NO_FIT = "BACKFILL_NO_FIT"
     SERVICE_POOL_AT_CAPACITY = "SERVICE_POOL_AT_CAPACITY"
     PREEMPTION_PROTECTED = "PREEMPTION_PROTECTED"
+    INVALID_REQUEST = "INVALID_REQUEST"  # its stored numbers or its priority cannot be computed with: set aside
     RUNNING = "RUNNING"
     FINISHED = "FINISHED"
     CANCELLED = "CANCELLED"
@@ -39,6 +40,7 @@ _CAUSE_KEYS: dict[Reason, tuple[str, ...]] = {
     Reason.BLOCKED_BY_RESERVATION: ("head",),
     Reason.NODE_ANNOTATIONS_MISMATCH: ("annotations",),
     Reason.PREEMPTION_PROTECTED: ("victims",),
+    Reason.INVALID_REQUEST: ("field",),
 }
 
 

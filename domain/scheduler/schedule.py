@@ -3,7 +3,8 @@
 Allocations are taken in priority order. Until one is blocked for capacity, each is placed first-fit (or,
 with preemption on, seated by evicting within the guards). The first blocked one becomes the head and
 holds a reservation; after it, with backfill on, lower work runs only where it cannot delay the head,
-and with backfill off nothing passes the head.
+and with backfill off nothing passes the head. An allocation the pass cannot compute with (its priority
+does not evaluate, its stored numbers overflow) is set aside with its reason; the others go on.
 """
 from __future__ import annotations
 
@@ -15,9 +16,10 @@ from domain.scheduler.config import SchedulerConfig
 from domain.scheduler.decisions import Backfilled, Decisions, Placement, Preemption, ReservationHeld
 from domain.scheduler.eligibility import Candidates, capacity_why, static_why
 from domain.scheduler.preemption import Outcome, Preemptor
-from domain.scheduler.priority import Evaluator
+from domain.scheduler.priority import Evaluator, Unevaluable
 from domain.scheduler.reasons import Reason, Why
 from domain.scheduler.reservation import Reservation, reserve
+from domain.scheduler.sanity import set_aside, unusable
 from domain.scheduler.snapshot import Kind, QueuedAllocation, Snapshot, label
 
 
@@ -38,13 +40,29 @@ class _Pass:
         self._capacity: dict[tuple, Why] = {}
 
     def priority(self, a: QueuedAllocation) -> float:
-        return self.evaluate(a, self.now)
+        """A finite priority, or Unevaluable naming what the pass cannot compute with."""
+        problem = unusable(a, self.now)
+        if problem is not None:
+            raise Unevaluable(problem[1], field=problem[0])
+        return self.evaluate.evaluate(a, self.now)
+
+    def rank(self, a: QueuedAllocation) -> float | None:
+        """The priority of running work for preemption; None leaves it out of the victims."""
+        try:
+            return self.priority(a)
+        except Unevaluable:
+            return None
 
     def run(self) -> Decisions:
         d = self.d
         ranked = []
         for a in self.snapshot.queued:
-            p = d.priorities[a.id] = self.priority(a)
+            try:
+                p = d.priorities[a.id] = self.priority(a)
+            except Unevaluable as error:
+                d.reasons[a.id] = set_aside(error.field, str(error))
+                d.counters.set_aside += 1
+                continue
             if a.waiting_on is not None:
                 d.reasons[a.id] = Why(reason=Reason.WAITING_DEPENDENCY, message=_waiting_text(a),
                                       detail={"stages": list(a.waiting_on.stages),
@@ -170,7 +188,7 @@ class _Pass:
         if not self.config.preemption_enabled:
             return None
         if self._preemptor is None:   # built on first need: ranking running work costs a CEL run each
-            self._preemptor = Preemptor(self.snapshot, self.config, self.now, self.priority)
+            self._preemptor = Preemptor(self.snapshot, self.config, self.now, self.rank)
         outcome = self._preemptor.search(self.cluster, c, a, p, self.held)
         self.d.counters.near_miss_priority_gaps += outcome.near_miss
         self.d.counters.protected_victims += len(outcome.protected)
