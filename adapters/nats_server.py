@@ -1,4 +1,7 @@
-"""The embedded nats-server: find the binary, start it with JetStream on loopback, wait, stop."""
+"""The embedded nats-server: find the binary, start it with JetStream on loopback, wait, stop, start again.
+
+A start claims the store first (adapters.nats_owner): a server left there by a dead control plane is
+stopped, one served by a live control plane is refused."""
 
 from __future__ import annotations
 
@@ -10,8 +13,11 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from adapters.nats_owner import StoreInUse, StoreLock, death_signal
 
 READY_LINE = "Server is ready"
 LISTEN_RE = re.compile(r"Listening for client connections on [^:]+:(\d+)")
@@ -81,7 +87,9 @@ class NatsServer:
     host: str = "127.0.0.1"
     domain: str | None = None
     leaf: LeafSpec | None = None
+    die_with_parent: bool = False  # SIGTERM when the starting thread ends: for long-lived starters only
     process: subprocess.Popen | None = field(default=None, repr=False)
+    _lock: StoreLock | None = field(default=None, repr=False, init=False)
 
     @property
     def url(self) -> str:
@@ -124,9 +132,17 @@ class NatsServer:
             lines.append(f"leafnodes {{ {', '.join(parts)} }}")
         return "\n".join(lines) + "\n"
 
-    def start(self, timeout: float = 15.0) -> "NatsServer":
+    @property
+    def config_path(self) -> Path:
+        """Absolute: it names this store in the server's command line, whatever the starter's cwd."""
+        return (self.store_dir / f"{self.name}.conf").resolve()
+
+    def start(self, timeout: float = 15.0, cancelled: Callable[[], bool] = lambda: False) -> "NatsServer":
+        """Start, or start again after a death on the same port and store (the log is appended to then)."""
         binary = find_binary(self.binary)
         self.store_dir.mkdir(parents=True, exist_ok=True)
+        self._claim()
+        first = self.process is None
         if self.port == 0:
             self.port = free_port(self.host)
         if self.leaf and self.leaf.port == 0:
@@ -135,32 +151,52 @@ class NatsServer:
             raise NatsServerError(
                 f"port {self.port} on {self.host} is taken: stop what uses it or choose another port"
             )
-        config = self.store_dir / f"{self.name}.conf"
-        config.write_text(self.config_text())
-        self.log_path.write_text("")
+        self.config_path.write_text(self.config_text())
+        if first or not self.log_path.exists():
+            self.log_path.write_text("")
+        offset = self.log_path.stat().st_size
+        self._close_pipes()
         self.process = subprocess.Popen(
-            [binary, "-c", str(config), "-l", str(self.log_path)],
+            [binary, "-c", str(self.config_path), "-l", str(self.log_path)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             start_new_session=True,
+            preexec_fn=death_signal(os.getpid()) if self.die_with_parent else None,
         )
-        self._wait_ready(timeout)
+        self._lock.record(self.process.pid)
+        self._wait_ready(timeout, offset, cancelled)
         return self
 
-    def _wait_ready(self, timeout: float) -> None:
+    def _claim(self) -> None:
+        if self._lock is None:
+            self._lock = StoreLock(self.store_dir, self.name)
+        try:
+            self._lock.claim()
+        except StoreInUse as error:
+            raise NatsServerError(str(error)) from None
+        self._lock.clear_stale(self.config_path)
+
+    def _wait_ready(self, timeout: float, offset: int, cancelled: Callable[[], bool]) -> None:
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and not cancelled():
             if self.process.poll() is not None:
                 err = (self.process.stderr.read() or b"").decode(errors="replace").strip()
-                log = self.log_path.read_text(errors="replace").strip().splitlines()[-1:]
+                log = self._log_since(offset).strip().splitlines()[-1:]
                 raise NatsServerError(f"nats-server exited at start: {err or ' '.join(log)}")
-            if READY_LINE in self.log_path.read_text(errors="replace"):
+            if READY_LINE in self._log_since(offset):
                 return
             time.sleep(0.02)
-        self.stop()
+        self._end_process()
+        if cancelled():
+            raise NatsServerError("nats-server start cancelled: the control plane is stopping")
         raise NatsServerError(
             f"nats-server did not become ready in {timeout:.0f}s; see {self.log_path}"
         )
+
+    def _log_since(self, offset: int) -> str:
+        with open(self.log_path, "rb") as handle:
+            handle.seek(offset)
+            return handle.read().decode(errors="replace")
 
     def kill(self) -> None:
         """SIGKILL: a crash, for tests that prove durability."""
@@ -173,7 +209,7 @@ class NatsServer:
         if self.process and self.process.stderr and not self.process.stderr.closed:
             self.process.stderr.close()
 
-    def stop(self, timeout: float = 10.0) -> None:
+    def _end_process(self, timeout: float = 10.0) -> None:
         if self.process and self.process.poll() is None:
             self.process.terminate()
             try:
@@ -181,6 +217,12 @@ class NatsServer:
             except subprocess.TimeoutExpired:
                 self.kill()
         self._close_pipes()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop the server and give up the store."""
+        self._end_process(timeout)
+        if self._lock is not None:
+            self._lock.release()
 
     def __enter__(self) -> "NatsServer":
         return self.start()
