@@ -1,0 +1,191 @@
+"""Seeded faults at random times: stops, holds (evict, cordon, drain, alerts) and kill -9 of agents, control plane, nats."""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from dataclasses import dataclass
+
+from ops.soak import procs
+from ops.soak.stack import SoakStack, StackError
+from ops.soak.tally import Api, Tally
+
+KINDS = ("stop", "evict", "cordon", "drain", "alert", "agent", "control", "nats")
+NATS_BACK = 20.0      # seconds the nats-server gets to come back by itself before the harness restarts the stack
+RECOVERY = 45.0       # seconds a node or the API gets to come back after a fault
+
+
+def parse_kinds(text: str) -> tuple[str, ...]:
+    if text == "all":
+        return KINDS
+    if text in ("none", ""):
+        return ()
+    wanted = tuple(k.strip() for k in text.split(",") if k.strip())
+    unknown = [k for k in wanted if k not in KINDS]
+    if unknown:
+        raise ValueError(f"unknown fault kinds {unknown}; choose from {', '.join(KINDS)}, all or none")
+    return wanted
+
+
+@dataclass(frozen=True)
+class Planned:
+    at: float        # seconds after the load starts
+    kind: str
+    node: str
+    pause: float     # how long the fault lasts before its recovery step
+    choice: float    # a seeded number for picks made at run time (which workflow to stop, which alert action)
+
+
+def plan(seed: int, kinds: tuple[str, ...], nodes: list[str], duration: float, gap: tuple[float, float]) -> list[Planned]:
+    """The whole schedule, from the seed alone: the same faults in the same order on every run of a seed."""
+    rng, at, found = random.Random(f"{seed}:faults"), 3.0, []
+    while kinds:
+        at += rng.uniform(*gap)
+        if at >= duration - 2:
+            break
+        found.append(Planned(at=at, kind=rng.choice(kinds), node=rng.choice(nodes), pause=rng.uniform(0.5, 6.0),
+                             choice=rng.random()))
+    return found
+
+
+class Injector(threading.Thread):
+    """Runs the plan one fault at a time (each with its own recovery), then returns; `broken` if the stack died."""
+
+    def __init__(self, stack: SoakStack, tally: Tally, schedule: list[Planned], submitted: list[str],
+                 lease: float) -> None:
+        super().__init__(name="soak-faults", daemon=True)
+        self.stack, self.tally, self.schedule, self.submitted, self.lease = stack, tally, schedule, submitted, lease
+        self.halt = threading.Event()
+        self.broken: str | None = None
+        self.api = Api(stack.url, stack.token("admin"), tally)
+        self.webhook = Api(stack.url, stack.token("alertmanager"), tally)
+        self.began = time.monotonic()
+
+    def run(self) -> None:
+        try:
+            for index, fault in enumerate(self.schedule):
+                if self.halt.wait(max(0.0, self.began + fault.at - time.monotonic())):
+                    return
+                self.tally.fault(fault.kind)
+                getattr(self, f"fault_{fault.kind}")(fault, index)
+                if not self._api_back():
+                    return
+        except StackError as error:
+            self.broken = str(error)
+            self.tally.violation("stack_restart_failed", str(error)[-1500:])
+        finally:
+            self.api.close()
+            self.webhook.close()
+
+    def _api_back(self) -> bool:
+        """Wait for the API (after restarts); a stack that does not come back ends the run."""
+        deadline = time.monotonic() + RECOVERY
+        while time.monotonic() < deadline and not self.halt.is_set():
+            if self.stack.api_up():
+                return True
+            time.sleep(0.5)
+        if self.halt.is_set():
+            return False
+        self.tally.violation("api_not_recovered", f"no /readyz for {RECOVERY:.0f}s; restarting the stack")
+        self._restart("api_not_recovered")
+        return self.broken is None
+
+    def _restart(self, why: str, known: tuple[int, ...] = ()) -> None:
+        try:
+            leftovers = self.stack.restart()
+        except StackError as error:
+            self.broken = f"{why}: {error}"
+            self.tally.violation("stack_restart_failed", str(error)[-1500:])
+            return
+        self.tally.fault("harness_restart")
+        left = {pid: cmd for pid, cmd in leftovers.items() if pid not in known}
+        if left:
+            self.tally.violation("leftover_processes", f"after {why}: {len(left)} processes outlived roving up: "
+                                 + "; ".join(f"{pid} {cmd}" for pid, cmd in list(left.items())[:5]))
+
+    def _node(self, node: str) -> dict | None:
+        return self.api.json("GET", f"/v4/nodes/{node}")
+
+    def _wait_node(self, node: str, predicate, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not self.halt.is_set():
+            row = self._node(node)
+            if row is not None and predicate(row):
+                return True
+            time.sleep(0.5)
+        return False
+
+    def fault_stop(self, fault: Planned, index: int) -> None:
+        if not self.submitted:
+            return
+        victim = self.submitted[int(fault.choice * len(self.submitted))]
+        self.api.call("POST", f"/v4/workflows/{victim}:stop")
+
+    def fault_evict(self, fault: Planned, index: int) -> None:
+        self.api.call("POST", f"/v4/nodes/{fault.node}/evict", json={"reason": f"soak fault {index}"})
+        time.sleep(fault.pause)
+        for hold in (self.api.json("GET", f"/v4/nodes/{fault.node}/holds") or {}).get("holds", []):
+            if hold["source"] == "admin" and hold["effect"] == "evict":
+                self.api.call("DELETE", f"/v4/nodes/{fault.node}/holds/{hold['id']}")
+
+    def fault_cordon(self, fault: Planned, index: int) -> None:
+        self.api.call("POST", f"/v4/nodes/{fault.node}/cordon", json={"reason": f"soak fault {index}"})
+        time.sleep(fault.pause)
+        self.api.call("POST", f"/v4/nodes/{fault.node}/uncordon")
+
+    def fault_drain(self, fault: Planned, index: int) -> None:
+        """Cordon, let the running work end (bounded: services may run until their workflow ends), uncordon."""
+        self.api.call("POST", f"/v4/nodes/{fault.node}/cordon", json={"reason": f"soak drain {index}"})
+        self._wait_node(fault.node, lambda row: not row["allocations"], 20)
+        self.api.call("POST", f"/v4/nodes/{fault.node}/uncordon")
+
+    def fault_alert(self, fault: Planned, index: int) -> None:
+        action = "evict" if fault.choice < 0.4 else "cordon"
+        alert = {"labels": {"alertname": "SoakFault", "fb_action": action, "node": fault.node},
+                 "annotations": {"summary": f"soak fault {index}"}, "fingerprint": f"soak{index:05d}",
+                 "startsAt": "2025-01-01T00:00:00Z", "endsAt": "0001-01-01T00:00:00Z"}
+
+        def send(status: str) -> None:
+            body = {"version": "4", "status": status, "receiver": "roving", "alerts": [{**alert, "status": status}]}
+            self.webhook.call("POST", "/v4/alerts", content=json.dumps(body),
+                              headers={"Content-Type": "application/json"})
+        send("firing")
+        time.sleep(fault.pause)
+        send("resolved")
+
+    def fault_agent(self, fault: Planned, index: int) -> None:
+        """kill -9 one agent; `roving up` does not restart agents, so the harness does, as they were started."""
+        how = self.stack.kill_agent(fault.node)
+        if how is None:
+            return
+        # Sometimes back before the lease lapses, sometimes after the node went offline.
+        time.sleep(fault.pause * self.lease / 3)
+        self.stack.restart_agent(fault.node, how)
+        if not self._wait_node(fault.node, lambda row: row["status"] == "READY", RECOVERY):
+            self.tally.violation("node_not_recovered", f"{fault.node} not READY {RECOVERY:.0f}s after its agent restarted")
+
+    def fault_control(self, fault: Planned, index: int) -> None:
+        """kill -9 `roving up` alone, then start it again on the same data dir."""
+        orphans = self.stack.kill_control_plane()
+        if orphans:
+            # The embedded nats-server runs in a session of its own, so a crash of its parent leaves it running
+            # on the data dir; the next `roving up` could not start on it.
+            self.tally.violation("orphan_nats_after_crash", f"nats-server pid {orphans} outlived a kill -9 of roving up")
+        self._restart("control plane kill -9", known=tuple(orphans))
+
+    def fault_nats(self, fault: Planned, index: int) -> None:
+        """kill -9 the nats-server; something must bring it back on its port within NATS_BACK seconds."""
+        killed = self.stack.kill_nats()
+        if killed is None:
+            return
+        deadline = time.monotonic() + NATS_BACK
+        while time.monotonic() < deadline and not self.halt.is_set():
+            if self.stack.nats_up() and procs.nats_pids(self.stack.data_dir):
+                return
+            time.sleep(0.5)
+        if self.halt.is_set():
+            return
+        self.tally.violation("nats_not_restarted", f"nats-server (pid {killed}) not back within {NATS_BACK:.0f}s")
+        self._restart("nats not restarted")

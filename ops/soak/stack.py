@@ -1,0 +1,180 @@
+"""The soak's own `roving up`: started on a fresh data dir and free ports, crashed and restarted on purpose."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from adapters.nats_server import free_port
+from ops.soak import procs
+
+UP = "import sys; from api.up import up_main; sys.exit(up_main([]))"
+REPO = Path(__file__).resolve().parents[2]
+
+
+class StackError(RuntimeError):
+    """The stack did not come up (or back) in time; the message carries the tail of its output."""
+
+
+class SoakStack:
+    """One `roving up` subprocess; the harness also owns the agents it restarts after killing them."""
+
+    def __init__(self, root: Path, nodes: int = 3, lease: float = 3.0, cpus: int = 4, memory: str = "4GiB") -> None:
+        self.root = root
+        self.data_dir = root / "data"
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.port, self.nats_port = free_port(), free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.nats_url = f"nats://127.0.0.1:{self.nats_port}"
+        self.nodes = [f"local-{i}" for i in range(1, nodes + 1)]
+        # A fixed nats port: the harness reads the log after crashes, and a restarted server must come back there.
+        self.env = {**os.environ, "ROVING_DATA_DIR": str(self.data_dir), "ROVING_LISTEN": f"127.0.0.1:{self.port}",
+                    "ROVING_NATS_PORT": str(self.nats_port), "ROVING_LOCAL_NODES": str(nodes),
+                    "ROVING_LOCAL_NODE_CPUS": str(cpus), "ROVING_LOCAL_NODE_MEMORY": memory,
+                    "ROVING_NODE_LEASE": f"{lease:g}s", "ROVING_LOG_FORMAT": "console", "PYTHONPATH": str(REPO)}
+        for name in ("ROVING_NATS_URL", "ROVING_FEDERATION_HUB"):
+            self.env.pop(name, None)
+        self.process: subprocess.Popen | None = None
+        self.own_agents: dict[str, subprocess.Popen] = {}
+        self.starts = 0
+
+    @property
+    def outputs(self) -> list[Path]:
+        """Every file the stack's processes wrote their output to (one per start of `roving up`)."""
+        return sorted(self.data_dir.glob("up-*.log")) + sorted(self.data_dir.glob("agent-*.log"))
+
+    def token(self, name: str) -> str:
+        return (self.data_dir / f"{name}.token").read_text().strip()
+
+    def start(self, timeout: float = 90.0) -> None:
+        """Start `roving up` and wait until the API answers and every local node is READY."""
+        self.starts += 1
+        log = open(self.data_dir / f"up-{self.starts}.log", "wb")  # noqa: SIM115 - the child keeps its copy
+        try:
+            self.process = subprocess.Popen([sys.executable, "-c", UP], env=self.env, cwd=REPO, stdout=log,
+                                            stderr=subprocess.STDOUT, start_new_session=True)
+        finally:
+            log.close()
+        self.wait_ready(timeout)
+
+    def wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process is None or self.process.poll() is not None:
+                raise StackError(f"roving up exited: {self.tail()}")
+            if (self.data_dir / "admin.token").exists() and self.ready_nodes() >= len(self.nodes):
+                return
+            time.sleep(0.3)
+        raise StackError(f"roving up was not ready in {timeout:.0f}s: {self.tail()}")
+
+    def ready_nodes(self) -> int:
+        try:
+            answer = httpx.get(self.url + "/v4/nodes", headers={"Authorization": f"Bearer {self.token('admin')}"},
+                               timeout=3)
+        except (httpx.HTTPError, OSError):
+            return 0
+        if answer.status_code != 200:
+            return 0
+        return sum(1 for n in answer.json()["nodes"] if n["status"] == "READY" and n["name"] in self.nodes)
+
+    def api_up(self) -> bool:
+        try:
+            return httpx.get(self.url + "/readyz", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def nats_up(self) -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", self.nats_port), timeout=1):
+                return True
+        except OSError:
+            return False
+
+    def tail(self, chars: int = 3000) -> str:
+        path = self.data_dir / f"up-{self.starts}.log"
+        return path.read_text(errors="replace")[-chars:] if path.exists() else ""
+
+    def kill_agent(self, node: str) -> tuple[list[str], dict[str, str], str] | None:
+        """kill -9 the node's agent; returns how to start it again (argv, env, cwd), None when none runs."""
+        pid = procs.agent_pids(self.data_dir).get(node)
+        if pid is None:
+            return None
+        how = procs.cmdline(pid), procs.environ(pid), procs.cwd(pid)
+        procs.kill(pid)
+        if node in self.own_agents:
+            self.own_agents.pop(node).wait(10)
+        procs.wait_gone([pid], 10)
+        return how
+
+    def restart_agent(self, node: str, how: tuple[list[str], dict[str, str], str]) -> None:
+        """`roving up` does not restart a dead agent: the harness does, with the same command line."""
+        argv, env, cwd = how
+        log = open(self.data_dir / f"agent-{node}.log", "ab")  # noqa: SIM115 - the child keeps its copy
+        try:
+            self.own_agents[node] = subprocess.Popen(argv, env=env or self.env, cwd=cwd or REPO, stdout=log,
+                                                     stderr=subprocess.STDOUT, start_new_session=True)
+        finally:
+            log.close()
+
+    def kill_control_plane(self) -> list[int]:
+        """kill -9 `roving up` alone; returns the nats-servers still running 2 s later (orphans of the crash)."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(10)
+        time.sleep(2)
+        return procs.nats_pids(self.data_dir)
+
+    def kill_nats(self) -> int | None:
+        pids = procs.nats_pids(self.data_dir)
+        for pid in pids:
+            procs.kill(pid)
+        procs.wait_gone(pids, 10)
+        return pids[0] if pids else None
+
+    def restart(self, timeout: float = 90.0) -> dict[int, str]:
+        """Stop what is left (gracefully first), reap every process tied to the data dir, start again.
+
+        Returns the pids that had to be reaped after `roving up` was gone.
+        """
+        self.stop_up()
+        self.stop_own_agents()
+        # Agents of a crashed `roving up` get SIGTERM from the kernel and stop their jobs: give them that time.
+        nats = set(procs.nats_pids(self.data_dir))
+        procs.wait_gone([p for p in procs.owned(self.data_dir) if p not in nats], 15)
+        leftovers = procs.reap_all(self.data_dir)
+        self.start(timeout)
+        return leftovers
+
+    def stop_up(self, timeout: float = 20.0) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(10)
+
+    def stop_own_agents(self) -> None:
+        for agent in self.own_agents.values():
+            agent.terminate()
+        for agent in self.own_agents.values():
+            try:
+                agent.wait(15)
+            except subprocess.TimeoutExpired:
+                agent.kill()
+                agent.wait(5)
+        self.own_agents.clear()
+
+    def stop(self) -> None:
+        """Everything down, nothing left running that names the data dir."""
+        self.stop_own_agents()
+        self.stop_up(30)
+        procs.reap_all(self.data_dir)
