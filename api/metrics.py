@@ -17,3 +17,4 @@ BLOCKED_BEFORE_EVICTION = Histogram("roving_scheduler_blocked_seconds_before_evi
 BLOCKED_EVENTS = Counter("roving_scheduler_blocked_events_total", "SchedulingBlocked events written (new causes)")
 NODES_LOST = Counter("roving_nodes_lost_total", "Nodes whose lease lapsed")
 HOLD_CEILING = Counter("roving_node_hold_ceiling_reached", "Monitoring holds refused by the ceiling")
+NATS_RESTARTS = Counter("roving_nats_restarts_total", "Times the embedded nats-server was restarted after it died")

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import ctypes
 import os
 import secrets
-import signal
 import subprocess
 import sys
 import threading
@@ -21,7 +19,9 @@ from adapters.auth.password_hash import hash_password, verify_password
 from adapters.auth.tokens import Identity, issue, issue_webhook, load_or_create_key
 from adapters.jetstream.connection import Connection
 from adapters.leases import Leases
+from adapters.nats_owner import death_signal
 from adapters.nats_server import NatsServer
+from adapters.nats_supervisor import Supervisor
 from domain.app import Conflict, Roving
 from domain.app.ids import user_id
 from domain.tenancy import Role, Source
@@ -29,15 +29,8 @@ from domain.tenancy.permissions import Principal
 
 log = structlog.get_logger("roving.stack")
 TOKEN_TTL = timedelta(days=30)
+GRACEFUL_SECONDS = 5  # requests in flight (long polls, a command waiting on the log) get this long at stop
 AGENT_START = "import sys; from api.agent import agent_main; sys.exit(agent_main(sys.argv[1:]))"
-
-
-def _die_with_parent() -> None:
-    """A local agent must not outlive `roving up` (Linux: SIGTERM when the parent goes)."""
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
 
 
 class ScryptPasswords:
@@ -86,6 +79,7 @@ class Stack:
         self.embedded_nats = embedded_nats and not settings.nats_url
         self.with_scheduler = scheduler
         self.nats: NatsServer | None = None
+        self.supervisor: Supervisor | None = None
         self.agents: list[subprocess.Popen] = []
         self.server: uvicorn.Server | None = None
         self.audit_store = self.audit_feed = self.audit = None
@@ -156,7 +150,11 @@ class Stack:
         self.audit_feed = AuditFeed(self.roving.recorder, AuditProjection(self.audit_store, cluster)).start()
 
     def _start_nats(self) -> str:
-        self.nats = NatsServer(self.data_dir / "nats", port=self.settings.nats_port).start()
+        """Ours dies with us (a SIGKILLed control plane leaves no server behind) and comes back when it dies."""
+        from api.metrics import NATS_RESTARTS
+
+        self.nats = NatsServer(self.data_dir / "nats", port=self.settings.nats_port, die_with_parent=True).start()
+        self.supervisor = Supervisor(self.nats, on_restart=NATS_RESTARTS.inc).start()
         return self.nats.url
 
     def _logs(self, nats_url: str, cluster: str) -> LogReader:
@@ -188,7 +186,8 @@ class Stack:
 
     def serve(self, in_thread: bool = False) -> None:
         host, _, port = self.settings.listen.rpartition(":")
-        config = uvicorn.Config(self.app(), host=host, port=int(port), log_level="warning", lifespan="on")
+        config = uvicorn.Config(self.app(), host=host, port=int(port), log_level="warning", lifespan="on",
+                                timeout_graceful_shutdown=GRACEFUL_SECONDS)
         self.server = uvicorn.Server(config)
         if not in_thread:
             self.server.run()
@@ -206,10 +205,19 @@ class Stack:
                     "--definition", "local", "--workdir", str(workdir / f"local-{index}")]
             log_file = open(self.data_dir / f"agent-local-{index}.log", "ab")  # noqa: SIM115 - owned by the child
             self.agents.append(subprocess.Popen(argv, stdout=log_file, stderr=subprocess.STDOUT,
-                                                preexec_fn=_die_with_parent))
+                                                preexec_fn=death_signal(os.getpid())))  # none outlives us
             log_file.close()
 
     def stop(self) -> None:
+        try:
+            self._stop_parts()
+        finally:  # whatever failed above, the embedded server goes (and the supervisor first, or it returns)
+            if self.supervisor is not None:
+                self.supervisor.stop()
+            if self.nats is not None:
+                self.nats.stop()
+
+    def _stop_parts(self) -> None:
         for agent in self.agents:
             agent.terminate()
         for agent in self.agents:
@@ -227,5 +235,3 @@ class Stack:
             self.audit_store.close()
         self.leases.connection.close()
         self.roving.close()
-        if self.nats is not None:
-            self.nats.stop()
