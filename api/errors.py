@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import msgspec
+from eventsourcing.persistence import OperationalError
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
@@ -12,6 +13,7 @@ from starlette.responses import Response
 from domain.app.errors import Conflict, Forbidden, Invalid, LoginRefused, NotFound, StaleEpoch
 from domain.tenancy.permissions import Denied, Outcome
 
+RETRY_AFTER_SECONDS = 2  # the embedded server is restarted within about a second
 AT_PATH = re.compile(r" - at `\$(?P<path>[^`]*)`$")
 
 
@@ -86,6 +88,14 @@ async def on_unauthorized(request: Request, error: Unauthorized | LoginRefused) 
     return problem(401, reason)
 
 
+async def on_log_unavailable(request: Request, error: OperationalError) -> Response:
+    """The log could not be reached, or did not acknowledge in time: try again soon (a write whose
+    acknowledgement was lost may have landed; reading back tells)."""
+    answer = problem(503, f"the log is unavailable: {error}", "log")
+    answer.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    return answer
+
+
 async def on_http(request: Request, error: HTTPException) -> Response:
     return problem(error.status_code, str(error.detail))
 
@@ -94,5 +104,5 @@ HANDLERS = {
     Invalid: on_invalid, msgspec.ValidationError: on_decode, msgspec.DecodeError: on_decode,
     BadRequest: on_bad_request, NotFound: on_not_found, Forbidden: on_forbidden, Conflict: on_conflict,
     StaleEpoch: on_conflict, Denied: on_denied, Unauthorized: on_unauthorized, LoginRefused: on_unauthorized,
-    HTTPException: on_http,
+    HTTPException: on_http, OperationalError: on_log_unavailable,
 }

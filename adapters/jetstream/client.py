@@ -1,16 +1,19 @@
-"""The async JetStream edge: publish, atomic batches, direct gets; server errors become typed ones."""
+"""The async JetStream edge: publish, atomic batches, direct gets; server errors become typed ones, and a
+connection down for longer than a grace becomes LogUnavailable at once."""
 
 from __future__ import annotations
 
 import asyncio
 import itertools
 import json
+import time
 from dataclasses import dataclass
 
 import nats
-import structlog
 import nats.errors
 import nats.js.errors
+import structlog
+from eventsourcing.persistence import OperationalError
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.js.api import StorageType, StreamConfig
@@ -21,6 +24,7 @@ WRONG_LAST_SEQUENCE = {10071, 10164}
 BATCH_DUPLICATE = 10201
 STREAM_NOT_FOUND = 10059
 MAX_BATCH = 1000
+DOWN_GRACE = 5.0  # seconds a call waits for a lost connection to come back (a supervised restart takes < 1)
 log = structlog.get_logger("roving.nats")
 TRANSIENT = (
     asyncio.TimeoutError,
@@ -32,6 +36,12 @@ TRANSIENT = (
     nats.errors.StaleConnectionError,
     nats.js.errors.ServiceUnavailableError,
 )
+
+
+class LogUnavailable(OperationalError):
+    """The connection to the log has been down longer than the grace: fail now, the caller may retry later.
+
+    Not transient on purpose: retry loops (the committer's, the connection's) let it through at once."""
 
 
 class WrongLastSequence(Exception):
@@ -75,12 +85,36 @@ async def _log_error(error: Exception) -> None:
     log.warning("nats.error", error=repr(error))
 
 
-async def _log_disconnect() -> None:
-    log.info("nats.disconnected")
+class Link:
+    """Since when the connection has been down (None while up), told by nats-py's callbacks."""
 
+    def __init__(self) -> None:
+        self.down_since: float | None = None
+        self.nc: Client | None = None
 
-async def _log_reconnect() -> None:
-    log.info("nats.reconnected")
+    async def disconnected(self) -> None:
+        if self.down_since is None:
+            self.down_since = time.monotonic()
+        log.info("nats.disconnected")
+
+    async def reconnected(self) -> None:
+        self.down_since = None
+        log.info("nats.reconnected")
+        await self._reset_ordered_consumers()
+
+    async def _reset_ordered_consumers(self) -> None:
+        """A restarted server has lost our ephemeral consumers. nats-py notices only after two missed idle
+        heartbeats (10 s, the views stalled meanwhile); like nats.go, start each again now, after the last
+        message it delivered. Private attributes: a nats-py without them falls back to its own timer."""
+        for sub in list(getattr(self.nc, "_subs", {}).values()):
+            jsi = getattr(sub, "_jsi", None)
+            if jsi is None or not getattr(jsi, "_ordered", False):
+                continue
+            start = jsi._sseq + 1 if jsi._sseq else (jsi._ccreq.opt_start_seq or 1)
+            try:
+                await jsi.reset_ordered_consumer(start)
+            except Exception as error:  # noqa: BLE001 - its heartbeat timer will reset it later
+                log.warning("nats.consumer_reset_failed", error=repr(error))
 
 
 headers.install()
@@ -109,8 +143,10 @@ class _Collector:
 class JetStreamClient:
     """One nats-py connection and the few JetStream operations the recorders need."""
 
-    def __init__(self, nc: Client) -> None:
+    def __init__(self, nc: Client, link: Link | None = None, down_grace: float = DOWN_GRACE) -> None:
         self.nc = nc
+        self.link = link or Link()
+        self.down_grace = down_grace
         self.js = nc.jetstream()
         self._inbox = nc.new_inbox()
         self._waiters: dict[str, _Collector] = {}
@@ -118,15 +154,34 @@ class JetStreamClient:
         self._sub = None
 
     @classmethod
-    async def connect(cls, url: str, name: str = "roving") -> "JetStreamClient":
+    async def connect(cls, url: str, name: str = "roving", down_grace: float = DOWN_GRACE) -> "JetStreamClient":
+        link = Link()
         nc = await nats.connect(
             servers=[u.strip() for u in url.split(",") if u.strip()], name=name,
-            error_cb=_log_error, disconnected_cb=_log_disconnect, reconnected_cb=_log_reconnect, max_reconnect_attempts=-1, reconnect_time_wait=0.25,
-            connect_timeout=5, allow_reconnect=True,
+            error_cb=_log_error, disconnected_cb=link.disconnected, reconnected_cb=link.reconnected,
+            max_reconnect_attempts=-1, reconnect_time_wait=0.25, connect_timeout=5, allow_reconnect=True,
         )
-        client = cls(nc)
+        link.nc = nc
+        client = cls(nc, link, down_grace)
         client._sub = await nc.subscribe(client._inbox + ".*", cb=client._route)
         return client
+
+    @property
+    def connected(self) -> bool:
+        return self.nc.is_connected
+
+    async def available(self) -> None:
+        """Return once connected. While the connection is down, wait for it until `down_grace` after it went
+        down, then raise LogUnavailable: a caller learns in seconds, not after every retry has timed out."""
+        while not self.nc.is_connected:
+            if self.nc.is_closed:
+                raise LogUnavailable("the connection to the log (NATS JetStream) is closed")
+            if self.link.down_since is None:  # the callback has not run yet
+                self.link.down_since = time.monotonic()
+            down = time.monotonic() - self.link.down_since
+            if down >= self.down_grace:
+                raise LogUnavailable(f"the log (NATS JetStream) has been unreachable for {down:.1f}s")
+            await asyncio.sleep(min(0.05, self.down_grace - down))
 
     async def _route(self, msg: Msg) -> None:
         collector = self._waiters.get(msg.subject.rsplit(".", 1)[1])
@@ -159,6 +214,7 @@ class JetStreamClient:
                 raise
 
     async def publish(self, subject: str, data: bytes, headers: dict[str, str], timeout: float) -> int:
+        await self.available()
         try:
             ack = await self.js.publish(subject, data, timeout=timeout, headers=headers)
         except nats.js.errors.APIError as error:
@@ -171,6 +227,7 @@ class JetStreamClient:
         """JetStream atomic batch: every message lands, or none does. Returns the last sequence."""
         if len(messages) > MAX_BATCH:
             raise ServerRefused(10199, f"a commit holds at most {MAX_BATCH} events, not {len(messages)}")
+        await self.available()
         token, replies = self._open(until_data=True)
         reply = f"{self._inbox}.{token}"
         try:
@@ -198,6 +255,7 @@ class JetStreamClient:
         self, stream: str, subject_filter: str, start_seq: int, batch: int, timeout: float
     ) -> tuple[list[RawMsg], int]:
         """Up to `batch` messages from `start_seq` matching the filter; also how many remain."""
+        await self.available()
         request = {"seq": max(start_seq, 1), "next_by_subj": subject_filter, "batch": batch}
         token, replies = self._open(until_data=False)
         try:
@@ -213,6 +271,7 @@ class JetStreamClient:
             self._waiters.pop(token, None)
 
     async def direct_last(self, stream: str, subject: str, timeout: float) -> RawMsg | None:
+        await self.available()
         request = json.dumps({"last_by_subj": subject}).encode()
         try:
             msg = await self.nc.request(f"$JS.API.DIRECT.GET.{stream}", request, timeout=timeout)
@@ -227,6 +286,7 @@ class JetStreamClient:
 
     async def stream_identity(self, stream: str) -> tuple[str, int]:
         """`name@created` (a stream deleted and made again gets a new one) and its last sequence."""
+        await self.available()
         info = await self.js.stream_info(stream)
         return f"{stream}@{info.created}", info.state.last_seq
 

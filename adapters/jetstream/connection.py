@@ -1,4 +1,5 @@
-"""A shared JetStream connection owned by one loop thread, with retries across server restarts."""
+"""A shared JetStream connection owned by one loop thread, with retries across server restarts; while the
+connection is down, calls fail fast (LogUnavailable) once it has been down for `down_grace` seconds."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import TypeVar
 
 from eventsourcing.persistence import OperationalError
 
-from adapters.jetstream.client import TRANSIENT, JetStreamClient
+from adapters.jetstream.client import DOWN_GRACE, TRANSIENT, JetStreamClient
 from adapters.jetstream.loop import LoopThread
 from adapters.jetstream.subjects import StreamNames
 
@@ -20,7 +21,8 @@ class Connection:
     """What every recorder of one factory shares: the loop thread, the client and the stream names."""
 
     def __init__(
-        self, url: str, cluster: str, replicas: int = 1, op_timeout: float = 5.0, retry_for: float = 60.0
+        self, url: str, cluster: str, replicas: int = 1, op_timeout: float = 5.0, retry_for: float = 60.0,
+        down_grace: float = DOWN_GRACE,
     ) -> None:
         self.names = StreamNames(cluster)
         self.replicas = replicas
@@ -30,7 +32,8 @@ class Connection:
         self._ready: set[str] = set()
         self._closed = False
         try:
-            self.client: JetStreamClient = self.loop.run(JetStreamClient.connect(url), timeout=15)
+            connecting = JetStreamClient.connect(url, down_grace=down_grace)
+            self.client: JetStreamClient = self.loop.run(connecting, timeout=15)
         except Exception as error:
             self.loop.stop()
             raise OperationalError(f"cannot connect to NATS at {url}: {error}") from error
@@ -48,8 +51,14 @@ class Connection:
             except TRANSIENT as error:
                 if time.monotonic() > deadline:
                     raise OperationalError(f"JetStream unavailable for {self.retry_for:.0f}s: {error!r}") from error
+                await self.client.available()  # a connection known to be down is not waited on for long
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 1.0)
+
+    @property
+    def reachable(self) -> bool:
+        """The connection to the log is up now (nats-py reconnects by itself when it is not)."""
+        return not self._closed and self.client.connected
 
     def ensure(self, purpose: str) -> str:
         """Create the purpose's stream on first use; returns its name."""

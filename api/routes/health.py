@@ -1,4 +1,5 @@
-"""Liveness and readiness: /healthz answers while the process serves; /readyz once the views caught up."""
+"""Liveness and readiness: /healthz answers while the process serves; /readyz once the views caught up and
+while the log is reachable (a load balancer stops sending commands that could only fail)."""
 
 from __future__ import annotations
 
@@ -21,15 +22,31 @@ def caught_up(tailer: Any) -> bool:
     return bool(flag() if callable(flag) else flag)
 
 
+def log_connections(svc: Any) -> list[Any]:
+    """The connections commands and leases use; services without them (unit tests' fakes) have none."""
+    recorder = getattr(getattr(svc, "roving", None), "recorder", None)
+    found = [getattr(recorder, "connection", None), getattr(getattr(svc, "leases", None), "connection", None)]
+    return [connection for connection in found if hasattr(connection, "reachable")]
+
+
+def not_ready_because(svc: Any) -> str | None:
+    if any(not connection.reachable for connection in log_connections(svc)):
+        return "the log (NATS JetStream) is unreachable"
+    if not caught_up(getattr(svc, "tailer", None)):
+        return "the views are catching up with the log"
+    return None
+
+
 async def healthz(request: Request) -> Response:
     return c.json({"status": "ok"})
 
 
 async def readyz(request: Request) -> Response:
     svc = c.services(request)
-    ready = caught_up(getattr(svc, "tailer", None))
+    reason = not_ready_because(svc)
     position = getattr(getattr(svc, "views", None), "position", None)
-    return c.json({"ready": ready, "position": position}, status=200 if ready else 503)
+    body = {"ready": reason is None, "position": position, **({"reason": reason} if reason else {})}
+    return c.json(body, status=200 if reason is None else 503)
 
 
 routes = [
