@@ -37,6 +37,9 @@ class Heads:
     def forget(self, originator_id: object) -> None:
         self._heads.pop(originator_id, None)
 
+    def known(self, originator_id: object) -> tuple[int, int] | None:
+        return self._heads.get(originator_id)
+
     def expected(self, originator_id: object, first_version: int) -> int:
         """The sequence this commit expects; a known newer version is a conflict without a round trip."""
         head = self._heads.get(originator_id)

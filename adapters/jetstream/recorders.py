@@ -51,6 +51,7 @@ class JetStreamAggregateRecorder(AggregateRecorder):
         self.purpose = purpose
         self.stream = connection.ensure(purpose)
         self.heads = Heads()
+        self.anchors = Heads()  # (version, sequence) of the last event *read* per aggregate; writes never move it
         self.committer = Committer(
             connection.client, connection.names, purpose, self.heads,
             connection.op_timeout, connection.retry_for,
@@ -75,9 +76,11 @@ class JetStreamAggregateRecorder(AggregateRecorder):
                 self.stream, subject, self.connection.op_timeout))
             msgs = [last] if last is not None and (gt is None or version_of(last) > gt) else []
         else:
-            msgs = self.connection.run(lambda: self._read(subject, 1, None))
+            start = self._start_after(originator_id, gt)
+            msgs = self.connection.run(lambda: self._read(subject, start, None))
             if msgs:
                 self.heads.remember(originator_id, version_of(msgs[-1]), msgs[-1].seq)
+                self.anchors.remember(originator_id, version_of(msgs[-1]), msgs[-1].seq)
         events = [
             StoredEvent(originator_id, version_of(m), m.headers["Roving-Topic"], m.data)
             for m in msgs
@@ -86,6 +89,12 @@ class JetStreamAggregateRecorder(AggregateRecorder):
         if desc:
             events.reverse()
         return events[:limit] if limit is not None else events
+
+    def _start_after(self, originator_id: UUID | str, gt: int | None) -> int:
+        """Where a read of events after version `gt` may start: past the last event read of that aggregate when
+        it is not newer than `gt` (a cached aggregate catching up reads only what is new), else the beginning."""
+        anchor = self.anchors.known(originator_id) if gt is not None else None
+        return anchor[1] + 1 if anchor is not None and anchor[0] <= gt else 1
 
     async def _read(self, subject: str, start: int, limit: int | None) -> list[RawMsg]:
         found: list[RawMsg] = []

@@ -24,7 +24,9 @@ class Roving(EndpointCommands, WorkflowCommands, NodeCommands, TenancyCommands, 
     """Storage comes from configuration (PERSISTENCE_MODULE); password hashing is injected."""
 
     def __init__(self, env: dict[str, str] | None = None, passwords: PasswordHasher | None = None) -> None:
-        super().__init__(env=env)
+        # Aggregates are cached and caught up with only their new events (the library's fast-forward): a node or a
+        # task array that has seen thousands of events is not replayed from its first on every command.
+        super().__init__(env={"AGGREGATE_CACHE_MAXSIZE": "5000", **(env or {})})
         self.cluster = self.env.get("ROVING_CLUSTER") or "local"
         self.passwords = passwords  # type: ignore[assignment]
         self.last_position = 0
