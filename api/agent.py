@@ -76,24 +76,24 @@ class Agent:
         self.reporter = Reporter(Outbox(state / "outbox"), self.call, self._fenced)
 
     async def run(self, stop: asyncio.Event) -> None:
-        nc = None
+        nc = beats = None
         try:
             killed = self.leftovers.kill_all()
             if killed:
                 self.log.warning("agent.killed_leftovers", allocations=killed)
-            await self.reporter.drain(time.monotonic() + OUTBOX_DRAIN_SECONDS, lambda s: _sleep_or_stop(stop, s))
+            await self.reporter.drain(time.monotonic() + OUTBOX_DRAIN_SECONDS, stop)
             await self.register(stop)
             nc = await self.connect_logs()
-            next_beat = 0.0
+            beats = asyncio.create_task(self.keep_lease(stop))  # never behind a slow poll or report
             while not stop.is_set():
-                if time.monotonic() >= next_beat:
-                    next_beat = time.monotonic() + self.config.heartbeat
-                    await self.heartbeat(stop)
                 await self.poll()
                 await self.drain()
                 await self.reporter.flush()
                 await _sleep_or_stop(stop, self.config.poll)
         finally:
+            if beats is not None:
+                beats.cancel()
+                await asyncio.gather(beats, return_exceptions=True)
             await self.stop_all("agent stopped", report=True)
             if self.logs is not None:
                 await self.logs.close()
@@ -138,6 +138,11 @@ class Agent:
             return None
         self.logs = await LogWriter(nc.jetstream(), answer["cluster"]).start()
         return nc
+
+    async def keep_lease(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            await self.heartbeat(stop)
+            await _sleep_or_stop(stop, self.config.heartbeat)
 
     async def heartbeat(self, stop: asyncio.Event) -> None:
         self.metrics.refresh(len(self.slots))

@@ -9,6 +9,7 @@ can never take (400: a malformed report, 404: the allocation or node is gone) le
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import time
 from collections.abc import Awaitable, Callable
@@ -71,12 +72,15 @@ class Reporter:
                 held.add(entry.allocation)
         return outcomes
 
-    async def drain(self, deadline: float, pause: Callable[[float], Awaitable[bool]]) -> None:
+    async def drain(self, deadline: float, stop: asyncio.Event) -> None:
         """Before (re)registering: deliver what a previous run left, while its placements still hold."""
-        while len(self.outbox) and time.monotonic() < deadline:
+        while len(self.outbox) and time.monotonic() < deadline and not stop.is_set():
             await self.flush()
-            if len(self.outbox) and await pause(0.2):
-                return
+            if len(self.outbox):
+                try:
+                    await asyncio.wait_for(stop.wait(), 0.2)
+                except asyncio.TimeoutError:
+                    pass
 
     def _settle(self, entry: Entry, response: httpx.Response | None) -> Outcome:
         outcome = outcome_of(response)
