@@ -11,6 +11,7 @@ from starlette.middleware import Middleware
 
 from api.auth import AuthMiddleware
 from api.errors import HANDLERS
+from api.limits import DEFAULT_MAX_BODY_BYTES, BodyLimitMiddleware, BodyTooLarge, on_too_large
 from api.routes import all_routes
 from api.routes.metrics import observe
 from api.security import SecurityMiddleware
@@ -27,11 +28,14 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
 
 def create_app(settings: Any, services: Any) -> Starlette:
     """The HTTP API over `services` (roving, views, tailer, key, logs, optional leases)."""
+    limit = getattr(settings, "max_body_bytes", DEFAULT_MAX_BODY_BYTES)
     middleware = [
         Middleware(SecurityMiddleware, observe=observe),
+        Middleware(BodyLimitMiddleware, limit=limit),  # before auth: an oversized body costs no token check
         Middleware(AuthMiddleware, key=services.key, views=services.views),
     ]
-    app = Starlette(routes=all_routes(), middleware=middleware, exception_handlers=dict(HANDLERS), lifespan=lifespan)
+    handlers = {**HANDLERS, BodyTooLarge: on_too_large}
+    app = Starlette(routes=all_routes(), middleware=middleware, exception_handlers=handlers, lifespan=lifespan)
     app.state.settings = settings
     app.state.services = services
     return app

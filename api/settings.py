@@ -35,6 +35,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     node_lease_seconds: float = 10.0
     view_snapshot_every: int = 50_000  # applied events between view snapshots; 0: never snapshot
     federation_hub: str | None = None
+    max_body_bytes: int = 4 * 2**20  # a request body over it is answered 413 (api.limits)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -68,6 +69,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         node_lease_seconds=_ttl(env, "ROVING_NODE_LEASE", defaults.node_lease_seconds),
         view_snapshot_every=_count(env, "ROVING_VIEW_SNAPSHOT_EVERY", defaults.view_snapshot_every, minimum=0),
         federation_hub=(env.get("ROVING_FEDERATION_HUB") or "").strip() or None,
+        max_body_bytes=_body_bytes(env.get("ROVING_MAX_BODY_BYTES"), defaults.max_body_bytes),
     )
 
 
@@ -102,6 +104,19 @@ def _memory(raw: str | None, default: int) -> int:
         raise SettingsError(f"ROVING_LOCAL_NODE_MEMORY={raw!r}: {error}") from None
     if value <= 0:
         raise SettingsError(f"ROVING_LOCAL_NODE_MEMORY={raw!r} must be more than zero")
+    return value
+
+
+def _body_bytes(raw: str | None, default: int) -> int:
+    """A size such as 4MiB or 4194304; below 64 KiB even a login or a small Fuzzfile would be refused."""
+    if not raw:
+        return default
+    try:
+        value = parse_memory(raw)
+    except QuantityError as error:
+        raise SettingsError(f"ROVING_MAX_BODY_BYTES={raw!r}: {error}") from None
+    if value < 64 * 1024:
+        raise SettingsError(f"ROVING_MAX_BODY_BYTES={raw!r} must be at least 64KiB")
     return value
 
 

@@ -95,6 +95,8 @@ def operation(method: str, path: str, endpoint: Any, refs: dict[Any, dict]) -> d
     if method != "GET":
         op["responses"]["409"] = {"description": "Conflicts with the current state",
                                   "content": {"application/json": {"schema": ERROR}}}
+        op["responses"]["413"] = {"description": "The body is over ROVING_MAX_BODY_BYTES (api.limits)",
+                                  "content": {"application/json": {"schema": ERROR}}}
     if path == "/v4/auth/login":
         op["responses"]["401"] = {"description": "Unknown username or wrong password",
                                   "content": {"application/json": {"schema": ERROR}}}
