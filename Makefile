@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: up test bench clean
+.PHONY: up test bench soak clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -20,6 +20,9 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	@for b in ops/bench/*.py; do echo "== $$b"; $(BIN)/python $$b; done
+
+soak: $(STAMP)
+	$(BIN)/python -m ops.soak --seed $(or $(SOAK_SEED),1) --duration $(or $(SOAK_SECONDS),1800) --faults all
 
 clean:
 	rm -rf $(VENV) .roving .pytest_cache
