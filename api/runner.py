@@ -18,6 +18,7 @@ import structlog
 from api import metrics
 from domain.app import Conflict, NotFound, StaleEpoch
 from domain.scheduler import Why, blocked_events, schedule
+from domain.scheduler.reasons import Reason
 
 log = structlog.get_logger("roving.scheduler")
 REFUSED = (Conflict, NotFound, StaleEpoch, ValueError, RuntimeError)
@@ -41,6 +42,7 @@ class SchedulerRunner:
         self.started_at = time.monotonic()
         self.lease_grace = lease_grace or (leases.ttl if leases else 0)
         self.announced: dict[str, Why] = {}  # the causes already written as SchedulingBlocked events
+        self.refused: dict[str, str] = {}  # this pass's placements the log refused, with the reason
         self._thread = threading.Thread(target=self._run, name="roving-scheduler", daemon=True)
 
     def start(self) -> SchedulerRunner:
@@ -88,7 +90,9 @@ class SchedulerRunner:
         decisions = schedule(self.views.scheduler_snapshot(now), self.roving.scheduler_config(), now)
         elapsed = time.perf_counter() - started
         metrics.PASS_SECONDS.observe(elapsed)
+        self.refused: dict[str, str] = {}
         self._commit(decisions, now)
+        self._explain_refusals(decisions)
         self.views.why.set(decisions.reasons, now)
         self._announce_blocked(decisions.reasons, now)
         if hasattr(self.views.queue, "set_priorities"):
@@ -111,11 +115,30 @@ class SchedulerRunner:
         metrics.NEAR_MISSES.set(decisions.counters.near_miss_priority_gaps)
 
     def _place(self, allocation: str, node_ids, now: datetime, counter) -> None:
-        """Place one allocation; its wait since READY is observed only when the placement committed."""
+        """Place one allocation; its wait since READY is observed only when the placement committed. A refused
+        placement (a stale decision: the node filled or the allocation moved on) is remembered as refused."""
         waited = self._waited(allocation, now)
-        if self._try(self.roving.place, UUID(allocation), [UUID(n) for n in node_ids], "scheduler", now):
-            counter.inc()
-            metrics.READY_WAIT.observe(waited)
+        try:
+            self.roving.place(UUID(allocation), [UUID(n) for n in node_ids], "scheduler", now)
+        except REFUSED as error:
+            metrics.STALE_DECISIONS.inc()
+            log.info("scheduler.placement_refused", allocation_id=allocation, reason=str(error))
+            self.refused[allocation] = str(error)
+            return
+        counter.inc()
+        metrics.READY_WAIT.observe(waited)
+
+    def _explain_refusals(self, decisions) -> None:
+        """`why` and the pass counters say what happened: a refused placement is not a placement."""
+        for allocation, error in self.refused.items():
+            backfilled = any(b.allocation_id == allocation for b in decisions.backfills)
+            if backfilled:
+                decisions.counters.backfilled -= 1
+            else:
+                decisions.counters.placed -= 1
+            decisions.reasons[allocation] = Why(
+                reason=Reason.READY_TO_SCHEDULE, message=f"placement refused ({error}); the next pass decides again",
+                detail={"refused": error})
 
     def _waited(self, allocation: str, now: datetime) -> float:
         since = self.views.queue.ready_since(allocation)
@@ -156,7 +179,7 @@ class SchedulerRunner:
             self.views.queue.set_pass_stats({
                 "last_pass_at": now.isoformat(), "last_pass_ms": round(elapsed * 1000, 3),
                 "considered": counters.considered, "placed": counters.placed, "backfilled": counters.backfilled,
-                "preempted": counters.preempted, "blocked": counters.blocked,
+                "preempted": counters.preempted, "blocked": counters.blocked, "refused": len(self.refused),
                 "reservation": _reservation(decisions.reservation),
             })
 

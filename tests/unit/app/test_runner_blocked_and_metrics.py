@@ -114,3 +114,21 @@ def test_a_preemptor_that_evicts_has_its_blocked_time_observed_once():
     assert done == [f"evict {victim}", f"place {preemptor}"]
     assert sample("roving_scheduler_blocked_seconds_before_eviction_count") == count + 1
     assert sample("roving_scheduler_blocked_seconds_before_eviction_sum") - total == 90
+
+
+def test_a_placement_the_log_refuses_is_explained_and_counted_as_refused_not_placed():
+    roving, views, runner = control_plane()
+    roving.register_node("n1", 4, 4 * GiB, {}, {}, "pool", "127.0.0.1", 9100, T0)
+    aid = submit(roving, cores=1)
+
+    def refuse(*args):
+        from domain.app import Conflict
+        raise Conflict("cannot place main: node n1 takes no new work: evict hold by admin")
+
+    roving.place = refuse
+    runner.tick()
+    why = views.why.get(aid)
+    assert why.reason is Reason.READY_TO_SCHEDULE
+    assert "placement refused (cannot place main: node n1 takes no new work" in why.message
+    stats = views.queue.stats()["last_pass"]
+    assert (stats.get("placed"), stats.get("refused")) == (0, 1)
