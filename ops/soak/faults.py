@@ -69,9 +69,14 @@ class Injector(threading.Thread):
                 if self.halt.wait(max(0.0, self.began + fault.at - time.monotonic())):
                     return
                 self.tally.fault(fault.kind)
-                getattr(self, f"fault_{fault.kind}")(fault, index)
-                if not self._api_back():
-                    return
+                down = fault.kind in ("control", "nats")
+                self.tally.outage(+1 if down else 0)
+                try:
+                    getattr(self, f"fault_{fault.kind}")(fault, index)
+                    if not self._api_back():
+                        return
+                finally:
+                    self.tally.outage(-1 if down else 0)
         except StackError as error:
             self.broken = str(error)
             self.tally.violation("stack_restart_failed", str(error)[-1500:])
