@@ -12,6 +12,7 @@ second; and the sorted order per state selection, so a page of the queue materia
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterable
 from datetime import datetime, timezone
@@ -79,7 +80,7 @@ def to_queued(a: Allocation, owner: Owner, inputs: dict[str, int], kind: Kind = 
         cpu=int(r.get("cpu_cores", r.get("cpu", 1))), memory=int(r.get("memory_bytes", r.get("memory", 0))),
         devices=dict(r.get("devices", {})), annotations=dict(r.get("annotations", {})),
         exclusive=bool(r.get("exclusive", False)), nodes=int(r.get("nodes", 1)),
-        execute_timeout=int(timeout) if timeout is not None else None, preemptible=a.preemptible,
+        execute_timeout=int(timeout) if timeout is not None and math.isfinite(timeout) else timeout, preemptible=a.preemptible,
     )
 
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from domain.allocation import Allocation, QueueState
 from domain.node import to_node_view
+from domain.scheduler import sanity
 from domain.workflow import Workflow
 from domain.scheduler.snapshot import (
     Definition, GroupPolicy, Kind, NodeShape, NodeView, QueuedAllocation, RunningAllocation, Snapshot,
@@ -55,9 +56,7 @@ def host_ports(workflow: Workflow, service: str) -> tuple[int, ...]:
 
 
 def _running(a: Allocation, base: QueuedAllocation) -> RunningAllocation:
-    deadline = None
-    if a.execute_timeout_seconds is not None:
-        deadline = a.started_at + timedelta(seconds=a.execute_timeout_seconds)
+    deadline = sanity.deadline(a.started_at, a.execute_timeout_seconds)  # None past year 9999: no known end
     return RunningAllocation(**_fields(base), node_ids=tuple(a.nodes), started_at=a.started_at, deadline=deadline)
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from typing import Any, Literal
-from uuid import uuid4
+from typing import Annotated, Any, Literal
+from uuid import UUID, uuid4, uuid5
 
 import msgspec
 from starlette.requests import Request
@@ -21,11 +21,14 @@ ENDED = frozenset({"FINISHED", "FAILED", "CANCELED"})
 WAITING = frozenset({"PENDING", "WAITING", "READY"})
 YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml")
 FOLLOW_POLL = 0.25
+MAX_IDEMPOTENCY_KEY = 255
+MAX_NAME = 256  # the name is stored in the Submitted event, which must fit one log message
+IDEMPOTENCY_NAMESPACE = UUID("5b0f2c43-8f8e-4d2a-9a55-2f3b1f9e7c10")  # workflow ids from (user, Idempotency-Key)
 
 
 class Submit(msgspec.Struct, forbid_unknown_fields=True):
     definition: str | dict[str, Any]
-    name: str = ""
+    name: Annotated[str, msgspec.Meta(max_length=MAX_NAME)] = ""
     priority: int = 0
     preemptible: bool | None = None
     endpoint_strategy: Literal["ready", "start"] | None = None  # a takeover of persistent endpoints in use
@@ -41,19 +44,34 @@ async def submission(request: Request) -> Submit:
     strategy = request.query_params.get("endpoint_strategy") or None
     if strategy not in (None, "ready", "start"):
         raise BadRequest("endpoint_strategy", f"expected ready or start, got {strategy!r}")
-    return Submit(definition=text, name=request.query_params.get("name", ""),
+    name = request.query_params.get("name", "")
+    if len(name) > MAX_NAME:
+        raise BadRequest("name", f"expected at most {MAX_NAME} characters, got {len(name)}")
+    return Submit(definition=text, name=name,
                   priority=c.query_int(request, "priority") or 0, preemptible=preemptible, endpoint_strategy=strategy)
 
 
 async def submit(request: Request) -> Response:
+    """`Idempotency-Key`: the same caller's same key names the same workflow, so a retried submit (after a lost
+    answer or a control-plane restart) returns the first answer instead of creating a second workflow."""
     wanted, svc = await submission(request), c.services(request)
-    workflow_id = uuid4()
+    workflow_id = submission_id(request)
     warnings = await c.call(svc.roving.submit_workflow, workflow_id, wanted.name, wanted.definition,
                             wanted.priority, wanted.preemptible, c.principal(request), c.now(),
                             endpoint_strategy=wanted.endpoint_strategy)
     await c.settle(request)
     notes = [{"path": w.path, "message": w.message} for w in warnings or []]
     return c.json({"id": str(workflow_id), "warnings": notes}, status=201)
+
+
+def submission_id(request: Request) -> UUID:
+    key = request.headers.get("idempotency-key")
+    if key is None:
+        return uuid4()
+    if not 0 < len(key) <= MAX_IDEMPOTENCY_KEY or not key.isprintable():
+        raise BadRequest("Idempotency-Key", f"expected 1 to {MAX_IDEMPOTENCY_KEY} printable characters")
+    who = c.principal(request)
+    return uuid5(IDEMPOTENCY_NAMESPACE, f"{who.user_id or who.username}\n{key}")
 
 
 async def visible_detail(request: Request, action: Action = Action.VIEW_WORKFLOW) -> Any:

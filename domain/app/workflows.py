@@ -16,6 +16,7 @@ from domain.app.scheduling import SchedulingCommands
 from domain.fuzzfile import parse_fuzzfile
 from domain.fuzzfile.semantics import StageStatus
 from domain.node import Node, NodeError, Placement
+from domain.scheduler.priority import check_workflow_priority
 from domain.scheduler.snapshot import Definition
 from domain.tenancy import Source
 from domain.tenancy.permissions import Principal
@@ -40,8 +41,8 @@ class WorkflowCommands(SchedulingCommands):
         parsed = parse_fuzzfile(text)
         if parsed.errors:
             raise Invalid(parsed.errors)
-        if priority > 0:
-            raise invalid("priority", f"a workflow's own priority must be 0 or lower, got {priority}")
+        if (problem := check_workflow_priority(priority)) is not None:
+            raise invalid("priority", problem)
         owner = owner_of(principal)
         spec = with_endpoint_env(parsed.definition, self.endpoint_base_url())
         if workflow_id in self.repository:  # the same submission again (Idempotency-Key): the first answer

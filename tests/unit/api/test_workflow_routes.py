@@ -118,3 +118,16 @@ def test_the_queue_shows_only_your_own_work_unless_you_are_admin(api, alice, bob
 def test_a_bad_queue_filter_is_named(api, alice):
     answer = api.request("GET", "/v4/scheduler/queue?priority_min=lots", alice)
     assert answer.status_code == 400 and answer.json()["errors"][0]["path"] == "priority_min"
+
+
+def test_a_name_too_long_for_one_log_message_is_named(api, alice):
+    answer = api.request("POST", "/v4/workflows", alice, json={"name": "n" * 1_000_000, "definition": JOB})
+    assert answer.status_code == 400 and answer.json()["errors"][0]["path"] == "name"
+    raw = api.request("POST", "/v4/workflows?name=" + "n" * 300, alice, content=JOB.encode(),
+                      headers={"Content-Type": "application/yaml"})
+    assert raw.status_code == 400 and raw.json()["errors"][0]["path"] == "name"
+
+
+def test_a_workflow_priority_below_the_range_is_named(api, alice):
+    answer = api.request("POST", "/v4/workflows", alice, json={"definition": JOB, "priority": -(2**62)})
+    assert answer.status_code == 400 and answer.json()["errors"][0]["path"] == "priority"
