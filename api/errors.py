@@ -10,7 +10,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
-from domain.app.errors import Conflict, Forbidden, Invalid, LoginRefused, NotFound, StaleEpoch
+from domain.app.errors import Busy, Conflict, Forbidden, Invalid, LoginRefused, NotFound, StaleEpoch
 from domain.tenancy.permissions import Denied, Outcome
 
 RETRY_AFTER_SECONDS = 2  # the embedded server is restarted within about a second
@@ -73,8 +73,20 @@ async def on_forbidden(request: Request, error: Forbidden) -> Response:
     return problem(403, str(error))
 
 
-async def on_conflict(request: Request, error: Conflict | StaleEpoch) -> Response:
-    return problem(409, str(error))
+async def on_conflict(request: Request, error: Conflict) -> Response:
+    return problem(409, str(error), code="conflict")
+
+
+async def on_stale_epoch(request: Request, error: StaleEpoch) -> Response:
+    """The agent protocol's fence: this placement is over, stop the copy that runs it (never 'try again')."""
+    return problem(409, str(error), code="stale_epoch")
+
+
+async def on_busy(request: Request, error: Busy) -> Response:
+    """A command that kept meeting concurrent writes within its retries: nothing was saved, try again soon."""
+    answer = problem(503, str(error), code="busy")
+    answer.headers["Retry-After"] = "1"
+    return answer
 
 
 async def on_denied(request: Request, error: Denied) -> Response:
@@ -103,6 +115,6 @@ async def on_http(request: Request, error: HTTPException) -> Response:
 HANDLERS = {
     Invalid: on_invalid, msgspec.ValidationError: on_decode, msgspec.DecodeError: on_decode,
     BadRequest: on_bad_request, NotFound: on_not_found, Forbidden: on_forbidden, Conflict: on_conflict,
-    StaleEpoch: on_conflict, Denied: on_denied, Unauthorized: on_unauthorized, LoginRefused: on_unauthorized,
+    StaleEpoch: on_stale_epoch, Busy: on_busy, Denied: on_denied, Unauthorized: on_unauthorized, LoginRefused: on_unauthorized,
     HTTPException: on_http, OperationalError: on_log_unavailable,
 }

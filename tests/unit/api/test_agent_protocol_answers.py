@@ -1,0 +1,49 @@
+"""The agent protocol's answers: recorded (also when repeated), fenced with `code: stale_epoch`, busy with 503."""
+
+from datetime import UTC, datetime
+from uuid import UUID
+
+import pytest
+
+from domain.app.errors import Busy
+from domain.app.ids import allocation_id
+from domain.tenancy import Role, Source
+from tests.unit.api.harness import JOB, Api, token
+
+AGENT = token("agent", Role.USER, source=Source.AGENT)
+REGISTER = {"name": "n1", "cpu": 4, "memory": 8 * 2**30, "definition": "local"}
+
+
+@pytest.fixture
+def placed():
+    """A registered node and one allocation placed on it: (api, report body)."""
+    api = Api()
+    node = api.request("POST", "/v4/agent/register", AGENT, json=REGISTER).json()
+    answer = api.request("POST", "/v4/workflows", api.admin, json={"name": "w", "definition": JOB})
+    aid = allocation_id(UUID(answer.json()["id"]), "hello", 1)
+    epoch = api.services.roving.place(aid, [UUID(node["node_id"])], "scheduler", datetime.now(UTC))
+    body = {"node_id": node["node_id"], "allocation_id": str(aid), "epoch": epoch, "event": "exited", "exit_code": 0}
+    return api, body
+
+
+def test_an_exit_reported_twice_is_recorded_both_times(placed):
+    api, body = placed
+    assert api.request("POST", "/v4/agent/reports", AGENT, json=body).status_code == 200
+    assert api.request("POST", "/v4/agent/reports", AGENT, json=body).status_code == 200
+
+
+def test_a_report_for_an_older_epoch_is_fenced_with_its_own_code(placed):
+    api, body = placed
+    stale = api.request("POST", "/v4/agent/reports", AGENT, json={**body, "epoch": body["epoch"] - 1})
+    assert stale.status_code == 409 and stale.json()["code"] == "stale_epoch"
+
+
+def test_a_report_that_keeps_losing_write_races_answers_503_with_retry_after(placed):
+    api, body = placed
+
+    def always_busy(*args, **kwargs):
+        raise Busy("report kept meeting concurrent writes; try again")
+
+    api.services.roving.report = always_busy
+    answer = api.request("POST", "/v4/agent/reports", AGENT, json=body)
+    assert (answer.status_code, answer.json()["code"], answer.headers["retry-after"]) == (503, "busy", "1")
