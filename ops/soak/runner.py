@@ -60,7 +60,9 @@ class Load:
         """Submit once; an unreachable API (a restart in progress) is retried, a refusal is the harness's bug."""
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            answer = api.call("POST", "/v4/workflows", json={"name": planned.name, "definition": planned.definition})
+            # The key makes a retry after a lost answer the same workflow, not a second one.
+            answer = api.call("POST", "/v4/workflows", json={"name": planned.name, "definition": planned.definition},
+                              headers={"Idempotency-Key": planned.name})
             if answer is None or answer.status_code == 503:
                 time.sleep(1)
                 continue
