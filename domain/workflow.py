@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -10,55 +11,20 @@ import msgspec
 from eventsourcing.domain import event
 
 from domain.timed import TimedAggregate
-from domain.fuzzfile import Stage, list_stages
+from domain.fuzzfile import Stage
 from domain.fuzzfile.schema import Workflow as Definition
-from domain.fuzzfile.semantics import StageStatus, condition, decide_exit, decide_node_loss, step_outcome
+from domain.fuzzfile.semantics import StageStatus, condition, decide_exit, decide_node_loss
+from domain.fuzzfile.stages import list_steps
+from domain.workflow_stages import ReadyStage, StageBook, StageState, StageView, StepState
+
+__all__ = ["DEFAULT_MAX_EVICTION_RESTARTS", "ReadyStage", "StageView", "Workflow", "WorkflowError"]
 
 DEFAULT_MAX_EVICTION_RESTARTS = 3
+MAKES_READY = ("StageReadied", "StageRetried", "StagePreempted")
 
 
 class WorkflowError(Exception):
     """A command the workflow's current state does not allow; the message says why."""
-
-
-class StageView(msgspec.Struct, frozen=True):
-    """What a user sees of one stage."""
-
-    name: str
-    kind: str
-    status: StageStatus
-    attempt: int
-    retries_used: int
-    exit_code: int | None
-    node: str | None
-    reason: str
-
-
-class ReadyStage(msgspec.Struct, frozen=True):
-    """A stage the scheduler may allocate now, with the attempt number its allocation is for."""
-
-    stage: Stage
-    attempt: int
-    preemptible: bool
-    priority: int
-
-
-class StageState:
-    """Mutable per-stage state inside the aggregate (rebuilt from events, never stored itself)."""
-
-    def __init__(self, spec: Stage) -> None:
-        self.spec = spec
-        self.status = StageStatus.WAITING if spec.dependencies else StageStatus.PENDING
-        self.attempt = 1
-        self.retries_used = 0
-        self.node_retries_used = 0
-        self.exit_code: int | None = None
-        self.node: str | None = None
-        self.reason = ""
-        self.by_design = False
-
-    def end(self, status: StageStatus, reason: str) -> None:
-        self.status, self.reason = status, reason
 
 
 class Workflow(TimedAggregate):
@@ -70,7 +36,7 @@ class Workflow(TimedAggregate):
         self.name, self.owner, self.priority, self.preemptible = name, owner, priority, preemptible
         self.submitted_by, self.submitted_at = by, at
         self.definition = msgspec.convert(definition, Definition)
-        self.stages = {spec.name: StageState(spec) for spec in list_stages(self.definition)}
+        self.book = StageBook(list_steps(self.definition))
         self.canceled_reason: str | None = None
 
     @classmethod
@@ -83,43 +49,59 @@ class Workflow(TimedAggregate):
             raise WorkflowError(f"workflow priority must be 0 or lower, got {priority}")
         workflow = cls(id=id, name=name, definition=msgspec.to_builtins(definition), owner=dict(owner),
                        priority=priority, preemptible=preemptible, by=by, at=at)
-        workflow._advance(at)
+        workflow._advance(at, *workflow.book.order)
         return workflow
 
+    @property
+    def stages(self) -> StageBook:
+        """Every stage by name, in definition order; a task's state is made when asked for until it moves."""
+        return self.book
 
     @property
     def status(self) -> str:
         """PENDING, STARTED, FINISHED, FAILED or CANCELED, derived from the stages."""
         if self.canceled_reason is not None:
             return "CANCELED"
-        states = list(self.stages.values())
-        if all(s.status.ended for s in states):
-            failed = any(s.status is StageStatus.FAILED for s in states)
-            skipped = any(s.status is StageStatus.CANCELED and not s.by_design for s in states)
-            return "FAILED" if failed or skipped else "FINISHED"
-        quiet = (StageStatus.PENDING, StageStatus.WAITING, StageStatus.READY)
-        return "STARTED" if any(s.status not in quiet or s.attempt > 1 for s in states) else "PENDING"
+        book = self.book
+        if book.ended == book.total:
+            return "FAILED" if book.failed or book.accidental_skips else "FINISHED"
+        return "STARTED" if book.stirred else "PENDING"
+
+    @property
+    def stages_ended(self) -> int:
+        return self.book.ended
 
     def stage(self, name: str) -> StageView:
-        s = self._state(name)
-        return StageView(name, s.spec.kind, s.status, s.attempt, s.retries_used, s.exit_code, s.node, self._reason(s))
+        return self._view(self._state(name))
+
+    def _view(self, s: StageState) -> StageView:
+        return StageView(s.name, s.step.kind, s.status, s.attempt, s.retries_used, s.exit_code, s.node, self._reason(s))
 
     def stage_views(self) -> list[StageView]:
-        return [self.stage(name) for name in self.stages]
+        return [self._view(s) for s in self.book.states()]
+
+    def live_stage_views(self) -> list[StageView]:
+        """READY, STARTED and RUNNING stages only: what may hold an allocation."""
+        return [self._view(s) for s in self.book.in_order(self.book.live.values())]
 
     def ready_stages(self) -> list[ReadyStage]:
         """What may be allocated now (task arrays already limited to their concurrency)."""
-        return [
-            ReadyStage(s.spec, s.attempt, self._preemptible(s.spec), self.priority)
-            for s in self.stages.values()
-            if s.status is StageStatus.READY
-        ]
+        ready = [s for s in self.book.live.values() if s.status is StageStatus.READY]
+        return [self._ready(s) for s in self.book.in_order(ready)]
+
+    def newly_ready(self) -> list[ReadyStage]:
+        """Stages made READY by events not yet saved: each is a new attempt, so none has an allocation yet."""
+        names = dict.fromkeys(e.stage for e in self.pending_events if type(e).__name__ in MAKES_READY)
+        states = [self.book.live.get(name) for name in names]
+        return [self._ready(s) for s in states if s is not None and s.status is StageStatus.READY]
 
     def services_to_stop(self) -> list[str]:
         """Non-persistent services still up although every job has ended."""
-        jobs_done = all(s.status.ended for s in self.stages.values() if s.spec.kind != "service")
-        return [n for n, s in self.stages.items() if jobs_done and s.spec.kind == "service"
-                and not s.spec.persist and s.status in (StageStatus.STARTED, StageStatus.RUNNING)]
+        if self.book.open_jobs:
+            return []
+        services = [step.touched.get(0) for step in self.book.order if step.kind == "service"]
+        return [s.name for s in services if s is not None and not s.template.persist
+                and s.status in (StageStatus.STARTED, StageStatus.RUNNING)]
 
     def stage_started(self, stage: str, attempt: int, node: str, at: datetime, by: str = "agent") -> None:
         self._expect(stage, attempt, (StageStatus.READY,), "start")
@@ -128,43 +110,43 @@ class Workflow(TimedAggregate):
     def stage_running(self, stage: str, attempt: int, at: datetime, by: str = "agent") -> None:
         """A service passed its readiness probe; dependents waiting for RUNNING may go."""
         state = self._expect(stage, attempt, (StageStatus.STARTED,), "mark running")
-        if state.spec.kind != "service":
+        if state.step.kind != "service":
             raise WorkflowError(f"{stage} is a job; only services become RUNNING (after their readiness probe)")
         self._running(stage=stage, attempt=attempt, by=by, at=at)
-        self._advance(at)
+        self._advance(at, state.step)
 
     def stage_exited(self, stage: str, attempt: int, exit_code: int, at: datetime, by: str = "agent") -> None:
         state = self._expect(stage, attempt, (StageStatus.STARTED, StageStatus.RUNNING), "exit")
         if exit_code == 0:
             self._finished(stage=stage, attempt=attempt, exit_code=0, reason="Finished", by=by, at=at)
         else:
-            decision = decide_exit(state.spec.retry, exit_code, state.retries_used)
+            decision = decide_exit(state.template.retry, exit_code, state.retries_used)
             self._retry_or_fail(state, attempt, decision, "exit", exit_code, by, at)
-        self._advance(at)
+        self._advance(at, state.step)
 
     def stage_stopped(self, stage: str, attempt: int, at: datetime, by: str = "agent") -> None:
         """A service stopped because nothing needs it any more: that is its normal end."""
-        self._expect(stage, attempt, (StageStatus.STARTED, StageStatus.RUNNING), "stop")
+        state = self._expect(stage, attempt, (StageStatus.STARTED, StageStatus.RUNNING), "stop")
         self._finished(stage=stage, attempt=attempt, exit_code=None, reason="Stopped: no remaining dependents", by=by, at=at)
-        self._advance(at)
+        self._advance(at, state.step)
 
     def stage_lost_node(
         self, stage: str, attempt: int, at: datetime,
         max_eviction_restarts: int = DEFAULT_MAX_EVICTION_RESTARTS, by: str = "agent",
     ) -> None:
         state = self._expect(stage, attempt, (StageStatus.STARTED, StageStatus.RUNNING), "lose its node")
-        decision = decide_node_loss(state.spec.retry, state.retries_used, state.node_retries_used, max_eviction_restarts)
+        decision = decide_node_loss(state.template.retry, state.retries_used, state.node_retries_used, max_eviction_restarts)
         self._retry_or_fail(state, attempt, decision, "node", None, by, at)
-        self._advance(at)
+        self._advance(at, state.step)
 
     def stage_preempted(self, stage: str, attempt: int, at: datetime, by: str = "scheduler", requeue: bool = True) -> None:
         """Preemption requeues the stage as a new attempt without spending its retry budget, or abandons it."""
-        self._expect(stage, attempt, (StageStatus.STARTED, StageStatus.RUNNING), "be preempted")
+        state = self._expect(stage, attempt, (StageStatus.STARTED, StageStatus.RUNNING), "be preempted")
         if requeue:
             self._preempted(stage=stage, attempt=attempt, reason=f"Preempted; requeued as attempt {attempt + 1}", by=by, at=at)
         else:
             self._skipped(stage=stage, reason="Canceled: preempted and abandoned", by_design=False, by=by, at=at)
-        self._advance(at)
+        self._advance(at, state.step)
 
     def cancel(self, by: str, at: datetime, reason: str = "") -> None:
         if self.status in ("FINISHED", "FAILED", "CANCELED"):
@@ -173,7 +155,7 @@ class Workflow(TimedAggregate):
 
     def _retry_or_fail(self, state: StageState, attempt: int, decision: Any, cause: str,
                        exit_code: int | None, by: str, at: datetime) -> None:
-        stage = state.spec.name
+        stage = state.name
         if decision.retry:
             self._retried(stage=stage, attempt=attempt, cause=cause, exit_code=exit_code, reason=decision.reason, by=by, at=at)
             return
@@ -181,35 +163,43 @@ class Workflow(TimedAggregate):
             self._exhausted(stage=stage, attempt=attempt, cause=cause, reason=decision.reason, by=by, at=at)
         self._failed(stage=stage, attempt=attempt, exit_code=exit_code, reason=decision.reason, by=by, at=at)
 
-    def _advance(self, at: datetime) -> None:
-        """Skip stages whose conditions can never hold, ready those whose conditions hold, until nothing moves."""
-        moved = True
-        while moved:
-            moved = False
-            for state in self.stages.values():
-                if state.status in (StageStatus.PENDING, StageStatus.WAITING):
-                    moved |= self._settle(state, at)
+    def _advance(self, at: datetime, *changed: StepState) -> None:
+        """Skip stages whose conditions can never hold, ready those whose conditions hold, until nothing moves.
 
-    def _settle(self, state: StageState, at: datetime) -> bool:
-        verdicts = [condition(n.name, n.status, self._outcome(n.name)) for n in state.spec.dependencies]
+        Only steps that can move are examined: the changed ones (a freed slot) and, transitively, the
+        dependents of any step whose stages moved. Dependencies come first in step order, so taking steps in
+        that order settles each at most once, with the events in the order a sweep over every stage gave."""
+        steps = self.book.steps
+        queue = sorted({step.index for step in changed} | {steps[d].index for s in changed for d in s.dependents})
+        queued = set(queue)
+        while queue:
+            step = self.book.order[heapq.heappop(queue)]
+            if self._settle(step, at):
+                for index in (steps[d].index for d in step.dependents):
+                    if index not in queued:
+                        queued.add(index)
+                        heapq.heappush(queue, index)
+
+    def _settle(self, step: StepState, at: datetime) -> bool:
+        if step.next_untouched() is None:
+            return False
+        needs = step.definition.template.dependencies
+        verdicts = [condition(n.name, n.status, self.book.outcome(n.name)) for n in needs]
         never = next((v for v in verdicts if v.never), None)
         if never is not None:
-            self._skipped(stage=state.spec.name, reason=f"Canceled: {never.reason}", by_design=never.by_design,
-                          by="workflow", at=at)
+            while (offset := step.next_untouched()) is not None:
+                self._skipped(stage=step.definition.stage_name(offset), reason=f"Canceled: {never.reason}",
+                              by_design=never.by_design, by="workflow", at=at)
             return True
-        if all(v.holds for v in verdicts) and self._has_slot(state.spec):
-            self._readied(stage=state.spec.name, by="workflow", at=at)
-            return True
-        return False
+        moved = False
+        while all(v.holds for v in verdicts) and step.has_slot() and (offset := step.next_untouched()) is not None:
+            self._readied(stage=step.definition.stage_name(offset), by="workflow", at=at)
+            moved = True
+        return moved
 
-    def _outcome(self, step: str) -> str:
-        return step_outcome([s.status for s in self.stages.values() if s.spec.step == step])
-
-    def _has_slot(self, spec: Stage) -> bool:
-        if spec.kind != "task" or spec.concurrency is None:
-            return True
-        active = sum(1 for s in self.stages.values() if s.spec.step == spec.step and s.status.active)
-        return active < spec.concurrency
+    def _ready(self, state: StageState) -> ReadyStage:
+        spec = state.spec
+        return ReadyStage(spec, state.attempt, self._preemptible(spec), self.priority)
 
     def _preemptible(self, spec: Stage) -> bool:
         for flag in (spec.preemptible, self.preemptible, self.definition.preemptible):
@@ -218,9 +208,9 @@ class Workflow(TimedAggregate):
         return False
 
     def _state(self, name: str) -> StageState:
-        if name not in self.stages:
+        if name not in self.book:
             raise WorkflowError(f"workflow {self.name} has no stage named {name}")
-        return self.stages[name]
+        return self.book[name]
 
     def _expect(self, name: str, attempt: int, allowed: tuple[StageStatus, ...], doing: str) -> StageState:
         state = self._state(name)
@@ -235,63 +225,66 @@ class Workflow(TimedAggregate):
     def _reason(self, state: StageState) -> str:
         if state.reason:
             return state.reason
+        template = state.template
         if state.status is StageStatus.WAITING:
-            needs = ", ".join(f"{n.name} {n.status}" for n in state.spec.dependencies)
+            needs = ", ".join(f"{n.name} {n.status}" for n in template.dependencies)
             return f"Waiting for {needs}"
-        if state.status is StageStatus.PENDING and state.spec.concurrency is not None:
-            return f"Waiting for a task-array slot (concurrency {state.spec.concurrency})"
+        if state.status is StageStatus.PENDING and template.concurrency is not None:
+            return f"Waiting for a task-array slot (concurrency {template.concurrency})"
         return ""
 
     @event("StageReadied")
     def _readied(self, stage: str, by: str, at: datetime) -> None:
-        self.stages[stage].status = StageStatus.READY
+        self.book.move(self.book.touch(stage), StageStatus.READY)
 
     @event("StageStarted")
     def _started(self, stage: str, attempt: int, node: str, by: str, at: datetime) -> None:
-        state = self.stages[stage]
-        state.status, state.node, state.reason = StageStatus.STARTED, node, ""
+        state = self.book.touch(stage)
+        state.node, state.reason = node, ""
+        self.book.move(state, StageStatus.STARTED)
 
     @event("StageRunning")
     def _running(self, stage: str, attempt: int, by: str, at: datetime) -> None:
-        self.stages[stage].status = StageStatus.RUNNING
+        self.book.move(self.book.touch(stage), StageStatus.RUNNING)
 
     @event("StageFinished")
     def _finished(self, stage: str, attempt: int, exit_code: int | None, reason: str, by: str, at: datetime) -> None:
-        state = self.stages[stage]
-        state.exit_code = exit_code
-        state.end(StageStatus.FINISHED, reason)
+        state = self.book.touch(stage)
+        state.exit_code, state.reason = exit_code, reason
+        self.book.move(state, StageStatus.FINISHED)
 
     @event("StageFailed")
     def _failed(self, stage: str, attempt: int, exit_code: int | None, reason: str, by: str, at: datetime) -> None:
-        state = self.stages[stage]
-        state.exit_code = exit_code
-        state.end(StageStatus.FAILED, reason)
+        state = self.book.touch(stage)
+        state.exit_code, state.reason = exit_code, reason
+        self.book.move(state, StageStatus.FAILED)
 
     @event("StageRetried")
     def _retried(self, stage: str, attempt: int, cause: str, exit_code: int | None, reason: str, by: str, at: datetime) -> None:
-        state = self.stages[stage]
-        state.status, state.reason, state.exit_code = StageStatus.READY, reason, exit_code
+        state = self.book.touch(stage)
+        state.reason, state.exit_code = reason, exit_code
         state.attempt, state.retries_used = attempt + 1, state.retries_used + 1
         state.node_retries_used += cause == "node"
+        self.book.move(state, StageStatus.READY)
 
     @event("RetriesExhausted")
     def _exhausted(self, stage: str, attempt: int, cause: str, reason: str, by: str, at: datetime) -> None:
-        self.stages[stage].reason = reason
+        self.book.touch(stage).reason = reason
 
     @event("StagePreempted")
     def _preempted(self, stage: str, attempt: int, reason: str, by: str, at: datetime) -> None:
-        state = self.stages[stage]
-        state.status, state.reason, state.attempt, state.node = StageStatus.READY, reason, attempt + 1, None
+        state = self.book.touch(stage)
+        state.reason, state.attempt, state.node = reason, attempt + 1, None
+        self.book.move(state, StageStatus.READY)
 
     @event("StageSkipped")
     def _skipped(self, stage: str, reason: str, by_design: bool, by: str, at: datetime) -> None:
-        state = self.stages[stage]
-        state.by_design = by_design
-        state.end(StageStatus.CANCELED, reason)
+        state = self.book.touch(stage)
+        state.by_design, state.reason = by_design, reason
+        self.book.accidental_skips += not by_design
+        self.book.move(state, StageStatus.CANCELED)
 
     @event("Canceled")
     def _canceled(self, reason: str, by: str, at: datetime) -> None:
         self.canceled_reason = reason
-        for state in self.stages.values():
-            if not state.status.ended:
-                state.end(StageStatus.CANCELED, f"Canceled by {by}: {reason}")
+        self.book.cancel(f"Canceled by {by}: {reason}")

@@ -1,4 +1,8 @@
-"""Stages of a validated workflow definition: one per job, service and task-array task, with defaults applied."""
+"""Stages of a validated workflow definition: one per job, service and task-array task, with defaults applied.
+
+A task array is one `Step` (a template stage and its id range); its task stages are made from the template
+only when asked for, so a definition's size, not its array sizes, is what listing its steps costs.
+"""
 
 from __future__ import annotations
 
@@ -53,34 +57,72 @@ class Stage(msgspec.Struct, frozen=True, omit_defaults=True):
     persist: bool = False
 
 
-def list_stages(workflow: Workflow) -> list[Stage]:
-    """Every stage in dependency order; a task array gives one `task` stage per id, named `job[id]`."""
-    found: list[Stage] = []
+class Step(msgspec.Struct, frozen=True):
+    """A job or service (one stage), or a task array: a `task` template with `concurrency` and ids first..last."""
+
+    template: Stage
+    first: int | None = None
+    last: int | None = None
+
+    @property
+    def size(self) -> int:
+        return 1 if self.first is None else self.last - self.first + 1
+
+    def stage(self, offset: int) -> Stage:
+        """The stage at `offset` (0 for a job or service; task `first + offset` of an array)."""
+        if self.first is None:
+            return self.template
+        return task_stage(self.template, self.first + offset)
+
+    def stage_name(self, offset: int) -> str:
+        return self.template.name if self.first is None else task_stage_name(self.template.step, self.first + offset)
+
+    def offset(self, stage: str) -> int | None:
+        """Where `stage` sits in this step, or None when it is not one of its stages."""
+        if self.first is None:
+            return 0 if stage == self.template.name else None
+        head, bracket, tail = stage.partition("[")
+        if head != self.template.step or not bracket or not tail.endswith("]") or not tail[:-1].isdecimal():
+            return None
+        task_id = int(tail[:-1])
+        if not self.first <= task_id <= self.last or task_stage_name(head, task_id) != stage:
+            return None
+        return task_id - self.first
+
+
+def list_steps(workflow: Workflow) -> list[Step]:
+    """Every job, service and task array in dependency order, each in constant size."""
+    steps: list[Step] = []
     for name in topological_order(workflow):
         if name in (workflow.jobs or {}):
-            found += _job_stages(name, workflow.jobs[name], workflow.defaults)
+            steps.append(_job_step(name, workflow.jobs[name], workflow.defaults))
         else:
-            found.append(_stage(name, "service", workflow.services[name], _layers(workflow.defaults, "service")))
-    return found
+            steps.append(Step(_stage(name, "service", workflow.services[name], _layers(workflow.defaults, "service"))))
+    return steps
+
+
+def list_stages(workflow: Workflow) -> list[Stage]:
+    """Every stage in dependency order; a task array gives one `task` stage per id, named `job[id]`."""
+    return [step.stage(offset) for step in list_steps(workflow) for offset in range(step.size)]
 
 
 def task_stage_name(step: str, task_id: int) -> str:
     return f"{step}[{task_id}]"
 
 
-def _job_stages(name: str, job: Job, defaults: Defaults | None) -> list[Stage]:
+def task_stage(template: Stage, task_id: int) -> Stage:
+    """Task `task_id` of an array: the template named `job[id]` with its FB_TASK_ID."""
+    return msgspec.structs.replace(template, name=task_stage_name(template.step, task_id), task_id=task_id,
+                                   env={**template.env, "FB_TASK_ID": str(task_id)})
+
+
+def _job_step(name: str, job: Job, defaults: Defaults | None) -> Step:
     base = _stage(name, "job", job, _layers(defaults, "job"))
     array = job.task_array
     if array is None:
-        return [base]
+        return Step(base)
     concurrency = array.concurrency or (array.end - array.start + 1)
-    return [
-        msgspec.structs.replace(
-            base, name=task_stage_name(name, i), kind="task", task_id=i, concurrency=concurrency,
-            env={**base.env, "FB_TASK_ID": str(i)},
-        )
-        for i in range(array.start, array.end + 1)
-    ]
+    return Step(msgspec.structs.replace(base, kind="task", concurrency=concurrency), array.start, array.end)
 
 
 def _layers(defaults: Defaults | None, kind: str) -> list[StepDefaults]:
