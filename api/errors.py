@@ -103,7 +103,7 @@ async def on_unauthorized(request: Request, error: Unauthorized | LoginRefused) 
 async def on_log_unavailable(request: Request, error: OperationalError) -> Response:
     """The log could not be reached, or did not acknowledge in time: try again soon (a write whose
     acknowledgement was lost may have landed; reading back tells)."""
-    answer = problem(503, f"the log is unavailable: {error}", "log")
+    answer = problem(503, f"the log is unavailable: {error}", "log", code="log_unavailable")
     answer.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
     return answer
 

@@ -79,6 +79,7 @@ def test_while_the_log_is_down_readyz_and_submits_answer_503_quickly_and_it_come
         answer = stack.client.post("/v4/workflows", json={"name": "while-down", "definition": HELLO})
         took = time.monotonic() - started
         assert answer.status_code == 503 and answer.headers["Retry-After"], answer.text
+        assert answer.json()["code"] == "log_unavailable"
         assert took < 10, f"the submit took {took:.1f}s to be refused"
         broken.unlink()
         stack.wait(stack._ready, 20, "the nats-server to come back")
