@@ -113,9 +113,16 @@ class WorkflowsView(Projection):
         return WorkflowDetail(**msgspec.structs.asdict(row), stages=stages,
                               canceled_reason=workflow.canceled_reason)
 
-    def events(self, workflow_id: UUID | str) -> list[ActivityRow]:
+    def events(self, workflow_id: UUID | str, since: int = 0) -> list[ActivityRow]:
+        """The workflow's activity rows from the `since`-th on (a follower asks only for what it has not sent)."""
         with self.lock:
-            return list(self.activity.get(as_uuid(workflow_id), []))
+            return self.activity.get(as_uuid(workflow_id), [])[since:]
+
+    def status(self, workflow_id: UUID | str) -> str | None:
+        """The workflow's status in constant time (None when unknown), for pollers that need nothing else."""
+        with self.lock:
+            workflow = self.workflow(workflow_id)
+            return workflow.status if workflow is not None else None
 
     def current_allocation(self, workflow_id: UUID, stage: str) -> UUID | None:
         found = self.current.get(workflow_id, {}).get(stage)
@@ -161,7 +168,7 @@ class WorkflowsView(Projection):
             id=w.id, name=w.name, status=w.status, owner=owner_of(w.owner), priority=w.priority,
             effective_inputs=total, preemptible=w.preemptible, submitted_by=w.submitted_by,
             submitted_at=w.submitted_at, updated_at=self.updated.get(w.id, w.submitted_at),
-            stage_count=len(w.stages), stages_ended=sum(1 for s in w.stages.values() if s.status.ended),
+            stage_count=len(w.stages), stages_ended=w.stages_ended,
         )
 
     def _stage(self, w: Workflow, view: Any) -> StageRow:
