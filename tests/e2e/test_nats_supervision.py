@@ -106,11 +106,13 @@ def test_sigterm_stops_roving_up_promptly_while_its_nats_server_is_dead(tmp_path
 
 def test_a_killed_roving_up_leaves_no_nats_server_to_be_doubled_by_the_next_start(tmp_path):
     first = LocalStack(tmp_path, nodes=1).start()
-    before = first.submit(HELLO, "before")
-    shown = first.wait_status(before, ("FINISHED", "FAILED"))["status"]
-    os.kill(first.process.pid, signal.SIGKILL)  # the control plane alone, as the OOM killer would
-    first.process.wait()
-    first.stop()
+    try:
+        before = first.submit(HELLO, "before")
+        shown = first.wait_status(before, ("FINISHED", "FAILED"))["status"]
+    finally:
+        os.kill(first.process.pid, signal.SIGKILL)  # the control plane alone, as the OOM killer would
+        first.process.wait()
+        first.stop()
     second = LocalStack(tmp_path, nodes=1).start()
     try:
         assert len(servers_on(tmp_path)) == 1, "a second nats-server was started on the same store"
