@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from uuid import UUID
 
 import structlog
+from eventsourcing.persistence import OperationalError
 
 from api import metrics
 from domain.app import Conflict, NotFound, StaleEpoch
@@ -57,19 +58,22 @@ class SchedulerRunner:
 
     def _run(self) -> None:
         """Wake on new events (the views moved), on the interval backstop, and to renew the lease."""
-        seen, last_pass = -1, 0.0
+        seen, last_pass, interval = -1, 0.0, 1.0
         while not self.stopping.is_set():
             self.wake.wait(timeout=POLL_SECONDS)
             self.wake.clear()
-            interval = float(self.roving.scheduler_config().interval_seconds)
-            moved = self.views.position != seen
-            due = time.monotonic() - last_pass >= min(interval, self.leases.ttl / 3 if self.leases else interval)
-            if not (moved or due):
-                continue
-            seen = self.views.position
-            try:
+            try:  # the log may be down (the config is read from it): the thread must outlive any outage
+                interval = float(self.roving.scheduler_config().interval_seconds)
+                moved = self.views.position != seen
+                due = time.monotonic() - last_pass >= min(interval, self.leases.ttl / 3 if self.leases else interval)
+                if not (moved or due):
+                    continue
+                seen = self.views.position
                 self.tick("event" if moved else "interval")
                 last_pass = time.monotonic()
+            except OperationalError as error:
+                log.warning("scheduler.log_unavailable", error=str(error))
+                self.stopping.wait(min(interval, 1.0))
             except Exception:  # noqa: BLE001 - the leader must keep leading; the failure is logged in full
                 log.exception("scheduler.tick_failed")
 

@@ -132,3 +132,31 @@ def test_a_placement_the_log_refuses_is_explained_and_counted_as_refused_not_pla
     assert "placement refused (cannot place main: node n1 takes no new work" in why.message
     stats = views.queue.stats()["last_pass"]
     assert (stats.get("placed"), stats.get("refused")) == (0, 1)
+
+
+def test_the_scheduler_thread_outlives_a_log_outage_and_places_work_after_it():
+    import time as clock
+
+    from eventsourcing.persistence import OperationalError
+
+    roving, views, runner = control_plane()
+    roving.register_node("n1", 4, 4 * GiB, {}, {}, "pool", "127.0.0.1", 9100, T0)
+    aid = submit(roving, cores=1)
+    real, outage = roving.scheduler_config, {"left": 3}
+
+    def config_while_down():
+        if outage["left"]:
+            outage["left"] -= 1
+            raise OperationalError("the log is unavailable")
+        return real()
+
+    roving.scheduler_config = config_while_down
+    runner.start()
+    try:
+        deadline = clock.monotonic() + 10
+        while roving.repository.get(aid).state.value != "RUNNING" and clock.monotonic() < deadline:
+            clock.sleep(0.05)
+    finally:
+        runner.stop()
+    assert outage["left"] == 0
+    assert roving.repository.get(aid).state.value == "RUNNING"
