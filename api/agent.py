@@ -132,7 +132,8 @@ class Agent:
             self.log.warning("agent.no_log_stream")
             return None
         try:
-            nc = await nats.connect(answer["nats_url"], connect_timeout=2, max_reconnect_attempts=-1)
+            nc = await nats.connect(answer["nats_url"], connect_timeout=2, max_reconnect_attempts=-1,
+                                    error_cb=self._log_stream_error, disconnected_cb=self._log_stream_lost)
         except Exception as error:  # noqa: BLE001 - logs are optional; running jobs is not
             self.log.warning("agent.log_stream_unreachable", error=repr(error))
             return None
@@ -143,6 +144,13 @@ class Agent:
         while not stop.is_set():
             await self.heartbeat(stop)
             await _sleep_or_stop(stop, self.config.heartbeat)
+
+    async def _log_stream_error(self, error: Exception) -> None:
+        """nats-py's default prints a traceback for every reconnect attempt while the server restarts."""
+        self.log.warning("agent.log_stream_error", error=repr(error))
+
+    async def _log_stream_lost(self) -> None:
+        self.log.warning("agent.log_stream_disconnected")
 
     async def heartbeat(self, stop: asyncio.Event) -> None:
         self.metrics.refresh(len(self.slots))

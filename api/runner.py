@@ -24,6 +24,7 @@ from domain.scheduler.reasons import Reason
 log = structlog.get_logger("roving.scheduler")
 REFUSED = (Conflict, NotFound, StaleEpoch, ValueError, RuntimeError)
 POLL_SECONDS = 0.2
+RESTART_GRACE_SECONDS = 10.0  # on top of one lease: agents retry their heartbeat every 2 s, each call up to 5 s
 MAX_BLOCKED_EVENTS_PER_PASS = 256  # the rest are written on the next passes, never lost
 
 
@@ -41,7 +42,9 @@ class SchedulerRunner:
         self.stopping = threading.Event()
         self.leading = False
         self.started_at = time.monotonic()
-        self.lease_grace = lease_grace or (leases.ttl if leases else 0)
+        # A (re)started control plane first lets every agent reach it: leases lapsed while it was down, and an
+        # agent whose node were declared lost now would have its exit reports refused as fenced.
+        self.lease_grace = lease_grace or (leases.ttl + RESTART_GRACE_SECONDS if leases else 0)
         self.announced: dict[str, Why] = {}  # the causes already written as SchedulingBlocked events
         self.refused: dict[str, str] = {}  # this pass's placements the log refused, with the reason
         self._thread = threading.Thread(target=self._run, name="roving-scheduler", daemon=True)
