@@ -95,10 +95,17 @@ class Agent:
                 beats.cancel()
                 await asyncio.gather(beats, return_exceptions=True)
             await self.stop_all("agent stopped", report=True)
+            await self.close_logs(nc)
+
+    async def close_logs(self, nc) -> None:
+        """Job output still buffered goes out if the server is there; a server already gone is no error."""
+        try:
             if self.logs is not None:
                 await self.logs.close()
             if nc is not None:
                 await nc.close()
+        except (OSError, nats.errors.Error) as error:
+            self.log.warning("agent.log_stream_close_failed", error=repr(error))
 
     async def call(self, method: str, path: str, **kwargs) -> httpx.Response | None:
         """One API call; None when the API cannot be reached (the loop simply tries again)."""
