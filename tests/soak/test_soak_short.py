@@ -14,11 +14,6 @@ SEED = 20  # its 100 s plan fires every fault kind: stop, evict, cordon, drain, 
 
 
 @pytest.mark.timeout(900)
-@pytest.mark.xfail(strict=False, reason=(
-    "known core bugs (see the soak report): the agent's job-log NATS connection has no error callback, so "
-    "nats-py prints a Traceback into agent-local-*.log whenever nats-server or roving up restarts; and an exit "
-    "the agent put in its outbox while roving up was killed is delivered only after the restarted control plane "
-    "has declared the node lost (its lease lapsed during the restart), so the allocation ends EVICTED"))
 def test_a_short_soak_with_every_fault_ends_with_no_violation():
     done = subprocess.run([sys.executable, "-m", "ops.soak", "--seed", str(SEED), "--duration", "100",
                            "--faults", "all", "--workers", "3", "--settle", "150"],
