@@ -80,6 +80,10 @@ class Workflow(TimedAggregate):
     def stage_views(self) -> list[StageView]:
         return [self._view(s) for s in self.book.states()]
 
+    def step_specs(self) -> list[Stage]:
+        """One spec per job, service and task array (an array's template): what every stage of it asks for."""
+        return [step.definition.template for step in self.book.order]
+
     def live_stage_views(self) -> list[StageView]:
         """READY, STARTED and RUNNING stages only: what may hold an allocation."""
         return [self._view(s) for s in self.book.in_order(self.book.live.values())]

@@ -157,6 +157,16 @@ def test_stages_read_as_a_mapping_of_every_task_in_order():
         workflow.stage("r[6]")
 
 
+def test_an_array_is_one_step_spec_and_its_live_views_are_the_tasks_holding_slots():
+    workflow = submit(fuzzfile([step("pre"), step("r", "pre", "task-array: {start: 1, end: 5000, concurrency: 3}")]))
+    assert [(s.name, s.kind, s.concurrency) for s in workflow.step_specs()] == [("pre", "job", None), ("r", "task", 3)]
+    workflow.stage_started("pre", 1, "n1", at(1))
+    workflow.stage_exited("pre", 1, 0, at(2))
+    workflow.stage_started("r[2]", 1, "n1", at(3))
+    assert [(v.name, v.status.value) for v in workflow.live_stage_views()] == [
+        ("r[1]", "READY"), ("r[2]", "STARTED"), ("r[3]", "READY")]
+
+
 def test_only_the_stages_an_exit_readied_are_newly_ready():
     workflow = submit(array(20, concurrency=3))
     workflow.collect_events()
