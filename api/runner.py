@@ -196,34 +196,3 @@ def _reservation(reservation) -> dict | None:
         return None
     start = reservation.estimated_start.isoformat() if reservation.estimated_start else None
     return {"allocation_id": reservation.allocation_id, "node_ids": list(reservation.node_ids), "estimated_start": start}
-
-
-def scheduler_main(argv: list[str]) -> int:
-    """`roving scheduler`: a standby-capable scheduler process against ROVING_NATS_URL (no HTTP, no audit)."""
-    import argparse
-    import signal
-    import sys
-
-    argparse.ArgumentParser(prog="roving scheduler", description="Run the scheduler against ROVING_NATS_URL. "
-                            "Several may run: one holds the leader lease, the others take over within its TTL.",
-                            ).parse_args(argv)
-    from api.settings import Settings, SettingsError
-    from api.stack import Stack
-
-    try:
-        settings = Settings.from_env()
-    except SettingsError as error:
-        print(f"roving: {error}", file=sys.stderr)
-        return 2
-    if not settings.nats_url:
-        print("roving: set ROVING_NATS_URL to the cluster's NATS (roving up runs its own scheduler)", file=sys.stderr)
-        return 2
-    stopping = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stopping.set())
-    signal.signal(signal.SIGINT, lambda *_: stopping.set())
-    stack = Stack(settings, embedded_nats=False, audit=False).start()
-    try:
-        stopping.wait()
-    finally:
-        stack.stop()
-    return 0

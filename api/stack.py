@@ -22,6 +22,7 @@ from adapters.leases import Leases
 from adapters.nats_owner import death_signal
 from adapters.nats_server import NatsServer
 from adapters.nats_supervisor import Supervisor
+from api.runner import SchedulerRunner
 from domain.app import Conflict, Roving
 from domain.app.ids import user_id
 from domain.tenancy import Role, Source
@@ -118,8 +119,6 @@ class Stack:
         self.leases = Leases(Connection(nats_url, cluster), ttl=self.settings.node_lease_seconds)
         self.runner = None
         if self.with_scheduler:
-            from api.runner import SchedulerRunner
-
             self.runner = SchedulerRunner(self.roving, self.views, self.tailer, self.leases).start()
         if self.with_audit:
             self._start_audit(cluster)

@@ -16,7 +16,7 @@ from api.cli.output import FORMATS, render
 PROCESSES: dict[str, tuple[str, str, str]] = {
     "up": ("api.up", "up_main", "start the whole local stack (NATS, control plane, local node agents)"),
     "api": ("api.up", "api_main", "run the HTTP API, read models and scheduler against ROVING_NATS_URL"),
-    "scheduler": ("api.runner", "scheduler_main", "run the scheduler on its own"),
+    "scheduler": ("api.scheduler_main", "scheduler_main", "run the scheduler on its own"),
     "agent": ("api.agent", "agent_main", "run a node agent that registers this host and runs its work"),
     "federate": ("api.federate", "federate_main", "replicate clusters' logs into one federated stream"),
 }
