@@ -1,11 +1,10 @@
-"""Run one stage attempt as a local process group: script or command, env, files, cwd, timeout, cancel."""
+"""Run one stage attempt as a local process group in its own cgroup: script or command, env, files, cwd, timeout."""
 
 from __future__ import annotations
 
 import os
 import re
 import resource
-import shutil
 import signal
 import subprocess
 import threading
@@ -16,6 +15,7 @@ from typing import Any
 
 import msgspec
 
+from adapters.cgroups import Cgroup, Hierarchy, Limits, size_text
 from adapters.probes import ProbeSpec
 
 OnOutput = Callable[[str, bytes], None]
@@ -24,6 +24,7 @@ PASSED_THROUGH = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "USER", "LOGNAME", "TM
 UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_.\-\[\]]")
 CHUNK = 64 * 1024
 POLL = 0.05
+PIDS_PER_ALLOCATION = 4096  # a fork bomb stops here, not at the node's pid_max
 
 
 class RunSpec(msgspec.Struct, kw_only=True):
@@ -47,6 +48,7 @@ class RunSpec(msgspec.Struct, kw_only=True):
     files: dict[str, str] | None = None
     execute_timeout: float | None = None
     memory: int | None = None
+    cpu_cores: float | None = None
     image: str | None = None
     readiness_probe: ProbeSpec | None = None
     ports: list[Any] = []  # echoed back in the ready report as the API sent them
@@ -99,23 +101,13 @@ def limit_memlock(requested: int) -> None:
         resource.setrlimit(resource.RLIMIT_MEMLOCK, (capped, hard))
 
 
-def container_argv(image: str | None, argv: list[str], cwd: Path, which=shutil.which) -> list[str] | None:
-    """The argv wrapped in apptainer or podman when one is installed; None means run on the host."""
-    if not image:
-        return None
-    if which("apptainer"):
-        return ["apptainer", "exec", "--pwd", str(cwd), "--bind", str(cwd), image, *argv]
-    if which("podman"):
-        return ["podman", "run", "--rm", "-i", "-v", f"{cwd}:{cwd}", "-w", str(cwd), image, *argv]
-    return None
-
-
 class Running:
     """One started process group: streams its output, enforces its timeout, can be canceled."""
 
-    def __init__(self, spec: RunSpec, proc: subprocess.Popen, workdir: Path, ran_on_host: bool, grace: float):
+    def __init__(self, spec: RunSpec, proc: subprocess.Popen, workdir: Path, grace: float,
+                 cgroup: Cgroup | None = None, ran_on_host: bool = False):
         self.spec, self.proc, self.workdir, self.ran_on_host = spec, proc, workdir, ran_on_host
-        self.grace = grace
+        self.grace, self.cgroup = grace, cgroup
         self.result: tuple[int, str] | None = None
         self._reason: str | None = None
         self._stop = threading.Event()
@@ -141,13 +133,16 @@ class Running:
         return self.result
 
     def _signal(self, signum: int) -> None:
+        """The process group, and in a cgroup every process of the job (a daemon left the group)."""
         try:
             os.killpg(self.proc.pid, signum)
         except (ProcessLookupError, PermissionError):
             pass
+        if self.cgroup is not None:
+            self.cgroup.signal(signum)
 
     def _supervise(self, readers: list[threading.Thread], on_exit: OnExit) -> None:
-        """Wait for exit (enforcing timeout and cancel), drain the pipes, then report once."""
+        """Wait for exit (enforcing timeout and cancel), kill what is left, drain the pipes, then report once."""
         timeout = self.spec.execute_timeout
         deadline = time.monotonic() + timeout if timeout and timeout > 0 else None
         while self.proc.poll() is None and not self._stop.is_set():
@@ -158,11 +153,15 @@ class Running:
         if self._stop.is_set() and not self._wait_for_exit(self.grace):
             self._signal(signal.SIGKILL)
             self.proc.wait()
-        self._signal(signal.SIGKILL)  # stragglers left in the group would hold the pipes open
-        for reader in readers:
-            reader.join()
-        self.result = (exit_code_of(self.proc.returncode), self._exit_reason())
         try:
+            self._signal(signal.SIGKILL)  # stragglers would hold the pipes open and outlive the allocation
+            if self.cgroup is not None:
+                self.cgroup.kill()
+            for reader in readers:
+                reader.join()
+            self.result = (exit_code_of(self.proc.returncode), self._exit_reason())
+            if self.cgroup is not None:
+                self.cgroup.remove()
             on_exit(*self.result)
         finally:
             self._done.set()
@@ -178,6 +177,8 @@ class Running:
         code = self.proc.returncode
         if self._reason is not None:
             return self._reason
+        if code != 0 and self.cgroup is not None and self.cgroup.limits.memory and self.cgroup.oom_kills():
+            return f"out of memory: killed at its memory limit of {size_text(self.cgroup.limits.memory)}"
         if code < 0:
             return f"killed by signal {signal.Signals(-code).name}"
         return f"exited with code {code}"
@@ -190,13 +191,29 @@ def _pump(pipe, stream: str, on_output: OnOutput) -> None:
             on_output(stream, chunk)
 
 
-class Executor:
-    """Starts RunSpecs as local process groups under `<workdir_root>/<workflow_id>/<stage>-<attempt>`."""
+def child_setup(cgroup: Cgroup | None, memory: int | None):
+    """What the forked child does before exec, in this order: join the cgroup (every descendant is born in it),
+    then set the memlock limit."""
+    def setup() -> None:
+        if cgroup is not None:
+            cgroup.join(os.getpid())
+        if memory:
+            limit_memlock(memory)
+    return setup
 
-    def __init__(self, workdir_root: Path, kill_grace: float = 10.0, which=shutil.which):
+
+class Executor:
+    """Starts RunSpecs as local process groups under `<workdir_root>/<workflow_id>/<stage>-<attempt>`, each in
+    its own cgroup when `cgroups` is given."""
+
+    def __init__(self, workdir_root: Path, kill_grace: float = 10.0, cgroups: Hierarchy | None = None,
+                 pids_limit: int = PIDS_PER_ALLOCATION):
         self.workdir_root = Path(workdir_root).resolve()
-        self.kill_grace = kill_grace
-        self.which = which
+        self.kill_grace, self.cgroups, self.pids_limit = kill_grace, cgroups, pids_limit
+
+    def close(self) -> None:
+        if self.cgroups is not None:
+            self.cgroups.close()
 
     def workdir(self, spec: RunSpec) -> Path:
         workflow = UNSAFE_NAME.sub("_", spec.workflow_id).lstrip(".") or "_"
@@ -204,16 +221,21 @@ class Executor:
         return self.workdir_root / workflow / f"{stage}-{spec.attempt}"
 
     def start(self, spec: RunSpec, on_output: OnOutput, on_exit: OnExit) -> Running:
-        """Prepare the work directory, start the process in its own session, and supervise it in threads."""
+        """Prepare the work directory, start the process in its own session and cgroup, supervise it in threads."""
         workdir = self.workdir(spec)
         workdir.mkdir(parents=True, exist_ok=True)
         cwd = inside(workdir, spec.cwd or ".", "cwd")
         cwd.mkdir(parents=True, exist_ok=True)
         self._write_files(spec, workdir)
         argv = self._argv(spec, workdir)
-        wrapped = container_argv(spec.image, argv, cwd, self.which)
-        proc = self._popen(wrapped or argv, cwd, job_environment(spec), spec.memory)
-        running = Running(spec, proc, workdir, ran_on_host=bool(spec.image) and wrapped is None, grace=self.kill_grace)
+        cgroup = self._cgroup(spec)
+        try:
+            proc = self._popen(argv, cwd, job_environment(spec), child_setup(cgroup, spec.memory))
+        except BaseException:
+            if cgroup is not None:
+                cgroup.remove()
+            raise
+        running = Running(spec, proc, workdir, self.kill_grace, cgroup, ran_on_host=bool(spec.image))
         readers = [
             threading.Thread(target=_pump, args=(proc.stdout, "stdout", on_output), daemon=True),
             threading.Thread(target=_pump, args=(proc.stderr, "stderr", on_output), daemon=True),
@@ -222,6 +244,12 @@ class Executor:
             reader.start()
         threading.Thread(target=running._supervise, args=(readers, on_exit), daemon=True).start()
         return running
+
+    def _cgroup(self, spec: RunSpec) -> Cgroup | None:
+        if self.cgroups is None:
+            return None
+        limits = Limits(memory=spec.memory or None, cpus=spec.cpu_cores or None, pids=self.pids_limit)
+        return self.cgroups.create(f"{spec.allocation_id}-e{spec.epoch}", limits)
 
     @staticmethod
     def _write_files(spec: RunSpec, workdir: Path) -> None:
@@ -246,8 +274,11 @@ class Executor:
         return command + list(spec.args or [])
 
     @staticmethod
-    def _popen(argv: list[str], cwd: Path, env: dict[str, str], memory: int | None) -> subprocess.Popen:
-        return subprocess.Popen(
-            argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            start_new_session=True, preexec_fn=(lambda: limit_memlock(memory)) if memory else None, close_fds=True,
-        )
+    def _popen(argv: list[str], cwd: Path, env: dict[str, str], setup) -> subprocess.Popen:
+        try:
+            return subprocess.Popen(
+                argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                start_new_session=True, preexec_fn=setup, close_fds=True,
+            )
+        except subprocess.SubprocessError as error:  # preexec failed (cgroup gone, setuid refused): cannot start
+            raise OSError(f"cannot set up the job's process: {error}") from error

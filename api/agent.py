@@ -24,6 +24,7 @@ from adapters.logs import LogWriter
 from adapters.outbox import Entry, Outbox
 from adapters.probes import ProbeRunner
 from api.agent_args import AgentConfig, UsageError, build_spec, parse_args
+from api.agent_node import build_executor
 from api.agent_reports import Outcome, Reporter
 
 log = structlog.get_logger("roving.agent")
@@ -200,7 +201,7 @@ class Agent:
         if not await self.report_slot(slot, "started"):
             return
         if running.ran_on_host:
-            reason = f"image {spec.image} ran on the host: neither apptainer nor podman is installed"
+            reason = f"image {spec.image} was not used: this node's runtime is host"
             await self.report_slot(slot, "ran_on_host", reason=reason)
         if spec.kind == "service" and spec.readiness_probe is not None:
             slot.probe = ProbeRunner(
@@ -293,8 +294,11 @@ async def run_agent(config: AgentConfig, stop: asyncio.Event) -> None:
     headers = {"Authorization": f"Bearer {config.token}"}
     try:
         async with httpx.AsyncClient(base_url=config.api, headers=headers, timeout=5.0) as http:
-            executor = Executor(config.workdir, kill_grace=config.kill_grace)
-            await Agent(config, http, executor, metrics).run(stop)
+            executor = build_executor(config, log.bind(node=config.node))
+            try:
+                await Agent(config, http, executor, metrics).run(stop)
+            finally:
+                executor.close()
     finally:
         if server is not None:
             server[0].shutdown()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.executor import Executor, RunSpec, SpecError, container_argv
+from adapters.executor import Executor, RunSpec, SpecError
 
 
 class Recorder:
@@ -171,15 +171,11 @@ def test_a_missing_command_fails_to_start(executor):
         executor.start(spec(command=["/no/such/program"]), Recorder().output, Recorder().exit)
 
 
-def test_an_image_runs_on_the_host_when_no_container_runtime_is_installed(tmp_path):
-    executor = Executor(tmp_path, kill_grace=0.3, which=lambda name: None)
+def test_an_image_is_not_used_by_the_host_executor_and_it_says_so(tmp_path):
+    executor = Executor(tmp_path, kill_grace=0.3)
     recorder = Recorder()
     running = executor.start(spec(image="docker://alpine:3.20", command=["true"]), recorder.output, recorder.exit)
     assert running.wait(5) == (0, "exited with code 0")
     assert running.ran_on_host
-
-
-def test_an_installed_apptainer_wraps_the_command():
-    argv = container_argv("docker://alpine", ["echo", "hi"], Path("/w"), which=lambda name: name == "apptainer")
-    assert argv == ["apptainer", "exec", "--pwd", "/w", "--bind", "/w", "docker://alpine", "echo", "hi"]
-    assert container_argv(None, ["echo"], Path("/w"), which=lambda name: True) is None
+    plain = executor.start(spec(allocation_id="alloc-2", command=["true"]), recorder.output, recorder.exit)
+    assert plain.wait(5) == (0, "exited with code 0") and not plain.ran_on_host

@@ -1,0 +1,107 @@
+"""Jobs in their cgroups on this machine: memory limit with a clear OOM reason, CPU quota, no process outliving."""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from adapters import cgroups
+from adapters.executor import Executor
+from tests.integration.test_executor import Recorder, is_gone, run, spec
+
+
+@pytest.fixture
+def hierarchy():
+    if os.geteuid() != 0:
+        pytest.skip("cgroups need root (CI runs as root)")
+    found, why = cgroups.detect(f"test-{uuid.uuid4().hex[:8]}")
+    if found is None:
+        pytest.skip(f"no usable cgroups: {why}")
+    yield found
+    found.reap()
+    found.close()
+    assert not any(parent.exists() for parent in found._parents().values())
+
+
+@pytest.fixture
+def executor(tmp_path: Path, hierarchy) -> Executor:
+    return Executor(tmp_path / "work", kill_grace=0.3, cgroups=hierarchy)
+
+
+def test_a_job_over_its_memory_request_is_oom_killed_with_a_reason_naming_the_limit(executor):
+    hog = spec(memory=64 * 2**20, command=["python3", "-c", "x = b'1' * (300 << 20); print('survived')"])
+    recorder, (code, reason) = run(executor, hog, timeout=30)
+    assert code == 137
+    assert reason == "out of memory: killed at its memory limit of 64MiB"
+    assert "survived" not in recorder.text()
+
+
+def test_a_job_within_its_memory_request_is_not_reported_as_oom(executor):
+    fits = spec(memory=256 * 2**20, command=["python3", "-c", "x = b'1' * (32 << 20); print('fine')"])
+    recorder, result = run(executor, fits, timeout=30)
+    assert result == (0, "exited with code 0") and recorder.text() == "fine\n"
+
+
+def test_a_daemonized_child_is_gone_when_its_job_ends(executor):
+    script = "setsid sh -c 'sleep 300' </dev/null >/dev/null 2>&1 &\necho $! > child.pid\nsleep 0.2"
+    _, result = run(executor, spec(script=script))
+    assert result == (0, "exited with code 0")
+    child = int((executor.workdir(spec()) / "child.pid").read_text())
+    deadline = time.monotonic() + 2
+    while not is_gone(child) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert is_gone(child), "the setsid child outlived its job"
+
+
+def test_a_canceled_job_loses_its_daemonized_children_too(executor):
+    recorder = Recorder()
+    script = "setsid sh -c 'trap \"\" TERM; sleep 300' </dev/null >/dev/null 2>&1 &\necho $! > child.pid\necho up\nwait"
+    running = executor.start(spec(script=script), recorder.output, recorder.exit)
+    assert recorder.first_output.wait(5)
+    child = int((executor.workdir(spec()) / "child.pid").read_text())
+    running.cancel("canceled by alice")
+    assert running.wait(5) == (143, "canceled by alice")
+    assert is_gone(child)
+
+
+def test_the_job_runs_in_its_own_cgroup_with_the_cpu_quota_and_pids_limit_and_it_is_removed_after(executor):
+    probe = spec(cpu_cores=1.5, memory=128 * 2**20, command=["cat", "/proc/self/cgroup"])
+    recorder, result = run(executor, probe)
+    assert result[0] == 0
+    lines = dict(line.split(":", 2)[1:] for line in recorder.text().splitlines())
+    name = f"/roving/{executor.cgroups.agent}/alloc-1-e3"
+    if executor.cgroups.version == 1:
+        assert lines["memory"].endswith(name) and lines["pids"].endswith(name)
+    else:
+        assert lines[""].endswith(name)
+    assert not any(path.exists() for path in executor.cgroups._parents().values()
+                   for path in [path / "alloc-1-e3"])
+
+
+def test_limits_are_written_before_a_process_joins(hierarchy):
+    group = hierarchy.create("limits-probe", cgroups.Limits(memory=96 * 2**20, cpus=0.5, pids=64))
+    try:
+        if hierarchy.version == 1:
+            assert int((group.dirs["memory"] / "memory.limit_in_bytes").read_text()) == 96 * 2**20
+            assert (group.dirs["pids"] / "pids.max").read_text().strip() == "64"
+            if "cpu" in group.dirs:
+                assert (group.dirs["cpu"] / "cpu.cfs_quota_us").read_text().strip() == "50000"
+        else:
+            assert (group.dirs[""] / "memory.max").read_text().strip() == str(96 * 2**20)
+            assert (group.dirs[""] / "pids.max").read_text().strip() == "64"
+    finally:
+        group.remove()
+    assert not any(d.exists() for d in group.dirs.values())
+
+
+def test_a_restarted_agent_reaps_the_cgroups_its_predecessor_left(hierarchy):
+    left = hierarchy.create("left-behind", cgroups.Limits(pids=16))
+    import subprocess
+
+    orphan = subprocess.Popen(["sleep", "300"], preexec_fn=lambda: left.join(os.getpid()))
+    assert hierarchy.reap() == ["left-behind"]
+    assert orphan.wait(5) == -9
