@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import secrets
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from datetime import datetime, timedelta, timezone
@@ -23,7 +25,7 @@ from adapters.nats_owner import death_signal
 from adapters.nats_server import NatsServer
 from adapters.nats_supervisor import Supervisor
 from api.runner import SchedulerRunner
-from domain.app import Conflict, Roving
+from domain.app import Conflict, ReadModelFunctions, Roving
 from domain.app.ids import user_id
 from domain.tenancy import Role, Source
 from domain.tenancy.permissions import Principal
@@ -32,6 +34,15 @@ log = structlog.get_logger("roving.stack")
 TOKEN_TTL = timedelta(days=30)
 GRACEFUL_SECONDS = 5  # requests in flight (long polls, a command waiting on the log) get this long at stop
 AGENT_START = "import sys; from api.agent import agent_main; sys.exit(agent_main(sys.argv[1:]))"
+
+
+def local_work_dir(data_dir: Path, cluster: str) -> Path:
+    """`$ROVING_WORK_DIR`, else one directory per data directory under /tmp (searchable by the job users,
+    unlike a home directory; the same on every start, so a restarted agent finds its outbox)."""
+    if configured := os.environ.get("ROVING_WORK_DIR"):
+        return Path(configured)
+    digest = hashlib.sha256(str(data_dir.resolve()).encode()).hexdigest()[:8]
+    return Path(tempfile.gettempdir()) / f"roving-work-{cluster}-{digest}"
 
 
 class ScryptPasswords:
@@ -96,18 +107,17 @@ class Stack:
         nats_url = self.settings.nats_url or self._start_nats()
         cluster = self.settings.cluster
         env = {"PERSISTENCE_MODULE": "adapters.jetstream", "ROVING_NATS_URL": nats_url, "ROVING_CLUSTER": cluster}
-        self.roving = Roving(env=env, passwords=ScryptPasswords())
-        self.key = load_or_create_key(self.data_dir / "signing.key")
-        self._bootstrap_admin()
-        from adapters.tailer import Tailer
+        from projections.snapshot import node_definitions
         from projections.views import Views
 
         self.views = Views()
-        from projections.snapshot import node_definitions
-
-        self.roving.definitions_provider = lambda: node_definitions(self.views.nodes)
-        self.roving.allocations_of_owner = self.views.queue.live_allocations_of
-        self.roving.priorities_provider = self.views.tenancy.owner_priorities
+        read_models = ReadModelFunctions(definitions=lambda: node_definitions(self.views.nodes),
+                                         priorities=self.views.tenancy.owner_priorities,
+                                         allocations_of_owner=self.views.queue.live_allocations_of)
+        self.roving = Roving(env=env, passwords=ScryptPasswords(), read_models=read_models)
+        self.key = load_or_create_key(self.data_dir / "signing.key")
+        self._bootstrap_admin()
+        from adapters.tailer import Tailer
         self.snapshots = None
         if self.settings.view_snapshot_every:
             from adapters.view_snapshots import ViewSnapshots
@@ -197,7 +207,10 @@ class Stack:
             time.sleep(0.05)
 
     def start_local_agents(self, count: int, cpus: int, memory: int | str) -> None:
-        workdir = self.data_dir / "work"
+        """Agents for the local pool; their jobs' work directories live outside the data directory, which is
+        closed to every other user (it holds the tokens and the signing key)."""
+        self.data_dir.chmod(0o700)
+        workdir = local_work_dir(self.data_dir, self.settings.cluster)
         for index in range(1, count + 1):
             argv = [sys.executable, "-c", AGENT_START, "--node", f"local-{index}", "--api", self.url,
                     "--token-file", str(self.data_dir / "agent.token"), "--cpus", str(cpus), "--memory", str(memory),

@@ -10,12 +10,10 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from api.routes import common as c
-from domain.tenancy.permissions import Action, Resource
 
 
 async def show(request: Request) -> Response:
-    c.allow(c.principal(request), Action.CONFIG, Resource.cluster())
-    return c.json(await c.call(c.services(request).roving.config))
+    return c.json(await c.call(c.services(request).roving.config, c.principal(request)))
 
 
 async def change(request: Request) -> Response:
@@ -26,7 +24,7 @@ async def change(request: Request) -> Response:
     roving = c.services(request).roving
     warnings = await c.call(roving.change_config, changes, c.principal(request), c.now())
     await c.settle(request)
-    current = await c.call(roving.config)
+    current = await c.call(roving.config, c.principal(request))
     return c.json({**current, "warnings": [msgspec.to_builtins(w) for w in warnings or []]})
 
 

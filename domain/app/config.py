@@ -1,25 +1,25 @@
-"""Central configuration commands: read and change the ClusterConfig (cluster admins only)."""
+"""Configuration handlers: read and change the cluster's ClusterConfig (cluster admins), and the settings commands use."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
-from domain.app.errors import Forbidden, Invalid
+from domain.app import access
+from domain.app.errors import Invalid
+from domain.app.unit_of_work import UnitOfWork, command
 from domain.cluster_config import ClusterConfig, ConfigRejected
 from domain.fuzzfile import Problem
 from domain.scheduler.config import SchedulerConfig, validate_config
 from domain.tenancy.permissions import Principal
 
 
-class ConfigCommands:
-    cluster: str
+class ConfigHandlers:
+    def __init__(self, uow: UnitOfWork, cluster: str) -> None:
+        self.uow, self.cluster = uow, cluster
 
-    def _config(self) -> ClusterConfig | None:
-        cid = ClusterConfig.create_id(self.cluster)
-        return self.repository.get(cid) if cid in self.repository else None
-
-    def config(self) -> dict[str, Any]:
+    def config(self, principal: Principal) -> dict[str, Any]:
+        access.config_reader(principal)
         found = self._config()
         return {"revision": found.revision if found else 0, "settings": dict(found.settings) if found else {}}
 
@@ -33,16 +33,20 @@ class ConfigCommands:
     def max_monitoring_percent(self) -> float:
         return float(self.scheduler_config().max_monitoring_held_percent)
 
+    @command
     def change_config(self, changes: dict[str, Any], principal: Principal, at: datetime) -> list[str]:
-        if not principal.is_cluster_admin:
-            raise Forbidden("the central configuration is changed by cluster admins only")
+        access.config_changer(principal)
         found = self._config() or ClusterConfig(cluster=self.cluster, by=principal.username, at=at)
         try:
             warnings = found.change(changes, by=principal.username, at=at)
         except ConfigRejected as error:
             raise Invalid([_problem(p) for p in error.problems]) from error
-        self.save(found)
+        self.uow.save(found)
         return warnings
+
+    def _config(self) -> ClusterConfig | None:
+        cid = ClusterConfig.create_id(self.cluster)
+        return self.uow.repository.get(cid) if cid in self.uow.repository else None
 
 
 def _problem(problem: Any) -> Problem:

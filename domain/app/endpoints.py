@@ -1,4 +1,4 @@
-"""Endpoint commands: create and delete persistent endpoints, bind workflow services to them, follow readiness.
+"""Endpoint handlers: create and delete persistent endpoints, bind workflow services to them, follow readiness.
 
 A binding change and the cancel it decides (a taken-over workflow) are saved in the same commit as the
 command that caused it, so the proxy never sees a canceled workflow still bound.
@@ -6,14 +6,18 @@ command that caused it, so the proxy never sees a canceled workflow still bound.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 from uuid import UUID
 
 import msgspec
 
-from domain.app.errors import Conflict, Forbidden, NotFound, invalid
+from domain.app import access
+from domain.app.allocations import Allocations
+from domain.app.errors import Conflict, NotFound, invalid
 from domain.app.ids import endpoint_id
+from domain.app.unit_of_work import UnitOfWork, command
 from domain.endpoint import Decision, Endpoint, EndpointError, OwnerKind, Strategy
 from domain.fuzzfile.schema import Workflow as Definition
 from domain.tenancy.permissions import Principal
@@ -62,54 +66,52 @@ def with_endpoint_env(definition: Definition, base_url: str) -> Definition:
     return msgspec.structs.replace(definition, jobs=add(definition.jobs), services=add(definition.services))
 
 
-class EndpointCommands:
-    """Mixed into the Roving application: `self.repository`, `self.save`, `self.load` come from it."""
+class EndpointHandlers:
+    def __init__(self, uow: UnitOfWork, allocations: Allocations, base_url: str) -> None:
+        self.uow, self.allocations, self.base_url = uow, allocations, base_url
 
-    def endpoint_base_url(self) -> str:
-        env = getattr(self, "env", {}) or {}
-        return env.get("ROVING_PUBLIC_URL") or f"http://{env.get('ROVING_LISTEN') or '127.0.0.1:8080'}"
-
+    @command
     def create_endpoint(self, name: str, owner_kind: str, scope: str, principal: Principal, at: datetime,
                         owner_id: str = "") -> UUID:
         eid = endpoint_id(name)
-        if eid in self.repository:
+        if eid in self.uow.repository:
             raise Conflict(f"endpoint {name!r} already exists")
         kind = OwnerKind(owner_kind) if owner_kind in {k.value for k in OwnerKind} else owner_kind
-        owner = owner_id or _own_id(kind, principal)
+        owner = owner_id or access.endpoint_owner_id(kind, principal)
         groups = sorted(str(g) for g in principal.group_ids)
         with _endpoint_errors("endpoint"):
-            _check_owner(kind, owner, principal)
+            access.check_endpoint_owner(kind, owner, principal)
             endpoint = Endpoint.create(eid, name, kind, owner, scope, by=principal.username, at=at,
                                        group_id=groups[0] if groups else "",
                                        organization_id=str(principal.organization_id or ""))
-        self.save(endpoint)
+        self.uow.save(endpoint)
         return eid
 
+    @command
     def delete_endpoint(self, endpoint: UUID, principal: Principal, at: datetime) -> None:
-        found = self.load(Endpoint, endpoint, "endpoint")
-        if found.deleted or not _may_manage(found, principal):
+        found = self.uow.load(Endpoint, endpoint, "endpoint")
+        if found.deleted or not access.manages_endpoint(found, principal):
             raise NotFound("endpoint")
         with _endpoint_errors("endpoint"):
             found.delete(by=principal.username, at=at)
-        self.save(found)
+        self.uow.save(found)
 
-    def bind_endpoints(self, workflow: Workflow, definition: Definition, principal: Principal, at: datetime,
-                       strategy: str | None = None) -> list[Any]:
+    def bind(self, workflow: Workflow, definition: Definition, principal: Principal, at: datetime,
+             strategy: str | None = None) -> list[Any]:
         """Ask each persistent endpoint of the definition for a binding; returns what to save with the workflow."""
         wanted = strategy or (definition.annotations or {}).get(STRATEGY_ANNOTATION) or Strategy.READY.value
         touched: list[Any] = []
         for index, (service, name, _) in enumerate(persistent_endpoints(definition)):
             where = f"services.{service}.network.endpoints[{index}]"
-            eid = endpoint_id(name)
-            found = self.repository.get(eid) if eid in self.repository else None
-            if not isinstance(found, Endpoint) or found.deleted or not _may_manage(found, principal):
+            found = self._endpoint(name)
+            if found is None or found.deleted or not access.manages_endpoint(found, principal):
                 raise invalid(where, f"no persistent endpoint named {name!r}; create it with `roving endpoint create {name}`")
             with _endpoint_errors(where):
                 decision = found.request_binding(workflow.id, service, by=principal.username, at=at, strategy=wanted)
             touched += [found, *self._carry_out(decision, principal.username, at)]
         return touched
 
-    def endpoints_ready(self, workflow: Workflow, service: str, at: datetime) -> list[Any]:
+    def service_ready(self, workflow: Workflow, service: str, at: datetime) -> list[Any]:
         """The service passed its readiness probe: bind its pending endpoints and retire what they replace."""
         touched: list[Any] = []
         for endpoint, port in self._pending_for(workflow, service):
@@ -120,37 +122,40 @@ class EndpointCommands:
             touched += [endpoint, *self._carry_out(decision, "agent", at)]
         return touched
 
-    def endpoints_stopped(self, workflow: Workflow, service: str, reason: str, at: datetime) -> list[Any]:
+    def service_stopped(self, workflow: Workflow, service: str, reason: str, at: datetime) -> list[Any]:
         """The service ended: a pending takeover fails (the old binding keeps serving), a bound one unbinds."""
         touched: list[Any] = []
         for _, name, _ in persistent_endpoints(workflow.definition):
-            eid = endpoint_id(name)
-            endpoint = self.repository.get(eid) if eid in self.repository else None
-            if isinstance(endpoint, Endpoint) and not endpoint.deleted:
+            endpoint = self._endpoint(name)
+            if endpoint is not None and not endpoint.deleted:
                 before = endpoint.version
                 endpoint.service_stopped(workflow.id, service, reason, by="agent", at=at)
                 if endpoint.version != before:
                     touched.append(endpoint)
         return touched
 
+    def _endpoint(self, name: str) -> Endpoint | None:
+        eid = endpoint_id(name)
+        found = self.uow.repository.get(eid) if eid in self.uow.repository else None
+        return found if isinstance(found, Endpoint) else None
+
     def _pending_for(self, workflow: Workflow, service: str) -> list[tuple[Endpoint, int]]:
         found = []
         for owner, name, port in persistent_endpoints(workflow.definition):
-            eid = endpoint_id(name)
-            endpoint = self.repository.get(eid) if owner == service and eid in self.repository else None
-            if isinstance(endpoint, Endpoint) and endpoint.pending is not None \
+            endpoint = self._endpoint(name) if owner == service else None
+            if endpoint is not None and endpoint.pending is not None \
                     and (endpoint.pending.workflow_id, endpoint.pending.service) == (workflow.id, service):
                 found.append((endpoint, port))
         return found
 
     def _carry_out(self, decision: Decision, by: str, at: datetime) -> list[Any]:
         """Cancel the workflow a takeover retired, with `stop_workflow` semantics, for the same commit."""
-        if decision.cancel_workflow is None or decision.cancel_workflow not in self.repository:
+        if decision.cancel_workflow is None or decision.cancel_workflow not in self.uow.repository:
             return []
-        old = self.repository.get(decision.cancel_workflow)
+        old = self.uow.repository.get(decision.cancel_workflow)
         if not isinstance(old, Workflow) or old.status in ENDED:
             return []
-        live = self._live_allocations(old)
+        live = self.allocations.live_of(old)
         try:
             old.cancel(by=by, at=at, reason=decision.reason)
         except WorkflowError:
@@ -158,38 +163,13 @@ class EndpointCommands:
         touched: list[Any] = [old]
         for alloc in live:
             alloc.cancel(decision.reason, by=by, at=at)
-            touched += [alloc, *self._release(alloc, by, at)]
+            touched += [alloc, *self.allocations.release(alloc, by, at)]
         return touched
 
 
-def _own_id(kind: Any, principal: Principal) -> str:
-    if kind is OwnerKind.GROUP:
-        groups = sorted(str(g) for g in principal.group_ids)
-        return groups[0] if groups else ""
-    if kind is OwnerKind.ORGANIZATION:
-        return str(principal.organization_id or "")
-    return str(principal.user_id or "")
-
-
-def _check_owner(kind: Any, owner: str, principal: Principal) -> None:
-    """An endpoint is owned by its creator, one of the creator's groups or the creator's organization;
-    any other owner is answered as an unknown one (404), so no tenant learns another's ids."""
-    if principal.is_cluster_admin or not isinstance(kind, OwnerKind):
-        return  # an unknown kind is refused by Endpoint.create, naming the choices
-    mine = {str(g) for g in principal.group_ids} if kind is OwnerKind.GROUP else {_own_id(kind, principal)}
-    if owner not in mine:
-        raise NotFound(kind.value)
-
-
-def _may_manage(endpoint: Endpoint, principal: Principal) -> bool:
-    """The owner user, a member of the owner group, an owner of the owner organization, or a cluster admin."""
-    if principal.is_cluster_admin:
-        return True
-    if endpoint.owner_kind is OwnerKind.USER:
-        return endpoint.owner_id == str(principal.user_id)
-    if endpoint.owner_kind is OwnerKind.GROUP:
-        return endpoint.owner_id in {str(g) for g in principal.group_ids}
-    return endpoint.owner_id == str(principal.organization_id)
+def base_url(env: Mapping[str, str]) -> str:
+    """Where persistent endpoints are reached from outside: ROVING_PUBLIC_URL, else the API's listen address."""
+    return env.get("ROVING_PUBLIC_URL") or f"http://{env.get('ROVING_LISTEN') or '127.0.0.1:8080'}"
 
 
 class _endpoint_errors:

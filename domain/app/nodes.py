@@ -1,4 +1,4 @@
-"""Node commands: agent registration, lease loss, holds from admins and monitoring, evict, deprovision."""
+"""Node handlers: agent registration, lease loss, holds from admins and monitoring, evict, deprovision."""
 
 from __future__ import annotations
 
@@ -6,124 +6,131 @@ from datetime import datetime
 from uuid import UUID
 
 from domain.alerts import AlertPayloadError, apply_alert, parse_webhook
-from domain.app.errors import Conflict, Forbidden, Invalid, NotFound, StaleEpoch
+from domain.app import access
+from domain.app.allocations import Allocations
+from domain.app.config import ConfigHandlers
+from domain.app.errors import Conflict, Invalid, StaleEpoch
 from domain.app.ids import hold_id, node_id
+from domain.app.unit_of_work import UnitOfWork, command
 from domain.fuzzfile import Problem
-from domain.holds import Effect, HoldError, NodeSummary, Source
+from domain.holds import Effect, HoldError, NodeSummary
 from domain.node import Capacity, Node, NodeError, StaleAgent
 from domain.tenancy.permissions import Principal
 
 
-def source_for(principal: Principal) -> Source:
-    """A hold's source comes from the caller's identity, never from the request body."""
-    if principal.source.value in ("monitoring", "provisioner"):
-        return Source(principal.source.value)
-    if not principal.is_cluster_admin:
-        raise Forbidden("managing nodes needs the cluster admin role")
-    return Source.ADMIN
+class NodeHandlers:
+    def __init__(self, uow: UnitOfWork, allocations: Allocations, config: ConfigHandlers) -> None:
+        self.uow, self.allocations, self.config = uow, allocations, config
 
-
-class NodeCommands:
+    @command
     def register_node(self, name: str, cpu: int, memory: int, devices: dict[str, int], annotations: dict[str, str],
                       definition: str, address: str, metrics_port: int | None, at: datetime) -> tuple[UUID, int]:
         capacity = Capacity(cpu=cpu, memory=memory, devices=dict(devices), annotations=dict(annotations),
                             agent_address=address, agent_port=metrics_port)
         nid = node_id(name)
         try:
-            if nid in self.repository:
-                node = self.repository.get(nid)
+            if nid in self.uow.repository:
+                node = self.uow.repository.get(nid)
                 lost = node.rejoin(capacity, by="agent", at=at)
-                touched = self.lose_allocations(lost, f"node {name} rejoined with a new epoch", "agent", at)
+                touched = self.allocations.lose(lost, f"node {name} rejoined with a new epoch", "agent", at)
             else:
                 node, touched = Node.register(nid, name, definition or "default", capacity, by="agent", at=at), []
             node.mark_ready(node.epoch, by="agent", at=at)
         except NodeError as error:
             raise Invalid([Problem(path="node", message=str(error))]) from error
-        self.save(node, *touched)
+        self.uow.save(node, *touched)
         return nid, node.epoch
 
     def check_agent(self, node: UUID, epoch: int) -> Node:
-        found = self.load(Node, node, "node")
+        found = self.uow.load(Node, node, "node")
         try:
             found.check_heartbeat(epoch)
         except StaleAgent as error:
             raise StaleEpoch(str(error)) from error
         return found
 
+    @command
     def node_lost(self, node: UUID, at: datetime) -> None:
-        found = self.load(Node, node, "node")
+        found = self.uow.load(Node, node, "node")
         lost = found.go_offline(by="scheduler", at=at)
-        self.save(found, *self.lose_allocations(lost, f"node {found.name} lost (lease lapsed)", "scheduler", at))
+        self.uow.save(found, *self.allocations.lose(lost, f"node {found.name} lost (lease lapsed)", "scheduler", at))
 
+    @command
     def cordon(self, node: UUID, reason: str, principal: Principal, at: datetime) -> str:
         return self.add_hold(node, Effect.CORDON, reason, principal, at)
 
+    @command
     def add_hold(self, node: UUID, effect: Effect | str, reason: str, principal: Principal, at: datetime) -> str:
-        found, source = self.load(Node, node, "node"), source_for(principal)
+        found, source = self.uow.load(Node, node, "node"), access.hold_source(principal)
         hid = hold_id(node, str(effect), principal.username, at.isoformat())
         with _hold_errors():
             found.place_hold(hid, Effect(effect), source, reason or "no reason given", by=principal.username, at=at)
-        self.save(found)
+        self.uow.save(found)
         return hid
 
+    @command
     def uncordon(self, node: UUID, principal: Principal, at: datetime) -> list[str]:
-        found = self.load(Node, node, "node")
-        source_for(principal)
+        found = self.uow.load(Node, node, "node")
+        access.hold_source(principal)
         released = found.release_admin_cordons(by=principal.username, at=at)
-        self.save(found)
+        self.uow.save(found)
         return released
 
+    @command
     def release_hold(self, node: UUID, hold: str, principal: Principal, at: datetime, force: bool = False) -> None:
-        found = self.load(Node, node, "node")
+        found = self.uow.load(Node, node, "node")
         with _hold_errors():
-            found.release_hold(hold, by=principal.username, at=at, releaser_source=source_for(principal), force=force)
-        self.save(found)
+            found.release_hold(hold, by=principal.username, at=at, releaser_source=access.hold_source(principal), force=force)
+        self.uow.save(found)
 
+    @command
     def evict(self, node: UUID, reason: str, principal: Principal, at: datetime) -> list[str]:
-        found, source = self.load(Node, node, "node"), source_for(principal)
+        found, source = self.uow.load(Node, node, "node"), access.hold_source(principal)
         hid = hold_id(node, "evict", principal.username, at.isoformat())
         with _hold_errors():
             lost = found.evict(hid, source, reason or "evicted", by=principal.username, at=at)
-        self.save(found, *self.lose_allocations(lost, f"evicted from {found.name}: {reason}", principal.username, at))
+        self.uow.save(found, *self.allocations.lose(lost, f"evicted from {found.name}: {reason}", principal.username, at))
         return lost
 
+    @command
     def deprovision(self, node: UUID, evict: bool, force: bool, principal: Principal, at: datetime) -> list[str]:
-        found, source = self.load(Node, node, "node"), source_for(principal)
+        found, source = self.uow.load(Node, node, "node"), access.hold_source(principal)
         hid = hold_id(node, "deprovision", principal.username, at.isoformat())
         with _hold_errors():
             lost = found.deprovision(hid, source, "deprovision", by=principal.username, at=at, evict=evict, force=force)
-        touched = self.lose_allocations(lost, f"{found.name} deprovisioned", principal.username, at) if (evict or force) else []
-        self.save(found, *touched)
+        touched = self.allocations.lose(lost, f"{found.name} deprovisioned", principal.username, at) if (evict or force) else []
+        self.uow.save(found, *touched)
         return lost
 
+    @command
     def remove_node(self, node: UUID, principal: Principal, at: datetime, force: bool = False) -> None:
-        found = self.load(Node, node, "node")
-        source_for(principal)
+        found = self.uow.load(Node, node, "node")
+        access.hold_source(principal)
         with _hold_errors():
             lost = found.remove(by=principal.username, at=at, force=force)
-        self.save(found, *self.lose_allocations(lost, f"{found.name} removed", principal.username, at))
+        self.uow.save(found, *self.allocations.lose(lost, f"{found.name} removed", principal.username, at))
 
+    @command
     def apply_alerts(self, payload: bytes, principal: Principal, at: datetime,
                      peers: dict[str, list[NodeSummary]]) -> list[str]:
         """Alertmanager's webhook: firing alerts place monitoring holds, resolved ones release them."""
-        if principal.source.value != "monitoring" and not principal.is_cluster_admin:
-            raise Forbidden("only the monitoring webhook principal may post alerts")
+        access.alert_sender(principal)
         try:
             commands = parse_webhook(payload)
         except AlertPayloadError as error:
             raise Invalid([_problem(text) for text in error.problems]) from error
         outcomes = []
-        for command in commands:
-            nid = node_id(command.node)
-            if nid not in self.repository:
-                outcomes.append(f"{command.node}: unknown node")
+        for alert in commands:
+            nid = node_id(alert.node)
+            if nid not in self.uow.repository:
+                outcomes.append(f"{alert.node}: unknown node")
                 continue
-            found = self.repository.get(nid)
+            found = self.uow.repository.get(nid)
             others = [p for p in peers.get(found.definition_id, []) if p.id != str(nid)]
-            outcome = apply_alert(found, command, by=principal.username, at=at, peers=others,
-                                  max_monitoring_percent=self.max_monitoring_percent())
-            self.save(found)
-            outcomes.append(f"{command.node}: {outcome}")
+            outcome = apply_alert(found, alert, by=principal.username, at=at, peers=others,
+                                  max_monitoring_percent=self.config.max_monitoring_percent())
+            self.uow.save(found)
+            outcomes.append(f"{alert.node}: {outcome}")
         return outcomes
 
 
@@ -143,5 +150,3 @@ def _problem(text: str) -> Problem:
     path, _, message = text.partition(": ")
     return Problem(path=path, message=message or text)
 
-
-__all__ = ["NodeCommands", "NotFound"]

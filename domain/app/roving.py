@@ -1,71 +1,65 @@
-"""The Roving application: loads aggregates, lets them decide, saves every change of a command atomically."""
+"""Roving: the application as its callers see it, one unit of work shared by the handler of each aggregate family.
+
+`Roving(env, passwords, read_models)` builds the handlers and answers under the method names the API, the
+scheduler runner and the agent protocol call (`FACE`); each name is one handler's method, nothing more. Commands
+run in a unit of work and decide again after a lost write race (`unit_of_work.command`).
+"""
 
 from __future__ import annotations
 
-import threading
-from typing import Any, TypeVar
-from uuid import UUID
+from collections.abc import Callable
+from typing import Any
 
-from eventsourcing.application import AggregateNotFoundError, Application
-from eventsourcing.persistence import IntegrityError, RecordConflictError
-
-from domain.app.config import ConfigCommands
-from domain.app.endpoints import EndpointCommands
-from domain.app.errors import NotFound, WriteRace
-from domain.app.nodes import NodeCommands
-from domain.app.tenancy import PasswordHasher, TenancyCommands
-from domain.app.unit_of_work import ScopedRepository, command
-from domain.app.workflows import WorkflowCommands
-
-A = TypeVar("A")
+from domain.app.allocations import Allocations
+from domain.app.config import ConfigHandlers
+from domain.app.endpoints import EndpointHandlers, base_url
+from domain.app.nodes import NodeHandlers
+from domain.app.read_models import NoReadModels, ReadModels
+from domain.app.scheduling import SchedulingHandlers
+from domain.app.tenancy import PasswordHasher, TenancyHandlers
+from domain.app.unit_of_work import UnitOfWork
+from domain.app.workflows import WorkflowHandlers
 
 
-class Roving(EndpointCommands, WorkflowCommands, NodeCommands, TenancyCommands, ConfigCommands, Application[UUID]):
-    """Storage comes from configuration (PERSISTENCE_MODULE); password hashing is injected."""
+class Roving(UnitOfWork):
+    """Storage comes from configuration (PERSISTENCE_MODULE); password hashing and the read models are injected."""
 
-    def __init__(self, env: dict[str, str] | None = None, passwords: PasswordHasher | None = None) -> None:
-        # Aggregates are cached and caught up with only their new events (the library's fast-forward): a node or a
-        # task array that has seen thousands of events is not replayed from its first on every command.
-        super().__init__(env={"AGGREGATE_CACHE_MAXSIZE": "5000", **(env or {})})
+    def __init__(self, env: dict[str, str] | None = None, passwords: PasswordHasher | None = None,
+                 read_models: ReadModels | None = None) -> None:
+        super().__init__(env)
         self.cluster = self.env.get("ROVING_CLUSTER") or "local"
-        self.passwords = passwords  # type: ignore[assignment]
-        self.last_position = 0
-        self._position_lock = threading.Lock()
-
-    def construct_repository(self) -> ScopedRepository:  # type: ignore[override]
-        """The library's repository, seen through the running command's identity map (one load per command)."""
-        return ScopedRepository(super().construct_repository())
-
-    def load(self, kind: type[A], aggregate_id: UUID, what: str) -> A:
-        try:
-            found = self.repository.get(aggregate_id)
-        except AggregateNotFoundError as error:
-            raise NotFound(what) from error
-        if not isinstance(found, kind):
-            raise NotFound(what)
-        return found
-
-    def save(self, *objs: Any, **kwargs: Any):
-        """Every change of one command in one atomic commit; a stale writer gets WriteRace (the command decides
-        again, see unit_of_work), never a 500. An aggregate named twice is saved once."""
-        unique = list({id(obj): obj for obj in objs if obj is not None}.values())
-        try:
-            recordings = super().save(*unique, **kwargs)
-        except (IntegrityError, RecordConflictError) as error:
-            raise WriteRace(f"someone changed this at the same time ({error})") from error
-        if recordings:
-            with self._position_lock:
-                self.last_position = max(self.last_position, recordings[-1].notification.id)
-        return recordings
+        self.read_models = read_models or NoReadModels()
+        self.configuration = ConfigHandlers(self, self.cluster)
+        self.allocations = Allocations(self, self.configuration, self.read_models)
+        self.scheduling = SchedulingHandlers(self, self.allocations, self.configuration, self.read_models)
+        self.endpoints = EndpointHandlers(self, self.allocations, base_url(self.env))
+        self.workflows = WorkflowHandlers(self, self.allocations, self.endpoints, self.scheduling)
+        self.nodes = NodeHandlers(self, self.allocations, self.configuration)
+        self.tenancy = TenancyHandlers(self, self.allocations, passwords)  # type: ignore[arg-type]
 
 
-# Every command runs in a unit of work and decides again after a lost write race (see unit_of_work).
-COMMANDS = (
-    "submit_workflow", "stop_workflow", "place", "report", "preempt", "record_blocked",
-    "register_node", "node_lost", "add_hold", "uncordon", "release_hold", "evict", "deprovision", "remove_node",
-    "apply_alerts", "create_endpoint", "delete_endpoint", "change_config",
-    "create_organization", "create_user", "login", "set_priority", "create_group", "set_preempt_list",
-    "add_member", "remove_member", "set_explainer",
-)
-for _name in COMMANDS:
-    setattr(Roving, _name, command(getattr(Roving, _name)))
+# Which handler answers each name callers use (`roving.submit_workflow(...)` is `roving.workflows.submit_workflow`).
+FACE = {
+    "workflows": ("submit_workflow", "stop_workflow", "report"),
+    "scheduling": ("place", "preempt", "record_blocked", "check_feasible_submission"),
+    "nodes": ("register_node", "check_agent", "node_lost", "cordon", "add_hold", "uncordon", "release_hold",
+              "evict", "deprovision", "remove_node", "apply_alerts"),
+    "endpoints": ("create_endpoint", "delete_endpoint"),
+    "tenancy": ("create_organization", "create_user", "login", "set_priority", "create_group", "set_preempt_list",
+                "add_member", "remove_member", "set_explainer"),
+    "configuration": ("config", "scheduler_config", "change_config"),
+}
+
+
+def _delegate(family: str, name: str) -> Callable[..., Any]:
+    def call(self: Roving, *args: Any, **kwargs: Any) -> Any:
+        return getattr(getattr(self, family), name)(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = f"`{family}.{name}`"
+    return call
+
+
+for _family, _names in FACE.items():
+    for _name in _names:
+        setattr(Roving, _name, _delegate(_family, _name))

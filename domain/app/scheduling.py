@@ -1,45 +1,76 @@
-"""Scheduler-side commands: submission feasibility, blocked causes and owner priority changes on allocations.
-
-The application keeps no index of nodes or of allocations by owner, so the composition root may hand it
-two read-model providers (plain attributes, both optional):
-
-- `definitions_provider() -> Sequence[Definition]`: the pools nodes form, for the submission check;
-  unset (or no definitions at all), submissions are accepted and wait for nodes.
-- `allocations_of_owner(kind, owner_id) -> Iterable[UUID]`: the queued and running allocations of an
-  organization, group or user; unset, a priority change records only the tenancy event.
-"""
+"""Allocation and scheduling handlers: the scheduler's place, preempt and blocked causes, and the submission check
+that refuses work no node could ever hold."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from domain.allocation import Allocation
+from domain.allocation import Allocation, IllegalTransition
+from domain.app.allocations import Allocations
+from domain.app.config import ConfigHandlers
 from domain.app.errors import Conflict, Invalid
+from domain.app.read_models import ReadModels
+from domain.app.unit_of_work import UnitOfWork, command
 from domain.fuzzfile import Problem
+from domain.node import Node, NodeError, Placement
 from domain.scheduler.feasibility import Infeasible, check_feasible
 from domain.scheduler.reasons import Why
 from domain.scheduler.snapshot import Definition, QueuedAllocation
-from domain.workflow import Workflow
-
-SAVE_CHUNK = 256  # allocations per atomic save: JetStream caps an atomic batch at 1,000 messages
+from domain.workflow import Workflow, WorkflowError
 
 
-class SchedulingCommands:
-    """Mixed into the Roving application through WorkflowCommands."""
+class SchedulingHandlers:
+    def __init__(self, uow: UnitOfWork, allocations: Allocations, config: ConfigHandlers,
+                 read_models: ReadModels) -> None:
+        self.uow, self.allocations, self.config, self.read_models = uow, allocations, config, read_models
 
-    definitions_provider: Callable[[], Sequence[Definition]] | None = None
-    allocations_of_owner: Callable[[str, UUID], Iterable[UUID]] | None = None
+    @command
+    def place(self, allocation: UUID, node_ids: list[UUID], by: str, at: datetime) -> int:
+        alloc = self.uow.load(Allocation, allocation, "allocation")
+        workflow = self.uow.load(Workflow, alloc.workflow_id, "workflow")
+        nodes = [self.uow.load(Node, n, "node") for n in node_ids]
+        res = alloc.resources
+        try:
+            epoch = alloc.place([str(n) for n in node_ids], by=by, at=at)
+            for node in nodes:
+                node.place_allocation(Placement(id=str(alloc.id), cpu=int(res.get("cpu_cores", 1)),
+                                                memory=int(res.get("memory_bytes", 0)),
+                                                devices=dict(res.get("devices", {}))), by=by, at=at)
+            workflow.stage_started(alloc.stage, alloc.attempt, nodes[0].name, at=at, by=by)
+        except (IllegalTransition, NodeError, WorkflowError) as error:
+            raise Conflict(f"cannot place {alloc.stage}: {error}") from error
+        self.uow.save(alloc, *nodes, workflow)
+        return epoch
+
+    @command
+    def preempt(self, victim: UUID, text: str, by: str, at: datetime) -> None:
+        alloc = self.uow.load(Allocation, victim, "allocation")
+        workflow = self.uow.load(Workflow, alloc.workflow_id, "workflow")
+        alloc.preempt(text, by=by, at=at)
+        workflow.stage_preempted(alloc.stage, alloc.attempt, at=at, by=by, requeue=True)
+        self.uow.save(alloc, workflow, *self.allocations.release(alloc, by, at),
+                      *self.allocations.request_ready(workflow, by, at))
+
+    @command
+    def record_blocked(self, allocation: UUID, why: Why, by: str, at: datetime) -> bool:
+        """One `SchedulingBlocked` event for a new cause; False when there was nothing new to say."""
+        alloc = self.uow.load(Allocation, allocation, "allocation")
+        reason, detail = why.cause()
+        if not alloc.record_blocked(reason.value, why.message, f"{reason.value}:{detail}", by=by, at=at):
+            return False
+        self.uow.save(alloc)
+        return True
 
     def check_feasible_submission(self, workflow: Workflow, definitions: Sequence[Definition] | None) -> None:
         """Refuse stages no node of any definition could hold even when idle; no definitions: accept."""
-        if definitions is None and self.definitions_provider is not None:
-            definitions = self.definitions_provider()
+        if definitions is None:
+            definitions = self.read_models.node_definitions()
         if not definitions:
             return
-        ignored = self.scheduler_config().ignored_annotations
+        ignored = self.config.scheduler_config().ignored_annotations
         problems, seen = [], set()
         for state in workflow.stages.values():
             spec = state.spec
@@ -52,46 +83,6 @@ class SchedulingCommands:
                 problems.append(Problem(path=path, message=infeasible_text(refused)))
         if problems:
             raise Invalid(problems)
-
-    def record_blocked(self, allocation: UUID, why: Why, by: str, at: datetime) -> bool:
-        """One `SchedulingBlocked` event for a new cause; False when there was nothing new to say."""
-        alloc = self.load(Allocation, allocation, "allocation")
-        reason, detail = why.cause()
-        if not alloc.record_blocked(reason.value, why.message, f"{reason.value}:{detail}", by=by, at=at):
-            return False
-        self.save(alloc)
-        return True
-
-    def propagate_priority(self, kind: str, owner: UUID, new: int, by: str, at: datetime,
-                           first: Sequence[Any] = ()) -> int:
-        """Move every live allocation of the owner to its new priority; `first` is saved with the first chunk."""
-        ids = list(self.allocations_of_owner(kind, owner)) if self.allocations_of_owner is not None else []
-        updated, pending = 0, list(first)
-        for start in range(0, max(len(ids), 1), SAVE_CHUNK):
-            chunk = ids[start:start + SAVE_CHUNK]
-            updated += self._update_chunk(kind, chunk, new, by, at, pending)
-            pending = []
-        return updated
-
-    def _update_chunk(self, kind: str, ids: list[UUID], new: int, by: str, at: datetime, with_: list) -> int:
-        for attempt in (1, 2):  # a chunk that raced a placement is reloaded once and written again
-            touched = [a for a in (self._live(aid) for aid in ids) if a is not None
-                       and a.update_priority(kind, new, by=by, at=at)]
-            try:
-                self.save(*with_, *touched)
-                return len(touched)
-            except Conflict:
-                if attempt == 2 or with_:
-                    raise
-                self.repository.forget()  # what this command loaded is stale now
-        return 0
-
-    def _live(self, allocation: UUID) -> Allocation | None:
-        aid = allocation if isinstance(allocation, UUID) else UUID(str(allocation))
-        if aid not in self.repository:
-            return None
-        found = self.repository.get(aid)
-        return found if isinstance(found, Allocation) and not found.ended else None
 
 
 def _request(workflow: Workflow, spec: Any) -> QueuedAllocation:

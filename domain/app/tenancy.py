@@ -1,18 +1,20 @@
-"""Tenancy commands: organizations, users, login with lockout, priorities; roles checked here, not in routes."""
+"""Tenancy handlers: organizations, users, groups and membership, login with lockout, priorities."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import datetime
 from typing import Protocol
 from uuid import UUID
 
-from domain.app.errors import Conflict, Forbidden, Invalid, LoginRefused, NotFound, invalid
+from domain.app import access
+from domain.app.allocations import Allocations
+from domain.app.errors import Conflict, Invalid, LoginRefused, NotFound, invalid
 from domain.app.ids import group_id, org_id, user_id
+from domain.app.unit_of_work import UnitOfWork, command
 from domain.fuzzfile import Problem
 from domain.tenancy import Group, Organization, Role, TenancyError, User
 from domain.tenancy.passwords import password_problems
-from domain.tenancy.permissions import Action, Outcome, Principal, Resource, can
+from domain.tenancy.permissions import Action, Principal, Resource
 
 
 class PasswordHasher(Protocol):
@@ -23,24 +25,22 @@ class PasswordHasher(Protocol):
     def verify(self, password: str, stored: str) -> bool: ...
 
 
-class TenancyCommands:
-    """`priorities_provider(owner) -> {organization_priority, group_priority, user_priority}` (optional): the
-    tenancy read model's answer, so a submission reads no aggregate; unset, the aggregates are loaded."""
+class TenancyHandlers:
+    def __init__(self, uow: UnitOfWork, allocations: Allocations, passwords: PasswordHasher) -> None:
+        self.uow, self.allocations, self.passwords = uow, allocations, passwords
 
-    passwords: PasswordHasher
-    priorities_provider: Callable[[dict[str, str]], dict[str, int]] | None = None
-
+    @command
     def create_organization(self, name: str, principal: Principal, at: datetime) -> UUID:
-        if not principal.is_cluster_admin:
-            raise Forbidden("creating an organization needs the cluster admin role")
+        access.organization_creator(principal)
         oid = org_id(name)
-        if oid in self.repository:
+        if oid in self.uow.repository:
             raise Conflict(f"organization {name!r} already exists")
         with _tenancy_errors():
             org = Organization.create(oid, name, [principal.user_id], by=principal.username, at=at)
-        self.save(org)
+        self.uow.save(org)
         return oid
 
+    @command
     def create_user(self, organization: UUID | None, username: str, email: str, password: str, role: str,
                     principal: Principal, at: datetime) -> UUID:
         self._may_manage_users(organization, principal)
@@ -48,86 +48,92 @@ class TenancyCommands:
             wanted = Role(role or "user")
         except ValueError as error:
             raise invalid("role", f"unknown role {role!r}; use one of {', '.join(r.value for r in Role)}") from error
-        if wanted is Role.CLUSTER_ADMIN and not principal.is_cluster_admin:
-            raise Forbidden("only a cluster admin may create a cluster admin")
+        access.role_grantor(principal, wanted)
         problems = password_problems(password, username, email)
         if problems:
             raise Invalid([Problem(path="password", message=p) for p in problems])
         uid = user_id(username)
-        if uid in self.repository:
+        if uid in self.uow.repository:
             raise Conflict(f"user {username!r} already exists")
         with _tenancy_errors():
             user = User.register(uid, organization, username, email, self.passwords.hash(password), wanted,
                                  by=principal.username, at=at)
         touched = [user]
         if wanted is Role.ORG_OWNER and organization is not None:
-            org = self.load(Organization, organization, "organization")
+            org = self.uow.load(Organization, organization, "organization")
             org.add_owner(uid, by=principal.username, at=at)
             touched.append(org)
-        self.save(*touched)
+        self.uow.save(*touched)
         return uid
 
+    @command
     def login(self, username: str, password: str, at: datetime) -> User:
         uid = user_id(username)
-        if uid not in self.repository:
+        if uid not in self.uow.repository:
             self.passwords.verify(password, _DUMMY_HASH)  # same work either way: timing reveals no usernames
             raise LoginRefused("unknown username or wrong password")
-        user = self.repository.get(uid)
+        user = self.uow.repository.get(uid)
         ok = self.passwords.verify(password, user.password_hash)
         outcome = user.login(ok, at)
-        self.save(user)
+        self.uow.save(user)
         if not outcome.accepted:
             raise LoginRefused(outcome.reason or "unknown username or wrong password")
         return user
 
+    @command
     def set_priority(self, kind: str, target: UUID, priority: int, principal: Principal, at: datetime) -> None:
         aggregate_class = {"organization": Organization, "group": Group, "user": User}.get(kind)
         if aggregate_class is None:
             raise invalid("kind", "must be organization, group or user")
-        aggregate = self.load(aggregate_class, target, kind)
+        aggregate = self.uow.load(aggregate_class, target, kind)
         organization = target if kind == "organization" else getattr(aggregate, "organization_id", None)
         resource = Resource(kind, organization, target if kind == "group" else None)
-        decide(principal, PRIORITY_ACTIONS[kind], resource, kind)
+        access.decide(principal, PRIORITY_ACTIONS[kind], resource, kind)
         with _tenancy_errors():
             aggregate.set_priority(priority, by=principal.username, by_role=principal.role, at=at)
         # The owner's live allocations follow, each with its own "Priority updated" event.
-        self.propagate_priority(kind, target, int(aggregate.priority), principal.username, at, first=[aggregate])
+        self.allocations.propagate_priority(kind, target, int(aggregate.priority), principal.username, at, first=[aggregate])
 
+    @command
     def create_group(self, organization: UUID, name: str, principal: Principal, at: datetime) -> UUID:
         self._may_manage_users(organization, principal)
         gid = group_id(organization, name)
-        if gid in self.repository:
+        if gid in self.uow.repository:
             raise Conflict(f"group {name!r} already exists in this organization")
         with _tenancy_errors():
             group = Group.create(gid, organization, name, [], by=principal.username, at=at)
-        self.save(group)
+        self.uow.save(group)
         return gid
 
+    @command
     def set_preempt_list(self, group: UUID, group_ids: list[UUID], principal: Principal, at: datetime) -> None:
-        found = self.load(Group, group, "group")
-        decide(principal, Action.SET_PREEMPT_LIST, Resource.group(found.organization_id, group), "group")
+        found = self.uow.load(Group, group, "group")
+        access.decide(principal, Action.SET_PREEMPT_LIST, Resource.group(found.organization_id, group), "group")
         for other in group_ids:
-            target = self.repository.get(other) if other in self.repository else None
+            target = self.uow.repository.get(other) if other in self.uow.repository else None
             if not isinstance(target, Group) or target.organization_id != found.organization_id:
                 raise invalid("groups", f"group {other} is not a group of this organization")
         with _tenancy_errors():
             found.set_preempt_list(list(group_ids), by=principal.username, by_role=principal.role, at=at)
-        self.save(found)
+        self.uow.save(found)
 
+    @command
     def add_member(self, group: UUID, user: UUID, role: str, principal: Principal, at: datetime) -> None:
         found, _ = self._membership(group, user, principal)
         if (role or "member") not in GROUP_ROLE_NAMES:
             raise invalid("role", f"a group role is member or group_owner, got {role!r}")
         with _tenancy_errors():
             found.add_member(user, Role(role or "member"), by=principal.username, at=at)
-        self.save(found)
+        self.uow.save(found)
 
+    @command
     def remove_member(self, group: UUID, user: UUID, principal: Principal, at: datetime) -> None:
         found, _ = self._membership(group, user, principal)
         with _tenancy_errors():
             found.remove_member(user, by=principal.username, at=at)
-        self.save(found)
+        self.uow.save(found)
 
+    @command
     def set_explainer(self, group: UUID, user: UUID, granted: bool, principal: Principal, at: datetime) -> None:
         """Grant or revoke `explain_allocation` on a group: its holder may ask why any of the group's work waits.
 
@@ -138,15 +144,15 @@ class TenancyCommands:
                 found.grant_explain_allocation(user, by=principal.username, at=at)
             else:
                 found.revoke_explain_allocation(user, by=principal.username, at=at)
-        self.save(found)
+        self.uow.save(found)
 
     def _membership(self, group: UUID, user: UUID, principal: Principal,
                     action: Action = Action.MANAGE_GROUP_MEMBERS) -> tuple[Group, User]:
         """A group on which the caller may take `action` (managing members: group owners too) and a user of the
         same organization."""
-        found = self.load(Group, group, "group")
-        decide(principal, action, Resource.group(found.organization_id, group), "group")
-        member = self.load(User, user, "user")
+        found = self.uow.load(Group, group, "group")
+        access.decide(principal, action, Resource.group(found.organization_id, group), "group")
+        member = self.uow.load(User, user, "user")
         if member.organization_id != found.organization_id:
             raise NotFound("user")
         return found, member
@@ -154,39 +160,17 @@ class TenancyCommands:
     def _may_manage_users(self, organization: UUID | None, principal: Principal) -> None:
         """Cluster admins and the organization's owners; its other members are refused (403), others 404."""
         if principal.is_cluster_admin:
-            if organization is not None and organization not in self.repository:
+            if organization is not None and organization not in self.uow.repository:
                 raise NotFound("organization")
             return
         if organization is None:
             raise NotFound("organization")
-        decide(principal, Action.MANAGE_USERS, Resource.organization(organization), "organization")
-
-    def owner_priorities(self, owner: dict[str, str]) -> dict[str, int]:
-        """Organization, group and user priorities of a workflow's owner, for its allocations.
-
-        A change racing this read is caught by `propagate_priority`, which moves live allocations."""
-        if self.priorities_provider is not None:
-            return self.priorities_provider(owner)
-        found = {}
-        for key, kind in (("organization_id", "organization"), ("group_id", "group"), ("user_id", "user")):
-            value = owner.get(key)
-            aggregate = self.repository.get(UUID(value)) if value and UUID(value) in self.repository else None
-            found[f"{kind}_priority"] = int(getattr(aggregate, "priority", 0) or 0)
-        return found
+        access.decide(principal, Action.MANAGE_USERS, Resource.organization(organization), "organization")
 
 
 GROUP_ROLE_NAMES = (Role.MEMBER.value, Role.GROUP_OWNER.value)
 PRIORITY_ACTIONS = {"organization": Action.SET_ORG_PRIORITY, "group": Action.SET_GROUP_PRIORITY,
                     "user": Action.SET_USER_PRIORITY}
-
-
-def decide(principal: Principal, action: Action, resource: Resource, what: str) -> None:
-    """The permission model's answer as the API's: not visible is NotFound (404), forbidden is 403."""
-    decision = can(principal, action, resource)
-    if decision.outcome is Outcome.NOT_VISIBLE:
-        raise NotFound(what)
-    if not decision.allowed:
-        raise Forbidden(decision.reason)
 
 
 class _tenancy_errors:

@@ -20,8 +20,12 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 from uuid import UUID
 
-from domain.app.errors import Busy, WriteRace
+from eventsourcing.application import AggregateNotFoundError, Application
+from eventsourcing.persistence import IntegrityError, RecordConflictError
 
+from domain.app.errors import Busy, NotFound, WriteRace
+
+A = TypeVar("A")
 F = TypeVar("F", bound=Callable[..., Any])
 ATTEMPTS = 12  # each attempt reloads what it reads; contention that outlasts this answers Busy (503, retry later)
 
@@ -78,12 +82,52 @@ class ScopedRepository:
         return getattr(self._inner, name)
 
 
+class UnitOfWork(Application[UUID]):
+    """What every handler shares: the scoped repository, `load` by kind, and `save` of one command's changes.
+
+    Storage comes from configuration (PERSISTENCE_MODULE), through eventsourcing's abstract recorder."""
+
+    def __init__(self, env: dict[str, str] | None = None) -> None:
+        # Aggregates are cached and caught up with only their new events (the library's fast-forward): a node or a
+        # task array that has seen thousands of events is not replayed from its first on every command.
+        super().__init__(env={"AGGREGATE_CACHE_MAXSIZE": "5000", **(env or {})})
+        self.last_position = 0
+        self._position_lock = threading.Lock()
+
+    def construct_repository(self) -> ScopedRepository:  # type: ignore[override]
+        """The library's repository, seen through the running command's identity map (one load per command)."""
+        return ScopedRepository(super().construct_repository())
+
+    def load(self, kind: type[A], aggregate_id: UUID, what: str) -> A:
+        try:
+            found = self.repository.get(aggregate_id)
+        except AggregateNotFoundError as error:
+            raise NotFound(what) from error
+        if not isinstance(found, kind):
+            raise NotFound(what)
+        return found
+
+    def save(self, *objs: Any, **kwargs: Any):
+        """Every change of one command in one atomic commit; a stale writer gets WriteRace (the command decides
+        again), never a 500. An aggregate named twice is saved once."""
+        unique = list({id(obj): obj for obj in objs if obj is not None}.values())
+        try:
+            recordings = super().save(*unique, **kwargs)
+        except (IntegrityError, RecordConflictError) as error:
+            raise WriteRace(f"someone changed this at the same time ({error})") from error
+        if recordings:
+            with self._position_lock:
+                self.last_position = max(self.last_position, recordings[-1].notification.id)
+        return recordings
+
+
 def command(method: F) -> F:
-    """Run an application command in a unit of work, again from the start after a lost write race."""
+    """A handler's command (its handler holds the unit of work as `uow`), run in a unit of work, again from the
+    start after a lost write race."""
 
     @functools.wraps(method)
     def run(self: Any, *args: Any, **kwargs: Any) -> Any:
-        repository: ScopedRepository = self.repository
+        repository: ScopedRepository = self.uow.repository
         if not repository.enter():
             return method(self, *args, **kwargs)
         try:

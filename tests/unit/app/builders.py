@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from uuid import uuid4
 
-from domain.app import Roving
+from domain.app import ReadModels, Roving
 from domain.tenancy import Role
 from domain.tenancy.permissions import Principal
 
-T0 = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
 
 class PlainHasher:
@@ -22,10 +22,11 @@ class PlainHasher:
         return stored == "plain$" + password
 
 
-def app() -> Roving:
+def app(read_models: ReadModels | None = None) -> Roving:
+    """Without read models the application knows no nodes, no owners' allocations and reads priorities itself."""
     env = {"PERSISTENCE_MODULE": "eventsourcing.popo", "ROVING_CLUSTER": "test",
            "TRANSCODER_TOPIC": "adapters.transcoder:MsgspecTranscoder"}  # the production transcoder
-    return Roving(env=env, passwords=PlainHasher())
+    return Roving(env=env, passwords=PlainHasher(), read_models=read_models)
 
 
 ADMIN = Principal(user_id=uuid4(), username="root", role=Role.CLUSTER_ADMIN, organization_id=None,

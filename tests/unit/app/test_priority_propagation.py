@@ -7,6 +7,7 @@ from uuid import uuid4
 import msgspec
 
 from domain.allocation import priority_updated_text
+from domain.app import ReadModelFunctions
 from domain.app.ids import allocation_id
 from projections.views import Views
 from tests.unit.api.harness import SyncTailer
@@ -20,13 +21,24 @@ jobs:
 """
 
 
-def organization_with_work(roving, views, tailer):
+def followed():
+    """An application whose read models are views it keeps caught up, and those views and their feeder."""
+    views = Views()
+
+    def allocations_of_owner(kind, owner):
+        tailer.wait_for(roving.last_position)
+        return views.queue.live_allocations_of(kind, owner)
+
+    roving = app(ReadModelFunctions(allocations_of_owner=allocations_of_owner))
+    tailer = SyncTailer(roving, views)
+    return roving, views, tailer
+
+
+def organization_with_work(roving):
     org = roving.create_organization("acme", ADMIN, T0)
     roving.set_priority("organization", org, 5, ADMIN, T0)
     wid = uuid4()
     roving.submit_workflow(wid, "two", TWO_JOBS, 0, None, user(org), later(1))
-    roving.allocations_of_owner = lambda kind, owner: (tailer.wait_for(roving.last_position),
-                                                       views.queue.live_allocations_of(kind, owner))[1]
     return org, wid
 
 
@@ -35,9 +47,8 @@ def events_of(roving, aid):
 
 
 def test_an_organization_priority_change_updates_every_queued_and_running_allocation_with_an_event():
-    roving, views = app(), Views()
-    tailer = SyncTailer(roving, views)
-    org, wid = organization_with_work(roving, views, tailer)
+    roving = followed()[0]
+    org, wid = organization_with_work(roving)
     node, _ = roving.register_node("n1", 4, 8 << 30, {}, {}, "pool", "127.0.0.1", 9100, T0)
     roving.place(allocation_id(wid, "a", 1), [node], "scheduler", later(2))
     roving.set_priority("organization", org, 10, ADMIN, later(3))
@@ -50,9 +61,8 @@ def test_an_organization_priority_change_updates_every_queued_and_running_alloca
 
 
 def test_finished_work_keeps_the_priority_it_ran_with():
-    roving, views = app(), Views()
-    tailer = SyncTailer(roving, views)
-    org, wid = organization_with_work(roving, views, tailer)
+    roving = followed()[0]
+    org, wid = organization_with_work(roving)
     node, _ = roving.register_node("n1", 4, 8 << 30, {}, {}, "pool", "127.0.0.1", 9100, T0)
     first = allocation_id(wid, "a", 1)
     roving.report(node, first, roving.place(first, [node], "scheduler", later(2)), "exited", 0, "", later(3))
@@ -62,16 +72,15 @@ def test_finished_work_keeps_the_priority_it_ran_with():
 
 
 def test_the_queue_view_ranks_by_the_updated_inputs_after_replay():
-    roving, views = app(), Views()
-    tailer = SyncTailer(roving, views)
-    org, wid = organization_with_work(roving, views, tailer)
+    roving, views, tailer = followed()
+    org, wid = organization_with_work(roving)
     roving.set_priority("organization", org, 10, ADMIN, later(3))
     tailer.wait_for(roving.last_position)
     mirrored = views.queue.allocation(allocation_id(wid, "a", 1))
     assert mirrored.priority["organization"] == 10
 
 
-def test_without_a_provider_only_the_organization_records_the_change():
+def test_without_read_models_only_the_organization_records_the_change():
     roving = app()
     org = roving.create_organization("acme", ADMIN, T0)
     wid = uuid4()
@@ -82,15 +91,12 @@ def test_without_a_provider_only_the_organization_records_the_change():
 
 
 def test_a_user_priority_change_reaches_only_that_users_work():
-    roving, views = app(), Views()
-    tailer = SyncTailer(roving, views)
+    roving, views, tailer = followed()
     org = roving.create_organization("acme", ADMIN, T0)
     alice, bob = user(org, "alice"), user(org, "bob")
     mine, theirs = uuid4(), uuid4()
     roving.submit_workflow(mine, "mine", TWO_JOBS, 0, None, alice, later(1))
     roving.submit_workflow(theirs, "theirs", TWO_JOBS, 0, None, bob, later(1))
-    roving.allocations_of_owner = lambda kind, owner: (tailer.wait_for(roving.last_position),
-                                                       views.queue.live_allocations_of(kind, owner))[1]
     tailer.wait_for(roving.last_position)
     assert views.queue.live_allocations_of("user", uuid4()) == []
     ids = views.queue.live_allocations_of("user", alice.user_id)
@@ -98,14 +104,14 @@ def test_a_user_priority_change_reaches_only_that_users_work():
 
 
 def test_a_submission_takes_its_owners_priorities_from_the_tenancy_view():
-    roving, views = app(), Views()
+    views = Views()
+    roving = app(ReadModelFunctions(priorities=views.tenancy.owner_priorities))
     tailer = SyncTailer(roving, views)
     org = roving.create_organization("acme", ADMIN, T0)
     gpu = roving.create_group(org, "gpu", ADMIN, T0)
     roving.set_priority("organization", org, 7, ADMIN, T0)
     roving.set_priority("group", gpu, 3, ADMIN, T0)
     tailer.wait_for(roving.last_position)
-    roving.priorities_provider = views.tenancy.owner_priorities
     wid = uuid4()
     roving.submit_workflow(wid, "two", TWO_JOBS, 0, None, msgspec.structs.replace(user(org), group_ids=frozenset({gpu})),
                            later(1))

@@ -6,7 +6,7 @@ from uuid import uuid4
 
 import pytest
 
-from domain.app import Invalid
+from domain.app import Invalid, ReadModelFunctions
 from domain.app.ids import allocation_id
 from domain.scheduler.snapshot import Definition, NodeShape
 from tests.unit.app.builders import T0, app, user
@@ -56,15 +56,14 @@ def test_with_no_nodes_registered_at_all_the_work_is_accepted_and_waits_for_node
     assert allocation_id(wid, "train", 1) in roving.repository
 
 
-def test_the_definitions_provider_set_by_the_composition_root_is_asked_when_none_are_passed():
-    roving = app()
-    roving.definitions_provider = lambda: POOLS
+def test_the_read_models_given_by_the_composition_root_are_asked_when_no_definitions_are_passed():
+    roving = app(ReadModelFunctions(definitions=lambda: POOLS))
     with pytest.raises(Invalid) as refused:
         roving.submit_workflow(uuid4(), "train", BIG_JOB, 0, None, user(), T0)
     assert refused.value.problems[0].path == "jobs.train.resource"
 
 
-def test_without_a_provider_or_definitions_nothing_is_checked():
+def test_without_read_models_or_definitions_nothing_is_checked():
     roving, wid = app(), uuid4()
     roving.submit_workflow(wid, "train", BIG_JOB, 0, None, user(), T0)
     assert allocation_id(wid, "train", 1) in roving.repository
@@ -80,14 +79,14 @@ def test_a_missing_annotation_names_the_definition_that_lacks_it():
 
 def test_the_definitions_the_registered_nodes_form_refuse_an_oversized_job():
     from projections.snapshot import node_definitions
-    from tests.unit.api.harness import SyncTailer
     from projections.views import Views
+    from tests.unit.api.harness import SyncTailer
 
-    roving, views = app(), Views()
+    views = Views()
+    roving = app(ReadModelFunctions(definitions=lambda: node_definitions(views.nodes)))
     tailer = SyncTailer(roving, views)
     roving.register_node("n1", 4, 8 * GiB, {}, {}, "pool-a", "127.0.0.1", 9100, T0)
     tailer.wait_for(roving.last_position)
-    roving.definitions_provider = lambda: node_definitions(views.nodes)
     with pytest.raises(Invalid) as refused:
         roving.submit_workflow(uuid4(), "train", BIG_JOB, 0, None, user(), T0)
     assert "pool-a: cpu 64 > 4 per node" in refused.value.problems[0].message

@@ -1,0 +1,142 @@
+"""What several commands do to allocations: request them for ready stages, release, lose, stop, reprioritize.
+
+Not commands of their own: each runs inside its caller's unit of work and returns what it touched, for the
+caller to save in the same commit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+import msgspec
+
+from domain.allocation import Allocation
+from domain.app.config import ConfigHandlers
+from domain.app.errors import Conflict
+from domain.app.ids import allocation_id
+from domain.app.read_models import ReadModels
+from domain.app.unit_of_work import UnitOfWork
+from domain.fuzzfile.semantics import StageStatus
+from domain.node import Node
+from domain.workflow import Workflow
+
+LIVE = (StageStatus.READY, StageStatus.STARTED, StageStatus.RUNNING)
+SAVE_CHUNK = 256  # allocations per atomic save: JetStream caps an atomic batch at 1,000 messages
+
+
+class Allocations:
+    def __init__(self, uow: UnitOfWork, config: ConfigHandlers, read_models: ReadModels) -> None:
+        self.uow, self.config, self.read_models = uow, config, read_models
+
+    def request_ready(self, workflow: Workflow, by: str, at: datetime, fresh: bool = False) -> list[Allocation]:
+        """An allocation for every ready stage attempt that has none yet (ids are deterministic).
+
+        A workflow being submitted (`fresh`) has no allocations yet, so nothing is looked up."""
+        priorities = self.owner_priorities(workflow.owner)
+        created = []
+        for ready in workflow.ready_stages():
+            aid = allocation_id(workflow.id, ready.stage.name, ready.attempt)
+            if not fresh and aid in self.uow.repository:
+                continue
+            alloc = Allocation.request(
+                aid, workflow.id, ready.stage.name, ready.attempt, msgspec.to_builtins(ready.stage.resources),
+                workflow_priority=workflow.priority, preemptible=ready.preemptible,
+                execute_timeout_seconds=ready.stage.execute_timeout_seconds, by=by, at=at, **priorities)
+            alloc.mark_ready(by=by, at=at)
+            created.append(alloc)
+        return created
+
+    def live_of(self, workflow: Workflow) -> list[Allocation]:
+        found = []
+        for view in workflow.stage_views():
+            if view.status in LIVE:
+                alloc = self._live(allocation_id(workflow.id, view.name, view.attempt))
+                if alloc is not None:
+                    found.append(alloc)
+        return found
+
+    def release(self, alloc: Allocation, by: str, at: datetime) -> list[Node]:
+        """The nodes that gave the allocation's resources back."""
+        nodes = []
+        for nid in alloc.nodes:
+            node = self.uow.repository.get(UUID(nid))
+            if node.release_allocation(str(alloc.id), by=by, at=at):
+                nodes.append(node)
+        return nodes
+
+    def lose(self, lost: list[str], reason: str, by: str, at: datetime) -> list:
+        """Allocations whose node went away: evicted, their resources released, their stages retried or failed
+        by policy. Each workflow decides its next attempts once, after all of its losses."""
+        touched: list = []
+        workflows: dict[UUID, Workflow] = {}
+        for aid in lost:
+            alloc = self.uow.load(Allocation, UUID(aid), "allocation")
+            if alloc.ended:
+                continue
+            workflow = workflows.setdefault(alloc.workflow_id, self.uow.load(Workflow, alloc.workflow_id, "workflow"))
+            alloc.evict(reason, by=by, at=at)
+            if workflow.stage(alloc.stage).status in (StageStatus.STARTED, StageStatus.RUNNING):
+                workflow.stage_lost_node(alloc.stage, alloc.attempt, at=at,
+                                         max_eviction_restarts=self.config.max_eviction_restarts(), by=by)
+            touched += [alloc, *self.release(alloc, by, at)]
+        for workflow in workflows.values():
+            touched += [workflow, *self.request_ready(workflow, by, at)]
+        return touched
+
+    def stop_idle_services(self, workflow: Workflow, at: datetime) -> list[Any]:
+        touched: list[Any] = []
+        for stage in workflow.services_to_stop():
+            view = workflow.stage(stage)
+            alloc = self._live(allocation_id(workflow.id, stage, view.attempt))
+            if alloc is not None:
+                alloc.cancel("no remaining dependents", by="scheduler", at=at)
+                touched += [alloc, *self.release(alloc, "scheduler", at)]
+            workflow.stage_stopped(stage, view.attempt, at=at, by="scheduler")
+        return touched
+
+    def owner_priorities(self, owner: dict[str, str]) -> dict[str, int]:
+        """Organization, group and user priorities of a workflow's owner, for its allocations.
+
+        A change racing this read is caught by `propagate_priority`, which moves live allocations."""
+        known = self.read_models.owner_priorities(owner)
+        if known is not None:
+            return known
+        found = {}
+        for key, kind in (("organization_id", "organization"), ("group_id", "group"), ("user_id", "user")):
+            value = owner.get(key)
+            aggregate = self.uow.repository.get(UUID(value)) if value and UUID(value) in self.uow.repository else None
+            found[f"{kind}_priority"] = int(getattr(aggregate, "priority", 0) or 0)
+        return found
+
+    def propagate_priority(self, kind: str, owner: UUID, new: int, by: str, at: datetime,
+                           first: Sequence[Any] = ()) -> int:
+        """Move every live allocation of the owner to its new priority; `first` is saved with the first chunk."""
+        ids = list(self.read_models.live_allocations_of(kind, owner))
+        updated, pending = 0, list(first)
+        for start in range(0, max(len(ids), 1), SAVE_CHUNK):
+            updated += self._update_chunk(kind, ids[start:start + SAVE_CHUNK], new, by, at, pending)
+            pending = []
+        return updated
+
+    def _update_chunk(self, kind: str, ids: list[UUID], new: int, by: str, at: datetime, with_: list) -> int:
+        for attempt in (1, 2):  # a chunk that raced a placement is reloaded once and written again
+            touched = [a for a in (self._live(aid) for aid in ids) if a is not None
+                       and a.update_priority(kind, new, by=by, at=at)]
+            try:
+                self.uow.save(*with_, *touched)
+                return len(touched)
+            except Conflict:
+                if attempt == 2 or with_:
+                    raise
+                self.uow.repository.forget()  # what this command loaded is stale now
+        return 0
+
+    def _live(self, allocation: UUID) -> Allocation | None:
+        aid = allocation if isinstance(allocation, UUID) else UUID(str(allocation))
+        if aid not in self.uow.repository:
+            return None
+        found = self.uow.repository.get(aid)
+        return found if isinstance(found, Allocation) and not found.ended else None

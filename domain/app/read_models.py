@@ -1,0 +1,60 @@
+"""ReadModels: what the application asks the views at decision time, and the default that knows nothing.
+
+The application keeps no index of nodes, owners' allocations or tenants' priorities; the composition root
+hands it the views' answers through this one interface:
+
+- `node_definitions()`: the pools registered nodes form, for the submission check; none at all, submissions
+  are accepted and wait for nodes.
+- `owner_priorities(owner)`: organization, group and user priorities of a workflow's owner, so a submission
+  reads no tenancy aggregate; None, the application loads the aggregates.
+- `live_allocations_of(kind, owner_id)`: the queued and running allocations of an organization, group or
+  user; none, a priority change records only the tenancy event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+from uuid import UUID
+
+from domain.scheduler.snapshot import Definition
+
+
+class ReadModels(Protocol):
+    def node_definitions(self) -> Sequence[Definition]: ...
+
+    def owner_priorities(self, owner: dict[str, str]) -> dict[str, int] | None: ...
+
+    def live_allocations_of(self, kind: str, owner: UUID) -> Iterable[UUID]: ...
+
+
+class NoReadModels:
+    """Nothing known: submissions accepted, priorities read from the aggregates, no propagation."""
+
+    def node_definitions(self) -> Sequence[Definition]:
+        return ()
+
+    def owner_priorities(self, owner: dict[str, str]) -> dict[str, int] | None:
+        return None
+
+    def live_allocations_of(self, kind: str, owner: UUID) -> Iterable[UUID]:
+        return ()
+
+
+@dataclass(frozen=True)
+class ReadModelFunctions:
+    """ReadModels from plain functions (a composition root's views, a test's lambdas); an absent one knows nothing."""
+
+    definitions: Callable[[], Sequence[Definition]] | None = None
+    priorities: Callable[[dict[str, str]], dict[str, int]] | None = None
+    allocations_of_owner: Callable[[str, UUID], Iterable[UUID]] | None = None
+
+    def node_definitions(self) -> Sequence[Definition]:
+        return self.definitions() if self.definitions is not None else ()
+
+    def owner_priorities(self, owner: dict[str, str]) -> dict[str, int] | None:
+        return self.priorities(owner) if self.priorities is not None else None
+
+    def live_allocations_of(self, kind: str, owner: UUID) -> Iterable[UUID]:
+        return self.allocations_of_owner(kind, owner) if self.allocations_of_owner is not None else ()
