@@ -12,8 +12,7 @@ from starlette.routing import Route
 
 from api.errors import BadRequest
 from api.routes import common as c
-from domain.app.errors import Forbidden
-from domain.tenancy import Source
+from domain.app import access
 
 
 class Register(msgspec.Struct):
@@ -45,9 +44,7 @@ class Report(msgspec.Struct):
 
 def agent_only(request: Request) -> None:
     """Only agents (and cluster admins, for repair) speak this protocol."""
-    who = c.principal(request)
-    if who.source is not Source.AGENT and not who.is_cluster_admin:
-        raise Forbidden("the agent protocol needs an agent token")
+    access.agent(c.principal(request))
 
 
 async def register(request: Request) -> Response:

@@ -23,8 +23,7 @@ from starlette.routing import Route
 from adapters.sql_guard import RefusedQuery
 from api.errors import BadRequest, problem
 from api.routes import common as c
-from domain.app.errors import Forbidden
-from domain.tenancy import Role
+from domain.app import access
 from domain.tenancy.permissions import Principal
 from projections.audit import AccessDenied, AuditFilters, QueryFailed, Scope
 
@@ -43,11 +42,8 @@ class Query(msgspec.Struct, forbid_unknown_fields=True):
 
 def scope_of(who: Principal) -> Scope:
     """What the caller may read: everything, one organization, or nothing (403)."""
-    if who.is_cluster_admin:
-        return Scope(cluster_admin=True)
-    if who.role is Role.ORG_OWNER and who.organization_id is not None:
-        return Scope(organization=str(who.organization_id))
-    raise Forbidden("reading the audit log needs a cluster admin or an organization owner")
+    reach = access.audit_reach(who)
+    return Scope(cluster_admin=True) if reach.everything else Scope(organization=reach.organization)
 
 
 def audit_log(request: Request) -> Any:

@@ -18,7 +18,7 @@ from starlette.responses import Response
 from api.errors import BadRequest
 from domain.app.errors import NotFound
 from domain.fuzzfile.decode import wide_numbers
-from domain.tenancy.permissions import Action, Principal, Resource, authorize, can
+from domain.tenancy.permissions import Principal
 
 T = TypeVar("T")
 SETTLE_SECONDS = 5.0
@@ -110,36 +110,6 @@ def query_bool(request: Request, name: str) -> bool:
     if raw not in ("true", "false", "1", "0", "yes", "no"):
         raise BadRequest(name, f"expected true or false, got {raw!r}")
     return raw in ("true", "1", "yes")
-
-
-def as_uuid(value: Any) -> UUID | None:
-    if value is None or isinstance(value, UUID):
-        return value
-    try:
-        return UUID(str(value))
-    except ValueError:
-        return None
-
-
-def owner_field(owner: Any, key: str) -> Any:
-    """A workflow owner's id whether the view gives a dict or a Struct."""
-    if isinstance(owner, dict):
-        return owner.get(f"{key}_id") or owner.get(key)
-    return getattr(owner, f"{key}_id", None)
-
-
-def work_resource(owner: Any, kind: str = "workflow") -> Resource:
-    org, group, user = (as_uuid(owner_field(owner, k)) for k in ("organization", "group", "user"))
-    return Resource(kind, org, group, user)
-
-
-def allow(who: Principal, action: Action, resource: Resource) -> None:
-    """Raise Denied (404 when not visible, 403 when forbidden) unless `can` allows it."""
-    authorize(who, action, resource)
-
-
-def can_view(who: Principal, resource: Resource) -> bool:
-    return can(who, Action.VIEW_WORKFLOW, resource).allowed
 
 
 def settings(request: Request) -> Any:

@@ -10,9 +10,9 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from api.routes import common as c
+from domain.app import access
 from domain.app.errors import NotFound
 from domain.endpoint import Endpoint
-from domain.tenancy.permissions import Principal
 
 
 class CreateEndpoint(msgspec.Struct, forbid_unknown_fields=True):
@@ -20,20 +20,6 @@ class CreateEndpoint(msgspec.Struct, forbid_unknown_fields=True):
     scope: str = "user"
     owner_kind: str = "user"
     owner_id: str = ""
-
-
-def sees(who: Principal, endpoint: Endpoint) -> bool:
-    """Scope rules, with cluster admins seeing every endpoint: who may call it through the proxy."""
-    return who.is_cluster_admin or endpoint.visible_to(
-        str(who.user_id) if who.user_id else None, {str(g) for g in who.group_ids},
-        {str(who.organization_id)} if who.organization_id else set())
-
-
-def lists(who: Principal, endpoint: Endpoint) -> bool:
-    """Who may read an endpoint's record (owner, binding): its own organization only, even when it is
-    public; a public endpoint of another organization is reachable through the proxy, never listed."""
-    same_tenant = who.is_cluster_admin or endpoint.organization_id == str(who.organization_id or "")
-    return same_tenant and sees(who, endpoint)
 
 
 def answer(e: Endpoint, base_url: str = "") -> dict[str, Any]:
@@ -55,8 +41,9 @@ def base_url(request: Request) -> str:
 
 async def visible(request: Request) -> Endpoint:
     found = await c.call(c.services(request).views.endpoints.find, request.path_params["id"])
-    if found is None or found.deleted or not lists(c.principal(request), found):
+    if found is None or found.deleted:
         raise NotFound("endpoint")
+    access.check_visible(c.principal(request), found, "endpoint")
     return found
 
 
@@ -71,7 +58,7 @@ async def create(request: Request) -> Response:
 
 async def list_endpoints(request: Request) -> Response:
     who = c.principal(request)
-    rows = await c.call(c.services(request).views.endpoints.list, lambda e: lists(who, e))
+    rows = await c.call(c.services(request).views.endpoints.list, lambda e: access.visible(who, e))
     return c.json({"endpoints": [answer(e, base_url(request)) for e in rows]})
 
 

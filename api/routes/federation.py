@@ -30,7 +30,7 @@ from adapters.federation import Federation, FederationError
 from adapters.jetstream.subjects import check_cluster_name
 from api.errors import BadRequest, problem
 from api.routes import common as c
-from domain.app.errors import Forbidden
+from domain.app import access
 from projections.federated import FederatedView, UnknownWorkflow, parse_clusters
 
 TIMEOUT = 2.0  # seconds for each hub answer
@@ -72,8 +72,7 @@ async def _load(hub: str, timeout: float) -> FederatedView:
 # -- request helpers -----------------------------------------------------------------------------------
 def hub_of(request: Request) -> str:
     """The hub URL, once the caller is known to be a cluster admin (403 otherwise; 503 when not configured)."""
-    if not c.principal(request).is_cluster_admin:
-        raise Forbidden("the federation API needs a cluster admin")
+    access.federation_reader(c.principal(request))
     hub = getattr(c.settings(request), "federation_hub", None)
     if not hub:
         raise HTTPException(503, NOT_CONFIGURED)

@@ -19,7 +19,7 @@ from adapters.upstream import Failed, Unreachable, Upstream
 from api.auth import claims_for, principal_of
 from api.errors import Unauthorized, problem
 from api.routes import common as c
-from api.routes.endpoints import sees
+from domain.app import access
 from domain.endpoint import Endpoint, Scope
 
 log = structlog.get_logger("roving.proxy")
@@ -108,7 +108,7 @@ async def proxy(request: Request) -> Response:
     if endpoint.scope is not Scope.PUBLIC:
         if who is None:
             return problem(401, "this endpoint needs a Roving token in FB-Authorization: Bearer <token>")
-        if not sees(who, endpoint):
+        if not access.reaches(who, endpoint):
             return problem(404, "endpoint not found")
     if endpoint.serving_target() is None:
         return problem(503, endpoint.not_serving_reason())

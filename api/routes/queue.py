@@ -8,7 +8,7 @@ from starlette.routing import Route
 
 from api.errors import BadRequest
 from api.routes import common as c
-from domain.tenancy.permissions import Action, Resource, can
+from domain.app import access
 
 STATES = ("PENDING", "READY", "RUNNING", "FINISHED", "FAILED", "CANCELED", "PREEMPTED", "EVICTED")
 DEFAULT_LIMIT, MAX_LIMIT = 500, 10_000
@@ -43,7 +43,7 @@ def state(request: Request) -> str | None:
 async def queue(request: Request) -> Response:
     """Non-admins always get `mine=true`: the server decides, whatever the client asked."""
     who, views = c.principal(request), c.services(request).views
-    cluster_wide = can(who, Action.VIEW_CLUSTER_QUEUE, Resource.cluster()).allowed
+    cluster_wide = access.sees_cluster_queue(who)
     mine = c.query_bool(request, "mine") or not cluster_wide
     user_id = str(who.user_id) if mine and who.user_id else None
     if mine and who.user_id is None:

@@ -14,6 +14,7 @@ from starlette.routing import Route
 
 from adapters.auth.tokens import Identity, issue
 from api.routes import common as c
+from domain.app import access
 from domain.app.errors import NotFound
 from domain.scheduler.priority import PRIORITY_LIMIT
 
@@ -58,9 +59,8 @@ def method(request: Request, name: str) -> Any:
 
 def own_org(request: Request) -> UUID:
     """The organization in the path, if the caller may see it: its members and cluster admins; else 404."""
-    org, who = c.uuid_param(request, "id", "organization"), c.principal(request)
-    if not who.is_cluster_admin and who.organization_id != org:
-        raise NotFound("organization")
+    org = c.uuid_param(request, "id", "organization")
+    access.check_visible(c.principal(request), access.Resource.organization(org), "organization")
     return org
 
 
@@ -74,7 +74,7 @@ async def create_organization(request: Request) -> Response:
 async def list_organizations(request: Request) -> Response:
     who, tenancy = c.principal(request), c.services(request).views.tenancy
     rows = await c.call(tenancy.organizations)
-    return c.json({"organizations": [r for r in rows if who.is_cluster_admin or r.id == who.organization_id]})
+    return c.json({"organizations": [r for r in rows if access.visible(who, access.Resource.organization(r.id))]})
 
 
 async def show_organization(request: Request) -> Response:
@@ -110,9 +110,9 @@ async def list_groups(request: Request) -> Response:
 
 async def show_group(request: Request) -> Response:
     row = await c.call(c.services(request).views.tenancy.group, c.uuid_param(request, "id", "group"))
-    who = c.principal(request)
-    if row is None or not (who.is_cluster_admin or row.organization_id == who.organization_id):
+    if row is None:
         raise NotFound("group")
+    access.check_visible(c.principal(request), access.Resource.group(row.organization_id, row.id), "group")
     return c.json(row)
 
 

@@ -14,8 +14,8 @@ from starlette.routing import Route
 
 from api.errors import BadRequest
 from api.routes import common as c
+from domain.app import access
 from domain.app.errors import NotFound
-from domain.tenancy.permissions import Action
 
 ENDED = frozenset({"FINISHED", "FAILED", "CANCELED"})
 WAITING = frozenset({"PENDING", "WAITING", "READY"})
@@ -74,13 +74,13 @@ def submission_id(request: Request) -> UUID:
     return uuid5(IDEMPOTENCY_NAMESPACE, f"{who.user_id or who.username}\n{key}")
 
 
-async def visible_detail(request: Request, action: Action = Action.VIEW_WORKFLOW) -> Any:
+async def visible_detail(request: Request) -> Any:
     """The workflow detail if the caller may see it (404 otherwise, whatever the reason)."""
     workflow_id = c.uuid_param(request, "id", "workflow")
     detail = await c.call(c.services(request).views.workflows.get, workflow_id)
     if detail is None:
         raise NotFound("workflow")
-    c.allow(c.principal(request), action, c.work_resource(detail.owner, "workflow"))
+    access.view_work(c.principal(request), detail.owner)
     return detail
 
 
@@ -88,7 +88,7 @@ async def list_workflows(request: Request) -> Response:
     who, views = c.principal(request), c.services(request).views
 
     def visible(row: Any) -> bool:
-        return c.can_view(who, c.work_resource(row.owner, "workflow"))
+        return access.visible(who, access.work(row.owner, "workflow"))
 
     rows = await c.call(views.workflows.list, visible, request.query_params.get("status") or None,
                         request.query_params.get("order_by") or None)
@@ -109,10 +109,10 @@ async def describe(request: Request) -> Response:
 
 
 async def stop(request: Request) -> Response:
-    detail = await visible_detail(request, Action.STOP_WORKFLOW)
-    await c.call(c.services(request).roving.stop_workflow, detail.id, c.principal(request), c.now())
+    workflow_id = c.uuid_param(request, "id", "workflow")
+    await c.call(c.services(request).roving.stop_workflow, workflow_id, c.principal(request), c.now())
     await c.settle(request)
-    return c.json({"id": detail.id, "stopped": True})
+    return c.json({"id": workflow_id, "stopped": True})
 
 
 def event_answer(row: Any) -> dict[str, Any]:
@@ -168,7 +168,7 @@ def why_answer(stage: Any, why: Any) -> dict[str, Any]:
 
 async def why(request: Request) -> Response:
     detail = await visible_detail(request)
-    c.allow(c.principal(request), Action.EXPLAIN_ALLOCATION, c.work_resource(detail.owner, "allocation"))
+    access.explain_work(c.principal(request), detail.owner)
     everything, store = c.query_bool(request, "all"), c.services(request).views.why
     chosen = [s for s in detail.stages if everything or s.status in WAITING]
     answers = [why_answer(s, store.get(s.allocation_id) if s.allocation_id else None) for s in chosen]
@@ -177,7 +177,7 @@ async def why(request: Request) -> Response:
 
 async def explain(request: Request) -> Response:
     detail = await visible_detail(request)
-    c.allow(c.principal(request), Action.EXPLAIN_ALLOCATION, c.work_resource(detail.owner, "allocation"))
+    access.explain_work(c.principal(request), detail.owner)
     aid = c.uuid_param(request, "aid", "allocation")
     stage = next((s for s in detail.stages if s.allocation_id == aid), None)
     views = c.services(request).views
