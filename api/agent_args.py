@@ -14,12 +14,9 @@ import msgspec
 from adapters import sysinfo
 from adapters.executor import RunSpec
 from adapters.probes import snake_keys
+from api.usage import UsageError, UsageParser
 from domain.durations import DurationError, parse_duration
 from domain.quantities import QuantityError, parse_memory
-
-
-class UsageError(Exception):
-    """A bad command line; the message names the option and the reason."""
 
 
 @dataclass
@@ -83,13 +80,8 @@ def _cpus(text: str) -> int:
     return int(text)
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):
-        raise UsageError(message)
-
-
-def _parser() -> _Parser:
-    p = _Parser(prog="roving agent", description="Run a Roving node agent.")
+def _parser() -> UsageParser:
+    p = UsageParser(prog="roving agent", description="Run a Roving node agent.")
     p.add_argument("--node", default=socket.gethostname())
     p.add_argument("--api", required=True)
     p.add_argument("--token-file", type=Path)

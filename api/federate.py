@@ -17,22 +17,14 @@ import sys
 import nats.js.errors
 
 from adapters.federation import Federation, FederationError, FederationStatus, Member
+from api.usage import UsageError, UsageParser
 
 HUB_ENV = "ROVING_FEDERATION_HUB"
 COLUMNS = ("CLUSTER", "DOMAIN", "STATE", "LAG", "LAST SEEN", "MEMBER LAST", "DETAIL")
 
 
-class UsageError(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line and exit code 2, never argparse's usage dump
-        raise UsageError(message)
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="roving federate", description="Source every member cluster's stream into one hub stream.")
+    parser = UsageParser(prog="roving federate", description="Source every member cluster's stream into one hub stream.")
     parser.add_argument("action", nargs="?", choices=("create", "status"), default="create",
                         help="create (default): create or extend the federated stream; status: show members")
     parser.add_argument("--hub", default=os.environ.get(HUB_ENV),
