@@ -4,101 +4,32 @@ from __future__ import annotations
 
 import os
 import re
-import resource
 import signal
 import subprocess
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-
-import msgspec
 
 from adapters.cgroups import Cgroup, Hierarchy, Limits, size_text
-from adapters.probes import ProbeSpec
+from adapters.runspec import (  # noqa: F401 - RunSpec, SpecError and unreachable are the executor's vocabulary too
+    JobUser,
+    RunSpec,
+    SpecError,
+    exit_code_of,
+    format_seconds,
+    inside,
+    job_environment,
+    limit_memlock,
+    unreachable,
+)
 
 OnOutput = Callable[[str, bytes], None]
 OnExit = Callable[[int, str], None]
-PASSED_THROUGH = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "USER", "LOGNAME", "TMPDIR")
 UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_.\-\[\]]")
 CHUNK = 64 * 1024
 POLL = 0.05
 PIDS_PER_ALLOCATION = 4096  # a fork bomb stops here, not at the node's pid_max
-
-
-class RunSpec(msgspec.Struct, kw_only=True):
-    """What the control plane placed on this node: one stage attempt, as the assignments route sends it."""
-
-    allocation_id: str
-    epoch: int
-    workflow_id: str
-    stage: str
-    attempt: int = 1
-    kind: str = "job"  # job | service | task
-    job_name: str = ""
-    task_id: int | None = None
-    account_id: str = ""
-    user_id: str = ""
-    script: str | None = None
-    command: list[str] | str | None = None
-    args: list[str] | None = None
-    env: dict[str, str] | None = None
-    cwd: str | None = None
-    files: dict[str, str] | None = None
-    execute_timeout: float | None = None
-    memory: int | None = None
-    cpu_cores: float | None = None
-    image: str | None = None
-    readiness_probe: ProbeSpec | None = None
-    ports: list[Any] = []  # echoed back in the ready report as the API sent them
-
-
-class SpecError(ValueError):
-    """A RunSpec this node cannot run as given (no command, a path escaping the work directory)."""
-
-
-def format_seconds(seconds: float) -> str:
-    """30.0 -> '30s', 0.5 -> '0.5s': the shape used in exit reasons."""
-    return f"{seconds:g}s"
-
-
-def exit_code_of(returncode: int) -> int:
-    """Shell convention: a process killed by signal N exits 128+N."""
-    return 128 - returncode if returncode < 0 else returncode
-
-
-def inside(base: Path, relative: str, what: str) -> Path:
-    """`relative` resolved inside `base`; absolute paths are kept, `..` escapes are refused."""
-    path = Path(relative)
-    if path.is_absolute():
-        return path
-    resolved = (base / path).resolve()
-    if resolved != base and base not in resolved.parents:
-        raise SpecError(f"{what} {relative!r} leaves the stage's work directory")
-    return resolved
-
-
-def job_environment(spec: RunSpec) -> dict[str, str]:
-    """A small inherited base (never the agent's own secrets), the stage's env, then the FB_* variables."""
-    env = {key: os.environ[key] for key in PASSED_THROUGH if key in os.environ}
-    env.update(spec.env or {})
-    env["FB_WORKFLOW_ID"] = spec.workflow_id
-    env["FB_JOB_NAME"] = spec.job_name or spec.stage
-    env["FB_ACCOUNT_ID"] = spec.account_id
-    if spec.task_id is not None:
-        env["FB_TASK_ID"] = str(spec.task_id)
-    return env
-
-
-def limit_memlock(requested: int) -> None:
-    """RLIMIT_MEMLOCK = the memory request; without CAP_SYS_RESOURCE only the soft limit, capped by the hard one."""
-    try:
-        resource.setrlimit(resource.RLIMIT_MEMLOCK, (requested, requested))
-    except (ValueError, OSError):
-        _, hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
-        capped = requested if hard == resource.RLIM_INFINITY else min(requested, hard)
-        resource.setrlimit(resource.RLIMIT_MEMLOCK, (capped, hard))
 
 
 class Running:
@@ -191,14 +122,18 @@ def _pump(pipe, stream: str, on_output: OnOutput) -> None:
             on_output(stream, chunk)
 
 
-def child_setup(cgroup: Cgroup | None, memory: int | None):
+def child_setup(cgroup: Cgroup | None, memory: int | None, user: JobUser | None):
     """What the forked child does before exec, in this order: join the cgroup (every descendant is born in it),
-    then set the memlock limit."""
+    set the memlock limit (raising it needs root), then become the job's user for good."""
     def setup() -> None:
         if cgroup is not None:
             cgroup.join(os.getpid())
         if memory:
             limit_memlock(memory)
+        if user is not None:
+            os.setgroups([])
+            os.setgid(user.gid)
+            os.setuid(user.uid)
     return setup
 
 
@@ -207,9 +142,14 @@ class Executor:
     its own cgroup when `cgroups` is given."""
 
     def __init__(self, workdir_root: Path, kill_grace: float = 10.0, cgroups: Hierarchy | None = None,
-                 pids_limit: int = PIDS_PER_ALLOCATION):
+                 user: JobUser | None = None, pids_limit: int = PIDS_PER_ALLOCATION):
         self.workdir_root = Path(workdir_root).resolve()
-        self.kill_grace, self.cgroups, self.pids_limit = kill_grace, cgroups, pids_limit
+        self.kill_grace, self.cgroups, self.user, self.pids_limit = kill_grace, cgroups, user, pids_limit
+        if user is not None:  # searchable, not listable: a job finds its own directory and no one else's
+            self.workdir_root.mkdir(parents=True, exist_ok=True)
+            if (owner := self.workdir_root.stat().st_uid) != os.geteuid():  # e.g. planted in /tmp by another user
+                raise PermissionError(f"work directory {self.workdir_root} belongs to uid {owner}, not to the agent")
+            self.workdir_root.chmod(0o711)
 
     def close(self) -> None:
         if self.cgroups is not None:
@@ -228,9 +168,12 @@ class Executor:
         cwd.mkdir(parents=True, exist_ok=True)
         self._write_files(spec, workdir)
         argv = self._argv(spec, workdir)
+        if self.user is not None:
+            self._hand_over(workdir)
+        env = job_environment(spec, self.user, workdir)
         cgroup = self._cgroup(spec)
         try:
-            proc = self._popen(argv, cwd, job_environment(spec), child_setup(cgroup, spec.memory))
+            proc = self._popen(argv, cwd, env, child_setup(cgroup, spec.memory, self.user))
         except BaseException:
             if cgroup is not None:
                 cgroup.remove()
@@ -244,6 +187,17 @@ class Executor:
             reader.start()
         threading.Thread(target=running._supervise, args=(readers, on_exit), daemon=True).start()
         return running
+
+    def _hand_over(self, workdir: Path) -> None:
+        """The stage's directory and everything in it belong to the job's user, closed to other users; the
+        workflow's directory above stays the agent's and only searchable."""
+        workdir.parent.chmod(0o711)
+        uid, gid = self.user.uid, self.user.gid
+        for top, dirs, files in os.walk(workdir):
+            for name in (*dirs, *files):
+                os.lchown(os.path.join(top, name), uid, gid)  # lchown: a symlink there is not followed
+        os.chown(workdir, uid, gid)
+        workdir.chmod(0o700)
 
     def _cgroup(self, spec: RunSpec) -> Cgroup | None:
         if self.cgroups is None:
@@ -278,7 +232,7 @@ class Executor:
         try:
             return subprocess.Popen(
                 argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                start_new_session=True, preexec_fn=setup, close_fds=True,
+                start_new_session=True, preexec_fn=setup, close_fds=True,  # noqa: PLW1509 - no locks taken in it
             )
         except subprocess.SubprocessError as error:  # preexec failed (cgroup gone, setuid refused): cannot start
             raise OSError(f"cannot set up the job's process: {error}") from error

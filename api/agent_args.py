@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import grp
 import os
+import pwd
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,7 +14,7 @@ from typing import Any
 import msgspec
 
 from adapters import sysinfo
-from adapters.executor import RunSpec
+from adapters.executor import JobUser, RunSpec, unreachable
 from adapters.probes import snake_keys
 from api.usage import UsageError, UsageParser
 from domain.durations import DurationError, parse_duration
@@ -30,6 +32,8 @@ class AgentConfig:
     annotations: dict[str, str] = field(default_factory=dict)
     definition: str | None = None
     workdir: Path = Path.home() / ".local/share/roving/work"
+    job_user: JobUser | None = None  # None: jobs run as the agent's own user
+    allow_root_jobs: bool = False
     metrics_port: int | None = None
     heartbeat: float = 2.0
     poll: float = 0.5
@@ -90,7 +94,8 @@ def _parser() -> UsageParser:
     p.add_argument("--device", type=_typed("device", _device), action="append", default=[])
     p.add_argument("--annotation", type=_typed("annotation", _pair), action="append", default=[])
     p.add_argument("--definition")
-    p.add_argument("--workdir", type=Path, default=AgentConfig.workdir)
+    p.add_argument("--workdir", type=Path)
+    p.add_argument("--allow-root-jobs", action="store_true")
     p.add_argument("--metrics-port", type=_typed("port", _port))
     p.add_argument("--heartbeat", type=_typed("duration", _positive_duration), default=2.0)
     p.add_argument("--poll", type=_typed("duration", _positive_duration), default=0.5)
@@ -112,18 +117,73 @@ def _token(path: Path | None, env: dict[str, str]) -> str:
     return token
 
 
-def parse_args(argv: list[str], env: dict[str, str] | None = None, detect=sysinfo.capacity) -> AgentConfig:
+def _account(text: str, kind: str) -> tuple[int, str]:
+    """A user or group given by name or number -> (id, name); numbers need no entry on this machine."""
+    try:
+        if kind == "user":
+            entry = pwd.getpwnam(text)
+            return entry.pw_uid, entry.pw_name
+        group = grp.getgrnam(text)
+        return group.gr_gid, group.gr_name
+    except KeyError:
+        if text.isdigit():
+            return int(text), text
+        raise UsageError(f"ROVING_JOB_{'UID' if kind == 'user' else 'GID'}: no {kind} {text!r} on this machine") from None
+
+
+def job_user(env: dict[str, str], allow_root: bool, euid: int, workdir: Path) -> JobUser | None:
+    """Whom jobs run as: an agent that is not root runs them as itself; root runs them as ROVING_JOB_UID/GID
+    (nobody/nogroup by default), never as uid 0 unless --allow-root-jobs."""
+    if euid != 0:
+        return None
+    uid, name = _account(env.get("ROVING_JOB_UID", "nobody"), "user")
+    default_group = "nogroup" if "ROVING_JOB_GID" not in env and _has_group("nogroup") else str(_primary_gid(uid))
+    gid, _ = _account(env.get("ROVING_JOB_GID", default_group), "group")
+    if uid == 0 and not allow_root:
+        raise UsageError("ROVING_JOB_UID is root: jobs would run as uid 0; pass --allow-root-jobs to allow it")
+    user = JobUser(uid=uid, gid=gid, name=name)
+    if (blocked := unreachable(workdir, user)) is not None:
+        raise UsageError(f"argument --workdir: jobs run as {name} (uid {uid}) and cannot reach {workdir}: {blocked}")
+    return user
+
+
+def _has_group(name: str) -> bool:
+    try:
+        grp.getgrnam(name)
+        return True
+    except KeyError:
+        return False
+
+
+def _primary_gid(uid: int) -> int:
+    try:
+        return pwd.getpwuid(uid).pw_gid
+    except KeyError:
+        return uid
+
+
+def default_workdir(euid: int) -> Path:
+    """Root's agent keeps work under /var/lib (reachable by the job users); a user's agent under its home."""
+    return Path("/var/lib/roving/work") if euid == 0 else Path.home() / ".local/share/roving/work"
+
+
+def parse_args(argv: list[str], env: dict[str, str] | None = None, detect=sysinfo.capacity,
+               euid: int | None = None) -> AgentConfig:
     """The agent's settings; capacity not declared on the command line is detected."""
     ns = _parser().parse_args(argv)
+    env = os.environ if env is None else env
+    euid = os.geteuid() if euid is None else euid
+    workdir = ns.workdir or default_workdir(euid)
     if not ns.api.startswith(("http://", "https://")):
         raise UsageError(f"argument --api: {ns.api!r} is not an http:// or https:// URL")
     found = detect() if ns.cpus is None or ns.memory is None or not ns.device else None
     return AgentConfig(
-        node=ns.node, api=ns.api.rstrip("/"), token=_token(ns.token_file, os.environ if env is None else env),
+        node=ns.node, api=ns.api.rstrip("/"), token=_token(ns.token_file, env),
         cpus=ns.cpus or found.cpu, memory=ns.memory if ns.memory is not None else found.memory,
         devices=dict(ns.device) if ns.device else dict(found.devices), annotations=dict(ns.annotation),
-        definition=ns.definition, workdir=ns.workdir, metrics_port=ns.metrics_port, heartbeat=ns.heartbeat,
+        definition=ns.definition, workdir=workdir, metrics_port=ns.metrics_port, heartbeat=ns.heartbeat,
         poll=ns.poll, kill_grace=ns.kill_grace, address=ns.address,
+        job_user=job_user(env, ns.allow_root_jobs, euid, workdir), allow_root_jobs=ns.allow_root_jobs,
     )
 
 

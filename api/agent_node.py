@@ -1,8 +1,10 @@
-"""How this node runs jobs: its cgroups (or none, and why), announced in its registration as annotations."""
+"""How this node runs jobs: its cgroups (or none, and why) and whom as, announced in its registration."""
 
 from __future__ import annotations
 
 import hashlib
+import os
+import pwd
 from pathlib import Path
 
 from adapters import cgroups
@@ -10,6 +12,7 @@ from adapters.executor import Executor
 from api.agent_args import AgentConfig
 
 ISOLATION = "roving.io/isolation"
+JOB_USER = "roving.io/job-user"
 
 
 def agent_name(config: AgentConfig) -> str:
@@ -29,4 +32,19 @@ def build_executor(config: AgentConfig, log, detect=cgroups.detect) -> Executor:
             log.warning("agent.killed_leftover_cgroups", cgroups=reaped)
         log.info("agent.isolation", cgroups=isolation)
     config.annotations.setdefault(ISOLATION, isolation if hierarchy is not None else "none")
-    return Executor(config.workdir, kill_grace=config.kill_grace, cgroups=hierarchy)
+    config.annotations.setdefault(JOB_USER, job_user_text(config))
+    if config.job_user is None:
+        log.warning("agent.jobs_run_as_agent_user", job_user=config.annotations[JOB_USER])
+    return Executor(config.workdir, kill_grace=config.kill_grace, cgroups=hierarchy, user=config.job_user)
+
+
+def job_user_text(config: AgentConfig) -> str:
+    """`nobody(65534)`, or `alice(1000),agent` when jobs share the agent's own user (and its files)."""
+    if config.job_user is not None:
+        return f"{config.job_user.name}({config.job_user.uid})"
+    uid = os.geteuid()
+    try:
+        name = pwd.getpwuid(uid).pw_name
+    except KeyError:
+        name = str(uid)
+    return f"{name}({uid}),agent"

@@ -1,8 +1,11 @@
-"""Jobs in their cgroups on this machine: memory limit with a clear OOM reason, CPU quota, no process outliving."""
+"""Jobs isolated on this machine: cgroup limits with a clear OOM reason, nothing outliving a job, the job's user."""
 
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -10,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from adapters import cgroups
-from adapters.executor import Executor
+from adapters.executor import Executor, JobUser
+from api.stack import write_secret
 from tests.integration.test_executor import Recorder, is_gone, run, spec
 
 
@@ -100,8 +104,43 @@ def test_limits_are_written_before_a_process_joins(hierarchy):
 
 def test_a_restarted_agent_reaps_the_cgroups_its_predecessor_left(hierarchy):
     left = hierarchy.create("left-behind", cgroups.Limits(pids=16))
-    import subprocess
-
-    orphan = subprocess.Popen(["sleep", "300"], preexec_fn=lambda: left.join(os.getpid()))
+    orphan = subprocess.Popen(["sleep", "300"])
+    left.join(orphan.pid)
     assert hierarchy.reap() == ["left-behind"]
     assert orphan.wait(5) == -9
+
+
+@pytest.fixture
+def open_root():
+    """A work root the job user can reach: pytest's own tmp_path sits in a 0700 directory of root's."""
+    if os.geteuid() != 0:
+        pytest.skip("running jobs as another user needs root (CI runs as root)")
+    root = Path(tempfile.mkdtemp(prefix="roving-isolation-"))
+    root.chmod(0o755)
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_job_of_a_root_agent_runs_as_the_job_user_in_its_own_directory_and_cannot_read_the_admin_token(open_root):
+    data_dir = open_root / "data"
+    data_dir.mkdir(mode=0o700)
+    write_secret(data_dir / "admin.token", "admin-secret")
+    user = JobUser(uid=65534, gid=65534, name="nobody")
+    executor = Executor(open_root / "work", kill_grace=0.3, user=user)
+    script = f"id -u; id -g; echo $HOME; touch mine; cat {data_dir}/admin.token || echo denied; ls {open_root}/work || echo unlisted"
+    recorder, result = run(executor, spec(script=script, files={"in.txt": "x"}))
+    workdir = executor.workdir(spec())
+    lines = recorder.text().splitlines()
+    assert lines == ["65534", "65534", str(workdir), "denied", "unlisted"]
+    assert "admin-secret" not in recorder.text() + recorder.text("stderr")
+    assert result == (0, "exited with code 0")
+    assert (workdir / "mine").stat().st_uid == 65534 and (workdir / "in.txt").stat().st_uid == 65534
+    assert workdir.stat().st_mode & 0o777 == 0o700
+
+
+def test_a_work_root_planted_by_another_user_is_refused(open_root):
+    planted = open_root / "planted"
+    planted.mkdir()
+    os.chown(planted, 65534, 65534)
+    with pytest.raises(PermissionError, match="belongs to uid 65534"):
+        Executor(planted, user=JobUser(uid=65534, gid=65534, name="nobody"))

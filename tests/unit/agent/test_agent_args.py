@@ -125,3 +125,33 @@ def test_error_counters_sum_disk_io_errors_and_edac_memory_errors(tmp_path: Path
     (mc / "ue_count").write_text("1\n")
     assert sysinfo.error_counters(tmp_path) == sysinfo.ErrorCounters(disk_errors=19, memory_errors=6)
     assert sysinfo.error_counters(tmp_path / "empty") == sysinfo.ErrorCounters(0, 0)
+
+
+def test_a_root_agent_runs_jobs_as_nobody_by_default_and_never_as_root_unless_allowed():
+    def as_root(*argv, env=ENV):
+        return parse_args(["--api", "http://127.0.0.1:8080", *argv], env=env, detect=lambda: DETECTED, euid=0)
+
+    assert as_root().workdir == Path("/var/lib/roving/work")
+
+    user = as_root().job_user
+    assert (user.name, user.uid) == ("nobody", 65534)
+    with pytest.raises(UsageError, match="uid 0.*--allow-root-jobs"):
+        as_root(env=ENV | {"ROVING_JOB_UID": "0"})
+    assert as_root("--allow-root-jobs", env=ENV | {"ROVING_JOB_UID": "root", "ROVING_JOB_GID": "0"}).job_user.uid == 0
+    assert as_root(env=ENV | {"ROVING_JOB_UID": "4242", "ROVING_JOB_GID": "4343"}).job_user.gid == 4343
+    with pytest.raises(UsageError, match="no user 'no-such-user'"):
+        as_root(env=ENV | {"ROVING_JOB_UID": "no-such-user"})
+
+
+def test_an_agent_that_is_not_root_runs_jobs_as_itself():
+    config = parse_args(["--api", "http://127.0.0.1:8080"], env=ENV, detect=lambda: DETECTED, euid=1000)
+    assert config.job_user is None
+    assert config.workdir == Path.home() / ".local/share/roving/work"
+
+
+def test_a_work_directory_the_job_user_cannot_reach_is_refused(tmp_path):
+    closed = tmp_path / "closed"
+    closed.mkdir(mode=0o700)
+    with pytest.raises(UsageError, match=r"uid 65534\) and cannot reach .*/closed/work: /.* is mode 0700"):
+        parse_args(["--api", "http://127.0.0.1:8080", "--workdir", str(closed / "work")], env=ENV,
+                   detect=lambda: DETECTED, euid=0)

@@ -1,0 +1,116 @@
+"""What one stage attempt is: the RunSpec the control plane sends, whom it runs as, its env and paths."""
+
+from __future__ import annotations
+
+import os
+import resource
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from adapters.probes import ProbeSpec
+
+PASSED_THROUGH = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "USER", "LOGNAME", "TMPDIR")
+
+
+class RunSpec(msgspec.Struct, kw_only=True):
+    """What the control plane placed on this node: one stage attempt, as the assignments route sends it."""
+
+    allocation_id: str
+    epoch: int
+    workflow_id: str
+    stage: str
+    attempt: int = 1
+    kind: str = "job"  # job | service | task
+    job_name: str = ""
+    task_id: int | None = None
+    account_id: str = ""
+    user_id: str = ""
+    script: str | None = None
+    command: list[str] | str | None = None
+    args: list[str] | None = None
+    env: dict[str, str] | None = None
+    cwd: str | None = None
+    files: dict[str, str] | None = None
+    execute_timeout: float | None = None
+    memory: int | None = None
+    cpu_cores: float | None = None
+    image: str | None = None
+    readiness_probe: ProbeSpec | None = None
+    ports: list[Any] = []  # echoed back in the ready report as the API sent them
+
+
+class JobUser(msgspec.Struct, frozen=True):
+    """The POSIX identity a job runs as when the agent is root."""
+
+    uid: int
+    gid: int
+    name: str
+
+
+def unreachable(path: Path, user: JobUser) -> str | None:
+    """Why `user` could not get to `path` (a directory on the way it may not search), or None."""
+    for parent in reversed([path, *Path(path).absolute().parents]):
+        try:
+            info = parent.stat()
+        except FileNotFoundError:
+            return None  # created later by the agent, searchable by everyone
+        if info.st_uid == user.uid:
+            allowed = info.st_mode & 0o100
+        elif info.st_gid == user.gid:
+            allowed = info.st_mode & 0o010
+        else:
+            allowed = info.st_mode & 0o001
+        if not allowed:
+            return f"{parent} is mode {info.st_mode & 0o777:04o}, owned by uid {info.st_uid}"
+    return None
+
+
+class SpecError(ValueError):
+    """A RunSpec this node cannot run as given (no command, a path escaping the work directory)."""
+
+
+def format_seconds(seconds: float) -> str:
+    """30.0 -> '30s', 0.5 -> '0.5s': the shape used in exit reasons."""
+    return f"{seconds:g}s"
+
+
+def exit_code_of(returncode: int) -> int:
+    """Shell convention: a process killed by signal N exits 128+N."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def inside(base: Path, relative: str, what: str) -> Path:
+    """`relative` resolved inside `base`; absolute paths are kept, `..` escapes are refused."""
+    path = Path(relative)
+    if path.is_absolute():
+        return path
+    resolved = (base / path).resolve()
+    if resolved != base and base not in resolved.parents:
+        raise SpecError(f"{what} {relative!r} leaves the stage's work directory")
+    return resolved
+
+
+def job_environment(spec: RunSpec, user: JobUser | None = None, home: Path | None = None) -> dict[str, str]:
+    """A small inherited base (never the agent's own secrets), the stage's env, then the FB_* variables."""
+    env = {key: os.environ[key] for key in PASSED_THROUGH if key in os.environ}
+    if user is not None:  # not the agent's HOME and name: the job is someone else
+        env.update(HOME=str(home), USER=user.name, LOGNAME=user.name)
+    env.update(spec.env or {})
+    env["FB_WORKFLOW_ID"] = spec.workflow_id
+    env["FB_JOB_NAME"] = spec.job_name or spec.stage
+    env["FB_ACCOUNT_ID"] = spec.account_id
+    if spec.task_id is not None:
+        env["FB_TASK_ID"] = str(spec.task_id)
+    return env
+
+
+def limit_memlock(requested: int) -> None:
+    """RLIMIT_MEMLOCK = the memory request; without CAP_SYS_RESOURCE only the soft limit, capped by the hard one."""
+    try:
+        resource.setrlimit(resource.RLIMIT_MEMLOCK, (requested, requested))
+    except (ValueError, OSError):
+        _, hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+        capped = requested if hard == resource.RLIM_INFINITY else min(requested, hard)
+        resource.setrlimit(resource.RLIMIT_MEMLOCK, (capped, hard))
