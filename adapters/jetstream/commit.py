@@ -13,6 +13,8 @@ from eventsourcing.persistence import IntegrityError, OperationalError, StoredEv
 
 from adapters.jetstream.client import TRANSIENT, DuplicateBatch, JetStreamClient, RawMsg, WrongLastSequence
 from adapters.jetstream.grouping import CommitQueue
+from adapters.jetstream.messages import version_of
+from adapters.jetstream.parts import Part, group
 from adapters.jetstream.subjects import StreamNames, kind_of
 
 EXPECTED = "Nats-Expected-Last-Subject-Sequence"
@@ -52,33 +54,8 @@ class Heads:
 
 
 @dataclass
-class Part:
-    originator_id: object
-    events: list[StoredEvent]
-
-    @property
-    def first(self) -> int:
-        return self.events[0].originator_version
-
-    @property
-    def last(self) -> StoredEvent:
-        return self.events[-1]
-
-
-@dataclass
 class Committed:
     last_seq: int
-
-
-def group(stored_events: Sequence[StoredEvent]) -> list[Part]:
-    parts: dict[object, Part] = {}
-    for event in stored_events:
-        parts.setdefault(event.originator_id, Part(event.originator_id, [])).events.append(event)
-    return list(parts.values())
-
-
-def version_of(msg: RawMsg) -> int:
-    return int(msg.headers["Roving-Version"])
 
 
 class Committer:

@@ -19,14 +19,12 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from prometheus_client import Counter
 
 from adapters.jetstream.client import MAX_BATCH, TRANSIENT
-
-if TYPE_CHECKING:
-    from adapters.jetstream.commit import Committer, Part
+from adapters.jetstream.parts import Part, PartCommitter
 
 BATCHES = Counter("roving_log_batches_total", "Batches the group commit published (first attempts)", ["stream"])
 COMMITS = Counter("roving_log_commits_total", "Commits in those batches (more than batches: grouped)", ["stream"])
@@ -59,7 +57,7 @@ def _settle(future: asyncio.Future, result: Any = None, error: BaseException | N
 class CommitQueue:
     """Commits without tracking, published by one flusher task on the connection's loop."""
 
-    def __init__(self, committer: Committer) -> None:
+    def __init__(self, committer: PartCommitter) -> None:
         self.committer = committer
         self.waiting: deque[Waiting] = deque()
         self.busy: set[object] = set()  # aggregates of commits being retried on their own

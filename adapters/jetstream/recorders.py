@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
-from urllib.parse import unquote
 from uuid import UUID
 
 from eventsourcing.persistence import (
@@ -20,27 +19,12 @@ from eventsourcing.persistence import (
 )
 
 from adapters.jetstream.client import RawMsg, WrongLastSequence
-from adapters.jetstream.commit import Committer, Heads, version_of
+from adapters.jetstream.commit import Committer, Heads
 from adapters.jetstream.connection import Connection
-from adapters.jetstream.subjects import TRACKING_KIND
+from adapters.jetstream.messages import is_tracking, notification_of, version_of
+from adapters.jetstream.subscription import JetStreamSubscription
 
 PAGE = 1000
-
-
-def originator_of(msg: RawMsg) -> UUID | str:
-    token = unquote(msg.subject.rsplit(".", 1)[1])
-    return token if msg.headers.get("Roving-Id-Type") == "str" else UUID(token)
-
-
-def notification_of(msg: RawMsg) -> Notification:
-    return Notification(
-        id=msg.seq, originator_id=originator_of(msg), originator_version=version_of(msg),
-        topic=msg.headers["Roving-Topic"], state=msg.data,
-    )
-
-
-def is_tracking(msg: RawMsg) -> bool:
-    return msg.subject.split(".", 3)[2] == TRACKING_KIND
 
 
 class JetStreamAggregateRecorder(AggregateRecorder):
@@ -153,8 +137,6 @@ class JetStreamApplicationRecorder(JetStreamAggregateRecorder, ApplicationRecord
         return self.connection.run(lambda: self.connection.client.stream_identity(self.stream))
 
     def subscribe(self, gt: int | None = None, topics: Sequence[str] = ()) -> Subscription[ApplicationRecorder]:
-        from adapters.jetstream.subscription import JetStreamSubscription
-
         return JetStreamSubscription(self, gt=gt, topics=topics)
 
 

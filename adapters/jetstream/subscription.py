@@ -5,25 +5,30 @@ from __future__ import annotations
 import asyncio
 import queue
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-from eventsourcing.persistence import Notification, Subscription
+from eventsourcing.persistence import ApplicationRecorder, Notification, Subscription
 from nats.aio.msg import Msg
 from nats.js.api import ConsumerConfig, DeliverPolicy
 
 from adapters.jetstream.client import RawMsg
-from adapters.jetstream.recorders import is_tracking, notification_of
-
-if TYPE_CHECKING:
-    from adapters.jetstream.recorders import JetStreamApplicationRecorder
+from adapters.jetstream.messages import is_tracking, notification_of
 
 _STOP = object()
 
 
-class JetStreamSubscription(Subscription["JetStreamApplicationRecorder"]):
+class StreamRecorder(Protocol):
+    """What a subscription needs of `recorders.JetStreamApplicationRecorder`: its connection and stream."""
+
+    connection: Any
+    purpose: str
+    stream: str
+
+
+class JetStreamSubscription(Subscription[ApplicationRecorder]):
     """Yields notifications after `gt`, then blocks for new ones until stopped."""
 
-    def __init__(self, recorder: JetStreamApplicationRecorder, gt: int | None = None,
+    def __init__(self, recorder: StreamRecorder, gt: int | None = None,
                  topics: Sequence[str] = ()) -> None:
         super().__init__(recorder=recorder, gt=gt, topics=topics)
         self._topic_set = frozenset(topics)

@@ -1,0 +1,52 @@
+"""A commit's events grouped by aggregate, and the committer as the group commit sees it.
+
+Shared by `commit` (which makes and publishes parts) and `grouping` (which batches them), so neither has
+to import the other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from eventsourcing.persistence import StoredEvent, Tracking
+
+
+@dataclass
+class Part:
+    originator_id: object
+    events: list[StoredEvent]
+
+    @property
+    def first(self) -> int:
+        return self.events[0].originator_version
+
+    @property
+    def last(self) -> StoredEvent:
+        return self.events[-1]
+
+
+def group(stored_events: Sequence[StoredEvent]) -> list[Part]:
+    parts: dict[object, Part] = {}
+    for event in stored_events:
+        parts.setdefault(event.originator_id, Part(event.originator_id, [])).events.append(event)
+    return list(parts.values())
+
+
+class PartCommitter(Protocol):
+    """What the group commit asks of `commit.Committer`."""
+
+    stream: str
+
+    def expectations(self, parts: list[Part]) -> dict[object, int]: ...
+
+    def messages(self, parts: list[Part], expected: dict[object, int], tracking: Tracking | None,
+                 track_expected: int | None) -> list[Any]: ...
+
+    async def publish(self, messages: list[Any]) -> int: ...
+
+    def remember(self, parts: list[Part], last_seq: int, count: int) -> list[int]: ...
+
+    async def commit_parts(self, parts: list[Part], expected: dict[object, int], tracking: Tracking | None,
+                           retried: bool = False) -> list[int]: ...
