@@ -152,7 +152,8 @@ class Stack:
         """The audit table in $ROVING_DATA_DIR/audit.duckdb, fed from the log; DuckDB allows one process."""
         from adapters.audit_feed import AuditFeed
         from adapters.duckdb_store import AuditStore
-        from projections.audit import AuditLog, AuditProjection
+        from adapters.audit_log import AuditLog
+        from projections.audit import AuditProjection
 
         self.audit_store = AuditStore(self.data_dir / "audit.duckdb")
         self.audit = AuditLog(self.audit_store)

@@ -1,8 +1,8 @@
 """Audit benchmark: ingest of 1,000,000 msgpack notifications and a filtered query's latency, as one JSON line.
 
 Events have the shapes the domain writes (workflow submissions with definitions and owners, stage
-transitions on nodes, allocations placed by the scheduler) and go through the projection's real path:
-msgpack decode, row extraction, one DuckDB transaction per batch. Run: `python -m ops.bench.audit`.
+transitions on nodes, allocations placed by the scheduler) and go through the feed's real path: msgpack
+decode (adapters.audit_feed), row extraction, one DuckDB transaction per batch. Run: `python -m ops.bench.audit`.
 """
 
 from __future__ import annotations
@@ -18,9 +18,11 @@ from uuid import UUID
 
 from eventsourcing.persistence import Notification
 
+from adapters.audit_feed import LoggedEvents
+from adapters.audit_log import AuditLog
 from adapters.duckdb_store import AuditStore
 from adapters.transcoder import MsgspecTranscoder
-from projections.audit import AuditFilters, AuditLog, AuditProjection, Scope
+from projections.audit import AuditFilters, AuditProjection, Scope
 
 T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
 DEFINITION = {"version": "v4", "jobs": {"main": {"image": {"uri": "docker://alpine:3.20"}, "script": "train.sh",
@@ -68,10 +70,11 @@ def notifications(count: int) -> list[tuple[int, Notification]]:
 
 
 def ingest(store: AuditStore, log: list[tuple[int, Notification]], batch: int) -> float:
-    projection = AuditProjection(store, "bench")
+    projection, decode = AuditProjection(store, "bench"), LoggedEvents()
+    notifications = [n for _, n in log]
     started = time.perf_counter()
     for start in range(0, len(log), batch):
-        projection.apply(log[start:start + batch])
+        projection.apply(decode(notifications[start:start + batch]))
     return len(log) / (time.perf_counter() - started)
 
 

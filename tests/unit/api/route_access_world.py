@@ -23,7 +23,8 @@ from api.routes import federation
 from api.settings import load_settings
 from domain.app.ids import user_id
 from domain.tenancy import Role, Source
-from projections.audit import AuditLog, AuditProjection
+from adapters.audit_log import AuditLog
+from projections.audit import AuditProjection
 from tests.unit.api.harness import JOB, PASSWORD, Api, token, webhook_token
 from tests.unit.api.test_federation_routes import HUB, hub_view
 

@@ -12,7 +12,8 @@ from adapters.audit_feed import AuditFeed
 from adapters.duckdb_store import AuditStore
 from api.cli.main import build_parser, execute
 from domain.tenancy import Role, Source
-from projections.audit import AuditLog, AuditProjection
+from adapters.audit_log import AuditLog
+from projections.audit import AuditProjection
 from tests.unit.api.harness import JOB, Api, token
 from tests.unit.api.test_cli import client_for
 

@@ -1,4 +1,4 @@
-"""Test helpers: real domain events as numbered log notifications, fed to an audit store."""
+"""Test helpers: real domain events as numbered, decoded log entries (as the audit feed hands them on)."""
 
 from __future__ import annotations
 
@@ -9,14 +9,17 @@ from uuid import UUID
 from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import Mapper, Notification
 
+from adapters.audit_feed import LoggedEvents
 from adapters.transcoder import MsgspecTranscoder
 from domain.allocation import Allocation
 from domain.fuzzfile import parse_fuzzfile
 from domain.workflow import Workflow
+from projections.audit import LoggedEvent
 
 T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
 FUZZFILE = "version: v4\njobs:\n  main: {image: {uri: docker://alpine:3.20}, script: 'true'}\n"
 MAPPER = Mapper(transcoder=MsgspecTranscoder())
+DECODE = LoggedEvents()
 
 
 def at(minutes: int) -> datetime:
@@ -27,9 +30,9 @@ class Log:
     """An in-memory stand-in for one cluster's stream: events get consecutive positions."""
 
     def __init__(self) -> None:
-        self.notifications: list[tuple[int, Notification]] = []
+        self.events: list[tuple[int, LoggedEvent]] = []
 
-    def record(self, *aggregates: Aggregate) -> list[tuple[int, Notification]]:
+    def record(self, *aggregates: Aggregate) -> list[tuple[int, LoggedEvent]]:
         recorded = [self._append(MAPPER.to_stored_event(e)) for a in aggregates for e in a.collect_events()]
         return recorded
 
@@ -37,12 +40,13 @@ class Log:
         self._append(Notification(id=0, originator_id=originator_id, originator_version=version,
                                   topic=topic, state=MAPPER.transcoder.encode(state)))
 
-    def _append(self, stored: Any) -> tuple[int, Notification]:
-        position = len(self.notifications) + 1
-        entry = (position, Notification(id=position, originator_id=stored.originator_id,
-                                        originator_version=stored.originator_version,
-                                        topic=stored.topic, state=stored.state))
-        self.notifications.append(entry)
+    def _append(self, stored: Any) -> tuple[int, LoggedEvent]:
+        position = len(self.events) + 1
+        notification = Notification(id=position, originator_id=stored.originator_id,
+                                    originator_version=stored.originator_version, topic=stored.topic,
+                                    state=stored.state)
+        entry = (position, DECODE.event(notification))
+        self.events.append(entry)
         return entry
 
 

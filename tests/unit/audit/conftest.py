@@ -3,7 +3,8 @@
 import pytest
 
 from adapters.duckdb_store import AuditStore
-from projections.audit import AuditLog, AuditProjection
+from adapters.audit_log import AuditLog
+from projections.audit import AuditProjection
 from tests.unit.audit.builders import Log, allocation, cordon, workflow
 
 
@@ -31,5 +32,5 @@ def two_tenants(projection):
     log.record(workflow(1, "org-a", "alice", minute=0, node="n1"), allocation(1, 1, "n1", minute=3))
     log.record(workflow(2, "org-b", "bob", minute=10, node="n2"))
     cordon(log, "n3", "root", minute=20)
-    projection.apply(log.notifications)
+    projection.apply(log.events)
     return log

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from adapters.duckdb_store import AuditStore
-from projections.audit import AuditFilters, AuditLog, AuditProjection, Scope
+from adapters.audit_log import AuditLog
+from projections.audit import AuditFilters, AuditProjection, Scope
 from tests.unit.audit.builders import Log, allocation, workflow
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -21,9 +22,9 @@ CRASH_AT_COMMIT = textwrap.dedent("""
     log = sample_log()
     store = AuditStore(sys.argv[1])
     projection = AuditProjection(store, "c1")
-    projection.apply(log.notifications[:5])
+    projection.apply(log.events[:5])
     store.connection = CrashAtCommit(store.connection, lambda: os._exit(17))
-    projection.apply(log.notifications[5:])
+    projection.apply(log.events[5:])
 """)
 
 
@@ -71,20 +72,20 @@ def test_a_process_killed_before_commit_replays_every_event_exactly_once(tmp_pat
     projection = AuditProjection(store, "c1")
     assert projection.position == 5
     log = sample_log()
-    projection.apply(log.notifications)
-    assert positions(store) == list(range(1, len(log.notifications) + 1))
+    projection.apply(log.events)
+    assert positions(store) == list(range(1, len(log.events) + 1))
     store.close()
 
 
 def test_a_failed_write_leaves_nothing_behind_and_the_retry_lands_once(store):
     log = sample_log()
     projection = AuditProjection(store, "c1")
-    projection.apply(log.notifications[:5])
+    projection.apply(log.events[:5])
     plain = store.connection
     store.connection = CrashAtCommit(plain, lambda: (_ for _ in ()).throw(OSError("disk went away")))
     with pytest.raises(OSError, match="disk went away"):
-        projection.apply(log.notifications[5:])
+        projection.apply(log.events[5:])
     store.connection = plain
     assert (projection.position, store.position("c1"), positions(store)) == (5, 5, [1, 2, 3, 4, 5])
-    projection.apply(log.notifications[3:])
-    assert positions(store) == list(range(1, len(log.notifications) + 1))
+    projection.apply(log.events[3:])
+    assert positions(store) == list(range(1, len(log.events) + 1))

@@ -39,7 +39,7 @@ def test_pages_follow_position_in_either_order(two_tenants, audit):
     second = audit.list(AuditFilters(limit=3, after=first[-1].position), ADMIN)
     assert [r.position for r in first + second] == [1, 2, 3, 4, 5, 6]
     newest = audit.list(AuditFilters(limit=2, descending=True), ADMIN)
-    assert [r.position for r in newest] == [len(two_tenants.notifications), len(two_tenants.notifications) - 1]
+    assert [r.position for r in newest] == [len(two_tenants.events), len(two_tenants.events) - 1]
 
 
 def test_export_writes_the_owners_rows_to_parquet(two_tenants, audit, tmp_path):

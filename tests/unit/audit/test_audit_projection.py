@@ -1,5 +1,6 @@
 from adapters.duckdb_store import AuditStore
-from projections.audit import AuditFilters, AuditLog, AuditProjection, Scope
+from adapters.audit_log import AuditLog
+from projections.audit import AuditFilters, AuditProjection, Scope
 from tests.unit.audit.builders import Log, allocation, at, workflow
 
 ADMIN = Scope(cluster_admin=True)
@@ -7,7 +8,7 @@ ADMIN = Scope(cluster_admin=True)
 
 def test_every_event_becomes_one_row_saying_who_did_what_when_and_for_whom(two_tenants, audit):
     rows = audit.list(AuditFilters(), ADMIN)
-    assert [r.position for r in rows] == list(range(1, len(two_tenants.notifications) + 1))
+    assert [r.position for r in rows] == list(range(1, len(two_tenants.events) + 1))
     submitted = rows[0]
     assert (submitted.event_type, submitted.aggregate_kind, submitted.principal) == ("Workflow.Submitted", "workflow", "alice")
     assert (submitted.organization, submitted.group_name, submitted.time) == ("org-a", "org-a-group", at(0))
@@ -16,9 +17,9 @@ def test_every_event_becomes_one_row_saying_who_did_what_when_and_for_whom(two_t
 
 
 def test_redelivered_events_are_written_once(two_tenants, projection, audit):
-    assert projection.apply(two_tenants.notifications) == 0
-    assert projection.apply(two_tenants.notifications[2:5]) == 0
-    assert len(audit.list(AuditFilters(limit=1000), ADMIN)) == len(two_tenants.notifications)
+    assert projection.apply(two_tenants.events) == 0
+    assert projection.apply(two_tenants.events[2:5]) == 0
+    assert len(audit.list(AuditFilters(limit=1000), ADMIN)) == len(two_tenants.events)
 
 
 def test_later_workflow_events_and_its_allocations_carry_the_workflows_organization(two_tenants, audit):
@@ -46,7 +47,7 @@ def test_system_principals_are_recorded_as_the_source(two_tenants, audit):
 def test_a_restarted_projection_still_attributes_a_workflows_later_events_to_its_organization(tmp_path):
     first, log = AuditStore(tmp_path / "a.duckdb"), Log()
     log.record(workflow(7, "org-a", "alice"))
-    AuditProjection(first, "c1").apply(log.notifications)
+    AuditProjection(first, "c1").apply(log.events)
     first.close()
     reopened = AuditStore(tmp_path / "a.duckdb")
     later = log.record(allocation(7, 7, "n9", minute=30))
@@ -59,7 +60,7 @@ def test_a_restarted_projection_still_attributes_a_workflows_later_events_to_its
 def test_each_cluster_keeps_its_own_position(store):
     log = Log()
     log.record(workflow(1, "org-a", "alice"))
-    AuditProjection(store, "c1").apply(log.notifications)
-    AuditProjection(store, "c2").apply(log.notifications[:2])
-    assert (store.position("c1"), store.position("c2")) == (len(log.notifications), 2)
+    AuditProjection(store, "c1").apply(log.events)
+    AuditProjection(store, "c2").apply(log.events[:2])
+    assert (store.position("c1"), store.position("c2")) == (len(log.events), 2)
     assert len(AuditLog(store).list(AuditFilters(cluster="c2"), ADMIN)) == 2

@@ -1,7 +1,8 @@
 import pytest
 
 from adapters.sql_guard import RefusedQuery
-from projections.audit import AccessDenied, AuditLog, QueryFailed, Scope
+from adapters.audit_log import AuditLog
+from projections.audit import AccessDenied, QueryFailed, Scope
 
 ADMIN = Scope(cluster_admin=True)
 ORG_A = Scope(organization="org-a")
@@ -15,7 +16,7 @@ def test_an_organization_owner_counts_only_their_own_events(two_tenants, audit):
 
 def test_a_cluster_admin_queries_every_row(two_tenants, audit):
     result = audit.query("WITH per AS (SELECT organization FROM audit) SELECT count(*) FROM per", ADMIN)
-    assert result.rows == [(len(two_tenants.notifications),)]
+    assert result.rows == [(len(two_tenants.events),)]
 
 
 def test_subqueries_and_joins_stay_inside_the_view(two_tenants, audit):

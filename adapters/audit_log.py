@@ -1,0 +1,103 @@
+"""The audit read side on DuckDB: filtered lists, tenant-scoped read-only SQL and Parquet export.
+
+What a reader may see is decided in projections.audit (`Scope`); this module turns it into SQL over the
+store of adapters.duckdb_store, checks user SQL with adapters.sql_guard, and stops a query that runs long.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import msgspec
+
+from adapters.duckdb_store import COLUMNS, AuditStore
+from adapters.sql_guard import check_select
+from projections.audit import (
+    AuditFilters,
+    AuditRow,
+    QueryFailed,
+    QueryResult,
+    Scope,
+    scope_organization,
+    visible_organization,
+)
+
+
+class AuditLog:
+    """The audit read side: filtered lists, tenant-scoped read-only SQL and Parquet export."""
+
+    def __init__(self, store: AuditStore, *, max_rows: int = 10_000, timeout_seconds: float = 10.0) -> None:
+        self.store = store
+        self.max_rows = max_rows
+        self.timeout_seconds = timeout_seconds
+
+    def list(self, filters: AuditFilters, scope: Scope) -> list[AuditRow]:
+        where, params = _where(filters, visible_organization(filters, scope))
+        order = "DESC" if filters.descending else "ASC"
+        sql = f"{_select(where)} ORDER BY position {order}, cluster LIMIT {int(max(filters.limit, 0))}"
+        with self.store.connection.cursor() as cursor:
+            rows = cursor.execute(sql, params).fetchall()
+        return [_audit_row(row) for row in rows]
+
+    def query(self, sql: str, scope: Scope) -> QueryResult:
+        """Run one read-only SELECT over `audit`, the caller's view of the table; see adapters.sql_guard."""
+        cursor = self.store.scoped_cursor(scope_organization(scope))
+        try:
+            check_select(sql, cursor, self.store.reserved_names())
+            return self._run(cursor, sql)
+        finally:
+            cursor.close()
+
+    def export_parquet(self, path: str | Path, filters: AuditFilters, scope: Scope) -> None:
+        """Every row the filters select (the page limit does not apply), in position order, as Parquet."""
+        where, params = _where(filters, visible_organization(filters, scope))
+        self.store.copy_to_parquet(f"{_select(where)} ORDER BY position, cluster", params, path)
+
+    def _run(self, cursor: Any, sql: str) -> QueryResult:
+        timer = threading.Timer(self.timeout_seconds, cursor.interrupt)
+        timer.start()
+        try:
+            result = cursor.execute(sql)
+            columns = [d[0] for d in result.description]
+            rows = result.fetchmany(self.max_rows + 1)
+        except duckdb.InterruptException as error:
+            raise QueryFailed(f"the query ran past {self.timeout_seconds:g}s and was stopped") from error
+        except duckdb.Error as error:
+            raise QueryFailed(f"the query failed: {error}") from error
+        finally:
+            timer.cancel()
+        return QueryResult(columns, rows[: self.max_rows], truncated=len(rows) > self.max_rows)
+
+
+def _where(filters: AuditFilters, organization: str | None) -> tuple[str, list[Any]]:
+    clauses: list[str] = []
+    params: list[Any] = []
+
+    def add(clause: str, value: Any) -> None:
+        params.append(value)
+        clauses.append(clause.replace("?", f"${len(params)}"))
+
+    equal = {"principal": filters.principal, "event_type": filters.event_type, "workflow": filters.workflow,
+             "organization": organization, "cluster": filters.cluster}
+    for column, value in equal.items():
+        if value is not None:
+            add(f"{column} = ?", value)
+    if filters.node is not None:
+        add("(node = ? OR list_contains(string_split(node, ','), ?))", filters.node)
+    for clause, value in (("time >= ?", filters.since), ("time < ?", filters.until), ("position > ?", filters.after)):
+        if value is not None:
+            add(clause, value)
+    return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
+
+
+def _select(where: str) -> str:
+    return f"SELECT {', '.join(COLUMNS)} FROM audit_events{where}"
+
+
+def _audit_row(row: tuple[Any, ...]) -> AuditRow:
+    values = dict(zip(COLUMNS, row))
+    values["payload"] = msgspec.json.decode(values["payload"]) if values["payload"] else {}
+    return AuditRow(**values)
