@@ -1,34 +1,25 @@
-"""The federated read model: every member cluster's events, read from the hub's ROVING_FEDERATED stream.
+"""The federated read model: every member cluster's events, as the hub's ROVING_FEDERATED stream holds them.
 
-Each message keeps its member subject `roving.<cluster>.<kind>.<id>` (so its cluster), its topic in the
-`Roving-Topic` header, its version in `Roving-Version`, and its MessagePack state. Workflow and
-Allocation events are replayed into their aggregates per cluster, so a workflow's status here is the one
-its own cluster computes. Answers name each cluster's availability (from `Federation.status()`): a member
-that is down is shown as unavailable with what the hub last held, never as an empty cluster.
+It is fed batches of (federated sequence, `Arrived`): each message already described (its cluster, kind,
+aggregate, topic, version, its member stream's own sequence) and, for Workflow and Allocation events,
+decoded, by adapters.hub_log, which reads the hub. Those events are replayed into their aggregates per
+cluster, so a workflow's status here is the one its own cluster computes. Answers name each cluster's
+availability (from `Federation.status()`): a member that is down is shown as unavailable with what the
+hub last held, never as an empty cluster.
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
 import threading
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
-from urllib.parse import unquote
+from typing import Any, NamedTuple
 from uuid import UUID
 
-import nats
-from eventsourcing.persistence import Mapper, StoredEvent
-
-from adapters.federation import FEDERATED_STREAM, FederationStatus, origin_sequence
-from adapters.jetstream.subjects import TRACKING_KIND
-from adapters.transcoder import MsgspecTranscoder
 from projections.base import Mirror, as_uuid
 
 MIRRORED = ("Workflow", "Allocation")
-PAGE = 500
 
 
 def parse_clusters(values: Iterable[str] | str | None) -> list[str] | None:
@@ -64,9 +55,22 @@ class FederatedEvent:
     def type(self) -> str:
         return self.topic.partition(":")[2] or self.topic
 
+    @property
+    def aggregate(self) -> str:
+        """The aggregate class the event belongs to, e.g. `Workflow`."""
+        return self.type.split(".", 1)[0]
+
     def to_dict(self) -> dict[str, Any]:
         return {"cluster": self.cluster, "seq": self.seq, "origin_seq": self.origin_seq,
                 "aggregate_id": self.aggregate_id, "kind": self.kind, "type": self.type, "version": self.version}
+
+
+class Arrived(NamedTuple):
+    """One federated event as the hub reader hands it on: `domain_event` is set for the MIRRORED aggregates'
+    events this build can decode, and None for one it cannot (it still counts, it is not mirrored)."""
+
+    event: FederatedEvent
+    domain_event: Any = None
 
 
 @dataclass
@@ -78,7 +82,8 @@ class ClusterState:
 
 
 class FederatedView:
-    """Built by `ingest` (one message at a time) or `catch_up` (from the hub); readers take `lock`."""
+    """Fed by `apply` (adapters.hub_log reads the hub into it); readers take `lock`. `status` is the hub's
+    FederationStatus (adapters.federation), when it was asked for."""
 
     def __init__(self) -> None:
         self.position = 0
@@ -87,87 +92,44 @@ class FederatedView:
         self.log: list[FederatedEvent] = []
         self.owner: dict[UUID, str] = {}  # workflow id -> cluster
         self.by_workflow: dict[UUID, list[FederatedEvent]] = {}
-        self.status: FederationStatus | None = None
-        self._mapper = Mapper(transcoder=MsgspecTranscoder())
+        self.status: Any = None
 
-    # -- feeding --------------------------------------------------------------------------------------
-    def ingest(self, seq: int, subject: str, headers: dict[str, str], data: bytes) -> bool:
-        """Apply one federated message; messages at or before the position are skipped. True if new."""
+    def apply(self, batch: Iterable[tuple[int, Arrived | None]]) -> int:
+        """Apply the messages past the position (None: a message that is no event, such as a tracking
+        record, which only moves the position); returns how many events were new."""
+        fresh = 0
         with self.lock:
-            if seq <= self.position:
-                return False
-            self.position = seq
-            return self._ingest(seq, subject, headers, data)
+            for seq, arrived in batch:
+                if seq <= self.position:
+                    continue
+                self.position = seq
+                if arrived is not None:
+                    self._count(arrived)
+                    fresh += 1
+        return fresh
 
-    def _ingest(self, seq: int, subject: str, headers: dict[str, str], data: bytes) -> bool:
-        parts = subject.split(".", 3)
-        if len(parts) < 4 or parts[0] != "roving" or parts[2] == TRACKING_KIND or "Roving-Topic" not in headers:
-            return False
-        cluster, kind, token = parts[1], parts[2], unquote(parts[3])
-        origin = origin_sequence(headers)
-        event = FederatedEvent(cluster, seq, origin[1] if origin else None, token, kind,
-                               headers["Roving-Topic"], int(headers.get("Roving-Version", 0)))
-        state = self.clusters.setdefault(cluster, ClusterState())
+    def _count(self, arrived: Arrived) -> None:
+        event = arrived.event
+        state = self.clusters.setdefault(event.cluster, ClusterState())
         state.events += 1
         self.log.append(event)
-        aggregate = event.type.split(".", 1)[0]
-        if aggregate in MIRRORED:
-            self._mirror(state, event, headers, data, aggregate)
-        return True
+        if event.aggregate in MIRRORED:
+            self._mirror(state, arrived)
 
-    def _mirror(self, state: ClusterState, event: FederatedEvent, headers: dict[str, str], data: bytes,
-                aggregate: str) -> None:
-        originator: UUID | str = event.aggregate_id if headers.get("Roving-Id-Type") == "str" \
-            else UUID(event.aggregate_id)
+    def _mirror(self, state: ClusterState, arrived: Arrived) -> None:
+        event = arrived.event
+        mirror = state.workflows if event.aggregate == "Workflow" else state.allocations
         try:
-            domain_event = self._mapper.to_domain_event(
-                StoredEvent(originator_id=originator, originator_version=event.version, topic=event.topic, state=data))
-            mirror = state.workflows if aggregate == "Workflow" else state.allocations
-            item = mirror.apply(domain_event)
-        except Exception:  # noqa: BLE001 - an event this build cannot decode still counts, it is not mirrored
+            if arrived.domain_event is None:
+                raise ValueError(f"{event.topic} could not be decoded")
+            item = mirror.apply(arrived.domain_event)
+        except Exception:  # noqa: BLE001 - an event this build cannot decode or replay still counts, unmirrored
             state.undecodable += 1
             return
-        workflow_id = item.id if aggregate == "Workflow" else getattr(item, "workflow_id", None)
+        workflow_id = item.id if event.aggregate == "Workflow" else getattr(item, "workflow_id", None)
         if workflow_id is not None:
             self.owner.setdefault(workflow_id, event.cluster)
             self.by_workflow.setdefault(workflow_id, []).append(event)
-
-    async def catch_up(self, nc: nats.aio.client.Client, stream: str = FEDERATED_STREAM, timeout: float = 5.0) -> int:
-        """Read every message of the federated stream past the position (direct gets); returns how many."""
-        fresh = 0
-        while True:
-            inbox = nc.new_inbox()
-            sub = await nc.subscribe(inbox)
-            try:
-                request = {"seq": self.position + 1, "next_by_subj": ">", "batch": PAGE}
-                await nc.publish(f"$JS.API.DIRECT.GET.{stream}", json.dumps(request).encode(), reply=inbox)
-                page = 0
-                while True:
-                    msg = await sub.next_msg(timeout=timeout)
-                    headers = msg.headers or {}
-                    if headers.get("Status"):
-                        break
-                    page += 1
-                    fresh += self.ingest(int(headers["Nats-Sequence"]), headers["Nats-Subject"], headers, msg.data)
-            finally:
-                await sub.unsubscribe()
-            if page == 0:
-                return fresh
-
-    @classmethod
-    def from_hub(cls, hub_url: str, status: FederationStatus | None = None,
-                 stream: str = FEDERATED_STREAM) -> "FederatedView":
-        async def read() -> FederatedView:
-            view = cls()
-            nc = await nats.connect(hub_url, allow_reconnect=False, connect_timeout=5)
-            try:
-                await view.catch_up(nc, stream)
-            finally:
-                await nc.close()
-            return view
-        view = asyncio.run(read())
-        view.status = status
-        return view
 
     # -- answers --------------------------------------------------------------------------------------
     def _scope(self, clusters: Iterable[str] | str | None) -> list[str]:

@@ -27,6 +27,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from adapters.federation import Federation, FederationError
+from adapters.hub_log import catch_up_from_hub
 from adapters.jetstream.subjects import check_cluster_name
 from api.errors import BadRequest, problem
 from api.routes import common as c
@@ -62,7 +63,7 @@ async def _load(hub: str, timeout: float) -> FederatedView:
         status = await federation.astatus(nc)
         view = FederatedView()
         if status.exists:
-            await view.catch_up(nc, federation.stream, timeout=max(timeout, 5.0))
+            await catch_up_from_hub(nc, view, federation.stream, timeout=max(timeout, 5.0))
         view.status = status
         return view
     finally:

@@ -8,7 +8,7 @@ import json
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from uuid import UUID, uuid4
 
@@ -16,9 +16,9 @@ import nats
 import pytest
 
 from adapters.federation import FEDERATED_STREAM, Federation, Member, origin_sequence
+from adapters.hub_log import read_federated_view
 from adapters.nats_server import LeafSpec, NatsServer
 from api.federate import federate_main
-from projections.federated import FederatedView
 from domain.fuzzfile import parse_fuzzfile
 from domain.workflow import Workflow
 from tests.integration.ledger import Ledgers, env_for
@@ -86,7 +86,7 @@ def federated_keys(hub: NatsServer) -> list[tuple[str, int]]:
 
 
 def submit(app: Ledgers, name: str) -> UUID:
-    at = datetime.now(timezone.utc)
+    at = datetime.now(UTC)
     owner = {"organization": "org", "group": "grp", "user": "alice"}
     workflow = Workflow.submit(uuid4(), name, parse_fuzzfile(FUZZFILE).definition, owner, by="alice", at=at)
     workflow.stage_started("main", 1, "n1", at)
@@ -132,7 +132,7 @@ def test_federated_stream_converges_to_the_union_after_a_member_outage(
             for wid in ids:
                 assert f"roving.{cluster}.workflow.{wid}" in subjects
 
-        view = FederatedView.from_hub(hub.url)
+        view = read_federated_view(hub.url)
         for cluster, ids in workflows.items():
             assert {r["id"] for r in view.workflows(cluster)} == {str(w) for w in ids}
             assert view.events(ids[0])["cluster"] == cluster
@@ -151,7 +151,7 @@ def test_federated_stream_converges_to_the_union_after_a_member_outage(
         shown = {m["cluster"]: m for m in json.loads(capsys.readouterr().out)["members"]}
         assert shown["c2"]["state"] == "unavailable" and "does not answer" in shown["c2"]["error"]
         assert shown["c1"]["available"] is True
-        view = FederatedView.from_hub(hub.url, status=status)
+        view = read_federated_view(hub.url, status=status)
         stats = {s["cluster"]: s for s in view.queue_stats("c1,c2")}
         assert stats["c2"]["available"] is False and stats["c2"]["workflows"] == {"STARTED": 3}
         assert stats["c1"]["available"] is True

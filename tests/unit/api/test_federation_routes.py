@@ -14,6 +14,8 @@ import yaml
 from eventsourcing.persistence import Mapper
 
 from adapters.federation import FEDERATED_STREAM, FederationStatus, MemberStatus
+from adapters.hub_log import Arrivals
+from adapters.jetstream.client import RawMsg
 from adapters.transcoder import MsgspecTranscoder
 from api.routes import federation as routes
 from api.settings import load_settings
@@ -59,7 +61,7 @@ def hub_view() -> tuple[FederatedView, dict[str, list[UUID]]]:
             ids[cluster].append(wid)
             for _, subject, headers, data in messages:
                 seq += 1
-                assert view.ingest(seq, subject, headers, data)
+                assert view.apply(Arrivals()([RawMsg(seq, subject, headers, data)]))
     view.status = FederationStatus(HUB, FEDERATED_STREAM, True, seq, [member("c1", True, 12), member("c2", False, 12)])
     return view, ids
 
