@@ -1,4 +1,4 @@
-"""Run one stage attempt as a local process group in its own cgroup: script or command, env, files, cwd, timeout."""
+"""Run one stage attempt as a process group in its own cgroup, as its user, in its image when the runtime is oci."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from adapters.cgroups import Cgroup, Hierarchy, Limits, size_text
+from adapters.runtime.bwrap import OciRuntime
 from adapters.runspec import (  # noqa: F401 - RunSpec, SpecError and unreachable are the executor's vocabulary too
     JobUser,
     RunSpec,
@@ -39,6 +40,7 @@ class Running:
                  cgroup: Cgroup | None = None, ran_on_host: bool = False):
         self.spec, self.proc, self.workdir, self.ran_on_host = spec, proc, workdir, ran_on_host
         self.grace, self.cgroup = grace, cgroup
+        self.pulled = None  # the image this ran in (oci runtime), with how long its pull took
         self.result: tuple[int, str] | None = None
         self._reason: str | None = None
         self._stop = threading.Event()
@@ -142,9 +144,11 @@ class Executor:
     its own cgroup when `cgroups` is given."""
 
     def __init__(self, workdir_root: Path, kill_grace: float = 10.0, cgroups: Hierarchy | None = None,
-                 user: JobUser | None = None, pids_limit: int = PIDS_PER_ALLOCATION):
+                 user: JobUser | None = None, runtime: OciRuntime | None = None,
+                 pids_limit: int = PIDS_PER_ALLOCATION):
         self.workdir_root = Path(workdir_root).resolve()
         self.kill_grace, self.cgroups, self.user, self.pids_limit = kill_grace, cgroups, user, pids_limit
+        self.runtime = runtime
         if user is not None:  # searchable, not listable: a job finds its own directory and no one else's
             self.workdir_root.mkdir(parents=True, exist_ok=True)
             if (owner := self.workdir_root.stat().st_uid) != os.geteuid():  # e.g. planted in /tmp by another user
@@ -168,6 +172,10 @@ class Executor:
         cwd.mkdir(parents=True, exist_ok=True)
         self._write_files(spec, workdir)
         argv = self._argv(spec, workdir)
+        pulled = None
+        if spec.image and self.runtime is not None:
+            pulled = self.runtime.prepare(spec.image)
+            argv = self.runtime.wrap(argv, pulled.rootfs, workdir, cwd, spec.network_isolated)
         if self.user is not None:
             self._hand_over(workdir)
         env = job_environment(spec, self.user, workdir)
@@ -178,7 +186,8 @@ class Executor:
             if cgroup is not None:
                 cgroup.remove()
             raise
-        running = Running(spec, proc, workdir, self.kill_grace, cgroup, ran_on_host=bool(spec.image))
+        running = Running(spec, proc, workdir, self.kill_grace, cgroup, ran_on_host=bool(spec.image) and not pulled)
+        running.pulled = pulled
         readers = [
             threading.Thread(target=_pump, args=(proc.stdout, "stdout", on_output), daemon=True),
             threading.Thread(target=_pump, args=(proc.stderr, "stderr", on_output), daemon=True),

@@ -37,6 +37,7 @@ class RunSpec(msgspec.Struct, kw_only=True):
     memory: int | None = None
     cpu_cores: float | None = None
     image: str | None = None
+    network_isolated: bool = False  # a private network namespace under the oci runtime
     readiness_probe: ProbeSpec | None = None
     ports: list[Any] = []  # echoed back in the ready report as the API sent them
 

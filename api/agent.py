@@ -188,7 +188,9 @@ class Agent:
             return  # it ran here already; the exit is on its way
         try:
             spec = build_spec(item)
-            running = self.executor.start(spec, self._forward_output(spec), self._forward_exit(spec))
+            # off the loop: an image pull takes seconds to minutes, and leases and reports must not wait for it
+            running = await asyncio.to_thread(self.executor.start, spec, self._forward_output(spec),
+                                              self._forward_exit(spec))
         except (msgspec.ValidationError, ValueError, SpecError, OSError) as error:
             self.finished.add((allocation_id, epoch))
             self.metrics.failures.inc()

@@ -16,9 +16,14 @@ import msgspec
 from adapters import sysinfo
 from adapters.executor import JobUser, RunSpec, unreachable
 from adapters.probes import snake_keys
+from adapters.runtime.images import machine_has
 from api.usage import UsageError, UsageParser
 from domain.durations import DurationError, parse_duration
 from domain.quantities import QuantityError, parse_memory
+
+
+RUNTIMES = ("host", "oci")
+PACKAGES = {"bwrap": "bubblewrap", "skopeo": "skopeo"}
 
 
 @dataclass
@@ -34,6 +39,9 @@ class AgentConfig:
     workdir: Path = Path.home() / ".local/share/roving/work"
     job_user: JobUser | None = None  # None: jobs run as the agent's own user
     allow_root_jobs: bool = False
+    runtime: str = "host"  # host | oci
+    image_cache: Path | None = None  # oci: <workdir>/.roving-images unless given
+    insecure_registries: tuple[str, ...] = ()
     metrics_port: int | None = None
     heartbeat: float = 2.0
     poll: float = 0.5
@@ -96,6 +104,8 @@ def _parser() -> UsageParser:
     p.add_argument("--definition")
     p.add_argument("--workdir", type=Path)
     p.add_argument("--allow-root-jobs", action="store_true")
+    p.add_argument("--runtime", choices=RUNTIMES)
+    p.add_argument("--image-cache", type=Path)
     p.add_argument("--metrics-port", type=_typed("port", _port))
     p.add_argument("--heartbeat", type=_typed("duration", _positive_duration), default=2.0)
     p.add_argument("--poll", type=_typed("duration", _positive_duration), default=0.5)
@@ -162,6 +172,17 @@ def _primary_gid(uid: int) -> int:
         return uid
 
 
+def runtime(name: str) -> str:
+    """`oci` needs bubblewrap and skopeo on this machine; say which Debian packages when they are missing."""
+    if name not in RUNTIMES:
+        raise UsageError(f"ROVING_RUNTIME: {name!r} is not one of {', '.join(RUNTIMES)}")
+    missing = machine_has("bwrap", "skopeo") if name == "oci" else []
+    if missing:
+        raise UsageError(f"--runtime oci needs {' and '.join(missing)} on PATH: apt-get install "
+                         + " ".join(PACKAGES[name] for name in missing))
+    return name
+
+
 def default_workdir(euid: int) -> Path:
     """Root's agent keeps work under /var/lib (reachable by the job users); a user's agent under its home."""
     return Path("/var/lib/roving/work") if euid == 0 else Path.home() / ".local/share/roving/work"
@@ -184,6 +205,8 @@ def parse_args(argv: list[str], env: dict[str, str] | None = None, detect=sysinf
         definition=ns.definition, workdir=workdir, metrics_port=ns.metrics_port, heartbeat=ns.heartbeat,
         poll=ns.poll, kill_grace=ns.kill_grace, address=ns.address,
         job_user=job_user(env, ns.allow_root_jobs, euid, workdir), allow_root_jobs=ns.allow_root_jobs,
+        runtime=runtime(ns.runtime or env.get("ROVING_RUNTIME", "host")), image_cache=ns.image_cache,
+        insecure_registries=tuple(r.strip() for r in env.get("ROVING_INSECURE_REGISTRIES", "").split(",") if r.strip()),
     )
 
 

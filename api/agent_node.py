@@ -1,4 +1,5 @@
-"""How this node runs jobs: its cgroups (or none, and why) and whom as, announced in its registration."""
+"""How this node runs jobs: its cgroups (or none, and why), whom as and in which runtime, announced in its
+registration as annotations."""
 
 from __future__ import annotations
 
@@ -9,10 +10,13 @@ from pathlib import Path
 
 from adapters import cgroups
 from adapters.executor import Executor
+from adapters.runtime.bwrap import OciRuntime
+from adapters.runtime.images import ImageCache
 from api.agent_args import AgentConfig
 
 ISOLATION = "roving.io/isolation"
 JOB_USER = "roving.io/job-user"
+RUNTIME = "roving.io/runtime"
 
 
 def agent_name(config: AgentConfig) -> str:
@@ -35,7 +39,13 @@ def build_executor(config: AgentConfig, log, detect=cgroups.detect) -> Executor:
     config.annotations.setdefault(JOB_USER, job_user_text(config))
     if config.job_user is None:
         log.warning("agent.jobs_run_as_agent_user", job_user=config.annotations[JOB_USER])
-    return Executor(config.workdir, kill_grace=config.kill_grace, cgroups=hierarchy, user=config.job_user)
+    config.annotations.setdefault(RUNTIME, config.runtime)
+    runtime = None
+    if config.runtime == "oci":
+        cache = ImageCache(config.image_cache or Path(config.workdir) / ".roving-images", config.insecure_registries)
+        runtime = OciRuntime(cache, Path(config.workdir).resolve())
+    return Executor(config.workdir, kill_grace=config.kill_grace, cgroups=hierarchy, user=config.job_user,
+                    runtime=runtime)
 
 
 def job_user_text(config: AgentConfig) -> str:

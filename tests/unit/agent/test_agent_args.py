@@ -155,3 +155,15 @@ def test_a_work_directory_the_job_user_cannot_reach_is_refused(tmp_path):
     with pytest.raises(UsageError, match=r"uid 65534\) and cannot reach .*/closed/work: /.* is mode 0700"):
         parse_args(["--api", "http://127.0.0.1:8080", "--workdir", str(closed / "work")], env=ENV,
                    detect=lambda: DETECTED, euid=0)
+
+
+def test_the_oci_runtime_names_the_packages_it_is_missing(monkeypatch):
+    monkeypatch.setattr("api.agent_args.machine_has", lambda *programs: ["bwrap"])
+    with pytest.raises(UsageError, match="--runtime oci needs bwrap on PATH: apt-get install bubblewrap"):
+        parse("--runtime", "oci")
+    with pytest.raises(UsageError, match="ROVING_RUNTIME: 'podman' is not one of host, oci"):
+        parse(env=ENV | {"ROVING_RUNTIME": "podman"})
+    monkeypatch.setattr("api.agent_args.machine_has", lambda *programs: [])
+    config = parse(env=ENV | {"ROVING_RUNTIME": "oci", "ROVING_INSECURE_REGISTRIES": "reg.lan:5000, r2"})
+    assert (config.runtime, config.insecure_registries) == ("oci", ("reg.lan:5000", "r2"))
+    assert parse().runtime == "host"

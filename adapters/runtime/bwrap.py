@@ -1,0 +1,42 @@
+"""The `oci` runtime: a job's argv run under bubblewrap in its image's root, with its work directory bound in.
+
+The image's root is bound read-only: it is shared by every job of that image on the node. /tmp is a private
+tmpfs; the work root is a tmpfs too, so the stage's directory (bound at the same path as on the host, so paths
+in the spec mean the same inside) gets its mount point without writing into the shared root. The job gets its
+own pid, mount, ipc, uts, user and cgroup namespaces; the network is shared unless the stage asks for isolation.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from adapters.runtime.images import ImageCache, Pulled
+
+
+class OciRuntime:
+    """Turns (argv, image) into a bubblewrap command line, pulling the image into the node cache first."""
+
+    name = "oci"
+
+    def __init__(self, cache: ImageCache, workdir_root: Path, bwrap: str = "bwrap") -> None:
+        self.cache, self.workdir_root, self.bwrap = cache, Path(workdir_root), bwrap
+
+    def prepare(self, image: str) -> Pulled:
+        """The image's root, with the mount points the read-only bind cannot create at run time."""
+        pulled = self.cache.rootfs(image)
+        points = ["proc", "dev", "tmp"]
+        if not self.workdir_root.is_relative_to("/tmp"):  # under /tmp it lands on that tmpfs
+            points.append(str(self.workdir_root.relative_to("/")))
+        for point in points:
+            (pulled.rootfs / point).mkdir(parents=True, exist_ok=True)
+        return pulled
+
+    def wrap(self, argv: list[str], rootfs: Path, workdir: Path, cwd: Path, isolated_network: bool) -> list[str]:
+        command = [self.bwrap, "--unshare-all", "--die-with-parent", "--ro-bind", str(rootfs), "/",
+                   "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+        if not isolated_network:
+            command.append("--share-net")
+        if self.workdir_root != Path("/tmp"):
+            command += ["--tmpfs", str(self.workdir_root)]
+        command += ["--bind", str(workdir), str(workdir), "--chdir", str(cwd), "--", *argv]
+        return command
