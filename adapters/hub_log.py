@@ -16,8 +16,8 @@ from urllib.parse import unquote
 from uuid import UUID
 
 import nats
-from nats.aio.client import Client
 from eventsourcing.persistence import Mapper, StoredEvent
+from nats.aio.client import Client
 
 from adapters.federation import FEDERATED_STREAM, FederationStatus, origin_sequence
 from adapters.follower import Follower

@@ -2,8 +2,8 @@
 
 import pytest
 
-from adapters.duckdb_store import AuditStore
 from adapters.audit_log import AuditLog
+from adapters.duckdb_store import AuditStore
 from projections.audit import AuditProjection
 from tests.unit.audit.builders import Log, allocation, cordon, workflow
 

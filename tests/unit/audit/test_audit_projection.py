@@ -1,5 +1,5 @@
-from adapters.duckdb_store import AuditStore
 from adapters.audit_log import AuditLog
+from adapters.duckdb_store import AuditStore
 from projections.audit import AuditFilters, AuditProjection, Scope
 from tests.unit.audit.builders import Log, allocation, at, workflow
 

@@ -1,7 +1,7 @@
 import pytest
 
-from adapters.sql_guard import RefusedQuery
 from adapters.audit_log import AuditLog
+from adapters.sql_guard import RefusedQuery
 from projections.audit import AccessDenied, QueryFailed, Scope
 
 ADMIN = Scope(cluster_admin=True)
