@@ -137,7 +137,7 @@ class NatsServer:
         """Absolute: it names this store in the server's command line, whatever the starter's cwd."""
         return (self.store_dir / f"{self.name}.conf").resolve()
 
-    def start(self, timeout: float = 15.0, cancelled: Callable[[], bool] = lambda: False) -> "NatsServer":
+    def start(self, timeout: float = 15.0, cancelled: Callable[[], bool] = lambda: False) -> NatsServer:
         """Start, or start again after a death on the same port and store (the log is appended to then)."""
         binary = find_binary(self.binary)
         self.store_dir.mkdir(parents=True, exist_ok=True)
@@ -224,7 +224,7 @@ class NatsServer:
         if self._lock is not None:
             self._lock.release()
 
-    def __enter__(self) -> "NatsServer":
+    def __enter__(self) -> NatsServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

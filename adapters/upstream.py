@@ -82,7 +82,7 @@ class Upstream:
                                                      allow_redirects=False, compress=None)
         except (aiohttp.ClientConnectorError, aiohttp.ServerDisconnectedError, ConnectionResetError) as error:
             raise Unreachable(type(error).__name__) from error
-        except (aiohttp.ClientError, asyncio.TimeoutError) as error:
+        except (TimeoutError, aiohttp.ClientError) as error:
             raise Failed(f"{type(error).__name__}: {error}") from error
         raw = [(name.lower(), value) for name, value in response.raw_headers]
         return Answer(response.status, raw, response)

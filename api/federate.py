@@ -43,7 +43,7 @@ def render_table(status: FederationStatus) -> str:
         rows.append((m.cluster, m.domain, m.state, "-" if m.lag is None else str(m.lag), str(m.last_seen_seq),
                      "-" if m.member_last_seq is None else str(m.member_last_seq), detail))
     widths = [max(len(r[i]) for r in rows) for i in range(len(COLUMNS) - 1)]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r[:-1], widths)) + "  " + r[-1] for r in rows]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1] for r in rows]
     head = f"{status.stream} on {status.hub}: {status.messages} events" if status.exists else \
         f"{status.stream} does not exist on {status.hub}: run `roving federate --hub URL --member CLUSTER=DOMAIN`"
     return "\n".join([head, *(line.rstrip() for line in lines)])

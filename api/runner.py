@@ -10,7 +10,7 @@ import os
 import socket
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from uuid import UUID
 
 import structlog
@@ -29,7 +29,7 @@ MAX_BLOCKED_EVENTS_PER_PASS = 256  # the rest are written on the next passes, ne
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class SchedulerRunner:
@@ -110,7 +110,7 @@ class SchedulerRunner:
     def _commit(self, decisions, now: datetime) -> None:
         for preemption in decisions.preemptions:
             evicted = sum(self._try(self.roving.preempt, UUID(victim), text, "scheduler", now)
-                          for victim, text in zip(preemption.victim_ids, preemption.victim_texts))
+                          for victim, text in zip(preemption.victim_ids, preemption.victim_texts, strict=True))
             metrics.PREEMPTIONS.inc(evicted)
             if evicted:
                 metrics.BLOCKED_BEFORE_EVICTION.observe(self._waited(preemption.preemptor_id, now))

@@ -73,7 +73,8 @@ def parse_webhook(payload: bytes | str | Mapping[str, Any]) -> list[AlertCommand
         _expect(body.get("status") in STATUSES, "status", f"must be firing or resolved (got {body.get('status')!r})", problems)
         alerts = body.get("alerts")
         _expect(isinstance(alerts, list), "alerts", "must be a list of alerts", problems)
-        commands = [c for i, a in enumerate(alerts if isinstance(alerts, list) else []) if (c := _alert(a, f"alerts[{i}]", problems))]
+        listed = alerts if isinstance(alerts, list) else []
+        commands = [c for i, a in enumerate(listed) if (c := _alert(a, f"alerts[{i}]", problems))]
     if problems:
         raise AlertPayloadError(problems)
     return commands

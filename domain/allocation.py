@@ -27,7 +27,10 @@ ENDED = frozenset({QueueState.FINISHED, QueueState.FAILED, QueueState.CANCELED, 
 LEGAL = {
     QueueState.PENDING: {QueueState.READY, QueueState.CANCELED},
     QueueState.READY: {QueueState.RUNNING, QueueState.PENDING, QueueState.CANCELED},
-    QueueState.RUNNING: {QueueState.RUNNING, QueueState.FINISHED, QueueState.FAILED, QueueState.CANCELED, QueueState.PREEMPTED, QueueState.EVICTED},
+    QueueState.RUNNING: {
+        QueueState.RUNNING, QueueState.FINISHED, QueueState.FAILED, QueueState.CANCELED, QueueState.PREEMPTED,
+        QueueState.EVICTED,
+    },
 }
 
 

@@ -170,7 +170,8 @@ class Endpoint(TimedAggregate):
         if old is None:
             self._binding_requested(workflow_id=workflow_id, service=service, strategy=strategy, by=by, at=at)
             return Decision()
-        self._takeover_pending(workflow_id=workflow_id, service=service, strategy=strategy, old_workflow_id=old.workflow_id, by=by, at=at)
+        self._takeover_pending(workflow_id=workflow_id, service=service, strategy=strategy,
+                               old_workflow_id=old.workflow_id, by=by, at=at)
         if strategy is Strategy.START:
             reason = f"taken over by workflow {workflow_id} (strategy start)"
             self._unbound(workflow_id=old.workflow_id, reason=reason, by=by, at=at)
@@ -217,7 +218,9 @@ class Endpoint(TimedAggregate):
         self.pending = Pending(workflow_id=workflow_id, service=service, strategy=strategy, requested_at=at)
 
     @event("TakeoverPending")
-    def _takeover_pending(self, workflow_id: UUID, service: str, strategy: Strategy, old_workflow_id: UUID, by: str, at: datetime) -> None:
+    def _takeover_pending(
+        self, workflow_id: UUID, service: str, strategy: Strategy, old_workflow_id: UUID, by: str, at: datetime,
+    ) -> None:
         self.pending = Pending(workflow_id=workflow_id, service=service, strategy=strategy, requested_at=at,
                                replaces=old_workflow_id)
 

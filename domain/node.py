@@ -8,13 +8,21 @@ from uuid import UUID
 import msgspec
 from eventsourcing.domain import event
 
-from domain.timed import TimedAggregate
 from domain.holds import (
-    DEFAULT_MAX_MONITORING_HELD_PERCENT, Effect, Hold, HoldError, NodeSummary, ReleaseRefused, Source, UnknownHold,
-    monitoring_hold_allowed, release_refusal,
+    DEFAULT_MAX_MONITORING_HELD_PERCENT,
+    Effect,
+    Hold,
+    HoldError,
+    NodeSummary,
+    ReleaseRefused,
+    Source,
+    UnknownHold,
+    monitoring_hold_allowed,
+    release_refusal,
 )
 from domain.scheduler import snapshot
 from domain.scheduler.snapshot import NodeStatus  # the statuses the scheduler reads are the node's own
+from domain.timed import TimedAggregate
 
 LEASE_LAPSED = "lease lapsed"
 

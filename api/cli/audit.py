@@ -32,7 +32,7 @@ def query(args: argparse.Namespace, client: Client) -> Any:
     if answer["truncated"]:
         print(f"roving: showing the first {len(answer['rows'])} rows; the answer was cut there", file=sys.stderr)
     args.columns = answer["columns"]
-    return [dict(zip(answer["columns"], row)) for row in answer["rows"]]
+    return [dict(zip(answer["columns"], row, strict=False)) for row in answer["rows"]]
 
 
 def export(args: argparse.Namespace, client: Client) -> Any:

@@ -7,7 +7,6 @@ import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from api.cli import audit, context, endpoints, federation, nodes, queue, tenancy, workflow
 from api.cli.client import ApiError, Client, current_context

@@ -33,8 +33,8 @@ def table(rows: list[Any], columns: Sequence[str] | None = None) -> str:
     names = list(columns or dict.fromkeys(k for r in dicts for k in r))
     cells = [[cell(r.get(n)) for n in names] for r in dicts]
     widths = [max(len(n), *(len(row[i]) for row in cells)) for i, n in enumerate(names)]
-    lines = ["  ".join(n.upper().ljust(w) for n, w in zip(names, widths))]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in cells]
+    lines = ["  ".join(n.upper().ljust(w) for n, w in zip(names, widths, strict=True))]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in cells]
     return "\n".join(line.rstrip() for line in lines)
 
 

@@ -13,7 +13,6 @@ import yaml
 
 from domain.fuzzfile.schema import Problem
 
-
 _BASE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: several times faster
 
 

@@ -7,11 +7,19 @@ import re
 from domain.fuzzfile.decode import join
 from domain.fuzzfile.graph import check_dependencies
 from domain.fuzzfile.limits import (
-    MAX_CONCURRENCY, MAX_CORES, MAX_DEVICES, MAX_MEMORY_BYTES, MAX_NODES, MAX_PROCS_PER_NODE, MAX_SOCKETS,
-    MAX_TASK_ID, MAX_TASKS, bounded,
+    MAX_CONCURRENCY,
+    MAX_CORES,
+    MAX_DEVICES,
+    MAX_MEMORY_BYTES,
+    MAX_NODES,
+    MAX_PROCS_PER_NODE,
+    MAX_SOCKETS,
+    MAX_TASK_ID,
+    MAX_TASKS,
+    bounded,
 )
 from domain.fuzzfile.policy import check_policy
-from domain.fuzzfile.schema import Container, Job, Mount, Problem, Resource, Service, Workflow
+from domain.fuzzfile.schema import Container, Job, Mount, Problem, Resource, Workflow
 from domain.fuzzfile.services import check_service
 from domain.quantities import QuantityError, parse_memory
 
@@ -65,7 +73,8 @@ def _check_job(job: Job, path: str, volumes: set[str], report: Report) -> None:
     if array is not None:
         where = join(path, "task-array")
         if array.start < 0 or array.end < array.start:
-            report.error(where, f"task ids run from start to end inclusive; start {array.start} must be >= 0 and <= end {array.end}")
+            report.error(where, "task ids run from start to end inclusive; "
+                                f"start {array.start} must be >= 0 and <= end {array.end}")
         bounded(report.errors, f"{where}.end", array.end, 0, MAX_TASK_ID, "a task id")
         if 0 <= array.start <= array.end:
             bounded(report.errors, where, array.end - array.start + 1, 1, MAX_TASKS, "the number of tasks")

@@ -1,13 +1,22 @@
 """The scheduler: pure decision function over a snapshot, its configuration, reasons and simulator."""
 from domain.scheduler.config import ConfigProblem, ConfigWarning, SchedulerConfig, validate_config
-from domain.scheduler.decisions import (
-    Backfilled, Counters, Decisions, Placement, Preemption, ReservationHeld,
-)
+from domain.scheduler.decisions import Backfilled, Counters, Decisions, Placement, Preemption, ReservationHeld
 from domain.scheduler.reasons import Reason, Why, blocked_events
 from domain.scheduler.schedule import schedule
 from domain.scheduler.snapshot import (
-    Definition, Dependency, GroupPolicy, Hold, HoldEffect, HoldSource, Kind, NodeShape, NodeStatus,
-    NodeView, QueuedAllocation, RunningAllocation, Snapshot,
+    Definition,
+    Dependency,
+    GroupPolicy,
+    Hold,
+    HoldEffect,
+    HoldSource,
+    Kind,
+    NodeShape,
+    NodeStatus,
+    NodeView,
+    QueuedAllocation,
+    RunningAllocation,
+    Snapshot,
 )
 
 __all__ = [

@@ -204,7 +204,7 @@ class _Pass:
         self.d.preemptions.append(Preemption(
             preemptor_id=a.id, victim_ids=tuple(v.id for v in victims), node_ids=nodes,
             victim_texts=victim_texts, preemptor_texts=tuple(f"Preempted {label(v)}" for v in victims)))
-        for v, text in zip(victims, victim_texts):
+        for v, text in zip(victims, victim_texts, strict=True):
             self.d.reasons[v.id] = Why(reason=Reason.PREEMPTED, message=text, detail={"by": a.id})
         self.d.reasons[a.id] = Why(reason=Reason.READY_TO_SCHEDULE, message="placed after preemption",
                                    detail={"nodes": list(nodes), "preempting": [v.id for v in victims]})

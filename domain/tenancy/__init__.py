@@ -5,7 +5,15 @@ from domain.tenancy.group import Group
 from domain.tenancy.organization import Organization
 from domain.tenancy.passwords import WeakPassword, password_problems, require_strong
 from domain.tenancy.permissions import (
-    Action, Decision, Denied, Outcome, Principal, Resource, authorize, can, principal_for,
+    Action,
+    Decision,
+    Denied,
+    Outcome,
+    Principal,
+    Resource,
+    authorize,
+    can,
+    principal_for,
 )
 from domain.tenancy.user import LoginOutcome, User
 

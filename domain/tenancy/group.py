@@ -12,8 +12,15 @@ from uuid import UUID
 from eventsourcing.domain import event
 
 from domain.tenancy.common import (
-    PriorityMessage, Role, TenancyError, TenantAggregate, require_aware, require_name, require_priority,
-    require_role, role_name,
+    PriorityMessage,
+    Role,
+    TenancyError,
+    TenantAggregate,
+    require_aware,
+    require_name,
+    require_priority,
+    require_role,
+    role_name,
 )
 
 GROUP_ROLES = frozenset({Role.MEMBER, Role.GROUP_OWNER})

@@ -8,7 +8,13 @@ from uuid import UUID
 from eventsourcing.domain import event
 
 from domain.tenancy.common import (
-    PriorityMessage, Role, TenancyError, TenantAggregate, require_aware, require_name, require_priority,
+    PriorityMessage,
+    Role,
+    TenancyError,
+    TenantAggregate,
+    require_aware,
+    require_name,
+    require_priority,
     require_role,
 )
 

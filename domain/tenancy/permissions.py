@@ -210,7 +210,9 @@ def _monitoring(p: Principal, r: Resource) -> str | None:
     return "monitoring webhook" if p.source is Source.MONITORING else _admin(p, r)
 
 
-ADMIN, ORG, GROUP = "a cluster admin", "an owner of the organization or a cluster admin", "a group owner, org owner or cluster admin"
+ADMIN = "a cluster admin"
+ORG = "an owner of the organization or a cluster admin"
+GROUP = "a group owner, org owner or cluster admin"
 RULES: dict[Action, tuple[Rule, str]] = {
     Action.SET_ORG_PRIORITY: (_admin, ADMIN),
     Action.SET_GROUP_PRIORITY: (_org_owner_or_admin, ORG),

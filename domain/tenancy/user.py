@@ -15,7 +15,14 @@ from eventsourcing.domain import event
 
 from domain.tenancy import passwords
 from domain.tenancy.common import (
-    PriorityMessage, Role, TenancyError, TenantAggregate, require_aware, require_priority, require_role, role_name,
+    PriorityMessage,
+    Role,
+    TenancyError,
+    TenantAggregate,
+    require_aware,
+    require_priority,
+    require_role,
+    role_name,
 )
 
 ACCOUNT_ROLES = frozenset({Role.USER, Role.ORG_OWNER, Role.CLUSTER_ADMIN})

@@ -23,8 +23,9 @@ from nats.js.api import StorageType, StreamConfig
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from adapters.nats_server import NatsServer  # noqa: E402
 from procstat import cpu_seconds  # noqa: E402 - ops/bench, beside this file
+
+from adapters.nats_server import NatsServer  # noqa: E402
 
 PAYLOAD = b"x" * 300  # about the size of a Roving event
 

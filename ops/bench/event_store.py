@@ -14,7 +14,7 @@ import sys
 import tempfile
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 from uuid import uuid4
@@ -124,7 +124,7 @@ def transcoder_us(transcoder, obj, runs: int = 20000) -> float:
 
 
 def transcoders() -> dict[str, float]:
-    obj = {"originator_id": uuid4(), "originator_version": 7, "timestamp": datetime.now(timezone.utc),
+    obj = {"originator_id": uuid4(), "originator_version": 7, "timestamp": datetime.now(UTC),
            "note": PAYLOAD, "amount": Decimal("10.50"), "tags": ["a", "b"], "count": 3}
     json_t = JSONTranscoder()
     for t in (UUIDAsHex(), DecimalAsStr(), DatetimeAsISO()):

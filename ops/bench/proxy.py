@@ -120,7 +120,7 @@ def started(role: str, *ports: int) -> subprocess.Popen:
             return child
         except httpx.TransportError:
             if child.poll() is not None:
-                raise SystemExit(f"the {role} process exited with {child.returncode}")
+                raise SystemExit(f"the {role} process exited with {child.returncode}") from None
             time.sleep(0.05)
     child.kill()
     raise SystemExit(f"the {role} process did not answer within 30 s")

@@ -11,17 +11,24 @@ import random
 import statistics
 import sys
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from domain.scheduler import (  # noqa: E402
-    GroupPolicy, Kind, NodeView, QueuedAllocation, RunningAllocation, SchedulerConfig, Snapshot, schedule,
+    GroupPolicy,
+    Kind,
+    NodeView,
+    QueuedAllocation,
+    RunningAllocation,
+    SchedulerConfig,
+    Snapshot,
+    schedule,
 )
 from domain.scheduler.simulator import SimJob, Simulator  # noqa: E402
 
-T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
 GiB = 1 << 30
 SHAPES = [(1, 4), (2, 8), (4, 16), (8, 32), (16, 64), (32, 128)]
 GROUPS = ["research", "prod", "batch"]
@@ -61,7 +68,7 @@ def snapshot(n_queued: int, n_nodes: int = 2000, seed: int = 7) -> Snapshot:
     rng = random.Random(seed)
     nodes = cluster(n_nodes)
     running = []
-    for index, view in enumerate(nodes):   # leave ~85% of the cpu busy
+    for view in nodes:   # leave ~85% of the cpu busy
         used = 0
         while used < 54:
             r = allocation(rng, len(running), running=True, nodes=(view.id,))
@@ -128,7 +135,7 @@ def main() -> None:
     xs = [math.log(n) for n in seconds]
     ys = [math.log(t) for t in seconds.values()]
     mx, my = statistics.fmean(xs), statistics.fmean(ys)
-    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum((x - mx) ** 2 for x in xs)
     on, off = simulate(True), simulate(False)
     print(json.dumps({
         "nodes": 2000, "backfill": True, "preemption": True,

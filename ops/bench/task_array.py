@@ -12,7 +12,7 @@ import json
 import sys
 import time
 import tracemalloc
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from uuid import UUID
 
@@ -25,7 +25,7 @@ from domain.workflow import Workflow  # noqa: E402
 
 SIZES = (1_000, 10_000, 100_000)
 CONCURRENCY = 8
-T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
 TEXT = (f"version: v4\njobs:\n  r: {{image: {{uri: docker://alpine}}, script: 'true',"
         f" task-array: {{start: 1, end: 2, concurrency: {CONCURRENCY}}}}}\n")
 

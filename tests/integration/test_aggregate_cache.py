@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -12,7 +12,7 @@ from domain.tenancy.permissions import Principal
 from tests.unit.app.builders import PlainHasher
 
 ADMIN = Principal(user_id=None, username="root", role=Role.CLUSTER_ADMIN, organization_id=None, is_cluster_admin=True)
-T0 = datetime(2026, 12, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 12, 1, tzinfo=UTC)
 
 
 @pytest.fixture

@@ -8,12 +8,11 @@ import json
 import msgspec
 import pytest
 
-from adapters.federation import Member
 from adapters.nats_server import NatsServer
 from api.federate import federate_main
 from api.settings import load_settings
 from tests.integration.ledger import Ledgers, env_for
-from tests.integration.test_federation import federated_keys, member_keys, submit, topology, wait_for  # noqa: F401
+from tests.integration.test_federation import federated_keys, member_keys, submit, topology, wait_for  # noqa: F401 - pytest fixtures, found by name
 from tests.unit.api.harness import Api
 from tests.unit.api.test_cli import run
 
@@ -25,7 +24,7 @@ def api_for(hub: NatsServer) -> Api:
 
 
 def test_the_federation_api_fans_out_scopes_and_shows_a_stopped_member_unavailable(
-    topology: dict[str, NatsServer], capsys: pytest.CaptureFixture[str]
+    topology: dict[str, NatsServer], capsys: pytest.CaptureFixture[str]  # noqa: F811 - the imported fixture
 ) -> None:
     hub, c1, c2 = topology["hub"], topology["c1"], topology["c2"]
     apps = {"c1": Ledgers(env=env_for(c1.url, "c1")), "c2": Ledgers(env=env_for(c2.url, "c2"))}

@@ -143,7 +143,7 @@ def test_a_lost_batch_ack_is_found_landed_by_each_commit_and_nothing_is_stored_t
         last = await real(batch_id, messages, timeout)  # the batch really lands
         calls.append(len(messages))
         if len(calls) == 1:
-            raise asyncio.TimeoutError
+            raise TimeoutError
         return last
 
     monkeypatch.setattr(client, "publish_batch", ack_lost_once)

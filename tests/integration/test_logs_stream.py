@@ -9,7 +9,7 @@ import nats
 import nats.js.errors
 import pytest
 
-from adapters.logs import LogWriter, Logs
+from adapters.logs import Logs, LogWriter
 from api.agent import run_agent
 from api.agent_args import AgentConfig
 from tests.unit.agent.fake_api import FakeApi

@@ -1,4 +1,7 @@
-"""eventsourcing's own recorder test suites (imported as modules so pytest collects only ours), run against the JetStream recorders on a real server."""
+"""eventsourcing's own recorder test suites, run against the JetStream recorders on a real server.
+
+The suites are imported as modules so that pytest collects only our subclasses of them.
+"""
 
 from __future__ import annotations
 

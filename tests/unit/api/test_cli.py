@@ -118,7 +118,8 @@ def test_validate_reports_errors_locally_and_exits_1(capsys, tmp_path):
 def test_a_missing_process_module_is_a_clear_error_not_a_traceback(capsys, monkeypatch):
     import importlib
 
-    monkeypatch.setitem(importlib.import_module("api.cli.main").PROCESSES, "federate", ("api.no_such_module", "federate_main", "gone"))
+    gone = ("api.no_such_module", "federate_main", "gone")
+    monkeypatch.setitem(importlib.import_module("api.cli.main").PROCESSES, "federate", gone)
     assert main(["federate"]) == 1
     assert "not available" in capsys.readouterr().err
 

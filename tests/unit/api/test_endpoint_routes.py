@@ -18,7 +18,6 @@ from api.routes import proxy
 from domain.app.ids import allocation_id, endpoint_id
 from tests.unit.api.harness import Api
 
-
 BIG = bytes(range(256)) * 1024  # 256 KiB: past the size the proxy reads whole
 ZIPPED = gzip.compress(b"compressed answer")
 

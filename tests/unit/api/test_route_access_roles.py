@@ -10,6 +10,7 @@ from tests.unit.api.harness import services
 from tests.unit.api.route_access_table import PUBLIC, ROUTES, Row
 from tests.unit.api.route_access_world import ADMIN, OWNER, USER, WEBHOOK, Call, opened
 
+
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     yield from opened(tmp_path_factory)

@@ -11,6 +11,7 @@ import pytest
 from tests.unit.api.route_access_table import ROUTES
 from tests.unit.api.route_access_world import ADMIN, OWNER, USER, Call, opened
 
+
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     yield from opened(tmp_path_factory)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from uuid import uuid4
 
 from prometheus_client import REGISTRY
@@ -35,7 +35,7 @@ def sample(name: str) -> float:
 
 def submit(roving, cores: int, minutes_ago: float = 0):
     wid = uuid4()
-    at = datetime.now(timezone.utc) - timedelta(minutes=minutes_ago)
+    at = datetime.now(UTC) - timedelta(minutes=minutes_ago)
     roving.submit_workflow(wid, "w", JOB.replace("CORES", str(cores)), 0, None, user(), at)
     return allocation_id(wid, "main", 1)
 
@@ -98,7 +98,7 @@ def test_a_preemptor_that_evicts_has_its_blocked_time_observed_once():
 
     from domain.scheduler import Decisions, Preemption
 
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     done: list[str] = []
     roving = SimpleNamespace(preempt=lambda victim, text, by, at: done.append(f"evict {victim}"),
                              place=lambda aid, nodes, by, at: done.append(f"place {aid}") or 1)

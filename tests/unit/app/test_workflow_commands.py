@@ -6,9 +6,9 @@ from uuid import uuid4
 
 import pytest
 
+from domain.allocation import Allocation, QueueState
 from domain.app import Forbidden, Invalid, StaleEpoch
 from domain.app.ids import allocation_id
-from domain.allocation import Allocation, QueueState
 from domain.tenancy import Role, Source
 from domain.tenancy.permissions import Principal
 from tests.unit.app.builders import ADMIN, PIPELINE, T0, app, later, user

@@ -1,11 +1,11 @@
 """Test helpers: endpoints and workflow ids in a line."""
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
 from domain.endpoint import Endpoint
 
-T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
 OLD, NEW, OTHER = UUID(int=1), UUID(int=2), UUID(int=3)
 
 

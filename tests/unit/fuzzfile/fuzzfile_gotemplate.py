@@ -7,7 +7,7 @@ import json
 import posixpath
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import yaml
@@ -17,7 +17,7 @@ TOKEN = re.compile(
     r'\s*(?:(?P<str>"(?:\\.|[^"\\])*")|(?P<raw>`[^`]*`)|(?P<num>-?\d+(?:\.\d+)?)|(?P<op>:=|=|\||\(|\)|,)'
     r"|(?P<var>\$[A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*)|(?P<field>\.[A-Za-z0-9_.]*)|(?P<ident>[A-Za-z_][A-Za-z0-9_]*))"
 )
-FIXED_NOW = datetime(2025, 1, 1, tzinfo=timezone.utc)
+FIXED_NOW = datetime(2025, 1, 1, tzinfo=UTC)
 
 
 class TemplateFailure(Exception):
@@ -143,7 +143,7 @@ def _run_range(node, scope: Scope, out: list[str]) -> None:
     items = _pipeline(head, scope)
     pairs = list(items.items()) if isinstance(items, dict) else list(enumerate(items or []))
     for key, value in pairs:
-        frame = dict(zip(names, [value] if len(names) == 1 else [key, value]))
+        frame = dict(zip(names, [value] if len(names) == 1 else [key, value], strict=False))
         _run(body, Scope(value, scope.frames + [frame]), out)
     if not pairs:
         _run(node[2], scope, out)
@@ -311,7 +311,7 @@ FUNCS = {
     "lower": lambda s: s.lower(),
     "b64enc": lambda s: base64.b64encode(s.encode()).decode(),
     "replace": lambda old, new, s: s.replace(old, new),
-    "dict": lambda *a: dict(zip(a[::2], a[1::2])),
+    "dict": lambda *a: dict(zip(a[::2], a[1::2], strict=False)),  # an odd last key is dropped
     "append": lambda items, v: list(items) + [v],
 }
 

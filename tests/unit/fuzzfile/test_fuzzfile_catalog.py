@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from fuzzfile_gotemplate import load_values, render
+
 from domain.fuzzfile import list_stages, parse_fuzzfile
 from tests.reference import fuzzball
 

@@ -24,7 +24,8 @@ def test_a_script_with_its_own_shebang_is_kept():
 
 
 def test_memory_by_core_is_multiplied_by_the_cores():
-    text = "version: v4\njobs:\n  a: {image: {uri: docker://x}, script: x, resource: {cpu: {cores: 4}, memory: {size: 2GiB, by-core: true}}}\n"
+    resource = "{cpu: {cores: 4}, memory: {size: 2GiB, by-core: true}}"
+    text = f"version: v4\njobs:\n  a: {{image: {{uri: docker://x}}, script: x, resource: {resource}}}\n"
     assert stages_of(text)["a"].resources.memory_bytes == 4 * 2 * 2**30
 
 

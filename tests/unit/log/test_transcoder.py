@@ -1,6 +1,6 @@
 """The msgspec transcoder round-trips every value type our events carry."""
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from decimal import Decimal
 from enum import Enum
 from uuid import uuid4
@@ -42,7 +42,7 @@ class PointAsInt(Transcoding):
 
 
 def test_typed_values_come_back_as_they_went_in():
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     state = {
         "id": uuid4(), "at": now, "amount": Decimal("10.50"), "effect": Effect.CORDON,
         "hold": Hold("h1", Effect.CORDON, now), "pair": (1, "a"), "naive": datetime(2026, 1, 2, 3, 4),

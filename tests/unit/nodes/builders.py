@@ -1,12 +1,12 @@
 """Test helpers: registered, ready nodes and their placements in a line."""
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
 from domain.holds import NodeSummary
 from domain.node import Capacity, Node, Placement
 
-T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
 GiB = 2**30
 
 

@@ -5,7 +5,12 @@ import json
 import pytest
 
 from domain.alerts import (
-    AlertPayloadError, AwaitAdminRelease, PlaceMonitoringHold, ReleaseMonitoringHold, apply_alert, hold_id_for,
+    AlertPayloadError,
+    AwaitAdminRelease,
+    PlaceMonitoringHold,
+    ReleaseMonitoringHold,
+    apply_alert,
+    hold_id_for,
     parse_webhook,
 )
 from domain.holds import Effect, Source
@@ -30,7 +35,8 @@ def test_a_firing_then_resolved_alert_places_and_releases_the_monitoring_hold():
     [place] = parse_webhook(webhook(alert()))
     assert apply_alert(node, place, by="alertmanager", at=at(2), peers=ROOM) == "placed"
     hold = node.holds[place.hold_id]
-    assert (hold.source, hold.effect, hold.reason, node.accepts_new_work) == (Source.MONITORING, Effect.CORDON, "XID 79 on GPU 3", False)
+    assert (hold.source, hold.effect, hold.reason) == (Source.MONITORING, Effect.CORDON, "XID 79 on GPU 3")
+    assert not node.accepts_new_work
     [release] = parse_webhook(webhook(alert(status="resolved"), status="resolved"))
     assert isinstance(release, ReleaseMonitoringHold) and release.hold_id == place.hold_id
     assert apply_alert(node, release, by="alertmanager", at=at(9)) == "released"
@@ -78,7 +84,8 @@ def test_the_hold_id_follows_the_alert_and_the_node():
 def test_a_firing_alert_carries_its_action_node_and_start():
     [place] = parse_webhook(webhook(alert(fb_action="deprovision", node="gpu-17")))
     assert isinstance(place, PlaceMonitoringHold)
-    assert (place.node, place.effect, place.started_at.isoformat()) == ("gpu-17", Effect.DEPROVISION, "2025-01-01T00:00:00.123457+00:00")
+    assert (place.node, place.effect) == ("gpu-17", Effect.DEPROVISION)
+    assert place.started_at.isoformat() == "2025-01-01T00:00:00.123457+00:00"
 
 
 def test_without_a_summary_the_reason_is_the_alert_name():

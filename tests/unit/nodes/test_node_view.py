@@ -4,7 +4,7 @@ from domain.holds import Effect, Source
 from domain.node import to_node_view
 from domain.scheduler import SchedulerConfig, schedule
 from domain.scheduler.snapshot import HoldEffect, HoldSource, NodeStatus, QueuedAllocation, Snapshot
-from tests.unit.nodes.builders import GiB, T0, at, ready_node, registered_node
+from tests.unit.nodes.builders import T0, GiB, at, ready_node, registered_node
 
 
 def placed(nodes) -> dict[str, tuple[str, ...]]:
@@ -20,7 +20,8 @@ def test_the_view_carries_capacity_status_and_holds():
     assert (view.id, view.name, view.definition_id, view.status) == (str(node.id), "n1", "gpu-pool", NodeStatus.READY)
     assert (view.cpu, view.devices, view.annotations, view.segment) == (8, {"nvidia.com/gpu": 4}, {"rack": "r1"}, "s1")
     [hold] = view.holds
-    assert (hold.id, hold.effect, hold.source, hold.reason, hold.by) == ("h1", HoldEffect.EVICT, HoldSource.MONITORING, "XID 79", "alertmanager")
+    assert (hold.id, hold.effect, hold.source) == ("h1", HoldEffect.EVICT, HoldSource.MONITORING)
+    assert (hold.reason, hold.by) == ("XID 79", "alertmanager")
 
 
 def test_the_scheduler_skips_held_and_unready_nodes():

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
-from uuid import UUID, uuid5, NAMESPACE_URL
+from datetime import UTC, datetime, timedelta
+from uuid import NAMESPACE_URL, UUID, uuid5
 
 from eventsourcing.domain import Aggregate
 
@@ -13,7 +13,7 @@ from domain.node import Capacity, Node
 from domain.workflow import Workflow
 from projections.views import Views
 
-T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
 GiB = 1024 ** 3
 
 

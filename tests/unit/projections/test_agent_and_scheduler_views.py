@@ -6,7 +6,7 @@ from domain.node import Capacity
 from domain.scheduler.reasons import Reason, Why
 from domain.scheduler.snapshot import Kind, NodeStatus
 from domain.tenancy import Group, Role
-from tests.unit.projections.builders import GiB, ONE_JOB, Feed, at, node, request, submit, uid
+from tests.unit.projections.builders import ONE_JOB, Feed, GiB, at, node, request, submit, uid
 
 SERVICE = (
     "version: v4\nfiles:\n  cfg: 'port=8080'\njobs:\n"

@@ -6,7 +6,7 @@ from domain.cluster_config import ClusterConfig
 from domain.holds import Effect, Source
 from domain.node import Placement
 from domain.tenancy import Group, Organization, Role, User
-from tests.unit.projections.builders import GiB, ONE_JOB, Feed, at, node, request, submit, uid
+from tests.unit.projections.builders import ONE_JOB, Feed, GiB, at, node, request, submit, uid
 
 HASH = "scrypt$1024$8$1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNoaGFzaA"
 

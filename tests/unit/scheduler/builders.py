@@ -1,11 +1,11 @@
 """Small builders for scheduler tests: nodes, queued and running allocations at fixed times."""
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from domain.scheduler import NodeView, QueuedAllocation, RunningAllocation, Snapshot
 
-T0 = datetime(2025, 3, 1, 12, 0, tzinfo=timezone.utc)
+T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 GiB = 1 << 30
 
 

@@ -1,7 +1,8 @@
 from datetime import timedelta
 
 import msgspec
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from domain.scheduler import Kind, Reason, RunningAllocation, SchedulerConfig, schedule
 from tests.unit.scheduler.builders import T0, job, node, running, snap

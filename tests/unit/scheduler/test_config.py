@@ -1,6 +1,5 @@
-from eventsourcing.application import Application
-
 import pytest
+from eventsourcing.application import Application
 
 from domain.cluster_config import ClusterConfig, ConfigRejected
 from domain.scheduler import SchedulerConfig, validate_config

@@ -1,10 +1,18 @@
 from domain.scheduler import (
+    Definition,
+    GroupPolicy,
+    Hold,
+    HoldEffect,
+    HoldSource,
     Kind,
-    Definition, GroupPolicy, Hold, HoldEffect, HoldSource, NodeShape, NodeStatus, Reason, SchedulerConfig,
+    NodeShape,
+    NodeStatus,
+    Reason,
+    SchedulerConfig,
     schedule,
 )
 from domain.scheduler.feasibility import check_feasible
-from tests.unit.scheduler.builders import GiB, T0, job, node, running, snap
+from tests.unit.scheduler.builders import T0, GiB, job, node, running, snap
 
 CONFIG = SchedulerConfig()
 

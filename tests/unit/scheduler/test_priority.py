@@ -4,7 +4,11 @@ import pytest
 
 from domain.scheduler import SchedulerConfig, schedule
 from domain.scheduler.priority import (
-    Evaluator, PriorityInputs, check_workflow_priority, priority_set_text, priority_updated_texts,
+    Evaluator,
+    PriorityInputs,
+    check_workflow_priority,
+    priority_set_text,
+    priority_updated_texts,
 )
 from tests.unit.scheduler.builders import T0, job, node, snap
 

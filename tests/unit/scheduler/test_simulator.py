@@ -3,7 +3,7 @@ from datetime import timedelta
 
 from domain.scheduler import GroupPolicy, NodeView, QueuedAllocation, SchedulerConfig
 from domain.scheduler.simulator import SimJob, Simulator
-from tests.unit.scheduler.builders import GiB, T0
+from tests.unit.scheduler.builders import T0, GiB
 
 
 def trace(seed: int):

@@ -1,11 +1,11 @@
 """Ready-made tenants for the tenancy tests: one organization, its groups and users, at fixed times."""
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
 from domain.tenancy import Group, Organization, Role, User
 
-T0 = datetime(2025, 3, 1, 9, 0, tzinfo=timezone.utc)
+T0 = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
 ACME, GLOBEX = UUID(int=1), UUID(int=2)
 ALICE, BOB, CAROL, DAVE = UUID(int=11), UUID(int=12), UUID(int=13), UUID(int=14)
 TRAINING, INFERENCE = UUID(int=21), UUID(int=22)

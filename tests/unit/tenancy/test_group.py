@@ -4,7 +4,7 @@ import pytest
 
 from domain.tenancy import Group, NotPermitted, Role, TenancyError
 
-from .builders import ACME, ALICE, BOB, CAROL, INFERENCE, TRAINING, T0, at, group
+from .builders import ACME, ALICE, BOB, CAROL, INFERENCE, T0, TRAINING, at, group
 
 
 def test_the_first_owners_of_a_group_are_its_first_members():

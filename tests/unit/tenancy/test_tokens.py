@@ -8,7 +8,14 @@ from datetime import timedelta
 import pytest
 
 from adapters.auth.tokens import (
-    Identity, InvalidToken, KeyFileError, issue, issue_webhook, load_or_create_key, verify, verify_webhook,
+    Identity,
+    InvalidToken,
+    KeyFileError,
+    issue,
+    issue_webhook,
+    load_or_create_key,
+    verify,
+    verify_webhook,
 )
 from domain.tenancy import Action, Resource, Role, Source, can
 

@@ -3,9 +3,9 @@
 from uuid import UUID
 
 import pytest
+from workflow_builders import at
 
 from domain.allocation import Allocation, IllegalTransition, QueueState, StaleFence, effective_preemptible
-from workflow_builders import at
 
 
 def allocation(**kwargs) -> Allocation:

@@ -12,6 +12,8 @@ from uuid import UUID
 
 import msgspec
 import pytest
+from workflow_builders import OWNER, T0, at, fuzzfile, step
+from workflow_builders import submit as submit_text
 
 from domain.app import Roving
 from domain.app.errors import Invalid
@@ -20,7 +22,6 @@ from domain.fuzzfile.limits import MAX_TASKS
 from domain.tenancy import Role
 from domain.tenancy.permissions import Principal
 from domain.workflow import Workflow, WorkflowError
-from workflow_builders import OWNER, T0, at, fuzzfile, step, submit as submit_text
 
 ENDINGS = ("StageFinished", "StageFailed", "StageSkipped")
 

@@ -8,7 +8,8 @@ from domain.fuzzfile import parse_fuzzfile
 from domain.workflow import Workflow
 from tests.unit.projections.builders import Feed, at, uid
 
-ARRAY = "version: v4\njobs:\n  r: {image: {uri: docker://alpine:3.20}, script: 'true', task-array: {start: 1, end: 10, concurrency: 8}}\n"
+ARRAY = ("version: v4\njobs:\n"
+         "  r: {image: {uri: docker://alpine:3.20}, script: 'true', task-array: {start: 1, end: 10, concurrency: 8}}\n")
 
 
 def submit(tasks: int) -> Workflow:

@@ -1,9 +1,9 @@
 """Given a submitted workflow, when stages end, then dependents become ready, or are canceled with the reason."""
 
 import pytest
+from workflow_builders import at, fuzzfile, run, statuses, step, submit
 
 from domain.workflow import WorkflowError
-from workflow_builders import at, fuzzfile, run, statuses, step, submit
 
 PRE_MAIN_POST = fuzzfile([step("pre"), step("main", "pre"), step("post", "pre:FAILED")])
 

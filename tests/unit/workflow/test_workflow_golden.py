@@ -6,9 +6,9 @@ from pathlib import Path
 from uuid import UUID
 
 from eventsourcing.persistence import DatetimeAsISO, DecimalAsStr, JSONTranscoder, Mapper, StoredEvent, UUIDAsHex
+from workflow_builders import at, fuzzfile, run, step, submit
 
 from domain.allocation import Allocation, QueueState
-from workflow_builders import at, fuzzfile, run, step, submit
 
 GOLDEN = Path(__file__).parent / "golden" / "workflow_v1.jsonl"
 TEXT = fuzzfile([

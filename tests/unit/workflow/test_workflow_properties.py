@@ -2,7 +2,6 @@
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from workflow_builders import at, fuzzfile, step, submit
 
 EXITS = st.sampled_from([0, 0, 1, 2, "node"])

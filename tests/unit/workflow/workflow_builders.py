@@ -1,12 +1,12 @@
 """Test helpers: build Fuzzfiles and submitted workflows in a line."""
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
 from domain.fuzzfile import parse_fuzzfile
 from domain.workflow import Workflow
 
-T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
 OWNER = {"organization": "org-1", "group": "group-1", "user": "alice"}
 
 
@@ -18,7 +18,7 @@ def step(name: str, deps: str = "", extra: str = "", kind: str = "job") -> str:
     """One job/service line: deps as 'a' or 'a:FAILED,b'."""
     needs = [d.split(":") for d in deps.split(",") if d]
     dep_text = ", ".join(f"{{name: {d[0]}, status: {d[1] if len(d) > 1 else 'FINISHED'}}}" for d in needs)
-    body = f"image: {{uri: docker://alpine:3.20}}, script: 'true'" + (f", depends-on: [{dep_text}]" if needs else "")
+    body = "image: {uri: docker://alpine:3.20}, script: 'true'" + (f", depends-on: [{dep_text}]" if needs else "")
     return f"  {name}: {{{body}{', ' + extra if extra else ''}}}\n"
 
 
