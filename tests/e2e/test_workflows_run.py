@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from pathlib import Path
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -17,8 +19,10 @@ def test_a_workflow_of_several_jobs_runs_to_finished_with_exit_codes_and_logs(st
     assert "hello from hello" in log.text
 
 
-def test_a_listed_exit_code_is_retried_and_the_activity_says_so(stack, tmp_path):
-    marker = tmp_path / "flaky-once"
+def test_a_listed_exit_code_is_retried_and_the_activity_says_so(stack):
+    shared = Path(tempfile.mkdtemp(prefix="roving-flaky-"))
+    shared.chmod(0o777)  # jobs of a root agent run as nobody: the marker must be where that user can write
+    marker = shared / "flaky-once"
     definition = f"""
 version: v4
 jobs:
@@ -35,6 +39,7 @@ jobs:
     assert done["status"] == "FINISHED"
     assert done["stages"][0]["attempts"] == 2
     assert any("exit 75" in e["message"] for e in stack.events(workflow_id))
+    shutil.rmtree(shared)
 
 
 def test_an_exit_code_not_listed_fails_and_says_which_field_to_set(stack):
