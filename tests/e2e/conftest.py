@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+from pathlib import Path
+
 import pytest
 
 from tests.e2e.stack import LocalStack
@@ -12,3 +16,13 @@ def stack(tmp_path_factory: pytest.TempPathFactory):
     running = LocalStack(tmp_path_factory.mktemp("roving")).start()
     yield running
     running.stop()
+
+
+@pytest.fixture(scope="module")
+def job_dir():
+    """A directory the stack's jobs may write, for as long as the module's stack runs (its services serve
+    from there): a root agent runs jobs as nobody, who cannot enter pytest's 0700 tmp_path."""
+    path = Path(tempfile.mkdtemp(prefix="roving-e2e-"))
+    path.chmod(0o777)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)

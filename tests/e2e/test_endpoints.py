@@ -74,14 +74,14 @@ def serving(stack, workflow_id: str) -> None:
     stack.wait(lambda: endpoint(stack)["workflow_id"] == workflow_id, 30, f"endpoint llm to serve {workflow_id}")
 
 
-def test_the_endpoint_url_serves_and_a_ready_takeover_fails_no_request(stack, llm, tmp_path):
+def test_the_endpoint_url_serves_and_a_ready_takeover_fails_no_request(stack, llm, job_dir):
     url = stack.url + llm["path"] + "version"
-    first = stack.submit(served("v1", tmp_path), "v1")
+    first = stack.submit(served("v1", job_dir), "v1")
     serving(stack, first)
     poller = Poller(url, stack.token("admin"))
     poller.start()
     try:
-        second = stack.submit(served("v2", tmp_path), "v2")
+        second = stack.submit(served("v2", job_dir), "v2")
         serving(stack, second)
         stack.wait_status(first, ("CANCELED",), 20)
         time.sleep(1.5)  # the old service is being stopped now; keep asking
@@ -91,17 +91,17 @@ def test_the_endpoint_url_serves_and_a_ready_takeover_fails_no_request(stack, ll
     assert poller.seen[0] == "v1" and poller.seen[-1] == "v2"
 
 
-def test_start_cancels_the_serving_workflow_at_submission(stack, llm, tmp_path):
+def test_start_cancels_the_serving_workflow_at_submission(stack, llm, job_dir):
     old = endpoint(stack)["workflow_id"]
-    new = stack.submit(served("v3", tmp_path, "annotations: {roving.endpoint-strategy: start}"), "v3")
+    new = stack.submit(served("v3", job_dir, "annotations: {roving.endpoint-strategy: start}"), "v3")
     assert stack.workflow(old)["status"] == "CANCELED"
     serving(stack, new)
     assert httpx.get(stack.url + llm["path"] + "version", headers=stack.auth(stack.token("admin"))).text == "v3\n"
 
 
-def test_a_takeover_whose_service_never_becomes_ready_keeps_the_old_binding(stack, llm, tmp_path):
+def test_a_takeover_whose_service_never_becomes_ready_keeps_the_old_binding(stack, llm, job_dir):
     old = endpoint(stack)["workflow_id"]
-    stack.submit(served("broken", tmp_path, script="sleep 1; exit 3"), "broken")
+    stack.submit(served("broken", job_dir, script="sleep 1; exit 3"), "broken")
     stack.wait(lambda: endpoint(stack)["last_failure"], 30, "the takeover to fail")
     found = endpoint(stack)
     assert found["workflow_id"] == old and "never became ready" in found["last_failure"]

@@ -27,8 +27,8 @@ def started_node(stack, workflow_id: str) -> str:
     return stack.workflow(workflow_id)["stages"][0]["node"]
 
 
-def test_a_lost_node_moves_work_that_retries_on_node_and_fences_the_old_agent(stack, tmp_path):
-    marker = tmp_path / "ran-once"
+def test_a_lost_node_moves_work_that_retries_on_node_and_fences_the_old_agent(stack, tmp_path, job_dir):
+    marker = job_dir / "ran-once"
     definition = f"""
 version: v4
 jobs:
@@ -53,7 +53,7 @@ jobs:
     agent_log = (tmp_path / "rejoined-agent.log").open("wb")  # kept for a failure's post-mortem
     agent = subprocess.Popen([sys.executable, "-c", AGENT, "--node", lost, "--api", stack.url, "--token-file",
                               str(stack.data_dir / "agent.token"), "--cpus", "2", "--memory", "2GiB",
-                              "--workdir", str(tmp_path / "rejoined")], stdout=agent_log, stderr=subprocess.STDOUT)
+                              "--workdir", str(job_dir / "rejoined")], stdout=agent_log, stderr=subprocess.STDOUT)
     try:
         stack.wait(lambda: any(n["name"] == lost and n["status"] == "READY" for n in stack.ready_nodes()), 30,
                    "the node to rejoin")
