@@ -16,6 +16,8 @@ up: $(STAMP)
 	$(BIN)/roving up
 
 test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 bench: $(STAMP)

@@ -16,7 +16,7 @@ from domain.fuzzfile.schema import Problem
 _BASE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: several times faster
 
 
-class _Loader(_BASE_LOADER):
+class _Loader(_BASE_LOADER):  # type: ignore[misc, valid-type]  # a base chosen at run time (libyaml or not)
     """YAML 1.2 booleans: only true/false. YAML 1.1 would turn the key `on` (retry.on) into True."""
 
 

@@ -11,7 +11,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # (package, the module prefixes none of its modules may import)
 RULES = [
+    # The domain is pure: no I/O libraries, and nothing from the layers built on it.
+    ("domain", ("nats", "duckdb", "starlette", "uvicorn", "httpx", "aiohttp", "adapters", "api", "projections")),
     ("projections", ("adapters", "api")),
+    ("adapters", ("api",)),
 ]
 
 
