@@ -1,0 +1,228 @@
+"""End-to-end benchmark: trivial jobs (`true`) through a real local stack (`roving up`, 2 nodes x 4 cores).
+
+One run measures, in order: 200 one-job workflows submitted from 4 threads (jobs/s from the first submit to
+the last end, and submits/s), a 200-task task-array at concurrency 8 (tasks/s), a 20-job dependency chain
+(seconds a hop), and an idle single job's submit-to-end latency (p50/p99). It prints one JSON line, with the
+CPU seconds the control plane, nats-server and the agents spent. End times are the server's own (a workflow's
+last event), so the bench's polling does not add to them. A workload that does not end within its budget is
+reported with what ended so far and `"timed_out": true`.
+
+    .venv/bin/python ops/bench/e2e.py [--singles 40] [--budget 60]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from procstat import children, cpu_seconds  # noqa: E402 - ops/bench, beside this file
+
+from adapters.nats_server import free_port  # noqa: E402
+
+UP = "import sys; from api.up import up_main; sys.exit(up_main([]))"
+JOB = "    image: {uri: docker://alpine}\n    command: [\"true\"]\n    resource: {cpu: {cores: 1}, memory: {size: 64MiB}}\n"
+ONE_JOB = "version: v4\njobs:\n  j:\n" + JOB
+ARRAY = "version: v4\njobs:\n  tasks:\n" + JOB + "    task-array: {start: 1, end: 200, concurrency: 8}\n"
+ENDED = ("FINISHED", "FAILED", "CANCELED")
+
+
+def chain(length: int) -> str:
+    jobs = [f"  j{i}:\n" + JOB + (f"    depends-on: [{{name: j{i - 1}, status: FINISHED}}]\n" if i else "")
+            for i in range(length)]
+    return "version: v4\njobs:\n" + "".join(jobs)
+
+
+class Stack:
+    """`roving up` as a child process on a free port, in a throw-away data directory."""
+
+    def __init__(self, data_dir: Path, nodes: int = 2, cpus: int = 4) -> None:
+        self.data_dir, self.nodes = data_dir, nodes
+        port = free_port()
+        self.url = f"http://127.0.0.1:{port}"
+        env = {**os.environ, "ROVING_DATA_DIR": str(data_dir), "ROVING_LISTEN": f"127.0.0.1:{port}",
+               "ROVING_LOCAL_NODES": str(nodes), "ROVING_LOCAL_NODE_CPUS": str(cpus),
+               "ROVING_LOCAL_NODE_MEMORY": "4GiB", "ROVING_LOG_FORMAT": "console"}
+        env.pop("ROVING_NATS_URL", None)
+        self.log = open(data_dir / "stack.log", "wb")  # noqa: SIM115 - closed in stop()
+        self.process = subprocess.Popen([sys.executable, "-c", UP], env=env, stdout=self.log,
+                                        stderr=subprocess.STDOUT, start_new_session=True)
+
+    def start(self, timeout: float = 90) -> httpx.Client:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError("roving up exited: " + (self.data_dir / "stack.log").read_text()[-2000:])
+            token = self.data_dir / "admin.token"
+            if token.exists() and self._ready_nodes(token) >= self.nodes:
+                return self.client(token)
+            time.sleep(0.2)
+        raise TimeoutError("roving up did not become ready")
+
+    def client(self, token: Path) -> httpx.Client:
+        return httpx.Client(base_url=self.url, timeout=60,
+                            headers={"Authorization": f"Bearer {token.read_text().strip()}"})
+
+    def _ready_nodes(self, token: Path) -> int:
+        try:
+            with self.client(token) as client:
+                nodes = client.get("/v4/nodes").json()["nodes"]
+        except (httpx.HTTPError, KeyError, ValueError):
+            return 0
+        return sum(n["status"] == "READY" for n in nodes)
+
+    def cpu(self) -> dict[str, float]:
+        """CPU seconds so far: the control plane, nats-server, and the agents together."""
+        pid, kids = self.process.pid, children(self.process.pid)
+        agents = [k for k in kids if "agent_main" in _cmdline(k)]
+        nats = [k for k in kids if "nats-server" in _cmdline(k)]
+        return {"control_plane": cpu_seconds(pid), "nats": sum(map(cpu_seconds, nats)),
+                "agents": sum(map(cpu_seconds, agents))}
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        self.log.close()
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def submit(client: httpx.Client, definition: str, name: str) -> str:
+    answer = client.post("/v4/workflows", json={"name": name, "definition": definition})
+    answer.raise_for_status()
+    return answer.json()["id"]
+
+
+def rows(client: httpx.Client, ids: set[str]) -> list[dict]:
+    return [w for w in client.get("/v4/workflows").json()["workflows"] if w["id"] in ids]
+
+
+def wait_ended(client: httpx.Client, ids: set[str], budget: float, every: float = 0.25) -> tuple[list[dict], bool]:
+    """The workflows' rows once all ended (False) or when the budget ran out (True)."""
+    deadline = time.monotonic() + budget
+    while True:
+        found = rows(client, ids)
+        if len(found) == len(ids) and all(w["status"] in ENDED for w in found):
+            return found, False
+        if time.monotonic() > deadline:
+            return found, True
+        time.sleep(every)
+
+
+def at(text: str) -> float:
+    return datetime.fromisoformat(text).timestamp()
+
+
+def one_job_burst(stack: Stack, client: httpx.Client, count: int, threads: int, budget: float) -> dict:
+    token = stack.data_dir / "admin.token"
+
+    def one(_: int) -> str:
+        with stack.client(token) as own:
+            return submit(own, ONE_JOB, "burst")
+
+    began = time.time()
+    with ThreadPoolExecutor(threads) as pool:
+        ids = set(pool.map(one, range(count)))
+    submitted = time.time() - began
+    found, timed_out = wait_ended(client, ids, budget)
+    ended = [w for w in found if w["status"] in ENDED]
+    last = max((at(w["updated_at"]) for w in ended), default=time.time())
+    return {"jobs": count, "ended": len(ended), "failed": sum(w["status"] != "FINISHED" for w in ended),
+            "jobs_per_s": round(len(ended) / max(last - began, 1e-9), 2),
+            "submits_per_s": round(count / submitted, 1), "timed_out": timed_out}
+
+
+def task_array(client: httpx.Client, budget: float) -> dict:
+    began = time.time()
+    wid = submit(client, ARRAY, "array")
+    found, timed_out = wait_ended(client, {wid}, budget)
+    row = found[0]
+    end = at(row["updated_at"]) if not timed_out else time.time()
+    return {"tasks": row["stage_count"], "ended": row["stages_ended"], "status": row["status"],
+            "tasks_per_s": round(row["stages_ended"] / max(end - began, 1e-9), 2), "timed_out": timed_out}
+
+
+def dependency_chain(client: httpx.Client, length: int, budget: float) -> dict:
+    began = time.time()
+    wid = submit(client, chain(length), "chain")
+    found, timed_out = wait_ended(client, {wid}, budget)
+    row = found[0]
+    end = at(row["updated_at"]) if not timed_out else time.time()
+    hops = max(row["stages_ended"], 1)
+    return {"jobs": length, "ended": row["stages_ended"], "status": row["status"],
+            "jobs_per_s": round(row["stages_ended"] / max(end - began, 1e-9), 2),
+            "seconds_per_hop": round((end - began) / hops, 3), "timed_out": timed_out}
+
+
+def idle_singles(client: httpx.Client, count: int, budget: float) -> dict:
+    latencies: list[float] = []
+    deadline = time.monotonic() + budget
+    for _ in range(count):
+        if time.monotonic() > deadline:
+            break
+        began = time.time()
+        wid = submit(client, ONE_JOB, "single")
+        while (status := client.get(f"/v4/workflows/{wid}").json()) and status["status"] not in ENDED:
+            time.sleep(0.01)
+        row = rows(client, {wid})[0]
+        latencies.append(at(row["updated_at"]) - began)
+        time.sleep(0.05)  # idle: nothing else in flight
+    ordered = sorted(latencies)
+    return {"samples": len(ordered), "p50_ms": round(statistics.median(ordered) * 1000, 1),
+            "p99_ms": round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1000, 1)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--singles", type=int, default=40, help="idle single jobs to time (default 40)")
+    parser.add_argument("--budget", type=float, default=60.0, help="seconds each workload may take (default 60)")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="roving-bench-e2e-") as tmp:
+        stack = Stack(Path(tmp))
+        try:
+            client = stack.start()
+            began = time.monotonic()
+            cpu0 = stack.cpu()
+            result = {
+                "bench": "e2e", "nodes": "2x4",
+                "one_job_workflows": one_job_burst(stack, client, 200, 4, args.budget),
+                "task_array": task_array(client, args.budget),
+                "chain": dependency_chain(client, 20, args.budget),
+                "idle_single": idle_singles(client, args.singles, args.budget),
+            }
+            cpu1 = stack.cpu()
+            result["cpu_seconds"] = {k: round(cpu1[k] - cpu0[k], 1) for k in cpu1}
+            result["wall_seconds"] = round(time.monotonic() - began, 1)
+            client.close()
+        finally:
+            stack.stop()
+    print(json.dumps(result), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
