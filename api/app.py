@@ -15,6 +15,7 @@ from api.limits import DEFAULT_MAX_BODY_BYTES, BodyLimitMiddleware, BodyTooLarge
 from api.routes import all_routes
 from api.routes.metrics import observe
 from api.security import SecurityMiddleware
+from api.ui import UiGate
 
 
 @contextlib.asynccontextmanager
@@ -32,6 +33,7 @@ def create_app(settings: Any, services: Any) -> Starlette:
     middleware = [
         Middleware(SecurityMiddleware, observe=observe),
         Middleware(BodyLimitMiddleware, limit=limit),  # before auth: an oversized body costs no token check
+        Middleware(UiGate),  # /ui/ pages check their own session cookie; every other path goes on to bearer auth
         Middleware(AuthMiddleware, key=services.key, views=services.views),
     ]
     handlers = {**HANDLERS, BodyTooLarge: on_too_large}

@@ -1,0 +1,71 @@
+"""The nodes page: status, capacity, holds (source, reason, who, when) and, for admins, the hold actions."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+
+from api.routes import nodes
+from api.ui import render
+from api.ui.core import Refused, api, csrf_for
+from domain.tenancy.permissions import Principal
+
+MAX_REASON = 500
+DONE = {"cordon": "Cordoned", "uncordon": "Uncordoned", "evict": "Evicting work from"}
+
+
+def holds_cell(node: dict[str, Any]) -> render.Html:
+    if not node["holds"]:
+        return render.Html('<span class="hint">none</span>')
+    items = "".join(
+        f'<li class="hold"><span class="effect">{render.esc(h["effect"])}</span> '
+        f'<span class="source">{render.esc(h["source"])}</span> {render.esc(h["reason"] or "(no reason)")} '
+        f'<span class="hint">by {render.esc(h["by"])} at</span> {render.when(h["at"])}</li>'
+        for h in node["holds"])
+    return render.Html(f'<ul class="holds">{items}</ul>')
+
+
+def actions(node: dict[str, Any], csrf: str) -> render.Html:
+    return render.fill("node_actions", name=node["name"], path=quote(node["name"], safe=""),
+                       csrf=render.hidden_csrf(csrf))
+
+
+def memory(value: Any) -> str:
+    try:
+        return f"{int(value) / 2**30:.1f} GiB"
+    except (TypeError, ValueError):
+        return str(value or "")
+
+
+async def nodes_page(request: Request, who: Principal) -> Response:
+    rows, csrf = (await api(nodes.list_nodes, request))["nodes"], csrf_for(request)
+    admin = who.is_cluster_admin
+    headers = ["Node", "Status", "CPU", "Memory", "Allocations", "Accepts work", "Holds"] + (["Actions"] if admin else [])
+    table = render.table(headers, [
+        [render.Html(f'<span id="node-{render.esc(n["name"])}">{render.esc(n["name"])}</span>'),
+         render.status(n["status"]), n["cpu"], memory(n["memory"]), len(n["allocations"]),
+         "yes" if n["accepts_new_work"] else "no", holds_cell(n)] + ([actions(n, csrf)] if admin else [])
+        for n in rows], "No nodes have registered.", id="nodes")
+    done, node = request.query_params.get("done", ""), request.query_params.get("node", "")
+    notice = render.Html(f'<p class="notice" role="status" id="notice">{DONE[done]} {render.esc(node)}.</p>'
+                         if done in DONE and node else "")
+    return render.page("Nodes", render.Html(notice + table), user=who, csrf=csrf, current="/ui/nodes")
+
+
+async def act(request: Request, who: Principal) -> Response:
+    """One admin action from the nodes page; the application decides who may (a tenant is refused, 403)."""
+    action, fields = request.path_params["action"], request.state.form
+    reason = fields.get("reason", "").strip()
+    if len(reason) > MAX_REASON:
+        raise Refused(400, f"reason: expected at most {MAX_REASON} characters, got {len(reason)}")
+    if action in ("cordon", "evict"):
+        await nodes.command(request, action, reason)
+    elif action == "uncordon":
+        await nodes.command(request, "uncordon")
+    else:
+        raise Refused(404, f"Not found: no node action {action!r}.")
+    query = urlencode({"done": action, "node": request.path_params["id"]})
+    return RedirectResponse(f"/ui/nodes?{query}", status_code=303)

@@ -1,0 +1,13 @@
+// Roving UI: small progressive touches; every page works without this file.
+"use strict";
+document.addEventListener("DOMContentLoaded", () => {
+  // a select in a GET filter form applies itself
+  document.querySelectorAll("form.filters select").forEach((select) => {
+    select.addEventListener("change", () => select.form.submit());
+  });
+  // show times in the reader's own zone, keeping UTC in the tooltip
+  document.querySelectorAll("time[datetime]").forEach((el) => {
+    const when = new Date(el.getAttribute("datetime"));
+    if (!isNaN(when)) { el.title = el.textContent; el.textContent = when.toLocaleString(); }
+  });
+});
