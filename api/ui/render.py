@@ -93,4 +93,5 @@ def page(title: str, body: Html, *, user: Any = None, csrf: str = "", current: s
     scripts = Html(f'<script src="/ui/static/{esc(script)}" defer></script>' if script else "")
     text = fill("layout", title=title, nav=menu, account=who, body=body, scripts=scripts)
     return HTMLResponse(text, status_code=status_code,
-                        headers={"Content-Security-Policy": CSP, "Cache-Control": "no-store"})
+                        headers={"Content-Security-Policy": CSP, "Cache-Control": "no-store",
+                                 "Referrer-Policy": "same-origin"})

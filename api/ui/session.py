@@ -82,8 +82,10 @@ def new_pre_session() -> str:
 
 
 def cross_site(request: Request) -> bool:
-    """A browser says where a form came from: another site's Origin, or Sec-Fetch-Site cross-site."""
+    """A browser says where a form came from: Sec-Fetch-Site, else Origin (`null` when the page hid it).
+    A client that sends neither is no browser, so no other site can have made it post."""
+    fetch_site = request.headers.get("sec-fetch-site")
+    if fetch_site is not None:
+        return fetch_site not in ("same-origin", "none")
     origin = request.headers.get("origin")
-    if origin is not None and origin.rstrip("/") != f"{request.url.scheme}://{request.url.netloc}":
-        return True
-    return request.headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none")
+    return origin is not None and origin.rstrip("/") != f"{request.url.scheme}://{request.url.netloc}"

@@ -1,0 +1,125 @@
+"""The UI in a real browser: sign in, watch a workflow finish live, cordon a node, tenants kept apart."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+pytest.importorskip("selenium", reason="browser tests need selenium (the `test` extra)")
+
+from selenium.webdriver.common.by import By  # noqa: E402 - after the skip
+from selenium.webdriver.support import expected_conditions as seen  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+PASSWORD = "Correct-Horse-9-battery"
+SLEEPER = """
+version: v4
+jobs:
+  first:
+    image: {uri: docker://alpine}
+    command: [sleep, "1"]
+    resource: {cpu: {cores: 1}, memory: {size: 64MiB}}
+  second:
+    image: {uri: docker://alpine}
+    command: ["true"]
+    resource: {cpu: {cores: 1}, memory: {size: 64MiB}}
+    depends-on: [{name: first, status: FINISHED}]
+"""
+
+
+def admin_password(stack) -> str:
+    return (stack.data_dir / "admin.password").read_text().strip()
+
+
+def sign_in(browser, stack, username: str, password: str) -> None:
+    browser.delete_all_cookies()
+    browser.get(stack.url + "/ui/")
+    browser.find_element(By.ID, "username").send_keys(username)
+    browser.find_element(By.ID, "password").send_keys(password)
+    browser.find_element(By.ID, "sign-in").click()
+
+
+def wait(browser, seconds: float = 20):
+    return WebDriverWait(browser, seconds, poll_frequency=0.1)
+
+
+def member(stack, org: str, username: str) -> httpx.Client:
+    """A user of a new organization, with an API client holding their token."""
+    org_id = stack.client.post("/v4/organizations", json={"name": org}).json()["id"]
+    body = {"username": username, "email": f"{username}@example.org", "password": PASSWORD, "role": "user"}
+    assert stack.client.post(f"/v4/organizations/{org_id}/users", json=body).status_code == 201
+    token = httpx.post(stack.url + "/v4/auth/login", json={"username": username, "password": PASSWORD}).json()["token"]
+    return httpx.Client(base_url=stack.url, headers=stack.auth(token), timeout=30)
+
+
+def test_a_wrong_password_says_so_once_and_the_right_one_opens_the_dashboard(browser, stack):
+    sign_in(browser, stack, "admin", "not-the-password")
+    errors = browser.find_elements(By.CSS_SELECTOR, "[role=alert]")
+    assert [e.text for e in errors] == ["Unknown username or wrong password."]
+    sign_in(browser, stack, "admin", admin_password(stack))
+    wait(browser).until(seen.presence_of_element_located((By.ID, "node-status")))
+    assert "READY" in browser.find_element(By.ID, "node-status").text
+    cookie = browser.get_cookie("roving_session")
+    assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
+    assert browser.execute_script("return document.cookie").find("roving_session") == -1
+
+
+def test_a_submitted_workflow_reaches_finished_on_its_page_without_a_reload(browser, stack):
+    workflow_id = stack.submit(SLEEPER, "ui-live")
+    browser.get(f"{stack.url}/ui/workflows/{workflow_id}")
+    first_seen = browser.find_element(By.ID, "workflow-status").get_attribute("data-status")
+    browser.execute_script("window.rovingSamePage = true")
+    wait(browser, 40).until(lambda b: b.find_element(By.ID, "workflow-status").get_attribute("data-status")
+                            == "FINISHED")
+    assert first_seen != "FINISHED"
+    assert browser.execute_script("return window.rovingSamePage") is True  # the page was never reloaded
+    events = browser.find_element(By.ID, "events").text
+    assert "Workflow.StageFinished" in events or "Finished" in events
+    stages = browser.find_element(By.ID, "stages").text
+    assert "first FINISHED" in stages  # the dependency is shown on the stage that waits for it
+    browser.get(stack.url + "/ui/workflows?status=FINISHED")
+    assert "ui-live" in browser.find_element(By.ID, "workflows").text
+
+
+def test_an_admin_cordons_a_node_from_the_nodes_page_and_sees_the_hold(browser, stack):
+    browser.get(stack.url + "/ui/nodes")
+    browser.find_element(By.ID, "cordon-reason-local-2").send_keys("bios update")
+    browser.find_element(By.ID, "cordon-local-2").click()
+    wait(browser).until(seen.presence_of_element_located((By.ID, "notice")))
+    assert browser.find_element(By.ID, "notice").text == "Cordoned local-2."
+    row = browser.find_element(By.ID, "node-local-2").find_element(By.XPATH, "./ancestor::tr").text
+    assert "cordon" in row and "admin" in row and "bios update" in row
+    holds = stack.client.get("/v4/nodes/local-2/holds").json()["holds"]
+    assert [(h["effect"], h["source"], h["reason"]) for h in holds] == [("cordon", "admin", "bios update")]
+    browser.find_element(By.ID, "uncordon-local-2").click()
+    wait(browser).until(lambda b: b.find_element(By.ID, "notice").text == "Uncordoned local-2.")
+    assert stack.client.get("/v4/nodes/local-2/holds").json()["holds"] == []
+
+
+def test_a_form_post_without_its_csrf_token_is_refused(stack):
+    with httpx.Client(base_url=stack.url) as people:
+        signed = people.post("/ui/login", data={"username": "admin", "password": admin_password(stack)})
+        assert signed.status_code == 303 and "roving_session" in people.cookies
+        forged = people.post("/ui/nodes/local-1/cordon", data={"reason": "forged"})
+        assert forged.status_code == 403 and "CSRF" in forged.text
+        wrong = people.post("/ui/nodes/local-1/cordon", data={"reason": "forged", "csrf": "0" * 64})
+        assert wrong.status_code == 403
+    assert stack.client.get("/v4/nodes/local-1/holds").json()["holds"] == []
+
+
+def test_a_tenant_cannot_reach_another_tenants_workflow_page(browser, stack):
+    alice, bob = member(stack, "ui-org-a", "ui-alice"), member(stack, "ui-org-b", "ui-bob")
+    with alice, bob:
+        workflow_id = stack.submit(SLEEPER, "alices-secret", client=alice)
+    sign_in(browser, stack, "ui-bob", PASSWORD)
+    wait(browser).until(seen.presence_of_element_located((By.ID, "logout")))
+    browser.get(f"{stack.url}/ui/workflows/{workflow_id}")
+    assert browser.find_element(By.TAG_NAME, "h1").text == "Not found"
+    assert "alices-secret" not in browser.page_source
+    browser.get(stack.url + "/ui/workflows")
+    assert "alices-secret" not in browser.page_source
+    browser.get(stack.url + "/ui/nodes")
+    assert browser.find_elements(By.ID, "cordon-local-1") == []  # no admin actions for a tenant
+    sign_in(browser, stack, "ui-alice", PASSWORD)
+    browser.get(f"{stack.url}/ui/workflows/{workflow_id}")
+    assert browser.find_element(By.TAG_NAME, "h1").text == "Workflow alices-secret"
