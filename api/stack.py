@@ -25,6 +25,7 @@ from adapters.nats_owner import death_signal
 from adapters.nats_server import NatsServer
 from adapters.nats_supervisor import Supervisor
 from api.runner import SchedulerRunner
+from api.wakeups import AssignmentWaiters, LogSignals
 from domain.app import Conflict, ReadModelFunctions, Roving
 from domain.app.ids import user_id
 from domain.tenancy import Role, Source
@@ -125,6 +126,9 @@ class Stack:
             self.snapshots = ViewSnapshots(self.data_dir / "views.snapshot", self.key, self.roving.recorder,
                                            every=self.settings.view_snapshot_every)
         self.tailer = Tailer(self.roving, self.views, snapshots=self.snapshots)
+        self.signals = LogSignals.attach(self.tailer)  # agents' long polls and the scheduler wake as batches land
+        self.waiters = AssignmentWaiters(self.views)
+        self.signals.listen(self.waiters.observe)
         self.tailer.start()
         self.leases = Leases(Connection(nats_url, cluster), ttl=self.settings.node_lease_seconds)
         self.runner = None
@@ -135,7 +139,7 @@ class Stack:
         self.services = SimpleNamespace(
             roving=self.roving, views=self.views, tailer=self.tailer, key=self.key, leases=self.leases,
             logs=self._logs(nats_url, cluster), settings=self.settings, nats_url=nats_url, cluster=cluster,
-            runner=self.runner, audit=self.audit,
+            runner=self.runner, audit=self.audit, waiters=self.waiters,
         )
         return self
 

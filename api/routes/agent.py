@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Literal
 from uuid import UUID
 
@@ -13,6 +14,8 @@ from starlette.routing import Route
 from api.errors import BadRequest
 from api.routes import common as c
 from domain.app import access
+
+MAX_WAIT_SECONDS = 30
 
 
 class Register(msgspec.Struct):
@@ -73,13 +76,56 @@ async def touch_lease(svc, node) -> None:
 
 
 async def assignments(request: Request) -> Response:
+    """With `wait=S`, a node with nothing to start or stop is answered when it has (or after S seconds).
+
+    Every answer carries an `ETag`; a poll that sends it back as `If-None-Match` is held instead until the
+    answer differs from it, so an agent with running work (always listed) can wait for news too."""
     agent_only(request)
+    node, seconds, svc = node_param(request), wait_param(request), c.services(request)
+    known = request.headers.get("if-none-match")
+
+    def read():
+        return c.call(svc.views.assignments, node)
+
+    waiters = getattr(svc, "waiters", None)
+    if seconds and waiters is not None:
+        answer = await waiters.wait(node, seconds, read, (lambda a: etag(a) != known) if known else _work)
+    else:
+        answer = await read()
+    body = c.ENCODER.encode(answer)
+    return Response(body, media_type="application/json", headers={"ETag": _tag(body)})
+
+
+def _work(answer: dict) -> bool:
+    return bool(answer["start"] or answer["stop"])
+
+
+def etag(answer: dict) -> str:
+    return _tag(c.ENCODER.encode(answer))
+
+
+def _tag(body: bytes) -> str:
+    return '"' + hashlib.blake2b(body, digest_size=12).hexdigest() + '"'
+
+
+def node_param(request: Request) -> UUID:
     raw = request.query_params.get("node_id", "")
     try:
-        node = UUID(raw)
+        return UUID(raw)
     except ValueError:
         raise BadRequest("node_id", f"expected a node id, got {raw!r}") from None
-    return c.json(await c.call(c.services(request).views.assignments, node))
+
+
+def wait_param(request: Request) -> float:
+    """Seconds a long poll may be held: 0 (the default: answer at once) to MAX_WAIT_SECONDS."""
+    raw = request.query_params.get("wait", "") or "0"
+    try:
+        seconds = float(raw)
+    except ValueError:
+        raise BadRequest("wait", f"expected seconds from 0 to {MAX_WAIT_SECONDS}, got {raw!r}") from None
+    if not 0 <= seconds <= MAX_WAIT_SECONDS:  # NaN fails this too
+        raise BadRequest("wait", f"expected seconds from 0 to {MAX_WAIT_SECONDS}, got {raw!r}")
+    return seconds
 
 
 async def report(request: Request) -> Response:

@@ -47,3 +47,22 @@ def test_a_report_that_keeps_losing_write_races_answers_503_with_retry_after(pla
     api.services.roving.report = always_busy
     answer = api.request("POST", "/v4/agent/reports", AGENT, json=body)
     assert (answer.status_code, answer.json()["code"], answer.headers["retry-after"]) == (503, "busy", "1")
+
+
+@pytest.mark.parametrize("wait", ["-1", "31", "soon", "nan", "inf"])
+def test_an_assignment_poll_with_a_bad_wait_is_refused_naming_wait(placed, wait):
+    api, body = placed
+    answer = api.request("GET", "/v4/agent/assignments", AGENT, params={"node_id": body["node_id"], "wait": wait})
+    assert answer.status_code == 400 and answer.json()["errors"][0]["path"] == "wait"
+
+
+def test_an_assignment_poll_answers_its_work_with_an_etag_that_names_the_answer(placed):
+    api, body = placed
+    api.services.tailer.wait_for(api.services.roving.last_position)
+    first = api.request("GET", "/v4/agent/assignments", AGENT, params={"node_id": body["node_id"], "wait": "0"})
+    assert [s["allocation_id"] for s in first.json()["start"]] == [body["allocation_id"]]
+    assert api.request("POST", "/v4/agent/reports", AGENT, json=body).status_code == 200
+    api.services.tailer.wait_for(api.services.roving.last_position)
+    after = api.request("GET", "/v4/agent/assignments", AGENT, params={"node_id": body["node_id"]})
+    assert after.json() == {"start": [], "stop": []}
+    assert first.headers["etag"] != after.headers["etag"]

@@ -1,0 +1,114 @@
+"""Wake-ups from the log: who must act now that the views applied a batch (agents waiting, the scheduler).
+
+`LogSignals` stands between the tailer and the views (it is the follower's target): it applies each batch to
+the views, then hands the batch to its listeners, so a listener never sees an event the views lack yet.
+`AssignmentWaiters` holds the agents' long polls: one asyncio event per node, set (from the tailer's thread,
+through the event loop) when a batch may have changed that node's assignments.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+import structlog
+
+from projections.base import Batch, kind_of
+
+log = structlog.get_logger("roving.wakeups")
+Listener = Callable[[list[tuple[int, Any]]], None]
+ALL = None  # wake every waiting node
+NODE_CHANGES = frozenset({"Node.NodeRegistered", "Node.NodeRejoined"})  # a new agent epoch: its own answer changes
+ALLOCATION_CHANGES = frozenset({"Allocation.Placed", "Allocation.Ended"})  # a start, or a stop to send
+
+
+class LogSignals:
+    """A follower target: the views apply the batch, then every listener hears it (a failing one is logged)."""
+
+    def __init__(self, views: Any) -> None:
+        self.views = views
+        self.listeners: list[Listener] = []
+
+    @classmethod
+    def attach(cls, follower: Any) -> LogSignals:
+        """Put signals between `follower` and its target (before the follower starts)."""
+        signals = cls(follower.target)
+        follower.target = signals
+        return signals
+
+    @property
+    def position(self) -> int:
+        return self.views.position
+
+    def listen(self, listener: Listener) -> None:
+        self.listeners.append(listener)
+
+    def apply(self, batch: Batch) -> int:
+        batch = list(batch)
+        fresh = self.views.apply(batch)
+        for listener in list(self.listeners):
+            try:
+                listener(batch)
+            except Exception:  # noqa: BLE001 - a listener is a shortcut; the pollers' backstops still run
+                log.exception("wakeups.listener_failed", position=batch[-1][0] if batch else None)
+        return fresh
+
+
+class AssignmentWaiters:
+    """Long polls on `GET /v4/agent/assignments?wait=S`: wait until the node has a start or a stop, or S passes."""
+
+    def __init__(self, views: Any) -> None:
+        self.views = views
+        self._events: dict[str, asyncio.Event] = {}  # touched on the loop only; read (atomically) by the tailer
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def wait(self, node: Any, seconds: float, read: Callable[[], Awaitable[dict]],
+                   news: Callable[[dict], bool] = lambda answer: bool(answer.get("start") or answer.get("stop"))) -> dict:
+        """`read()` until its answer is `news` (by default: names work for `node`) or `seconds` pass. The event is
+        taken before each read, so a batch applied between the read and the wait still wakes it."""
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:  # an event belongs to the loop that first waited on it
+            self._events, self._loop = {}, loop
+        deadline = loop.time() + seconds
+        while True:
+            event = self._events.setdefault(str(node), asyncio.Event())
+            answer = await read()
+            remaining = deadline - loop.time()
+            if news(answer) or remaining <= 0:
+                return answer
+            try:
+                await asyncio.wait_for(event.wait(), remaining)
+            except TimeoutError:
+                return await read()
+
+    def observe(self, batch: list[tuple[int, Any]]) -> None:
+        """On the tailer's thread: wake the nodes whose assignments the batch may have changed."""
+        loop = self._loop
+        if not self._events or loop is None or loop.is_closed():
+            return
+        nodes = self.touched(event for _, event in batch)
+        if nodes is ALL or nodes:
+            loop.call_soon_threadsafe(self._wake, nodes)
+
+    def touched(self, events: Iterable[Any]) -> set[str] | None:
+        nodes: set[str] = set()
+        for event in events:
+            kind = kind_of(event)
+            if kind == "Workflow.Canceled":
+                return ALL  # its running work, wherever it is, is now to stop
+            if kind in NODE_CHANGES:
+                nodes.add(str(event.originator_id))
+            elif kind in ALLOCATION_CHANGES:
+                nodes.update(str(n) for n in getattr(event, "nodes", None) or self._nodes_of(event.originator_id))
+        return nodes
+
+    def _nodes_of(self, allocation_id: Any) -> list[str]:
+        allocation = self.views.queue.allocation(allocation_id)
+        return list(allocation.nodes) if allocation is not None else []
+
+    def _wake(self, nodes: set[str] | None) -> None:
+        for node in list(self._events) if nodes is ALL else nodes:
+            event = self._events.pop(node, None)
+            if event is not None:
+                event.set()
