@@ -94,9 +94,11 @@ def csrf_for(request: Request) -> str:
 async def form(request: Request) -> dict[str, str]:
     """An urlencoded form (the only kind the UI's forms send); each field's first value."""
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    raw = (await request.body()).decode("utf-8", errors="replace")
+    if not raw:
+        return {}
     if kind != FORM:
         raise Refused(415, f"expected a form ({FORM}), got {kind or 'no content type'}")
-    raw = (await request.body()).decode("utf-8", errors="replace")
     return {k: v[0] for k, v in parse_qs(raw, keep_blank_values=True).items()}
 
 

@@ -10,7 +10,7 @@ from starlette.routing import BaseRoute, Mount, Route, Router
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from api.ui import dashboard, login, nodes, session, workflows
+from api.ui import dashboard, login, nodes, pages, session, workflows
 from api.ui.core import signed_in
 
 STATIC = Path(__file__).parent / "static"
@@ -42,6 +42,11 @@ def ui_routes() -> list[BaseRoute]:
         Route("/ui/workflows/{id}/logs/{stage}", signed_in(workflows.log_page), methods=["GET"]),
         Route("/ui/nodes", signed_in(nodes.nodes_page), methods=["GET"]),
         Route("/ui/nodes/{id}/{action}", signed_in(nodes.act, post=True), methods=["POST"]),
+        Route("/ui/queue", signed_in(pages.queue_page), methods=["GET"]),
+        Route("/ui/endpoints", signed_in(pages.endpoints_page), methods=["GET"]),
+        Route("/ui/api", signed_in(pages.api_page), methods=["GET"]),
+        Route("/ui/audit", signed_in(pages.audit_page), methods=["GET"]),
+        Route("/ui/audit/export.parquet", signed_in(pages.audit_export), methods=["GET"]),
         Mount("/ui/static", app=StaticFiles(directory=STATIC), name="ui-static"),
     ]
 

@@ -1,0 +1,149 @@
+"""The read-only pages: the queue in effective priority order, endpoints with Connect, the OpenAPI document, audit."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from api.routes import audit, endpoints, openapi, queue
+from api.ui import render
+from api.ui.core import Refused, api, csrf_for, with_query
+from domain.app import access
+from domain.tenancy.permissions import Denied, Principal
+
+QUEUE_STATES = ("", "PENDING", "READY", "RUNNING", "FINISHED", "FAILED", "CANCELED", "PREEMPTED", "EVICTED")
+AUDIT_FIELDS = ("since", "until", "principal", "event_type", "node", "workflow")
+AUDIT_PAGE = 200
+WAITING = ("PENDING", "READY")
+
+
+def short(value: Any) -> str:
+    return str(value or "")[:8]
+
+
+def reason(request: Request, who: Principal, row: dict[str, Any]) -> str:
+    """A waiting row's reason is the scheduler's why, shown to whoever the API's `why` would show it to;
+    other rows keep their own (how they ended)."""
+    if row["state"] not in WAITING:
+        return row["reason"]
+    try:
+        access.explain_work(who, row)
+    except Denied:
+        return row["reason"]
+    found = request.app.state.services.views.why.get(row["id"])
+    if found is None:
+        return row["reason"] or "waiting for the scheduler's next pass"
+    said = getattr(found.reason, "value", found.reason)
+    return f"{said}: {found.message}" if found.message and found.message != said else str(said)
+
+
+async def queue_page(request: Request, who: Principal) -> Response:
+    state = request.query_params.get("state", "")
+    if state not in QUEUE_STATES:
+        raise Refused(400, f"state: expected one of {', '.join(QUEUE_STATES[1:])}, got {state!r}")
+    answer = await api(queue.queue, request, state=state)
+    rows = [[rank, f"{r['priority']:g}", render.link(f"/ui/workflows/{r['workflow_id']}", short(r["workflow_id"])),
+             r["stage"], render.status(r["state"]), r["attempt"], ", ".join(r["nodes"]) or r["node"] or "",
+             render.when(r["queued_at"]), reason(request, who, r)]
+            for rank, r in enumerate(answer["queue"], start=1)]
+    scope = "only your own work" if answer.get("mine") else "the whole cluster"
+    body = render.fill(
+        "queue", states=render.Html("".join(
+            f'<option value="{s}"{" selected" if s == state else ""}>{s or "waiting and running"}</option>'
+            for s in QUEUE_STATES)),
+        scope=scope, total=answer.get("total", len(rows)),
+        table=render.table(["#", "Priority", "Workflow", "Stage", "State", "Attempt", "Node", "Queued", "Reason"],
+                           rows, "Nothing waits or runs.", id="queue"))
+    return render.page("Queue", body, user=who, csrf=csrf_for(request), current="/ui/queue")
+
+
+def connect(endpoint: dict[str, Any]) -> render.Html:
+    """The Connect menu: the URL and how to call it with a token (the proxy reads FB-Authorization)."""
+    url = endpoint["url"]
+    curl = f'curl -H "FB-Authorization: Bearer $ROVING_TOKEN" {url}'
+    return render.Html(f'<details class="connect"><summary>Connect</summary><p>{render.link(url, url)}</p>'
+                       f"<pre>{render.esc(curl)}</pre></details>")
+
+
+def binding(endpoint: dict[str, Any]) -> render.Html:
+    if not endpoint["workflow_id"]:
+        return render.esc(endpoint["reason"] or "")
+    workflow = render.link(f"/ui/workflows/{endpoint['workflow_id']}", short(endpoint["workflow_id"]))
+    return render.Html(f"{workflow} · {render.esc(endpoint['service'])} → {render.esc(endpoint['target'])}")
+
+
+async def endpoints_page(request: Request, who: Principal) -> Response:
+    rows = (await api(endpoints.list_endpoints, request))["endpoints"]
+    table = render.table(["Name", "Scope", "Status", "Binding", "Connect"],
+                         [[e["name"], e["scope"], render.status(e["status"].upper()), binding(e), connect(e)]
+                          for e in rows], "No endpoints you may see.", id="endpoints")
+    return render.page("Endpoints", table, user=who, csrf=csrf_for(request), current="/ui/endpoints")
+
+
+def parameters(op: dict[str, Any]) -> str:
+    return ", ".join(f"{p['name']} ({p['in']})" for p in op.get("parameters", []))
+
+
+def body_of(op: dict[str, Any]) -> str:
+    content = op.get("requestBody", {}).get("content", {})
+    ref = next(iter(content.values()), {}).get("schema", {}).get("$ref", "")
+    return ref.rpartition("/")[2] or ("JSON" if content else "")
+
+
+def operation(method: str, path: str, op: dict[str, Any], schemas: dict[str, Any]) -> str:
+    codes = ", ".join(sorted(op.get("responses", {})))
+    body = body_of(op)
+    fields = ", ".join(f"{n}" + ("*" if n in schemas.get(body, {}).get("required", []) else "")
+                       for n in schemas.get(body, {}).get("properties", {}))
+    return (f'<details class="op"><summary><span class="method m-{method}">{method.upper()}</span> '
+            f'<code>{render.esc(path)}</code> — {render.esc(op.get("summary", ""))}'
+            f'{" 🔒" if op.get("security") else ""}</summary>'
+            f"<p>Parameters: {render.esc(parameters(op) or 'none')}</p>"
+            f"<p>Body: {render.esc(body or 'none')}{render.esc(f' — fields {fields} (* required)') if fields else ''}</p>"
+            f"<p>Answers: {render.esc(codes)}</p></details>")
+
+
+async def api_page(request: Request, who: Principal) -> Response:
+    """The OpenAPI document the API serves at /v4/openapi.json, for people."""
+    doc = await api(openapi.openapi, request)
+    schemas = doc.get("components", {}).get("schemas", {})
+    items = "".join(operation(method, path, op, schemas)
+                    for path, methods in sorted(doc["paths"].items()) for method, op in methods.items())
+    body = render.Html(f'<p class="hint">OpenAPI {render.esc(doc["openapi"])} · {len(doc["paths"])} paths · '
+                       f'the machine-readable document is <a href="/v4/openapi.json">/v4/openapi.json</a>; '
+                       f"🔒 needs a bearer token.</p><div id=\"operations\">{items}</div>")
+    return render.page("API", body, user=who, csrf=csrf_for(request), current="/ui/api")
+
+
+def audit_filters(request: Request) -> dict[str, str]:
+    return {k: request.query_params[k] for k in AUDIT_FIELDS if request.query_params.get(k)}
+
+
+async def audit_page(request: Request, who: Principal) -> Response:
+    """Cluster admins read every row, organization owners their organization's, anyone else is told no (403)."""
+    filters = audit_filters(request)
+    rows = (await api(audit.list_rows, request, **filters, limit=AUDIT_PAGE))["rows"]
+    table = render.table(
+        ["#", "Time", "Event", "Principal", "Source", "Workflow", "Node", "Aggregate"],
+        [[r["position"], render.when(r["time"]), r["event_type"], r["principal"] or "", r["source"] or "",
+          render.link(f"/ui/workflows/{r['workflow']}", short(r["workflow"])) if r["workflow"] else "",
+          r["node"] or "", f"{r['aggregate_kind']} {short(r['aggregate_id'])} v{r['version']}"] for r in rows],
+        "No audit rows match.", id="audit")
+    inputs = "".join(f'<label>{name.replace("_", " ")} <input name="{name}" value="{render.esc(filters.get(name, ""))}"'
+                     f'{" placeholder=2026-01-01T00:00" if name in ("since", "until") else ""}></label>'
+                     for name in AUDIT_FIELDS)
+    export = "/ui/audit/export.parquet" + (f"?{urlencode(filters)}" if filters else "")
+    body = render.fill("audit", inputs=render.Html(inputs), export=export, table=table, count=len(rows),
+                       limit=AUDIT_PAGE)
+    return render.page("Audit", body, user=who, csrf=csrf_for(request), current="/ui/audit")
+
+
+async def audit_export(request: Request, who: Principal) -> Response:
+    """The API's own Parquet export with the page's filters."""
+    answer = await audit.export_parquet(with_query(request, **audit_filters(request)))
+    if answer.status_code >= 400:
+        raise Refused(answer.status_code, "the audit export was refused")
+    return answer

@@ -1,0 +1,139 @@
+"""The UI over HTTP in-process (no browser): session cookie, CSRF, the API's permissions, each page answering."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from domain.tenancy import Role, Source
+from tests.unit.api.harness import JOB, PASSWORD, Api
+from tests.unit.api.harness import token as api_token
+
+
+@pytest.fixture
+def api() -> Api:
+    return Api()
+
+
+def sign_in(api: Api, username: str = "admin", password: str = PASSWORD, **headers: str):
+    return api.request("POST", "/ui/login", data={"username": username, "password": password}, headers=headers)
+
+
+def session(api: Api, username: str = "admin") -> dict[str, str]:
+    answer = sign_in(api, username)
+    assert answer.status_code == 303, answer.text
+    return {"Cookie": f"roving_session={answer.cookies['roving_session']}"}
+
+
+def csrf(page_text: str) -> str:
+    return re.search(r'name="csrf" value="([0-9a-f]+)"', page_text).group(1)
+
+
+def alert(page_text: str) -> list[str]:
+    return re.findall(r'role="alert"[^>]*>([^<]*)<', page_text)
+
+
+def test_the_ui_root_answers_a_sign_in_form_with_a_csp_that_allows_no_inline_script(api):
+    answer = api.request("GET", "/ui/")
+    assert answer.status_code == 200 and answer.headers["content-type"].startswith("text/html")
+    assert 'name="username"' in answer.text and 'name="csrf"' in answer.text
+    policy = answer.headers["content-security-policy"]
+    assert "script-src 'self'" in policy and "unsafe-inline" not in policy
+    assert "<script>" not in answer.text
+
+
+def test_signing_in_sets_an_httponly_strict_session_cookie_secure_over_https(api):
+    plain = sign_in(api).headers["set-cookie"]
+    assert "roving_session=" in plain and "HttpOnly" in plain and "SameSite=strict" in plain
+    assert "Secure" not in plain.split("roving_login")[0]
+    secure = api.request("POST", "https://roving.test/ui/login", data={"username": "admin", "password": PASSWORD})
+    assert "Secure" in secure.headers["set-cookie"].split("roving_login")[0]
+
+
+def test_a_wrong_password_shows_one_message_and_sets_no_session(api):
+    answer = sign_in(api, password="wrong")
+    assert answer.status_code == 401
+    assert alert(answer.text) == ["Unknown username or wrong password."]
+    assert "roving_session" not in answer.headers.get("set-cookie", "")
+    missing = api.request("POST", "/ui/login", data={"username": "admin"})
+    assert missing.status_code == 400 and alert(missing.text) == ["Enter your password."]
+
+
+def test_a_sign_in_posted_from_another_site_is_refused(api):
+    for headers in ({"Origin": "https://evil.example"}, {"Sec-Fetch-Site": "cross-site"}):
+        answer = sign_in(api, **headers)
+        assert answer.status_code == 403 and "roving_session" not in answer.headers.get("set-cookie", "")
+
+
+def test_a_page_without_a_session_sends_to_sign_in_and_back_only_to_our_own_pages(api):
+    answer = api.request("GET", "/ui/workflows?status=FINISHED")
+    assert answer.status_code == 303
+    assert answer.headers["location"] == "/ui/login?next=%2Fui%2Fworkflows%3Fstatus%3DFINISHED"
+    back = api.request("POST", "/ui/login", data={"username": "admin", "password": PASSWORD, "next": "/ui/nodes"})
+    assert back.headers["location"] == "/ui/nodes"
+    away = api.request("POST", "/ui/login", data={"username": "admin", "password": PASSWORD, "next": "//evil.example/"})
+    assert away.headers["location"] == "/ui/"
+
+
+@pytest.mark.parametrize("path", ["/ui/", "/ui/workflows", "/ui/queue", "/ui/nodes", "/ui/endpoints", "/ui/api"])
+def test_every_page_answers_html_to_a_signed_in_admin(api, path):
+    answer = api.request("GET", path, headers=session(api))
+    assert answer.status_code == 200, answer.text
+    assert 'id="logout"' in answer.text
+
+
+def test_the_api_page_lists_the_openapi_operations(api):
+    text = api.request("GET", "/ui/api", headers=session(api)).text
+    assert "/v4/workflows/{id}/why" in text and "Submit" in text
+
+
+def test_the_audit_page_says_when_the_audit_log_is_not_running(api):
+    answer = api.request("GET", "/ui/audit", headers=session(api))
+    assert answer.status_code == 503 and "audit log is not running" in answer.text
+
+
+def test_an_unknown_status_filter_is_a_400_naming_the_field(api):
+    answer = api.request("GET", "/ui/workflows?status=BOGUS", headers=session(api))
+    assert answer.status_code == 400 and alert(answer.text)[0].startswith("status: expected one of")
+
+
+def test_the_queue_shows_why_a_stage_waits(api):
+    api.request("POST", "/v4/workflows", api.admin, json={"name": "waits", "definition": JOB})
+    text = api.request("GET", "/ui/queue", headers=session(api)).text
+    assert 'id="queue"' in text and "hello" in text and "waiting for the scheduler" in text
+
+
+def test_a_tenant_sees_neither_another_tenants_workflow_nor_its_page(api):
+    _, alice = api.organization_with_user("org-a", "alice")
+    api.organization_with_user("org-b", "bob")
+    wid = api.request("POST", "/v4/workflows", alice, json={"name": "alices-secret", "definition": JOB}).json()["id"]
+    bob = session(api, "bob")
+    page = api.request("GET", f"/ui/workflows/{wid}", headers=bob)
+    assert page.status_code == 404 and "alices-secret" not in page.text
+    assert "alices-secret" not in api.request("GET", "/ui/workflows", headers=bob).text
+    assert api.request("GET", f"/ui/workflows/{wid}/events", headers=bob).status_code == 404
+    assert "alices-secret" in api.request("GET", f"/ui/workflows/{wid}", headers=session(api, "alice")).text
+
+
+def test_a_tenant_is_refused_a_node_action_even_with_a_good_csrf_token(api):
+    agent = api_token("agent", Role.USER, source=Source.AGENT)
+    node = {"name": "local-1", "cpu": 2, "memory": 2**31}
+    assert api.request("POST", "/v4/agent/register", agent, json=node).status_code in (200, 201)
+    api.organization_with_user("org-a", "alice")
+    alice = session(api, "alice")
+    token = csrf(api.request("GET", "/ui/nodes", headers=alice).text)
+    answer = api.request("POST", "/ui/nodes/local-1/cordon", headers=alice, data={"csrf": token, "reason": "x"})
+    assert answer.status_code == 403 and "cluster admin" in answer.text
+    assert api.request("GET", "/v4/nodes/local-1/holds", api.admin).json()["holds"] == []
+
+
+def test_posts_need_the_sessions_csrf_token(api):
+    admin = session(api)
+    token = csrf(api.request("GET", "/ui/nodes", headers=admin).text)
+    assert api.request("POST", "/ui/logout", headers=admin, data={}).status_code == 403
+    other = csrf(api.request("GET", "/ui/nodes", headers=session(api, "admin")).text)
+    assert other != token  # bound to each session, so one session's token is no good for another
+    assert api.request("POST", "/ui/logout", headers=admin, data={"csrf": other}).status_code == 403
+    out = api.request("POST", "/ui/logout", headers=admin, data={"csrf": token})
+    assert out.status_code == 303 and 'roving_session=""' in out.headers["set-cookie"]
