@@ -20,10 +20,16 @@ from api import metrics
 from domain.app import Conflict, NotFound, StaleEpoch
 from domain.scheduler import Why, blocked_events, schedule
 from domain.scheduler.reasons import Reason
+from projections.base import kind_of
 
 log = structlog.get_logger("roving.scheduler")
 REFUSED = (Conflict, NotFound, StaleEpoch, ValueError, RuntimeError)
-POLL_SECONDS = 0.2
+POLL_SECONDS = 0.2  # without log signals: how often the views' position is compared
+# The runner's own commits (a placement, a blocked cause) need no pass of their own; anything else that moves
+# work or capacity (readied, ended, requeued, a node or the config changed) wakes it.
+OWN_EVENTS = frozenset({"Allocation.Placed", "Allocation.SchedulingBlocked", "Node.AllocationPlaced",
+                        "Workflow.StageStarted"})
+WAKING_AGGREGATES = ("Workflow.", "Allocation.", "Node.", "ClusterConfig.")
 RESTART_GRACE_SECONDS = 10.0  # on top of one lease: agents retry their heartbeat every 2 s, each call up to 5 s
 MAX_BLOCKED_EVENTS_PER_PASS = 256  # the rest are written on the next passes, never lost
 
@@ -33,10 +39,17 @@ def utcnow() -> datetime:
 
 
 class SchedulerRunner:
-    """One thread: wake on new events or the interval backstop; lead, decide, commit; watch node leases."""
+    """One thread: wake on new events or the interval backstop; lead, decide, commit; watch node leases.
 
-    def __init__(self, roving, views, tailer, leases, holder: str | None = None, lease_grace: float = 0.0) -> None:
+    With `signals` (api.wakeups.LogSignals), a pass follows the batch that made work ready or freed capacity
+    (a burst arriving during a pass is one more pass); without, the views' position is polled."""
+
+    def __init__(self, roving, views, tailer, leases, holder: str | None = None, lease_grace: float = 0.0,
+                 signals=None) -> None:
         self.roving, self.views, self.tailer, self.leases = roving, views, tailer, leases
+        self.signals = signals
+        if signals is not None:
+            signals.listen(self.observe)
         self.holder = holder or f"{socket.gethostname()}:{os.getpid()}"
         self.wake = threading.Event()
         self.stopping = threading.Event()
@@ -59,21 +72,27 @@ class SchedulerRunner:
         if self._thread.ident is not None:  # a runner driven by tick() alone was never started
             self._thread.join(timeout=10)
 
+    def observe(self, batch) -> None:
+        """On the tailer's thread, after the views applied `batch`: wake for news about work or capacity."""
+        if any(_wakes(kind_of(event)) for _, event in batch):
+            self.wake.set()
+
     def _run(self) -> None:
-        """Wake on new events (the views moved), on the interval backstop, and to renew the lease."""
-        seen, last_pass, interval = -1, 0.0, 1.0
+        """Wake on new events (signalled, or the views moved), on the interval backstop, and to renew the lease."""
+        seen, last_pass, period = -1, 0.0, 1.0
         while not self.stopping.is_set():
-            self.wake.wait(timeout=POLL_SECONDS)
+            backstop = max(0.0, last_pass + period - time.monotonic())
+            signalled = self.wake.wait(timeout=backstop if self.signals is not None else POLL_SECONDS)
             self.wake.clear()
             try:  # the log may be down (the config is read from it): the thread must outlive any outage
                 interval = float(self.roving.scheduler_config().interval_seconds)
-                moved = self.views.position != seen
-                due = time.monotonic() - last_pass >= min(interval, self.leases.ttl / 3 if self.leases else interval)
+                period = min(interval, self.leases.ttl / 3 if self.leases else interval)
+                moved = signalled if self.signals is not None else self.views.position != seen
+                due = time.monotonic() - last_pass >= period
                 if not (moved or due):
                     continue
-                seen = self.views.position
+                seen, last_pass = self.views.position, time.monotonic()  # a failing pass is retried at the period
                 self.tick("event" if moved else "interval")
-                last_pass = time.monotonic()
             except OperationalError as error:
                 log.warning("scheduler.log_unavailable", error=str(error))
                 self.stopping.wait(min(interval, 1.0))
@@ -189,6 +208,10 @@ class SchedulerRunner:
                 "preempted": counters.preempted, "blocked": counters.blocked, "refused": len(self.refused),
                 "reservation": _reservation(decisions.reservation),
             })
+
+
+def _wakes(kind: str) -> bool:
+    return kind.startswith(WAKING_AGGREGATES) and kind not in OWN_EVENTS
 
 
 def _reservation(reservation) -> dict | None:

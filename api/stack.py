@@ -133,7 +133,8 @@ class Stack:
         self.leases = Leases(Connection(nats_url, cluster), ttl=self.settings.node_lease_seconds)
         self.runner = None
         if self.with_scheduler:
-            self.runner = SchedulerRunner(self.roving, self.views, self.tailer, self.leases).start()
+            self.runner = SchedulerRunner(self.roving, self.views, self.tailer, self.leases,
+                                          signals=self.signals).start()
         if self.with_audit:
             self._start_audit(cluster)
         self.services = SimpleNamespace(

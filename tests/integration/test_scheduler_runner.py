@@ -12,6 +12,7 @@ from adapters.jetstream.connection import Connection
 from adapters.leases import Leases
 from adapters.tailer import Tailer
 from api.runner import SchedulerRunner
+from api.wakeups import LogSignals
 from domain.app import Roving
 from domain.app.ids import allocation_id
 from domain.tenancy import Role
@@ -92,3 +93,49 @@ def test_a_job_no_node_fits_gets_one_scheduling_blocked_event_over_many_passes(t
     kinds = [type(e).__qualname__ for e in roving.repository.event_store.get(aid)]
     assert kinds.count("Allocation.SchedulingBlocked") == 1
     assert views.why.get(aid) is not None
+
+
+@pytest.fixture
+def signalled_plane(nats_url: str):
+    """A runner woken by the log (no leases: its backstop is the 30 s default interval)."""
+    roving = Roving(env={"PERSISTENCE_MODULE": "adapters.jetstream", "ROVING_NATS_URL": nats_url,
+                         "ROVING_CLUSTER": f"wake-{uuid4().hex[:6]}"}, passwords=PlainHasher())
+    views = Views()
+    tailer = Tailer(roving, views)
+    signals = LogSignals.attach(tailer)
+    tailer.start()
+    runner = SchedulerRunner(roving, views, tailer, None, holder="a", signals=signals)
+    passes: list[float] = []
+    run_pass = runner.run_pass
+    runner.run_pass = lambda: (passes.append(time.monotonic()), run_pass())[1]
+    yield roving, views, runner, passes
+    runner.stop()
+    tailer.stop()
+    roving.close()
+
+
+def test_a_submit_is_placed_by_a_pass_it_wakes_not_at_the_next_interval(signalled_plane):
+    roving, views, runner, passes = signalled_plane
+    assert roving.scheduler_config().interval_seconds >= 30
+    roving.register_node("n1", 2, 4 << 30, {}, {}, "pool", "127.0.0.1", None, now())
+    runner.start()
+    wait_for(lambda: len(passes) >= 1)  # the first pass, at start
+    workflow_id = uuid4()
+    roving.submit_workflow(workflow_id, "one", JOBS, 0, None, USER, now())
+    wait_for(lambda: sum(r.state == "RUNNING" for r in views.queue.rows()) == 2, timeout=10)
+    running = next(r for r in views.queue.rows() if r.state == "RUNNING")
+    events = list(roving.repository.event_store.get(running.id))
+    placed = next(e for e in events if type(e).__qualname__ == "Allocation.Placed")
+    assert (placed.at - events[0].at).total_seconds() < 2, "placed by the backstop, not by a pass the submit woke"
+
+
+def test_a_runner_that_placed_what_fits_stays_quiet_until_there_is_news(signalled_plane):
+    roving, views, runner, passes = signalled_plane
+    roving.register_node("n1", 2, 4 << 30, {}, {}, "pool", "127.0.0.1", None, now())
+    runner.start()
+    roving.submit_workflow(uuid4(), "four", JOBS, 0, None, USER, now())
+    wait_for(lambda: sum(r.state == "RUNNING" for r in views.queue.rows()) == 2, timeout=10)
+    time.sleep(0.5)  # the placements' own events have been applied by now
+    settled = len(passes)
+    time.sleep(1.0)
+    assert len(passes) == settled
