@@ -1,12 +1,15 @@
 """The embedded nats-server: find the binary, start it with JetStream on loopback, wait, stop, start again.
 
 A start claims the store first (adapters.nats_owner): a server left there by a dead control plane is
-stopped, one served by a live control plane is refused."""
+stopped, one served by a live control plane is refused. A secure server (the default) refuses anonymous
+clients (adapters.nats_auth: per-role users kept in `<store>/credentials`) and encrypts its store at rest with
+a key kept in `<store>/store.key`; both files, and the config that names them, are readable by their owner only."""
 
 from __future__ import annotations
 
 import os
 import re
+import secrets
 import shutil
 import signal
 import socket
@@ -17,9 +20,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from adapters.nats_auth import NatsAuth, write_secret
 from adapters.nats_owner import StoreInUse, StoreLock, death_signal
 
 READY_LINE = "Server is ready"
+CIPHER = "chachapoly"
 LISTEN_RE = re.compile(r"Listening for client connections on [^:]+:(\d+)")
 
 
@@ -88,19 +93,49 @@ class NatsServer:
     domain: str | None = None
     leaf: LeafSpec | None = None
     die_with_parent: bool = False  # SIGTERM when the starting thread ends: for long-lived starters only
+    secure: bool = True  # credentials required, store encrypted; False only for a bare server a test wants
+    clusters: tuple[str, ...] = ()  # the Roving clusters whose subjects agents and readers get (none: any)
     process: subprocess.Popen | None = field(default=None, repr=False)
     _lock: StoreLock | None = field(default=None, repr=False, init=False)
+    _auth: NatsAuth | None = field(default=None, repr=False, init=False)
 
     @property
-    def url(self) -> str:
+    def address(self) -> str:
+        """The client URL with no credentials: what may be shown or logged."""
         return f"nats://{self.host}:{self.port}"
 
     @property
+    def url(self) -> str:
+        """The control plane's client URL, with its credentials when the server asks for them."""
+        return self.url_for("control")
+
+    def url_for(self, role: str) -> str:
+        """The client URL carrying `role`'s credentials (adapters.nats_auth.ROLES)."""
+        return self.auth[role].url(self.address) if self.auth else self.address
+
+    @property
+    def auth(self) -> NatsAuth | None:
+        if self.secure and self._auth is None:
+            self._auth = NatsAuth(self.store_dir / "credentials", self.clusters).load_or_create()
+        return self._auth
+
+    @property
     def leaf_url(self) -> str:
-        """Where leaf nodes connect to this server (needs `leaf.port`)."""
+        """Where leaf nodes connect to this server (needs `leaf.port`), with the federation credentials."""
         if not self.leaf or not self.leaf.port:
             raise NatsServerError(f"{self.name} accepts no leaf nodes: give it LeafSpec(port=0)")
-        return f"nats-leaf://{self.host}:{self.leaf.port}"
+        bare = f"nats-leaf://{self.host}:{self.leaf.port}"
+        return self.auth["federation"].url(bare) if self.auth else bare
+
+    @property
+    def store_key(self) -> str | None:
+        """The store encryption key, made once: losing it loses the store."""
+        if not self.secure:
+            return None
+        path = self.store_dir / "store.key"
+        if not path.exists():
+            write_secret(path, secrets.token_hex(32) + "\n")
+        return path.read_text().strip()
 
     @property
     def log_path(self) -> Path:
@@ -113,8 +148,11 @@ class NatsServer:
             f'listen: "{self.host}:{self.port}"',
             f'jetstream {{ store_dir: "{store}"'
             + (f', domain: "{self.domain}"' if self.domain else "")
+            + (f', cipher: {CIPHER}, key: "{self.store_key}"' if self.secure else "")
             + " }",
         ]
+        if self.auth:
+            lines.append(self.auth.authorization())
         if self.cluster:
             routes = ", ".join(f'"nats-route://{self.host}:{p}"' for p in self.cluster.routes)
             lines.append(
@@ -129,6 +167,8 @@ class NatsServer:
                 remotes = ", ".join(f'{{ url: "{url}" }}' for url in self.leaf.remotes)
                 parts.append(f"remotes: [{remotes}]")
             parts.append(f'reconnect: "{self.leaf.reconnect_seconds:g}s"')
+            if self.leaf.port is not None and self.auth:
+                parts.append(self.auth.leaf_authorization())
             lines.append(f"leafnodes {{ {', '.join(parts)} }}")
         return "\n".join(lines) + "\n"
 
@@ -151,7 +191,7 @@ class NatsServer:
             raise NatsServerError(
                 f"port {self.port} on {self.host} is taken: stop what uses it or choose another port"
             )
-        self.config_path.write_text(self.config_text())
+        write_secret(self.config_path, self.config_text())  # it holds the passwords and the store key
         if first or not self.log_path.exists():
             self.log_path.write_text("")
         offset = self.log_path.stat().st_size

@@ -19,6 +19,7 @@ from nats.aio.msg import Msg
 from nats.js.api import StorageType, StreamConfig
 
 from adapters.jetstream import headers
+from adapters.nats_auth import CONTROL_INBOX
 
 WRONG_LAST_SEQUENCE = {10071, 10164}
 BATCH_DUPLICATE = 10201
@@ -154,12 +155,16 @@ class JetStreamClient:
         self._sub = None
 
     @classmethod
-    async def connect(cls, url: str, name: str = "roving", down_grace: float = DOWN_GRACE) -> "JetStreamClient":
+    async def connect(cls, url: str, name: str = "roving", down_grace: float = DOWN_GRACE,
+                      inbox_prefix: str = CONTROL_INBOX) -> "JetStreamClient":
+        """`url` carries the control plane's credentials (settings put them there); its replies arrive on an
+        inbox prefix of its own, which no agent or reader may subscribe to."""
         link = Link()
         nc = await nats.connect(
             servers=[u.strip() for u in url.split(",") if u.strip()], name=name,
             error_cb=_log_error, disconnected_cb=link.disconnected, reconnected_cb=link.reconnected,
             max_reconnect_attempts=-1, reconnect_time_wait=0.25, connect_timeout=5, allow_reconnect=True,
+            inbox_prefix=inbox_prefix,
         )
         link.nc = nc
         client = cls(nc, link, down_grace)
