@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, Counter, Histogram, generate_latest
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Match, Route
 from starlette.types import Scope
+
+from api import metrics as gauges  # the control plane's series are exported by every API process, leader or not
 
 REQUESTS = Counter("roving_http_requests_total", "HTTP requests answered", ["method", "route", "status"])
 LATENCY = Histogram("roving_http_request_seconds", "HTTP request duration", ["method", "route"],
@@ -30,7 +33,16 @@ def observe(scope: Scope, status: int, seconds: float) -> None:
 
 
 async def metrics(request: Request) -> Response:
+    svc = request.app.state.services
+    if getattr(svc, "views", None) is not None:
+        await run_in_threadpool(refresh, svc)
     return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
+
+
+def refresh(svc: object) -> None:
+    """Queue, node and hold-ceiling gauges as the views show them now."""
+    percent = svc.roving.configuration.max_monitoring_percent()  # type: ignore[attr-defined]
+    gauges.observe_views(svc.views, percent)  # type: ignore[attr-defined]
 
 
 routes = [Route("/metrics", metrics, methods=["GET"])]
