@@ -21,6 +21,7 @@ from domain.node import Node
 ACTIONS = {e.value: e for e in Effect}
 STATUSES = ("firing", "resolved")
 RELEASES = ("admin", "alert")
+REFUSED = "refused: "  # how an outcome of `apply_alert` starts when the monitoring ceiling refused the hold
 
 
 class AlertPayloadError(ValueError):
@@ -90,11 +91,12 @@ def apply_alert(
             return "already held"
         hold = node.place_hold(command.hold_id, command.effect, Source.MONITORING, command.reason, by=by, at=at,
                                peers=peers, max_monitoring_percent=max_monitoring_percent)
-        return "placed" if hold else f"refused: {node.last_refusal}"
+        return "placed" if hold else f"{REFUSED}{node.last_refusal}"
     if command.hold_id not in node.holds:
         return "already released"
     if isinstance(command, AwaitAdminRelease):
-        return "kept: fb_release is admin, so an admin releases it with force"
+        return ("kept: fb_release is admin, so an admin releases it with force "
+                "(roving node hold release NODE HOLD --force)")
     node.release_hold(command.hold_id, by=by, at=at, releaser_source=Source.MONITORING)
     return "released"
 

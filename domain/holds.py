@@ -96,21 +96,30 @@ def release_refusal(hold: Hold, releaser: Source, force: bool = False) -> str | 
 
 def monitoring_hold_allowed(
     definition_nodes: list[NodeSummary], node_id: str, percent: float = DEFAULT_MAX_MONITORING_HELD_PERCENT,
+    name: str = "",
 ) -> tuple[bool, str]:
     """May monitoring hold `node_id`, given its definition's nodes and `nodeHealth.maxMonitoringHeldPercent`?
 
     A node already held by monitoring never counts twice; the node itself counts as a member of its
-    definition even when the caller left it out of the list.
+    definition even when the caller left it out of the list. Messages call the node `name` (else its id).
     """
     held = {n.id for n in definition_nodes if n.monitoring_held}
     if node_id in held:
-        return True, f"node {node_id} is already held by monitoring"
+        return True, f"node {name or node_id} is already held by monitoring"
     members = {n.id for n in definition_nodes} | {node_id}
     after = len(held) + 1
     if after * 100 > percent * len(members):
         return False, (
             f"monitoring already holds {len(held)} of {len(members)} nodes in this definition; holding "
-            f"{node_id} too would make {after * 100 / len(members):.0f}%, above "
-            f"nodeHealth.maxMonitoringHeldPercent ({percent:g}%)"
+            f"{name or node_id} too would make {after * 100 / len(members):.0f}%, above "
+            f"nodeHealth.maxMonitoringHeldPercent ({percent:g}%)" + _none_allowed(len(members), percent)
         )
     return True, f"monitoring would hold {after} of {len(members)} nodes (limit {percent:g}%)"
+
+
+def _none_allowed(members: int, percent: float) -> str:
+    """A pool too small for the ceiling to allow even one hold says so, and what percent would allow one."""
+    if percent * members >= 100:
+        return ""
+    return (f"; with {members} node{'s' if members != 1 else ''} in this definition that ceiling allows no "
+            f"monitoring hold at all (raise it to {100 / members:g} or more to allow one)")

@@ -171,7 +171,8 @@ class Node(TimedAggregate):
                 raise HoldError(f"hold {hold_id} already exists as a {existing.source.value} {existing.effect.value} hold")
             return existing
         if source is Source.MONITORING:
-            allowed, why = monitoring_hold_allowed(list(peers or []) + [self.summary()], str(self.id), max_monitoring_percent)
+            definition = list(peers or []) + [self.summary()]
+            allowed, why = monitoring_hold_allowed(definition, str(self.id), max_monitoring_percent, name=self.name)
             if not allowed:
                 self._monitoring_refused(hold_id=hold_id, effect=effect, hold_reason=reason, refusal=why, by=by, at=at)
                 return None

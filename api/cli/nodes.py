@@ -75,7 +75,8 @@ def hold_add(args: argparse.Namespace, client: Client) -> Any:
 
 
 def hold_release(args: argparse.Namespace, client: Client) -> Any:
-    return client.delete(f"/v4/nodes/{args.node}/holds/{args.hold}")
+    params = {"force": "true"} if args.force else {}
+    return client.request("DELETE", f"/v4/nodes/{args.node}/holds/{args.hold}", params=params)
 
 
 def several(sub: Any, common: argparse.ArgumentParser, name: str, handler: Any, text: str,
@@ -117,4 +118,6 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         p = hsub.add_parser(name, parents=[common], help="release a hold by id (only by its own source's rules)")
         p.add_argument("node")
         p.add_argument("hold")
+        p.add_argument("--force", action="store_true",
+                       help="admins: release monitoring evidence an alert keeps (fb_release: admin)")
         p.set_defaults(handler=hold_release)

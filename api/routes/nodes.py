@@ -28,6 +28,10 @@ class NewHold(msgspec.Struct, forbid_unknown_fields=True):
     reason: str = ""
 
 
+class Release(msgspec.Struct, forbid_unknown_fields=True):
+    force: bool = False  # an admin releasing monitoring evidence (an alert labelled fb_release: admin)
+
+
 class Deprovision(msgspec.Struct, forbid_unknown_fields=True):
     evict: bool = False
     force: bool = False
@@ -115,7 +119,11 @@ async def add_hold(request: Request) -> Response:
 
 
 async def release_hold(request: Request) -> Response:
-    await command(request, "release_hold", request.path_params["hold"])
+    """`force` comes as `?force=true` or as a JSON body field; either one is enough."""
+    force = c.query_bool(request, "force") or (await c.body(request, Release)).force
+    roving, hold = c.services(request).roving, request.path_params["hold"]
+    await c.call(roving.release_hold, target(request), hold, c.principal(request), c.now(), force=force)
+    await c.settle(request)
     return c.json({"released": [request.path_params["hold"]]})
 
 

@@ -88,6 +88,14 @@ def hold_source(principal: Principal) -> HoldSource:
     return HoldSource.ADMIN
 
 
+def hold_releaser(principal: Principal, force: bool) -> HoldSource:
+    """Releasing a hold: as `hold_source`; force (monitoring evidence an alert keeps) is a cluster admin's alone."""
+    source = hold_source(principal)
+    if force and source is not HoldSource.ADMIN:
+        raise Forbidden(f"releasing a hold with force needs a cluster admin (the {source.value} token may not)")
+    return source
+
+
 def alert_sender(principal: Principal) -> None:
     if principal.source.value != "monitoring" and not principal.is_cluster_admin:
         raise Forbidden("only the monitoring webhook principal may post alerts")

@@ -9,11 +9,11 @@ from domain.alerts import AlertPayloadError, apply_alert, parse_webhook
 from domain.app import access
 from domain.app.allocations import Allocations
 from domain.app.config import ConfigHandlers
-from domain.app.errors import Conflict, Invalid, StaleEpoch
+from domain.app.errors import Conflict, Forbidden, Invalid, StaleEpoch
 from domain.app.ids import hold_id, node_id
 from domain.app.unit_of_work import UnitOfWork, command
 from domain.fuzzfile import Problem
-from domain.holds import Effect, HoldError, NodeSummary
+from domain.holds import Effect, HoldError, NodeSummary, ReleaseRefused
 from domain.node import Capacity, Node, NodeError, StaleAgent
 from domain.tenancy.permissions import Principal
 
@@ -78,9 +78,9 @@ class NodeHandlers:
 
     @command
     def release_hold(self, node: UUID, hold: str, principal: Principal, at: datetime, force: bool = False) -> None:
-        found = self.uow.load(Node, node, "node")
+        found, source = self.uow.load(Node, node, "node"), access.hold_releaser(principal, force)
         with _hold_errors():
-            found.release_hold(hold, by=principal.username, at=at, releaser_source=access.hold_source(principal), force=force)
+            found.release_hold(hold, by=principal.username, at=at, releaser_source=source, force=force)
         self.uow.save(found)
 
     @command
@@ -135,12 +135,15 @@ class NodeHandlers:
 
 
 class _hold_errors:
-    """Hold and node rule violations become 409 answers that say which rule."""
+    """Hold and node rule violations become 409 answers that say which rule; a release the hold's source rules
+    refuse is 403 (the caller may not, whatever the node's state)."""
 
     def __enter__(self) -> None:
         return None
 
     def __exit__(self, kind, error, tb) -> bool:
+        if isinstance(error, ReleaseRefused):
+            raise Forbidden(str(error)) from error
         if error is not None and isinstance(error, (HoldError, NodeError)):
             raise Conflict(str(error)) from error
         return False

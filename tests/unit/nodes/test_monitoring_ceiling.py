@@ -46,3 +46,11 @@ def test_admins_and_the_provisioner_are_not_limited_by_the_ceiling():
     node = ready_node()
     node.place_hold("h1", Effect.CORDON, Source.ADMIN, "bios update", by="alice", at=at(2), peers=peers(4, held=4))
     assert "h1" in node.holds
+
+
+def test_a_two_node_pool_at_the_default_ceiling_says_why_monitoring_may_hold_neither():
+    allowed, reason = monitoring_hold_allowed(peers(1, held=0), "n1")
+    assert not allowed
+    assert reason == ("monitoring already holds 0 of 2 nodes in this definition; holding n1 too would make 50%, "
+                      "above nodeHealth.maxMonitoringHeldPercent (20%); with 2 nodes in this definition that ceiling "
+                      "allows no monitoring hold at all (raise it to 50 or more to allow one)")

@@ -1,0 +1,97 @@
+"""Monitoring holds through the webhook: the ceiling says why it refused and is counted; an alert's
+`fb_release: admin` hold is released by an admin with force, and by no one else."""
+
+import json
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from api.cli.client import Client
+from api.cli.main import build_parser, execute
+from domain.tenancy import Role, Source
+from tests.unit.api.harness import Api, token, webhook_token
+
+AGENT = token("agent", Role.USER, source=Source.AGENT)
+MONITORING = webhook_token()
+
+
+def register(api, name):
+    body = {"name": name, "cpu": 2, "memory": 2**30, "devices": {}, "annotations": {}, "definition": "local",
+            "address": "127.0.0.1", "metrics_port": None}
+    assert api.request("POST", "/v4/agent/register", AGENT, json=body).status_code == 200
+
+
+def alert(status, node="n1", **labels):
+    labels = {"alertname": "RovingNodeMemoryErrors", "fb_action": "cordon", "node": node, **labels}
+    one = {"status": status, "labels": labels, "annotations": {"summary": f"memory errors on {node}"},
+           "fingerprint": "feed" + node, "startsAt": "2026-01-01T00:00:00Z"}
+    return {"version": "4", "status": status, "receiver": "roving", "alerts": [one]}
+
+
+def refused_so_far(api) -> float:
+    text = api.request("GET", "/metrics").text
+    return sum(s.value for f in text_string_to_metric_families(text) for s in f.samples
+               if s.name == "roving_monitoring_holds_refused_total")
+
+
+@pytest.fixture(scope="module")
+def api():
+    api = Api()
+    register(api, "n1")
+    register(api, "n2")
+    return api
+
+
+def test_the_default_ceiling_refuses_a_hold_on_a_two_node_pool_saying_why_and_counts_it(api):
+    before = refused_so_far(api)
+    answer = api.request("POST", "/v4/alerts", MONITORING, json=alert("firing"))
+    [outcome] = answer.json()["outcomes"]
+    assert outcome.startswith("n1: refused: monitoring already holds 0 of 2 nodes")
+    assert "nodeHealth.maxMonitoringHeldPercent (20%)" in outcome and "raise it to 50 or more" in outcome
+    assert refused_so_far(api) == before + 1
+    assert api.request("GET", "/v4/nodes/n1/holds", api.admin).json()["holds"] == []
+
+
+@pytest.fixture(scope="module")
+def kept(api):
+    """A hold placed by an alert labelled fb_release: admin, whose alert has resolved."""
+    changed = api.request("PUT", "/v4/admin/centralconfig", api.admin, json={"nodeHealth.maxMonitoringHeldPercent": 50})
+    assert changed.status_code == 200, changed.text
+    placed = api.request("POST", "/v4/alerts", MONITORING, json=alert("firing", fb_release="admin"))
+    assert placed.json()["outcomes"] == ["n1: placed"]
+    resolved = api.request("POST", "/v4/alerts", MONITORING, json=alert("resolved", fb_release="admin"))
+    assert "--force" in resolved.json()["outcomes"][0]
+    [hold] = api.request("GET", "/v4/nodes/n1/holds", api.admin).json()["holds"]
+    return hold["id"]
+
+
+def test_an_admin_without_force_is_told_to_use_it(api, kept):
+    answer = api.request("DELETE", f"/v4/nodes/n1/holds/{kept}", api.admin)
+    assert answer.status_code == 403
+    assert "by an admin with force" in answer.text
+
+
+def test_a_user_asking_for_force_is_refused_clearly(api, kept):
+    _, user = api.organization_with_user("acme", "mallory")
+    answer = api.request("DELETE", f"/v4/nodes/n1/holds/{kept}?force=true", user)
+    assert answer.status_code == 403
+    assert answer.json()["error"] == "managing nodes needs the cluster admin role"
+    assert len(api.request("GET", "/v4/nodes/n1/holds", api.admin).json()["holds"]) == 1
+
+
+def test_a_bad_force_value_is_a_400_naming_force(api, kept):
+    answer = api.request("DELETE", f"/v4/nodes/n1/holds/{kept}?force=maybe", api.admin)
+    assert answer.status_code == 400 and "force" in answer.text
+
+
+def test_an_admin_releases_it_with_force_from_the_cli(api, kept, capsys):
+    def handle(request: httpx.Request) -> httpx.Response:
+        answer = api.request(request.method, str(request.url), api.admin, content=request.content)
+        return httpx.Response(answer.status_code, headers=answer.headers, content=answer.content)
+    client = Client("http://roving.test", transport=httpx.MockTransport(handle))
+    args = build_parser().parse_args(["node", "hold", "release", "n1", kept, "--force", "-o", "json"])
+    assert execute(args, client) == 0
+    printed = "".join(line for line in capsys.readouterr().out.splitlines(True) if " request " not in line)
+    assert json.loads(printed) == {"released": [kept]}
+    assert api.request("GET", "/v4/nodes/n1/holds", api.admin).json()["holds"] == []
