@@ -74,6 +74,18 @@ def explain_work(principal: Principal, owner: Any) -> None:
     authorize(principal, Action.EXPLAIN_ALLOCATION, work(owner, "allocation"))
 
 
+def explain_workflow(principal: Principal, owner: Any) -> None:
+    """`why` and `explain` on a workflow: whoever may explain its allocations reads what those answers need.
+
+    An explain_allocation holder on the work's group is not one of its viewers (its detail, events and logs stay
+    closed), so this is asked instead of `view_work` then `explain_work`; others get the same answers as those.
+    """
+    if can(principal, Action.EXPLAIN_ALLOCATION, work(owner, "allocation")).allowed:
+        return
+    view_work(principal, owner)
+    explain_work(principal, owner)
+
+
 def submitter(principal: Principal) -> None:
     if principal.source is not Source.ADMIN:  # agents and webhooks run work; people own it
         raise Forbidden(f"workflows are submitted with a user's token, not with the {principal.source.value} token")
