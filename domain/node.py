@@ -109,11 +109,13 @@ class Node(TimedAggregate):
             raise StaleAgent(f"node {self.name} is OFFLINE ({self.status_reason}); its agent must register again")
 
     def rejoin(self, capacity: Capacity, *, by: str, at: datetime) -> list[str]:
-        """A new epoch fences the old agent; returns lost allocations. Admin and monitoring holds stay."""
-        self._alive()
+        """A new epoch fences the old agent; returns lost allocations. Admin and monitoring holds stay.
+
+        A removed (or deprovisioned) node comes back under its name this way, holding nothing of its past.
+        """
         check_capacity(self.name, capacity)
         lost = list(self.allocations)
-        dropped = [h.id for h in self.holds.values() if h.source is Source.PROVISIONER]  # the old instance's
+        dropped = [h.id for h in self.holds.values() if self.removed or h.source is Source.PROVISIONER]
         self._rejoined(capacity=capacity, epoch=self.epoch + 1, lost=lost, dropped_holds=dropped, by=by, at=at)
         return lost
 
@@ -220,6 +222,8 @@ class Node(TimedAggregate):
         if self.status is not NodeStatus.OFFLINE and not force:
             raise NodeError(f"node {self.name} is {self.status.value}; only an OFFLINE node is removed without force")
         lost = list(self.allocations)
+        for hold in list(self.holds.values()):  # a forgotten node holds nothing: its holds end with it, on record
+            self._hold_released(hold_id=hold.id, releaser_source=Source.ADMIN, forced=True, by=by, at=at)
         self._removed(forced=force, lost=lost, by=by, at=at)
         return lost
 
@@ -245,11 +249,12 @@ class Node(TimedAggregate):
 
     def _alive(self) -> None:
         if self.removed:
-            raise NodeError(f"node {self.name} was removed; register it as a new node")
+            raise NodeError(f"node {self.name} was removed; its agent may register it again under its name")
 
     @event("NodeRejoined")
     def _rejoined(self, capacity: Capacity, epoch: int, lost: list[str], dropped_holds: list[str], by: str, at: datetime) -> None:
-        self.capacity, self.epoch, self.allocations = capacity, epoch, {}
+        # Before re-registration after removal existed, no NodeRejoined followed a NodeRemoved: old logs replay alike.
+        self.capacity, self.epoch, self.allocations, self.removed = capacity, epoch, {}, False
         self.status, self.status_reason = NodeStatus.NOT_READY, "rejoined; waiting for the agent"
         for hold_id in dropped_holds:
             del self.holds[hold_id]

@@ -4,7 +4,7 @@ import pytest
 
 from domain.holds import Effect, Source
 from domain.node import NodeError
-from tests.unit.nodes.builders import at, busy_node, placement, ready_node
+from tests.unit.nodes.builders import at, busy_node, capacity, placement, ready_node
 
 
 def test_deprovision_waits_until_the_last_allocation_leaves():
@@ -62,5 +62,24 @@ def test_an_offline_node_is_removed_without_force():
 def test_a_removed_node_refuses_further_commands():
     node = ready_node()
     node.remove(by="alice", at=at(3), force=True)
-    with pytest.raises(NodeError, match="n1 was removed; register it as a new node"):
+    with pytest.raises(NodeError, match="n1 was removed; its agent may register it again under its name"):
         node.place_hold("h1", Effect.CORDON, Source.ADMIN, "x", by="alice", at=at(4))
+
+
+def test_removing_a_node_releases_its_holds_on_record():
+    node = ready_node()
+    node.place_hold("h1", Effect.CORDON, Source.ADMIN, "bios", by="alice", at=at(2))
+    node.collect_events()
+    node.remove(by="alice", at=at(3), force=True)
+    assert node.holds == {}
+    assert [type(e).__name__ for e in node.collect_events()] == ["HoldReleased", "NodeRemoved"]
+
+
+def test_a_removed_node_registers_again_under_its_name_with_a_new_epoch_and_no_past_holds():
+    node = ready_node()
+    node.deprovision("d1", Source.ADMIN, "retire", by="alice", at=at(3))
+    assert node.removed and "d1" in node.holds
+    assert node.rejoin(capacity(cpu=4), by="agent", at=at(5)) == []
+    node.mark_ready(node.epoch, by="agent", at=at(5))
+    assert (node.removed, node.epoch, node.holds, node.capacity.cpu) == (False, 2, {}, 4)
+    assert node.accepts_new_work
