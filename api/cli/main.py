@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -34,9 +35,18 @@ def common_options() -> argparse.ArgumentParser:
     return common
 
 
+def version() -> str:
+    """The installed distribution's version (a source tree that was never installed says so)."""
+    try:
+        return importlib.metadata.version("roving")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="roving", description=DESCRIPTION,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"roving {version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (_, _, summary) in PROCESSES.items():
         commands.add_parser(name, help=summary, add_help=False)

@@ -10,7 +10,7 @@ from domain.app.errors import Invalid
 from domain.app.unit_of_work import UnitOfWork, command
 from domain.cluster_config import ClusterConfig, ConfigRejected
 from domain.fuzzfile import Problem
-from domain.scheduler.config import SchedulerConfig, validate_config
+from domain.scheduler.config import KEYS, SchedulerConfig, validate_config
 from domain.tenancy.permissions import Principal
 
 
@@ -21,7 +21,8 @@ class ConfigHandlers:
     def config(self, principal: Principal) -> dict[str, Any]:
         access.config_reader(principal)
         found = self._config()
-        return {"revision": found.revision if found else 0, "settings": dict(found.settings) if found else {}}
+        settings = dict(found.settings) if found else {}
+        return {"revision": found.revision if found else 0, "settings": settings, "defaults": defaults(settings)}
 
     def scheduler_config(self) -> SchedulerConfig:
         found = self._config()
@@ -47,6 +48,12 @@ class ConfigHandlers:
     def _config(self) -> ClusterConfig | None:
         cid = ClusterConfig.create_id(self.cluster)
         return self.uow.repository.get(cid) if cid in self.uow.repository else None
+
+
+def defaults(settings: dict[str, Any]) -> dict[str, Any]:
+    """Every key left unset, with the value it takes by default (what `config get` shows marked as such)."""
+    default = SchedulerConfig()
+    return {key: getattr(default, field) for key, (field, _) in KEYS.items() if key not in settings}
 
 
 def _problem(problem: Any) -> Problem:
