@@ -9,6 +9,7 @@ from pathlib import Path
 import msgspec
 
 from adapters.jetstream.subjects import check_cluster_name
+from adapters.nats_auth import Credentials, CredentialsError, read_credentials
 from domain.durations import DurationError, parse_duration
 from domain.quantities import QuantityError, parse_memory
 
@@ -27,7 +28,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     local_nodes: int = 2
     local_node_cpus: int = 4
     local_node_memory: int = 8 * 2**30
-    nats_url: str | None = None
+    nats_url: str | None = None  # with the control plane's credentials in it, when a site gives them
+    nats_agent_creds: Path | None = None  # the user file agents get for the job log (ROVING_NATS_AGENT_CREDS)
     cluster: str = "local"
     log_format: str = "json"
     token_ttl_seconds: float = 12 * 3600.0
@@ -61,7 +63,8 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         local_nodes=_count(env, "ROVING_LOCAL_NODES", defaults.local_nodes, minimum=0),
         local_node_cpus=_count(env, "ROVING_LOCAL_NODE_CPUS", defaults.local_node_cpus, minimum=1),
         local_node_memory=_memory(env.get("ROVING_LOCAL_NODE_MEMORY"), defaults.local_node_memory),
-        nats_url=env.get("ROVING_NATS_URL") or None,
+        nats_url=_nats_url(env),
+        nats_agent_creds=_creds_path(env, "ROVING_NATS_AGENT_CREDS"),
         cluster=_cluster(env.get("ROVING_CLUSTER"), defaults.cluster),
         log_format=_log_format(env.get("ROVING_LOG_FORMAT"), defaults.log_format),
         token_ttl_seconds=_ttl(env, "ROVING_TOKEN_TTL", defaults.token_ttl_seconds),
@@ -71,6 +74,32 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         federation_hub=(env.get("ROVING_FEDERATION_HUB") or "").strip() or None,
         max_body_bytes=_body_bytes(env.get("ROVING_MAX_BODY_BYTES"), defaults.max_body_bytes),
     )
+
+
+def _nats_url(env: Mapping[str, str]) -> str | None:
+    """ROVING_NATS_URL carrying the control plane's credentials: ROVING_NATS_CREDS (a user file: `user: NAME`
+    and `password: SECRET` lines), else ROVING_NATS_USER and ROVING_NATS_PASSWORD, else what the URL has."""
+    url = (env.get("ROVING_NATS_URL") or "").strip() or None
+    creds = _creds_path(env, "ROVING_NATS_CREDS")
+    user, password = env.get("ROVING_NATS_USER") or "", env.get("ROVING_NATS_PASSWORD") or ""
+    if (creds or user or password) and not url:
+        raise SettingsError("ROVING_NATS_CREDS, ROVING_NATS_USER and ROVING_NATS_PASSWORD need ROVING_NATS_URL "
+                            "(`roving up` makes its own server's credentials)")
+    if creds:
+        try:
+            return read_credentials(creds).url(url)
+        except CredentialsError as error:
+            raise SettingsError(f"ROVING_NATS_CREDS: {error}") from None
+    if bool(user) != bool(password):
+        raise SettingsError("ROVING_NATS_USER and ROVING_NATS_PASSWORD go together: set both or neither")
+    return Credentials(user, password).url(url) if user else url
+
+
+def _creds_path(env: Mapping[str, str], name: str) -> Path | None:
+    raw = (env.get(name) or "").strip()
+    if raw and not Path(raw).is_file():
+        raise SettingsError(f"{name}={raw!r} is not a file")
+    return Path(raw) if raw else None
 
 
 def _count(env: Mapping[str, str], name: str, default: int, minimum: int) -> int:
