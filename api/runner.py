@@ -32,6 +32,7 @@ OWN_EVENTS = frozenset({"Allocation.Placed", "Allocation.SchedulingBlocked", "No
 WAKING_AGGREGATES = ("Workflow.", "Allocation.", "Node.", "ClusterConfig.")
 RESTART_GRACE_SECONDS = 10.0  # on top of one lease: agents retry their heartbeat every 2 s, each call up to 5 s
 MAX_BLOCKED_EVENTS_PER_PASS = 256  # the rest are written on the next passes, never lost
+RENEW_AFTER = 0.25  # of the lease TTL: a pass renews the leader lease only when this much of it has passed
 
 
 def utcnow() -> datetime:
@@ -60,6 +61,9 @@ class SchedulerRunner:
         self.lease_grace = lease_grace or (leases.ttl + RESTART_GRACE_SECONDS if leases else 0)
         self.announced: dict[str, Why] = {}  # the causes already written as SchedulingBlocked events
         self.refused: dict[str, str] = {}  # this pass's placements the log refused, with the reason
+        self._renewed = self._leases_checked = float("-inf")  # monotonic times of the last renewal and check
+        self._config: tuple[int, object] | None = None  # (config generation, the scheduler config read then)
+        self._config_generation = 0  # counts ClusterConfig events applied: the cached config is stale when it moved
         self._thread = threading.Thread(target=self._run, name="roving-scheduler", daemon=True)
 
     def start(self) -> SchedulerRunner:
@@ -74,18 +78,29 @@ class SchedulerRunner:
 
     def observe(self, batch) -> None:
         """On the tailer's thread, after the views applied `batch`: wake for news about work or capacity."""
-        if any(_wakes(kind_of(event)) for _, event in batch):
+        kinds = [kind_of(event) for _, event in batch]
+        if any(kind.startswith("ClusterConfig.") for kind in kinds):
+            self._config_generation += 1
+        if any(_wakes(kind) for kind in kinds):
             self.wake.set()
+
+    def config(self, fresh: bool = False):
+        """The scheduler config; with signals, read from the log again only after a ClusterConfig event (or when
+        `fresh`), so an event-driven pass costs no config reads."""
+        generation = self._config_generation
+        if fresh or self.signals is None or self._config is None or self._config[0] != generation:
+            self._config = (generation, self.roving.scheduler_config())
+        return self._config[1]
 
     def _run(self) -> None:
         """Wake on new events (signalled, or the views moved), on the interval backstop, and to renew the lease."""
-        seen, last_pass, period = -1, 0.0, 1.0
+        seen, last_pass, period, interval = -1, 0.0, 1.0, 1.0
         while not self.stopping.is_set():
             backstop = max(0.0, last_pass + period - time.monotonic())
             signalled = self.wake.wait(timeout=backstop if self.signals is not None else POLL_SECONDS)
             self.wake.clear()
             try:  # the log may be down (the config is read from it): the thread must outlive any outage
-                interval = float(self.roving.scheduler_config().interval_seconds)
+                interval = float(self.config(fresh=not signalled).interval_seconds)
                 period = min(interval, self.leases.ttl / 3 if self.leases else interval)
                 moved = signalled if self.signals is not None else self.views.position != seen
                 due = time.monotonic() - last_pass >= period
@@ -100,20 +115,36 @@ class SchedulerRunner:
                 log.exception("scheduler.tick_failed")
 
     def tick(self, cause: str = "manual") -> None:
-        self.leading = self.leases.hold_leadership(self.holder) if self.leases else True
-        if not self.leading:
+        if not self.lead():
             self.announced = {}  # another leader writes them meanwhile; the allocation skips repeats
             return
         if self.tailer is not None:
             self.tailer.wait_for(self.roving.last_position, timeout=5)
-        self.check_leases()
+        if cause != "event" or time.monotonic() - self._leases_checked >= self._lease_period():
+            self.check_leases()  # node leases lapse on the TTL's scale: a burst of passes need not ask each time
         metrics.WAKEUPS.labels(cause=cause).inc()
         self.run_pass()
+
+    def lead(self) -> bool:
+        """Hold the leader lease. It is renewed once RENEW_AFTER of its TTL has passed since the last renewal
+        (timed from before that request, so the lease outlives the belief by the rest of the TTL)."""
+        if self.leases is None:
+            self.leading = True
+            return True
+        asked = time.monotonic()
+        if self.leading and asked - self._renewed < self.leases.ttl * RENEW_AFTER:
+            return True
+        self.leading = self.leases.hold_leadership(self.holder)
+        self._renewed = asked if self.leading else float("-inf")
+        return self.leading
+
+    def _lease_period(self) -> float:
+        return self.leases.ttl / 3 if self.leases else 0.0
 
     def run_pass(self):
         now = utcnow()
         started = time.perf_counter()
-        decisions = schedule(self.views.scheduler_snapshot(now), self.roving.scheduler_config(), now)
+        decisions = schedule(self.views.scheduler_snapshot(now), self.config(), now)
         elapsed = time.perf_counter() - started
         metrics.PASS_SECONDS.observe(elapsed)
         self.refused: dict[str, str] = {}
@@ -191,6 +222,7 @@ class SchedulerRunner:
         """Nodes whose heartbeat lease lapsed go OFFLINE; their work is retried or failed by policy."""
         if self.leases is None or time.monotonic() - self.started_at < self.lease_grace:
             return
+        self._leases_checked = time.monotonic()
         for node in self.views.nodes.list():
             if str(getattr(node, "status", "")) in ("OFFLINE", "NodeStatus.OFFLINE") or getattr(node, "removed", False):
                 continue

@@ -35,9 +35,10 @@ class Allocations:
         """An allocation for every ready stage attempt that has none yet (ids are deterministic).
 
         A workflow being submitted (`fresh`) has no allocations yet, so nothing is looked up."""
-        priorities = self.owner_priorities(workflow.owner)
-        created = []
-        for ready in workflow.ready_stages():
+        created: list[Allocation] = []
+        ready_stages = workflow.ready_stages()
+        priorities = self.owner_priorities(workflow.owner) if ready_stages else {}  # a stage that ended has none
+        for ready in ready_stages:
             aid = allocation_id(workflow.id, ready.stage.name, ready.attempt)
             if not fresh and aid in self.uow.repository:
                 continue

@@ -139,3 +139,33 @@ def test_a_runner_that_placed_what_fits_stays_quiet_until_there_is_news(signalle
     settled = len(passes)
     time.sleep(1.0)
     assert len(passes) == settled
+
+
+class CountingLeases:
+    """Leases that are always granted and alive, counting what the runner asks of the lease store."""
+
+    ttl = 60.0
+
+    def __init__(self) -> None:
+        self.renewals, self.checks = 0, 0
+
+    def hold_leadership(self, holder: str) -> bool:
+        self.renewals += 1
+        return True
+
+    def alive(self, node: str) -> bool:
+        self.checks += 1
+        return True
+
+
+def test_a_burst_of_passes_renews_the_leader_lease_and_checks_node_leases_once(signalled_plane):
+    roving, views, _, _ = signalled_plane
+    roving.register_node("n1", 2, 4 << 30, {}, {}, "pool", "127.0.0.1", None, now())
+    wait_for(lambda: len(views.nodes.list()) == 1)
+    leases = CountingLeases()
+    runner = SchedulerRunner(roving, views, None, leases, holder="a", lease_grace=1e-9)
+    for _ in range(5):
+        runner.tick("event")
+    assert (leases.renewals, leases.checks) == (1, 1)
+    runner.tick("interval")  # the backstop still looks at every node
+    assert leases.checks == 2
