@@ -127,6 +127,7 @@ class FederationStatus:
     exists: bool
     messages: int
     members: list[MemberStatus] = field(default_factory=list)
+    last_seq: int = 0
 
     def member(self, cluster: str) -> MemberStatus:
         for status in self.members:
@@ -137,7 +138,7 @@ class FederationStatus:
     def to_dict(self) -> dict[str, Any]:
         return {
             "hub": self.hub, "stream": self.stream, "exists": self.exists, "messages": self.messages,
-            "members": [m.to_dict() for m in self.members],
+            "last_seq": self.last_seq, "members": [m.to_dict() for m in self.members],
         }
 
 
@@ -255,7 +256,8 @@ class Federation:
         members = self.members or members_from_metadata(info.config.metadata)
         sources = {s.name: s for s in (info.sources or [])}
         statuses = await asyncio.gather(*(self._member_status(nc, m, sources.get(m.stream)) for m in members))
-        return FederationStatus(self.hub_url, self.stream, True, info.state.messages, list(statuses))
+        return FederationStatus(self.hub_url, self.stream, True, info.state.messages, list(statuses),
+                                last_seq=info.state.last_seq)
 
     async def _member_status(self, nc: Client, member: Member, source: Any) -> MemberStatus:
         reachable, member_last, error = False, None, None

@@ -11,20 +11,20 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from collections.abc import Sequence
 from urllib.parse import unquote
 from uuid import UUID
 
-import nats
 from eventsourcing.persistence import Mapper, StoredEvent
 from nats.aio.client import Client
 
-from adapters.federation import FEDERATED_STREAM, FederationStatus, origin_sequence
+from adapters.federation import FEDERATED_STREAM, Federation, FederationStatus, origin_sequence
 from adapters.follower import Follower
 from adapters.jetstream.client import RawMsg
 from adapters.jetstream.subjects import TRACKING_KIND
 from adapters.transcoder import MsgspecTranscoder
-from projections.federated import MIRRORED, Arrived, FederatedEvent, FederatedView
+from projections.federated import Arrived, FederatedEvent, FederatedView
 
 PAGE = 500  # messages per direct-get request
 
@@ -79,7 +79,7 @@ class Arrivals:
         origin = origin_sequence(headers)
         event = FederatedEvent(parts[1], msg.seq, origin[1] if origin else None, unquote(parts[3]), parts[2],
                                headers["Roving-Topic"], int(headers.get("Roving-Version", 0)))
-        return Arrived(event, self._decoded(event, msg) if event.aggregate in MIRRORED else None)
+        return Arrived(event, self._decoded(event, msg))
 
     def _decoded(self, event: FederatedEvent, msg: RawMsg) -> object | None:
         try:
@@ -101,7 +101,7 @@ def read_federated_view(hub_url: str, status: FederationStatus | None = None,
     """A FederatedView of everything the hub holds (blocking: it runs its own event loop)."""
     async def read() -> FederatedView:
         view = FederatedView()
-        nc = await nats.connect(hub_url, allow_reconnect=False, connect_timeout=5)
+        nc = await Federation(hub_url, stream=stream, timeout=5.0).connect()
         try:
             await catch_up_from_hub(nc, view, stream)
         finally:
@@ -110,3 +110,35 @@ def read_federated_view(hub_url: str, status: FederationStatus | None = None,
     view = asyncio.run(read())
     view.status = status
     return view
+
+
+class HubReader:
+    """One hub's FederatedView, kept for the life of a process; `refresh()` adds what arrived since the last one.
+
+    Blocking (it runs its own event loop): call it from a worker thread. Refreshes take turns; a reader of the
+    view meanwhile takes `view.lock` and sees each batch wholly applied or not at all. A federated stream that
+    was recreated (it ends before the view's position) starts a fresh view.
+    """
+
+    def __init__(self, hub_url: str, timeout: float = 2.0, stream: str = FEDERATED_STREAM) -> None:
+        self.hub_url, self.timeout, self.stream = hub_url, timeout, stream
+        self.view = FederatedView()
+        self._turn = threading.Lock()
+
+    def refresh(self) -> FederatedView:
+        with self._turn:
+            return asyncio.run(self._refresh())
+
+    async def _refresh(self) -> FederatedView:
+        federation = Federation(self.hub_url, stream=self.stream, timeout=self.timeout)
+        nc = await federation.connect()
+        try:
+            status = await federation.astatus(nc)
+            if not status.exists or status.last_seq < self.view.position:
+                self.view = FederatedView()
+            if status.exists:
+                await catch_up_from_hub(nc, self.view, self.stream, timeout=max(self.timeout, 5.0))
+            self.view.status = status
+            return self.view
+        finally:
+            await nc.close()

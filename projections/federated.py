@@ -2,10 +2,12 @@
 
 It is fed batches of (federated sequence, `Arrived`): each message already described (its cluster, kind,
 aggregate, topic, version, its member stream's own sequence) and, for Workflow and Allocation events,
-decoded, by adapters.hub_log, which reads the hub. Those events are replayed into their aggregates per
-cluster, so a workflow's status here is the one its own cluster computes. Answers name each cluster's
-availability (from `Federation.status()`): a member that is down is shown as unavailable with what the
-hub last held, never as an empty cluster.
+decoded, by adapters.hub_log, which reads the hub. Each cluster's events feed that cluster's own `Views`
+(the same workflows, queue, nodes and tenancy projections its control plane runs), so a workflow's status,
+a queue row's priority or an activity line here is the one its own cluster computes; `SchedulingBlocked`
+events stand in for the runner's per-pass reasons in its `why`. Answers name each cluster's availability
+(from `Federation.status()`) and freshness: a member that is down, or whose source has been silent for
+STALE_SECONDS, is shown as stale with the age of the last event the hub holds, never as an empty cluster.
 """
 
 from __future__ import annotations
@@ -14,12 +16,16 @@ import threading
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, NamedTuple
 from uuid import UUID
 
+from domain.scheduler.reasons import Reason, Why
 from projections.base import Mirror, as_uuid
+from projections.views import Views
 
 MIRRORED = ("Workflow", "Allocation")
+STALE_SECONDS = 60.0  # a member whose hub source heard nothing (no event, no heartbeat) for this long is stale
 
 
 def parse_clusters(values: Iterable[str] | str | None) -> list[str] | None:
@@ -75,10 +81,20 @@ class Arrived(NamedTuple):
 
 @dataclass
 class ClusterState:
+    """One member as the hub holds it: its events fed into its own Views, and when its newest event happened."""
+
     events: int = 0
-    workflows: Mirror = field(default_factory=Mirror)
-    allocations: Mirror = field(default_factory=Mirror)
+    views: Views = field(default_factory=Views)
     undecodable: int = 0
+    last_event_at: datetime | None = None
+
+    @property
+    def workflows(self) -> Mirror:
+        return self.views.workflows.mirror
+
+    @property
+    def allocations(self) -> Mirror:
+        return self.views.queue.mirror
 
 
 class FederatedView:
@@ -109,24 +125,34 @@ class FederatedView:
         return fresh
 
     def _count(self, arrived: Arrived) -> None:
-        event = arrived.event
+        event, domain_event = arrived
         state = self.clusters.setdefault(event.cluster, ClusterState())
         state.events += 1
         self.log.append(event)
-        if event.aggregate in MIRRORED:
-            self._mirror(state, arrived)
-
-    def _mirror(self, state: ClusterState, arrived: Arrived) -> None:
-        event = arrived.event
-        mirror = state.workflows if event.aggregate == "Workflow" else state.allocations
+        when = getattr(domain_event, "timestamp", None)
+        if isinstance(when, datetime) and (state.last_event_at is None or when > state.last_event_at):
+            state.last_event_at = when
+        if domain_event is None:
+            state.undecodable += event.aggregate in MIRRORED
+            return
         try:
-            if arrived.domain_event is None:
-                raise ValueError(f"{event.topic} could not be decoded")
-            item = mirror.apply(arrived.domain_event)
-        except Exception:  # noqa: BLE001 - an event this build cannot decode or replay still counts, unmirrored
+            state.views.apply([(event.seq, domain_event)])
+        except Exception:  # noqa: BLE001 - an event this build cannot replay still counts, unmirrored
             state.undecodable += 1
             return
-        workflow_id = item.id if event.aggregate == "Workflow" else getattr(item, "workflow_id", None)
+        self._remember(state, event, domain_event)
+
+    def _remember(self, state: ClusterState, event: FederatedEvent, domain_event: Any) -> None:
+        """Which cluster owns the workflow, its events, and the blocked reason that stands in for `why`."""
+        if event.aggregate == "Workflow":
+            workflow_id = domain_event.originator_id
+        elif event.aggregate == "Allocation":
+            workflow_id = getattr(state.allocations.get(domain_event.originator_id), "workflow_id", None)
+            why = blocked_why(domain_event) if event.type == "Allocation.SchedulingBlocked" else None
+            if why is not None:
+                state.views.why.update({domain_event.originator_id: why})
+        else:
+            return
         if workflow_id is not None:
             self.owner.setdefault(workflow_id, event.cluster)
             self.by_workflow.setdefault(workflow_id, []).append(event)
@@ -137,16 +163,38 @@ class FederatedView:
         known = set(self.clusters) | ({m.cluster for m in self.status.members} if self.status else set())
         return sorted(known) if wanted is None else wanted
 
-    def availability(self, cluster: str) -> dict[str, Any]:
+    def known(self) -> list[str]:
+        """Every cluster the hub holds events of or sources (the ids `--cluster` may name)."""
+        with self.lock:
+            return sorted(set(self.clusters) | ({m.cluster for m in self.status.members} if self.status else set()))
+
+    def cluster_views(self, cluster: str) -> Views | None:
+        """The cluster's own projections as the hub's events built them (None: no event of it yet)."""
+        state = self.clusters.get(cluster)
+        return state.views if state else None
+
+    def availability(self, cluster: str, now: datetime | None = None) -> dict[str, Any]:
+        """Can the member be asked now, and how old is what the hub holds of it (`stale`, with the age)."""
+        fresh = self.freshness(cluster, now)
         if self.status is not None:
             for member in self.status.members:
                 if member.cluster == cluster:
+                    silent = member.active_seconds
+                    stale = not member.available or (silent is not None and silent > STALE_SECONDS)
                     return {"available": member.available, "state": member.state, "error": member.error,
-                            "lag": member.lag, "last_seen_seq": member.last_seen_seq}
+                            "lag": member.lag, "last_seen_seq": member.last_seen_seq, "stale": stale,
+                            "last_contact_seconds": silent, **fresh}
         if cluster in self.clusters:
-            return {"available": None, "state": "unknown", "error": None}  # no status asked for
-        return {"available": False, "state": "unknown",
+            return {"available": None, "state": "unknown", "error": None, "stale": None, **fresh}  # no status asked
+        return {"available": False, "state": "unknown", "stale": True, **fresh,
                 "error": f"cluster {cluster} is not a member of the federation: add it with `roving federate --member`"}
+
+    def freshness(self, cluster: str, now: datetime | None = None) -> dict[str, Any]:
+        """When the newest event of the cluster the hub holds happened, and how many seconds ago."""
+        state = self.clusters.get(cluster)
+        at = state.last_event_at if state else None
+        age = None if at is None else max(0.0, round(((now or datetime.now(UTC)) - at).total_seconds(), 3))
+        return {"last_event_at": at.isoformat() if at else None, "last_event_age_seconds": age}
 
     def events_per_cluster(self, clusters: Iterable[str] | str | None = None) -> dict[str, int]:
         with self.lock:
@@ -194,3 +242,12 @@ class FederatedView:
         with self.lock:
             events = [e.to_dict() for e in self.by_workflow.get(as_uuid(workflow_id), [])]
         return {"workflow_id": str(workflow_id), "cluster": cluster, **self.availability(cluster), "events": events}
+
+
+def blocked_why(event: Any) -> Why | None:
+    """A `SchedulingBlocked` event as the `Why` the cluster's runner held when it recorded it (None: a reason
+    this build does not know)."""
+    try:
+        return Why(reason=Reason(event.reason), message=event.message or str(event.reason))
+    except ValueError:
+        return None

@@ -1,33 +1,91 @@
-"""`roving queue show|stats`: the scheduler's queue (yours, or the whole cluster's for admins)."""
+"""`roving queue show|stats`: the scheduler's queue (yours, or the whole cluster's for admins).
+
+On a federated control plane both cover every cluster of the federation, each row and figure with its
+cluster; `--cluster ID` (repeatable or comma-separated) scopes them. A cluster that cannot be asked, or
+whose data is old, is named on standard error with the age of its data (stdout stays the table or JSON).
+Exit codes: 0 done, 1 the API refused, 2 bad usage (including a cluster the federation does not know).
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
-from api.cli.client import Client
+from api.cli.client import ApiError, Client
+from api.cli.output import table
 
 COLUMNS = ["id", "workflow_id", "stage", "state", "priority", "node", "preemptible", "queued_at"]
+STATES = ["PENDING", "READY", "RUNNING", "FINISHED", "FAILED", "CANCELED", "PREEMPTED", "EVICTED"]
+STATS_COLUMNS = ["cluster", "stale", "age", "total", *STATES]
+
+
+def scope(args: argparse.Namespace) -> list[str] | None:
+    return list(args.cluster) or None
+
+
+def ask(client: Client, path: str, **params: Any) -> Any:
+    """The answer, or exit code 2 when the API calls the request bad (HTTP 400), as argparse would."""
+    try:
+        return client.get(path, **params)
+    except ApiError as error:
+        if str(error).endswith("(HTTP 400)"):
+            print(f"roving: {error}", file=sys.stderr)
+            return 2
+        raise
+
+
+def warn_stale(answer: dict[str, Any]) -> None:
+    hub = answer.get("hub") or {}
+    if hub.get("available") is False:
+        print(f"warning: {hub.get('error')}", file=sys.stderr)
+    for c in answer.get("clusters", []):
+        if c.get("stale"):
+            age = c.get("last_event_age_seconds")
+            since = f"its newest event is {age:.0f} s old" if age is not None else "no event of it reached the hub"
+            why = c.get("error") or f"the hub heard nothing from it for {c.get('last_contact_seconds')} s"
+            print(f"warning: cluster {c['cluster']} is stale ({why}); {since}", file=sys.stderr)
 
 
 def show(args: argparse.Namespace, client: Client) -> Any:
-    answer = client.get("/v4/scheduler/queue", mine="true" if args.mine else None, queue=args.queue,
-                        priority_min=args.priority_min, owner=args.owner)
+    answer = ask(client, "/v4/scheduler/queue", mine="true" if args.mine else None, queue=args.queue,
+                 priority_min=args.priority_min, owner=args.owner, cluster=scope(args))
+    if isinstance(answer, int):
+        return answer
+    if "clusters" in answer:
+        warn_stale(answer)
+        args.columns = ["cluster", *COLUMNS]
     return answer["queue"]
 
 
 def stats(args: argparse.Namespace, client: Client) -> Any:
-    return client.get("/v4/scheduler/stats")
+    answer = ask(client, "/v4/scheduler/stats", cluster=scope(args))
+    if isinstance(answer, int) or "clusters" not in answer:
+        return answer
+    warn_stale(answer)
+    if args.output != "table":
+        return answer
+    rows = [{"cluster": c["cluster"], "stale": c.get("stale"), "age": _age(c), "total": c.get("total"),
+             **c.get("depth", {})} for c in answer["clusters"]]
+    return table(rows, STATS_COLUMNS)
+
+
+def _age(cluster: dict[str, Any]) -> str:
+    age = cluster.get("last_event_age_seconds")
+    return "-" if cluster.get("local") or age is None else f"{age:.0f}s"
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
     group = commands.add_parser("queue", help="the scheduler's queue and statistics")
     sub = group.add_subparsers(dest="action", metavar="ACTION", required=True)
-    p = sub.add_parser("show", parents=[common], help="allocations in effective-priority order")
+    scoped = argparse.ArgumentParser(add_help=False)
+    scoped.add_argument("--cluster", action="append", default=[], metavar="ID",
+                        help="federated control plane: only these clusters (repeat, or comma-separate: c1,c2)")
+    p = sub.add_parser("show", parents=[common, scoped], help="allocations in effective-priority order")
     p.add_argument("--mine", action="store_true", help="only your own work (always so unless you are an admin)")
     p.add_argument("--queue", help="only this state: PENDING, READY, RUNNING, ...")
     p.add_argument("--priority-min", type=float, help="only allocations at or above this priority")
     p.add_argument("--owner", help="only this user or group id")
     p.set_defaults(handler=show, columns=COLUMNS)
-    p = sub.add_parser("stats", parents=[common], help="depths per state and the last scheduling pass")
+    p = sub.add_parser("stats", parents=[common, scoped], help="depths per state and the last scheduling pass")
     p.set_defaults(handler=stats)

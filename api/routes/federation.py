@@ -7,15 +7,18 @@
     GET /v4/federation/workflows/{id}/events        its (and its allocations') events, from the owning cluster
 
 Only a cluster admin may ask (anyone else: 403). The control plane must know the hub
-(`ROVING_FEDERATION_HUB`), else 503 naming the setting. `cluster` may be repeated or comma-separated.
-Each request connects to the hub once, reads the member states and the whole federated stream into a
-fresh FederatedView in the threadpool, and closes the connection. A member that is down is answered
-with `"available": false` (and what the hub last held), never as an empty cluster.
+(`ROVING_FEDERATION_HUB`), else 503 naming the setting. `cluster` may be repeated or comma-separated; a
+cluster the federation does not know is a 400 naming it. Each request connects to the hub once, reads
+the member states and what arrived in the federated stream since the last request into the process's
+FederatedView of that hub (adapters.hub_log.HubReader), and closes the connection. A member that is down
+is answered with `"available": false`, `"stale": true` and the age of what the hub last held, never as
+an empty cluster. `queue show|stats` and `workflow ...` fan out through the same view (api.fanout).
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 from typing import Any
 
 import msgspec
@@ -26,8 +29,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from adapters.federation import Federation, FederationError
-from adapters.hub_log import catch_up_from_hub
+from adapters.federation import FederationError
+from adapters.hub_log import HubReader
 from adapters.jetstream.subjects import check_cluster_name
 from api.errors import BadRequest, problem
 from api.routes import common as c
@@ -43,10 +46,17 @@ class HubUnavailable(Exception):
     """The hub could not be read; the message says why and what to do (answered 503)."""
 
 
+_readers: dict[tuple[str, float], HubReader] = {}
+_readers_lock = threading.Lock()
+
+
 def load_view(hub: str, timeout: float = TIMEOUT) -> FederatedView:
-    """A FederatedView of everything the hub holds, with each member's status. Blocking: call in the threadpool."""
+    """The process's FederatedView of the hub, brought up to date, with each member's status.
+    Blocking: call in the threadpool."""
+    with _readers_lock:
+        reader = _readers.setdefault((hub, timeout), HubReader(hub, timeout))
     try:
-        return asyncio.run(_load(hub, timeout))
+        return reader.refresh()
     except FederationError as error:
         raise HubUnavailable(str(error)) from None
     except nats.js.errors.APIError as error:
@@ -54,20 +64,6 @@ def load_view(hub: str, timeout: float = TIMEOUT) -> FederatedView:
     except (asyncio.TimeoutError, nats.errors.Error) as error:
         raise HubUnavailable(f"the hub at {hub} stopped answering ({error.__class__.__name__}): "
                              "check the hub nats-server") from None
-
-
-async def _load(hub: str, timeout: float) -> FederatedView:
-    federation = Federation(hub, timeout=timeout)
-    nc = await federation.connect()
-    try:
-        status = await federation.astatus(nc)
-        view = FederatedView()
-        if status.exists:
-            await catch_up_from_hub(nc, view, federation.stream, timeout=max(timeout, 5.0))
-        view.status = status
-        return view
-    finally:
-        await nc.close()
 
 
 # -- request helpers -----------------------------------------------------------------------------------
@@ -80,14 +76,18 @@ def hub_of(request: Request) -> str:
     return hub
 
 
-def clusters_of(request: Request) -> list[str] | None:
-    """`?cluster=a,b&cluster=c` -> ['a', 'b', 'c']; none -> None (every cluster). A bad name is a 400."""
+def clusters_of(request: Request, known: list[str] | None = None) -> list[str] | None:
+    """`?cluster=a,b&cluster=c` -> ['a', 'b', 'c']; none -> None (every cluster). A bad name is a 400, and so
+    is one outside `known` (when given), naming it and the clusters there are."""
     wanted = parse_clusters(request.query_params.getlist("cluster"))
     for name in wanted or []:
         try:
             check_cluster_name(name)
         except ValueError as error:
             raise BadRequest("cluster", str(error)) from None
+        if known is not None and name not in known:
+            raise BadRequest("cluster", f"unknown cluster {name!r}: the federation has "
+                                        f"{', '.join(known) or 'no clusters yet'}")
     return wanted
 
 
@@ -101,6 +101,7 @@ async def view_of(request: Request, need_stream: bool = True) -> FederatedView:
     if need_stream and view.status is not None and not view.status.exists:
         raise HTTPException(503, f"the hub at {hub} has no federated stream {view.status.stream}: create it with "
                                  "`roving federate --hub URL --member CLUSTER=DOMAIN ...`")
+    clusters_of(request, view.known())
     return view
 
 

@@ -1,12 +1,22 @@
-"""Scheduler routes: the queue (cluster-wide for admins, your own for everyone else) and its stats."""
+"""Scheduler routes: the queue (cluster-wide for admins, your own for everyone else) and its stats.
+
+On a federated control plane (api.fanout) both cover every cluster of the federation: each row and each
+figure carries its `cluster`, `clusters` says for each whether it can be asked and how old its data is
+(`stale`, `last_event_age_seconds`), and `?cluster=` (repeated or comma-separated) scopes them. A tenant
+sees only their own rows on every cluster, decided by domain.app.access as for this cluster's.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
+import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from api.errors import BadRequest
+from api.fanout import Fanout, fanout
 from api.routes import common as c
 from domain.app import access
 
@@ -42,21 +52,57 @@ def state(request: Request) -> str | None:
 
 async def queue(request: Request) -> Response:
     """Non-admins always get `mine=true`: the server decides, whatever the client asked."""
-    who, views = c.principal(request), c.services(request).views
+    who = c.principal(request)
     cluster_wide = access.sees_cluster_queue(who)
     mine = c.query_bool(request, "mine") or not cluster_wide
     user_id = str(who.user_id) if mine and who.user_id else None
-    if mine and who.user_id is None:
-        return c.json({"queue": [], "mine": True})
     wanted, most = state(request), limit(request)
     live_only = wanted is None and not c.query_bool(request, "all")  # what waits or runs; ?all=true adds history
-    rows, total = await c.call(views.queue.page, state=wanted, owner=request.query_params.get("owner") or None,
-                               priority_min=priority_min(request), user_id=user_id, limit=most, live_only=live_only)
-    return c.json({"queue": rows, "total": total, "limit": most, "mine": mine})
+    filters = {"state": wanted, "owner": request.query_params.get("owner") or None,
+               "priority_min": priority_min(request), "user_id": user_id, "limit": most, "live_only": live_only}
+    fan = await fanout(request)
+    if mine and who.user_id is None:
+        return c.json({"queue": [], "mine": True})
+    if fan is None:
+        rows, total = await c.call(c.services(request).views.queue.page, **filters)
+        return c.json({"queue": rows, "total": total, "limit": most, "mine": mine})
+    rows, clusters = [], []
+    for cluster in fan.scope:
+        found, total = await cluster_page(fan, cluster, who, filters)
+        rows += found
+        clusters.append({**fan.summary(cluster), "total": total})
+    rows.sort(key=lambda r: (-r["priority"], r["queued_at"], r["id"]))
+    return c.json({"queue": rows[:most], "total": sum(x["total"] or 0 for x in clusters), "limit": most,
+                   "mine": mine, "clusters": clusters, "hub": fan.hub_answer()})
+
+
+async def cluster_page(fan: Fanout, cluster: str, who: Any, filters: dict[str, Any]) -> tuple[list[dict], int | None]:
+    """One cluster's matching rows, labelled with it, and how many match there (None: nothing to ask)."""
+    views = fan.views(cluster)
+    if views is None:
+        return [], None
+    found, total = await c.call(views.queue.page, **filters)
+    if cluster != fan.local:  # another cluster's rows pass the same visibility decision as this cluster's work
+        visible = [r for r in found if access.visible(who, access.work(r, "allocation"))]
+        found, total = visible, total - (len(found) - len(visible))
+    return [{"cluster": cluster, **msgspec.to_builtins(r)} for r in found], total
 
 
 async def stats(request: Request) -> Response:
-    return c.json(await c.call(c.services(request).views.queue.stats))
+    fan = await fanout(request)
+    if fan is None:
+        return c.json(await c.call(c.services(request).views.queue.stats))
+    clusters = []
+    for cluster in fan.scope:
+        views = fan.views(cluster)
+        figures = await c.call(views.queue.stats) if views is not None else {"depth": {}, "total": None}
+        clusters.append({**fan.summary(cluster), **figures})
+    depth: dict[str, int] = {}
+    for cluster_stats in clusters:
+        for name, count in cluster_stats["depth"].items():
+            depth[name] = depth.get(name, 0) + count
+    return c.json({"depth": depth, "total": sum(x["total"] or 0 for x in clusters), "clusters": clusters,
+                   "hub": fan.hub_answer()})
 
 
 routes = [

@@ -1,0 +1,90 @@
+"""Fan-out reads on a federated control plane: which clusters a request covers and whose views answer each.
+
+A control plane with `ROVING_FEDERATION_HUB` set answers `queue show|stats` for every cluster of the
+federation and `workflow describe|events|log|why` for a workflow of any of them. Its own cluster answers
+from its own views (the freshest); every other one from the hub's FederatedView, which feeds each member's
+events into that member's own projections. `?cluster=` (repeated or comma-separated) scopes a request; a
+name the federation does not know is a 400 naming it. When the hub cannot be read, this cluster still
+answers and every other cluster in scope is listed as unavailable with the reason, never dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+from starlette.requests import Request
+
+from api.routes import common as c
+from api.routes import federation as hub_routes
+from projections.federated import FederatedView
+from projections.views import Views
+
+
+def local_cluster(request: Request) -> str:
+    return getattr(c.services(request), "cluster", None) or c.settings(request).cluster
+
+
+def hub_url(request: Request) -> str | None:
+    return getattr(c.settings(request), "federation_hub", None) or None
+
+
+@dataclass
+class Fanout:
+    """One request's federation: this cluster, the hub's view (None when it could not be read) and the scope."""
+
+    local: str
+    local_views: Views
+    hub: str
+    view: FederatedView | None
+    error: str | None
+    scope: list[str]
+
+    def views(self, cluster: str) -> Views | None:
+        """The projections that answer for `cluster` (None: the hub holds nothing of it, or is unreadable)."""
+        if cluster == self.local:
+            return self.local_views
+        return self.view.cluster_views(cluster) if self.view is not None else None
+
+    def summary(self, cluster: str) -> dict[str, Any]:
+        """The cluster's label for every answer: can it be asked, is what we show of it stale, and how old."""
+        if cluster == self.local:
+            return {"cluster": cluster, "local": True, "available": True, "state": "local", "stale": False,
+                    "error": None}
+        if self.view is None:
+            return {"cluster": cluster, "local": False, "available": False, "state": "unavailable", "stale": True,
+                    "error": f"the hub cannot be read: {self.error}", "last_event_at": None,
+                    "last_event_age_seconds": None}
+        return {"cluster": cluster, "local": False, **self.view.availability(cluster)}
+
+    def hub_answer(self) -> dict[str, Any]:
+        return {"url": self.hub, "available": self.view is not None, "error": self.error}
+
+
+async def fanout(request: Request) -> Fanout | None:
+    """The request's federation, or None on a control plane without a hub (where `?cluster=` may name only
+    this cluster: anything else is a 400 naming it)."""
+    local, hub = local_cluster(request), hub_url(request)
+    if hub is None:
+        hub_routes.clusters_of(request, [local])
+        return None
+    hub_routes.clusters_of(request)  # a malformed name is a 400 before the hub is asked
+    view, error = None, None
+    try:
+        view = await c.call(hub_routes.load_view, hub)
+    except hub_routes.HubUnavailable as problem:
+        error = str(problem)
+    known = sorted({local, *view.known()}) if view is not None else None
+    wanted = hub_routes.clusters_of(request, known)
+    scope = wanted if wanted is not None else (known or [local])
+    return Fanout(local, c.services(request).views, hub, view, error, scope)
+
+
+def remote_owner(fan: Fanout, workflow_id: UUID) -> str | None:
+    """The cluster (other than this one) whose events hold the workflow, within the scope; None if none."""
+    if fan.view is None:
+        return None
+    with fan.view.lock:
+        cluster = fan.view.owner.get(workflow_id)
+    return cluster if cluster is not None and cluster != fan.local and cluster in fan.scope else None
