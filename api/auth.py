@@ -10,6 +10,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from adapters.auth.tokens import Claims, InvalidToken, verify, verify_webhook
 from api.errors import Unauthorized, problem
+from domain.tenancy import Role, Source
 from domain.tenancy.permissions import Principal
 
 PUBLIC = frozenset({"/healthz", "/readyz", "/metrics", "/v4/auth/login", "/v4/openapi.json"})
@@ -41,14 +42,24 @@ def claims_for(token: str, key: bytes, now: datetime, path: str) -> Claims:
 
 
 def principal_of(claims: Claims, tenancy: Any) -> Principal:
-    """The domain principal: identity from the signed claims, groups, ownership and grants as the tenancy view has them now."""
-    if claims.sub is None or tenancy is None or not hasattr(tenancy, "principal_for"):
+    """The domain principal: an account that exists and is active, with its role, groups, ownership and grants as
+    the tenancy view has them now (never as the token claims them). A token without an account speaks only
+    for a cluster component (agent, monitoring), as a plain user."""
+    if claims.sub is None:
+        if claims.source is Source.ADMIN or claims.role is not Role.USER:
+            raise Unauthorized("token refused: a token without an account speaks only for a cluster component")
         return claims.principal()
-    row = tenancy.user(claims.sub) if hasattr(tenancy, "user") else None
-    if row is not None and getattr(row, "disabled", False):
+    if tenancy is None:
+        raise Unauthorized("token refused: accounts are not known yet; try again")
+    row = tenancy.user(claims.sub)
+    if row is None:
+        raise Unauthorized("token refused: unknown account")
+    if row.disabled:
         raise Unauthorized("account disabled")
-    # Unknown to the view yet (a login right after the account was made): the signed claims stand in.
-    return tenancy.principal_for(claims.sub, claims.source) or claims.principal()
+    found = tenancy.principal_for(claims.sub, claims.source)
+    if found is None:
+        raise Unauthorized("token refused: unknown account")
+    return found
 
 
 def authenticate(scope: Scope, key: bytes, tenancy: Any, now: datetime | None = None) -> Principal:

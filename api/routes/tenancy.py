@@ -49,6 +49,11 @@ class Login(msgspec.Struct, forbid_unknown_fields=True):
     password: str
 
 
+class PasswordChange(msgspec.Struct, forbid_unknown_fields=True):
+    current_password: str
+    new_password: str
+
+
 def method(request: Request, name: str) -> Any:
     """An application command by name; 501 while the application does not offer it yet."""
     found = getattr(c.services(request).roving, name, None)
@@ -171,11 +176,29 @@ async def login(request: Request) -> Response:
     wanted, svc = await c.body(request, Login), c.services(request)
     at = c.now()
     user = await c.call(svc.roving.login, wanted.username, wanted.password, at)
+    await c.settle(request)  # the token names an account: the views know it before the caller can use it
     known = svc.views.tenancy.principal_for(user.id) if hasattr(svc.views, "tenancy") else None
     identity = Identity(user_id=user.id, username=user.username, role=user.role, organization_id=user.organization_id,
                         group_ids=sorted(known.group_ids) if known else [])
     ttl = timedelta(seconds=c.settings(request).token_ttl_seconds)
     return c.json({"token": issue(identity, svc.key, ttl, at), "expires_in": int(ttl.total_seconds())})
+
+
+async def change_password(request: Request) -> Response:
+    """The caller's own password; the current one is asked for again, so a stolen token cannot take the account."""
+    wanted = await c.body(request, PasswordChange)
+    await c.call(c.services(request).roving.tenancy.change_password, c.principal(request), wanted.current_password,
+                 wanted.new_password, c.now())
+    await c.settle(request)
+    return c.json({"changed": True})
+
+
+async def unlock_user(request: Request) -> Response:
+    """Lift a login lock before it runs out (cluster admins and the owners of the user's organization)."""
+    user = c.uuid_param(request, "id", "user")
+    await c.call(c.services(request).roving.tenancy.unlock_user, user, c.principal(request), c.now())
+    await c.settle(request)
+    return c.json({"id": user, "unlocked": True})
 
 
 routes = [
@@ -196,5 +219,7 @@ routes = [
     Route("/v4/groups/{id}/members/{user}", remove_member, methods=["DELETE"]),
     Route("/v4/groups/{id}/explainers/{user}", explainer_route(True), methods=["PUT"]),
     Route("/v4/groups/{id}/explainers/{user}", explainer_route(False), methods=["DELETE"]),
+    Route("/v4/users/me/password", change_password, methods=["POST"]),
+    Route("/v4/users/{id}/unlock", unlock_user, methods=["POST"]),
     Route("/v4/users/{id}/priority", priority_route("user", "user"), methods=["PUT"]),
 ]

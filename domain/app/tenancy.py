@@ -1,4 +1,4 @@
-"""Tenancy handlers: organizations, users, groups and membership, login with lockout, priorities."""
+"""Tenancy handlers: organizations, users, groups and membership, login with lockout, passwords, priorities."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from domain.app.ids import group_id, org_id, user_id
 from domain.app.unit_of_work import UnitOfWork, command
 from domain.fuzzfile import Problem
 from domain.tenancy import Group, Organization, Role, TenancyError, User
-from domain.tenancy.passwords import password_problems
+from domain.tenancy.lockout import StrangerLockout
+from domain.tenancy.passwords import REFUSED_LOGIN, password_problems
 from domain.tenancy.permissions import Action, Principal, Resource
 
 
@@ -24,10 +25,13 @@ class PasswordHasher(Protocol):
 
     def verify(self, password: str, stored: str) -> bool: ...
 
+    def needs_rehash(self, stored: str) -> bool: ...
+
 
 class TenancyHandlers:
     def __init__(self, uow: UnitOfWork, allocations: Allocations, passwords: PasswordHasher) -> None:
         self.uow, self.allocations, self.passwords = uow, allocations, passwords
+        self.strangers = StrangerLockout()
 
     @command
     def create_organization(self, name: str, principal: Principal, at: datetime) -> UUID:
@@ -68,17 +72,56 @@ class TenancyHandlers:
 
     @command
     def login(self, username: str, password: str, at: datetime) -> User:
+        """One answer and one cost whoever asks: an unknown name pays a full hash at today's parameters and is
+        counted and locked like an account; a right password under old parameters is stored again, stronger."""
         uid = user_id(username)
         if uid not in self.uow.repository:
-            self.passwords.verify(password, _DUMMY_HASH)  # same work either way: timing reveals no usernames
-            raise LoginRefused("unknown username or wrong password")
+            self.passwords.hash(password)  # the work a verify at today's parameters costs
+            reason, _ = self.strangers.fail(username, at)
+            raise LoginRefused(reason)
         user = self.uow.repository.get(uid)
         ok = self.passwords.verify(password, user.password_hash)
+        stale = self._needs_rehash(user.password_hash)
         outcome = user.login(ok, at)
+        if stale:  # a right password is stored again; a wrong one costs what a current hash would
+            new_hash = self.passwords.hash(password)
+            if outcome.accepted:
+                user.rehash_password(new_hash, at=at)
         self.uow.save(user)
         if not outcome.accepted:
-            raise LoginRefused(outcome.reason or "unknown username or wrong password")
+            raise LoginRefused(outcome.reason or REFUSED_LOGIN)
         return user
+
+    @command
+    def change_password(self, principal: Principal, current: str, new: str, at: datetime) -> None:
+        """The caller's own password, given the current one (a wrong one counts as a failed login)."""
+        if principal.user_id is None or principal.user_id not in self.uow.repository:
+            raise NotFound("user")
+        user = self.uow.load(User, principal.user_id, "user")
+        if not self.passwords.verify(current, user.password_hash):
+            user.login(False, at)
+            self.uow.save(user)
+            raise invalid("current_password", "is not this account's password")
+        problems = password_problems(new, user.username, user.email)
+        if current == new:
+            problems.append("must differ from the current password")
+        if problems:
+            raise Invalid([Problem(path="new_password", message=p) for p in problems])
+        with _tenancy_errors():
+            user.change_password(self.passwords.hash(new), by=principal.username, at=at)
+        self.uow.save(user)
+
+    @command
+    def unlock_user(self, user: UUID, principal: Principal, at: datetime) -> None:
+        """Lift a login lock early: cluster admins, and the owners of the user's organization."""
+        found = self.uow.load(User, user, "user")
+        self._may_manage_users(found.organization_id, principal)
+        found.unlock(by=principal.username, at=at)
+        self.uow.save(found)
+
+    def _needs_rehash(self, stored: str) -> bool:
+        check = getattr(self.passwords, "needs_rehash", None)  # an injected hasher may predate rehashing
+        return bool(check(stored)) if check is not None else False
 
     @command
     def set_priority(self, kind: str, target: UUID, priority: int, principal: Principal, at: datetime) -> None:
@@ -184,5 +227,3 @@ class _tenancy_errors:
             raise Invalid([Problem(path=error.field, message=error.reason)]) from error
         return False
 
-
-_DUMMY_HASH = "scrypt$16384$8$1$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"

@@ -8,6 +8,8 @@ MIN_LENGTH = 12
 MIN_IDENTITY_PART = 3  # a one- or two-letter name would forbid half the alphabet
 MAX_FAILED_LOGINS = 5
 LOCKOUT = timedelta(minutes=15)
+PRODUCT_NAMES = ("roving", "fuzzball")  # the first words a guesser tries against this site
+REFUSED_LOGIN = "wrong username or password"  # the one answer for an unknown user and a wrong password
 
 
 class WeakPassword(ValueError):
@@ -26,6 +28,7 @@ def password_problems(password: str, username: str, email: str) -> list[str]:
         problems.append("must not contain the username")
     if _contains(lowered, email.partition("@")[0]):
         problems.append("must not contain the local part of the email address")
+    problems.extend(f"must not contain the product name {name!r}" for name in PRODUCT_NAMES if name in lowered)
     return problems
 
 

@@ -80,11 +80,20 @@ class User(TenantAggregate):
     def _password_changed(self, password_hash: str, by: str, at: datetime) -> None:
         self.password_hash = password_hash
 
+    def rehash_password(self, password_hash: str, *, at: datetime) -> None:
+        """The same password under stronger hash parameters, stored after a successful login."""
+        self._password_rehashed(password_hash=_require_hash(password_hash), by=self.username, at=require_aware(at))
+
+    @event("PasswordRehashed")
+    def _password_rehashed(self, password_hash: str, by: str, at: datetime) -> None:
+        self.password_hash = password_hash
+
     def login(self, password_ok: bool, at: datetime) -> LoginOutcome:
-        """Record one attempt. A disabled or locked account refuses even the right password (and records nothing)."""
+        """Record one attempt. A disabled or locked account refuses even the right password (and records nothing);
+        a disabled account says so only to someone who knows its password."""
         at = require_aware(at)
         if self.disabled:
-            return LoginOutcome(False, "account disabled")
+            return LoginOutcome(False, "account disabled" if password_ok else passwords.REFUSED_LOGIN)
         if passwords.is_locked(self.locked_until, at):
             return LoginOutcome(False, passwords.locked_message(self.locked_until), self.locked_until)
         if password_ok:
@@ -95,7 +104,7 @@ class User(TenantAggregate):
         self._login_failed(failures=failures, locked_until=locked_until, by=self.username, at=at)
         if locked_until is not None:
             return LoginOutcome(False, passwords.locked_message(locked_until), locked_until)
-        return LoginOutcome(False, "wrong username or password")
+        return LoginOutcome(False, passwords.REFUSED_LOGIN)
 
     def _failures_before(self, at: datetime) -> int:
         lock_served = self.locked_until is not None and at >= self.locked_until

@@ -2,7 +2,6 @@
 
 import json
 from concurrent.futures import ThreadPoolExecutor
-from uuid import UUID
 
 import duckdb
 import pytest
@@ -11,10 +10,10 @@ import yaml
 from adapters.audit_feed import AuditFeed
 from adapters.duckdb_store import AuditStore
 from api.cli.main import build_parser, execute
-from domain.tenancy import Role, Source
+from domain.tenancy import Source
 from adapters.audit_log import AuditLog
 from projections.audit import AuditProjection
-from tests.unit.api.harness import JOB, Api, token
+from tests.unit.api.harness import JOB, PASSWORD, Api, token
 from tests.unit.api.test_cli import client_for
 
 
@@ -46,8 +45,11 @@ def sync(feed: AuditFeed) -> None:
         pass
 
 
-def owner_of(org_id: str) -> str:
-    return token("olga", Role.ORG_OWNER, org=UUID(org_id))
+def owner_of(api: Api, org_id: str) -> str:
+    """The token of olga, an owner of the organization (a real account: tokens speak only for accounts)."""
+    body = {"username": "olga", "email": "olga@acme.org", "password": PASSWORD, "role": "org_owner"}
+    api.request("POST", f"/v4/organizations/{org_id}/users", api.admin, json=body)  # 409 once she exists
+    return api.request("POST", "/v4/auth/login", json={"username": "olga", "password": PASSWORD}).json()["token"]
 
 
 def test_a_cluster_admin_lists_a_workflows_events_with_who_did_them(api, acme):
@@ -77,7 +79,7 @@ def test_a_bad_filter_is_a_400_naming_the_parameter(api, acme):
 
 def test_an_organization_owner_reads_only_their_organization(api, acme):
     org_id, _, workflow = acme
-    olga = owner_of(org_id)
+    olga = owner_of(api, org_id)
     rows = api.request("GET", "/v4/audit", olga, params={"limit": 1000}).json()["rows"]
     assert rows and {r["organization"] for r in rows} == {org_id}
     counted = api.request("POST", "/v4/audit/query", olga,
@@ -89,7 +91,7 @@ def test_an_organization_owner_reads_only_their_organization(api, acme):
 
 def test_an_organization_owner_sees_their_members_workflow(api, acme):
     org_id, _, workflow = acme
-    rows = api.request("GET", "/v4/audit", owner_of(org_id), params={"workflow": workflow}).json()["rows"]
+    rows = api.request("GET", "/v4/audit", owner_of(api, org_id), params={"workflow": workflow}).json()["rows"]
     assert rows and {r["organization"] for r in rows} == {org_id}
 
 

@@ -16,7 +16,7 @@ def test_the_right_password_verifies_and_a_wrong_one_does_not():
 
 def test_the_default_parameters_are_written_into_the_hash():
     stored = hash_password(PASSWORD)
-    assert stored.startswith("scrypt$32768$8$1$")
+    assert stored.startswith("scrypt$131072$8$1$")
     assert verify_password(PASSWORD, stored)
 
 
