@@ -1,0 +1,43 @@
+"""What an installer gets: the Apache-2.0 licence, ops/ and examples/ in the sdist, bounded format-bearing deps."""
+
+import re
+import tomllib
+from pathlib import Path
+
+from setuptools._distutils.filelist import FileList
+
+ROOT = Path(__file__).resolve().parents[2]
+PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+
+def sdist_files(monkeypatch) -> set[str]:
+    """The files MANIFEST.in adds to the sdist, applied as setuptools applies it."""
+    monkeypatch.chdir(ROOT)
+    found = FileList()
+    found.findall(".")
+    found.files = [name.removeprefix("./") for name in found.allfiles]
+    chosen = FileList()
+    chosen.allfiles = found.files
+    for line in (ROOT / "MANIFEST.in").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            chosen.process_template_line(line)
+    return set(chosen.files)
+
+
+def test_the_project_is_apache_2_licensed_with_the_licence_text_shipped():
+    assert PROJECT["license"] == "Apache-2.0" and PROJECT["license-files"] == ["LICENSE"]
+    text = (ROOT / "LICENSE").read_text()
+    assert "Apache License" in text and "Version 2.0, January 2004" in text
+
+
+def test_the_sdist_ships_the_monitoring_configs_and_the_examples(monkeypatch):
+    files = sdist_files(monkeypatch)
+    wanted = {"LICENSE", "ops/prometheus/roving-rules.yml", "ops/alertmanager/alertmanager.yml",
+              "ops/grafana/node-health.json", "ops/systemd/roving-api.service", "examples/hello.yaml"}
+    assert wanted <= files
+    assert not [name for name in files if "__pycache__" in name]
+
+
+def test_dependencies_whose_formats_the_code_relies_on_have_an_upper_bound():
+    bounds = {re.split(r"[<>=!~\[; ]", d)[0]: d for d in PROJECT["dependencies"]}
+    assert [name for name in ("msgspec", "uvicorn", "httpx") if "<" not in bounds[name]] == []
