@@ -1,0 +1,82 @@
+"""`roving up`'s log: only its own users get in, agents' job logs still arrive, and a secret in a Fuzzfile
+never lies in clear text in the store files on disk."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from pathlib import Path
+
+import nats
+import pytest
+
+from adapters.nats_auth import read_credentials
+from tests.e2e.stack import LocalStack
+
+SECRET = "hunter2-" + "e2e"  # split so this file's own text is not what the grep finds
+FUZZFILE = f"""
+version: v4
+jobs:
+  migrate:
+    image: {{uri: docker://alpine:3.20}}
+    env: [DB_PASSWORD={SECRET}]
+    script: echo migrated
+"""
+
+
+def nats_address(data_dir: Path) -> str:
+    port = re.search(r'listen: "127\.0\.0\.1:(\d+)"', (data_dir / "nats" / "roving.conf").read_text()).group(1)
+    return f"nats://127.0.0.1:{port}"
+
+
+async def connect(url: str) -> str:
+    nc = nats.NATS()
+    try:
+        await nc.connect(url, allow_reconnect=False, max_reconnect_attempts=0, connect_timeout=2)
+        return "connected"
+    except Exception as error:  # noqa: BLE001 - the refusal is what the test reads
+        return str(error)
+    finally:
+        await nc.close()
+
+
+@pytest.fixture(scope="module")
+def stopped_stack(tmp_path_factory: pytest.TempPathFactory):
+    """A stack that ran one workflow with a secret in its env, then stopped (its store is flushed)."""
+    stack = LocalStack(tmp_path_factory.mktemp("roving"), nodes=1).start()
+    try:
+        address = nats_address(stack.data_dir)
+        control = read_credentials(stack.data_dir / "nats" / "credentials" / "control.creds").url(address)
+        answers = asyncio.run(connect(address)), asyncio.run(connect(control))
+        workflow_id = stack.submit(FUZZFILE, "migrate")
+        done = stack.wait_status(workflow_id, ("FINISHED", "FAILED"))
+        log = ""
+        for _ in range(50):  # the agent flushes output every 0.2 s: it may land just after the status
+            log = stack.client.get(f"/v4/workflows/{workflow_id}/log/migrate").text
+            if log:
+                break
+            time.sleep(0.2)
+    finally:
+        stack.stop()
+    return stack, answers, done, log
+
+
+def test_the_log_of_roving_up_refuses_an_anonymous_client_and_admits_the_control_plane(stopped_stack) -> None:
+    _, (anonymous, control), _, _ = stopped_stack
+    assert "Authorization Violation" in anonymous
+    assert control == "connected"
+
+
+def test_a_job_runs_and_its_output_reaches_the_log_through_the_authenticated_server(stopped_stack) -> None:
+    _, _, done, log = stopped_stack
+    assert done["status"] == "FINISHED"
+    assert "migrated" in log
+
+
+def test_a_fuzzfile_secret_does_not_appear_in_the_store_files(stopped_stack) -> None:
+    stack = stopped_stack[0]
+    store = stack.data_dir / "nats" / "jetstream"
+    files = [p for p in store.rglob("*") if p.is_file()]
+    assert sum(p.stat().st_size for p in files) > 0
+    assert [p for p in files if SECRET.encode() in p.read_bytes()] == []
