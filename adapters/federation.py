@@ -9,8 +9,10 @@ server's `Nats-Stream-Source` header carries the member stream's own sequence. T
 consumer resumes from the last sequence it stored, so a member that was down catches up in order, with
 nothing lost or duplicated.
 
-Membership is kept in the stream's metadata (`roving.member.<cluster>: <domain>`), so `status()` needs
-only the hub URL.
+Membership is kept in the stream's metadata (`roving.member.<cluster>: <domain>`, and the member's
+control-plane URL as `roving.api.<cluster>` when given), so `status()` needs only the hub URL.
+`Federation.connect()` is the one place anything connects to the hub (the routes, the hub reader and
+member log reads all go through it): connection options such as credentials belong there.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from adapters.jetstream.subjects import StreamNames, check_cluster_name
 
 FEDERATED_STREAM = "ROVING_FEDERATED"
 MEMBER_KEY = "roving.member."
+API_KEY = "roving.api."
 DOMAIN_NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 UNREACHABLE = (
     asyncio.TimeoutError,
@@ -54,9 +57,12 @@ class Member:
 
     cluster: str
     domain: str
+    api_url: str | None = None  # its control plane, for answers that send a user there
 
     def __post_init__(self) -> None:
         check_cluster_name(self.cluster)
+        if self.api_url is not None and not self.api_url.startswith(("http://", "https://")):
+            raise ValueError(f"--api {self.cluster}={self.api_url}: expected an http:// or https:// URL")
         if not self.domain or not set(self.domain) <= DOMAIN_NAME_CHARS:
             raise ValueError(
                 f"JetStream domain {self.domain!r} of cluster {self.cluster} is invalid: "
@@ -102,6 +108,7 @@ class MemberStatus:
     last_seen_seq: int
     member_last_seq: int | None
     error: str | None = None
+    api_url: str | None = None
 
     @property
     def available(self) -> bool:
@@ -157,11 +164,20 @@ def origin_sequence(headers: dict[str, str] | None) -> tuple[str, int] | None:
 
 
 def members_from_metadata(metadata: dict[str, str] | None) -> list[Member]:
+    found = metadata or {}
     return [
-        Member(key[len(MEMBER_KEY):], domain)
-        for key, domain in sorted((metadata or {}).items())
+        Member(key[len(MEMBER_KEY):], domain, found.get(API_KEY + key[len(MEMBER_KEY):]) or None)
+        for key, domain in sorted(found.items())
         if key.startswith(MEMBER_KEY)
     ]
+
+
+def metadata_for(members: list[Member], before: dict[str, str] | None) -> dict[str, str]:
+    """The stream's metadata with `members` as its membership (other keys kept as they were)."""
+    kept = {k: v for k, v in (before or {}).items() if not k.startswith((MEMBER_KEY, API_KEY))}
+    kept.update({MEMBER_KEY + m.cluster: m.domain for m in members})
+    kept.update({API_KEY + m.cluster: m.api_url for m in members if m.api_url})
+    return kept
 
 
 class Federation:
@@ -228,10 +244,11 @@ class Federation:
         js = nc.jetstream(timeout=self.timeout)
         config = await self._config(nc)
         known = {m.cluster: m for m in members_from_metadata(config.metadata if config else None)}
-        known.update({m.cluster: m for m in self.members})
+        for m in self.members:  # a member named again keeps the URL it was given before, unless given a new one
+            old = known.get(m.cluster)
+            known[m.cluster] = m if m.api_url or old is None else Member(m.cluster, m.domain, old.api_url)
         members = [known[c] for c in sorted(known)]
-        metadata = {k: v for k, v in ((config.metadata or {}) if config else {}).items() if not k.startswith(MEMBER_KEY)}
-        metadata.update({MEMBER_KEY + m.cluster: m.domain for m in members})
+        metadata = metadata_for(members, config.metadata if config else None)
         sources = [m.source() for m in members]
         if config is None:
             await js.add_stream(StreamConfig(
@@ -253,7 +270,9 @@ class Federation:
             return FederationStatus(self.hub_url, self.stream, False, 0, [
                 await self._member_status(nc, m, None) for m in members
             ])
-        members = self.members or members_from_metadata(info.config.metadata)
+        recorded = {m.cluster: m for m in members_from_metadata(info.config.metadata)}
+        members = [Member(m.cluster, m.domain, m.api_url or getattr(recorded.get(m.cluster), "api_url", None))
+                   for m in self.members] or list(recorded.values())
         sources = {s.name: s for s in (info.sources or [])}
         statuses = await asyncio.gather(*(self._member_status(nc, m, sources.get(m.stream)) for m in members))
         return FederationStatus(self.hub_url, self.stream, True, info.state.messages, list(statuses),
@@ -282,7 +301,7 @@ class Federation:
             cluster=member.cluster, domain=member.domain, stream=member.stream, reachable=reachable,
             sourcing=source is not None, lag=source.lag if source is not None else None,
             active_seconds=active, last_seen_seq=await self._last_seen(nc, member),
-            member_last_seq=member_last, error=error,
+            member_last_seq=member_last, error=error, api_url=member.api_url,
         )
 
     async def _last_seen(self, nc: Client, member: Member) -> int:

@@ -23,6 +23,7 @@ from adapters.federation import FEDERATED_STREAM, Federation, FederationStatus, 
 from adapters.follower import Follower
 from adapters.jetstream.client import RawMsg
 from adapters.jetstream.subjects import TRACKING_KIND
+from adapters.logs import Logs
 from adapters.transcoder import MsgspecTranscoder
 from projections.federated import Arrived, FederatedEvent, FederatedView
 
@@ -142,3 +143,18 @@ class HubReader:
             return self.view
         finally:
             await nc.close()
+
+
+def read_member_log(hub_url: str, domain: str, cluster: str, workflow_id: str, stage: str,
+                    timeout: float = 10.0) -> bytes:
+    """A stage's log from a member cluster's own `LOGS_<CLUSTER>` stream, reached through the hub's leaf
+    connection in the member's JetStream domain (logs are not federated: they stay where the job ran).
+    Blocking; raises FederationError when the hub cannot be reached, TimeoutError when the member does not answer."""
+    async def read() -> bytes:
+        nc = await Federation(hub_url, timeout=timeout).connect()
+        try:
+            logs = Logs(nc.jetstream(domain=domain, timeout=timeout), cluster)
+            return await asyncio.wait_for(logs.read(workflow_id, stage), timeout)
+        finally:
+            await nc.close()
+    return asyncio.run(read())

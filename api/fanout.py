@@ -14,10 +14,13 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 
 from api.routes import common as c
 from api.routes import federation as hub_routes
+from domain.app import access
+from domain.app.errors import NotFound
 from projections.federated import FederatedView
 from projections.views import Views
 
@@ -58,6 +61,20 @@ class Fanout:
                     "last_event_age_seconds": None}
         return {"cluster": cluster, "local": False, **self.view.availability(cluster)}
 
+    def domain_of(self, cluster: str) -> str:
+        """The member's JetStream domain (its cluster id when the hub does not say otherwise)."""
+        member = self._member(cluster)
+        return member.domain if member is not None else cluster
+
+    def url_of(self, cluster: str) -> str | None:
+        """The member's control-plane URL, when `roving federate --api CLUSTER=URL` recorded one."""
+        member = self._member(cluster)
+        return getattr(member, "api_url", None) if member is not None else None
+
+    def _member(self, cluster: str) -> Any:
+        status = self.view.status if self.view is not None else None
+        return next((m for m in status.members if m.cluster == cluster), None) if status is not None else None
+
     def hub_answer(self) -> dict[str, Any]:
         return {"url": self.hub, "available": self.view is not None, "error": self.error}
 
@@ -88,3 +105,44 @@ def remote_owner(fan: Fanout, workflow_id: UUID) -> str | None:
     with fan.view.lock:
         cluster = fan.view.owner.get(workflow_id)
     return cluster if cluster is not None and cluster != fan.local and cluster in fan.scope else None
+
+
+@dataclass
+class Located:
+    """A workflow the caller may see, the cluster that owns it and the views that answer for it; `fan` is set
+    when it lives on another cluster (then `cluster` names that one)."""
+
+    detail: Any
+    views: Views
+    cluster: str
+    fan: Fanout | None = None
+
+    @property
+    def remote(self) -> bool:
+        return self.fan is not None
+
+    def label(self) -> dict[str, Any]:
+        """What a remote answer adds: its cluster, whether it can be asked and how old its data is."""
+        return self.fan.summary(self.cluster) if self.fan is not None else {}
+
+
+async def locate(request: Request, workflow_id: UUID) -> Located:
+    """This cluster's workflow, else (on a federated control plane) the one of the cluster whose events hold
+    it; either way the caller must pass domain.app.access's `view_work` on its owner (404 otherwise)."""
+    views = c.services(request).views
+    detail = await c.call(views.workflows.get, workflow_id)
+    cluster, fan = local_cluster(request), None
+    if detail is None and hub_url(request) is not None:
+        fan = await fanout(request)
+        if fan is not None and fan.view is None:
+            raise HTTPException(503, f"workflow {workflow_id} is not on cluster {cluster}, and the hub that would "
+                                     f"find its cluster cannot be read: {fan.error}")
+        owner = remote_owner(fan, workflow_id) if fan is not None else None
+        found = fan.views(owner) if fan is not None and owner is not None else None
+        if found is not None:
+            views, cluster = found, owner or cluster
+            detail = await c.call(views.workflows.get, workflow_id)
+    if detail is None:
+        raise NotFound("workflow")
+    access.view_work(c.principal(request), detail.owner)
+    return Located(detail, views, cluster, fan if cluster != local_cluster(request) else None)

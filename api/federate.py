@@ -1,6 +1,6 @@
 """`roving federate`: create the hub's federated stream over member clusters, and show how each member is doing.
 
-    roving federate --hub nats://hub:4222 --member c1=c1 --member c2=c2 [-o json]
+    roving federate --hub nats://hub:4222 --member c1=c1 --member c2=c2 [--api c1=https://c1:8080 ...] [-o json]
     roving federate status --hub nats://hub:4222 [-o json]
 
 Exit codes: 0 done (a member that is down is shown as unavailable, not as an error), 1 the hub could not
@@ -31,6 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"the hub nats-server URL (default ${HUB_ENV})")
     parser.add_argument("--member", action="append", default=[], metavar="CLUSTER=DOMAIN",
                         help="a member cluster and its JetStream domain; repeat for each member")
+    parser.add_argument("--api", action="append", default=[], metavar="CLUSTER=URL",
+                        help="a member's control-plane URL, named in answers that send users there")
     parser.add_argument("--timeout", type=float, default=2.0, help="seconds to wait for each server answer")
     parser.add_argument("-o", "--output", choices=("table", "json"), default="table")
     return parser
@@ -49,12 +51,28 @@ def render_table(status: FederationStatus) -> str:
     return "\n".join([head, *(line.rstrip() for line in lines)])
 
 
+def api_urls(texts: list[str]) -> dict[str, str]:
+    """`--api c1=https://c1:8080` -> {"c1": "https://c1:8080"}."""
+    found = {}
+    for text in texts:
+        cluster, sep, url = text.partition("=")
+        if not sep or not cluster.strip() or not url.strip():
+            raise UsageError(f"--api {text!r}: write CLUSTER=URL, e.g. c1=https://c1.example:8080")
+        found[cluster.strip()] = url.strip()
+    return found
+
+
 def federate_main(argv: list[str]) -> int:
     try:
         args = build_parser().parse_args(argv)
         if not args.hub:
             raise UsageError(f"no hub: give --hub nats://HOST:PORT or set {HUB_ENV}")
+        urls = api_urls(args.api)
         members = [Member.parse(text) for text in args.member]
+        unknown = sorted(set(urls) - {m.cluster for m in members})
+        if unknown:
+            raise UsageError(f"--api {unknown[0]}=...: {unknown[0]} is not a --member of this command")
+        members = [Member(m.cluster, m.domain, urls.get(m.cluster)) for m in members]
         if args.action == "create" and not members:
             raise UsageError("no members: give --member CLUSTER=DOMAIN once for each member cluster")
         federation = Federation(args.hub, members, timeout=args.timeout)

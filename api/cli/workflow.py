@@ -1,4 +1,8 @@
-"""`roving workflow ...`: start, list, describe, events, log, why, stop and validate workflows."""
+"""`roving workflow ...`: start, list, describe, events, log, why, stop and validate workflows.
+
+On a federated control plane describe, events, log and why take any cluster's workflow id; an answer from
+another cluster says which (and, on standard error, when what the hub holds of it is stale).
+"""
 
 from __future__ import annotations
 
@@ -54,17 +58,29 @@ def list_workflows(args: argparse.Namespace, client: Client) -> Any:
     return client.get("/v4/workflows", order_by=args.order_by, status=args.status)["workflows"]
 
 
+def other_cluster(answer: dict[str, Any]) -> None:
+    """Say on standard error when the answer came from another cluster whose data the hub holds is stale."""
+    if answer.get("stale"):
+        age = answer.get("last_event_age_seconds")
+        old = f"; its newest event is {age:.0f} s old" if age is not None else ""
+        print(f"warning: cluster {answer['cluster']} is stale ({answer.get('error') or 'quiet'}){old}", file=sys.stderr)
+
+
 def describe(args: argparse.Namespace, client: Client) -> Any:
     detail = client.get(f"/v4/workflows/{args.id}")
     if args.output != "table":
         return detail
-    print(f"id: {detail['id']}\nname: {detail['name']}\nstatus: {detail['status']}")
+    other_cluster(detail)
+    where = f"\ncluster: {detail['cluster']}" if "cluster" in detail else ""
+    print(f"id: {detail['id']}\nname: {detail['name']}\nstatus: {detail['status']}{where}")
     return table(detail["stages"], STAGE_COLUMNS)
 
 
 def events(args: argparse.Namespace, client: Client) -> Any:
     if not args.follow:
-        return client.get(f"/v4/workflows/{args.id}/events")["events"]
+        answer = client.get(f"/v4/workflows/{args.id}/events")
+        other_cluster(answer)
+        return answer["events"]
     for line in client.stream(f"/v4/workflows/{args.id}/events?follow=true"):
         if line.startswith("data: "):
             event = json.loads(line[6:])
@@ -81,7 +97,9 @@ def log(args: argparse.Namespace, client: Client) -> Any:
 def why(args: argparse.Namespace, client: Client) -> Any:
     if args.allocation:
         return client.get(f"/v4/workflows/{args.id}/allocations/{args.allocation}/explain")
-    return client.get(f"/v4/workflows/{args.id}/why", all="true" if args.all else None)["stages"]
+    answer = client.get(f"/v4/workflows/{args.id}/why", all="true" if args.all else None)
+    other_cluster(answer)
+    return answer["stages"]
 
 
 def stop(args: argparse.Namespace, client: Client) -> Any:

@@ -1,4 +1,10 @@
-"""Workflow routes: submit, list, describe, stop, events (JSON or server-sent), logs, why and explain."""
+"""Workflow routes: submit, list, describe, stop, events (JSON or server-sent), logs, why and explain.
+
+On a federated control plane (api.fanout) describe, events, log, why and explain take the id of a workflow
+of any member cluster: its owning cluster is found in the hub's federated stream and the answer comes from
+that cluster's views (logs from its own log stream), labelled with `cluster`, under the same access
+decisions as this cluster's work. Stop on another cluster's workflow is refused (409) naming its cluster.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +18,12 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from api.errors import BadRequest
+from adapters.federation import FederationError
+from adapters.hub_log import read_member_log
+from api.errors import BadRequest, problem
+from api.fanout import Located, locate
 from api.routes import common as c
+from api.routes import federation as hub_routes
 from domain.app import access
 from domain.app.errors import NotFound
 
@@ -21,6 +31,7 @@ ENDED = frozenset({"FINISHED", "FAILED", "CANCELED"})
 WAITING = frozenset({"PENDING", "WAITING", "READY"})
 YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml")
 FOLLOW_POLL = 0.25
+REMOTE_POLL = 1.0  # following another cluster's workflow reads the hub this often
 MAX_IDEMPOTENCY_KEY = 255
 MAX_NAME = 256  # the name is stored in the Submitted event, which must fit one log message
 IDEMPOTENCY_NAMESPACE = UUID("5b0f2c43-8f8e-4d2a-9a55-2f3b1f9e7c10")  # workflow ids from (user, Idempotency-Key)
@@ -74,14 +85,9 @@ def submission_id(request: Request) -> UUID:
     return uuid5(IDEMPOTENCY_NAMESPACE, f"{who.user_id or who.username}\n{key}")
 
 
-async def visible_detail(request: Request) -> Any:
-    """The workflow detail if the caller may see it (404 otherwise, whatever the reason)."""
-    workflow_id = c.uuid_param(request, "id", "workflow")
-    detail = await c.call(c.services(request).views.workflows.get, workflow_id)
-    if detail is None:
-        raise NotFound("workflow")
-    access.view_work(c.principal(request), detail.owner)
-    return detail
+async def located(request: Request) -> Located:
+    """The workflow (of this cluster, or of the member cluster that owns it), if the caller may see it."""
+    return await locate(request, c.uuid_param(request, "id", "workflow"))
 
 
 async def list_workflows(request: Request) -> Response:
@@ -102,17 +108,31 @@ def stage_answer(stage: Any) -> dict[str, Any]:
 
 
 async def describe(request: Request) -> Response:
-    d = await visible_detail(request)
+    found = await located(request)
+    d = found.detail
     return c.json({"id": d.id, "name": d.name, "status": d.status, "owner": d.owner, "priority": d.priority,
                    "preemptible": d.preemptible, "submitted_by": d.submitted_by, "submitted_at": d.submitted_at,
-                   "stages": [stage_answer(s) for s in d.stages]})
+                   "stages": [stage_answer(s) for s in d.stages], **found.label()})
 
 
 async def stop(request: Request) -> Response:
     workflow_id = c.uuid_param(request, "id", "workflow")
-    await c.call(c.services(request).roving.stop_workflow, workflow_id, c.principal(request), c.now())
+    try:
+        await c.call(c.services(request).roving.stop_workflow, workflow_id, c.principal(request), c.now())
+    except NotFound:
+        found = await locate(request, workflow_id)  # 404 unless another cluster holds one the caller may see
+        return elsewhere(found, "stopped")
     await c.settle(request)
     return c.json({"id": workflow_id, "stopped": True})
+
+
+def elsewhere(found: Located, done: str) -> Response:
+    """409: the workflow belongs to another cluster, which alone can change it (commands are not forwarded)."""
+    url = found.fan.url_of(found.cluster) if found.fan is not None else None
+    where = f" at {url}" if url else ""
+    return problem(409, f"workflow {found.detail.id} belongs to cluster {found.cluster}: it can be {done} only "
+                        f"there (its control plane{where}); this control plane does not forward commands", "id",
+                   code="other_cluster", cluster=found.cluster, url=url)
 
 
 def event_answer(row: Any) -> dict[str, Any]:
@@ -120,18 +140,22 @@ def event_answer(row: Any) -> dict[str, Any]:
 
 
 async def events(request: Request) -> Response:
-    detail = await visible_detail(request)
+    found = await located(request)
+    detail = found.detail
     if c.query_bool(request, "follow"):
-        return StreamingResponse(follow(request, detail.id), media_type="text/event-stream",
+        return StreamingResponse(follow(request, found), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache"})
-    rows = await c.call(c.services(request).views.workflows.events, detail.id)
-    return c.json({"events": [event_answer(r) for r in rows]})
+    rows = await c.call(found.views.workflows.events, detail.id)
+    return c.json({"events": [event_answer(r) for r in rows], **found.label()})
 
 
-async def follow(request: Request, workflow_id: Any):
-    """Server-sent events: each activity row once, then an `end` event when the workflow has ended."""
-    views, sent = c.services(request).views, 0
+async def follow(request: Request, found: Located):
+    """Server-sent events: each activity row once, then an `end` event when the workflow has ended. Another
+    cluster's workflow is followed through the hub, read again every REMOTE_POLL seconds."""
+    views, sent, workflow_id = found.views, 0, found.detail.id
     while True:
+        if found.fan is not None and sent:
+            views = await refreshed(found) or views
         rows = await c.call(views.workflows.events, workflow_id)
         for row in rows[sent:]:
             yield b"event: activity\ndata: " + c.ENCODER.encode(event_answer(row)) + b"\n\n"
@@ -142,19 +166,45 @@ async def follow(request: Request, workflow_id: Any):
             return
         if await request.is_disconnected():
             return
-        await asyncio.sleep(FOLLOW_POLL)
+        await asyncio.sleep(FOLLOW_POLL if found.fan is None else REMOTE_POLL)
+
+
+async def refreshed(found: Located) -> Any:
+    """The owning cluster's views after reading the hub again (None: the hub cannot be read just now)."""
+    assert found.fan is not None
+    try:
+        view = await c.call(hub_routes.load_view, found.fan.hub)
+    except hub_routes.HubUnavailable:
+        return None
+    return view.cluster_views(found.cluster)
 
 
 async def stage_log(request: Request) -> Response:
-    detail, stage = await visible_detail(request), request.path_params["stage"]
+    found, stage = await located(request), request.path_params["stage"]
+    detail = found.detail
     if stage not in {s.name for s in detail.stages}:
         raise NotFound(f"stage {stage!r}")
+    if found.fan is not None:
+        return await member_log(found, stage)
     logs = c.services(request).logs
     if logs is None:
         raise NotFound("logs (this control plane has no log stream)")
     found = logs.read(str(detail.id), stage)
     text = await found if inspect.isawaitable(found) else found
     return PlainTextResponse(text.decode("utf-8", errors="replace") if isinstance(text, bytes) else str(text))
+
+
+async def member_log(found: Located, stage: str) -> Response:
+    """The stage's log from its own cluster's log stream, through the hub (503 naming the cluster if it cannot)."""
+    assert found.fan is not None
+    domain = found.fan.domain_of(found.cluster)
+    try:
+        text = await c.call(read_member_log, found.fan.hub, domain, found.cluster, str(found.detail.id), stage)
+    except (FederationError, TimeoutError, OSError) as error:
+        return problem(503, f"the log of workflow {found.detail.id} stays on cluster {found.cluster}, which cannot "
+                            f"be read through the hub just now ({error.__class__.__name__}: {error})", "cluster",
+                       cluster=found.cluster)
+    return PlainTextResponse(text.decode("utf-8", errors="replace"), headers={"Roving-Cluster": found.cluster})
 
 
 def why_answer(stage: Any, why: Any) -> dict[str, Any]:
@@ -167,26 +217,27 @@ def why_answer(stage: Any, why: Any) -> dict[str, Any]:
 
 
 async def why(request: Request) -> Response:
-    detail = await visible_detail(request)
+    found = await located(request)
+    detail = found.detail
     access.explain_work(c.principal(request), detail.owner)
-    everything, store = c.query_bool(request, "all"), c.services(request).views.why
+    everything, store = c.query_bool(request, "all"), found.views.why
     chosen = [s for s in detail.stages if everything or s.status in WAITING]
     answers = [why_answer(s, store.get(s.allocation_id) if s.allocation_id else None) for s in chosen]
-    return c.json({"stages": answers})
+    return c.json({"stages": answers, **found.label()})
 
 
 async def explain(request: Request) -> Response:
-    detail = await visible_detail(request)
+    located_ = await located(request)
+    detail, views = located_.detail, located_.views
     access.explain_work(c.principal(request), detail.owner)
     aid = c.uuid_param(request, "aid", "allocation")
     stage = next((s for s in detail.stages if s.allocation_id == aid), None)
-    views = c.services(request).views
     row = await c.call(views.queue.get, aid)
     if row is None or str(row.workflow_id) != str(detail.id):
         raise NotFound("allocation")
     found = views.why.get(aid)
     return c.json({"allocation": row, "stage": stage.name if stage else row.stage,
-                   "why": why_answer(stage, found) if stage else found})
+                   "why": why_answer(stage, found) if stage else found, **located_.label()})
 
 
 routes = [

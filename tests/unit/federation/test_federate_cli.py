@@ -17,6 +17,9 @@ from api.federate import federate_main
     (["--hub", "nats://127.0.0.1:1", "--member", "c1=c.1"], "domain 'c.1'"),
     (["--hub", "nats://127.0.0.1:1", "--member", "c1", "--member", "c1=x"], "named twice"),
     (["bogus", "--hub", "nats://127.0.0.1:1"], "invalid choice"),
+    (["--hub", "nats://127.0.0.1:1", "--member", "c1", "--api", "c1"], "write CLUSTER=URL"),
+    (["--hub", "nats://127.0.0.1:1", "--member", "c1", "--api", "c1=c1.example:8080"], "http:// or https://"),
+    (["--hub", "nats://127.0.0.1:1", "--member", "c1", "--api", "c2=https://c2"], "c2 is not a --member"),
 ])
 def test_bad_usage_exits_2_with_one_line_naming_the_fix(argv, fragment, capsys, monkeypatch) -> None:
     monkeypatch.delenv("ROVING_FEDERATION_HUB", raising=False)
@@ -38,6 +41,8 @@ def test_member_parsing_and_names() -> None:
         "gpu-east", "east", "ROVING_GPU_EAST", "$JS.east.API", "roving.gpu-east.>")
     assert members_from_metadata({"roving.member.c2": "d2", "roving.member.c1": "d1", "other": "x"}) == [
         Member("c1", "d1"), Member("c2", "d2")]
+    assert members_from_metadata({"roving.member.c1": "c1", "roving.api.c1": "https://c1:8080"}) == [
+        Member("c1", "c1", "https://c1:8080")]
     assert Federation("nats://h", [Member("c1", "c1")]).stream == "ROVING_FEDERATED"
 
 
