@@ -44,7 +44,9 @@ def claims_for(token: str, key: bytes, now: datetime, path: str) -> Claims:
 def principal_of(claims: Claims, tenancy: Any) -> Principal:
     """The domain principal: an account that exists and is active, with its role, groups, ownership and grants as
     the tenancy view has them now (never as the token claims them). A token without an account speaks only
-    for a cluster component (agent, monitoring), as a plain user."""
+    for a cluster component (agent, monitoring), as a plain user. A revoked token (by its `jti`) is refused."""
+    if tenancy is not None and tenancy.is_revoked(claims.jti):
+        raise Unauthorized("token refused: revoked")
     if claims.sub is None:
         if claims.source is Source.ADMIN or claims.role is not Role.USER:
             raise Unauthorized("token refused: a token without an account speaks only for a cluster component")
@@ -63,9 +65,11 @@ def principal_of(claims: Claims, tenancy: Any) -> Principal:
 
 
 def authenticate(scope: Scope, key: bytes, tenancy: Any, now: datetime | None = None) -> Principal:
-    """The principal of a request scope, or Unauthorized."""
+    """The principal of a request scope, or Unauthorized; the token's claims go in the scope's state (logout)."""
     token = bearer(HTTPConnection(scope).headers)
-    return principal_of(claims_for(token, key, now or datetime.now(UTC), scope["path"]), tenancy)
+    claims = claims_for(token, key, now or datetime.now(UTC), scope["path"])
+    scope.setdefault("state", {})["claims"] = claims
+    return principal_of(claims, tenancy)
 
 
 class AuthMiddleware:

@@ -6,6 +6,7 @@ decision made from this view is the one the aggregates would make.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -50,6 +51,16 @@ class TenancyView(Projection):
     def __init__(self, lock: Any = None) -> None:
         super().__init__(lock)
         self.orgs, self.groups_, self.users_ = Mirror(), Mirror(), Mirror()
+        self.revoked_: dict[str, datetime] = {}
+
+    def is_revoked(self, jti: str) -> bool:
+        """True once a `RevokedToken.Revoked` event named this token id."""
+        with self.lock:
+            return jti in self._revoked()
+
+    def _revoked(self) -> dict[str, datetime]:
+        # a view restored from a snapshot taken before revocations existed has no such attribute yet
+        return self.__dict__.setdefault("revoked_", {})
 
     def organizations(self) -> list[OrganizationRow]:
         with self.lock:
@@ -134,3 +145,10 @@ class TenancyView(Projection):
     @on("User.*")
     def _user_event(self, event: Any) -> None:
         self.users_.apply(event)
+
+    @on("RevokedToken.Revoked")
+    def _token_revoked(self, event: Any) -> None:
+        revoked = self._revoked()
+        revoked[event.jti] = event.expires
+        for jti in [j for j, expires in revoked.items() if expires < event.at]:  # past expiry: refused anyway
+            del revoked[jti]

@@ -2,7 +2,9 @@
 
 Two kinds: short-lived `access` tokens for people (CLI, web) and long-lived `webhook` tokens for the
 Alertmanager principal (source monitoring). `verify` accepts only the kind it is asked for, so a webhook
-token never works as a login. The signing key lives in a 0600 file made by `load_or_create_key`.
+token never works as a login. Every token names the key that signed it (`kid`); the key ring
+(adapters.auth.keyring) signs with its newest key and verifies with any it still holds. A token's `jti`
+is what a revocation names (checked against the tenancy view on every request, api.auth).
 """
 
 from __future__ import annotations
@@ -11,19 +13,17 @@ import base64
 import binascii
 import hashlib
 import hmac
-import os
 import secrets
-import stat
 from datetime import datetime, timedelta
-from pathlib import Path
 from uuid import UUID
 
 import msgspec
 
+from adapters.auth.keyring import KEY_BYTES, KeyFileError, KeyRing, key_id, load_or_create_key, ring_of
 from domain.tenancy import Principal, Role, Source
 
+__all__ = ["KEY_BYTES", "KeyFileError", "KeyRing", "load_or_create_key"]  # the key file lives in adapters.auth.keyring
 PREFIX = "rv1"
-KEY_BYTES = 32
 ACCESS, WEBHOOK = "access", "webhook"
 WEBHOOK_TTL = timedelta(days=365)
 
@@ -34,10 +34,6 @@ class InvalidToken(Exception):
     def __init__(self, reason: str, detail: str = "") -> None:
         super().__init__(f"{reason}: {detail}" if detail else reason)
         self.reason = reason
-
-
-class KeyFileError(Exception):
-    """The signing key file is unusable: readable by others, or too short."""
 
 
 class Identity(msgspec.Struct, frozen=True):
@@ -64,6 +60,7 @@ class Claims(msgspec.Struct, frozen=True):
     iat: int
     exp: int
     jti: str
+    kid: str = ""  # tokens from before the key ring have none: any key of the ring may have signed them
 
     def principal(self, owned_group_ids: frozenset[UUID] = frozenset(),
                   explain_group_ids: frozenset[UUID] = frozenset()) -> Principal:
@@ -80,12 +77,12 @@ def issue(claims: Identity, key: bytes, ttl: timedelta, now: datetime, *, kind: 
     """A signed token for `claims`, valid from `now` for `ttl`."""
     if ttl <= timedelta(0):
         raise ValueError(f"ttl must be positive, got {ttl}")
-    issued = int(now.timestamp())
+    issued, ring = int(now.timestamp()), ring_of(key)
     payload = Claims(sub=claims.user_id, username=claims.username, role=claims.role, org=claims.organization_id,
                      groups=list(claims.group_ids), source=claims.source, kind=kind, iat=issued,
-                     exp=issued + int(ttl.total_seconds()), jti=token_id or secrets.token_urlsafe(12))
+                     exp=issued + int(ttl.total_seconds()), jti=token_id or secrets.token_urlsafe(12), kid=ring.kid)
     body = f"{PREFIX}.{_b64(msgspec.json.encode(payload))}"
-    return f"{body}.{_b64(_sign(body, key))}"
+    return f"{body}.{_b64(_sign(body, bytes(ring)))}"
 
 
 def verify(token: str, key: bytes, now: datetime, *, kind: str = ACCESS) -> Claims:
@@ -93,13 +90,14 @@ def verify(token: str, key: bytes, now: datetime, *, kind: str = ACCESS) -> Clai
     parts = token.split(".")
     if len(parts) != 3 or parts[0] != PREFIX:
         raise InvalidToken("malformed", f"expected {PREFIX}.<claims>.<signature>")
-    body = f"{parts[0]}.{parts[1]}"
-    if not hmac.compare_digest(_sign(body, key), _unb64(parts[2])):
-        raise InvalidToken("bad signature")
+    body, signature = f"{parts[0]}.{parts[1]}", _unb64(parts[2])
+    signer = _signer(body, signature, ring_of(key), parts[1])
     try:
         claims = msgspec.json.decode(_unb64(parts[1]), type=Claims)
     except msgspec.DecodeError as error:
         raise InvalidToken("malformed", str(error)) from None
+    if claims.kid and claims.kid != signer:
+        raise InvalidToken("bad signature", "signed by another key than the one it names")
     if claims.kind != kind:
         raise InvalidToken("wrong kind", f"a {claims.kind} token where a {kind} token is needed")
     if int(now.timestamp()) >= claims.exp:
@@ -117,27 +115,24 @@ def verify_webhook(token: str, key: bytes, now: datetime) -> Claims:
     return verify(token, key, now, kind=WEBHOOK)
 
 
-def load_or_create_key(path: Path) -> bytes:
-    """Read the signing key, or create a random one readable only by its owner (mode 0600)."""
-    path = Path(path)
+def _signer(body: str, signature: bytes, ring: KeyRing, encoded_claims: str) -> str:
+    """The id of the ring's key that made `signature`, or InvalidToken. A key the ring does not hold yet (a newer
+    one made elsewhere) is looked up by the id the claims name; nothing else of them is read before the check."""
+    for key in ring.candidates():
+        if hmac.compare_digest(_sign(body, key), signature):
+            return key_id(key)
+    named = _named_kid(encoded_claims)
+    found = ring.key_for(named) if named else None
+    if found is not None and hmac.compare_digest(_sign(body, found), signature):
+        return named
+    raise InvalidToken("bad signature")
+
+
+def _named_kid(encoded_claims: str) -> str:
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return _read_key(path)
-    with os.fdopen(fd, "wb") as out:
-        os.fchmod(out.fileno(), 0o600)  # the umask may have taken bits the mode asked for; never adds any
-        out.write(secrets.token_bytes(KEY_BYTES))
-    return _read_key(path)
-
-
-def _read_key(path: Path) -> bytes:
-    mode = stat.S_IMODE(path.stat().st_mode)
-    if mode & 0o077:
-        raise KeyFileError(f"{path} is readable by others (mode {mode:04o}); run chmod 600 {path}")
-    key = path.read_bytes()
-    if len(key) < KEY_BYTES:
-        raise KeyFileError(f"{path} holds {len(key)} bytes; a signing key needs at least {KEY_BYTES}")
-    return key
+        return str(msgspec.json.decode(_unb64(encoded_claims)).get("kid") or "")
+    except (msgspec.DecodeError, AttributeError, InvalidToken):
+        return ""
 
 
 def _sign(body: str, key: bytes) -> bytes:

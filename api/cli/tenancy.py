@@ -109,6 +109,27 @@ def user_whoami(args: argparse.Namespace, client: Client) -> Any:
     return client.get("/v4/auth/whoami")
 
 
+def user_password(args: argparse.Namespace, client: Client) -> Any:
+    """Change your own password: the current one, then the new one (two lines on stdin with --password-stdin)."""
+    if args.password_stdin:
+        current, new = sys.stdin.readline().rstrip("\n"), sys.stdin.readline().rstrip("\n")
+    else:
+        current, new = getpass.getpass("current password: "), getpass.getpass("new password: ")
+    return client.post("/v4/users/me/password", {"current_password": current, "new_password": new})
+
+
+def user_unlock(args: argparse.Namespace, client: Client) -> Any:
+    return client.post(f"/v4/users/{args.user}/unlock", {})
+
+
+def user_logout(args: argparse.Namespace, client: Client) -> Any:
+    return client.post("/v4/auth/logout", {})
+
+
+def user_revoke(args: argparse.Namespace, client: Client) -> Any:
+    return client.post("/v4/auth/revoke", {"jti": args.jti, "reason": args.reason})
+
+
 def leaf(sub: Any, common: argparse.ArgumentParser, name: str, handler: Any, text: str,
          *positionals: tuple[str, Any], columns: list[str] | None = None) -> argparse.ArgumentParser:
     p = sub.add_parser(name, parents=[common], help=text)
@@ -156,3 +177,9 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
          columns=["id", "username", "email", "role", "priority"])
     leaf(user, common, "priority", user_priority, "set a user's priority", ("user", user_ref), ("priority", int))
     leaf(user, common, "whoami", user_whoami, "who your token speaks for")
+    p = leaf(user, common, "password", user_password, "change your own password")
+    p.add_argument("--password-stdin", action="store_true", help="read the current and the new password from stdin")
+    leaf(user, common, "unlock", user_unlock, "lift a login lock early (admins, organization owners)", ("user", user_ref))
+    leaf(user, common, "logout", user_logout, "revoke the token you are using")
+    p = leaf(user, common, "revoke", user_revoke, "revoke any token by its id (cluster admin)", ("jti", str))
+    p.add_argument("--reason", required=True)

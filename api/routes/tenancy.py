@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 from uuid import UUID
 
@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from adapters.auth.tokens import Identity, issue
+from adapters.auth.tokens import WEBHOOK_TTL, Identity, issue
 from api.routes import common as c
 from domain.app import access
 from domain.app.errors import NotFound
@@ -47,6 +47,12 @@ class Membership(msgspec.Struct, forbid_unknown_fields=True):
 class Login(msgspec.Struct, forbid_unknown_fields=True):
     username: str
     password: str
+
+
+class Revocation(msgspec.Struct, forbid_unknown_fields=True):
+    jti: str
+    reason: str = "revoked by an administrator"
+    expires_at: datetime | None = None  # when the token would have run out; unknown: its longest possible life
 
 
 class PasswordChange(msgspec.Struct, forbid_unknown_fields=True):
@@ -201,9 +207,34 @@ async def unlock_user(request: Request) -> Response:
     return c.json({"id": user, "unlocked": True})
 
 
+async def logout(request: Request) -> Response:
+    """Revoke the token this request carries: from the answer on, every API process refuses it."""
+    claims = request.state.claims
+    expires = datetime.fromtimestamp(claims.exp, UTC)
+    await c.call(c.services(request).roving.tenancy.revoke_token, claims.jti, claims.sub, expires, "logout",
+                 c.principal(request), c.now())
+    await c.settle(request)
+    return c.json({"revoked": claims.jti})
+
+
+async def revoke(request: Request) -> Response:
+    """A cluster admin revokes any token by its id (`jti`, as the audit and the token's holder can tell)."""
+    wanted = await c.body(request, Revocation)
+    at = c.now()
+    expires = wanted.expires_at or at + WEBHOOK_TTL + timedelta(days=1)
+    if expires.tzinfo is None:
+        expires = expires.replace(tzinfo=UTC)
+    fresh = await c.call(c.services(request).roving.tenancy.revoke_token, wanted.jti, None, expires, wanted.reason,
+                         c.principal(request), at)
+    await c.settle(request)
+    return c.json({"revoked": wanted.jti, "already": not fresh}, status=201 if fresh else 200)
+
+
 routes = [
     Route("/v4/auth/login", login, methods=["POST"]),
     Route("/v4/auth/whoami", whoami, methods=["GET"]),
+    Route("/v4/auth/logout", logout, methods=["POST"]),
+    Route("/v4/auth/revoke", revoke, methods=["POST"]),
     Route("/v4/organizations", create_organization, methods=["POST"]),
     Route("/v4/organizations", list_organizations, methods=["GET"]),
     Route("/v4/organizations/{id}", show_organization, methods=["GET"]),

@@ -8,7 +8,7 @@ from uuid import UUID
 
 from domain.app import access
 from domain.app.allocations import Allocations
-from domain.app.errors import Conflict, Invalid, LoginRefused, NotFound, invalid
+from domain.app.errors import Conflict, Forbidden, Invalid, LoginRefused, NotFound, invalid
 from domain.app.ids import group_id, org_id, user_id
 from domain.app.unit_of_work import UnitOfWork, command
 from domain.fuzzfile import Problem
@@ -16,6 +16,7 @@ from domain.tenancy import Group, Organization, Role, TenancyError, User
 from domain.tenancy.lockout import StrangerLockout
 from domain.tenancy.passwords import REFUSED_LOGIN, password_problems
 from domain.tenancy.permissions import Action, Principal, Resource
+from domain.tenancy.revocation import RevokedToken, revocation_id
 
 
 class PasswordHasher(Protocol):
@@ -118,6 +119,19 @@ class TenancyHandlers:
         self._may_manage_users(found.organization_id, principal)
         found.unlock(by=principal.username, at=at)
         self.uow.save(found)
+
+    @command
+    def revoke_token(self, jti: str, subject: UUID | None, expires: datetime, reason: str, principal: Principal,
+                     at: datetime) -> bool:
+        """Refuse one token from now on: its holder (logout) or a cluster admin. False when it already was."""
+        if not principal.is_cluster_admin and (principal.user_id is None or subject != principal.user_id):
+            raise Forbidden("only a cluster admin may revoke another principal's token")
+        if revocation_id(jti) in self.uow.repository:
+            return False
+        with _tenancy_errors():
+            revoked = RevokedToken.revoke(jti, str(subject or ""), expires, reason, by=principal.username, at=at)
+        self.uow.save(revoked)
+        return True
 
     def _needs_rehash(self, stored: str) -> bool:
         check = getattr(self.passwords, "needs_rehash", None)  # an injected hasher may predate rehashing
