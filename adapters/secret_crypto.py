@@ -1,0 +1,125 @@
+"""AES-256-GCM for secret values, with a key ring kept in a 0600 file: `Cipher` (domain.secrets) made concrete.
+
+The ring file (`<data dir>/secrets.keyring`) holds every key by id and which one is current. Each ciphertext
+names its key id, so `rotate_key` only adds a key and makes it current: values sealed before stay readable
+under their old key, values sealed after use the new one. A running process picks a rotated ring up at its
+next seal or open (it watches the file). The associated data binds a ciphertext to its one secret.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+import secrets
+import stat
+import threading
+from pathlib import Path
+
+import msgspec
+from Crypto.Cipher import AES
+
+from domain.secrets import Sealed
+
+KEY_BYTES, NONCE_BYTES, TAG_BYTES = 32, 12, 16
+RING_FILE = "secrets.keyring"
+
+
+class KeyRingError(Exception):
+    """The ring is unusable: readable by others, malformed, or missing the key a ciphertext names."""
+
+
+class KeyRing(msgspec.Struct):
+    current: str
+    keys: dict[str, str]  # key id -> base64 of 32 bytes
+
+    def key(self, key_id: str) -> bytes:
+        if key_id not in self.keys:
+            raise KeyRingError(f"the secret key ring has no key {key_id!r}; was the ring replaced?")
+        return base64.b64decode(self.keys[key_id])
+
+
+def new_key_id() -> str:
+    return "k" + secrets.token_hex(4)
+
+
+def load_ring(path: Path) -> KeyRing:
+    mode = path.stat().st_mode
+    if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise KeyRingError(f"{path} is mode {stat.S_IMODE(mode):04o}; a key ring must be 0600 (chmod 600 {path})")
+    try:
+        ring = msgspec.json.decode(path.read_bytes(), type=KeyRing)
+        if len(ring.key(ring.current)) != KEY_BYTES:
+            raise KeyRingError(f"{path}: key {ring.current} is not {KEY_BYTES} bytes")
+    except (msgspec.DecodeError, binascii.Error) as error:
+        raise KeyRingError(f"{path} is not a key ring ({error})") from error
+    return ring
+
+
+def save_ring(path: Path, ring: KeyRing) -> None:
+    """Replaced atomically, 0600 from its first byte."""
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(msgspec.json.encode(ring))
+    os.replace(tmp, path)
+
+
+def load_or_create_ring(path: Path) -> KeyRing:
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        key_id = new_key_id()
+        save_ring(path, KeyRing(current=key_id, keys={key_id: _b64(secrets.token_bytes(KEY_BYTES))}))
+    return load_ring(path)
+
+
+def rotate_key(path: Path) -> str:
+    """A new current key; the old ones stay for what they sealed. Returns the new key id."""
+    ring = load_or_create_ring(path)
+    key_id = new_key_id()
+    save_ring(path, KeyRing(current=key_id, keys={**ring.keys, key_id: _b64(secrets.token_bytes(KEY_BYTES))}))
+    return key_id
+
+
+class AesGcmCipher:
+    """Seals with the ring's current key, opens with whichever key a ciphertext names."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._ring = load_or_create_ring(path)
+        self._stamp = self._mtime()
+
+    def seal(self, plaintext: bytes, context: bytes) -> Sealed:
+        ring = self.ring()
+        nonce = secrets.token_bytes(NONCE_BYTES)
+        cipher = AES.new(ring.key(ring.current), AES.MODE_GCM, nonce=nonce)
+        cipher.update(context)
+        body, tag = cipher.encrypt_and_digest(plaintext)
+        return Sealed(key_id=ring.current, ciphertext=_b64(nonce + body + tag))
+
+    def open(self, sealed: Sealed, context: bytes) -> bytes:
+        raw = base64.b64decode(sealed.ciphertext)
+        nonce, body, tag = raw[:NONCE_BYTES], raw[NONCE_BYTES:-TAG_BYTES], raw[-TAG_BYTES:]
+        cipher = AES.new(self.ring().key(sealed.key_id), AES.MODE_GCM, nonce=nonce)
+        cipher.update(context)
+        try:
+            return cipher.decrypt_and_verify(body, tag)
+        except ValueError:
+            raise KeyRingError(f"a secret sealed with key {sealed.key_id} does not open: it was altered or moved") \
+                from None
+
+    def ring(self) -> KeyRing:
+        """The ring as the file has it now (a rotation by `roving secret rotate-key` is seen without a restart)."""
+        with self._lock:
+            stamp = self._mtime()
+            if stamp != self._stamp:
+                self._ring, self._stamp = load_ring(self.path), stamp
+            return self._ring
+
+    def _mtime(self) -> int:
+        return self.path.stat().st_mtime_ns
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
