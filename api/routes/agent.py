@@ -16,6 +16,7 @@ from api.routes import common as c
 from domain.app import access
 
 MAX_WAIT_SECONDS = 30
+ADVISORY = frozenset({"started", "ran_on_host"})  # reports the application records no event for
 
 
 class Register(msgspec.Struct):
@@ -129,11 +130,20 @@ def wait_param(request: Request) -> float:
 
 
 async def report(request: Request) -> Response:
+    """`started` and `ran_on_host` write nothing: one the views show running at that epoch on that node is
+    acknowledged from them; any other (and every report that writes) is decided by the application."""
     agent_only(request)
-    b = await c.body(request, Report)
-    await c.call(c.services(request).roving.report, b.node_id, b.allocation_id, b.epoch, b.event, b.exit_code,
-                 b.reason, c.now())
+    b, svc = await c.body(request, Report), c.services(request)
+    if b.event in ADVISORY and await c.call(running_here, svc.views, b):
+        return c.json({"ok": True})
+    await c.call(svc.roving.report, b.node_id, b.allocation_id, b.epoch, b.event, b.exit_code, b.reason, c.now())
     return c.json({"ok": True})
+
+
+def running_here(views, b: Report) -> bool:
+    found = views.queue.allocation(b.allocation_id)
+    return (found is not None and not found.ended and found.epoch == b.epoch
+            and str(b.node_id) in found.nodes)
 
 
 async def config(request: Request) -> Response:

@@ -66,3 +66,30 @@ def test_an_assignment_poll_answers_its_work_with_an_etag_that_names_the_answer(
     after = api.request("GET", "/v4/agent/assignments", AGENT, params={"node_id": body["node_id"]})
     assert after.json() == {"start": [], "stop": []}
     assert first.headers["etag"] != after.headers["etag"]
+
+
+def test_a_started_report_for_the_running_placement_is_acknowledged_from_the_views(placed):
+    api, body = placed
+    api.services.tailer.wait_for(api.services.roving.last_position)
+
+    def must_not_be_asked(*args, **kwargs):
+        raise AssertionError("the application was asked about a report the views could answer")
+
+    api.services.roving.report = must_not_be_asked
+    answer = api.request("POST", "/v4/agent/reports", AGENT, json={**body, "event": "started"})
+    assert answer.status_code == 200
+
+
+def test_a_started_report_for_an_older_epoch_is_still_fenced(placed):
+    api, body = placed
+    api.services.tailer.wait_for(api.services.roving.last_position)
+    stale = api.request("POST", "/v4/agent/reports", AGENT, json={**body, "event": "started", "epoch": body["epoch"] - 1})
+    assert stale.status_code == 409 and stale.json()["code"] == "stale_epoch"
+
+
+def test_a_started_report_after_the_allocation_ended_is_fenced(placed):
+    api, body = placed
+    assert api.request("POST", "/v4/agent/reports", AGENT, json=body).status_code == 200
+    api.services.tailer.wait_for(api.services.roving.last_position)
+    late = api.request("POST", "/v4/agent/reports", AGENT, json={**body, "event": "started"})
+    assert late.status_code == 409 and late.json()["code"] == "stale_epoch"
