@@ -64,8 +64,11 @@ class NodeHandlers:
         found, source = self.uow.load(Node, node, "node"), access.hold_source(principal)
         hid = hold_id(node, str(effect), principal.username, at.isoformat())
         with _hold_errors():
-            found.place_hold(hid, Effect(effect), source, reason or "no reason given", by=principal.username, at=at)
-        self.uow.save(found)
+            placed = found.place_hold(hid, Effect(effect), source, reason or "no reason given", by=principal.username,
+                                      at=at)
+        self.uow.save(found)  # a refusal by the monitoring ceiling is on record too
+        if placed is None:
+            raise Conflict(f"hold refused: {found.last_refusal}")
         return hid
 
     @command
