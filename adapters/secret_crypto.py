@@ -19,13 +19,13 @@ from pathlib import Path
 import msgspec
 from Crypto.Cipher import AES
 
-from domain.secrets import Sealed
+from domain.secrets import CipherError, Sealed
 
 KEY_BYTES, NONCE_BYTES, TAG_BYTES = 32, 12, 16
 RING_FILE = "secrets.keyring"
 
 
-class KeyRingError(Exception):
+class KeyRingError(CipherError):
     """The ring is unusable: readable by others, malformed, or missing the key a ciphertext names."""
 
 

@@ -22,7 +22,7 @@ from domain.app.errors import Conflict, Forbidden, Invalid, NotFound, invalid
 from domain.app.ids import group_id
 from domain.app.unit_of_work import UnitOfWork, command
 from domain.fuzzfile import Problem
-from domain.secrets import (Cipher, Reference, Scope, SecretError, SecretShelf, check_name, check_scope, check_value,
+from domain.secrets import (Cipher, CipherError, Reference, Scope, SecretError, SecretShelf, check_name, check_scope, check_value,
                             entry_id, parse_reference, referenced, shelf_id, uses)
 from domain.tenancy import Role, Source
 from domain.tenancy.group import Group
@@ -156,7 +156,10 @@ class SecretHandlers:
         entry = shelf.entries.get(reference.name) if shelf is not None else None
         if shelf is None or entry is None:
             raise Unresolvable(variable, text)
-        return self._sealer().open(entry.sealed, context(shelf.id, entry.name)).decode()
+        try:
+            return self._sealer().open(entry.sealed, context(shelf.id, entry.name)).decode()
+        except CipherError as error:
+            raise Unresolvable(variable, text, f"it cannot be decrypted ({error})") from None
 
     def _shelf_for(self, reference: Reference, reader: Reader) -> SecretShelf | None:
         key = readable_key(reference, reader)

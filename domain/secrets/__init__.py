@@ -5,6 +5,7 @@ from domain.secrets.references import Reference, Use, is_reference, parse_refere
 from domain.secrets.rules import (
            MAX_VALUE_BYTES,
            Cipher,
+    CipherError,
            Scope,
            Sealed,
            SecretError,
@@ -14,6 +15,6 @@ from domain.secrets.rules import (
 )
 from domain.secrets.shelf import Entry, SecretShelf, entry_id, shelf_id
 
-__all__ = ["MAX_VALUE_BYTES", "Cipher", "Entry", "Reference", "Scope", "Sealed", "SecretError", "SecretShelf", "Use",
-           "check_name", "check_scope", "check_value", "entry_id", "is_reference", "parse_reference", "referenced",
-           "shelf_id", "uses"]
+__all__ = ["MAX_VALUE_BYTES", "Cipher", "CipherError", "Entry", "Reference", "Scope", "Sealed", "SecretError",
+           "SecretShelf", "Use", "check_name", "check_scope", "check_value", "entry_id", "is_reference",
+           "parse_reference", "referenced", "shelf_id", "uses"]

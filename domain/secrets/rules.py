@@ -32,6 +32,10 @@ class SecretError(ValueError):
         self.field, self.reason = field, reason
 
 
+class CipherError(Exception):
+    """The Cipher port's refusal: a ciphertext that does not open (its key is gone, or it was altered)."""
+
+
 class Sealed(msgspec.Struct, frozen=True):
     """A value as it is stored: which key sealed it and the ciphertext (base64 of nonce, ciphertext, tag)."""
 
@@ -44,7 +48,9 @@ class Cipher(Protocol):
 
     def seal(self, plaintext: bytes, context: bytes) -> Sealed: ...
 
-    def open(self, sealed: Sealed, context: bytes) -> bytes: ...
+    def open(self, sealed: Sealed, context: bytes) -> bytes:
+        """The plaintext, or CipherError (never naming the value)."""
+        ...
 
 
 def check_name(name: str, field: str = "name") -> str:
