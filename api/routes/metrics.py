@@ -34,7 +34,7 @@ def observe(scope: Scope, status: int, seconds: float) -> None:
 
 async def metrics(request: Request) -> Response:
     svc = request.app.state.services
-    if getattr(svc, "views", None) is not None:
+    if getattr(svc, "views", None) is not None and getattr(svc, "roving", None) is not None:
         await run_in_threadpool(refresh, svc)
     return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
 
