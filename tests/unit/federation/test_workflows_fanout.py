@@ -35,6 +35,8 @@ def world():
     allocation = next(r.id for r in c1.views.queue.rows() if str(r.workflow_id) == ids["c1"]["alice"])
     c1.roving.record_blocked(allocation, Why(reason=Reason.INSUFFICIENT_RESOURCES, message=NEEDS),
                              by="scheduler", at=datetime.now(UTC))
+    ids["c1"]["done"] = submit(members["c1"], tokens["alice"], "c1-done")
+    assert members["c1"].request("PATCH", f"/v4/workflows/{ids['c1']['done']}:stop", tokens["alice"]).status_code == 200
     view = hub_view(members, down=("c2",))
     view.status.member("c2").api_url = "https://c2.example:8080"
     return here, view, ids, tokens
@@ -78,6 +80,13 @@ def test_events_come_from_the_owning_cluster(api, world):
     answer = get(api, f"/v4/workflows/{ids['c1']['alice']}/events").json()
     assert answer["cluster"] == "c1"
     assert any(NEEDS in e["message"] for e in answer["events"])
+
+
+def test_following_another_clusters_workflow_streams_its_activity_to_the_end(api, world):
+    _, _, ids, tokens = world
+    answer = get(api, f"/v4/workflows/{ids['c1']['done']}/events", tokens["alice"], follow="true")
+    assert answer.status_code == 200 and answer.headers["content-type"].startswith("text/event-stream")
+    assert "event: activity" in answer.text and answer.text.rstrip().endswith('data: {"status":"CANCELED"}')
 
 
 def test_a_tenant_never_sees_another_tenants_work_through_the_hub(api, world):
