@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: up test bench soak clean
+.PHONY: up test bench soak clean screenshots
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,3 +28,7 @@ soak: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .roving .pytest_cache
+
+# A PNG of each UI page (docs/screenshots/) from headless chromium against a fresh local stack.
+screenshots: $(STAMP)
+	$(BIN)/python -m tests.browser.screenshots docs/screenshots

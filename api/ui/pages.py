@@ -18,6 +18,7 @@ QUEUE_STATES = ("", "PENDING", "READY", "RUNNING", "FINISHED", "FAILED", "CANCEL
 AUDIT_FIELDS = ("since", "until", "principal", "event_type", "node", "workflow")
 AUDIT_PAGE = 200
 WAITING = ("PENDING", "READY")
+LOCK = ' <span class="lock">token</span>'
 
 
 def short(value: Any) -> str:
@@ -100,7 +101,7 @@ def operation(method: str, path: str, op: dict[str, Any], schemas: dict[str, Any
                        for n in schemas.get(body, {}).get("properties", {}))
     return (f'<details class="op"><summary><span class="method m-{method}">{method.upper()}</span> '
             f'<code>{render.esc(path)}</code> — {render.esc(op.get("summary", ""))}'
-            f'{" 🔒" if op.get("security") else ""}</summary>'
+            f"{LOCK if op.get('security') else ''}</summary>"
             f"<p>Parameters: {render.esc(parameters(op) or 'none')}</p>"
             f"<p>Body: {render.esc(body or 'none')}{render.esc(f' — fields {fields} (* required)') if fields else ''}</p>"
             f"<p>Answers: {render.esc(codes)}</p></details>")
@@ -110,11 +111,15 @@ async def api_page(request: Request, who: Principal) -> Response:
     """The OpenAPI document the API serves at /v4/openapi.json, for people."""
     doc = await api(openapi.openapi, request)
     schemas = doc.get("components", {}).get("schemas", {})
-    items = "".join(operation(method, path, op, schemas)
-                    for path, methods in sorted(doc["paths"].items()) for method, op in methods.items())
+    groups: dict[str, list[str]] = {}
+    for path, methods in sorted(doc["paths"].items()):
+        group = "/".join(path.split("/")[:3]) if path.startswith("/v4/") else "/" + path.split("/")[1]
+        groups.setdefault(group, []).extend(operation(m, path, op, schemas) for m, op in methods.items())
+    items = "".join(f"<h2>{render.esc(group)}</h2>{''.join(ops)}" for group, ops in groups.items())
     body = render.Html(f'<p class="hint">OpenAPI {render.esc(doc["openapi"])} · {len(doc["paths"])} paths · '
                        f'the machine-readable document is <a href="/v4/openapi.json">/v4/openapi.json</a>; '
-                       f"🔒 needs a bearer token.</p><div id=\"operations\">{items}</div>")
+                       f'<span class="lock">token</span> marks a call that needs a bearer token.</p>'
+                       f'<div id="operations">{items}</div>')
     return render.page("API", body, user=who, csrf=csrf_for(request), current="/ui/api")
 
 

@@ -81,8 +81,23 @@ def stage_rows(detail: dict[str, Any], needs: dict[str, list[str]]) -> list[list
              render.link(f"/ui/workflows/{wid}/logs/{s['name']}", "log")] for s in detail["stages"]]
 
 
+def fact(value: Any) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {fact(v)}" for k, v in value.items())
+    if isinstance(value, list):
+        return ", ".join(fact(v) for v in value)
+    return str(value)
+
+
 def facts(found: dict[str, Any]) -> str:
-    return ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in sorted((found or {}).items()))
+    """The scheduler's facts as words (`passed over: local held (cordon) 1`); empty ones left out."""
+    shown = {k: v for k, v in (found or {}).items() if v not in (None, "", [], {}) and k != "estimated_start"}
+    return "; ".join(f"{k.replace('_', ' ')}: {fact(v)}" for k, v in sorted(shown.items()))
+
+
+def estimated_start(found: dict[str, Any]) -> Any:
+    value = (found or {}).get("estimated_start")
+    return render.when(value) if value else "unknown"
 
 
 async def why_rows(request: Request) -> tuple[list[list[Any]], str]:
@@ -93,7 +108,8 @@ async def why_rows(request: Request) -> tuple[list[list[Any]], str]:
         if refused.status != 403:
             raise
         return [], f"Why it waits is not shown to you: {refused.message}"
-    return [[w["stage"], w["reason"], w["detail"], facts(w["facts"])] for w in answer["stages"]], ""
+    return [[w["stage"], w["reason"], w["detail"], estimated_start(w["facts"]), facts(w["facts"])]
+            for w in answer["stages"]], ""
 
 
 async def summary(request: Request, detail: dict[str, Any]) -> render.Html:
@@ -107,7 +123,7 @@ async def summary(request: Request, detail: dict[str, Any]) -> render.Html:
         nodes=", ".join(used) or "none yet",
         stages=render.table(["Stage", "Kind", "Status", "Depends on", "Node", "Attempts", "Exit code", "Reason", "Log"],
                             stage_rows(detail, needs), id="stages"),
-        why=render.table(["Stage", "Reason", "Detail", "Facts"], why, why_note or "Nothing waits.", id="why"))
+        why=render.table(["Stage", "Reason", "Detail", "Estimated start", "Facts"], why, why_note or "Nothing waits.", id="why"))
 
 
 async def detail_page(request: Request, who: Principal) -> Response:

@@ -137,3 +137,14 @@ def test_posts_need_the_sessions_csrf_token(api):
     assert api.request("POST", "/ui/logout", headers=admin, data={"csrf": other}).status_code == 403
     out = api.request("POST", "/ui/logout", headers=admin, data={"csrf": token})
     assert out.status_code == 303 and 'roving_session=""' in out.headers["set-cookie"]
+
+
+def test_a_stage_log_page_shows_the_log_and_a_plain_text_copy(api):
+    wid = api.request("POST", "/v4/workflows", api.admin, json={"name": "logs", "definition": JOB}).json()["id"]
+    api.services.logs.lines[(wid, "hello")] = b"epoch 1\n<b>epoch 2</b>\n"
+    admin = session(api)
+    page = api.request("GET", f"/ui/workflows/{wid}/logs/hello", headers=admin)
+    assert page.status_code == 200 and "&lt;b&gt;epoch 2&lt;/b&gt;" in page.text  # job output is text, never markup
+    plain = api.request("GET", f"/ui/workflows/{wid}/logs/hello.txt", headers=admin)
+    assert plain.text == "epoch 1\n<b>epoch 2</b>\n" and plain.headers["content-type"].startswith("text/plain")
+    assert api.request("GET", f"/ui/workflows/{wid}/logs/nope", headers=admin).status_code == 404

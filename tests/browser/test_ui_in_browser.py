@@ -7,6 +7,7 @@ import pytest
 
 pytest.importorskip("selenium", reason="browser tests need selenium (the `test` extra)")
 
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402 - after the skip
 from selenium.webdriver.support import expected_conditions as seen  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
@@ -36,11 +37,20 @@ def sign_in(browser, stack, username: str, password: str) -> None:
     browser.get(stack.url + "/ui/")
     browser.find_element(By.ID, "username").send_keys(username)
     browser.find_element(By.ID, "password").send_keys(password)
-    browser.find_element(By.ID, "sign-in").click()
+    button = browser.find_element(By.ID, "sign-in")
+    button.click()
+    wait(browser).until(seen.staleness_of(button))  # the answer's page has replaced the form
+    wait(browser).until(lambda b: b.execute_script("return document.readyState") == "complete")
+
+
+def shown_status(browser) -> str:
+    """Read in one script: the live page replaces the element as events arrive."""
+    return browser.execute_script("const e = document.getElementById('workflow-status'); return e && e.dataset.status")
 
 
 def wait(browser, seconds: float = 20):
-    return WebDriverWait(browser, seconds, poll_frequency=0.1)
+    return WebDriverWait(browser, seconds, poll_frequency=0.1, ignored_exceptions=(StaleElementReferenceException,
+                                                                                  NoSuchElementException))
 
 
 def member(stack, org: str, username: str) -> httpx.Client:
@@ -67,10 +77,9 @@ def test_a_wrong_password_says_so_once_and_the_right_one_opens_the_dashboard(bro
 def test_a_submitted_workflow_reaches_finished_on_its_page_without_a_reload(browser, stack):
     workflow_id = stack.submit(SLEEPER, "ui-live")
     browser.get(f"{stack.url}/ui/workflows/{workflow_id}")
-    first_seen = browser.find_element(By.ID, "workflow-status").get_attribute("data-status")
+    first_seen = shown_status(browser)
     browser.execute_script("window.rovingSamePage = true")
-    wait(browser, 40).until(lambda b: b.find_element(By.ID, "workflow-status").get_attribute("data-status")
-                            == "FINISHED")
+    wait(browser, 40).until(lambda b: shown_status(b) == "FINISHED")
     assert first_seen != "FINISHED"
     assert browser.execute_script("return window.rovingSamePage") is True  # the page was never reloaded
     events = browser.find_element(By.ID, "events").text
