@@ -5,7 +5,8 @@ federation and `workflow describe|events|log|why` for a workflow of any of them.
 from its own views (the freshest); every other one from the hub's FederatedView, which feeds each member's
 events into that member's own projections. `?cluster=` (repeated or comma-separated) scopes a request; a
 name the federation does not know is a 400 naming it. When the hub cannot be read, this cluster still
-answers and every other cluster in scope is listed as unavailable with the reason, never dropped.
+answers and every other cluster in scope is listed as unavailable and stale with the reason, with what an
+earlier read of the hub held of it (and its age) if there was one, never dropped.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ def hub_url(request: Request) -> str | None:
 
 @dataclass
 class Fanout:
-    """One request's federation: this cluster, the hub's view (None when it could not be read) and the scope."""
+    """One request's federation: this cluster, the hub's view and the scope. With `error` (the hub could not be
+    read just now) `view` is the last one read, or None."""
 
     local: str
     local_views: Views
@@ -55,10 +57,12 @@ class Fanout:
         if cluster == self.local:
             return {"cluster": cluster, "local": True, "available": True, "state": "local", "stale": False,
                     "error": None}
-        if self.view is None:
+        if self.error is not None:
+            fresh = self.view.freshness(cluster) if self.view is not None else {
+                "last_event_at": None, "last_event_age_seconds": None}
             return {"cluster": cluster, "local": False, "available": False, "state": "unavailable", "stale": True,
-                    "error": f"the hub cannot be read: {self.error}", "last_event_at": None,
-                    "last_event_age_seconds": None}
+                    "error": f"the hub cannot be read: {self.error}", **fresh}
+        assert self.view is not None
         return {"cluster": cluster, "local": False, **self.view.availability(cluster)}
 
     def domain_of(self, cluster: str) -> str:
@@ -76,7 +80,7 @@ class Fanout:
         return next((m for m in status.members if m.cluster == cluster), None) if status is not None else None
 
     def hub_answer(self) -> dict[str, Any]:
-        return {"url": self.hub, "available": self.view is not None, "error": self.error}
+        return {"url": self.hub, "available": self.error is None, "error": self.error}
 
 
 async def fanout(request: Request) -> Fanout | None:
@@ -91,7 +95,7 @@ async def fanout(request: Request) -> Fanout | None:
     try:
         view = await c.call(hub_routes.load_view, hub)
     except hub_routes.HubUnavailable as problem:
-        error = str(problem)
+        view, error = problem.last_view, str(problem)
     known = sorted({local, *view.known()}) if view is not None else None
     wanted = hub_routes.clusters_of(request, known)
     scope = wanted if wanted is not None else (known or [local])
@@ -134,7 +138,7 @@ async def locate(request: Request, workflow_id: UUID) -> Located:
     cluster, fan = local_cluster(request), None
     if detail is None and hub_url(request) is not None:
         fan = await fanout(request)
-        if fan is not None and fan.view is None:
+        if fan is not None and fan.view is None:  # never read: its clusters are not known
             raise HTTPException(503, f"workflow {workflow_id} is not on cluster {cluster}, and the hub that would "
                                      f"find its cluster cannot be read: {fan.error}")
         owner = remote_owner(fan, workflow_id) if fan is not None else None

@@ -43,7 +43,12 @@ NOT_CONFIGURED = ("federation is not configured on this control plane: set ROVIN
 
 
 class HubUnavailable(Exception):
-    """The hub could not be read; the message says why and what to do (answered 503)."""
+    """The hub could not be read; the message says why and what to do (answered 503). `last_view` is what an
+    earlier read of it held, if any: fan-out answers show it, every member stale, rather than nothing."""
+
+    def __init__(self, message: str, last_view: FederatedView | None = None) -> None:
+        super().__init__(message)
+        self.last_view = last_view
 
 
 _readers: dict[tuple[str, float], HubReader] = {}
@@ -55,15 +60,16 @@ def load_view(hub: str, timeout: float = TIMEOUT) -> FederatedView:
     Blocking: call in the threadpool."""
     with _readers_lock:
         reader = _readers.setdefault((hub, timeout), HubReader(hub, timeout))
+    last = reader.view if reader.view.position else None
     try:
         return reader.refresh()
     except FederationError as error:
-        raise HubUnavailable(str(error)) from None
+        raise HubUnavailable(str(error), last) from None
     except nats.js.errors.APIError as error:
-        raise HubUnavailable(f"the hub at {hub} refused: {error.description or error}") from None
+        raise HubUnavailable(f"the hub at {hub} refused: {error.description or error}", last) from None
     except (asyncio.TimeoutError, nats.errors.Error) as error:
         raise HubUnavailable(f"the hub at {hub} stopped answering ({error.__class__.__name__}): "
-                             "check the hub nats-server") from None
+                             "check the hub nats-server", last) from None
 
 
 # -- request helpers -----------------------------------------------------------------------------------

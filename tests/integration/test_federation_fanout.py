@@ -108,6 +108,12 @@ def test_fan_out_why_tenancy_and_a_member_down_then_back(
                         timeout=30, what="c2 back and the queue converged")
         assert max(rows(back).values()) == 1 and back["total"] == sum(expected.values())
         assert clusters(back)["c2"]["total"] == members["c2"].services.views.queue.stats()["total"] == 3
+
+        # the hub itself stops: what it last held is still shown, every member stale, never an empty queue
+        hub.stop()
+        blind = queue(here)
+        assert rows(blind) == expected and blind["hub"]["available"] is False
+        assert {c: x["stale"] for c, x in clusters(blind).items()} == {"c1": True, "c2": True, "test": False}
     finally:
         for api in members.values():
             close(api)

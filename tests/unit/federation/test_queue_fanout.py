@@ -123,6 +123,21 @@ def test_an_unreadable_hub_keeps_this_cluster_and_names_the_others_unavailable(w
     assert (c1["cluster"], c1["available"], c1["stale"]) == ("c1", False, True) and "hub" in c1["error"]
 
 
+def test_an_unreadable_hub_shows_what_it_last_held_every_member_stale(world, monkeypatch):
+    here, view, ids, _ = world
+
+    def down(url):
+        raise HubUnavailable(f"cannot reach the hub at {url} (NoServersError)", last_view=view)
+    monkeypatch.setattr(hub_routes, "load_view", down)
+    answer = get(here, "/v4/scheduler/queue").json()
+    assert rows_by_cluster(answer) == {c: set(by.values()) for c, by in ids.items()}
+    remote = [c for c in answer["clusters"] if c["cluster"] != "test"]
+    assert [(c["cluster"], c["available"], c["stale"]) for c in remote] == [("c1", False, True), ("c2", False, True)]
+    assert all("cannot reach the hub" in c["error"] and c["last_event_age_seconds"] is not None for c in remote)
+    why = get(here, f"/v4/workflows/{ids['c1']['alice']}")
+    assert why.status_code == 200 and (why.json()["cluster"], why.json()["stale"]) == ("c1", True)
+
+
 def test_without_a_hub_the_queue_is_this_clusters_and_only_it_may_be_named():
     bare = Api()
     assert "clusters" not in get(bare, "/v4/scheduler/queue").json()
