@@ -22,6 +22,7 @@ from pathlib import Path
 
 from adapters.nats_auth import NatsAuth, write_secret
 from adapters.nats_owner import StoreInUse, StoreLock, death_signal
+from adapters.nats_tls import TlsFiles, local_ca, tls_block, with_tls
 
 READY_LINE = "Server is ready"
 CIPHER = "chachapoly"
@@ -95,6 +96,7 @@ class NatsServer:
     die_with_parent: bool = False  # SIGTERM when the starting thread ends: for long-lived starters only
     secure: bool = True  # credentials required, store encrypted; False only for a bare server a test wants
     clusters: tuple[str, ...] = ()  # the Roving clusters whose subjects agents and readers get (none: any)
+    tls: bool = False  # clients must speak TLS (a local CA in <store>/tls); every client then needs the CA
     process: subprocess.Popen | None = field(default=None, repr=False)
     _lock: StoreLock | None = field(default=None, repr=False, init=False)
     _auth: NatsAuth | None = field(default=None, repr=False, init=False)
@@ -110,8 +112,13 @@ class NatsServer:
         return self.url_for("control")
 
     def url_for(self, role: str) -> str:
-        """The client URL carrying `role`'s credentials (adapters.nats_auth.ROLES)."""
-        return self.auth[role].url(self.address) if self.auth else self.address
+        """The client URL carrying `role`'s credentials (adapters.nats_auth.ROLES), and the CA to trust."""
+        url = self.auth[role].url(self.address) if self.auth else self.address
+        return with_tls(url, self.tls_files.ca) if self.tls_files else url
+
+    @property
+    def tls_files(self) -> TlsFiles | None:
+        return local_ca(self.store_dir / "tls", (self.host, "localhost")) if self.tls else None
 
     @property
     def auth(self) -> NatsAuth | None:
@@ -153,6 +160,8 @@ class NatsServer:
         ]
         if self.auth:
             lines.append(self.auth.authorization())
+        if self.tls_files:
+            lines.append(tls_block(self.tls_files))
         if self.cluster:
             routes = ", ".join(f'"nats-route://{self.host}:{p}"' for p in self.cluster.routes)
             lines.append(

@@ -20,6 +20,7 @@ from nats.js.api import StorageType, StreamConfig
 
 from adapters.jetstream import headers
 from adapters.nats_auth import CONTROL_INBOX
+from adapters.nats_tls import connect_options
 
 WRONG_LAST_SEQUENCE = {10071, 10164}
 BATCH_DUPLICATE = 10201
@@ -158,10 +159,10 @@ class JetStreamClient:
     async def connect(cls, url: str, name: str = "roving", down_grace: float = DOWN_GRACE,
                       inbox_prefix: str = CONTROL_INBOX) -> "JetStreamClient":
         """`url` carries the control plane's credentials (settings put them there); its replies arrive on an
-        inbox prefix of its own, which no agent or reader may subscribe to."""
+        inbox prefix of its own, which no agent or reader may subscribe to. A `tls://` URL's `?ca=` is trusted."""
         link = Link()
         nc = await nats.connect(
-            servers=[u.strip() for u in url.split(",") if u.strip()], name=name,
+            **connect_options(url), name=name,
             error_cb=_log_error, disconnected_cb=link.disconnected, reconnected_cb=link.reconnected,
             max_reconnect_attempts=-1, reconnect_time_wait=0.25, connect_timeout=5, allow_reconnect=True,
             inbox_prefix=inbox_prefix,

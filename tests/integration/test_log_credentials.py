@@ -4,6 +4,7 @@ subjects (an agent appends job output and can never write an event), and the sto
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +18,7 @@ import pytest
 from adapters.logs import Logs
 from adapters.nats_auth import Credentials, agent_log_url, agent_url, without_credentials
 from adapters.nats_server import NatsServer
+from adapters.nats_tls import connect_options
 from api.agent import run_agent
 from api.agent_args import AgentConfig
 from tests.integration.ledger import Ledger, Ledgers, env_for
@@ -53,7 +55,8 @@ async def refusal(url: str) -> str:
     except Exception as error:  # noqa: BLE001 - the refusal is what the test reads
         return str(error)
     finally:
-        await nc.close()  # a refused connect leaves its socket open otherwise
+        with contextlib.suppress(TimeoutError):  # nats-py's close hangs after a failed TLS handshake
+            await asyncio.wait_for(nc.close(), 2)  # a refused connect leaves its socket open otherwise
     return "connected"
 
 
@@ -214,3 +217,62 @@ def test_a_secret_written_to_the_log_lies_in_the_store_files_only_when_the_store
     found = [p for p in (tmp_path / "nats" / "jetstream").rglob("*") if p.is_file() and b"hunter2" in p.read_bytes()]
     assert bool(found) is not secure, found
 
+
+
+@pytest.fixture(scope="module")
+def tls_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NatsServer]:
+    server = NatsServer(tmp_path_factory.mktemp("tls") / "nats", clusters=(CLUSTER,), tls=True).start()
+    yield server
+    server.stop()
+
+
+def test_a_tls_server_is_used_end_to_end_by_the_control_plane_trusting_the_local_ca(tls_server) -> None:
+    assert tls_server.url.startswith("tls://")
+    app = Ledgers(env=env_for(tls_server.url, CLUSTER))
+    try:
+        ledger_id = app.open_with_entries(3)
+        assert app.repository.get(ledger_id).entries == [0, 1, 2]
+    finally:
+        app.close()
+
+
+def test_a_tls_server_refuses_plain_text_and_clients_that_do_not_trust_its_ca(tls_server) -> None:
+    async def plain_text() -> bytes:
+        reader, writer = await asyncio.open_connection(tls_server.host, tls_server.port)
+        await reader.readline()  # INFO, which says tls_required
+        writer.write(f"CONNECT {{\"user\": \"{tls_server.auth['control'].user}\"}}\r\nPING\r\n".encode())
+        try:
+            answer = await asyncio.wait_for(reader.read(200), 5)
+        except TimeoutError:
+            answer = b""  # the server waits for a TLS handshake and never answers plain text
+        writer.close()
+        return answer
+
+    assert b"PONG" not in run(plain_text())
+    untrusting = tls_server.url_for("control").split("?")[0]  # the same server, no CA named
+    assert "CERTIFICATE_VERIFY_FAILED" in run(refusal(untrusting))
+
+
+def test_an_agent_on_a_tls_server_gets_its_credentials_and_the_ca(tls_server) -> None:
+    url = agent_log_url(tls_server.url, tls_server.store_dir.parent)
+    assert url == tls_server.url_for("agent") and "ca=%2F" in url
+
+    async def append() -> int:
+        nc = await nats.connect(**connect_options(url))
+        try:
+            ack = await nc.jetstream().publish(f"roving_logs.{CLUSTER}.wf.job", b"out")
+            return ack.seq
+        finally:
+            await nc.close()
+
+    control = Ledgers(env=env_for(tls_server.url, CLUSTER))  # a control plane makes the log stream first
+    try:
+        async def ensure() -> None:
+            nc = await nats.connect(**connect_options(tls_server.url))
+            await Logs(nc.jetstream(), CLUSTER).ensure()
+            await nc.close()
+
+        run(ensure())
+        assert run(append()) >= 1
+    finally:
+        control.close()
