@@ -90,6 +90,15 @@ class AesGcmCipher:
         self._ring = load_or_create_ring(path)
         self._stamp = self._mtime()
 
+    def current_key(self) -> str:
+        return self.ring().current
+
+    def rotate(self) -> str:
+        with self._lock:
+            key_id = rotate_key(self.path)
+            self._ring, self._stamp = load_ring(self.path), self._mtime()
+            return key_id
+
     def seal(self, plaintext: bytes, context: bytes) -> Sealed:
         ring = self.ring()
         nonce = secrets.token_bytes(NONCE_BYTES)
@@ -110,7 +119,7 @@ class AesGcmCipher:
                 from None
 
     def ring(self) -> KeyRing:
-        """The ring as the file has it now (a rotation by `roving secret rotate-key` is seen without a restart)."""
+        """The ring as the file has it now (another process's rotation is seen without a restart)."""
         with self._lock:
             stamp = self._mtime()
             if stamp != self._stamp:

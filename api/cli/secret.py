@@ -1,4 +1,4 @@
-"""`roving secret create|list|delete`: scoped secrets that jobs read as `secret://` env references.
+"""`roving secret create|list|delete|rotate-key`: scoped secrets that jobs read as `secret://` env references.
 
 The value comes from --value, --from-file (its bytes as they are) or standard input (one trailing newline
 dropped, so `echo token | roving secret create hf` stores `token`); it is never printed back.
@@ -78,6 +78,10 @@ def delete(args: argparse.Namespace, client: Client) -> Any:
     return client.delete(f"/v4/secrets/{secret}")
 
 
+def rotate_key(args: argparse.Namespace, client: Client) -> Any:
+    return client.post("/v4/secrets/-/rotate-key")
+
+
 def usage(error: Exception) -> int:
     print(f"roving secret: {error}", file=sys.stderr)
     return 2
@@ -100,3 +104,5 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("secret", metavar="SECRET", help="the secret's id, or its name")
     p.add_argument("--scope", choices=SCOPES, help="which scope's secret of that name")
     p.set_defaults(handler=delete)
+    p = sub.add_parser("rotate-key", parents=[common], help="cluster admins: a new key, every secret resealed with it")
+    p.set_defaults(handler=rotate_key)

@@ -1,4 +1,4 @@
-"""Secret routes: create (201 `{"id"}`), list names and scopes (never values), delete. Permissions are the
+"""Secret routes: create (201 `{"id"}`), list names and scopes (never values), delete, rotate the key. Permissions are the
 application's (domain.app.secrets); a value goes in once and never comes back in any answer."""
 
 from __future__ import annotations
@@ -36,7 +36,14 @@ async def delete(request: Request) -> Response:
     return c.json({"id": secret, "deleted": True})
 
 
+async def rotate_key(request: Request) -> Response:
+    """Cluster admins: a new current key, and every secret resealed with it."""
+    answer = await c.call(c.services(request).secrets.rotate_key, c.principal(request), c.now())
+    return c.json(answer)
+
+
 routes = [
+    Route("/v4/secrets/-/rotate-key", rotate_key, methods=["POST"]),
     Route("/v4/secrets", create, methods=["POST"]),
     Route("/v4/secrets", list_secrets, methods=["GET"]),
     Route("/v4/secrets/{id}", delete, methods=["DELETE"]),

@@ -46,6 +46,14 @@ class Sealed(msgspec.Struct, frozen=True):
 class Cipher(Protocol):
     """Authenticated encryption with a key ring; `context` binds a ciphertext to the one secret it belongs to."""
 
+    def current_key(self) -> str:
+        """The id of the key `seal` uses now."""
+        ...
+
+    def rotate(self) -> str:
+        """A new current key (the old ones stay, to open what they sealed); returns its id."""
+        ...
+
     def seal(self, plaintext: bytes, context: bytes) -> Sealed: ...
 
     def open(self, sealed: Sealed, context: bytes) -> bytes:

@@ -99,3 +99,19 @@ def test_a_group_secret_needs_a_group_of_your_organization(world):
     with pytest.raises(Invalid) as refused:
         world.create("t", "group", by="mallory", group="ml")
     assert refused.value.problems[0].path == "group"
+
+
+def test_rotating_the_key_reseals_every_secret_and_they_still_resolve(world):
+    world.create("hf")
+    world.create("team", "group", by="bob", group="ml", value="group-value")
+    before = world.stored_bytes()
+    answer = world.secrets.rotate_key(world.who("admin"), T0)
+    assert answer["resealed"] == 2
+    assert answer["key_id"].encode() in world.stored_bytes() and answer["key_id"].encode() not in before
+    assert world.secrets.resolve_env({"T": "secret://user/hf"}, world.owner("alice")) == {"T": VALUE}
+    assert world.secrets.rotate_key(world.who("admin"), T0)["resealed"] == 2  # again: all sealed by the old key
+
+
+def test_only_a_cluster_admin_rotates_the_key(world):
+    with pytest.raises(Forbidden, match="cluster admin"):
+        world.secrets.rotate_key(world.who("olivia"), T0)

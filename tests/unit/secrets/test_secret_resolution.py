@@ -8,6 +8,7 @@ import msgspec
 import pytest
 
 from adapters.runspec import RunSpec, job_environment
+from adapters.secret_crypto import AesGcmCipher
 from tests.unit.secrets.world import T0, VALUE, World
 
 FUZZFILE = """
@@ -74,3 +75,12 @@ def test_a_member_who_left_the_group_no_longer_reads_its_secret(world):
 def test_answers_without_references_are_passed_through_untouched(world):
     answer = {"start": [{"workflow_id": str(uuid4()), "env": {"A": "1"}}], "stop": []}
     assert world.secrets.resolve_assignments(answer) is answer
+
+
+def test_a_ciphertext_that_no_longer_opens_fails_the_job_naming_the_reference(world, tmp_path):
+    world.create("hf")
+    pending = assignment(world, "secret://user/hf")
+    (tmp_path / "secrets.keyring").unlink()  # the ring lost: a new one has none of the old keys
+    world.secrets.cipher = AesGcmCipher(tmp_path / "secrets.keyring")
+    spec = world.secrets.resolve_assignments(pending)["start"][0]
+    assert "secret://user/hf" in spec["script"] and "cannot be decrypted" in spec["script"]

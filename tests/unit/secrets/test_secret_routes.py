@@ -100,3 +100,10 @@ def test_the_cli_refuses_a_bad_name_with_exit_2_naming_it(api, capsys, monkeypat
 def test_the_cli_says_what_the_server_refused_with_exit_1(api, capsys, monkeypatch):
     code, _, err = cli(api, ["secret", "create", "o", "--scope", "organization", "--value", VALUE], capsys, monkeypatch)
     assert code == 1 and "organization's owners" in err and VALUE not in err
+
+
+def test_a_cluster_admin_rotates_the_key_and_nobody_else_may(api):
+    api.request("POST", "/v4/secrets", api.alice, json={"name": "before-rotation", "value": VALUE})
+    assert api.request("POST", "/v4/secrets/-/rotate-key", api.alice).status_code == 403
+    rotated = api.request("POST", "/v4/secrets/-/rotate-key", api.admin)
+    assert rotated.status_code == 200 and rotated.json()["resealed"] >= 1 and VALUE not in rotated.text
