@@ -10,6 +10,7 @@ import msgspec
 
 from adapters.jetstream.subjects import check_cluster_name
 from adapters.nats_auth import Credentials, CredentialsError, read_credentials
+from adapters.nats_tls import with_tls
 from domain.durations import DurationError, parse_duration
 from domain.quantities import QuantityError, parse_memory
 
@@ -77,6 +78,21 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
 
 
 def _nats_url(env: Mapping[str, str]) -> str | None:
+    """ROVING_NATS_URL carrying the control plane's credentials and, with ROVING_NATS_TLS_CA (and a client
+    certificate in ROVING_NATS_TLS_CERT/KEY, if the site asks for one), TLS trusting that CA."""
+    url = _nats_credentials(env)
+    tls = {name: _creds_path(env, f"ROVING_NATS_TLS_{name.upper()}") for name in ("ca", "cert", "key")}
+    if not any(tls.values()):
+        return url
+    if not url:
+        raise SettingsError("ROVING_NATS_TLS_CA, _CERT and _KEY need ROVING_NATS_URL "
+                            "(`roving up` makes its own server's certificates)")
+    if bool(tls["cert"]) != bool(tls["key"]):
+        raise SettingsError("ROVING_NATS_TLS_CERT and ROVING_NATS_TLS_KEY go together: set both or neither")
+    return with_tls(url, tls["ca"], tls["cert"], tls["key"])
+
+
+def _nats_credentials(env: Mapping[str, str]) -> str | None:
     """ROVING_NATS_URL carrying the control plane's credentials: ROVING_NATS_CREDS (a user file: `user: NAME`
     and `password: SECRET` lines), else ROVING_NATS_USER and ROVING_NATS_PASSWORD, else what the URL has."""
     url = (env.get("ROVING_NATS_URL") or "").strip() or None

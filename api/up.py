@@ -19,6 +19,13 @@ Settings come from the environment:
   ROVING_LOCAL_NODE_CPUS     cpus each local node declares (default 4)
   ROVING_LOCAL_NODE_MEMORY   memory each local node declares (default 8GiB)
   ROVING_NATS_URL            use this NATS (cluster) instead of starting one
+  ROVING_NATS_CREDS          the control plane's user file for it (`user: NAME`, `password: SECRET`),
+                             or ROVING_NATS_USER and ROVING_NATS_PASSWORD
+  ROVING_NATS_AGENT_CREDS    the user file agents are given for the job log (never the control plane's)
+  ROVING_NATS_TLS_CA         the CA its servers' certificates chain to (makes every connection TLS);
+                             ROVING_NATS_TLS_CERT and ROVING_NATS_TLS_KEY: a client certificate, if asked for
+The embedded server refuses anonymous clients: its users' credentials are in $ROVING_DATA_DIR/nats/credentials
+(control, agent, federation, reader; mode 0600) and its store is encrypted with $ROVING_DATA_DIR/nats/store.key.
 The cluster admin's token is written to $ROVING_DATA_DIR/admin.token (mode 0600)."""
 
 

@@ -42,3 +42,15 @@ def test_credentials_without_a_url_are_refused_and_missing_files_are_named(tmp_p
         load_settings({"ROVING_NATS_CREDS": creds_file(tmp_path)})
     with pytest.raises(SettingsError, match="ROVING_NATS_AGENT_CREDS=.* is not a file"):
         load_settings({"ROVING_NATS_AGENT_CREDS": str(tmp_path / "missing.creds")})
+
+
+def test_a_sites_own_ca_makes_every_server_url_tls_trusting_it(tmp_path: Path) -> None:
+    ca = tmp_path / "ca.pem"
+    ca.write_text("-----BEGIN CERTIFICATE-----\n")
+    settings = load_settings({"ROVING_NATS_URL": URL, "ROVING_NATS_CREDS": creds_file(tmp_path),
+                              "ROVING_NATS_TLS_CA": str(ca)})
+    first, second = settings.nats_url.split(",")
+    assert first == f"tls://roving-control:s3cret@n1.example:4222?ca={str(ca).replace('/', '%2F')}"
+    assert second.startswith("tls://roving-control:s3cret@n2.example:4222?ca=")
+    with pytest.raises(SettingsError, match="ROVING_NATS_TLS_KEY go together"):
+        load_settings({"ROVING_NATS_URL": URL, "ROVING_NATS_TLS_CERT": str(ca)})
