@@ -1,18 +1,20 @@
 """The audit read side on DuckDB: filtered lists, tenant-scoped read-only SQL and Parquet export.
 
 What a reader may see is decided in projections.audit (`Scope`); this module turns it into SQL over the
-store of adapters.duckdb_store, checks user SQL with adapters.sql_guard, and stops a query that runs long.
+store of adapters.duckdb_store, checks user SQL with adapters.sql_guard, and runs it in adapters.audit_sandbox:
+a process of its own, bounded in memory, CPU and time, over a copy of only the rows the reader may see.
 """
 
 from __future__ import annotations
 
-import threading
+import dataclasses
+import tempfile
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import msgspec
 
+from adapters.audit_sandbox import Limits, Sandbox, SandboxFailed
 from adapters.duckdb_store import COLUMNS, AuditStore
 from adapters.sql_guard import check_select
 from projections.audit import (
@@ -29,10 +31,12 @@ from projections.audit import (
 class AuditLog:
     """The audit read side: filtered lists, tenant-scoped read-only SQL and Parquet export."""
 
-    def __init__(self, store: AuditStore, *, max_rows: int = 10_000, timeout_seconds: float = 10.0) -> None:
+    def __init__(self, store: AuditStore, *, max_rows: int = 10_000, timeout_seconds: float = 10.0,
+                 limits: Limits | None = None) -> None:
         self.store = store
         self.max_rows = max_rows
         self.timeout_seconds = timeout_seconds
+        self.sandbox = Sandbox(dataclasses.replace(limits or Limits(), seconds=timeout_seconds))
 
     def list(self, filters: AuditFilters, scope: Scope) -> list[AuditRow]:
         where, params = _where(filters, visible_organization(filters, scope))
@@ -43,34 +47,24 @@ class AuditLog:
         return [_audit_row(row) for row in rows]
 
     def query(self, sql: str, scope: Scope) -> QueryResult:
-        """Run one read-only SELECT over `audit`, the caller's view of the table; see adapters.sql_guard."""
-        cursor = self.store.scoped_cursor(scope_organization(scope))
-        try:
+        """Run one read-only SELECT over `audit`, the caller's rows only; see adapters.sql_guard and audit_sandbox."""
+        organization = scope_organization(scope)
+        with self.store.connection.cursor() as cursor:
             check_select(sql, cursor, self.store.reserved_names())
-            return self._run(cursor, sql)
-        finally:
-            cursor.close()
+        where, params = _where(AuditFilters(), organization)
+        with tempfile.TemporaryDirectory(prefix="roving-audit-rows-") as scratch:
+            rows = Path(scratch) / "rows.parquet"
+            self.store.copy_to_parquet(f"{_select(where)} ORDER BY position, cluster", params, rows)
+            try:
+                columns, found = self.sandbox.run(rows, sql, self.max_rows)
+            except SandboxFailed as error:
+                raise QueryFailed(str(error), error.reason) from None
+        return QueryResult(columns, found[: self.max_rows], truncated=len(found) > self.max_rows)
 
     def export_parquet(self, path: str | Path, filters: AuditFilters, scope: Scope) -> None:
         """Every row the filters select (the page limit does not apply), in position order, as Parquet."""
         where, params = _where(filters, visible_organization(filters, scope))
         self.store.copy_to_parquet(f"{_select(where)} ORDER BY position, cluster", params, path)
-
-    def _run(self, cursor: Any, sql: str) -> QueryResult:
-        timer = threading.Timer(self.timeout_seconds, cursor.interrupt)
-        timer.start()
-        try:
-            result = cursor.execute(sql)
-            columns = [d[0] for d in result.description]
-            rows = result.fetchmany(self.max_rows + 1)
-        except duckdb.InterruptException as error:
-            raise QueryFailed(f"the query ran past {self.timeout_seconds:g}s and was stopped") from error
-        except duckdb.Error as error:
-            raise QueryFailed(f"the query failed: {error}") from error
-        finally:
-            timer.cancel()
-        return QueryResult(columns, rows[: self.max_rows], truncated=len(rows) > self.max_rows)
-
 
 def _where(filters: AuditFilters, organization: str | None) -> tuple[str, list[Any]]:
     clauses: list[str] = []

@@ -4,7 +4,10 @@ The check works on DuckDB's own parse tree (`extract_statements` for the stateme
 `json_serialize_sql` for the tree), not on regexes: a statement must be one SELECT (or WITH ... SELECT)
 whose table references are the scoped `audit` view or the query's own CTEs; table functions
 (`read_*`, `*_scan`, `query`, ...), qualified names, DESCRIBE/SUMMARIZE and file paths are refused.
-The store runs the query on a database with external access disabled as a second line of defence.
+It fails closed: every node of the tree must be of a kind it knows (`EXPRESSION_CLASSES`, `NODE_TYPES`), so a
+construct a newer DuckDB adds, or a shape it renames, is refused by name until someone reads it here.
+The query then runs in a sandbox (adapters.audit_sandbox) holding only the reader's rows, with external
+access disabled, as a second line of defence.
 """
 
 from __future__ import annotations
@@ -17,6 +20,17 @@ import duckdb
 
 VIEW = "audit"
 ALLOWED_REFS = frozenset({"BASE_TABLE", "SUBQUERY", "JOIN", "EMPTY", "EXPRESSION_LIST", "PIVOT"})
+# Parsed expressions (nodes with a `class`), as DuckDB 2.0's json_serialize_sql writes them.
+EXPRESSION_CLASSES = frozenset({
+    "BETWEEN", "CASE", "CAST", "COLLATE", "COLUMN_REF", "COMPARISON", "CONJUNCTION", "CONSTANT", "FUNCTION",
+    "LAMBDA", "LAMBDA_REF", "OPERATOR", "PARAMETER", "POSITIONAL_REFERENCE", "STAR", "SUBQUERY", "TYPE", "WINDOW",
+})
+# Everything else with a `type`: query nodes, result modifiers, order directions and table references.
+NODE_TYPES = frozenset({
+    "SELECT_NODE", "SET_OPERATION_NODE", "RECURSIVE_CTE_NODE", "CTE_NODE",
+    "ORDER_MODIFIER", "LIMIT_MODIFIER", "LIMIT_PERCENT_MODIFIER", "DISTINCT_MODIFIER",
+    "ORDER_DEFAULT", "ASCENDING", "DESCENDING",
+}) | ALLOWED_REFS | {"TABLE_FUNCTION", "SHOW_REF"}  # the last two are known only to be refused with a reason
 REFUSED_FUNCTION_PREFIXES = ("read_", "duckdb_", "pragma_", "parquet_", "iceberg_", "delta_", "sniff_", "glob")
 REFUSED_FUNCTIONS = frozenset({"query", "query_table", "getenv", "current_setting", "which_secret", "load_aws_credentials"})
 
@@ -37,8 +51,7 @@ def check_select(sql: str, connection: duckdb.DuckDBPyConnection, reserved: froz
     borrowed = sorted(ctes & reserved - {VIEW})
     if borrowed:
         raise RefusedQuery(f"a CTE may not be named like a database table: {', '.join(borrowed)}")
-    for node in _dicts(tree):
-        _check_node(node, ctes)
+    check_tree(tree, ctes)
 
 
 def _check_statement_type(sql: str) -> None:
@@ -80,16 +93,33 @@ def _dicts(tree: Any) -> Iterator[dict[str, Any]]:
             stack.extend(item)
 
 
+def check_tree(tree: dict[str, Any], ctes: set[str]) -> None:
+    """Every node of a parse tree, checked; `check_select` parses and calls this."""
+    for node in _dicts(tree):
+        _check_node(node, ctes)
+
+
 def _check_node(node: dict[str, Any], ctes: set[str]) -> None:
+    _check_known(node)
     if _is_table_ref(node):
         _check_table_ref(node, ctes)
     elif node.get("class") == "FUNCTION":
         _check_function(node.get("function_name", ""), node.get("schema", ""), node.get("catalog", ""))
 
 
-def _is_table_ref(node: dict[str, Any]) -> bool:
+def _check_known(node: dict[str, Any]) -> None:
+    """Fail closed: a node of a kind this guard has not been taught is refused, by name."""
+    if "class" in node:
+        if node["class"] not in EXPRESSION_CLASSES:
+            raise RefusedQuery(f"the construct {node['class']} ({node.get('type')}) is not allowed in audit queries")
+        return
     kind = node.get("type")
-    return isinstance(kind, str) and "sample" in node and "class" not in node and not kind.endswith("_NODE")
+    if isinstance(kind, str) and kind not in NODE_TYPES and not kind.endswith("_TYPE_INFO"):  # type info: data only
+        raise RefusedQuery(f"the construct {kind} is not allowed in audit queries")
+
+
+def _is_table_ref(node: dict[str, Any]) -> bool:
+    return "class" not in node and node.get("type") in ALLOWED_REFS | {"TABLE_FUNCTION", "SHOW_REF"}
 
 
 def _check_table_ref(node: dict[str, Any], ctes: set[str]) -> None:

@@ -204,7 +204,11 @@ class AccessDenied(PermissionError):
 
 
 class QueryFailed(ValueError):
-    """A checked query that DuckDB could not run (bad column, type error, timeout)."""
+    """A checked query that could not finish; `reason` is error (bad column, type), time, memory or size."""
+
+    def __init__(self, message: str, reason: str = "error") -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 def scope_organization(scope: Scope) -> str | None:

@@ -1,14 +1,14 @@
 """Audit routes: filtered rows, read-only SQL over the caller's view, and Parquet export.
 
 A cluster admin reads every row; an organization owner reads their organization's rows; anyone else
-is refused (403). Every DuckDB call runs in the threadpool against the one shared AuditStore.
+is refused (403). Lists and exports run in the threadpool on cursors of the one shared AuditStore; SQL runs in
+a bounded child process of its own (adapters.audit_sandbox), a few side by side.
 """
 
 from __future__ import annotations
 
 import shutil
 import tempfile
-import threading
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -30,9 +30,6 @@ from projections.audit import AccessDenied, AuditFilters, QueryFailed, Scope
 MAX_LIMIT = 10_000
 FILTERS = ("since", "until", "principal", "event_type", "node", "workflow", "organization", "cluster", "after", "limit")
 PARQUET = "application/vnd.apache.parquet"
-# AuditStore.reserved_names() runs on the store's own connection, which DuckDB refuses to share between
-# threads ("connection is busy"): SQL queries take turns until it moves to a cursor of its own.
-QUERY_TURN = threading.Lock()
 ENCODER = msgspec.json.Encoder(enc_hook=str)  # DuckDB values JSON does not know (intervals, blobs) as text
 
 
@@ -74,6 +71,8 @@ def _utc(when: datetime | None) -> datetime | None:
 def refused(error: Exception) -> Response:
     if isinstance(error, AccessDenied):
         return problem(403, str(error))
+    if isinstance(error, QueryFailed):  # reason: error, time, memory or size (the limit it met)
+        return problem(400, str(error), "sql", reason=error.reason)
     return problem(400, str(error), "sql")
 
 
@@ -90,16 +89,11 @@ async def query(request: Request) -> Response:
     scope, wanted = scope_of(c.principal(request)), await c.body(request, Query)
     audit = audit_log(request)
     try:
-        result = await c.call(_query_in_turn, audit, wanted.sql, scope)
+        result = await c.call(audit.query, wanted.sql, scope)
     except (RefusedQuery, QueryFailed, AccessDenied) as error:
         return refused(error)
     body = {"columns": result.columns, "rows": result.rows, "truncated": result.truncated}
     return Response(ENCODER.encode(body), media_type="application/json")
-
-
-def _query_in_turn(audit: Any, sql: str, scope: Scope) -> Any:
-    with QUERY_TURN:
-        return audit.query(sql, scope)
 
 
 async def export_parquet(request: Request) -> Response:
