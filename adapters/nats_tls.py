@@ -65,6 +65,31 @@ def local_ca(directory: Path, hosts: tuple[str, ...] = LOCAL_HOSTS) -> TlsFiles:
     return files
 
 
+def client_certificate(directory: Path, name: str) -> tuple[Path, Path]:
+    """A certificate `local_ca(directory)`'s CA signs for a client called `name` (a federation member's leaf
+    connection, a route of a node): `<name>.pem` and `<name>-key.pem` (0600), made once."""
+    cert, key = directory / f"{name}.pem", directory / f"{name}-key.pem"
+    if cert.exists() and key.exists():
+        return cert, key
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        raise TlsError("openssl not found: install it (Debian: openssl)")
+    with tempfile.TemporaryDirectory(dir=directory) as scratch:
+        ext, csr = Path(scratch) / "ext.cnf", Path(scratch) / "client.csr"
+        ext.write_text("extendedKeyUsage=clientAuth\nbasicConstraints=CA:FALSE\n")
+        old = os.umask(0o077)
+        try:
+            _run(openssl, "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                 "-keyout", key, "-out", csr, "-subj", f"/CN={name}")
+            _run(openssl, "x509", "-req", "-in", csr, "-CA", directory / "ca.pem", "-CAkey", directory / "ca-key.pem",
+                 "-CAcreateserial", "-out", cert, "-days", CERT_DAYS, "-extfile", ext)
+        finally:
+            os.umask(old)
+    (directory / "ca.srl").unlink(missing_ok=True)
+    key.chmod(0o600)
+    return cert, key
+
+
 def _run(*argv: object) -> None:
     done = subprocess.run([str(a) for a in argv], capture_output=True, text=True)
     if done.returncode != 0:
