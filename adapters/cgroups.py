@@ -18,7 +18,7 @@ from pathlib import Path
 
 ROOT = Path("/sys/fs/cgroup")
 V1_REQUIRED = ("memory", "pids")
-V1_OPTIONAL = ("cpu", "freezer")
+V1_OPTIONAL = ("cpu", "freezer", "devices")
 V2_CONTROLLERS = ("memory", "pids", "cpu")
 CPU_PERIOD_US = 100_000
 KILL_ROUNDS = 200  # each round re-reads the members: a process forking while it is killed is caught next round
@@ -32,6 +32,7 @@ class Limits:
     memory: int | None = None
     cpus: float | None = None
     pids: int | None = None
+    denied_devices: tuple[tuple[int, int], ...] = ()  # (major, minor) of char devices the job must not open
 
 
 def size_text(size: int) -> str:
@@ -192,6 +193,8 @@ class Hierarchy:
             _write(dirs["cpu"] / "cpu.cfs_quota_us", str(int(limits.cpus * CPU_PERIOD_US)))
         if limits.pids:
             _write(dirs["pids"] / "pids.max", str(limits.pids))
+        for major, minor in limits.denied_devices if "devices" in dirs else ():
+            _write(dirs["devices"] / "devices.deny", f"c {major}:{minor} rwm")
 
     def close(self) -> None:
         """Remove this agent's own parent once it is empty; one still holding allocations stays for the next."""
@@ -201,11 +204,12 @@ class Hierarchy:
             except OSError:
                 pass
 
-    def reap(self) -> list[str]:
-        """Kill and remove every allocation cgroup a previous agent of this name left; returns their names."""
+    def reap(self, keep: set[str] = frozenset()) -> list[str]:
+        """Kill and remove every allocation cgroup a previous agent of this name left, but those of the jobs it
+        adopts (`keep`: their directory names); returns the names removed."""
         parents = self._parents()
         names = sorted({child.name for parent in parents.values() if parent.is_dir()
-                        for child in parent.iterdir() if child.is_dir()})
+                        for child in parent.iterdir() if child.is_dir()} - set(keep))
         for name in names:
             dirs = {controller: parent / name for controller, parent in parents.items() if (parent / name).is_dir()}
             Cgroup(self.version, dirs, Limits()).remove()

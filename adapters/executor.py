@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
+import shutil
 import signal
 import subprocess
 import threading
@@ -11,7 +13,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from adapters.adoption import JobFiles, JobState, Orphan, found_jobs, start_time, wrapped
 from adapters.cgroups import Cgroup, Hierarchy, Limits, size_text
+from adapters.devices import GPU, DeviceBinder, DeviceError, Gpu
 from adapters.runtime.bwrap import OciRuntime
 from adapters.runspec import (  # noqa: F401 - RunSpec, SpecError and unreachable are the executor's vocabulary too
     JobUser,
@@ -31,15 +35,20 @@ UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_.\-\[\]]")
 CHUNK = 64 * 1024
 POLL = 0.05
 PIDS_PER_ALLOCATION = 4096  # a fork bomb stops here, not at the node's pid_max
+SIGNALS = {s.value: s.name for s in signal.Signals}
 
 
 class Running:
     """One started process group: streams its output, enforces its timeout, can be canceled."""
 
-    def __init__(self, spec: RunSpec, proc: subprocess.Popen, workdir: Path, grace: float,
-                 cgroup: Cgroup | None = None, ran_on_host: bool = False):
+    def __init__(self, spec: RunSpec, proc: subprocess.Popen | Orphan, workdir: Path, grace: float,
+                 cgroup: Cgroup | None = None, ran_on_host: bool = False, files: JobFiles | None = None,
+                 started_at: float | None = None):
         self.spec, self.proc, self.workdir, self.ran_on_host = spec, proc, workdir, ran_on_host
-        self.grace, self.cgroup = grace, cgroup
+        self.grace, self.cgroup, self.files = grace, cgroup, files
+        self.started_at = time.time() if started_at is None else started_at
+        self.devices: list[str] = []  # the GPU indices it was bound to
+        self.readers: dict[str, int] = {}  # the agent's ends of its output FIFOs, until its readers take them
         self.pulled = None  # the image this ran in (oci runtime), with how long its pull took
         self.result: tuple[int, str] | None = None
         self._reason: str | None = None
@@ -65,6 +74,11 @@ class Running:
         self._done.wait(timeout)
         return self.result
 
+    def release(self) -> None:
+        """Forget the job's state on disk: call once its end is reported (or will never be)."""
+        if self.files is not None:
+            self.files.remove()
+
     def _signal(self, signum: int) -> None:
         """The process group, and in a cgroup every process of the job (a daemon left the group)."""
         try:
@@ -77,7 +91,8 @@ class Running:
     def _supervise(self, readers: list[threading.Thread], on_exit: OnExit) -> None:
         """Wait for exit (enforcing timeout and cancel), kill what is left, drain the pipes, then report once."""
         timeout = self.spec.execute_timeout
-        deadline = time.monotonic() + timeout if timeout and timeout > 0 else None
+        ran = max(0.0, time.time() - self.started_at)  # an adopted job has run for a while already
+        deadline = time.monotonic() + timeout - ran if timeout and timeout > 0 else None
         while self.proc.poll() is None and not self._stop.is_set():
             if deadline is not None and time.monotonic() >= deadline:
                 self.cancel(f"execute timeout {format_seconds(timeout)} exceeded")
@@ -112,16 +127,22 @@ class Running:
             return self._reason
         if code != 0 and self.cgroup is not None and self.cgroup.limits.memory and self.cgroup.oom_kills():
             return f"out of memory: killed at its memory limit of {size_text(self.cgroup.limits.memory)}"
+        if getattr(self.proc, "status_lost", False):
+            return "ended while no agent watched it, and its exit status was not recorded"
         if code < 0:
             return f"killed by signal {signal.Signals(-code).name}"
+        if code - 128 in SIGNALS:  # the wrapper's shell reports a job killed by signal N as 128+N
+            return f"killed by signal {SIGNALS[code - 128]}"
         return f"exited with code {code}"
 
 
-def _pump(pipe, stream: str, on_output: OnOutput) -> None:
+def _pump(fd: int, stream: str, on_output: OnOutput) -> None:
     """Forward a pipe's bytes as they arrive (not line-buffered), then close it."""
-    with pipe:
-        while chunk := os.read(pipe.fileno(), CHUNK):
+    try:
+        while chunk := os.read(fd, CHUNK):
             on_output(stream, chunk)
+    finally:
+        os.close(fd)
 
 
 def child_setup(cgroup: Cgroup | None, memory: int | None, user: JobUser | None):
@@ -145,10 +166,12 @@ class Executor:
 
     def __init__(self, workdir_root: Path, kill_grace: float = 10.0, cgroups: Hierarchy | None = None,
                  user: JobUser | None = None, runtime: OciRuntime | None = None,
-                 pids_limit: int = PIDS_PER_ALLOCATION):
+                 pids_limit: int = PIDS_PER_ALLOCATION, state_root: Path | None = None, gpus: list[Gpu] | None = None):
         self.workdir_root = Path(workdir_root).resolve()
+        self.state_root = Path(state_root) if state_root else self.workdir_root / ".roving-agent" / "jobs"
         self.kill_grace, self.cgroups, self.user, self.pids_limit = kill_grace, cgroups, user, pids_limit
         self.runtime = runtime
+        self.binder = DeviceBinder(gpus) if gpus else None
         if user is not None:  # searchable, not listable: a job finds its own directory and no one else's
             self.workdir_root.mkdir(parents=True, exist_ok=True)
             if (owner := self.workdir_root.stat().st_uid) != os.geteuid():  # e.g. planted in /tmp by another user
@@ -165,37 +188,113 @@ class Executor:
         return self.workdir_root / workflow / f"{stage}-{spec.attempt}"
 
     def start(self, spec: RunSpec, on_output: OnOutput, on_exit: OnExit) -> Running:
-        """Prepare the work directory, start the process in its own session and cgroup, supervise it in threads."""
+        """Prepare the work directory, start the process in its own session and cgroup, supervise it in threads.
+
+        The job runs under a small shell wrapper that records its exit code, its output goes through FIFOs in
+        the agent's state directory, and its state is written there: a restarted agent can adopt it."""
         workdir = self.workdir(spec)
         workdir.mkdir(parents=True, exist_ok=True)
         cwd = inside(workdir, spec.cwd or ".", "cwd")
         cwd.mkdir(parents=True, exist_ok=True)
         self._write_files(spec, workdir)
         argv = self._argv(spec, workdir)
-        pulled = None
-        if spec.image and self.runtime is not None:
-            pulled = self.runtime.prepare(spec.image)
-            argv = self.runtime.wrap(argv, pulled.rootfs, workdir, cwd, spec.network_isolated)
-        if self.user is not None:
-            self._hand_over(workdir)
-        env = job_environment(spec, self.user, workdir)
-        cgroup = self._cgroup(spec)
+        devices = self._bind(spec)
         try:
-            proc = self._popen(argv, cwd, env, child_setup(cgroup, spec.memory, self.user))
+            pulled = None
+            if spec.image and self.runtime is not None:
+                pulled = self.runtime.prepare(spec.image)
+                argv = self.runtime.wrap(argv, pulled.rootfs, workdir, cwd, spec.network_isolated, devices or [])
+            if self.user is not None:
+                self._hand_over(workdir)
+            env = job_environment(spec, self.user, workdir, devices)
+            _findable(argv[0], env, cwd)
+            running = self._launch(spec, argv, cwd, env, workdir)
         except BaseException:
+            self._unbind(spec)
+            raise
+        running.pulled, running.devices, running.ran_on_host = pulled, list(devices or []), bool(spec.image) and not pulled
+        running.files.save(self._state(running))
+        self._watch(running, on_output, on_exit)
+        return running
+
+    def _launch(self, spec: RunSpec, argv: list[str], cwd: Path, env: dict[str, str], workdir: Path) -> Running:
+        """The wrapped process in its cgroup, with its FIFOs; nothing of it is left when it cannot start."""
+        cgroup = self._cgroup(spec, env.get("CUDA_VISIBLE_DEVICES"))
+        files, readers = JobFiles.for_spec(self.state_root, spec), {}
+        try:
+            files.create()
+            readers = files.open_readers()
+            proc = self._spawn(argv, cwd, env, child_setup(cgroup, spec.memory, self.user), files)
+        except BaseException:
+            for fd in readers.values():
+                os.close(fd)
+            files.remove()
             if cgroup is not None:
                 cgroup.remove()
             raise
-        running = Running(spec, proc, workdir, self.kill_grace, cgroup, ran_on_host=bool(spec.image) and not pulled)
-        running.pulled = pulled
-        readers = [
-            threading.Thread(target=_pump, args=(proc.stdout, "stdout", on_output), daemon=True),
-            threading.Thread(target=_pump, args=(proc.stderr, "stderr", on_output), daemon=True),
-        ]
-        for reader in readers:
-            reader.start()
-        threading.Thread(target=running._supervise, args=(readers, on_exit), daemon=True).start()
+        running = Running(spec, proc, workdir, self.kill_grace, cgroup, files=files)
+        running.readers = readers
         return running
+
+    def _bind(self, spec: RunSpec) -> list[str] | None:
+        """The GPUs this job may see (None on a node without any); refused when too few are free."""
+        count = int(spec.devices.get(GPU, 0))
+        if self.binder is None:
+            if count:
+                raise DeviceError(f"{count} {GPU} asked for, and this node has none")
+            return None
+        return self.binder.bind(_holder(spec), count)
+
+    def _unbind(self, spec: RunSpec) -> None:
+        if self.binder is not None:
+            self.binder.release(_holder(spec))
+
+    def found(self) -> list[tuple[JobFiles, JobState]]:
+        """The jobs a previous agent on this work directory left running (or ended unreported)."""
+        return found_jobs(self.state_root)
+
+    def adopt(self, files: JobFiles, state: JobState, on_output: OnOutput, on_exit: OnExit) -> Running:
+        """Watch a job this agent did not start: its output from the FIFOs, its end from its pid and exit file."""
+        cgroup = None
+        if state.cgroup_dirs:
+            limits = Limits(**{k: v for k, v in state.limits.items() if k in ("memory", "cpus", "pids")})
+            cgroup = Cgroup(state.cgroup_version, {k: Path(v) for k, v in state.cgroup_dirs.items()}, limits)
+        proc = Orphan(state.pid, state.born, files)
+        running = Running(state.spec, proc, Path(state.workdir), self.kill_grace, cgroup, state.ran_on_host, files,
+                          started_at=state.started_at)
+        running.devices, running.readers = list(state.devices), files.open_readers()
+        if self.binder is not None:
+            self.binder.hold(_holder(state.spec), running.devices)
+        self._watch(running, on_output, on_exit)
+        return running
+
+    def reap(self, keep: set[str]) -> list[str]:
+        """Kill and remove every allocation cgroup of this agent that no adopted job owns."""
+        return self.cgroups.reap(keep) if self.cgroups is not None else []
+
+    def _watch(self, running: Running, on_output: OnOutput, on_exit: OnExit) -> None:
+        """Readers for its output, and a supervisor that gives its GPUs back before its end is reported."""
+        def ended(code: int, reason: str) -> None:
+            self._unbind(running.spec)
+            on_exit(code, reason)
+
+        threads = [threading.Thread(target=_pump, args=(fd, stream, on_output), daemon=True)
+                   for stream, fd in running.readers.items()]
+        for reader in threads:
+            reader.start()
+        threading.Thread(target=running._supervise, args=(threads, ended), daemon=True).start()
+
+    @staticmethod
+    def _state(running: Running) -> JobState:
+        born = start_time(running.pid)
+        cgroup = running.cgroup
+        return JobState(
+            spec=running.spec, workdir=str(running.workdir), pid=running.pid, born=born[1] if born else None,
+            started_at=running.started_at, ran_on_host=running.ran_on_host, devices=running.devices,
+            cgroup_version=cgroup.version if cgroup else 0,
+            cgroup_dirs={k: str(v) for k, v in cgroup.dirs.items()} if cgroup else {},
+            limits=dataclasses.asdict(cgroup.limits) if cgroup else {},
+        )
 
     def _hand_over(self, workdir: Path) -> None:
         """The stage's directory and everything in it belong to the job's user, closed to other users; the
@@ -208,10 +307,12 @@ class Executor:
         os.chown(workdir, uid, gid)
         workdir.chmod(0o700)
 
-    def _cgroup(self, spec: RunSpec) -> Cgroup | None:
+    def _cgroup(self, spec: RunSpec, visible: str | None) -> Cgroup | None:
         if self.cgroups is None:
             return None
-        limits = Limits(memory=spec.memory or None, cpus=spec.cpu_cores or None, pids=self.pids_limit)
+        denied = tuple(self.binder.denied(visible.split(",") if visible else [])) if self.binder is not None else ()
+        limits = Limits(memory=spec.memory or None, cpus=spec.cpu_cores or None, pids=self.pids_limit,
+                        denied_devices=denied)
         return self.cgroups.create(f"{spec.allocation_id}-e{spec.epoch}", limits)
 
     @staticmethod
@@ -237,11 +338,28 @@ class Executor:
         return command + list(spec.args or [])
 
     @staticmethod
-    def _popen(argv: list[str], cwd: Path, env: dict[str, str], setup) -> subprocess.Popen:
+    def _spawn(argv: list[str], cwd: Path, env: dict[str, str], setup, files: JobFiles) -> subprocess.Popen:
+        """The wrapped job: stdin is the exit file (the wrapper writes the code there), stdout and stderr the FIFOs."""
+        writers, exit_fd = files.open_writers(), files.open_exit()
         try:
             return subprocess.Popen(
-                argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                wrapped(argv), cwd=cwd, env=env, stdin=exit_fd, stdout=writers["stdout"], stderr=writers["stderr"],
                 start_new_session=True, preexec_fn=setup, close_fds=True,  # noqa: PLW1509 - no locks taken in it
             )
         except subprocess.SubprocessError as error:  # preexec failed (cgroup gone, setuid refused): cannot start
             raise OSError(f"cannot set up the job's process: {error}") from error
+        finally:
+            for fd in (*writers.values(), exit_fd):
+                os.close(fd)
+
+
+def _holder(spec: RunSpec) -> str:
+    return f"{spec.allocation_id}-e{spec.epoch}"
+
+
+def _findable(program: str, env: dict[str, str], cwd: Path) -> None:
+    """The wrapper's shell would report a missing program only as exit 127 once started: refuse it here."""
+    if os.sep in program:
+        program = str(cwd / program)  # relative to the job's directory, as exec resolves it
+    if shutil.which(program, path=env.get("PATH", os.defpath)) is None:
+        raise FileNotFoundError(2, "No such file or directory", program)

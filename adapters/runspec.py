@@ -37,6 +37,7 @@ class RunSpec(msgspec.Struct, kw_only=True):
     memory: int | None = None
     cpu_cores: float | None = None
     image: str | None = None
+    devices: dict[str, int] = {}  # requested counts by name, e.g. {"nvidia.com/gpu": 1}
     network_isolated: bool = False  # a private network namespace under the oci runtime
     readiness_probe: ProbeSpec | None = None
     ports: list[Any] = []  # echoed back in the ready report as the API sent them
@@ -93,8 +94,10 @@ def inside(base: Path, relative: str, what: str) -> Path:
     return resolved
 
 
-def job_environment(spec: RunSpec, user: JobUser | None = None, home: Path | None = None) -> dict[str, str]:
-    """A small inherited base (never the agent's own secrets), the stage's env, then the FB_* variables."""
+def job_environment(spec: RunSpec, user: JobUser | None = None, home: Path | None = None,
+                    devices: list[str] | None = None) -> dict[str, str]:
+    """A small inherited base (never the agent's own secrets), the stage's env, then the FB_* variables and the
+    devices this node bound the job to (a job asking for no GPU sees none)."""
     env = {key: os.environ[key] for key in PASSED_THROUGH if key in os.environ}
     if user is not None:  # not the agent's HOME and name: the job is someone else
         env.update(HOME=str(home), USER=user.name, LOGNAME=user.name)
@@ -104,6 +107,8 @@ def job_environment(spec: RunSpec, user: JobUser | None = None, home: Path | Non
     env["FB_ACCOUNT_ID"] = spec.account_id
     if spec.task_id is not None:
         env["FB_TASK_ID"] = str(spec.task_id)
+    if devices is not None:
+        env["CUDA_VISIBLE_DEVICES"] = env["NVIDIA_VISIBLE_DEVICES"] = ",".join(devices)
     return env
 
 

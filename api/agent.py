@@ -19,7 +19,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_serv
 
 from adapters import sysinfo
 from adapters.executor import Executor, Running, RunSpec, SpecError
-from adapters.leftovers import Leftovers
+from adapters.adoption import Registration
 from adapters.logs import LogWriter
 from adapters.outbox import Entry, Outbox
 from adapters.probes import ProbeRunner
@@ -59,8 +59,9 @@ class Slot:
 class Agent:
     """The loop: heartbeat, poll assignments, start and stop processes, report with the allocation's epoch.
 
-    Its state on disk (`<workdir>/.roving-agent/`): the outbox of unacknowledged reports and the process groups
-    it started, so a restarted agent delivers the reports and kills what its predecessor left running."""
+    Its state on disk (`<workdir>/.roving-agent/`): the outbox of unacknowledged reports, its registration and
+    a directory per running job (adapters/adoption.py), so a restarted agent delivers the reports, adopts the
+    jobs its predecessor left running under the same registration, and reports their ends."""
 
     def __init__(self, config: AgentConfig, http: httpx.AsyncClient, executor: Executor, metrics: NodeMetrics):
         self.config, self.http, self.executor, self.metrics = config, http, executor, metrics
@@ -73,17 +74,21 @@ class Agent:
         self.loop = asyncio.get_running_loop()
         self.log = log.bind(node=config.node)
         state = Path(config.workdir) / ".roving-agent"
-        self.leftovers = Leftovers(state / "running")
+        self.registration = Registration(state / "node.json")
+        self.unconfirmed: dict[str, int] = {}  # adopted: killed unless the control plane still lists them here
         self.reporter = Reporter(Outbox(state / "outbox"), self.call, self._fenced)
 
     async def run(self, stop: asyncio.Event) -> None:
         nc = beats = None
         try:
-            killed = self.leftovers.kill_all()
-            if killed:
-                self.log.warning("agent.killed_leftovers", allocations=killed)
+            adopted = self.adopt()
             await self.reporter.drain(time.monotonic() + OUTBOX_DRAIN_SECONDS, stop)
-            await self.register(stop)
+            if adopted and await self.resume(stop):
+                await self.watch_adopted(adopted)
+            else:
+                if adopted:  # the control plane gave them up with the old registration: no copy may run on
+                    await self.stop_all("its node registered anew: the allocation was given up", report=False)
+                await self.register(stop)
             nc = await self.connect_logs()
             beats = asyncio.create_task(self.keep_lease(stop))  # never behind a slow poll or report
             while not stop.is_set():
@@ -97,6 +102,59 @@ class Agent:
                 await asyncio.gather(beats, return_exceptions=True)
             await self.stop_all("agent stopped", report=True)
             await self.close_logs(nc)
+
+    def adopt(self) -> list[Slot]:
+        """Watch again every job a predecessor on this work directory left (the ended ones report at once);
+        the cgroups no job owns any more are killed and removed."""
+        adopted, keep = [], set()
+        for files, state in self.executor.found():
+            spec = state.spec
+            running = self.executor.adopt(files, state, self._forward_output(spec), self._forward_exit(spec))
+            adopted.append(self.slots.setdefault(spec.allocation_id, Slot(spec, running)))
+            keep |= {Path(d).name for d in state.cgroup_dirs.values()}
+        if reaped := self.executor.reap(keep):
+            self.log.warning("agent.killed_leftover_cgroups", cgroups=reaped)
+        if adopted:
+            self.log.info("agent.adopting", allocations=sorted(self.slots))
+        return adopted
+
+    async def resume(self, stop: asyncio.Event) -> bool:
+        """Carry on under the predecessor's registration when the control plane still holds it (a heartbeat
+        with its epoch is accepted); registering anew would give up every allocation placed here."""
+        if (saved := self.registration.load()) is None:
+            return False
+        self.node_id, self.epoch = saved
+        while not stop.is_set():
+            body = {"node_id": self.node_id, "epoch": self.epoch, "running": sorted(self.slots)}
+            response = await self.call("POST", "/v4/agent/heartbeat", json=body)
+            if response is not None and response.status_code == 200:
+                self.log = log.bind(node=self.config.node, node_id=self.node_id, node_epoch=self.epoch)
+                self.log.info("agent.resumed", allocations=sorted(self.slots))
+                return True
+            if response is not None and response.status_code < 500 and response.status_code != 429:
+                self.log.warning("agent.resume_refused", status=response.status_code, body=response.text[:200])
+                return False
+            await _sleep_or_stop(stop, self.config.heartbeat)
+        return False
+
+    async def watch_adopted(self, adopted: list[Slot]) -> None:
+        self.unconfirmed = {slot.spec.allocation_id: slot.spec.epoch for slot in adopted}
+        for slot in adopted:
+            if slot.spec.kind == "service":
+                await self.serve(slot)
+
+    def confirm(self, answer: dict[str, Any]) -> None:
+        """The first assignments after adopting: a job the control plane no longer places here is killed, and
+        says nothing more (its allocation ended otherwise, or moved)."""
+        placed = {(item.get("allocation_id"), item.get("epoch")) for item in answer.get("start", [])}
+        stopping = {order.get("allocation_id") for order in answer.get("stop", [])}
+        for allocation_id, epoch in self.unconfirmed.items():
+            slot = self.slots.get(allocation_id)
+            if slot is not None and (allocation_id, epoch) not in placed and allocation_id not in stopping:
+                slot.fenced = True
+                slot.running.cancel("no longer placed on this node")
+                self.log.warning("agent.adopted_job_not_placed", allocation_id=allocation_id, epoch=epoch)
+        self.unconfirmed = {}
 
     async def close_logs(self, nc) -> None:
         """Job output still buffered goes out if the server is there; a server already gone is no error."""
@@ -125,6 +183,7 @@ class Agent:
             if response is not None and response.status_code == 200:
                 answer = response.json()
                 self.node_id, self.epoch = answer["node_id"], answer["epoch"]
+                self.registration.save(self.node_id, self.epoch)
                 self.log = log.bind(node=c.node, node_id=self.node_id, node_epoch=self.epoch)
                 self.log.info("agent.registered")
                 return
@@ -174,6 +233,7 @@ class Agent:
         if response is None or response.status_code != 200:
             return
         answer = response.json()
+        self.confirm(answer)
         for order in answer.get("stop", []):
             if slot := self.slots.get(order["allocation_id"]):
                 slot.running.cancel(order.get("reason") or "stopped by the control plane")
@@ -198,13 +258,17 @@ class Agent:
             await self.report(allocation_id, epoch, "exited", exit_code=code, reason=f"cannot start: {error}")
             return
         slot = self.slots[spec.allocation_id] = Slot(spec, running)
-        self.leftovers.started(spec.allocation_id, running.pid)
         self.log.info("agent.started", allocation_id=spec.allocation_id, pid=running.pid)
         if not await self.report_slot(slot, "started"):
             return
         if running.ran_on_host:
             reason = f"image {spec.image} was not used: this node's runtime is host"
             await self.report_slot(slot, "ran_on_host", reason=reason)
+        await self.serve(slot)
+
+    async def serve(self, slot: Slot) -> None:
+        """A service is ready when its probe passes, or at once without one (readiness reports are idempotent)."""
+        spec, running = slot.spec, slot.running
         if spec.kind == "service" and spec.readiness_probe is not None:
             slot.probe = ProbeRunner(
                 spec.readiness_probe, lambda: self._threadsafe(self.events.put_nowait, ("ready", spec.allocation_id)),
@@ -228,7 +292,6 @@ class Agent:
     async def finish(self, slot: Slot, exit_code: int, reason: str) -> None:
         spec = slot.spec
         del self.slots[spec.allocation_id]
-        self.leftovers.ended(spec.allocation_id)
         self.finished.add((spec.allocation_id, spec.epoch))
         if slot.probe is not None:
             await asyncio.to_thread(slot.probe.stop)
@@ -239,6 +302,7 @@ class Agent:
         self.log.info("agent.exited", allocation_id=spec.allocation_id, exit_code=exit_code, reason=reason)
         if not slot.fenced:
             await self.report_slot(slot, "exited", exit_code=exit_code, reason=reason)
+        slot.running.release()  # the exit is in the outbox (or never to be said): the job's state may go
 
     async def report_slot(self, slot: Slot, event: str, **fields) -> bool:
         """Report with the slot's epoch; False when fenced (a newer placement exists: this copy was killed)."""

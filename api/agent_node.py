@@ -26,14 +26,12 @@ def agent_name(config: AgentConfig) -> str:
 
 
 def build_executor(config: AgentConfig, log, detect=cgroups.detect) -> Executor:
-    """The executor, with this agent's cgroups when it may have them; what a predecessor left there is killed."""
+    """The executor, with this agent's cgroups when it may have them (the agent adopts or reaps what a
+    predecessor left there)."""
     hierarchy, isolation = detect(agent_name(config))
     if hierarchy is None:
         log.warning("agent.no_isolation", reason=isolation)
     else:
-        reaped = hierarchy.reap()
-        if reaped:
-            log.warning("agent.killed_leftover_cgroups", cgroups=reaped)
         log.info("agent.isolation", cgroups=isolation)
     config.annotations.setdefault(ISOLATION, isolation if hierarchy is not None else "none")
     config.annotations.setdefault(JOB_USER, job_user_text(config))
@@ -44,8 +42,10 @@ def build_executor(config: AgentConfig, log, detect=cgroups.detect) -> Executor:
     if config.runtime == "oci":
         cache = ImageCache(config.image_cache or Path(config.workdir) / ".roving-images", config.insecure_registries)
         runtime = OciRuntime(cache, Path(config.workdir).resolve())
+    if config.gpus:
+        log.info("agent.gpus", indices=[gpu.index for gpu in config.gpus])
     return Executor(config.workdir, kill_grace=config.kill_grace, cgroups=hierarchy, user=config.job_user,
-                    runtime=runtime)
+                    runtime=runtime, gpus=config.gpus)
 
 
 def job_user_text(config: AgentConfig) -> str:

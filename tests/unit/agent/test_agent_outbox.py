@@ -1,10 +1,10 @@
-"""Reports survive a control plane that cannot answer and an agent that restarts; orphans of a killed agent die."""
+"""Reports survive a control plane that cannot answer and an agent that restarts; a recycled pid is not a job."""
 
 from __future__ import annotations
 
 import subprocess
 
-from adapters.leftovers import Leftovers, start_time
+from adapters.adoption import JobFiles, Orphan, alive, start_time
 from adapters.outbox import Outbox
 from tests.unit.agent.fake_api import FakeApi
 from tests.unit.agent.test_agent_loop import assignment, drive
@@ -53,23 +53,15 @@ def test_the_same_report_put_twice_waits_once(tmp_path):
     assert len(Outbox(tmp_path)) == 1
 
 
-def test_a_process_group_left_by_a_killed_agent_is_killed_by_the_next_one(tmp_path):
-    orphan = subprocess.Popen(["sh", "-c", "sleep 60 & sleep 60"], start_new_session=True)
-    Leftovers(tmp_path).started("a1", orphan.pid)
-    assert Leftovers(tmp_path).kill_all() == ["a1"]
-    assert orphan.wait(5) == -9
-    assert list(tmp_path.glob("*.json")) == []
-
-
-def test_a_recycled_pid_is_never_taken_for_a_leftover(tmp_path):
+def test_a_recycled_pid_is_never_taken_for_an_adopted_job(tmp_path):
     bystander = subprocess.Popen(["sleep", "60"], start_new_session=True)
     try:
-        leftovers = Leftovers(tmp_path)
-        leftovers.started("a1", bystander.pid)
-        record = tmp_path / "a1.json"
-        record.write_text(record.read_text().replace(str(start_time(bystander.pid)), "1"))
-        assert leftovers.kill_all() == []
-        assert bystander.poll() is None
+        _, born = start_time(bystander.pid)
+        assert alive(bystander.pid, born)
+        assert not alive(bystander.pid, born + 1)
+        (tmp_path / "exit").write_text("3\n")
+        assert Orphan(bystander.pid, born + 1, JobFiles(tmp_path)).poll() == 3  # the job ended; this is another
+        assert Orphan(bystander.pid, born, JobFiles(tmp_path)).poll() is None
     finally:
         bystander.kill()
         bystander.wait()
