@@ -13,6 +13,7 @@ from typing import Any
 
 import msgspec
 
+from adapters import devices as gpu_devices
 from adapters import sysinfo
 from adapters.executor import JobUser, RunSpec, unreachable
 from adapters.probes import snake_keys
@@ -42,6 +43,7 @@ class AgentConfig:
     runtime: str = "host"  # host | oci
     image_cache: Path | None = None  # oci: <workdir>/.roving-images unless given
     insecure_registries: tuple[str, ...] = ()
+    gpus: list[gpu_devices.Gpu] = field(default_factory=list)  # what the agent binds allocations to
     metrics_port: int | None = None
     heartbeat: float = 2.0
     poll: float = 0.5
@@ -100,6 +102,7 @@ def _parser() -> UsageParser:
     p.add_argument("--cpus", type=_typed("cpus", _cpus))
     p.add_argument("--memory", type=_typed("memory", parse_memory))
     p.add_argument("--device", type=_typed("device", _device), action="append", default=[])
+    p.add_argument("--gpus", type=_typed("gpus", gpu_devices.parse_declared))
     p.add_argument("--annotation", type=_typed("annotation", _pair), action="append", default=[])
     p.add_argument("--definition")
     p.add_argument("--workdir", type=Path)
@@ -198,16 +201,34 @@ def parse_args(argv: list[str], env: dict[str, str] | None = None, detect=sysinf
     if not ns.api.startswith(("http://", "https://")):
         raise UsageError(f"argument --api: {ns.api!r} is not an http:// or https:// URL")
     found = detect() if ns.cpus is None or ns.memory is None or not ns.device else None
+    devices = dict(ns.device) if ns.device else dict(found.devices)
+    gpus = _gpus(ns.gpus, env, devices)
+    devices[gpu_devices.GPU] = len(gpus)
+    if not gpus:
+        devices.pop(gpu_devices.GPU)
     return AgentConfig(
         node=ns.node, api=ns.api.rstrip("/"), token=_token(ns.token_file, env),
         cpus=ns.cpus or found.cpu, memory=ns.memory if ns.memory is not None else found.memory,
-        devices=dict(ns.device) if ns.device else dict(found.devices), annotations=dict(ns.annotation),
+        devices=devices, gpus=gpus, annotations=dict(ns.annotation),
         definition=ns.definition, workdir=workdir, metrics_port=ns.metrics_port, heartbeat=ns.heartbeat,
         poll=ns.poll, kill_grace=ns.kill_grace, address=ns.address,
         job_user=job_user(env, ns.allow_root_jobs, euid, workdir), allow_root_jobs=ns.allow_root_jobs,
         runtime=runtime(ns.runtime or env.get("ROVING_RUNTIME", "host")), image_cache=ns.image_cache,
         insecure_registries=tuple(r.strip() for r in env.get("ROVING_INSECURE_REGISTRIES", "").split(",") if r.strip()),
     )
+
+
+def _gpus(declared: list[str] | None, env: dict[str, str], devices: dict[str, int]) -> list[gpu_devices.Gpu]:
+    """--gpus, else ROVING_DECLARED_GPUS, else a declared `--device nvidia.com/gpu=N` (indices 0..N-1), else
+    what the machine shows (nvidia-smi, /dev/nvidia*)."""
+    if declared is None and env.get("ROVING_DECLARED_GPUS", "").strip():
+        try:
+            declared = gpu_devices.parse_declared(env["ROVING_DECLARED_GPUS"])
+        except ValueError as error:
+            raise UsageError(f"ROVING_DECLARED_GPUS: {error}") from None
+    if declared is None and gpu_devices.GPU in devices:
+        declared = [str(i) for i in range(devices[gpu_devices.GPU])]
+    return gpu_devices.inventory(declared)
 
 
 ALIASES = {"job": "job_name", "execute_timeout_seconds": "execute_timeout", "memory_bytes": "memory"}

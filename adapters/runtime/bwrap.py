@@ -31,12 +31,22 @@ class OciRuntime:
             (pulled.rootfs / point).mkdir(parents=True, exist_ok=True)
         return pulled
 
-    def wrap(self, argv: list[str], rootfs: Path, workdir: Path, cwd: Path, isolated_network: bool) -> list[str]:
+    def wrap(self, argv: list[str], rootfs: Path, workdir: Path, cwd: Path, isolated_network: bool,
+             gpus: list[str] = ()) -> list[str]:
         command = [self.bwrap, "--unshare-all", "--die-with-parent", "--ro-bind", str(rootfs), "/",
                    "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+        for node in _gpu_nodes(gpus):  # the private /dev has only the GPUs the job was given
+            command += ["--dev-bind", node, node]
         if not isolated_network:
             command.append("--share-net")
         if self.workdir_root != Path("/tmp"):
             command += ["--tmpfs", str(self.workdir_root)]
         command += ["--bind", str(workdir), str(workdir), "--chdir", str(cwd), "--", *argv]
         return command
+
+
+def _gpu_nodes(gpus: list[str], dev: Path = Path("/dev")) -> list[str]:
+    if not gpus:
+        return []
+    wanted = [f"nvidia{index}" for index in gpus] + ["nvidiactl", "nvidia-uvm", "nvidia-uvm-tools"]
+    return [str(dev / name) for name in wanted if (dev / name).exists()]
