@@ -14,7 +14,8 @@ from api.ui.core import Refused, api, csrf_for
 from domain.tenancy.permissions import Principal
 
 MAX_REASON = 500
-DONE = {"cordon": "Cordoned", "uncordon": "Uncordoned", "evict": "Evicting work from"}
+DONE = {"cordon": "Cordoned", "uncordon": "Uncordoned", "evict": "Evicting work from",
+        "deprovision": "Deprovisioning"}
 
 
 def holds_cell(node: dict[str, Any]) -> render.Html:
@@ -65,6 +66,8 @@ async def act(request: Request, who: Principal) -> Response:
         await nodes.command(request, action, reason)
     elif action == "uncordon":
         await nodes.command(request, "uncordon")
+    elif action == "deprovision":
+        await nodes.command(request, "deprovision", fields.get("evict") == "on", False)
     else:
         raise Refused(404, f"Not found: no node action {action!r}.")
     query = urlencode({"done": action, "node": request.path_params["id"]})

@@ -148,3 +148,26 @@ def test_a_stage_log_page_shows_the_log_and_a_plain_text_copy(api):
     plain = api.request("GET", f"/ui/workflows/{wid}/logs/hello.txt", headers=admin)
     assert plain.text == "epoch 1\n<b>epoch 2</b>\n" and plain.headers["content-type"].startswith("text/plain")
     assert api.request("GET", f"/ui/workflows/{wid}/logs/nope", headers=admin).status_code == 404
+
+
+def test_an_admin_deprovisions_a_node_from_the_nodes_page(api):
+    agent = api_token("agent", Role.USER, source=Source.AGENT)
+    assert api.request("POST", "/v4/agent/register", agent, json={"name": "n1", "cpu": 2, "memory": 2**31}).is_success
+    admin = session(api)
+    token = csrf(api.request("GET", "/ui/nodes", headers=admin).text)
+    answer = api.request("POST", "/ui/nodes/n1/deprovision", headers=admin, data={"csrf": token})
+    assert answer.status_code == 303 and answer.headers["location"] == "/ui/nodes?done=deprovision&node=n1"
+    holds = api.request("GET", "/v4/nodes/n1/holds", api.admin).json()["holds"]
+    assert [(h["effect"], h["source"], h["by"]) for h in holds] == [("deprovision", "admin", "admin")]
+    unknown = api.request("POST", "/ui/nodes/n1/explode", headers=admin, data={"csrf": token})
+    assert unknown.status_code == 404
+
+
+def test_an_overlong_hold_reason_is_a_400_naming_the_field(api):
+    agent = api_token("agent", Role.USER, source=Source.AGENT)
+    api.request("POST", "/v4/agent/register", agent, json={"name": "n1", "cpu": 2, "memory": 2**31})
+    admin = session(api)
+    token = csrf(api.request("GET", "/ui/nodes", headers=admin).text)
+    answer = api.request("POST", "/ui/nodes/n1/cordon", headers=admin, data={"csrf": token, "reason": "x" * 501})
+    assert answer.status_code == 400 and alert(answer.text)[0].startswith("reason: expected at most 500")
+    assert api.request("GET", "/v4/nodes/n1/holds", api.admin).json()["holds"] == []
