@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import stat
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from uuid import uuid4
@@ -15,9 +16,10 @@ import nats.errors
 import nats.js.errors
 import pytest
 
+from adapters.federation import Federation, Member
 from adapters.logs import Logs
 from adapters.nats_auth import Credentials, agent_log_url, agent_url, without_credentials
-from adapters.nats_server import NatsServer
+from adapters.nats_server import LeafSpec, NatsServer
 from adapters.nats_tls import connect_options
 from api.agent import run_agent
 from api.agent_args import AgentConfig
@@ -276,3 +278,31 @@ def test_an_agent_on_a_tls_server_gets_its_credentials_and_the_ca(tls_server) ->
         assert run(append()) >= 1
     finally:
         control.close()
+
+
+def test_the_federation_user_keeps_the_hubs_stream_and_cannot_write_an_event(tmp_path: Path) -> None:
+    hub = NatsServer(tmp_path / "hub", name="hub", domain="hub", leaf=LeafSpec(port=0)).start()
+    member = NatsServer(tmp_path / "c1", name="c1", domain="c1", leaf=LeafSpec(remotes=[hub.leaf_url])).start()
+    try:
+        app = Ledgers(env=env_for(member.url, "c1"))
+        app.open_with_entries(2)
+        app.close()
+        federation = Federation(hub.url_for("federation"), [Member("c1", "c1")])
+        assert [m.cluster for m in federation.ensure()] == ["c1"]
+        deadline = time.monotonic() + 15
+        while (status := federation.status()).messages < 3 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert status.messages == 3 and status.members[0].reachable
+
+        async def forge() -> list[str]:
+            async with Session(hub.url_for("federation")) as session:
+                await session.nc.publish("roving.c1.ledger.forged", b"{}")
+                await session.nc.publish("$JS.API.STREAM.DELETE.ROVING_FEDERATED", b"")
+                return await session.violations()
+
+        violations = run(forge())
+        assert any("roving.c1.ledger.forged" in v for v in violations)
+        assert any("stream.delete.roving_federated" in v for v in violations)
+    finally:
+        member.stop()
+        hub.stop()
