@@ -3,6 +3,8 @@ application's (domain.app.secrets); a value goes in once and never comes back in
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
@@ -40,6 +42,13 @@ async def rotate_key(request: Request) -> Response:
     """Cluster admins: a new current key, and every secret resealed with it."""
     answer = await c.call(c.services(request).secrets.rotate_key, c.principal(request), c.now())
     return c.json(answer)
+
+
+async def resolved(svc: Any, answer: dict[str, list[dict]]) -> dict[str, list[dict]]:
+    """The agent assignments answer with secret values in place of `secret://` references (for api.routes.agent;
+    services built without a secret store hand it on as it is)."""
+    store = getattr(svc, "secrets", None)
+    return answer if store is None else await c.call(store.resolve_assignments, answer)
 
 
 routes = [

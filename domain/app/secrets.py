@@ -136,7 +136,7 @@ class SecretHandlers(SecretReading):
         found = self.get(_as_uuid(wanted) or group_id(principal.organization_id or UUID(int=0), wanted))
         if not isinstance(found, Group) or not (principal.is_cluster_admin
                                                 or found.organization_id == principal.organization_id):
-            raise invalid("group", f"no group {wanted!r} in your organization")
+            raise NotFound("group")  # another organization's group is answered as an unknown one
         return found
 
     def _owns_group(self, group: Group, principal: Principal) -> bool:

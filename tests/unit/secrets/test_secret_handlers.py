@@ -96,8 +96,15 @@ def test_bad_input_names_the_field_and_never_the_value(world, name, value, scope
 
 
 def test_a_group_secret_needs_a_group_of_your_organization(world):
-    with pytest.raises(Invalid) as refused:
+    with pytest.raises(NotFound, match="group"):
+        world.create("t", "group", by="mallory", group=str(world.ml))
+    with pytest.raises(NotFound, match="group"):
         world.create("t", "group", by="mallory", group="ml")
+
+
+def test_a_group_owner_of_several_groups_names_one(world):
+    with pytest.raises(Invalid) as refused:
+        world.create("t", "group", by="olivia")
     assert refused.value.problems[0].path == "group"
 
 
