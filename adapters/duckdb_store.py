@@ -50,6 +50,7 @@ LINEAGE = """
 SELECT aggregate_id, arg_min(workflow, position), arg_min(organization, position), arg_min(group_name, position)
 FROM audit_events WHERE workflow IS NOT NULL GROUP BY aggregate_id
 """
+MEMORY_LIMIT, TEMP_LIMIT = "1GB", "4GB"
 CHUNK = 1000  # rows per JSON document: several documents parse in parallel
 
 
@@ -63,6 +64,11 @@ class AuditStore:
         self._sandbox()
 
     def _sandbox(self) -> None:
+        # our own SQL only (lists, exports, the feed's writes; tenant SQL runs in adapters.audit_sandbox),
+        # yet not DuckDB's default of 80% of the host's memory
+        self.connection.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
+        self.connection.execute(f"SET temp_directory = '{self._staging}/spill'")
+        self.connection.execute(f"SET max_temp_directory_size = '{TEMP_LIMIT}'")
         self.connection.execute(f"SET allowed_directories = ['{self._staging}/']")
         self.connection.execute("SET enable_external_access = false")
         self.connection.execute("SET lock_configuration = true")

@@ -12,12 +12,13 @@ the feed (adapters.audit_feed) reads and decodes the log, the queries run in ada
 from __future__ import annotations
 
 import datetime as dt
-import functools
 from collections.abc import Iterable
 from enum import Enum
 from typing import Any, NamedTuple, Protocol
 
 import msgspec
+
+from projections.redaction import redact
 
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 MICROSECOND = dt.timedelta(microseconds=1)
@@ -227,15 +228,7 @@ def visible_organization(filters: AuditFilters, scope: Scope) -> str | None:
     return own if own is not None else filters.organization
 
 
-SECRET_HINTS = ("password", "secret", "token", "credential")
-
-
-@functools.lru_cache(maxsize=4096)  # event field names are few; every row asks about each of its fields
-def _secret(field: str) -> bool:
-    return any(hint in field.lower() for hint in SECRET_HINTS)
-
-
 def _redacted(state: dict[str, Any]) -> dict[str, Any]:
-    """Audit rows never carry secrets, not even hashed: the log keeps them, the audit view does not. Nor the
-    fields every event has, which have columns of their own."""
-    return {k: ("[redacted]" if _secret(k) else v) for k, v in state.items() if k not in HEADER_FIELDS}
+    """Audit rows never carry secrets, not even hashed (projections.redaction): the log keeps them, the audit
+    view does not. Nor the fields every event has, which have columns of their own."""
+    return redact({k: v for k, v in state.items() if k not in HEADER_FIELDS})
