@@ -12,6 +12,7 @@ import nats
 import pytest
 
 from adapters.nats_auth import read_credentials
+from adapters.nats_tls import connect_options, with_tls
 from tests.e2e.stack import LocalStack
 
 SECRET = "hunter2-" + "e2e"  # split so this file's own text is not what the grep finds
@@ -26,14 +27,16 @@ jobs:
 
 
 def nats_address(data_dir: Path) -> str:
+    """The embedded server's client URL with no user, trusting its CA when it speaks TLS."""
     port = re.search(r'listen: "127\.0\.0\.1:(\d+)"', (data_dir / "nats" / "roving.conf").read_text()).group(1)
-    return f"nats://127.0.0.1:{port}"
+    ca = data_dir / "nats" / "tls" / "ca.pem"
+    return with_tls(f"nats://127.0.0.1:{port}", ca) if ca.exists() else f"nats://127.0.0.1:{port}"
 
 
 async def connect(url: str) -> str:
     nc = nats.NATS()
     try:
-        await nc.connect(url, allow_reconnect=False, max_reconnect_attempts=0, connect_timeout=2)
+        await nc.connect(**connect_options(url), allow_reconnect=False, max_reconnect_attempts=0, connect_timeout=2)
         return "connected"
     except Exception as error:  # noqa: BLE001 - the refusal is what the test reads
         return str(error)
