@@ -46,6 +46,7 @@ class JobState(msgspec.Struct, kw_only=True):
     limits: dict[str, Any] = {}
     ran_on_host: bool = False
     devices: list[str] = []
+    image_digest: str = ""  # held in the node's image cache while the job runs
 
 
 def wrapped(argv: list[str]) -> list[str]:

@@ -198,9 +198,8 @@ class Executor:
         cwd.mkdir(parents=True, exist_ok=True)
         self._write_files(spec, workdir)
         argv = self._argv(spec, workdir)
-        devices = self._bind(spec)
+        devices, pulled = self._bind(spec), None
         try:
-            pulled = None
             if spec.image and self.runtime is not None:
                 pulled = self.runtime.prepare(spec.image)
                 argv = self.runtime.wrap(argv, pulled.rootfs, workdir, cwd, spec.network_isolated, devices or [])
@@ -211,6 +210,8 @@ class Executor:
             running = self._launch(spec, argv, cwd, env, workdir)
         except BaseException:
             self._unbind(spec)
+            if pulled is not None:
+                self.runtime.cache.release(pulled)
             raise
         running.pulled, running.devices, running.ran_on_host = pulled, list(devices or []), bool(spec.image) and not pulled
         running.files.save(self._state(running))
@@ -265,6 +266,8 @@ class Executor:
         running.devices, running.readers = list(state.devices), files.open_readers()
         if self.binder is not None:
             self.binder.hold(_holder(state.spec), running.devices)
+        if self.runtime is not None and state.image_digest:
+            running.pulled = self.runtime.cache.hold(state.image_digest)
         self._watch(running, on_output, on_exit)
         return running
 
@@ -276,6 +279,8 @@ class Executor:
         """Readers for its output, and a supervisor that gives its GPUs back before its end is reported."""
         def ended(code: int, reason: str) -> None:
             self._unbind(running.spec)
+            if self.runtime is not None:
+                self.runtime.cache.release(running.pulled)
             on_exit(code, reason)
 
         threads = [threading.Thread(target=_pump, args=(fd, stream, on_output), daemon=True)
@@ -291,6 +296,7 @@ class Executor:
         return JobState(
             spec=running.spec, workdir=str(running.workdir), pid=running.pid, born=born[1] if born else None,
             started_at=running.started_at, ran_on_host=running.ran_on_host, devices=running.devices,
+            image_digest=running.pulled.digest if running.pulled is not None else "",
             cgroup_version=cgroup.version if cgroup else 0,
             cgroup_dirs={k: str(v) for k, v in cgroup.dirs.items()} if cgroup else {},
             limits=dataclasses.asdict(cgroup.limits) if cgroup else {},

@@ -42,6 +42,7 @@ class AgentConfig:
     allow_root_jobs: bool = False
     runtime: str = "host"  # host | oci
     image_cache: Path | None = None  # oci: <workdir>/.roving-images unless given
+    image_cache_bytes: int | None = None  # oci: least recently used images not in use go beyond this size
     insecure_registries: tuple[str, ...] = ()
     gpus: list[gpu_devices.Gpu] = field(default_factory=list)  # what the agent binds allocations to
     metrics_port: int | None = None
@@ -109,6 +110,7 @@ def _parser() -> UsageParser:
     p.add_argument("--allow-root-jobs", action="store_true")
     p.add_argument("--runtime", choices=RUNTIMES)
     p.add_argument("--image-cache", type=Path)
+    p.add_argument("--image-cache-bytes", type=_typed("size", parse_memory))
     p.add_argument("--metrics-port", type=_typed("port", _port))
     p.add_argument("--heartbeat", type=_typed("duration", _positive_duration), default=2.0)
     p.add_argument("--poll", type=_typed("duration", _positive_duration), default=0.5)
@@ -214,8 +216,18 @@ def parse_args(argv: list[str], env: dict[str, str] | None = None, detect=sysinf
         poll=ns.poll, kill_grace=ns.kill_grace, address=ns.address,
         job_user=job_user(env, ns.allow_root_jobs, euid, workdir), allow_root_jobs=ns.allow_root_jobs,
         runtime=runtime(ns.runtime or env.get("ROVING_RUNTIME", "host")), image_cache=ns.image_cache,
+        image_cache_bytes=_cache_bytes(ns.image_cache_bytes, env),
         insecure_registries=tuple(r.strip() for r in env.get("ROVING_INSECURE_REGISTRIES", "").split(",") if r.strip()),
     )
+
+
+def _cache_bytes(given: int | None, env: dict[str, str]) -> int | None:
+    if given is not None or not env.get("ROVING_IMAGE_CACHE_BYTES", "").strip():
+        return given
+    try:
+        return parse_memory(env["ROVING_IMAGE_CACHE_BYTES"].strip())
+    except (QuantityError, ValueError) as error:
+        raise UsageError(f"ROVING_IMAGE_CACHE_BYTES: {error}") from None
 
 
 def _gpus(declared: list[str] | None, env: dict[str, str], devices: dict[str, int]) -> list[gpu_devices.Gpu]:

@@ -40,7 +40,8 @@ def build_executor(config: AgentConfig, log, detect=cgroups.detect) -> Executor:
     config.annotations.setdefault(RUNTIME, config.runtime)
     runtime = None
     if config.runtime == "oci":
-        cache = ImageCache(config.image_cache or Path(config.workdir) / ".roving-images", config.insecure_registries)
+        cache = ImageCache(config.image_cache or Path(config.workdir) / ".roving-images", config.insecure_registries,
+                           limit=config.image_cache_bytes)
         runtime = OciRuntime(cache, Path(config.workdir).resolve())
     if config.gpus:
         log.info("agent.gpus", indices=[gpu.index for gpu in config.gpus])
