@@ -103,10 +103,10 @@ class Api:
         async with httpx.AsyncClient(transport=transport, base_url="http://roving.test") as client:
             return await client.request(method, path, headers=headers, **kwargs)
 
-    def organization_with_user(self, org: str, username: str) -> tuple[str, str]:
+    def organization_with_user(self, org: str, username: str, role: str = "user") -> tuple[str, str]:
         """An organization and one user in it; returns (org id, the user's token)."""
         org_id = self.request("POST", "/v4/organizations", self.admin, json={"name": org}).json()["id"]
-        body = {"username": username, "email": f"{username}@{org}.org", "password": PASSWORD, "role": "user"}
+        body = {"username": username, "email": f"{username}@{org}.org", "password": PASSWORD, "role": role}
         created = self.request("POST", f"/v4/organizations/{org_id}/users", self.admin, json=body)
         assert created.status_code == 201, created.text
         login = self.request("POST", "/v4/auth/login", json={"username": username, "password": PASSWORD})

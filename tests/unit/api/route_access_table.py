@@ -50,6 +50,11 @@ ROUTES = [
     Row("GET", "/v4/openapi.json", PUBLIC),
     Row("POST", "/v4/auth/login", PUBLIC, lambda w: Call("/v4/auth/login", {"username": "erin", "password": PASSWORD})),
     Row("GET", "/v4/auth/whoami", EVERYONE),
+    Row("POST", "/v4/auth/logout", EVERYONE, lambda w: Call("/v4/auth/logout", fresh=True)),
+    Row("POST", "/v4/auth/revoke", ADMINS, lambda w: Call("/v4/auth/revoke", {"jti": w.fresh("jti")})),
+    # each caller changes their own password once; a fresh token, as after signing in again
+    Row("POST", "/v4/users/me/password", EVERYONE, lambda w: Call("/v4/users/me/password", {
+        "current_password": PASSWORD, "new_password": PASSWORD + "-next"}, fresh=True)),
     Row("POST", "/v4/workflows", EVERYONE, lambda w: Call("/v4/workflows", {"definition": JOB})),
     Row("GET", "/v4/workflows", EVERYONE),
     Row("PATCH POST", "/v4/workflows/{id}:stop", EVERYONE, lambda w: Call(f"/v4/workflows/{w.submit()}:stop"),
@@ -99,6 +104,7 @@ ROUTES = [
     Row("PUT", "/v4/groups/{id}/explainers/{user}", OWNERS, **both("/v4/groups/{t.group}/explainers/{t.member}")),
     Row("DELETE", "/v4/groups/{id}/explainers/{user}", OWNERS, lambda w: Call(w.grant_explain(w.a.group, "carol")),
         lambda w: Call(f"/v4/groups/{w.b.group}/explainers/{w.b.member}")),
+    Row("POST", "/v4/users/{id}/unlock", OWNERS, **both("/v4/users/{t.member}/unlock")),
     Row("PUT", "/v4/users/{id}/priority", OWNERS, **both("/v4/users/{t.member}/priority", lambda t: {"priority": 1})),
     Row("GET", "/v4/admin/centralconfig", ADMINS),
     Row("PUT", "/v4/admin/centralconfig", ADMINS, lambda w: Call("/v4/admin/centralconfig", {})),

@@ -35,6 +35,7 @@ class Call(NamedTuple):
     path: str
     json: Any = None
     auth: str = "Authorization"  # the endpoint proxy takes the caller's token in FB-Authorization
+    fresh: bool = False  # a new token for the caller: the call spends it (logout revokes it)
 
 
 class World:
@@ -56,6 +57,8 @@ class World:
         self.grant_explain(self.a.group, "dave")
         self.tokens = {**self.a.tokens, **self.b.tokens, USER: self.a.tokens["alice"], OWNER: self.a.tokens["olga"],
                        ADMIN: self.api.admin, AGENT: token("agent", source=Source.AGENT), WEBHOOK: webhook_token()}
+        self.minters = {**self.a.minters, **self.b.minters, USER: self.a.minters["alice"],
+                        OWNER: self.a.minters["olga"], ADMIN: lambda: token("admin", Role.CLUSTER_ADMIN)}
         self.a.workflow, self.b.workflow = self.submit(), self.submit("bob")
         self.submit("olga")  # the owner's queue has rows of her own, and of her members' she must not see
         self.a.allocation, self.b.allocation = self.allocation(self.a.workflow), self.allocation(self.b.workflow)
@@ -69,7 +72,8 @@ class World:
         self.store.close()
 
     def send(self, method: str, call: Call, caller: str | None) -> httpx.Response:
-        headers = {call.auth: f"Bearer {self.tokens[caller]}"} if caller else {}
+        minted = call.fresh and caller in self.minters
+        headers = {call.auth: f"Bearer {self.minters[caller]() if minted else self.tokens[caller]}"} if caller else {}
         return self.api.request(method, call.path, json=call.json, headers=headers)
 
     def as_admin(self, method: str, path: str, body: Any = None) -> Any:
@@ -79,12 +83,13 @@ class World:
 
     def tenant(self, name: str, owner: str, group: str, members: list[str], others: list[str]) -> SimpleNamespace:
         org = self.as_admin("POST", "/v4/organizations", {"name": name})["id"]
-        t = SimpleNamespace(name=name, org=org, users={}, tokens={})
+        t = SimpleNamespace(name=name, org=org, users={}, tokens={}, minters={})
         for username in [owner, *members, *others]:
             role = Role.ORG_OWNER if username == owner else Role.USER
             body = {"username": username, "email": f"{username}@{name}.org", "password": PASSWORD, "role": role.value}
             t.users[username] = self.as_admin("POST", f"/v4/organizations/{org}/users", body)["id"]
-            t.tokens[username] = token(username, role, org=UUID(org))
+            t.minters[username] = lambda username=username, role=role: token(username, role, org=UUID(org))
+            t.tokens[username] = t.minters[username]()
         t.group = self.as_admin("POST", f"/v4/organizations/{org}/groups", {"name": group})["id"]
         for username in members:
             self.as_admin("PUT", f"/v4/groups/{t.group}/members/{t.users[username]}", {"role": "member"})

@@ -104,7 +104,8 @@ def test_start_then_list_and_describe_a_workflow(api, capsys, tmp_path):
 
 
 def test_a_server_refusal_exits_1_with_its_message(api, capsys):
-    code, _, err = run(api, token("mallory"), ["org", "create", "initech"], capsys)
+    _, user = api.organization_with_user("evil", "mallory")
+    code, _, err = run(api, user, ["org", "create", "initech"], capsys)
     assert code == 1 and "HTTP 403" in err and "cluster admin" in err
 
 

@@ -10,8 +10,7 @@ import pytest
 
 from api.settings import SettingsError, load_settings
 from domain.app.errors import Invalid
-from domain.tenancy import Role
-from tests.unit.api.harness import SYSTEM, Api, token
+from tests.unit.api.harness import SYSTEM, Api
 
 MiB = 2**20
 
@@ -97,9 +96,8 @@ def test_an_int64_max_priority_is_400_naming_the_priority(api, kind):
 
 
 def test_an_org_owner_setting_a_group_priority_past_the_range_gets_400(api):
-    org_id, _ = api.organization_with_user("limits-groups", "limits-groups-user")
+    org_id, owner = api.organization_with_user("limits-groups", "limits-owner", role="org_owner")
     group = api.request("POST", f"/v4/organizations/{org_id}/groups", api.admin, json={"name": "g"}).json()["id"]
-    owner = token("limits-owner", Role.ORG_OWNER, org=org_id)
     assert api.request("PUT", f"/v4/groups/{group}/priority", owner, json={"priority": 1_000_000}).status_code == 200
     answer = api.request("PUT", f"/v4/groups/{group}/priority", owner, json={"priority": 1_000_001})
     assert answer.status_code == 400

@@ -59,7 +59,7 @@ def test_a_report_for_an_unknown_allocation_is_404(api, node):
 
 
 def test_a_user_token_cannot_speak_the_agent_protocol(api):
-    user = token("mallory", Role.USER)
+    _, user = api.organization_with_user("evil", "mallory")
     assert api.request("POST", "/v4/agent/register", user, json=REGISTER).status_code == 403
 
 
@@ -74,7 +74,8 @@ def test_cordon_by_name_shows_the_hold_and_uncordon_releases_it(api, node):
 
 
 def test_a_user_may_not_cordon(api, node):
-    assert api.request("POST", "/v4/nodes/n1/cordon", token("mallory"), json={"reason": "x"}).status_code == 403
+    _, user = api.organization_with_user("evil-cordon", "mallory-cordon")
+    assert api.request("POST", "/v4/nodes/n1/cordon", user, json={"reason": "x"}).status_code == 403
 
 
 def test_an_unknown_hold_effect_is_named(api, node):
