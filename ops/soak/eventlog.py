@@ -11,6 +11,7 @@ import nats
 from nats.js.api import DeliverPolicy
 
 from adapters.jetstream.subjects import StreamNames
+from adapters.nats_tls import connect_options
 from adapters.transcoder import MsgspecTranscoder
 
 
@@ -35,7 +36,7 @@ def read_log(nats_url: str, cluster: str = "local", idle: float = 3.0, limit: fl
 
 async def _read(nats_url: str, cluster: str, idle: float) -> list[Event]:
     names, decode = StreamNames(cluster), MsgspecTranscoder().decode
-    nc = await nats.connect(nats_url, connect_timeout=5, max_reconnect_attempts=3)
+    nc = await nats.connect(**connect_options(nats_url), connect_timeout=5, max_reconnect_attempts=3)
     events: list[Event] = []
     try:
         js = nc.jetstream()

@@ -160,7 +160,7 @@ def run(seed: int, duration: float, kinds: tuple[str, ...], workers: int = 4, no
             summary["aborted"] = injector.broken[-500:]
             stack.restart()  # one more try, so what the log holds can still be checked
         rows, settled = settle(stack, load, tally, settle_bound)
-        events = read_log(stack.nats_url)
+        events = read_log(stack.log_url())
         model = invariants.Model(events)
         invariants.check_workflows(rows, tally)
         invariants.check_allocations(model, tally)

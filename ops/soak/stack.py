@@ -12,7 +12,9 @@ from pathlib import Path
 
 import httpx
 
+from adapters.nats_auth import read_credentials
 from adapters.nats_server import free_port
+from adapters.nats_tls import with_tls
 from ops.soak import procs
 
 UP = "import sys; from api.up import up_main; sys.exit(up_main([]))"
@@ -89,6 +91,13 @@ class SoakStack:
             return httpx.get(self.url + "/readyz", timeout=2).status_code == 200
         except httpx.HTTPError:
             return False
+
+    def log_url(self) -> str:
+        """The embedded log's URL as the control plane uses it: its credentials, and its CA when it speaks TLS."""
+        store = self.data_dir / "nats"
+        ca, creds = store / "tls" / "ca.pem", store / "credentials" / "control.creds"
+        url = with_tls(self.nats_url, ca) if ca.exists() else self.nats_url
+        return read_credentials(creds).url(url) if creds.exists() else url
 
     def nats_up(self) -> bool:
         try:
