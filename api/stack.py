@@ -24,6 +24,7 @@ from adapters.leases import Leases
 from adapters.nats_owner import death_signal
 from adapters.nats_server import NatsServer
 from adapters.nats_supervisor import Supervisor
+from adapters.secret_store import open_secret_store
 from api.runner import SchedulerRunner
 from api.wakeups import AssignmentWaiters, LogSignals
 from domain.app import Conflict, ReadModelFunctions, Roving
@@ -141,6 +142,7 @@ class Stack:
             roving=self.roving, views=self.views, tailer=self.tailer, key=self.key, leases=self.leases,
             logs=self._logs(nats_url, cluster), settings=self.settings, nats_url=nats_url, cluster=cluster,
             runner=self.runner, audit=self.audit, waiters=self.waiters,
+            secrets=open_secret_store(self.roving, self.data_dir),
         )
         return self
 
@@ -201,7 +203,7 @@ class Stack:
 
     def serve(self, in_thread: bool = False) -> None:
         host, _, port = self.settings.listen.rpartition(":")
-        config = uvicorn.Config(self.app(), host=host, port=int(port), log_level="warning", lifespan="on",
+        config = uvicorn.Config(self.app(), host=host, port=int(port), log_level="warning", log_config=None, lifespan="on",
                                 timeout_graceful_shutdown=GRACEFUL_SECONDS)
         self.server = uvicorn.Server(config)
         if not in_thread:

@@ -13,6 +13,7 @@ from starlette.routing import Route
 
 from api.errors import BadRequest
 from api.routes import common as c
+from api.routes import secrets
 from domain.app import access
 
 MAX_WAIT_SECONDS = 30
@@ -93,8 +94,9 @@ async def assignments(request: Request) -> Response:
         answer = await waiters.wait(node, seconds, read, (lambda a: etag(a) != known) if known else _work)
     else:
         answer = await read()
-    body = c.ENCODER.encode(answer)
-    return Response(body, media_type="application/json", headers={"ETag": _tag(body)})
+    tag = etag(answer)  # of the references: a secret's value never shapes a header
+    body = c.ENCODER.encode(await secrets.resolved(svc, answer))
+    return Response(body, media_type="application/json", headers={"ETag": tag})
 
 
 def _work(answer: dict) -> bool:

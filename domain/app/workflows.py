@@ -14,6 +14,7 @@ from domain.app.allocations import Allocations
 from domain.app.endpoints import EndpointHandlers, with_endpoint_env
 from domain.app.errors import Conflict, Invalid, StaleEpoch, invalid
 from domain.app.scheduling import SchedulingHandlers
+from domain.app.secret_reading import check_references
 from domain.app.unit_of_work import UnitOfWork, command
 from domain.fuzzfile import parse_fuzzfile
 from domain.fuzzfile.semantics import StageStatus
@@ -43,6 +44,7 @@ class WorkflowHandlers:
             raise Invalid(parsed.errors)
         if (problem := check_workflow_priority(priority)) is not None:
             raise invalid("priority", problem)
+        check_references(self.uow, parsed.definition, principal)
         owner = owner_of(principal)
         spec = with_endpoint_env(parsed.definition, self.endpoints.base_url)
         if workflow_id in self.uow.repository:  # the same submission again (Idempotency-Key): the first answer

@@ -106,6 +106,11 @@ ROUTES = [
         lambda w: Call(f"/v4/groups/{w.b.group}/explainers/{w.b.member}")),
     Row("POST", "/v4/users/{id}/unlock", OWNERS, **both("/v4/users/{t.member}/unlock")),
     Row("PUT", "/v4/users/{id}/priority", OWNERS, **both("/v4/users/{t.member}/priority", lambda t: {"priority": 1})),
+    Row("POST", "/v4/secrets", EVERYONE, lambda w: Call("/v4/secrets", {"name": w.fresh("s"), "value": "v"})),
+    Row("GET", "/v4/secrets", EVERYONE),
+    # a user-scope secret is its owner's alone: anyone else is told it does not exist
+    Row("DELETE", "/v4/secrets/{id}", {USER}, lambda w: Call(w.secret("alice")), lambda w: Call(w.secret("bob"))),
+    Row("POST", "/v4/secrets/-/rotate-key", ADMINS),
     Row("GET", "/v4/admin/centralconfig", ADMINS),
     Row("PUT", "/v4/admin/centralconfig", ADMINS, lambda w: Call("/v4/admin/centralconfig", {})),
     Row("POST", "/v4/agent/register", AGENTS, lambda w: Call("/v4/agent/register", {

@@ -121,6 +121,13 @@ class World:
         assert answer.status_code == 201, answer.text
         return SimpleNamespace(id=answer.json()["id"], name=name)
 
+    def secret(self, username: str) -> str:
+        """A new user-scope secret of `username`'s: the path to delete it by."""
+        answer = self.api.request("POST", "/v4/secrets", self.tokens[username], json={"name": self.fresh("s"),
+                                                                                       "value": "v"})
+        assert answer.status_code == 201, answer.text
+        return f"/v4/secrets/{answer.json()['id']}"
+
     def node(self) -> dict[str, Any]:
         body = {"name": self.fresh("n"), "cpu": 4, "memory": 8 * 2**30, "definition": "local"}
         answer = self.api.request("POST", "/v4/agent/register", self.tokens[AGENT], json=body)
