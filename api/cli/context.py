@@ -42,7 +42,12 @@ def show(args: argparse.Namespace, client: Client) -> Any:
 def config_get(args: argparse.Namespace, client: Client) -> Any:
     answer = client.get("/v4/admin/centralconfig")
     if args.key:
-        return {args.key: answer.get("settings", {}).get(args.key)}
+        settings, defaults = answer.get("settings", {}), answer.get("defaults", {})
+        if args.key in settings:
+            return {args.key: settings[args.key]}
+        if args.key in defaults:  # not set: what the control plane uses instead
+            return {args.key: defaults[args.key], "default": True}
+        return {args.key: None}
     return answer
 
 

@@ -219,7 +219,7 @@ def why_answer(stage: Any, why: Any) -> dict[str, Any]:
 async def why(request: Request) -> Response:
     found = await located(request)
     detail = found.detail
-    access.explain_work(c.principal(request), detail.owner)
+    access.explain_workflow(c.principal(request), detail.owner)
     everything, store = c.query_bool(request, "all"), found.views.why
     chosen = [s for s in detail.stages if everything or s.status in WAITING]
     answers = [why_answer(s, store.get(s.allocation_id) if s.allocation_id else None) for s in chosen]
@@ -229,7 +229,7 @@ async def why(request: Request) -> Response:
 async def explain(request: Request) -> Response:
     located_ = await located(request)
     detail, views = located_.detail, located_.views
-    access.explain_work(c.principal(request), detail.owner)
+    access.explain_workflow(c.principal(request), detail.owner)
     aid = c.uuid_param(request, "aid", "allocation")
     stage = next((s for s in detail.stages if s.allocation_id == aid), None)
     row = await c.call(views.queue.get, aid)
