@@ -25,6 +25,7 @@ from adapters.outbox import Entry, Outbox
 from adapters.probes import ProbeRunner
 from api.agent_args import AgentConfig, UsageError, build_spec, parse_args
 from api.agent_node import build_executor
+from api.agent_poll import AssignmentFeed
 from api.agent_reports import Outcome, Reporter
 
 log = structlog.get_logger("roving.agent")
@@ -76,6 +77,8 @@ class Agent:
         state = Path(config.workdir) / ".roving-agent"
         self.registration = Registration(state / "node.json")
         self.unconfirmed: dict[str, int] = {}  # adopted: killed unless the control plane still lists them here
+        self.feed = AssignmentFeed(self.call, config.poll_wait)
+        self.wake = asyncio.Event()  # set by the executor's and probes' threads: something to drain
         self.reporter = Reporter(Outbox(state / "outbox"), self.call, self._fenced)
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -91,11 +94,7 @@ class Agent:
                 await self.register(stop)
             nc = await self.connect_logs()
             beats = asyncio.create_task(self.keep_lease(stop))  # never behind a slow poll or report
-            while not stop.is_set():
-                await self.poll()
-                await self.drain()
-                await self.reporter.flush()
-                await _sleep_or_stop(stop, self.config.poll)
+            await self.follow(stop)
         finally:
             if beats is not None:
                 beats.cancel()
@@ -184,6 +183,7 @@ class Agent:
                 answer = response.json()
                 self.node_id, self.epoch = answer["node_id"], answer["epoch"]
                 self.registration.save(self.node_id, self.epoch)
+                self.feed.forget()
                 self.log = log.bind(node=c.node, node_id=self.node_id, node_epoch=self.epoch)
                 self.log.info("agent.registered")
                 return
@@ -228,11 +228,45 @@ class Agent:
             await self.stop_all(f"node epoch {self.epoch} is stale", report=False)
             await self.register(stop)
 
+    async def follow(self, stop: asyncio.Event) -> None:
+        """Long-poll the assignments in a task of their own while exits are drained and reports flushed here:
+        a held poll delays neither. Answers are applied here too, so a start and an exit never interleave."""
+        fetch: asyncio.Task | None = None
+        not_before = 0.0
+        try:
+            while not stop.is_set():
+                if fetch is None and time.monotonic() >= not_before:
+                    fetch = asyncio.create_task(self.feed.fetch(self.node_id))
+                await self._idle(stop, fetch)
+                if fetch is not None and fetch.done():
+                    answer, again = fetch.result()
+                    fetch = None
+                    if answer is not None:
+                        await self.apply(answer)
+                    not_before = 0.0 if again else time.monotonic() + self.config.poll
+                await self.drain()
+                await self.reporter.flush()
+        finally:
+            if fetch is not None:
+                fetch.cancel()
+                await asyncio.gather(fetch, return_exceptions=True)
+
+    async def _idle(self, stop: asyncio.Event, fetch: asyncio.Task | None) -> None:
+        """Until the poll answers, a job ends or starts being ready, the agent stops, or a poll interval passes."""
+        self.wake.clear()
+        waiters = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(self.wake.wait())]
+        await asyncio.wait([*waiters, *([fetch] if fetch is not None else [])], timeout=self.config.poll,
+                           return_when=asyncio.FIRST_COMPLETED)
+        for waiter in waiters:
+            waiter.cancel()
+        await asyncio.gather(*waiters, return_exceptions=True)
+
     async def poll(self) -> None:
-        response = await self.call("GET", "/v4/agent/assignments", params={"node_id": self.node_id})
-        if response is None or response.status_code != 200:
-            return
-        answer = response.json()
+        answer, _ = await self.feed.fetch(self.node_id)
+        if answer is not None:
+            await self.apply(answer)
+
+    async def apply(self, answer: dict[str, Any]) -> None:
         self.confirm(answer)
         for order in answer.get("stop", []):
             if slot := self.slots.get(order["allocation_id"]):
@@ -271,7 +305,7 @@ class Agent:
         spec, running = slot.spec, slot.running
         if spec.kind == "service" and spec.readiness_probe is not None:
             slot.probe = ProbeRunner(
-                spec.readiness_probe, lambda: self._threadsafe(self.events.put_nowait, ("ready", spec.allocation_id)),
+                spec.readiness_probe, lambda: self._threadsafe(self._notify, ("ready", spec.allocation_id)),
                 lambda why: running.cancel(why), cwd=running.workdir,
             ).start()
         elif spec.kind == "service":
@@ -337,7 +371,11 @@ class Agent:
         return forward
 
     def _forward_exit(self, spec: RunSpec):
-        return lambda code, reason: self._threadsafe(self.events.put_nowait, ("exited", spec.allocation_id, code, reason))
+        return lambda code, reason: self._threadsafe(self._notify, ("exited", spec.allocation_id, code, reason))
+
+    def _notify(self, event: tuple) -> None:
+        self.events.put_nowait(event)
+        self.wake.set()
 
     def _threadsafe(self, fn, *args) -> None:
         try:

@@ -48,6 +48,7 @@ class AgentConfig:
     metrics_port: int | None = None
     heartbeat: float = 2.0
     poll: float = 0.5
+    poll_wait: float = 10.0  # how long the server may hold an assignments poll (0: plain polling)
     kill_grace: float = 10.0
     address: str = ""
 
@@ -66,6 +67,13 @@ def _positive_duration(text: str) -> float:
     seconds = parse_duration(text)
     if seconds <= 0:
         raise ValueError(f"{text!r} must be longer than zero")
+    return seconds
+
+
+def _poll_wait(text: str) -> float:
+    seconds = parse_duration(text)
+    if seconds > 30:
+        raise ValueError(f"{text!r} is longer than the 30s a server holds a poll")
     return seconds
 
 
@@ -114,6 +122,7 @@ def _parser() -> UsageParser:
     p.add_argument("--metrics-port", type=_typed("port", _port))
     p.add_argument("--heartbeat", type=_typed("duration", _positive_duration), default=2.0)
     p.add_argument("--poll", type=_typed("duration", _positive_duration), default=0.5)
+    p.add_argument("--poll-wait", type=_typed("duration", _poll_wait), default=10.0)
     p.add_argument("--kill-grace", type=_typed("duration", parse_duration), default=10.0)
     p.add_argument("--address", default=socket.gethostname())
     return p
@@ -213,7 +222,7 @@ def parse_args(argv: list[str], env: dict[str, str] | None = None, detect=sysinf
         cpus=ns.cpus or found.cpu, memory=ns.memory if ns.memory is not None else found.memory,
         devices=devices, gpus=gpus, annotations=dict(ns.annotation),
         definition=ns.definition, workdir=workdir, metrics_port=ns.metrics_port, heartbeat=ns.heartbeat,
-        poll=ns.poll, kill_grace=ns.kill_grace, address=ns.address,
+        poll=ns.poll, poll_wait=ns.poll_wait, kill_grace=ns.kill_grace, address=ns.address,
         job_user=job_user(env, ns.allow_root_jobs, euid, workdir), allow_root_jobs=ns.allow_root_jobs,
         runtime=runtime(ns.runtime or env.get("ROVING_RUNTIME", "host")), image_cache=ns.image_cache,
         image_cache_bytes=_cache_bytes(ns.image_cache_bytes, env),

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 
@@ -24,6 +26,8 @@ class FakeApi:
         self.refused_reports: set[tuple[str, str]] = set()
         self.unavailable_reports = 0  # the next N reports answer 503 (the log unreachable, a write race outlasted)
         self.config: dict | None = None  # what GET /v4/agent/config answers; None -> 404
+        self.long_poll = False  # hold an assignments poll with `wait` until its answer differs from If-None-Match
+        self.polls: list[tuple[float, dict, str | None]] = []  # (monotonic time, query, If-None-Match)
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
@@ -68,6 +72,20 @@ class FakeApi:
                 return 200, self.config
             return 404, {"error": "not found"}
 
+    def assignments(self, query: dict, known: str | None) -> tuple[int, dict, dict]:
+        """The assignments answer with its ETag, held as a long-polling server holds it when asked to."""
+        with self.lock:
+            self.polls.append((time.monotonic(), dict(query), known))
+        deadline = time.monotonic() + float(query.get("wait") or 0) if self.long_poll else 0.0
+        while True:
+            with self.lock:
+                answer = {"start": list(self.start), "stop": list(self.stop)}
+            tag = '"' + hashlib.sha1(json.dumps(answer, sort_keys=True).encode()).hexdigest() + '"'
+            news = tag != known if known else bool(answer["start"] or answer["stop"])
+            if news or time.monotonic() >= deadline:
+                return 200, answer, {"ETag": tag}
+            time.sleep(0.01)
+
     def _handler(self):
         api = self
 
@@ -79,11 +97,15 @@ class FakeApi:
                 body = json.loads(self.rfile.read(length)) if length else {}
                 url = urlparse(self.path)
                 body |= {k: v[0] for k, v in parse_qs(url.query).items()}
+                if (self.command, url.path) == ("GET", "/v4/agent/assignments"):
+                    return self._send(*api.assignments(body, self.headers.get("If-None-Match")))
                 self._send(*api.answer(self.command, url.path, body))
 
-            def _send(self, status: int, payload: dict) -> None:
+            def _send(self, status: int, payload: dict, headers: dict | None = None) -> None:
                 data = json.dumps(payload).encode()
                 self.send_response(status)
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
