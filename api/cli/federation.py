@@ -14,7 +14,8 @@ from api.cli.client import Client
 from api.cli.output import cell, table
 
 MEMBER_COLUMNS = ["cluster", "domain", "state", "available", "lag", "last_seen_seq", "member_last_seq", "error"]
-STATS_COLUMNS = ["cluster", "available", "state", "events", "workflows", "allocations", "error"]
+STATS_COLUMNS = ["cluster", "available", "state", "events", "workflows", "allocations", "stale",
+                 "last_event_age_seconds", "error"]
 WORKFLOW_COLUMNS = ["cluster", "id", "name", "status", "version", "available"]
 EVENT_COLUMNS = ["cluster", "seq", "origin_seq", "type", "aggregate_id", "version"]
 

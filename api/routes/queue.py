@@ -101,8 +101,9 @@ async def stats(request: Request) -> Response:
     for cluster_stats in clusters:
         for name, count in cluster_stats["depth"].items():
             depth[name] = depth.get(name, 0) + count
-    return c.json({"depth": depth, "total": sum(x["total"] or 0 for x in clusters), "clusters": clusters,
-                   "hub": fan.hub_answer()})
+    here = await c.call(c.services(request).views.queue.stats)  # this cluster's scheduler, as unfederated
+    return c.json({"depth": depth, "total": sum(x["total"] or 0 for x in clusters), "priority": here["priority"],
+                   "last_pass": here["last_pass"], "clusters": clusters, "hub": fan.hub_answer()})
 
 
 routes = [

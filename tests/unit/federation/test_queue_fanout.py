@@ -106,6 +106,7 @@ def test_stats_are_per_cluster_and_summed(api):
     assert answer["total"] == 6
     assert answer["depth"] == {k: sum(per[c]["depth"][k] for c in per) for k in answer["depth"]}
     assert per["c2"]["stale"] is True
+    assert answer["last_pass"] == per["test"]["last_pass"] and answer["priority"] == per["test"]["priority"]
     assert [c["cluster"] for c in get(api, "/v4/scheduler/stats", cluster="c1").json()["clusters"]] == ["c1"]
 
 
