@@ -51,7 +51,8 @@ def audit_log(request: Request) -> Any:
 
 
 def filters_of(request: Request) -> AuditFilters:
-    """Query parameters as AuditFilters; a bad value is a 400 naming the parameter."""
+    """Query parameters as AuditFilters; a bad value or an unknown parameter is a 400 naming the parameter."""
+    c.only_params(request, FILTERS)
     raw = {name: request.query_params[name] for name in FILTERS if request.query_params.get(name)}
     try:
         filters = msgspec.convert(raw, AuditFilters, strict=False)

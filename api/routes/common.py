@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 from uuid import UUID
@@ -103,6 +103,22 @@ def query_int(request: Request, name: str) -> int | None:
         raise BadRequest(name, f"expected a whole number, got {raw!r}") from None
     out_of_range(value, name)
     return value
+
+
+def only_params(request: Request, known: Iterable[str]) -> None:
+    """A query parameter the route does not take is a 400 naming it (a typo must not widen an answer silently)."""
+    allowed = set(known)
+    for name in request.query_params:
+        if name not in allowed:
+            raise BadRequest(name, f"unknown query parameter; this route takes {', '.join(sorted(allowed))}")
+
+
+def query_choice(request: Request, name: str, choices: Iterable[str], fold=str.lower) -> str | None:
+    """An optional query parameter that must be one of `choices` (compared after `fold`); 400 naming it else."""
+    raw = request.query_params.get(name) or None
+    if raw is not None and fold(raw) not in {fold(c) for c in choices}:
+        raise BadRequest(name, f"expected one of {', '.join(choices)}, got {raw!r}")
+    return raw
 
 
 def query_bool(request: Request, name: str) -> bool:

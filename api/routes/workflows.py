@@ -26,8 +26,10 @@ from api.routes import common as c
 from api.routes import federation as hub_routes
 from domain.app import access
 from domain.app.errors import NotFound
+from projections.workflows import ORDERS
 
 ENDED = frozenset({"FINISHED", "FAILED", "CANCELED"})
+WORKFLOW_STATUSES = ("PENDING", "STARTED", "FINISHED", "FAILED", "CANCELED")  # domain.workflow.Workflow.status
 WAITING = frozenset({"PENDING", "WAITING", "READY"})
 YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml")
 FOLLOW_POLL = 0.25
@@ -96,8 +98,10 @@ async def list_workflows(request: Request) -> Response:
     def visible(row: Any) -> bool:
         return access.visible(who, access.work(row.owner, "workflow"))
 
-    rows = await c.call(views.workflows.list, visible, request.query_params.get("status") or None,
-                        request.query_params.get("order_by") or None)
+    c.only_params(request, ("status", "order_by"))
+    status = c.query_choice(request, "status", WORKFLOW_STATUSES)
+    order_by = c.query_choice(request, "order_by", ORDERS, fold=str)
+    rows = await c.call(views.workflows.list, visible, status, order_by)
     return c.json({"workflows": rows})
 
 

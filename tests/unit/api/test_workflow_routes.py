@@ -131,3 +131,16 @@ def test_a_name_too_long_for_one_log_message_is_named(api, alice):
 def test_a_workflow_priority_below_the_range_is_named(api, alice):
     answer = api.request("POST", "/v4/workflows", alice, json={"definition": JOB, "priority": -(2**62)})
     assert answer.status_code == 400 and answer.json()["errors"][0]["path"] == "priority"
+
+
+@pytest.mark.parametrize("query, field", [("status=BOGUS", "status"), ("order_by=newest", "order_by"),
+                                          ("stauts=FAILED", "stauts")])
+def test_a_bad_or_unknown_list_filter_is_a_400_naming_it(api, alice, query, field):
+    answer = api.request("GET", f"/v4/workflows?{query}", alice)
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["errors"][0]["path"] == field
+
+
+def test_newest_first_and_a_lower_case_status_are_understood(api, alice, workflow):
+    answer = api.request("GET", "/v4/workflows?status=pending&order_by=-submitted", alice)
+    assert answer.status_code == 200 and workflow in [w["id"] for w in answer.json()["workflows"]]
