@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from datetime import UTC, datetime
 from typing import Any
 
 from api.cli.client import ApiError, Client
 from api.cli.output import table
 
-COLUMNS = ["id", "workflow_id", "stage", "state", "priority", "node", "preemptible", "queued_at"]
+# squeue's habit: who, how long, and why it waits (REASON is the scheduler's, "-" once running)
+COLUMNS = ["id", "workflow_id", "stage", "user", "state", "priority", "elapsed", "node", "reason"]
 STATES = ["PENDING", "READY", "RUNNING", "FINISHED", "FAILED", "CANCELED", "PREEMPTED", "EVICTED"]
 STATS_COLUMNS = ["cluster", "stale", "age", "total", *STATES]
 
@@ -55,7 +57,23 @@ def show(args: argparse.Namespace, client: Client) -> Any:
     if "clusters" in answer:
         warn_stale(answer)
         args.columns = ["cluster", *COLUMNS]
-    return answer["queue"]
+    if args.output != "table":
+        return answer["queue"]
+    now = datetime.now(UTC)
+    return [{**row, "user": row.get("user") or row.get("user_id"), "elapsed": elapsed(row, now),
+             "reason": row.get("reason") or None} for row in answer["queue"]]
+
+
+def elapsed(row: dict[str, Any], now: datetime) -> str:
+    """Time running (or, before it starts, time waiting since queued) as D-HH:MM:SS, as squeue prints it."""
+    began = row.get("started_at") or row.get("queued_at")
+    if not began:
+        return "-"
+    end = row.get("ended_at")
+    seconds = max(0, int(((datetime.fromisoformat(end) if end else now) - datetime.fromisoformat(began)).total_seconds()))
+    days, rest = divmod(seconds, 86400)
+    clock = f"{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}"
+    return f"{days}-{clock}" if days else clock
 
 
 def stats(args: argparse.Namespace, client: Client) -> Any:

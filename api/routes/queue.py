@@ -64,8 +64,9 @@ async def queue(request: Request) -> Response:
     if mine and who.user_id is None:
         return c.json({"queue": [], "mine": True})
     if fan is None:
-        rows, total = await c.call(c.services(request).views.queue.page, **filters)
-        return c.json({"queue": rows, "total": total, "limit": most, "mine": mine})
+        views = c.services(request).views
+        rows, total = await c.call(views.queue.page, **filters)
+        return c.json({"queue": with_usernames(rows, views), "total": total, "limit": most, "mine": mine})
     rows, clusters = [], []
     for cluster in fan.scope:
         found, total = await cluster_page(fan, cluster, who, filters)
@@ -74,6 +75,18 @@ async def queue(request: Request) -> Response:
     rows.sort(key=lambda r: (-r["priority"], r["queued_at"], r["id"]))
     return c.json({"queue": rows[:most], "total": sum(x["total"] or 0 for x in clusters), "limit": most,
                    "mine": mine, "clusters": clusters, "hub": fan.hub_answer()})
+
+
+def with_usernames(rows: list[Any], views: Any) -> list[dict[str, Any]]:
+    """Each row with its user's name beside the id (`user`; None when the views do not know it)."""
+    tenancy, names = getattr(views, "tenancy", None), {}
+    out = []
+    for row in rows:
+        if row.user_id not in names:
+            found = tenancy.user(row.user_id) if tenancy is not None and row.user_id else None
+            names[row.user_id] = found.username if found is not None else None
+        out.append({**msgspec.structs.asdict(row), "user": names[row.user_id]})
+    return out
 
 
 async def cluster_page(fan: Fanout, cluster: str, who: Any, filters: dict[str, Any]) -> tuple[list[dict], int | None]:

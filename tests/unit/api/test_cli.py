@@ -155,3 +155,18 @@ def test_group_explainer_grants_and_revokes_explain_allocation(api, capsys):
     assert code == 0 and json.loads(out)["explain_allocation"] is False
     code, _, err = run(api, api.admin, ["group", "explainer", f"{org}/staplers", "milton", "--revoke"], capsys)
     assert code == 1 and "does not hold it" in err
+
+
+def test_queue_show_names_the_user_and_says_how_long_and_why_like_squeue(api, capsys, tmp_path):
+    _, carol = api.organization_with_user("queue-cols", "carol")
+    fuzzfile = tmp_path / "hello.yaml"
+    fuzzfile.write_text(JOB)
+    assert run(api, carol, ["workflow", "start", str(fuzzfile), "-o", "json"], capsys)[0] == 0
+    code, out, _ = run(api, api.admin, ["queue", "show"], capsys)
+    header, *rows = out.splitlines()
+    assert code == 0 and header.split() == ["ID", "WORKFLOW_ID", "STAGE", "USER", "STATE", "PRIORITY", "ELAPSED",
+                                            "NODE", "REASON"]
+    mine = [r.split() for r in rows if " carol " in r]
+    assert mine and mine[0][3] == "carol" and mine[0][6].count(":") == 2  # HH:MM:SS waited so far
+    code, out, _ = run(api, api.admin, ["queue", "show", "-o", "json"], capsys)
+    assert {"user", "user_id", "reason"} <= set(json.loads(out)[0])
