@@ -15,6 +15,7 @@ from api.limits import DEFAULT_MAX_BODY_BYTES, BodyLimitMiddleware, BodyTooLarge
 from api.routes import all_routes
 from api.routes.metrics import observe
 from api.security import SecurityMiddleware
+from api.services import Services
 from api.ui import UiGate
 
 
@@ -27,7 +28,7 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await client.aclose()
 
 
-def create_app(settings: Any, services: Any) -> Starlette:
+def create_app(settings: Any, services: Services) -> Starlette:
     """The HTTP API over `services` (roving, views, tailer, key, logs, optional leases)."""
     limit = getattr(settings, "max_body_bytes", DEFAULT_MAX_BODY_BYTES)
     middleware = [

@@ -27,7 +27,7 @@ from projections.views import Views
 
 
 def local_cluster(request: Request) -> str:
-    return getattr(c.services(request), "cluster", None) or c.settings(request).cluster
+    return c.services(request).cluster or c.settings(request).cluster
 
 
 def hub_url(request: Request) -> str | None:

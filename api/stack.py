@@ -12,7 +12,6 @@ import threading
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from types import SimpleNamespace
 
 import structlog
 import uvicorn
@@ -26,6 +25,7 @@ from adapters.nats_server import NatsServer
 from adapters.nats_supervisor import Supervisor
 from adapters.secret_store import open_secret_store
 from api.runner import SchedulerRunner
+from api.services import Services
 from api.wakeups import AssignmentWaiters, LogSignals
 from domain.app import Conflict, ReadModelFunctions, Roving
 from domain.app.ids import user_id
@@ -138,7 +138,7 @@ class Stack:
                                           signals=self.signals).start()
         if self.with_audit:
             self._start_audit(cluster)
-        self.services = SimpleNamespace(
+        self.services = Services(
             roving=self.roving, views=self.views, tailer=self.tailer, key=self.key, leases=self.leases,
             logs=self._logs(nats_url, cluster), settings=self.settings, nats_url=nats_url, cluster=cluster,
             runner=self.runner, audit=self.audit, waiters=self.waiters,

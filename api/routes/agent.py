@@ -72,9 +72,8 @@ async def heartbeat(request: Request) -> Response:
 
 
 async def touch_lease(svc, node) -> None:
-    leases = getattr(svc, "leases", None)
-    if leases is not None:
-        await c.call(leases.touch, str(node))
+    if svc.leases is not None:
+        await c.call(svc.leases.touch, str(node))
 
 
 async def assignments(request: Request) -> Response:
@@ -89,7 +88,7 @@ async def assignments(request: Request) -> Response:
     def read():
         return c.call(svc.views.assignments, node)
 
-    waiters = getattr(svc, "waiters", None)
+    waiters = svc.waiters
     if seconds and waiters is not None:
         answer = await waiters.wait(node, seconds, read, (lambda a: etag(a) != known) if known else _work)
     else:
@@ -151,8 +150,7 @@ def running_here(views, b: Report) -> bool:
 async def config(request: Request) -> Response:
     agent_only(request)
     svc, settings = c.services(request), c.settings(request)
-    return c.json({"nats_url": getattr(svc, "nats_url", None) or settings.nats_url,
-                   "cluster": getattr(svc, "cluster", None) or settings.cluster})
+    return c.json({"nats_url": svc.nats_url or settings.nats_url, "cluster": svc.cluster or settings.cluster})
 
 
 routes = [

@@ -44,7 +44,7 @@ def scope_of(who: Principal) -> Scope:
 
 
 def audit_log(request: Request) -> Any:
-    found = getattr(c.services(request), "audit", None)
+    found = c.services(request).audit
     if found is None:
         raise HTTPException(503, "the audit log is not running in this control plane")
     return found

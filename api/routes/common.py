@@ -16,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from api.errors import BadRequest
+from api.services import Services
 from domain.app.errors import NotFound
 from domain.fuzzfile.decode import wide_numbers
 from domain.tenancy.permissions import Principal
@@ -25,7 +26,7 @@ SETTLE_SECONDS = 5.0
 ENCODER = msgspec.json.Encoder()
 
 
-def services(request: Request) -> Any:
+def services(request: Request) -> Services:
     return request.app.state.services
 
 
@@ -63,11 +64,10 @@ async def call(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
 async def settle(request: Request) -> None:
     """Read-your-writes: wait until the views have applied the application's last saved position."""
     svc = services(request)
-    position = getattr(svc.roving, "last_position", None)
-    tailer = getattr(svc, "tailer", None)
-    if tailer is None or not hasattr(tailer, "wait_for"):
-        tailer = getattr(svc, "views", None)  # Views.wait_for blocks on the same condition the tailer feeds
-    if not position or tailer is None or not hasattr(tailer, "wait_for"):
+    position = svc.roving.last_position
+    # A synchronous follower (tests) applies on demand; otherwise Views.wait_for blocks on what the tailer feeds
+    tailer = svc.tailer if svc.tailer is not None and hasattr(svc.tailer, "wait_for") else svc.views
+    if not position:
         return
     if inspect.iscoroutinefunction(tailer.wait_for):
         await tailer.wait_for(position, timeout=SETTLE_SECONDS)

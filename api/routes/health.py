@@ -24,15 +24,14 @@ def caught_up(tailer: Any) -> bool:
 
 def log_connections(svc: Any) -> list[Any]:
     """The connections commands and leases use; services without them (unit tests' fakes) have none."""
-    recorder = getattr(getattr(svc, "roving", None), "recorder", None)
-    found = [getattr(recorder, "connection", None), getattr(getattr(svc, "leases", None), "connection", None)]
+    found = [getattr(svc.roving.recorder, "connection", None), getattr(svc.leases, "connection", None)]
     return [connection for connection in found if hasattr(connection, "reachable")]
 
 
 def not_ready_because(svc: Any) -> str | None:
     if any(not connection.reachable for connection in log_connections(svc)):
         return "the log (NATS JetStream) is unreachable"
-    if not caught_up(getattr(svc, "tailer", None)):
+    if not caught_up(svc.tailer):
         return "the views are catching up with the log"
     return None
 
@@ -44,7 +43,7 @@ async def healthz(request: Request) -> Response:
 async def readyz(request: Request) -> Response:
     svc = c.services(request)
     reason = not_ready_because(svc)
-    position = getattr(getattr(svc, "views", None), "position", None)
+    position = svc.views.position
     body = {"ready": reason is None, "position": position, **({"reason": reason} if reason else {})}
     return c.json(body, status=200 if reason is None else 503)
 

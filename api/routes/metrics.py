@@ -9,6 +9,7 @@ from starlette.responses import Response
 from starlette.routing import Match, Route
 from starlette.types import Scope
 
+from api.services import Services
 from api import metrics as gauges  # the control plane's series are exported by every API process, leader or not
 
 REQUESTS = Counter("roving_http_requests_total", "HTTP requests answered", ["method", "route", "status"])
@@ -33,16 +34,13 @@ def observe(scope: Scope, status: int, seconds: float) -> None:
 
 
 async def metrics(request: Request) -> Response:
-    svc = request.app.state.services
-    if getattr(svc, "views", None) is not None and getattr(svc, "roving", None) is not None:
-        await run_in_threadpool(refresh, svc)
+    await run_in_threadpool(refresh, request.app.state.services)
     return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
 
 
-def refresh(svc: object) -> None:
+def refresh(svc: Services) -> None:
     """Queue, node and hold-ceiling gauges as the views show them now."""
-    percent = svc.roving.configuration.max_monitoring_percent()  # type: ignore[attr-defined]
-    gauges.observe_views(svc.views, percent)  # type: ignore[attr-defined]
+    gauges.observe_views(svc.views, svc.roving.configuration.max_monitoring_percent())
 
 
 routes = [Route("/metrics", metrics, methods=["GET"])]

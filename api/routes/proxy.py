@@ -63,7 +63,7 @@ def roving_principal(request: Request) -> tuple[Any, bool]:
 def _principal(request: Request, token: str) -> Any:
     svc = c.services(request)
     claims = claims_for(token, svc.key, datetime.now(UTC), request.url.path)
-    return principal_of(claims, getattr(svc.views, "tenancy", None))
+    return principal_of(claims, svc.views.tenancy)
 
 
 def forwarded_headers(request: Request, strip_authorization: bool) -> list[tuple[str, str]]:

@@ -47,7 +47,7 @@ async def rotate_key(request: Request) -> Response:
 async def resolved(svc: Any, answer: dict[str, list[dict]]) -> dict[str, list[dict]]:
     """The agent assignments answer with secret values in place of `secret://` references (for api.routes.agent;
     services built without a secret store hand it on as it is)."""
-    store = getattr(svc, "secrets", None)
+    store = svc.secrets
     return answer if store is None else await c.call(store.resolve_assignments, answer)
 
 

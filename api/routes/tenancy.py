@@ -183,7 +183,7 @@ async def login(request: Request) -> Response:
     at = c.now()
     user = await c.call(svc.roving.login, wanted.username, wanted.password, at)
     await c.settle(request)  # the token names an account: the views know it before the caller can use it
-    known = svc.views.tenancy.principal_for(user.id) if hasattr(svc.views, "tenancy") else None
+    known = svc.views.tenancy.principal_for(user.id)
     identity = Identity(user_id=user.id, username=user.username, role=user.role, organization_id=user.organization_id,
                         group_ids=sorted(known.group_ids) if known else [])
     ttl = timedelta(seconds=c.settings(request).token_ttl_seconds)

@@ -38,7 +38,7 @@ def principal_from_cookie(request: Request) -> Principal | None:
     svc = request.app.state.services
     try:
         claims = claims_for(token, svc.key, datetime.now(UTC), "/ui/")
-        return principal_of(claims, getattr(svc.views, "tenancy", None))
+        return principal_of(claims, svc.views.tenancy)
     except Unauthorized:
         return None
 
@@ -46,7 +46,7 @@ def principal_from_cookie(request: Request) -> Principal | None:
 def issue_session(request: Request, user: Any) -> tuple[str, int]:
     """A token for `user` exactly as `/v4/auth/login` issues one; (token, seconds it lasts)."""
     svc = request.app.state.services
-    known = svc.views.tenancy.principal_for(user.id) if hasattr(svc.views, "tenancy") else None
+    known = svc.views.tenancy.principal_for(user.id)
     identity = Identity(user_id=user.id, username=user.username, role=user.role, organization_id=user.organization_id,
                         group_ids=sorted(known.group_ids) if known else [])
     ttl = timedelta(seconds=request.app.state.settings.token_ttl_seconds)

@@ -17,7 +17,6 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from types import SimpleNamespace
 from uuid import uuid4
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -29,6 +28,7 @@ import uvicorn  # noqa: E402
 from adapters.auth.tokens import Identity, issue  # noqa: E402
 from adapters.nats_server import free_port  # noqa: E402
 from api.app import create_app  # noqa: E402
+from api.services import Services  # noqa: E402
 from api.settings import load_settings  # noqa: E402
 from domain.app import Roving  # noqa: E402
 from domain.app.ids import allocation_id, endpoint_id  # noqa: E402
@@ -58,7 +58,7 @@ def serve(app, port: int) -> uvicorn.Server:
     return server
 
 
-def bound_api(service_port: int) -> SimpleNamespace:
+def bound_api(service_port: int) -> Services:
     env = {"PERSISTENCE_MODULE": "eventsourcing.popo", "TRANSCODER_TOPIC": "adapters.transcoder:MsgspecTranscoder"}
     roving, views, now = Roving(env=env), Views(), datetime.now(UTC)
     roving.create_endpoint("bench", "user", "user", ADMIN, now)
@@ -74,7 +74,7 @@ def bound_api(service_port: int) -> SimpleNamespace:
     records = roving.recorder.select_notifications(start=1, limit=10_000)
     views.apply([(r.id, roving.mapper.to_domain_event(r)) for r in records])
     assert views.endpoints.find(endpoint_id("bench")).serving_target() is not None
-    return SimpleNamespace(roving=roving, views=views, key=KEY)
+    return Services(roving=roving, views=views, key=KEY)
 
 
 def p50_ms(client: httpx.Client, url: str) -> float:

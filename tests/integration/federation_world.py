@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime
-from types import SimpleNamespace
 
 import msgspec
 import nats
 
 from adapters.logs import LogWriter
 from api.app import create_app
+from api.services import Services
 from api.settings import load_settings
 from domain.app import Roving
 from domain.tenancy import Role
@@ -24,8 +24,8 @@ def member_api(url: str, cluster: str) -> Api:
     """A control plane of `cluster` on the nats-server at `url`, driven in process like the unit tests' Api."""
     api = Api.__new__(Api)
     roving, views = Roving(env=env_for(url, cluster), passwords=PlainHasher()), Views()
-    api.services = SimpleNamespace(roving=roving, views=views, tailer=SyncTailer(roving, views), key=KEY,
-                                   logs=FakeLogs(), leases=FakeLeases(), nats_url=url, cluster=cluster)
+    api.services = Services(roving=roving, views=views, tailer=SyncTailer(roving, views), key=KEY,
+                            logs=FakeLogs(), leases=FakeLeases(), nats_url=url, cluster=cluster)
     api.app = create_app(load_settings({"ROVING_CLUSTER": cluster}), api.services)
     stored = roving.recorder.max_notification_id() or 0  # a restarted member reads what it holds
     if not stored:

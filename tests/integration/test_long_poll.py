@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime
-from types import SimpleNamespace
 from uuid import UUID, uuid4
 
 import httpx
@@ -12,6 +11,7 @@ import pytest
 
 from adapters.tailer import Tailer
 from api.app import create_app
+from api.services import Services
 from api.settings import load_settings
 from api.wakeups import AssignmentWaiters, LogSignals
 from domain.app import Roving
@@ -42,8 +42,8 @@ def plane(nats_url: str):
     waiters = AssignmentWaiters(views)
     LogSignals.attach(tailer).listen(waiters.observe)
     tailer.start()
-    services = SimpleNamespace(roving=roving, views=views, tailer=tailer, key=KEY, logs=FakeLogs(),
-                               leases=FakeLeases(), waiters=waiters, nats_url=nats_url, cluster="test")
+    services = Services(roving=roving, views=views, tailer=tailer, key=KEY, logs=FakeLogs(),
+                        leases=FakeLeases(), waiters=waiters, nats_url=nats_url, cluster="test")
     yield services, create_app(load_settings({}), services)
     tailer.stop()
     roving.close()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import tempfile
 from datetime import UTC, datetime, timedelta
-from types import SimpleNamespace
 from typing import Any
 
 import httpx
@@ -13,6 +12,7 @@ import httpx
 from adapters.auth.tokens import Identity, issue, issue_webhook
 from adapters.secret_store import open_secret_store
 from api.app import create_app
+from api.services import Services
 from api.settings import load_settings
 from domain.app import Roving
 from domain.app.ids import user_id
@@ -64,13 +64,13 @@ class FakeLeases:
         self.touched.append(node)
 
 
-def services() -> SimpleNamespace:
+def services() -> Services:
     env = {"PERSISTENCE_MODULE": "eventsourcing.popo", "ROVING_CLUSTER": "test",
            "TRANSCODER_TOPIC": "adapters.transcoder:MsgspecTranscoder"}
     roving, views = Roving(env=env, passwords=PlainHasher()), Views()
     secrets = open_secret_store(roving, tempfile.mkdtemp(prefix="roving-secrets-"))  # its key ring is made on first use
-    return SimpleNamespace(roving=roving, views=views, tailer=SyncTailer(roving, views), key=KEY, logs=FakeLogs(),
-                           leases=FakeLeases(), nats_url="nats://127.0.0.1:4222", cluster="test", secrets=secrets)
+    return Services(roving=roving, views=views, tailer=SyncTailer(roving, views), key=KEY, logs=FakeLogs(),
+                    leases=FakeLeases(), nats_url="nats://127.0.0.1:4222", cluster="test", secrets=secrets)
 
 
 def token(username: str, role: Role = Role.USER, org: Any = None, source: Source = Source.ADMIN,
