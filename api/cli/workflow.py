@@ -40,18 +40,45 @@ def start(args: argparse.Namespace, client: Client) -> Any:
 
 
 def watch(client: Client, workflow_id: str, interval: float = 1.0) -> int:
-    """Redraw the stage table until the workflow ends; exit 0 if it finished, 1 otherwise."""
-    shown = 0
+    """Until the workflow ends: on a terminal, the stage table redrawn in place; elsewhere (a pipe, a CI log) one
+    line per change only. Exit 0 if it finished, 1 otherwise."""
+    shown, seen = 0, Transitions()
     while True:
         detail = client.get(f"/v4/workflows/{workflow_id}")
-        text = f"workflow {detail['name']} ({workflow_id}): {detail['status']}\n" + table(detail["stages"], STAGE_COLUMNS)
-        if sys.stdout.isatty() and shown:
-            sys.stdout.write(f"\x1b[{shown}F\x1b[J")
-        print(text, flush=True)
-        shown = text.count("\n") + 1
+        if sys.stdout.isatty():
+            text = f"workflow {detail['name']} ({workflow_id}): {detail['status']}\n" + table(detail["stages"],
+                                                                                            STAGE_COLUMNS)
+            if shown:
+                sys.stdout.write(f"\x1b[{shown}F\x1b[J")
+            print(text, flush=True)
+            shown = text.count("\n") + 1
+        else:
+            for line in seen.changes(detail):
+                print(line, flush=True)
         if detail["status"] in ENDED:
             return 0 if detail["status"] == "FINISHED" else 1
         time.sleep(interval)
+
+
+class Transitions:
+    """What changed since the last look: the workflow's status and each stage's status, node and exit code."""
+
+    def __init__(self) -> None:
+        self.last: dict[str, tuple] = {}
+
+    def changes(self, detail: dict[str, Any]) -> list[str]:
+        now, lines = time.strftime("%H:%M:%S"), []
+        if self.last.get("") != (detail["status"],):
+            self.last[""] = (detail["status"],)
+            lines.append(f"{now}  workflow {detail['name']}: {detail['status']}")
+        for stage in detail["stages"]:
+            state = tuple(stage.get(k) for k in ("status", "node", "exit_code"))
+            if self.last.get("stage:" + stage["name"]) != state:
+                self.last["stage:" + stage["name"]] = state
+                status, node, code = state
+                lines.append(f"{now}  {stage['name']}: {status}" + (f" on {node}" if node else "")
+                             + (f" (exit {code})" if code is not None else ""))
+        return lines
 
 
 def list_workflows(args: argparse.Namespace, client: Client) -> Any:
@@ -89,9 +116,19 @@ def events(args: argparse.Namespace, client: Client) -> Any:
     return None
 
 
-def log(args: argparse.Namespace, client: Client) -> Any:
-    sys.stdout.write(client.get(f"/v4/workflows/{args.id}/log/{args.stage}"))
-    return None
+def log(args: argparse.Namespace, client: Client, interval: float = 1.0) -> Any:
+    """The stage's output; with --follow, what it writes next too, until its workflow ends."""
+    path = f"/v4/workflows/{args.id}/log/{args.stage}"
+    written = 0
+    while True:
+        ended = not args.follow or client.get(f"/v4/workflows/{args.id}")["status"] in ENDED
+        text = client.get(path)
+        sys.stdout.write(text[written:])
+        sys.stdout.flush()
+        written = len(text)
+        if ended:  # read once more after the end was seen: output that landed just before it is not lost
+            return None
+        time.sleep(interval)
 
 
 def why(args: argparse.Namespace, client: Client) -> Any:
@@ -149,6 +186,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("log", parents=[common], help="a stage's output")
     p.add_argument("id")
     p.add_argument("stage")
+    p.add_argument("-f", "--follow", action="store_true", help="keep printing new output until the workflow ends")
     p.set_defaults(handler=log)
     p = sub.add_parser("why", parents=[common], help="why stages are waiting (or explain one allocation)")
     p.add_argument("id")

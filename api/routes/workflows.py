@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import time
 from typing import Annotated, Any, Literal
 from uuid import UUID, uuid4, uuid5
 
@@ -33,6 +34,7 @@ WORKFLOW_STATUSES = ("PENDING", "STARTED", "FINISHED", "FAILED", "CANCELED")  # 
 WAITING = frozenset({"PENDING", "WAITING", "READY"})
 YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml")
 FOLLOW_POLL = 0.25
+PING_SECONDS = 15.0  # an SSE comment after this much quiet: idle proxies and load balancers keep the stream
 REMOTE_POLL = 1.0  # following another cluster's workflow reads the hub this often
 MAX_IDEMPOTENCY_KEY = 255
 MAX_NAME = 256  # the name is stored in the Submitted event, which must fit one log message
@@ -147,23 +149,38 @@ async def events(request: Request) -> Response:
     found = await located(request)
     detail = found.detail
     if c.query_bool(request, "follow"):
-        return StreamingResponse(follow(request, found), media_type="text/event-stream",
+        return StreamingResponse(follow(request, found, resume_from(request)), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache"})
     rows = await c.call(found.views.workflows.events, detail.id)
     return c.json({"events": [event_answer(r) for r in rows], **found.label()})
 
 
-async def follow(request: Request, found: Located):
-    """Server-sent events: each activity row once, then an `end` event when the workflow has ended. Another
-    cluster's workflow is followed through the hub, read again every REMOTE_POLL seconds."""
-    views, sent, workflow_id = found.views, 0, found.detail.id
+def resume_from(request: Request) -> int:
+    """How many activity rows the client has: `Last-Event-ID` (a reconnecting EventSource sends it) or `?since=`."""
+    raw = request.headers.get("last-event-id") or request.query_params.get("since") or "0"
+    if not raw.isdigit():
+        raise BadRequest("Last-Event-ID", f"expected the id of an activity event (a whole number), got {raw!r}")
+    return int(raw)
+
+
+async def follow(request: Request, found: Located, since: int = 0):
+    """Server-sent events: each activity row once with its number as the event id (a client that reconnects with
+    Last-Event-ID gets only what followed), a `: ping` comment after PING_SECONDS of quiet so proxies keep the
+    connection, then an `end` event when the workflow has ended. Another cluster's workflow is followed through
+    the hub, read again every REMOTE_POLL seconds."""
+    views, sent, workflow_id = found.views, since, found.detail.id
+    quiet_since = time.monotonic()
     while True:
         if found.fan is not None and sent:
             views = await refreshed(found) or views
         rows = await c.call(views.workflows.events, workflow_id)
-        for row in rows[sent:]:
-            yield b"event: activity\ndata: " + c.ENCODER.encode(event_answer(row)) + b"\n\n"
-        sent = len(rows)
+        for number, row in enumerate(rows[sent:], start=sent + 1):
+            yield f"id: {number}\nevent: activity\ndata: ".encode() + c.ENCODER.encode(event_answer(row)) + b"\n\n"
+            quiet_since = time.monotonic()
+        sent = max(sent, len(rows))
+        if time.monotonic() - quiet_since >= PING_SECONDS:
+            yield b": ping\n\n"
+            quiet_since = time.monotonic()
         detail = await c.call(views.workflows.get, workflow_id)
         if detail is None or detail.status in ENDED:
             yield b"event: end\ndata: " + c.ENCODER.encode({"status": getattr(detail, "status", None)}) + b"\n\n"

@@ -144,3 +144,17 @@ def test_a_bad_or_unknown_list_filter_is_a_400_naming_it(api, alice, query, fiel
 def test_newest_first_and_a_lower_case_status_are_understood(api, alice, workflow):
     answer = api.request("GET", "/v4/workflows?status=pending&order_by=-submitted", alice)
     assert answer.status_code == 200 and workflow in [w["id"] for w in answer.json()["workflows"]]
+
+
+def test_a_reconnecting_event_stream_resumes_after_the_last_event_id(api, alice):
+    wid = api.request("POST", "/v4/workflows", alice, json={"definition": JOB}).json()["id"]
+    api.request("PATCH", f"/v4/workflows/{wid}:stop", alice)
+    whole = api.request("GET", f"/v4/workflows/{wid}/events?follow=true", alice).text
+    ids = [int(line[4:]) for line in whole.splitlines() if line.startswith("id: ")]
+    assert ids == list(range(1, len(ids) + 1)) and len(ids) >= 2
+    rest = api.request("GET", f"/v4/workflows/{wid}/events?follow=true", alice,
+                       headers={"Last-Event-ID": str(ids[-2])}).text
+    assert [line for line in rest.splitlines() if line.startswith("id: ")] == [f"id: {ids[-1]}"]
+    assert rest.rstrip().endswith('data: {"status":"CANCELED"}')
+    bad = api.request("GET", f"/v4/workflows/{wid}/events?follow=true", alice, headers={"Last-Event-ID": "x"})
+    assert bad.status_code == 400 and bad.json()["errors"][0]["path"] == "Last-Event-ID"
