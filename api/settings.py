@@ -29,6 +29,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     local_nodes: int = 2
     local_node_cpus: int = 4
     local_node_memory: int = 8 * 2**30
+    local_agent_restart: bool = True  # `roving up` starts a local agent again when it dies
     nats_url: str | None = None  # with the control plane's credentials in it, when a site gives them
     nats_agent_creds: Path | None = None  # the user file agents get for the job log (ROVING_NATS_AGENT_CREDS)
     cluster: str = "local"
@@ -64,6 +65,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         local_nodes=_count(env, "ROVING_LOCAL_NODES", defaults.local_nodes, minimum=0),
         local_node_cpus=_count(env, "ROVING_LOCAL_NODE_CPUS", defaults.local_node_cpus, minimum=1),
         local_node_memory=_memory(env.get("ROVING_LOCAL_NODE_MEMORY"), defaults.local_node_memory),
+        local_agent_restart=_flag(env, "ROVING_LOCAL_AGENT_RESTART", defaults.local_agent_restart),
         nats_url=_nats_url(env),
         nats_agent_creds=_creds_path(env, "ROVING_NATS_AGENT_CREDS"),
         cluster=_cluster(env.get("ROVING_CLUSTER"), defaults.cluster),
@@ -116,6 +118,17 @@ def _creds_path(env: Mapping[str, str], name: str) -> Path | None:
     if raw and not Path(raw).is_file():
         raise SettingsError(f"{name}={raw!r} is not a file")
     return Path(raw) if raw else None
+
+
+def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = (env.get(name) or "").strip().lower()
+    if not raw:
+        return default
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise SettingsError(f"{name} must be true or false (1/0, yes/no, on/off), got {env[name]!r}")
 
 
 def _count(env: Mapping[str, str], name: str, default: int, minimum: int) -> int:

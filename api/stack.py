@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
-import subprocess
 import sys
 import tempfile
 import threading
@@ -24,6 +23,7 @@ from adapters.nats_owner import death_signal
 from adapters.nats_server import NatsServer
 from adapters.nats_supervisor import Supervisor
 from adapters.secret_store import open_secret_store
+from api.local_agents import LocalAgents
 from api.runner import SchedulerRunner
 from api.services import Services
 from api.wakeups import AssignmentWaiters, LogSignals
@@ -94,7 +94,8 @@ class Stack:
         self.with_scheduler = scheduler
         self.nats: NatsServer | None = None
         self.supervisor: Supervisor | None = None
-        self.agents: list[subprocess.Popen] = []
+        # none outlives us; a dead one comes back (unless ROVING_LOCAL_AGENT_RESTART=false)
+        self.agents = LocalAgents(preexec=death_signal(os.getpid()), restart=settings.local_agent_restart)
         self.server: uvicorn.Server | None = None
         self.audit_store = self.audit_feed = self.audit = None
         self.with_audit = audit
@@ -223,10 +224,7 @@ class Stack:
             argv = [sys.executable, "-c", AGENT_START, "--node", f"local-{index}", "--api", self.url,
                     "--token-file", str(self.data_dir / "agent.token"), "--cpus", str(cpus), "--memory", str(memory),
                     "--definition", "local", "--workdir", str(workdir / f"local-{index}")]
-            log_file = open(self.data_dir / f"agent-local-{index}.log", "ab")  # noqa: SIM115 - owned by the child
-            self.agents.append(subprocess.Popen(argv, stdout=log_file, stderr=subprocess.STDOUT,
-                                                preexec_fn=death_signal(os.getpid())))  # none outlives us
-            log_file.close()
+            self.agents.add(f"local-{index}", argv, self.data_dir / f"agent-local-{index}.log")
 
     def stop(self) -> None:
         try:
@@ -238,13 +236,7 @@ class Stack:
                 self.nats.stop()
 
     def _stop_parts(self) -> None:
-        for agent in self.agents:
-            agent.terminate()
-        for agent in self.agents:
-            try:
-                agent.wait(10)
-            except subprocess.TimeoutExpired:
-                agent.kill()
+        self.agents.stop()
         if self.server is not None:
             self.server.should_exit = True
         for part in (self.runner, self.tailer, self.audit_feed):

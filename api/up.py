@@ -16,6 +16,7 @@ Settings come from the environment:
   ROVING_DATA_DIR            where the log, keys and tokens live (default ./.roving)
   ROVING_LISTEN              HTTP address (default 127.0.0.1:8080)
   ROVING_LOCAL_NODES         local agents to start (default 2)
+  ROVING_LOCAL_AGENT_RESTART start a local agent again when it dies (default true; false to study node loss)
   ROVING_LOCAL_NODE_CPUS     cpus each local node declares (default 4)
   ROVING_LOCAL_NODE_MEMORY   memory each local node declares (default 8GiB)
   ROVING_NATS_URL            use this NATS (cluster) instead of starting one

@@ -161,14 +161,14 @@ class Injector(threading.Thread):
         send("resolved")
 
     def fault_agent(self, fault: Planned, index: int) -> None:
-        """kill -9 one agent; `roving up` does not restart agents, so the harness does, as they were started."""
-        how = self.stack.kill_agent(fault.node)
-        if how is None:
+        """kill -9 one agent; `roving up` must start it again (its jobs run on and are adopted) and the node be READY."""
+        killed = self.stack.kill_agent(fault.node)
+        if killed is None:
             return
-        # Sometimes back before the lease lapses, sometimes after the node went offline.
-        time.sleep(fault.pause * self.lease / 3)
-        self.stack.restart_agent(fault.node, how)
-        if not self._wait_node(fault.node, lambda row: row["status"] == "READY", RECOVERY):
+        if not self.stack.wait_agent_back(fault.node, killed, RECOVERY):
+            self.tally.violation("agent_not_restarted", f"roving up did not start {fault.node}'s agent again "
+                                                        f"within {RECOVERY:.0f}s of its kill -9")
+        elif not self._wait_node(fault.node, lambda row: row["status"] == "READY", RECOVERY):
             self.tally.violation("node_not_recovered", f"{fault.node} not READY {RECOVERY:.0f}s after its agent restarted")
 
     def fault_control(self, fault: Planned, index: int) -> None:

@@ -26,7 +26,7 @@ class StackError(RuntimeError):
 
 
 class SoakStack:
-    """One `roving up` subprocess; the harness also owns the agents it restarts after killing them."""
+    """One `roving up` subprocess (which keeps its local agents running), crashed and restarted on purpose."""
 
     def __init__(self, root: Path, nodes: int = 3, lease: float = 3.0, cpus: int = 4, memory: str = "4GiB") -> None:
         self.root = root
@@ -44,7 +44,6 @@ class SoakStack:
         for name in ("ROVING_NATS_URL", "ROVING_FEDERATION_HUB"):
             self.env.pop(name, None)
         self.process: subprocess.Popen | None = None
-        self.own_agents: dict[str, subprocess.Popen] = {}
         self.starts = 0
 
     @property
@@ -110,27 +109,23 @@ class SoakStack:
         path = self.data_dir / f"up-{self.starts}.log"
         return path.read_text(errors="replace")[-chars:] if path.exists() else ""
 
-    def kill_agent(self, node: str) -> tuple[list[str], dict[str, str], str] | None:
-        """kill -9 the node's agent; returns how to start it again (argv, env, cwd), None when none runs."""
+    def kill_agent(self, node: str) -> int | None:
+        """kill -9 the node's agent; returns its pid, None when none runs."""
         pid = procs.agent_pids(self.data_dir).get(node)
         if pid is None:
             return None
-        how = procs.cmdline(pid), procs.environ(pid), procs.cwd(pid)
         procs.kill(pid)
-        if node in self.own_agents:
-            self.own_agents.pop(node).wait(10)
         procs.wait_gone([pid], 10)
-        return how
+        return pid
 
-    def restart_agent(self, node: str, how: tuple[list[str], dict[str, str], str]) -> None:
-        """`roving up` does not restart a dead agent: the harness does, with the same command line."""
-        argv, env, cwd = how
-        log = open(self.data_dir / f"agent-{node}.log", "ab")  # noqa: SIM115 - the child keeps its copy
-        try:
-            self.own_agents[node] = subprocess.Popen(argv, env=env or self.env, cwd=cwd or REPO, stdout=log,
-                                                     stderr=subprocess.STDOUT, start_new_session=True)
-        finally:
-            log.close()
+    def wait_agent_back(self, node: str, killed: int, timeout: float) -> bool:
+        """Whether `roving up` started another agent for the node within `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if procs.agent_pids(self.data_dir).get(node) not in (None, killed):
+                return True
+            time.sleep(0.2)
+        return False
 
     def kill_control_plane(self) -> list[int]:
         """kill -9 `roving up` alone; returns the nats-servers still running 2 s later (orphans of the crash)."""
@@ -153,7 +148,6 @@ class SoakStack:
         Returns the pids that had to be reaped after `roving up` was gone.
         """
         self.stop_up()
-        self.stop_own_agents()
         # Agents of a crashed `roving up` get SIGTERM from the kernel and stop their jobs: give them that time.
         nats = set(procs.nats_pids(self.data_dir))
         procs.wait_gone([p for p in procs.owned(self.data_dir) if p not in nats], 15)
@@ -171,19 +165,7 @@ class SoakStack:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait(10)
 
-    def stop_own_agents(self) -> None:
-        for agent in self.own_agents.values():
-            agent.terminate()
-        for agent in self.own_agents.values():
-            try:
-                agent.wait(15)
-            except subprocess.TimeoutExpired:
-                agent.kill()
-                agent.wait(5)
-        self.own_agents.clear()
-
     def stop(self) -> None:
         """Everything down, nothing left running that names the data dir."""
-        self.stop_own_agents()
         self.stop_up(30)
         procs.reap_all(self.data_dir)

@@ -17,7 +17,9 @@ AGENT = "import sys; from api.agent import agent_main; sys.exit(agent_main(sys.a
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory):
-    running = LocalStack(tmp_path_factory.mktemp("roving-loss"), nodes=3, lease_seconds=2.0).start()
+    # a killed agent stands for a lost machine here: roving up must not start it again
+    running = LocalStack(tmp_path_factory.mktemp("roving-loss"), nodes=3, lease_seconds=2.0,
+                         settings={"ROVING_LOCAL_AGENT_RESTART": "false"}).start()
     yield running
     running.stop()
 

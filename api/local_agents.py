@@ -1,0 +1,95 @@
+"""The local pool's agents as `roving up` keeps them: started, watched, and started again when one dies.
+
+An agent that exits while the stack runs (killed, crashed) is started again with the same command line; its
+running jobs were left running and its successor adopts them. One that keeps dying is started again after a
+growing pause (1 s doubling to 30 s), so a broken agent does not spin; the pause resets once one has lived a minute.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import structlog
+
+log = structlog.get_logger("roving.stack")
+FIRST_PAUSE, LONGEST_PAUSE, STEADY_SECONDS, CHECK_EVERY = 1.0, 30.0, 60.0, 0.5
+
+
+@dataclass
+class Kept:
+    name: str
+    argv: list[str]
+    log_path: Path
+    process: subprocess.Popen | None = None
+    started: float = 0.0
+    pause: float = FIRST_PAUSE
+    due: float = 0.0           # when a dead one may start again
+    restarts: int = 0
+
+
+class LocalAgents:
+    def __init__(self, preexec: Callable[[], None] | None = None, check_every: float = CHECK_EVERY,
+                 restart: bool = True) -> None:
+        self.kept: list[Kept] = []
+        self.preexec, self.check_every, self.restart = preexec, check_every, restart
+        self.stopping = threading.Event()
+        self.lock = threading.Lock()
+        self.thread = threading.Thread(target=self._watch, name="roving-local-agents", daemon=True)
+
+    def add(self, name: str, argv: list[str], log_path: Path) -> None:
+        kept = Kept(name, argv, log_path, pause=FIRST_PAUSE)
+        with self.lock:
+            self._start(kept)
+            self.kept.append(kept)
+        if self.restart and not self.thread.is_alive():
+            self.thread.start()
+
+    @property
+    def processes(self) -> list[subprocess.Popen]:
+        with self.lock:
+            return [k.process for k in self.kept if k.process is not None]
+
+    def stop(self, grace: float = 10.0) -> None:
+        self.stopping.set()
+        with self.lock:
+            running = [k.process for k in self.kept if k.process is not None and k.process.poll() is None]
+        for process in running:
+            process.terminate()
+        for process in running:
+            try:
+                process.wait(grace)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+    def _start(self, kept: Kept) -> None:
+        with open(kept.log_path, "ab") as output:  # the child keeps its own copy of the descriptor
+            kept.process = subprocess.Popen(kept.argv, stdout=output, stderr=subprocess.STDOUT,
+                                            preexec_fn=self.preexec)
+        kept.started = time.monotonic()
+
+    def _watch(self) -> None:
+        while not self.stopping.wait(self.check_every):
+            with self.lock:
+                for kept in self.kept:
+                    self._look_after(kept)
+
+    def _look_after(self, kept: Kept) -> None:
+        process, now = kept.process, time.monotonic()
+        if process is None or process.poll() is None or self.stopping.is_set():
+            return
+        if not kept.due:
+            lived = now - kept.started
+            if lived >= STEADY_SECONDS:
+                kept.pause = FIRST_PAUSE
+            kept.due, kept.pause = now + kept.pause, min(kept.pause * 2, LONGEST_PAUSE)
+            log.warning("stack.agent_died", node=kept.name, exit_code=process.returncode, lived_s=round(lived, 1),
+                        restart_in_s=round(kept.due - now, 1))
+        if now >= kept.due:
+            kept.due, kept.restarts = 0.0, kept.restarts + 1
+            self._start(kept)
+            log.info("stack.agent_restarted", node=kept.name, restarts=kept.restarts)
