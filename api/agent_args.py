@@ -7,6 +7,7 @@ import grp
 import os
 import pwd
 import socket
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -77,6 +78,19 @@ def _poll_wait(text: str) -> float:
     return seconds
 
 
+def _env_poll_wait(given: float | None, env: Mapping[str, str]) -> float:
+    """--poll-wait, else ROVING_AGENT_POLL_WAIT, else 10 s (0: plain polling every --poll)."""
+    if given is not None:
+        return given
+    raw = env.get("ROVING_AGENT_POLL_WAIT", "").strip()
+    if not raw:
+        return 10.0
+    try:
+        return _poll_wait(raw)
+    except ValueError as error:
+        raise UsageError(f"ROVING_AGENT_POLL_WAIT: {error}") from None
+
+
 def _pair(text: str) -> tuple[str, str]:
     key, sep, value = text.partition("=")
     if not sep or not key:
@@ -122,7 +136,7 @@ def _parser() -> UsageParser:
     p.add_argument("--metrics-port", type=_typed("port", _port))
     p.add_argument("--heartbeat", type=_typed("duration", _positive_duration), default=2.0)
     p.add_argument("--poll", type=_typed("duration", _positive_duration), default=0.5)
-    p.add_argument("--poll-wait", type=_typed("duration", _poll_wait), default=10.0)
+    p.add_argument("--poll-wait", type=_typed("duration", _poll_wait), default=None)
     p.add_argument("--kill-grace", type=_typed("duration", parse_duration), default=10.0)
     p.add_argument("--address", default=socket.gethostname())
     return p
@@ -222,7 +236,7 @@ def parse_args(argv: list[str], env: dict[str, str] | None = None, detect=sysinf
         cpus=ns.cpus or found.cpu, memory=ns.memory if ns.memory is not None else found.memory,
         devices=devices, gpus=gpus, annotations=dict(ns.annotation),
         definition=ns.definition, workdir=workdir, metrics_port=ns.metrics_port, heartbeat=ns.heartbeat,
-        poll=ns.poll, poll_wait=ns.poll_wait, kill_grace=ns.kill_grace, address=ns.address,
+        poll=ns.poll, poll_wait=_env_poll_wait(ns.poll_wait, env), kill_grace=ns.kill_grace, address=ns.address,
         job_user=job_user(env, ns.allow_root_jobs, euid, workdir), allow_root_jobs=ns.allow_root_jobs,
         runtime=runtime(ns.runtime or env.get("ROVING_RUNTIME", "host")), image_cache=ns.image_cache,
         image_cache_bytes=_cache_bytes(ns.image_cache_bytes, env),

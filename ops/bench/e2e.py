@@ -50,13 +50,13 @@ def chain(length: int) -> str:
 class Stack:
     """`roving up` as a child process on a free port, in a throw-away data directory."""
 
-    def __init__(self, data_dir: Path, nodes: int = 2, cpus: int = 4) -> None:
+    def __init__(self, data_dir: Path, nodes: int = 2, cpus: int = 4, extra: dict[str, str] | None = None) -> None:
         self.data_dir, self.nodes = data_dir, nodes
         port = free_port()
         self.url = f"http://127.0.0.1:{port}"
         env = {**os.environ, "ROVING_DATA_DIR": str(data_dir), "ROVING_LISTEN": f"127.0.0.1:{port}",
                "ROVING_LOCAL_NODES": str(nodes), "ROVING_LOCAL_NODE_CPUS": str(cpus),
-               "ROVING_LOCAL_NODE_MEMORY": "4GiB", "ROVING_LOG_FORMAT": "console"}
+               "ROVING_LOCAL_NODE_MEMORY": "4GiB", "ROVING_LOG_FORMAT": "console", **(extra or {})}
         env.pop("ROVING_NATS_URL", None)
         self.log = open(data_dir / "stack.log", "wb")  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen([sys.executable, "-c", UP], env=env, stdout=self.log,
@@ -200,15 +200,26 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--singles", type=int, default=40, help="idle single jobs to time (default 40)")
     parser.add_argument("--budget", type=float, default=60.0, help="seconds each workload may take (default 60)")
+    parser.add_argument("--no-baseline", action="store_true",
+                        help="skip the same run's baseline (agents polling every 0.5 s, no long poll)")
     args = parser.parse_args(argv)
+    result = {"bench": "e2e", "nodes": "2x4", **run_workloads(args, {})}
+    if not args.no_baseline:
+        base = run_workloads(args, {"ROVING_AGENT_POLL_WAIT": "0"})
+        result["baseline_plain_polling"] = base
+        result["ratio_vs_baseline"] = ratios(result, base)
+    print(json.dumps(result), flush=True)
+    return 0
+
+
+def run_workloads(args: argparse.Namespace, extra: dict[str, str]) -> dict:
     with tempfile.TemporaryDirectory(prefix="roving-bench-e2e-") as tmp:
-        stack = Stack(Path(tmp))
+        stack = Stack(Path(tmp), extra=extra)
         try:
             client = stack.start()
             began = time.monotonic()
             cpu0 = stack.cpu()
             result = {
-                "bench": "e2e", "nodes": "2x4",
                 "one_job_workflows": one_job_burst(stack, client, 200, 4, args.budget),
                 "task_array": task_array(client, args.budget),
                 "chain": dependency_chain(client, 20, args.budget),
@@ -220,8 +231,17 @@ def main(argv: list[str] | None = None) -> int:
             client.close()
         finally:
             stack.stop()
-    print(json.dumps(result), flush=True)
-    return 0
+    return result
+
+
+def ratios(now: dict, base: dict) -> dict:
+    """Speed-ups against the baseline measured in the same run (above 1: better now)."""
+    def ratio(a: float, b: float) -> float | None:
+        return round(a / b, 2) if a and b else None
+    return {"one_job_jobs_per_s": ratio(now["one_job_workflows"]["jobs_per_s"], base["one_job_workflows"]["jobs_per_s"]),
+            "task_array_tasks_per_s": ratio(now["task_array"]["tasks_per_s"], base["task_array"]["tasks_per_s"]),
+            "chain_hop": ratio(base["chain"]["seconds_per_hop"], now["chain"]["seconds_per_hop"]),
+            "idle_p50": ratio(base["idle_single"]["p50_ms"], now["idle_single"]["p50_ms"])}
 
 
 if __name__ == "__main__":

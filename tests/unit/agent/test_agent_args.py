@@ -167,3 +167,12 @@ def test_the_oci_runtime_names_the_packages_it_is_missing(monkeypatch):
     config = parse(env=ENV | {"ROVING_RUNTIME": "oci", "ROVING_INSECURE_REGISTRIES": "reg.lan:5000, r2"})
     assert (config.runtime, config.insecure_registries) == ("oci", ("reg.lan:5000", "r2"))
     assert parse().runtime == "host"
+
+
+def test_the_long_poll_wait_comes_from_the_flag_else_the_environment_else_ten_seconds():
+    base = ["--node", "n", "--api", "http://x", "--cpus", "1", "--memory", "1GiB"]
+    assert parse_args(base, env={"ROVING_TOKEN": "t"}).poll_wait == 10.0
+    assert parse_args(base, env={"ROVING_TOKEN": "t", "ROVING_AGENT_POLL_WAIT": "0"}).poll_wait == 0.0
+    assert parse_args([*base, "--poll-wait", "2s"], env={"ROVING_TOKEN": "t", "ROVING_AGENT_POLL_WAIT": "0"}).poll_wait == 2.0
+    with pytest.raises(UsageError, match="ROVING_AGENT_POLL_WAIT"):
+        parse_args(base, env={"ROVING_TOKEN": "t", "ROVING_AGENT_POLL_WAIT": "1m"})
