@@ -167,3 +167,18 @@ def test_the_oci_runtime_names_the_packages_it_is_missing(monkeypatch):
     config = parse(env=ENV | {"ROVING_RUNTIME": "oci", "ROVING_INSECURE_REGISTRIES": "reg.lan:5000, r2"})
     assert (config.runtime, config.insecure_registries) == ("oci", ("reg.lan:5000", "r2"))
     assert parse().runtime == "host"
+
+
+def test_the_node_metrics_read_error_counters_under_the_given_sys_root(tmp_path: Path):
+    from prometheus_client import generate_latest
+
+    from api.agent import NodeMetrics
+
+    (tmp_path / "block/sda/device").mkdir(parents=True)
+    (tmp_path / "block/sda/device/ioerr_cnt").write_text("0x2\n")
+    assert parse("--sys-root", str(tmp_path)).sys_root == tmp_path
+    assert parse(env={**ENV, "ROVING_SYS_ROOT": str(tmp_path)}).sys_root == tmp_path
+    assert parse().sys_root == Path("/sys")
+    metrics = NodeMetrics(parse(env={**ENV, "ROVING_SYS_ROOT": str(tmp_path)}).sys_root)
+    metrics.refresh(running=0)
+    assert "roving_node_disk_errors 2.0" in generate_latest(metrics.registry).decode()
