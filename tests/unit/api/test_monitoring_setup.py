@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -44,6 +45,12 @@ def test_nodes_are_discovered_from_roving_with_the_webhook_token():
     assert jobs["node"]["relabel_configs"][0]["replacement"] == "${1}:9100"
     assert config["rule_files"] == [str(SHIPPED_RULES)]
     assert config["global"]["scrape_interval"] == config["global"]["evaluation_interval"] == "500ms"
+
+
+def test_the_node_down_rule_watches_the_job_the_config_scrapes_agents_in():
+    jobs = {job["job_name"] for job in json.loads(PLAN.prometheus())["scrape_configs"]}
+    watched = set(re.findall(r'up\{job="([^"]+)"\}', SHIPPED_RULES.read_text()))
+    assert watched and watched <= jobs
 
 
 def test_without_a_node_exporter_port_there_is_no_node_job():
