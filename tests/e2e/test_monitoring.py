@@ -64,7 +64,8 @@ def test_disk_errors_on_a_node_hold_it_until_the_counter_is_cleared(stack, sys_r
     counter.write_text("0x3\n")
     stack.wait(lambda: monitoring_holds(stack), 40, "the disk-error alert to hold local-1")
     [hold] = monitoring_holds(stack)
-    assert hold["effect"] == "cordon" and hold["reason"] == "3 block device I/O errors on local-1"
+    assert hold["effect"] == "cordon" and hold["by"] == "alertmanager"
+    assert hold["reason"] == "3 block device I/O errors on local-1"
     held = time.monotonic() - started
     counter.write_text("0x0\n")
     stack.wait(lambda: not monitoring_holds(stack), 40, "the resolved alert to release local-1's hold")
