@@ -33,17 +33,22 @@ OUTBOX_DRAIN_SECONDS = 120.0  # a restarted agent delivers what its predecessor 
 
 
 class NodeMetrics:
-    """The node's Prometheus metrics on a registry of its own."""
+    """The node's Prometheus metrics on a registry of its own. Failures carry their cause: `start` (the node
+    could not start the work: its fault, what the job-failure rule counts) or `exit` (the job exited non-zero)."""
 
-    def __init__(self) -> None:
+    def __init__(self, sys_root: Path = Path("/sys")) -> None:
+        self.sys_root = sys_root
         self.registry = CollectorRegistry()
         self.running = Gauge("roving_node_running_allocations", "Allocations running on this node", registry=self.registry)
-        self.failures = Counter("roving_node_job_failures", "Stage attempts that exited non-zero", registry=self.registry)
+        self.failures = Counter("roving_node_job_failures", "Stage attempts that failed on this node, by cause",
+                                ["cause"], registry=self.registry)
+        for cause in ("start", "exit"):
+            self.failures.labels(cause)
         self.disk_errors = Gauge("roving_node_disk_errors", "Block device I/O errors since boot", registry=self.registry)
         self.memory_errors = Gauge("roving_node_memory_errors", "EDAC memory errors since boot", registry=self.registry)
 
     def refresh(self, running: int) -> None:
-        counters = sysinfo.error_counters()
+        counters = sysinfo.error_counters(self.sys_root)
         self.running.set(running)
         self.disk_errors.set(counters.disk_errors)
         self.memory_errors.set(counters.memory_errors)
@@ -287,7 +292,7 @@ class Agent:
                                               self._forward_exit(spec))
         except (msgspec.ValidationError, ValueError, SpecError, OSError) as error:
             self.finished.add((allocation_id, epoch))
-            self.metrics.failures.inc()
+            self.metrics.failures.labels("start").inc()
             code = 127 if isinstance(error, FileNotFoundError) else 126
             await self.report(allocation_id, epoch, "exited", exit_code=code, reason=f"cannot start: {error}")
             return
@@ -330,7 +335,7 @@ class Agent:
         if slot.probe is not None:
             await asyncio.to_thread(slot.probe.stop)
         if exit_code != 0:
-            self.metrics.failures.inc()
+            self.metrics.failures.labels("exit").inc()
         if self.logs is not None:
             self.logs.end(spec.workflow_id, spec.stage, reason)
         self.log.info("agent.exited", allocation_id=spec.allocation_id, exit_code=exit_code, reason=reason)
@@ -393,7 +398,7 @@ async def _sleep_or_stop(stop: asyncio.Event, seconds: float) -> None:
 
 async def run_agent(config: AgentConfig, stop: asyncio.Event) -> None:
     """Own the agent's resources (HTTP client, metrics server) for as long as it runs."""
-    metrics = NodeMetrics()
+    metrics = NodeMetrics(config.sys_root)
     server = start_http_server(config.metrics_port, registry=metrics.registry) if config.metrics_port else None
     headers = {"Authorization": f"Bearer {config.token}"}
     try:

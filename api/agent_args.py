@@ -52,6 +52,7 @@ class AgentConfig:
     poll_wait: float = 10.0  # how long the server may hold an assignments poll (0: plain polling)
     kill_grace: float = 10.0
     address: str = ""
+    sys_root: Path = Path("/sys")  # where the node's error counters are read (ROVING_SYS_ROOT: a test's fake tree)
 
 
 def _typed(kind: str, parse):
@@ -139,6 +140,7 @@ def _parser() -> UsageParser:
     p.add_argument("--poll-wait", type=_typed("duration", _poll_wait), default=None)
     p.add_argument("--kill-grace", type=_typed("duration", parse_duration), default=10.0)
     p.add_argument("--address", default=socket.gethostname())
+    p.add_argument("--sys-root", type=Path)
     return p
 
 
@@ -237,6 +239,7 @@ def parse_args(argv: list[str], env: dict[str, str] | None = None, detect=sysinf
         devices=devices, gpus=gpus, annotations=dict(ns.annotation),
         definition=ns.definition, workdir=workdir, metrics_port=ns.metrics_port, heartbeat=ns.heartbeat,
         poll=ns.poll, poll_wait=_env_poll_wait(ns.poll_wait, env), kill_grace=ns.kill_grace, address=ns.address,
+        sys_root=ns.sys_root or Path(env.get("ROVING_SYS_ROOT") or "/sys"),
         job_user=job_user(env, ns.allow_root_jobs, euid, workdir), allow_root_jobs=ns.allow_root_jobs,
         runtime=runtime(ns.runtime or env.get("ROVING_RUNTIME", "host")), image_cache=ns.image_cache,
         image_cache_bytes=_cache_bytes(ns.image_cache_bytes, env),

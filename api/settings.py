@@ -40,6 +40,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     view_snapshot_every: int = 50_000  # applied events between view snapshots; 0: never snapshot
     federation_hub: str | None = None
     max_body_bytes: int = 4 * 2**20  # a request body over it is answered 413 (api.limits)
+    monitoring_interval: float = 15.0  # `roving up --monitoring`: scrape, evaluation and alert grouping pace
+    node_exporter_port: int = 9100  # where --monitoring scrapes each node's node exporter (0: none)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -76,6 +78,8 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         view_snapshot_every=_count(env, "ROVING_VIEW_SNAPSHOT_EVERY", defaults.view_snapshot_every, minimum=0),
         federation_hub=(env.get("ROVING_FEDERATION_HUB") or "").strip() or None,
         max_body_bytes=_body_bytes(env.get("ROVING_MAX_BODY_BYTES"), defaults.max_body_bytes),
+        monitoring_interval=_ttl(env, "ROVING_MONITORING_INTERVAL", defaults.monitoring_interval),
+        node_exporter_port=_count(env, "ROVING_NODE_EXPORTER_PORT", defaults.node_exporter_port, minimum=0),
     )
 
 

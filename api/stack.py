@@ -20,7 +20,7 @@ from adapters.auth.tokens import Identity, issue, issue_webhook, load_or_create_
 from adapters.jetstream.connection import Connection
 from adapters.leases import Leases
 from adapters.nats_owner import death_signal
-from adapters.nats_server import NatsServer
+from adapters.nats_server import NatsServer, free_port
 from adapters.nats_supervisor import Supervisor
 from adapters.secret_store import open_secret_store
 from api.local_agents import LocalAgents
@@ -99,6 +99,7 @@ class Stack:
         self.server: uvicorn.Server | None = None
         self.audit_store = self.audit_feed = self.audit = None
         self.with_audit = audit
+        self.monitoring = None
 
     @property
     def url(self) -> str:
@@ -215,18 +216,33 @@ class Stack:
         while not self.server.started and time.monotonic() < deadline:
             time.sleep(0.05)
 
-    def start_local_agents(self, count: int, cpus: int, memory: int | str) -> None:
+    def start_local_agents(self, count: int, cpus: int, memory: int | str, metrics: bool = False) -> None:
         """Agents for the local pool; their jobs' work directories live outside the data directory, which is
-        closed to every other user (it holds the tokens and the signing key)."""
+        closed to every other user (it holds the tokens and the signing key). With `metrics`, each serves its
+        node metrics on a free loopback port, which service discovery hands to Prometheus."""
         self.data_dir.chmod(0o700)
         workdir = local_work_dir(self.data_dir, self.settings.cluster)
         for index in range(1, count + 1):
             argv = [sys.executable, "-c", AGENT_START, "--node", f"local-{index}", "--api", self.url,
                     "--token-file", str(self.data_dir / "agent.token"), "--cpus", str(cpus), "--memory", str(memory),
                     "--definition", "local", "--workdir", str(workdir / f"local-{index}")]
+            if metrics:
+                argv += ["--metrics-port", str(free_port()), "--address", "127.0.0.1"]
             self.agents.add(f"local-{index}", argv, self.data_dir / f"agent-local-{index}.log")
 
+    def start_monitoring(self, binaries: dict[str, str]):
+        """Prometheus and Alertmanager (adapters.monitoring) watching this stack; they stop with it."""
+        from adapters.monitoring import Monitoring
+
+        host, _, port = self.settings.listen.rpartition(":")
+        reachable = "127.0.0.1" if host in ("", "0.0.0.0", "::", "[::]") else host
+        self.monitoring = Monitoring(self.data_dir, f"http://{reachable}:{port}", self.settings.monitoring_interval,
+                                     self.settings.node_exporter_port, binaries).start()
+        return self.monitoring
+
     def stop(self) -> None:
+        if self.monitoring is not None:
+            self.monitoring.stop()
         try:
             self._stop_parts()
         finally:  # whatever failed above, the embedded server goes (and the supervisor first, or it returns)

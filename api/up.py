@@ -7,6 +7,7 @@ import os
 import signal
 import sys
 
+from adapters.monitoring import MonitoringError
 from adapters.nats_server import NatsServerError
 
 UP_HELP = """Start Roving locally: an embedded nats-server (unless ROVING_NATS_URL is set), the control plane
@@ -27,7 +28,16 @@ Settings come from the environment:
                              ROVING_NATS_TLS_CERT and ROVING_NATS_TLS_KEY: a client certificate, if asked for
 The embedded server refuses anonymous clients: its users' credentials are in $ROVING_DATA_DIR/nats/credentials
 (control, agent, federation, reader; mode 0600) and its store is encrypted with $ROVING_DATA_DIR/nats/store.key.
-The cluster admin's token is written to $ROVING_DATA_DIR/admin.token (mode 0600)."""
+The cluster admin's token is written to $ROVING_DATA_DIR/admin.token (mode 0600).
+
+With --monitoring, Prometheus and Alertmanager (Debian packages prometheus and prometheus-alertmanager) run
+too, on free loopback ports, with their configs and data in $ROVING_DATA_DIR/monitoring: Prometheus scrapes
+the control plane and every agent (service discovery from /v4/nodes/-/sd_config), evaluates
+ops/prometheus/roving-rules.yml, and Alertmanager posts fb_action alerts to /v4/alerts with the token in
+$ROVING_DATA_DIR/alertmanager.token, so alerts place and release monitoring holds.
+  ROVING_MONITORING_INTERVAL  scrape, rule evaluation and alert grouping pace (default 15s)
+  ROVING_NODE_EXPORTER_PORT   each node's node exporter, scraped for the dashboards (default 9100; 0: none)
+  ROVING_PROMETHEUS, ROVING_ALERTMANAGER  the binaries (default: prometheus, prometheus-alertmanager on PATH)"""
 
 
 def _settings():
@@ -41,9 +51,21 @@ def _settings():
 
 
 def up_main(argv: list[str]) -> int:
-    argparse.ArgumentParser(prog="roving up", description=UP_HELP,
-                            formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
-    return _run(local_agents=True)
+    parser = argparse.ArgumentParser(prog="roving up", description=UP_HELP,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--monitoring", action="store_true",
+                        help="also run Prometheus and Alertmanager with Roving's rules and webhook route")
+    args = parser.parse_args(argv)
+    binaries = None
+    if args.monitoring:
+        from adapters.monitoring import find_binaries
+
+        try:
+            binaries = find_binaries()
+        except MonitoringError as error:
+            print(f"roving: {error}", file=sys.stderr)
+            return 1
+    return _run(local_agents=True, monitoring=binaries)
 
 
 def api_main(argv: list[str]) -> int:
@@ -52,12 +74,18 @@ def api_main(argv: list[str]) -> int:
     return _run(local_agents=False)
 
 
+def _start_monitoring(stack, binaries: dict[str, str]) -> None:
+    watching = stack.start_monitoring(binaries)
+    print(f"Prometheus at {watching.prometheus.url}, Alertmanager at {watching.alertmanager.url} "
+          f"(configs and data in {watching.dir})", flush=True)
+
+
 def _exit_on_sigterm() -> None:
     """uvicorn re-raises the signal it caught after shutting down; ours turns it into a clean exit."""
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
 
 
-def _run(local_agents: bool) -> int:
+def _run(local_agents: bool, monitoring: dict[str, str] | None = None) -> int:
     from api.stack import Stack
 
     settings = _settings()
@@ -72,13 +100,19 @@ def _run(local_agents: bool) -> int:
         return 1
     try:
         if local_agents:
-            stack.start_local_agents(settings.local_nodes, settings.local_node_cpus, settings.local_node_memory)
+            stack.start_local_agents(settings.local_nodes, settings.local_node_cpus, settings.local_node_memory,
+                                     metrics=monitoring is not None)
+        if monitoring is not None:
+            _start_monitoring(stack, monitoring)
         token = (stack.data_dir / "admin.token").read_text().strip()
         print(f"Roving is up at {stack.url}", flush=True)
         print(f"admin token: {token}", flush=True)
         print(f"  (also in {stack.data_dir / 'admin.token'}; try: ROVING_API={stack.url} "
               f"ROVING_TOKEN=$(cat {stack.data_dir / 'admin.token'}) roving node list)", flush=True)
         stack.serve()
+    except MonitoringError as error:
+        print(f"roving: {error}", file=sys.stderr)
+        return 1
     except OSError as error:
         print(f"roving: cannot listen on {settings.listen}: {error.strerror or error}; set ROVING_LISTEN",
               file=sys.stderr)

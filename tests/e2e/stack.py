@@ -14,12 +14,12 @@ import httpx
 
 from adapters.nats_server import free_port
 
-UP = "import sys; from api.up import up_main; sys.exit(up_main([]))"
+UP = "import sys; from api.up import up_main; sys.exit(up_main(sys.argv[1:]))"
 
 
 class LocalStack:
     def __init__(self, data_dir: Path, nodes: int = 2, lease_seconds: float = 3.0,
-                 settings: dict[str, str] | None = None) -> None:
+                 settings: dict[str, str] | None = None, args: tuple[str, ...] = ()) -> None:
         self.data_dir = data_dir
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -29,7 +29,7 @@ class LocalStack:
                "ROVING_NODE_LEASE": str(lease_seconds), "ROVING_LOG_FORMAT": "console", **(settings or {})}
         env.pop("ROVING_NATS_URL", None)
         self.log = open(data_dir / "stack.log", "wb")  # noqa: SIM115 - closed in stop()
-        self.process = subprocess.Popen([sys.executable, "-c", UP], env=env, stdout=self.log,
+        self.process = subprocess.Popen([sys.executable, "-c", UP, *args], env=env, stdout=self.log,
                                         stderr=subprocess.STDOUT, start_new_session=True)
         self.client: httpx.Client | None = None
 

@@ -176,3 +176,18 @@ def test_the_long_poll_wait_comes_from_the_flag_else_the_environment_else_ten_se
     assert parse_args([*base, "--poll-wait", "2s"], env={"ROVING_TOKEN": "t", "ROVING_AGENT_POLL_WAIT": "0"}).poll_wait == 2.0
     with pytest.raises(UsageError, match="ROVING_AGENT_POLL_WAIT"):
         parse_args(base, env={"ROVING_TOKEN": "t", "ROVING_AGENT_POLL_WAIT": "1m"})
+
+
+def test_the_node_metrics_read_error_counters_under_the_given_sys_root(tmp_path: Path):
+    from prometheus_client import generate_latest
+
+    from api.agent import NodeMetrics
+
+    (tmp_path / "block/sda/device").mkdir(parents=True)
+    (tmp_path / "block/sda/device/ioerr_cnt").write_text("0x2\n")
+    assert parse("--sys-root", str(tmp_path)).sys_root == tmp_path
+    assert parse(env={**ENV, "ROVING_SYS_ROOT": str(tmp_path)}).sys_root == tmp_path
+    assert parse().sys_root == Path("/sys")
+    metrics = NodeMetrics(parse(env={**ENV, "ROVING_SYS_ROOT": str(tmp_path)}).sys_root)
+    metrics.refresh(running=0)
+    assert "roving_node_disk_errors 2.0" in generate_latest(metrics.registry).decode()

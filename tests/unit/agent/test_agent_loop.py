@@ -132,9 +132,10 @@ def test_a_command_that_cannot_start_is_reported_as_exited_127(tmp_path):
 
 def test_node_metrics_have_the_documented_names():
     metrics = NodeMetrics()
-    metrics.failures.inc()
+    metrics.failures.labels("start").inc()
     metrics.refresh(running=2)
     text = generate_latest(metrics.registry).decode()
     assert "roving_node_running_allocations 2.0" in text
-    assert "roving_node_job_failures_total 1.0" in text
+    assert 'roving_node_job_failures_total{cause="start"} 1.0' in text
+    assert 'roving_node_job_failures_total{cause="exit"} 0.0' in text
     assert "roving_node_disk_errors" in text and "roving_node_memory_errors" in text

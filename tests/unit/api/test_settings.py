@@ -24,10 +24,17 @@ def test_variables_override_the_defaults():
     assert settings.view_snapshot_every == 0 and load_settings({}).view_snapshot_every == 50_000
 
 
+def test_monitoring_paces_at_15s_and_scrapes_node_exporters_on_9100_unless_told_otherwise():
+    assert (load_settings({}).monitoring_interval, load_settings({}).node_exporter_port) == (15.0, 9100)
+    settings = load_settings({"ROVING_MONITORING_INTERVAL": "500ms", "ROVING_NODE_EXPORTER_PORT": "0"})
+    assert (settings.monitoring_interval, settings.node_exporter_port) == (0.5, 0)
+
+
 @pytest.mark.parametrize("name, value", [
     ("ROVING_LOCAL_NODES", "two"), ("ROVING_LOCAL_NODE_CPUS", "0"), ("ROVING_LOCAL_NODE_MEMORY", "lots"),
     ("ROVING_LISTEN", "localhost"), ("ROVING_LOG_FORMAT", "xml"), ("ROVING_TOKEN_TTL", "soon"),
-    ("ROVING_CLUSTER", "a b"), ("ROVING_VIEW_SNAPSHOT_EVERY", "-1"),
+    ("ROVING_CLUSTER", "a b"), ("ROVING_VIEW_SNAPSHOT_EVERY", "-1"), ("ROVING_MONITORING_INTERVAL", "0s"),
+    ("ROVING_NODE_EXPORTER_PORT", "ninety"),
 ])
 def test_an_invalid_value_gives_one_line_naming_the_variable(name, value):
     with pytest.raises(SettingsError) as error:
