@@ -22,6 +22,7 @@ from starlette.routing import Route
 from adapters.upstream import Failed, Unreachable, Upstream
 from api.auth import claims_for, principal_of
 from api.errors import Unauthorized, problem
+from api.timeouts import BodyTimeout
 from api.routes import common as c
 from domain.app import access
 from domain.endpoint import Endpoint, Scope
@@ -130,16 +131,27 @@ async def proxy(request: Request) -> Response:
 
 
 class Upload:
-    """A request body sent on to the service as it arrives; remembers whether reading it began (no replay)."""
+    """A request body sent on to the service as it arrives; remembers whether reading it began (no replay) and
+    whether the caller stalled (the upstream client reports that only as a broken send)."""
 
     def __init__(self, request: Request, length: int | None) -> None:
         self.request, self.length, self.started = request, length, False
+        self.stalled: BodyTimeout | None = None
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         self.started = True
-        async for chunk in self.request.stream():
-            if chunk:
-                yield chunk
+        try:
+            async for chunk in self.request.stream():
+                if chunk:
+                    yield chunk
+        except BodyTimeout as error:
+            self.stalled = error
+            raise
+
+    def raise_if_stalled(self) -> None:
+        """A caller too slow with its body is answered 408 (connection closed), not 502: the fault is theirs."""
+        if self.stalled is not None:
+            raise self.stalled
 
 
 async def body_of(request: Request) -> bytes | Upload:
@@ -166,6 +178,8 @@ async def forward(request: Request, endpoint: Endpoint, body: bytes | Upload, st
         answer = await upstream(request).open(request.method, target_url(endpoint, request),
                                               body_headers(request, strip, body), body)
     except Unreachable as error:
+        if isinstance(body, Upload):
+            body.raise_if_stalled()
         # A takeover may have moved the binding while this request was routed: follow it once (a streamed
         # body only if none of it was read yet).
         fresh = await lookup(request)
@@ -175,6 +189,8 @@ async def forward(request: Request, endpoint: Endpoint, body: bytes | Upload, st
         return problem(502, f"endpoint {endpoint.name}: service at {endpoint.serving_target().target} "
                             f"is not answering ({error})")
     except Failed as error:
+        if isinstance(body, Upload):
+            body.raise_if_stalled()
         return problem(502, f"endpoint {endpoint.name}: {error}")
     headers = [(k, v) for k, v in answer.headers if k not in NOT_PASSED_BACK]
     try:

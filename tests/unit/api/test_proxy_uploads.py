@@ -10,6 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import httpx
 import pytest
 
+from tests.unit.api.served import serving, trickle
 from tests.unit.api.test_endpoint_routes import bound_api
 
 MIB = 2**20
@@ -101,3 +102,17 @@ def test_a_chunked_upload_streams_chunked_and_is_not_held_to_the_api_body_cap(se
     answer = upload(api.app, alice, declared=False)
     assert answer.status_code == 200, answer.text
     assert answer.text == f"{8 * MIB} {expected()} chunked"
+
+
+def test_an_upload_that_stalls_is_cut_off_with_408_not_blamed_on_the_service(service):
+    env = {"ROVING_BODY_TIMEOUT": "1s"}
+    api, alice = bound_api(service, env=env)
+    head = (f"POST /endpoints/llm/upload HTTP/1.1\r\nHost: x\r\nFB-Authorization: Bearer {alice}\r\n"
+            "Content-Length: 200000\r\n\r\n").encode() + b"x" * 100_000
+
+    async def scenario():
+        async with serving(api.app, env) as port:
+            return await trickle(port, head, b"", 0.2, 10)
+
+    answer, seconds = asyncio.run(scenario())
+    assert answer.startswith(b"HTTP/1.1 408") and b"connection: close" in answer and seconds < 5
