@@ -9,6 +9,7 @@ from __future__ import annotations
 import msgspec
 
 from domain.fuzzfile.graph import dependencies, topological_order
+from domain.fuzzfile.hooks import hook_seconds
 from domain.fuzzfile.policy import RetryRule, execute_timeout, retry_rule
 from domain.fuzzfile.schema import Container, Defaults, Job, Mount, Policy, Resource, Service, StepDefaults, Workflow
 from domain.quantities import parse_memory
@@ -34,6 +35,15 @@ class Needs(msgspec.Struct, frozen=True):
     status: str
 
 
+class Hook(msgspec.Struct, frozen=True):
+    """One hook script of a stage: `when` pre or post, `source` whose it is (`profile NAME` or `job`)."""
+
+    when: str
+    source: str
+    script: str
+    timeout_seconds: float
+
+
 class Stage(msgspec.Struct, frozen=True, omit_defaults=True):
     """A placeable unit of the workflow. `step` is the job/service name; tasks carry their FB_TASK_ID."""
 
@@ -55,6 +65,10 @@ class Stage(msgspec.Struct, frozen=True, omit_defaults=True):
     cwd: str | None = None
     mounts: dict[str, str] = {}
     persist: bool = False
+    profile: str = ""
+    profile_revision: int = 0
+    profile_digest: str = ""
+    hooks: list[Hook] = []
 
 
 class Step(msgspec.Struct, frozen=True):
@@ -148,7 +162,25 @@ def _stage(name: str, kind: str, step: Container, layers: list[StepDefaults]) ->
         cwd=step.cwd,
         mounts=mounts(layers, step),
         persist=bool(step.persist) if isinstance(step, Service) else False,
+        **_profile(step),
     )
+
+
+def _profile(step: Container) -> dict:
+    """The bound profile's name, revision and fingerprint, and the hooks in the order they run: the profile's pre
+    before the job's own, the job's own post before the profile's."""
+    bound, own = step.roving_profile, step.roving_hooks
+    hooks: list[Hook] = []
+    if bound is not None and bound.pre:
+        hooks.append(Hook("pre", f"profile {bound.name}", bound.pre, bound.hook_timeout))
+    if own is not None:
+        seconds = hook_seconds(own.timeout)
+        hooks += [Hook(when, "job", script, seconds) for when, script in (("pre", own.pre), ("post", own.post)) if script]
+    if bound is not None and bound.post:
+        hooks.append(Hook("post", f"profile {bound.name}", bound.post, bound.hook_timeout))
+    if bound is None:
+        return {"hooks": hooks}
+    return {"profile": bound.name, "profile_revision": bound.revision, "profile_digest": bound.digest, "hooks": hooks}
 
 
 def _with_shebang(script: str | None) -> str | None:

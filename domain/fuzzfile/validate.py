@@ -6,6 +6,7 @@ import re
 
 from domain.fuzzfile.decode import join
 from domain.fuzzfile.graph import check_dependencies
+from domain.fuzzfile.hooks import check_roving_keys
 from domain.fuzzfile.limits import (
     MAX_CONCURRENCY,
     MAX_CORES,
@@ -96,6 +97,7 @@ def _check_container(step: Container, path: str, volumes: set[str], report: Repo
     _check_mounts(step.mounts, join(path, "mounts"), volumes, report)
     _check_resource(step.resource, join(path, "resource"), report)
     _check_multinode(step, path, report)
+    report.add(check_roving_keys(step, path))
 
 
 def _check_image(step: Container, path: str, report: Report) -> None:
