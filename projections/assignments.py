@@ -56,8 +56,18 @@ def run_spec(a: Allocation, workflow: Workflow, queue: QueueView) -> dict:
         "files": _files(workflow, step), "execute_timeout_seconds": spec.execute_timeout_seconds,
         "memory_bytes": spec.resources.memory_bytes, "cpu_cores": spec.resources.cpu_cores,
         "account_id": _account(queue, a), "readiness_probe": _probe(step), "ports": _ports(step),
-        "mounts": dict(spec.mounts),
+        "mounts": dict(spec.mounts), **_profile(spec),
     }
+
+
+def _profile(spec: Any) -> dict:
+    """The bound profile and the hooks, only when there are any: the answer (and its ETag) of other work stays."""
+    found: dict[str, Any] = {}
+    if spec.profile:
+        found["profile"] = spec.profile
+    if spec.hooks:
+        found["hooks"] = msgspec.to_builtins(spec.hooks)
+    return found
 
 
 def _step(workflow: Workflow, name: str, kind: str) -> Any:
