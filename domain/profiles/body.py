@@ -59,7 +59,7 @@ def problems(body: ProfileBody) -> list[Problem]:
     for name in body.env:
         if not ENV_NAME.match(name):
             found.append(Problem(f"env.{name}", "env names start with a letter or _ and hold only letters, digits and _"))
-        elif secret_looking(name):
+        elif secret_looking(name) or "secret://" in body.env[name]:
             found.append(Problem(f"env.{name}", "profiles hold no secrets and every user reads them; "
                                                 "set this from a secret:// reference in the Fuzzfile instead"))
     found += _resource_problems(body.resource)

@@ -52,12 +52,12 @@ def test_only_a_cluster_admin_sets_or_deletes_a_profile_and_every_user_reads_it(
 
 
 def test_a_profile_holds_no_secrets_and_names_each_bad_field():
-    body = ProfileBody(env={"DB_PASSWORD": "x", "API_TOKEN": "y"}, hook_timeout="forever",
+    body = ProfileBody(env={"DB_PASSWORD": "x", "API_TOKEN": "y", "HF": "secret://user/hf"}, hook_timeout="forever",
                        resource={"cpu": {"cores": 0}})
     with pytest.raises(Invalid) as refused:
         app().set_profile("gpu", body, ADMIN, T0)
     paths = [p.path for p in refused.value.problems]
-    assert paths == ["env.DB_PASSWORD", "env.API_TOKEN", "resource.cpu.cores", "hook_timeout"]
+    assert paths == ["env.DB_PASSWORD", "env.API_TOKEN", "env.HF", "resource.cpu.cores", "hook_timeout"]
     assert "no secrets" in refused.value.problems[0].message
 
 
