@@ -16,7 +16,14 @@ from pathlib import Path
 from adapters.adoption import JobFiles, JobState, Orphan, found_jobs, start_time, wrapped
 from adapters.cgroups import Cgroup, Hierarchy, Limits, size_text
 from adapters.devices import GPU, DeviceBinder, DeviceError, Gpu
-from adapters.hooks import post_hook_argvs, pre_hook_failure, run_post_hook, with_pre_hooks, write_post_hooks
+from adapters.hooks import (
+    post_hook_argvs,
+    pre_hook_failure,
+    run_post_hook,
+    with_backoff,
+    with_pre_hooks,
+    write_post_hooks,
+)
 from adapters.runtime.bwrap import OciRuntime
 from adapters.runspec import (  # noqa: F401 - RunSpec, SpecError and unreachable are the executor's vocabulary too
     JobUser,
@@ -200,7 +207,7 @@ class Executor:
         cwd = inside(workdir, spec.cwd or ".", "cwd")
         cwd.mkdir(parents=True, exist_ok=True)
         self._write_files(spec, workdir)
-        argv = with_pre_hooks(spec.hooks, self._argv(spec, workdir), workdir)
+        argv = with_backoff(spec.start_delay_seconds, with_pre_hooks(spec.hooks, self._argv(spec, workdir), workdir))
         write_post_hooks(spec.hooks, workdir)
         devices, pulled = self._bind(spec), None
         try:

@@ -67,6 +67,14 @@ def with_pre_hooks(hooks: list[HookSpec], argv: list[str], workdir: Path) -> lis
     return ["/bin/sh", "-c", PRE_RUNNER, "roving-pre-hooks", str(workdir / FAILED), *hooks_args, "--", *argv]
 
 
+def with_backoff(seconds: float, argv: list[str]) -> list[str]:
+    """A restarted service's backoff, slept in its own process (so a cancel or an agent restart needs nothing
+    more); unchanged without one."""
+    if seconds <= 0:
+        return argv
+    return ["/bin/sh", "-c", 'sleep "$1"; shift; exec "$@"', "roving-backoff", f"{seconds:g}", *argv]
+
+
 def write_post_hooks(hooks: list[HookSpec], workdir: Path) -> None:
     """Their scripts go in the work directory at start, so an agent that adopts the job finds them too."""
     for index, hook in enumerate(h for h in hooks if h.when == "post"):

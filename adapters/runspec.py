@@ -44,6 +44,7 @@ class RunSpec(msgspec.Struct, kw_only=True):
     ports: list[Any] = []  # echoed back in the ready report as the API sent them
     hooks: list[HookSpec] = []  # the profile's and the job's own pre and post hooks, in the order they run
     profile: str = ""
+    start_delay_seconds: float = 0.0  # a restarted service's backoff: it sleeps this long before it starts
 
 
 class JobUser(msgspec.Struct, frozen=True):

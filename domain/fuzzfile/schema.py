@@ -187,8 +187,17 @@ class Job(Container):
     network: JobNetwork | None = None
 
 
+class Restart(Spec):
+    """How a service with `policy.restart: on-failure` is restarted (Roving's extension, under `roving-restart`)."""
+
+    attempts: int | None = None
+    backoff: str | int | float | None = None
+    max_backoff: str | int | float | None = None
+
+
 class Service(Container):
-    policy: Policy | None = None  # accepted for compatibility, ignored (warned about)
+    policy: Policy | None = None  # `restart` is used; the rest is ignored (warned about)
+    roving_restart: Restart | None = None
     network: ServiceNetwork | None = None
     readiness_probe: Probe | None = None
     persist: bool | None = None

@@ -11,6 +11,7 @@ import msgspec
 from domain.fuzzfile.graph import dependencies, topological_order
 from domain.fuzzfile.hooks import hook_seconds
 from domain.fuzzfile.policy import RetryRule, execute_timeout, retry_rule
+from domain.fuzzfile.restart import backoff_seconds, service_retry
 from domain.fuzzfile.schema import Container, Defaults, Job, Mount, Policy, Resource, Service, StepDefaults, Workflow
 from domain.quantities import parse_memory
 
@@ -65,6 +66,8 @@ class Stage(msgspec.Struct, frozen=True, omit_defaults=True):
     cwd: str | None = None
     mounts: dict[str, str] = {}
     persist: bool = False
+    restart_backoff: float = 0.0  # an on-failure service's first backoff, doubling up to restart_max_backoff
+    restart_max_backoff: float = 0.0
     profile: str = ""
     profile_revision: int = 0
     profile_digest: str = ""
@@ -147,13 +150,15 @@ def _layers(defaults: Defaults | None, kind: str) -> list[StepDefaults]:
 
 def _stage(name: str, kind: str, step: Container, layers: list[StepDefaults]) -> Stage:
     policy = _policy(layers, step) if isinstance(step, Job) else None
+    backoff, most = backoff_seconds(step) if isinstance(step, Service) else (0.0, 0.0)
     return Stage(
         name=name, kind=kind, step=name,
         resources=_resources(_resource(layers, step.resource), step),
         dependencies=[Needs(d.name, d.status.upper()) for d in dependencies(step)],
         execute_timeout_seconds=execute_timeout(policy),
         preemptible=step.preemptible,
-        retry=retry_rule(policy),
+        retry=service_retry(step) if isinstance(step, Service) else retry_rule(policy),
+        restart_backoff=backoff, restart_max_backoff=most,
         image=step.image.uri if step.image else "",
         command=step.command,
         script=_with_shebang(step.script),
