@@ -114,7 +114,7 @@ def list_steps(workflow: Workflow) -> list[Step]:
         if name in (workflow.jobs or {}):
             steps.append(_job_step(name, workflow.jobs[name], workflow.defaults))
         else:
-            steps.append(Step(_stage(name, "service", workflow.services[name], _layers(workflow.defaults, "service"))))
+            steps.append(Step(_stage(name, "service", workflow.services[name], layers_of(workflow.defaults, "service"))))
     return steps
 
 
@@ -134,7 +134,7 @@ def task_stage(template: Stage, task_id: int) -> Stage:
 
 
 def _job_step(name: str, job: Job, defaults: Defaults | None) -> Step:
-    base = _stage(name, "job", job, _layers(defaults, "job"))
+    base = _stage(name, "job", job, layers_of(defaults, "job"))
     array = job.task_array
     if array is None:
         return Step(base)
@@ -142,7 +142,7 @@ def _job_step(name: str, job: Job, defaults: Defaults | None) -> Step:
     return Step(msgspec.structs.replace(base, kind="task", concurrency=concurrency), array.start, array.end)
 
 
-def _layers(defaults: Defaults | None, kind: str) -> list[StepDefaults]:
+def layers_of(defaults: Defaults | None, kind: str) -> list[StepDefaults]:
     if defaults is None:
         return []
     return [layer for layer in (defaults, getattr(defaults, kind)) if layer is not None]
@@ -153,7 +153,7 @@ def _stage(name: str, kind: str, step: Container, layers: list[StepDefaults]) ->
     backoff, most = backoff_seconds(step) if isinstance(step, Service) else (0.0, 0.0)
     return Stage(
         name=name, kind=kind, step=name,
-        resources=_resources(_resource(layers, step.resource), step),
+        resources=_resources(step_resource(layers, step.resource), step),
         dependencies=[Needs(d.name, d.status.upper()) for d in dependencies(step)],
         execute_timeout_seconds=execute_timeout(policy),
         preemptible=step.preemptible,
@@ -163,7 +163,7 @@ def _stage(name: str, kind: str, step: Container, layers: list[StepDefaults]) ->
         command=step.command,
         script=_with_shebang(step.script),
         args=step.args,
-        env=_env(layers, step),
+        env=step_env(layers, step),
         cwd=step.cwd,
         mounts=mounts(layers, step),
         persist=bool(step.persist) if isinstance(step, Service) else False,
@@ -194,7 +194,7 @@ def _with_shebang(script: str | None) -> str | None:
     return DEFAULT_SHELL + script
 
 
-def _env(layers: list[StepDefaults], step: Container) -> dict[str, str]:
+def step_env(layers: list[StepDefaults], step: Container) -> dict[str, str]:
     merged: dict[str, str] = {}
     for entries in [layer.env for layer in layers] + [step.env]:
         for entry in entries or []:
@@ -211,7 +211,7 @@ def mounts(layers: list[StepDefaults], step: Container) -> dict[str, str]:
     return {path: m if isinstance(m, str) else (m.volume or "") for path, m in merged.items()}
 
 
-def _resource(layers: list[StepDefaults], own: Resource | None) -> Resource:
+def step_resource(layers: list[StepDefaults], own: Resource | None) -> Resource:
     merged = Resource()
     for resource in [layer.resource for layer in layers] + [own]:
         if resource is not None:

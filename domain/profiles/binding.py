@@ -16,7 +16,7 @@ import msgspec
 
 from domain.fuzzfile.decode import join
 from domain.fuzzfile.schema import Container, Cpu, Memory, Problem, ProfileBinding, Resource, Workflow
-from domain.fuzzfile.stages import _env, _layers, _resource
+from domain.fuzzfile.stages import layers_of, step_env, step_resource
 from domain.profiles.body import ProfileBody
 from domain.quantities import parse_memory
 
@@ -37,7 +37,7 @@ def bind_profiles(workflow: Workflow, lookup: Lookup) -> tuple[Workflow, list[Pr
             if found is None:
                 problems.append(Problem(join(path, "profile"), f"no profile is named `{step.profile}`"))
                 continue
-            steps[name], refused = bind_step(step, _layers(workflow.defaults, kind), path, *found)
+            steps[name], refused = bind_step(step, layers_of(workflow.defaults, kind), path, *found)
             problems += refused
         changes[section] = steps if getattr(workflow, section) is not None else None
     return msgspec.structs.replace(workflow, **changes), problems
@@ -47,8 +47,8 @@ def bind_step(step: Container, layers: list, path: str, body: ProfileBody, revis
               digest: str) -> tuple[Any, list[Problem]]:
     name = step.profile or ""
     refuse = _Refusals(name, path)
-    env = _merge_env(_env(layers, step), body.env, refuse)
-    resource = _merge_resource(_resource(layers, step.resource), body, refuse)
+    env = _merge_env(step_env(layers, step), body.env, refuse)
+    resource = _merge_resource(step_resource(layers, step.resource), body, refuse)
     binding = ProfileBinding(name=name, revision=revision, digest=digest, pre=body.pre or None,
                              post=body.post or None, hook_timeout=body.hook_seconds())
     bound = msgspec.structs.replace(step, env=[f"{k}={v}" for k, v in env.items()] or None, resource=resource,

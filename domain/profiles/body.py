@@ -17,7 +17,7 @@ import msgspec
 from domain.fuzzfile.decode import check_shape, convert
 from domain.fuzzfile.hooks import PROFILE_NAME, hook_seconds, hook_timeout_problem
 from domain.fuzzfile.schema import Problem, Resource
-from domain.fuzzfile.validate import ENV_NAME, Report, _check_resource
+from domain.fuzzfile.validate import ENV_NAME, Report, check_resource
 
 MAX_HOOK_BYTES = 64 * 1024
 # The audit log's notion of a secret-looking env name (projections.redaction), kept here for the domain's own use.
@@ -83,5 +83,5 @@ def _resource_problems(resource: dict[str, Any]) -> list[Problem]:
     spec: Resource = convert(resource, Resource)
     report = Report()
     asked = {name: count for name, count in (spec.devices or {}).items() if count != 0}  # 0: none allowed
-    _check_resource(msgspec.structs.replace(spec, devices=asked or None), "resource", report)
+    check_resource(msgspec.structs.replace(spec, devices=asked or None), "resource", report)
     return report.errors
