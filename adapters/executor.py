@@ -17,6 +17,8 @@ from adapters.adoption import JobFiles, JobState, Orphan, found_jobs, start_time
 from adapters.cgroups import Cgroup, Hierarchy, Limits, size_text
 from adapters.devices import GPU, DeviceBinder, DeviceError, Gpu
 from adapters.runtime.bwrap import OciRuntime
+from adapters.transfer_plan import REASON_FILE, TRANSFER_KINDS, transfer_argv
+from adapters.volumes import Volumes
 from adapters.runspec import (  # noqa: F401 - RunSpec, SpecError and unreachable are the executor's vocabulary too
     JobUser,
     RunSpec,
@@ -129,11 +131,21 @@ class Running:
             return f"out of memory: killed at its memory limit of {size_text(self.cgroup.limits.memory)}"
         if getattr(self.proc, "status_lost", False):
             return "ended while no agent watched it, and its exit status was not recorded"
+        if code != 0 and self.spec.kind in TRANSFER_KINDS and (told := _told_reason(self.workdir)):
+            return told
         if code < 0:
             return f"killed by signal {signal.Signals(-code).name}"
         if code - 128 in SIGNALS:  # the wrapper's shell reports a job killed by signal N as 128+N
             return f"killed by signal {SIGNALS[code - 128]}"
         return f"exited with code {code}"
+
+
+def _told_reason(workdir: Path) -> str:
+    """What a transfer said about its failure (the URI and the cause, never a secret), at most one line."""
+    try:
+        return (workdir / REASON_FILE).read_text()[:1000].strip().splitlines()[0]
+    except (OSError, IndexError, UnicodeDecodeError):
+        return ""
 
 
 def _pump(fd: int, stream: str, on_output: OnOutput) -> None:
@@ -171,6 +183,7 @@ class Executor:
         self.state_root = Path(state_root) if state_root else self.workdir_root / ".roving-agent" / "jobs"
         self.kill_grace, self.cgroups, self.user, self.pids_limit = kill_grace, cgroups, user, pids_limit
         self.runtime = runtime
+        self.volumes = Volumes(self.workdir_root, user)
         self.binder = DeviceBinder(gpus) if gpus else None
         if user is not None:  # searchable, not listable: a job finds its own directory and no one else's
             self.workdir_root.mkdir(parents=True, exist_ok=True)
@@ -197,12 +210,17 @@ class Executor:
         cwd = inside(workdir, spec.cwd or ".", "cwd")
         cwd.mkdir(parents=True, exist_ok=True)
         self._write_files(spec, workdir)
-        argv = self._argv(spec, workdir)
+        bound = self.volumes.prepare(spec)
+        argv = transfer_argv(spec, workdir, bound) if spec.kind in TRANSFER_KINDS else self._argv(spec, workdir)
         devices, pulled = self._bind(spec), None
         try:
-            if spec.image and self.runtime is not None:
-                pulled = self.runtime.prepare(spec.image)
-                argv = self.runtime.wrap(argv, pulled.rootfs, workdir, cwd, spec.network_isolated, devices or [])
+            if spec.image and self.runtime is not None and spec.kind not in TRANSFER_KINDS:
+                mounts = {location: path for location, path in bound.items() if location}
+                pulled = self.runtime.prepare(spec.image, list(mounts))
+                argv = self.runtime.wrap(argv, pulled.rootfs, workdir, cwd, spec.network_isolated, devices or [],
+                                         mounts)
+            else:
+                self.volumes.link(workdir, bound)
             if self.user is not None:
                 self._hand_over(workdir)
             env = job_environment(spec, self.user, workdir, devices)

@@ -22,7 +22,7 @@ class RunSpec(msgspec.Struct, kw_only=True):
     workflow_id: str
     stage: str
     attempt: int = 1
-    kind: str = "job"  # job | service | task
+    kind: str = "job"  # job | service | task | ingress | egress
     job_name: str = ""
     task_id: int | None = None
     account_id: str = ""
@@ -41,6 +41,9 @@ class RunSpec(msgspec.Struct, kw_only=True):
     network_isolated: bool = False  # a private network namespace under the oci runtime
     readiness_probe: ProbeSpec | None = None
     ports: list[Any] = []  # echoed back in the ready report as the API sent them
+    mounts: dict[str, str] = {}  # path in the job -> volume name (the workflow's volume on this node)
+    volume: str = ""  # an ingress or egress stage: the volume it moves files into or out of
+    transfers: list[dict[str, str]] = []  # an ingress or egress stage: {source, destination} URIs
 
 
 class JobUser(msgspec.Struct, frozen=True):

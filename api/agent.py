@@ -273,6 +273,14 @@ class Agent:
                 slot.running.cancel(order.get("reason") or "stopped by the control plane")
         for item in answer.get("start", []):
             await self.start(item)
+        if "volumes" in answer:  # a control plane that does not say which volumes live on is never taken as "none"
+            await self.sweep_volumes(set(answer["volumes"]))
+
+    async def sweep_volumes(self, live: set[str]) -> None:
+        """Volumes of workflows that ended go, once none of their stages runs here any more."""
+        keep = live | {slot.spec.workflow_id for slot in self.slots.values()}
+        for workflow_id in await asyncio.to_thread(self.executor.volumes.keep_only, keep):
+            self.log.info("agent.volumes_removed", workflow_id=workflow_id)
 
     async def start(self, item: dict[str, Any]) -> None:
         allocation_id, epoch = item.get("allocation_id"), item.get("epoch")

@@ -15,6 +15,7 @@ from domain.fuzzfile import Stage
 from domain.fuzzfile.schema import Workflow as Definition
 from domain.fuzzfile.semantics import StageStatus, condition, decide_exit, decide_node_loss
 from domain.fuzzfile.stages import list_steps
+from domain.fuzzfile.transfers import mounted_volumes
 from domain.workflow_stages import ReadyStage, StageBook, StageState, StageView, StepState
 
 __all__ = ["DEFAULT_MAX_EVICTION_RESTARTS", "ReadyStage", "StageView", "Workflow", "WorkflowError"]
@@ -107,8 +108,18 @@ class Workflow(TimedAggregate):
         return [s.name for s in services if s is not None and not s.template.persist
                 and s.status in (StageStatus.STARTED, StageStatus.RUNNING)]
 
+    @property
+    def volume_nodes(self) -> dict[str, str]:
+        """Volume name -> the node holding it: the node the first stage using it started on (made lazily, so a
+        workflow restored from a snapshot taken before volumes existed has it too)."""
+        return self.__dict__.setdefault("_volume_nodes", {})
+
     def stage_started(self, stage: str, attempt: int, node: str, at: datetime, by: str = "agent") -> None:
-        self._expect(stage, attempt, (StageStatus.READY,), "start")
+        state = self._expect(stage, attempt, (StageStatus.READY,), "start")
+        for volume in volumes_of(state.template):
+            held = self.volume_nodes.get(volume, node)
+            if held != node:
+                raise WorkflowError(f"{stage} mounts volume {volume}, which lives on node {held}, not {node}")
         self._started(stage=stage, attempt=attempt, node=node, by=by, at=at)
 
     def stage_running(self, stage: str, attempt: int, at: datetime, by: str = "agent") -> None:
@@ -244,6 +255,8 @@ class Workflow(TimedAggregate):
     @event("StageStarted")
     def _started(self, stage: str, attempt: int, node: str, by: str, at: datetime) -> None:
         state = self.book.touch(stage)
+        for volume in volumes_of(state.template):
+            self.volume_nodes.setdefault(volume, node)
         state.node, state.reason = node, ""
         self.book.move(state, StageStatus.STARTED)
 
@@ -292,3 +305,8 @@ class Workflow(TimedAggregate):
     def _canceled(self, reason: str, by: str, at: datetime) -> None:
         self.canceled_reason = reason
         self.book.cancel(f"Canceled by {by}: {reason}")
+
+
+def volumes_of(spec: Stage) -> list[str]:
+    """The volumes a stage uses: those it mounts, or the one its ingress or egress moves files for."""
+    return [spec.volume] if spec.volume else mounted_volumes(spec.mounts)
