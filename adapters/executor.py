@@ -211,10 +211,11 @@ class Executor:
         cwd.mkdir(parents=True, exist_ok=True)
         self._write_files(spec, workdir)
         bound = self.volumes.prepare(spec)
-        argv = transfer_argv(spec, workdir, bound) if spec.kind in TRANSFER_KINDS else self._argv(spec, workdir)
+        transfer = spec.kind in TRANSFER_KINDS
+        argv = transfer_argv(spec, workdir, bound, self.user) if transfer else self._argv(spec, workdir)
         devices, pulled = self._bind(spec), None
         try:
-            if spec.image and self.runtime is not None and spec.kind not in TRANSFER_KINDS:
+            if spec.image and self.runtime is not None and not transfer:
                 mounts = {location: path for location, path in bound.items() if location}
                 pulled = self.runtime.prepare(spec.image, list(mounts))
                 argv = self.runtime.wrap(argv, pulled.rootfs, workdir, cwd, spec.network_isolated, devices or [],
@@ -243,7 +244,10 @@ class Executor:
         try:
             files.create()
             readers = files.open_readers()
-            proc = self._spawn(argv, cwd, env, child_setup(cgroup, spec.memory, self.user), files)
+            # a transfer is our code, run as the agent (the job user may not reach the agent's interpreter); it
+            # stays inside the volume and gives what it writes to the job user (adapters/transfer.py)
+            user = None if spec.kind in TRANSFER_KINDS else self.user
+            proc = self._spawn(argv, cwd, env, child_setup(cgroup, spec.memory, user), files)
         except BaseException:
             for fd in readers.values():
                 os.close(fd)

@@ -73,7 +73,7 @@ def attempt(action: Callable[[], None], label: str, attempts: int = ATTEMPTS, ba
             time.sleep(wait)
 
 
-def move(kind: str, volume: Path, index: int, source: str, destination: str) -> None:
+def move(kind: str, volume: Path, index: int, source: str, destination: str, owner: list[int] | None = None) -> None:
     secret = os.environ.get(f"ROVING_TRANSFER_SECRET_{index}", "")
     remote = source if kind == "ingress" else destination
     label = f"{kind} {shown(source)} -> {shown(destination)}"
@@ -81,14 +81,24 @@ def move(kind: str, volume: Path, index: int, source: str, destination: str) -> 
     print(f"{label}: starting", flush=True)
     if kind == "ingress":
         target = in_volume(volume, destination)
-        target.parent.mkdir(parents=True, exist_ok=True)
+        made = _make_parents(volume, target.parent, owner)
         attempt(lambda: download(remote, target, secret, _restart(progress)), label)
+        for path in [*made, target]:
+            if owner is not None:
+                os.lchown(path, *owner)
     else:
         path = in_volume(volume, source)
         if not path.is_file():
             raise Permanent(f"{source} is not a file in the volume")
         attempt(lambda: upload(path, remote, secret, _restart(progress)), label)
     print(progress.finish(), flush=True)
+
+
+def _make_parents(volume: Path, directory: Path, owner: list[int] | None) -> list[Path]:
+    """The directories made on the way to `directory` (to be handed to the job user too)."""
+    missing = [d for d in [directory, *directory.parents] if volume.resolve() in d.parents and not d.exists()]
+    directory.mkdir(parents=True, exist_ok=True)
+    return missing[::-1]
 
 
 def _restart(progress: Progress) -> Progress:
@@ -102,7 +112,7 @@ def main(argv: list[str]) -> int:
     for index, transfer in enumerate(plan["transfers"]):
         remote = transfer["source"] if kind == "ingress" else transfer["destination"]
         try:
-            move(kind, volume, index, transfer["source"], transfer["destination"])
+            move(kind, volume, index, transfer["source"], transfer["destination"], plan.get("owner"))
         except (Permanent, OSError) as error:
             reason = f"{kind} of {shown(remote)} failed: {_cause(error)}"
             print(reason, file=sys.stderr, flush=True)

@@ -13,9 +13,9 @@ from eventsourcing.domain import event
 from domain.timed import TimedAggregate
 from domain.fuzzfile import Stage
 from domain.fuzzfile.schema import Workflow as Definition
-from domain.fuzzfile.semantics import StageStatus, condition, decide_exit, decide_node_loss
+from domain.fuzzfile.semantics import RetryDecision, StageStatus, condition, decide_exit, decide_node_loss
 from domain.fuzzfile.stages import list_steps
-from domain.fuzzfile.transfers import mounted_volumes
+from domain.fuzzfile.transfers import TRANSFER_KINDS, mounted_volumes
 from domain.workflow_stages import ReadyStage, StageBook, StageState, StageView, StepState
 
 __all__ = ["DEFAULT_MAX_EVICTION_RESTARTS", "ReadyStage", "StageView", "Workflow", "WorkflowError"]
@@ -130,12 +130,16 @@ class Workflow(TimedAggregate):
         self._running(stage=stage, attempt=attempt, by=by, at=at)
         self._advance(at, state.step)
 
-    def stage_exited(self, stage: str, attempt: int, exit_code: int, at: datetime, by: str = "agent") -> None:
+    def stage_exited(self, stage: str, attempt: int, exit_code: int, at: datetime, by: str = "agent",
+                     told: str = "") -> None:
+        """`told`: the agent's reason; an ingress or egress that fails says it (the URI and the cause)."""
         state = self._expect(stage, attempt, (StageStatus.STARTED, StageStatus.RUNNING), "exit")
         if exit_code == 0:
             self._finished(stage=stage, attempt=attempt, exit_code=0, reason="Finished", by=by, at=at)
         else:
             decision = decide_exit(state.template.retry, exit_code, state.retries_used)
+            if told and state.template.kind in TRANSFER_KINDS and not decision.retry:
+                decision = RetryDecision(False, f"Failed: {told}")
             self._retry_or_fail(state, attempt, decision, "exit", exit_code, by, at)
         self._advance(at, state.step)
 

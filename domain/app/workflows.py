@@ -92,7 +92,7 @@ class WorkflowHandlers:
         if alloc.ended:
             raise StaleEpoch(f"allocation {alloc.stage} attempt {alloc.attempt} already ended {alloc.state.value}")
         if event == "exited":
-            self._exited(alloc, code, at)
+            self._exited(alloc, code, at, reason)
         elif event == "ready":
             self._ready(alloc, at)
 
@@ -108,14 +108,14 @@ class WorkflowHandlers:
         bound = self.endpoints.service_ready(workflow, alloc.stage, at)
         self.uow.save(workflow, *self.allocations.request_ready(workflow, "agent", at), *bound)
 
-    def _exited(self, alloc: Allocation, exit_code: int, at: datetime) -> None:
+    def _exited(self, alloc: Allocation, exit_code: int, at: datetime, reason: str = "") -> None:
         workflow = self.uow.load(Workflow, alloc.workflow_id, "workflow")
         try:
             alloc.exited(exit_code, alloc.epoch, by="agent", at=at)
         except (StaleFence, IllegalTransition) as error:
             raise StaleEpoch(str(error)) from error
         try:
-            workflow.stage_exited(alloc.stage, alloc.attempt, exit_code, at=at, by="agent")
+            workflow.stage_exited(alloc.stage, alloc.attempt, exit_code, at=at, by="agent", told=reason)
         except WorkflowError:  # the workflow moved on; the allocation still ended and gives its resources back
             self.uow.save(alloc, *self.allocations.release(alloc, "agent", at))
             return

@@ -106,3 +106,13 @@ def test_a_bad_ingress_is_refused_naming_the_field(source, destination, message)
 def test_a_job_named_like_a_transfer_stage_is_refused():
     text = CATALOG_STYLE.replace("  unrelated:", '  "ingress:data":')
     assert any("is the name of this volume's ingress stage" in p.message for p in parse_fuzzfile(text).errors)
+
+
+def test_a_failed_transfer_says_what_the_agent_told_and_a_job_keeps_its_retry_hint():
+    workflow = submit(CATALOG_STYLE)
+    workflow.stage_started("ingress:data", 1, "n1", at(1))
+    workflow.stage_exited("ingress:data", 1, 1, at(2), told="ingress of https://example.org/genome.fa failed: HTTP 404")
+    assert workflow.stage("ingress:data").reason == "Failed: ingress of https://example.org/genome.fa failed: HTTP 404"
+    workflow.stage_started("unrelated", 1, "n1", at(3))
+    workflow.stage_exited("unrelated", 1, 1, at(4), told="exited with code 1")
+    assert "policy.retry" in workflow.stage("unrelated").reason
