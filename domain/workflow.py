@@ -143,6 +143,13 @@ class Workflow(TimedAggregate):
             self._retry_or_fail(state, attempt, decision, "exit", exit_code, by, at)
         self._advance(at, state.step)
 
+    def transfer_progressed(self, stage: str, attempt: int, text: str, at: datetime, by: str = "agent") -> None:
+        """A running ingress or egress says how far it has come (the text is the agent's, at most 300 characters)."""
+        state = self._expect(stage, attempt, (StageStatus.STARTED,), "report progress")
+        if state.template.kind not in TRANSFER_KINDS:
+            raise WorkflowError(f"{stage} is a {state.template.kind}; only ingress and egress report progress")
+        self._progressed(stage=stage, attempt=attempt, text=text[:300], by=by, at=at)
+
     def stage_stopped(self, stage: str, attempt: int, at: datetime, by: str = "agent") -> None:
         """A service stopped because nothing needs it any more: that is its normal end."""
         state = self._expect(stage, attempt, (StageStatus.STARTED, StageStatus.RUNNING), "stop")
@@ -263,6 +270,10 @@ class Workflow(TimedAggregate):
             self.volume_nodes.setdefault(volume, node)
         state.node, state.reason = node, ""
         self.book.move(state, StageStatus.STARTED)
+
+    @event("TransferProgressed")
+    def _progressed(self, stage: str, attempt: int, text: str, by: str, at: datetime) -> None:
+        pass  # told, not kept: the activity stream shows it
 
     @event("StageRunning")
     def _running(self, stage: str, attempt: int, by: str, at: datetime) -> None:

@@ -87,6 +87,9 @@ class WorkflowHandlers:
         if str(node) not in alloc.nodes or alloc.epoch != epoch:
             raise StaleEpoch(f"allocation {allocation} is not running at epoch {epoch} on this node")
         code = exit_code if exit_code is not None else 255
+        if event == "progress":
+            self._progress(alloc, reason, at)
+            return
         if event == "exited" and alloc.ended and alloc.exit_code == code:
             return  # recorded already: a retried report
         if alloc.ended:
@@ -95,6 +98,17 @@ class WorkflowHandlers:
             self._exited(alloc, code, at, reason)
         elif event == "ready":
             self._ready(alloc, at)
+
+    def _progress(self, alloc: Allocation, text: str, at: datetime) -> None:
+        """How far an ingress or egress has come, as an event of its workflow (the agent sends one every few s)."""
+        if alloc.ended:
+            raise StaleEpoch(f"allocation {alloc.stage} attempt {alloc.attempt} already ended {alloc.state.value}")
+        workflow = self.uow.load(Workflow, alloc.workflow_id, "workflow")
+        try:
+            workflow.transfer_progressed(alloc.stage, alloc.attempt, text, at=at)
+        except WorkflowError as error:
+            raise StaleEpoch(str(error)) from error
+        self.uow.save(workflow)
 
     def _ready(self, alloc: Allocation, at: datetime) -> None:
         workflow = self.uow.load(Workflow, alloc.workflow_id, "workflow")

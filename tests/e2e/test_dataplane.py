@@ -79,6 +79,7 @@ def test_a_volume_is_filled_by_ingress_used_by_jobs_and_sent_out_by_egress(stack
     stack.wait(lambda: not list(work_dir.glob("*/.volumes")), 30, "the ended workflow's volume to be removed")
     events = stack.events(workflow_id)
     assert [e["message"] for e in events if "ingress:data" in str(e) and "Started" in e["message"]]
+    assert any("done, 10000 bytes" in e["message"] for e in events if "ingress:data" in str(e))  # progress as events
     assert "hunter2" not in str(events)
 
 

@@ -116,3 +116,16 @@ def test_a_failed_transfer_says_what_the_agent_told_and_a_job_keeps_its_retry_hi
     workflow.stage_started("unrelated", 1, "n1", at(3))
     workflow.stage_exited("unrelated", 1, 1, at(4), told="exited with code 1")
     assert "policy.retry" in workflow.stage("unrelated").reason
+
+
+def test_a_running_transfer_tells_its_progress_as_an_event_and_a_job_cannot():
+    workflow = submit(CATALOG_STYLE)
+    workflow.stage_started("ingress:data", 1, "n1", at(1))
+    workflow.transfer_progressed("ingress:data", 1, "ingress https://example.org/genome.fa: 5.0 MiB of 10.0 MiB (50%)",
+                                 at(2))
+    told = workflow.pending_events[-1]
+    assert (type(told).__name__, told.text) == ("TransferProgressed", "ingress https://example.org/genome.fa: "
+                                                                      "5.0 MiB of 10.0 MiB (50%)")
+    workflow.stage_started("unrelated", 1, "n1", at(1))
+    with pytest.raises(WorkflowError, match="only ingress and egress report progress"):
+        workflow.transfer_progressed("unrelated", 1, "50%", at(2))
