@@ -37,6 +37,8 @@ UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_.\-\[\]]")
 CHUNK = 64 * 1024
 POLL = 0.05
 PIDS_PER_ALLOCATION = 4096  # a fork bomb stops here, not at the node's pid_max
+TRANSFER_PASSED = ("HF_ENDPOINT", "AWS_ENDPOINT_URL", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy",
+                   "https_proxy", "no_proxy", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE")
 SIGNALS = {s.value: s.name for s in signal.Signals}
 
 
@@ -225,6 +227,8 @@ class Executor:
             if self.user is not None:
                 self._hand_over(workdir)
             env = job_environment(spec, self.user, workdir, devices)
+            if transfer:  # where this node reaches the world: a hub mirror, an S3 endpoint, a proxy
+                env.update({k: os.environ[k] for k in TRANSFER_PASSED if k in os.environ})
             _findable(argv[0], env, cwd)
             running = self._launch(spec, argv, cwd, env, workdir)
         except BaseException:

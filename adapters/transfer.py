@@ -83,8 +83,8 @@ def move(kind: str, volume: Path, index: int, source: str, destination: str, own
         target = in_volume(volume, destination)
         made = _make_parents(volume, target.parent, owner)
         attempt(lambda: download(remote, target, secret, _restart(progress)), label)
-        for path in [*made, target]:
-            if owner is not None:
+        if owner is not None:
+            for path in [*made, target, *(target.rglob("*") if target.is_dir() else ())]:
                 os.lchown(path, *owner)
     else:
         path = in_volume(volume, source)

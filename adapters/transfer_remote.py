@@ -24,7 +24,11 @@ class Permanent(Exception):
 
 
 def download(uri: str, target: Path, secret: str, count: Count) -> None:
-    """`uri` into `target` (written beside it first, then renamed: a reader never sees half a file)."""
+    """`uri` into `target` (written beside it first, then renamed: a reader never sees half a file); an hf://
+    repository's files into the folder `target`."""
+    if uri.startswith("hf://"):
+        _hub(uri, target, secret, count)
+        return
     partial = target.with_name(target.name + ".part")
     if uri.startswith(("http://", "https://")):
         _http_get(uri, partial, count)
@@ -34,6 +38,20 @@ def download(uri: str, target: Path, secret: str, count: Count) -> None:
     else:
         raise Permanent(f"{uri.partition('://')[0]}:// ingress is not performed by this cluster yet")
     partial.replace(target)
+
+
+def _hub(uri: str, folder: Path, secret: str, count: Count) -> None:
+    from adapters import transfer_hub
+
+    try:
+        transfer_hub.fetch(uri, folder, secret, count)
+    except transfer_hub.HubError as error:
+        raise Permanent(str(error)) from None
+    except Exception as error:
+        status = getattr(getattr(error, "response", None), "status_code", None)
+        if status is not None and status not in RETRYABLE_STATUS:
+            raise Permanent(f"HTTP {status}: {str(error).splitlines()[0][:200]}") from None
+        raise
 
 
 def upload(path: Path, uri: str, secret: str, count: Count) -> None:

@@ -40,9 +40,6 @@ def _remote(uri: str, schemes: tuple[str, ...], path: str, what: str, errors: li
             warnings: list[Problem]) -> None:
     if not uri.startswith(schemes):
         errors.append(Problem(path, f"{what} is one of {', '.join(s + '...' for s in schemes)}; got `{uri}`"))
-    elif uri.startswith("hf://"):
-        warnings.append(Problem(path, f"{uri}: hf:// ingress is not performed by this cluster yet; "
-                                      "its ingress stage fails saying so"))
     elif uri.startswith("http://") and what == "an egress destination":
         warnings.append(Problem(path, f"{uri}: egress over plain http sends the file unencrypted"))
 

@@ -10,7 +10,7 @@ import pytest
 
 from adapters.executor import Executor
 from tests.integration.test_executor import run, spec
-from tests.integration.transfer_servers import Files, S3Server
+from tests.integration.transfer_servers import Files, Hub, S3Server
 
 SECRET_VAR = "ROVING_TRANSFER_SECRET_0"
 
@@ -110,3 +110,30 @@ def test_the_volumes_of_ended_workflows_are_removed(executor, web):
     assert os.path.isdir(executor.workdir(spec(workflow_id="wf-ended")))  # the stage's own files stay
 
 
+
+
+@pytest.fixture
+def hub(monkeypatch):
+    server = Hub("org/tiny-model", {"config.json": b'{"layers": 2}', "weights/model.bin": b"\0" * 5000,
+                                    "README.md": b"# tiny"}, token="hf_secret_token")
+    monkeypatch.setenv("HF_ENDPOINT", server.url)  # the node's mirror: the agent hands it to its transfers
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def test_hf_ingress_fetches_the_repository_files_asked_for_from_hf_endpoint(executor, hub):
+    uri = "hf://org/tiny-model?revision=main&include=weights/*,config.json"
+    recorder, result = run(executor, transfer("ingress", uri, "file://models/tiny",
+                                              env={SECRET_VAR: "hf_secret_token"}), timeout=60)
+    assert result == (0, "exited with code 0"), recorder.text("stderr")
+    folder = executor.volumes.path("wf-1", "data") / "models" / "tiny"
+    assert sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()) == [
+        "config.json", "weights/model.bin"]
+    assert "hf_secret_token" not in recorder.text() + recorder.text("stderr")
+
+
+def test_hf_ingress_without_the_token_fails_at_once_naming_the_uri(executor, hub):
+    recorder, result = run(executor, transfer("ingress", "hf://org/tiny-model", "file://models/tiny"), timeout=60)
+    assert result[0] == 1 and result[1].startswith("ingress of hf://org/tiny-model failed: HTTP 401"), result
+    assert "retrying" not in recorder.text()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import socket
 import subprocess
 import sys
@@ -86,6 +88,63 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+class Hub(ThreadingHTTPServer):
+    """The few Hugging Face Hub routes huggingface_hub's snapshot_download asks of `HF_ENDPOINT`, for one model
+    repository `files` (name -> bytes); a `token` set here is required as a bearer token."""
+
+    COMMIT = "0" * 39 + "1"
+
+    def __init__(self, repo: str, files: dict[str, bytes], token: str = "") -> None:
+        self.repo, self.files, self.token = repo, files, token
+        super().__init__(("127.0.0.1", 0), _HubHandler)
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+class _HubHandler(BaseHTTPRequestHandler):
+    server: Hub
+
+    def do_GET(self) -> None:  # noqa: N802
+        self._route(head=False)
+
+    def do_HEAD(self) -> None:  # noqa: N802
+        self._route(head=True)
+
+    def _route(self, head: bool) -> None:
+        hub, path = self.server, self.path.split("?")[0]
+        if hub.token and self.headers.get("Authorization") != f"Bearer {hub.token}":
+            return self._answer(401, b"unauthorized", {"X-Error-Code": "RepoNotFound"}, head)
+        api = f"/api/models/{hub.repo}"
+        if path.startswith(api + "/tree/"):
+            tree = [{"type": "file", "path": name, "size": len(body), "oid": hashlib.sha1(body).hexdigest()}
+                    for name, body in hub.files.items()]
+            return self._answer(200, json.dumps(tree).encode(), {"Content-Type": "application/json"}, head)
+        if path.startswith(api):
+            info = {"id": hub.repo, "sha": hub.COMMIT, "siblings": [{"rfilename": name} for name in hub.files]}
+            return self._answer(200, json.dumps(info).encode(), {"Content-Type": "application/json"}, head)
+        name = path.removeprefix(f"/{hub.repo}/resolve/").partition("/")[2]
+        if path.startswith(f"/{hub.repo}/resolve/") and name in hub.files:
+            body = hub.files[name]
+            headers = {"X-Repo-Commit": hub.COMMIT, "ETag": f'"{hashlib.sha1(body).hexdigest()}"'}
+            return self._answer(200, body, headers, head)
+        self._answer(404, b"not found", {"X-Error-Code": "EntryNotFound"}, head)
+
+    def _answer(self, status: int, body: bytes, headers: dict[str, str], head: bool) -> None:
+        self.send_response(status)
+        for key, value in headers.items():
+            self.send_header(key, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if not head:
+            self.wfile.write(body)
 
     def log_message(self, *args) -> None:
         pass
