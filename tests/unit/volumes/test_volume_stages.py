@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from domain.fuzzfile import list_stages, parse_fuzzfile
@@ -128,3 +130,10 @@ def test_a_running_transfer_tells_its_progress_as_an_event_and_a_job_cannot():
     workflow.stage_started("unrelated", 1, "n1", at(1))
     with pytest.raises(WorkflowError, match="only ingress and egress report progress"):
         workflow.transfer_progressed("unrelated", 1, "50%", at(2))
+
+
+def test_the_shipped_example_parses_cleanly_into_ingress_jobs_and_egress():
+    text = (Path(__file__).resolve().parents[3] / "examples" / "volumes.yaml").read_text()
+    result = parse_fuzzfile(text)
+    assert (result.errors, result.warnings) == ([], [])
+    assert [s.name for s in list_stages(result.definition)] == ["ingress:data", "count", "show", "egress:data"]
