@@ -192,7 +192,7 @@ def _check_volumes(workflow: Workflow, report: Report) -> None:
             report.error(f"{path}.reference", "a volume reference looks like volume://user/ephemeral")
         elif volume.reference is not None and volume.reference != EPHEMERAL:
             report.warn(f"{path}.reference", f"{volume.reference}: this cluster has no storage provisioner yet, so "
-                                             "the volume is a per-workflow ephemeral one, removed when the workflow ends")
+                                             f"it runs as {EPHEMERAL}: its files are removed when the workflow ends")
         if volume.reference is None and volume.use is None:
             report.error(path, "set `reference`, e.g. reference: volume://user/ephemeral")
         if volume.use is not None and volume.reference is None:
