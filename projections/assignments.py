@@ -33,11 +33,13 @@ def assignments(node_id: Any, queue: QueueView, workflows: WorkflowsView, nodes:
     stop: list[dict] = []
     volumes: set[str] = set()
     for a in queue.allocations():
-        if wanted not in a.nodes or (since is not None and a.started_at is not None and a.started_at < since):
+        if wanted not in a.nodes:
             continue
         workflow = workflows.workflow(a.workflow_id)
         if workflow is not None and node is not None and _holds_volumes(workflow, node.name):
-            volumes.add(str(a.workflow_id))
+            volumes.add(str(a.workflow_id))  # before the registration check: a volume outlives a re-registration
+        if since is not None and a.started_at is not None and a.started_at < since:
+            continue
         canceled = workflow is not None and workflow.canceled_reason is not None
         if a.state is QueueState.RUNNING and not canceled and workflow is not None:
             start.append(run_spec(a, workflow, queue))

@@ -28,7 +28,8 @@ class OciRuntime:
         if not self.workdir_root.is_relative_to("/tmp"):  # under /tmp it lands on that tmpfs
             points.append(str(self.workdir_root.relative_to("/")))
         for point in points:
-            (pulled.rootfs / point).mkdir(parents=True, exist_ok=True)
+            if ".." not in Path(point).parts:  # a mount point is made inside the image's root, never beside it
+                (pulled.rootfs / point).mkdir(parents=True, exist_ok=True)
         return pulled
 
     def wrap(self, argv: list[str], rootfs: Path, workdir: Path, cwd: Path, isolated_network: bool,

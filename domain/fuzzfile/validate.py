@@ -130,6 +130,8 @@ def _check_mounts(mounts: dict[str, str | Mount] | None, path: str, volumes: set
         volume = mount if isinstance(mount, str) else mount.volume
         if not location.startswith("/"):
             report.error(where, "mounts are keyed by an absolute path in the container, e.g. /data: {volume: data}")
+        elif ".." in location.split("/") or location.strip("/") == "":
+            report.error(where, "a mount path names a directory below /, without `..`, e.g. /data")
         if volume is None:
             report.error(where, "name the volume to mount, e.g. {volume: data}")
         elif volume not in volumes:

@@ -7,8 +7,13 @@ from pathlib import Path
 import pytest
 
 from domain.fuzzfile import list_stages, parse_fuzzfile
+from domain.node import Capacity
 from domain.scheduler import SchedulerConfig, schedule
 from domain.workflow import WorkflowError
+from tests.unit.projections.builders import Feed, GiB
+from tests.unit.projections.builders import at as feed_at
+from tests.unit.projections.builders import node as registered_node
+from tests.unit.projections.test_agent_and_scheduler_views import placed
 from tests.unit.scheduler.builders import T0, job, node, snap
 from tests.unit.workflow.workflow_builders import at, run, submit
 
@@ -137,3 +142,27 @@ def test_the_shipped_example_parses_cleanly_into_ingress_jobs_and_egress():
     result = parse_fuzzfile(text)
     assert (result.errors, result.warnings) == ([], [])
     assert [s.name for s in list_stages(result.definition)] == ["ingress:data", "count", "show", "egress:data"]
+
+
+@pytest.mark.parametrize("location", ["/../etc", "/", "/data/../../x"])
+def test_a_mount_path_must_stay_below_the_root(location):
+    errors = parse_fuzzfile(CATALOG_STYLE.replace("mounts: {/data: {volume: data}}\n  report",
+                                                  f'mounts: {{"{location}": {{volume: data}}}}\n  report')).errors
+    assert [p.message for p in errors] == ["a mount path names a directory below /, without `..`, e.g. /data"]
+
+
+def test_the_agent_is_told_which_workflows_volumes_live_on_until_the_workflow_ends_even_across_a_rejoin():
+    feed, n1 = Feed(), registered_node("node-1")
+    feed.save(n1)
+    workflow, allocation = placed(feed, CATALOG_STYLE, "ingress:data", n1)
+    [spec] = feed.views.assignments(n1.id)["start"]
+    assert (spec["kind"], spec["volume"], spec["transfers"]) == (
+        "ingress", "data", [{"source": "https://example.org/genome.fa", "destination": "file://inputs/genome.fa"}])
+    allocation.exited(0, allocation.epoch, by="agent", at=feed_at(2))
+    workflow.stage_exited("ingress:data", 1, 0, feed_at(2))
+    n1.rejoin(Capacity(cpu=8, memory=32 * GiB), by="agent", at=feed_at(3))
+    feed.save(allocation, workflow, n1)
+    assert feed.views.assignments(n1.id)["volumes"] == [str(workflow.id)]  # align and report will run here
+    workflow.cancel(by="alice", at=feed_at(4))
+    feed.save(workflow)
+    assert feed.views.assignments(n1.id)["volumes"] == []
