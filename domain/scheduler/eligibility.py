@@ -116,8 +116,9 @@ def static_why(c: Candidates, a: QueuedAllocation) -> Why | None:
         more = f" and {len(holds) - 3} more" if len(holds) > 3 else ""
         return Why(reason=Reason.NODE_HELD, message=f"{len(c.held)} matching nodes are held: {named}{more}",
                    detail={"holds": holds, "held_nodes": len(c.held)})
+    pinned = f"its volumes live on node {a.volume_node}, which cannot take it; " if a.volume_node else ""
     return Why(reason=Reason.INSUFFICIENT_RESOURCES,
-               message=f"no usable node can hold {a.nodes} x (cpu {a.cpu}, memory {a.memory}, "
+               message=f"{pinned}no usable node can hold {a.nodes} x (cpu {a.cpu}, memory {a.memory}, "
                        f"devices {dict(a.devices)}) even when idle",
                detail={"nodes_examined": len(c.static) + len(c.held), "passed_over": _summary(c),
                        "largest_usable_node": _largest(c.static), "even_when_idle": True})

@@ -86,6 +86,7 @@ def test_the_scheduler_places_a_stage_only_on_its_volumes_node_and_says_why():
     decisions = schedule(snap([job("a", volume_node="n2")], nodes=[node("n1"), node("n2")]), SchedulerConfig(), T0)
     assert {p.allocation_id: p.node_ids for p in decisions.placements} == {"a": ("n2",)}
     blocked = schedule(snap([job("a", volume_node="gone")], nodes=[node("n1")]), SchedulerConfig(), T0)
+    assert blocked.reasons["a"].message.startswith("its volumes live on node gone, which cannot take it")
     assert blocked.reasons["a"].detail["passed_over"] == {"(no definition)": {"its volumes live on node gone": 1}}
 
 
