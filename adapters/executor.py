@@ -25,6 +25,8 @@ from adapters.hooks import (
     write_post_hooks,
 )
 from adapters.runtime.bwrap import OciRuntime
+from adapters.transfer_plan import REASON_FILE, TRANSFER_KINDS, transfer_argv
+from adapters.volumes import Volumes
 from adapters.runspec import (  # noqa: F401 - RunSpec, SpecError and unreachable are the executor's vocabulary too
     JobUser,
     RunSpec,
@@ -43,6 +45,8 @@ UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_.\-\[\]]")
 CHUNK = 64 * 1024
 POLL = 0.05
 PIDS_PER_ALLOCATION = 4096  # a fork bomb stops here, not at the node's pid_max
+TRANSFER_PASSED = ("HF_ENDPOINT", "AWS_ENDPOINT_URL", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy",
+                   "https_proxy", "no_proxy", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE")
 SIGNALS = {s.value: s.name for s in signal.Signals}
 
 
@@ -139,11 +143,21 @@ class Running:
             return f"out of memory: killed at its memory limit of {size_text(self.cgroup.limits.memory)}"
         if getattr(self.proc, "status_lost", False):
             return "ended while no agent watched it, and its exit status was not recorded"
+        if code != 0 and self.spec.kind in TRANSFER_KINDS and (told := _told_reason(self.workdir)):
+            return told
         if code < 0:
             return f"killed by signal {signal.Signals(-code).name}"
         if code - 128 in SIGNALS:  # the wrapper's shell reports a job killed by signal N as 128+N
             return f"killed by signal {SIGNALS[code - 128]}"
         return f"exited with code {code}"
+
+
+def _told_reason(workdir: Path) -> str:
+    """What a transfer said about its failure (the URI and the cause, never a secret), at most one line."""
+    try:
+        return (workdir / REASON_FILE).read_text()[:1000].strip().splitlines()[0]
+    except (OSError, IndexError, UnicodeDecodeError):
+        return ""
 
 
 def _pump(fd: int, stream: str, on_output: OnOutput) -> None:
@@ -181,6 +195,7 @@ class Executor:
         self.state_root = Path(state_root) if state_root else self.workdir_root / ".roving-agent" / "jobs"
         self.kill_grace, self.cgroups, self.user, self.pids_limit = kill_grace, cgroups, user, pids_limit
         self.runtime = runtime
+        self.volumes = Volumes(self.workdir_root, user)
         self.binder = DeviceBinder(gpus) if gpus else None
         if user is not None:  # searchable, not listable: a job finds its own directory and no one else's
             self.workdir_root.mkdir(parents=True, exist_ok=True)
@@ -207,16 +222,27 @@ class Executor:
         cwd = inside(workdir, spec.cwd or ".", "cwd")
         cwd.mkdir(parents=True, exist_ok=True)
         self._write_files(spec, workdir)
-        argv = with_backoff(spec.start_delay_seconds, with_pre_hooks(spec.hooks, self._argv(spec, workdir), workdir))
-        write_post_hooks(spec.hooks, workdir)
+        bound = self.volumes.prepare(spec)
+        transfer = spec.kind in TRANSFER_KINDS
+        if transfer:
+            argv = transfer_argv(spec, workdir, bound, self.user)
+        else:
+            argv = with_backoff(spec.start_delay_seconds, with_pre_hooks(spec.hooks, self._argv(spec, workdir), workdir))
+            write_post_hooks(spec.hooks, workdir)
         devices, pulled = self._bind(spec), None
         try:
-            if spec.image and self.runtime is not None:
-                pulled = self.runtime.prepare(spec.image)
-                argv = self.runtime.wrap(argv, pulled.rootfs, workdir, cwd, spec.network_isolated, devices or [])
+            if spec.image and self.runtime is not None and not transfer:
+                mounts = {location: path for location, path in bound.items() if location}
+                pulled = self.runtime.prepare(spec.image, list(mounts))
+                argv = self.runtime.wrap(argv, pulled.rootfs, workdir, cwd, spec.network_isolated, devices or [],
+                                         mounts)
+            else:
+                self.volumes.link(workdir, bound)
             if self.user is not None:
                 self._hand_over(workdir)
             env = job_environment(spec, self.user, workdir, devices)
+            if transfer:  # where this node reaches the world: a hub mirror, an S3 endpoint, a proxy
+                env.update({k: os.environ[k] for k in TRANSFER_PASSED if k in os.environ})
             _findable(argv[0], env, cwd)
             running = self._launch(spec, argv, cwd, env, workdir)
         except BaseException:
@@ -236,7 +262,10 @@ class Executor:
         try:
             files.create()
             readers = files.open_readers()
-            proc = self._spawn(argv, cwd, env, child_setup(cgroup, spec.memory, self.user), files)
+            # a transfer is our code, run as the agent (the job user may not reach the agent's interpreter); it
+            # stays inside the volume and gives what it writes to the job user (adapters/transfer.py)
+            user = None if spec.kind in TRANSFER_KINDS else self.user
+            proc = self._spawn(argv, cwd, env, child_setup(cgroup, spec.memory, user), files)
         except BaseException:
             for fd in readers.values():
                 os.close(fd)

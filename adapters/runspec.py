@@ -23,7 +23,7 @@ class RunSpec(msgspec.Struct, kw_only=True):
     workflow_id: str
     stage: str
     attempt: int = 1
-    kind: str = "job"  # job | service | task
+    kind: str = "job"  # job | service | task | ingress | egress
     job_name: str = ""
     task_id: int | None = None
     account_id: str = ""
@@ -45,6 +45,9 @@ class RunSpec(msgspec.Struct, kw_only=True):
     hooks: list[HookSpec] = []  # the profile's and the job's own pre and post hooks, in the order they run
     profile: str = ""
     start_delay_seconds: float = 0.0  # a restarted service's backoff: it sleeps this long before it starts
+    mounts: dict[str, str] = {}  # path in the job -> volume name (the workflow's volume on this node)
+    volume: str = ""  # an ingress or egress stage: the volume it moves files into or out of
+    transfers: list[dict[str, str]] = []  # an ingress or egress stage: {source, destination} URIs
 
 
 class JobUser(msgspec.Struct, frozen=True):

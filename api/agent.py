@@ -19,6 +19,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_serv
 
 from adapters import sysinfo
 from adapters.executor import Executor, Running, RunSpec, SpecError
+from api.agent_progress import ProgressRelay
 from adapters.adoption import Registration
 from adapters.logs import LogWriter
 from adapters.outbox import Entry, Outbox
@@ -85,6 +86,7 @@ class Agent:
         self.feed = AssignmentFeed(self.call, config.poll_wait)
         self.wake = asyncio.Event()  # set by the executor's and probes' threads: something to drain
         self.reporter = Reporter(Outbox(state / "outbox"), self.call, self._fenced)
+        self.progress = ProgressRelay()
 
     async def run(self, stop: asyncio.Event) -> None:
         nc = beats = None
@@ -278,6 +280,14 @@ class Agent:
                 slot.running.cancel(order.get("reason") or "stopped by the control plane")
         for item in answer.get("start", []):
             await self.start(item)
+        if "volumes" in answer:  # a control plane that does not say which volumes live on is never taken as "none"
+            await self.sweep_volumes(set(answer["volumes"]))
+
+    async def sweep_volumes(self, live: set[str]) -> None:
+        """Volumes of workflows that ended go, once none of their stages runs here any more."""
+        keep = live | {slot.spec.workflow_id for slot in self.slots.values()}
+        for workflow_id in await asyncio.to_thread(self.executor.volumes.keep_only, keep):
+            self.log.info("agent.volumes_removed", workflow_id=workflow_id)
 
     async def start(self, item: dict[str, Any]) -> None:
         allocation_id, epoch = item.get("allocation_id"), item.get("epoch")
@@ -322,8 +332,16 @@ class Agent:
         elif spec.kind == "service":
             await self.report_slot(slot, "ready", ports=spec.ports)
 
+    async def send_progress(self) -> None:
+        """Transfers' progress, straight to the API (not through the outbox: the next line supersedes a lost one)."""
+        for allocation_id, epoch, text in self.progress.due():
+            body = {"node_id": self.node_id, "allocation_id": allocation_id, "epoch": epoch, "event": "progress",
+                    "reason": text}
+            await self.call("POST", "/v4/agent/reports", json=body)
+
     async def drain(self) -> None:
         """Handle what the executor and probe threads handed over since the last tick."""
+        await self.send_progress()
         while not self.events.empty():
             event, allocation_id, *rest = self.events.get_nowait()
             slot = self.slots.get(allocation_id)
@@ -338,6 +356,7 @@ class Agent:
         spec = slot.spec
         del self.slots[spec.allocation_id]
         self.finished.add((spec.allocation_id, spec.epoch))
+        self.progress.forget(spec.allocation_id, spec.epoch)
         if slot.probe is not None:
             await asyncio.to_thread(slot.probe.stop)
         if exit_code != 0:
@@ -377,6 +396,7 @@ class Agent:
 
     def _forward_output(self, spec: RunSpec):
         def forward(stream: str, chunk: bytes) -> None:
+            self.progress.seen(spec, stream, chunk)
             if self.logs is not None:
                 self._threadsafe(self.logs.append, spec.workflow_id, spec.stage, stream, chunk)
         return forward

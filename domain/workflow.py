@@ -13,8 +13,10 @@ from eventsourcing.domain import event
 from domain.timed import TimedAggregate
 from domain.fuzzfile import Stage
 from domain.fuzzfile.schema import Workflow as Definition
+from domain.fuzzfile.hooks import PRE_HOOK_REASON
 from domain.fuzzfile.semantics import RetryDecision, StageStatus, condition, decide_exit, decide_node_loss
 from domain.fuzzfile.stages import list_steps
+from domain.fuzzfile.transfers import TRANSFER_KINDS, mounted_volumes
 from domain.workflow_stages import ReadyStage, StageBook, StageState, StageView, StepState
 
 __all__ = ["DEFAULT_MAX_EVICTION_RESTARTS", "ReadyStage", "StageView", "Workflow", "WorkflowError"]
@@ -107,8 +109,18 @@ class Workflow(TimedAggregate):
         return [s.name for s in services if s is not None and not s.template.persist
                 and s.status in (StageStatus.STARTED, StageStatus.RUNNING)]
 
+    @property
+    def volume_nodes(self) -> dict[str, str]:
+        """Volume name -> the node holding it: the node the first stage using it started on (made lazily, so a
+        workflow restored from a snapshot taken before volumes existed has it too)."""
+        return self.__dict__.setdefault("_volume_nodes", {})
+
     def stage_started(self, stage: str, attempt: int, node: str, at: datetime, by: str = "agent") -> None:
-        self._expect(stage, attempt, (StageStatus.READY,), "start")
+        state = self._expect(stage, attempt, (StageStatus.READY,), "start")
+        for volume in volumes_of(state.template):
+            held = self.volume_nodes.get(volume, node)
+            if held != node:
+                raise WorkflowError(f"{stage} mounts volume {volume}, which lives on node {held}, not {node}")
         self._started(stage=stage, attempt=attempt, node=node, by=by, at=at)
 
     def stage_running(self, stage: str, attempt: int, at: datetime, by: str = "agent") -> None:
@@ -120,17 +132,28 @@ class Workflow(TimedAggregate):
         self._advance(at, state.step)
 
     def stage_exited(self, stage: str, attempt: int, exit_code: int, at: datetime, by: str = "agent",
-                     detail: str = "") -> None:
-        """`detail` (a failing pre hook, named) replaces the exit code's own words when the stage fails."""
+                     told: str = "") -> None:
+        """`told`: the agent's reason. A failing pre hook (named) or a failed ingress or egress (its URI and the
+        cause) replaces the exit code's own words when the stage fails."""
         state = self._expect(stage, attempt, (StageStatus.STARTED, StageStatus.RUNNING), "exit")
         if exit_code == 0:
             self._finished(stage=stage, attempt=attempt, exit_code=0, reason="Finished", by=by, at=at)
         else:
             decision = decide_exit(state.template.retry, exit_code, state.retries_used)
-            if detail and not decision.retry:
-                decision = RetryDecision(False, f"Failed: {detail} (exit {exit_code})")
+            if told and not decision.retry:
+                if state.template.kind in TRANSFER_KINDS:
+                    decision = RetryDecision(False, f"Failed: {told}")
+                elif told.startswith(PRE_HOOK_REASON):
+                    decision = RetryDecision(False, f"Failed: {told} (exit {exit_code})")
             self._retry_or_fail(state, attempt, decision, "exit", exit_code, by, at)
         self._advance(at, state.step)
+
+    def transfer_progressed(self, stage: str, attempt: int, text: str, at: datetime, by: str = "agent") -> None:
+        """A running ingress or egress says how far it has come (the text is the agent's, at most 300 characters)."""
+        state = self._expect(stage, attempt, (StageStatus.STARTED,), "report progress")
+        if state.template.kind not in TRANSFER_KINDS:
+            raise WorkflowError(f"{stage} is a {state.template.kind}; only ingress and egress report progress")
+        self._progressed(stage=stage, attempt=attempt, text=text[:300], by=by, at=at)
 
     def stage_stopped(self, stage: str, attempt: int, at: datetime, by: str = "agent") -> None:
         """A service stopped because nothing needs it any more: that is its normal end."""
@@ -248,8 +271,14 @@ class Workflow(TimedAggregate):
     @event("StageStarted")
     def _started(self, stage: str, attempt: int, node: str, by: str, at: datetime) -> None:
         state = self.book.touch(stage)
+        for volume in volumes_of(state.template):
+            self.volume_nodes.setdefault(volume, node)
         state.node, state.reason = node, ""
         self.book.move(state, StageStatus.STARTED)
+
+    @event("TransferProgressed")
+    def _progressed(self, stage: str, attempt: int, text: str, by: str, at: datetime) -> None:
+        pass  # told, not kept: the activity stream shows it
 
     @event("StageRunning")
     def _running(self, stage: str, attempt: int, by: str, at: datetime) -> None:
@@ -296,3 +325,8 @@ class Workflow(TimedAggregate):
     def _canceled(self, reason: str, by: str, at: datetime) -> None:
         self.canceled_reason = reason
         self.book.cancel(f"Canceled by {by}: {reason}")
+
+
+def volumes_of(spec: Stage) -> list[str]:
+    """The volumes a stage uses: those it mounts, or the one its ingress or egress moves files for."""
+    return [spec.volume] if spec.volume else mounted_volumes(spec.mounts)

@@ -86,6 +86,7 @@ MESSAGES: dict[str, Callable[[Any, NodeName], str | None]] = {
     "Workflow.StageReadied": _readied,
     "Workflow.StageStarted": _started,
     "Workflow.StageRunning": _running,
+    "Workflow.TransferProgressed": lambda e, n: e.text,
     "Workflow.StageFinished": _finished,
     "Workflow.StageFailed": _failed,
     "Workflow.StageRetried": _reason,

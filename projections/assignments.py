@@ -15,29 +15,42 @@ import msgspec
 from domain.allocation import Allocation, QueueState
 from domain.fuzzfile.restart import restart_delay
 from domain.fuzzfile.schema import Service
+from domain.fuzzfile.transfers import TRANSFER_KINDS
 from domain.workflow import Workflow
 from projections.nodes import NodesView
 from projections.queue import QueueView
 from projections.workflows import WorkflowsView
 
+ENDED = ("FINISHED", "FAILED", "CANCELED")
 KILLED = frozenset({QueueState.CANCELED, QueueState.PREEMPTED, QueueState.EVICTED})
 
 
-def assignments(node_id: Any, queue: QueueView, workflows: WorkflowsView, nodes: NodesView) -> dict[str, list[dict]]:
-    """{"start": [run spec, ...], "stop": [{allocation_id, epoch, reason}, ...]} for one node."""
+def assignments(node_id: Any, queue: QueueView, workflows: WorkflowsView, nodes: NodesView) -> dict[str, list]:
+    """{"start": [run spec, ...], "stop": [{allocation_id, epoch, reason}, ...], "volumes": [workflow id, ...]} for
+    one node; "volumes" names the workflows not yet ended whose volumes live here (the agent removes the rest)."""
     wanted, since = str(node_id), nodes.joined_at(node_id)
+    node = nodes.node(node_id)
     start: list[dict] = []
     stop: list[dict] = []
+    volumes: set[str] = set()
     for a in queue.allocations():
-        if wanted not in a.nodes or (since is not None and a.started_at is not None and a.started_at < since):
+        if wanted not in a.nodes:
             continue
         workflow = workflows.workflow(a.workflow_id)
+        if workflow is not None and node is not None and _holds_volumes(workflow, node.name):
+            volumes.add(str(a.workflow_id))  # before the registration check: a volume outlives a re-registration
+        if since is not None and a.started_at is not None and a.started_at < since:
+            continue
         canceled = workflow is not None and workflow.canceled_reason is not None
         if a.state is QueueState.RUNNING and not canceled and workflow is not None:
             start.append(run_spec(a, workflow, queue))
         elif a.state in KILLED or (a.state is QueueState.RUNNING and canceled):
             stop.append(_stop(a, workflow))
-    return {"start": start, "stop": stop}
+    return {"start": start, "stop": stop, "volumes": sorted(volumes)}
+
+
+def _holds_volumes(workflow: Workflow, node: str) -> bool:
+    return workflow.status not in ENDED and node in workflow.volume_nodes.values()
 
 
 def _stop(a: Allocation, workflow: Workflow | None) -> dict:
@@ -57,7 +70,7 @@ def run_spec(a: Allocation, workflow: Workflow, queue: QueueView) -> dict:
         "files": _files(workflow, step), "execute_timeout_seconds": spec.execute_timeout_seconds,
         "memory_bytes": spec.resources.memory_bytes, "cpu_cores": spec.resources.cpu_cores,
         "account_id": _account(queue, a), "readiness_probe": _probe(step), "ports": _ports(step),
-        "mounts": dict(spec.mounts), **_profile(spec), **_backoff(spec, a.attempt),
+        "mounts": dict(spec.mounts), **_profile(spec), **_backoff(spec, a.attempt), **_transfer(spec),
     }
 
 
@@ -75,6 +88,15 @@ def _profile(spec: Any) -> dict:
     if spec.hooks:
         found["hooks"] = msgspec.to_builtins(spec.hooks)
     return found
+
+
+def _transfer(spec: Any) -> dict:
+    """An ingress or egress stage's volume and moves; each secret goes in env, where the agent's answer resolves it."""
+    if spec.kind not in TRANSFER_KINDS:
+        return {}
+    env = {f"ROVING_TRANSFER_SECRET_{i}": m.secret for i, m in enumerate(spec.transfers) if m.secret}
+    return {"volume": spec.volume, "env": env,
+            "transfers": [{"source": m.source, "destination": m.destination} for m in spec.transfers]}
 
 
 def _step(workflow: Workflow, name: str, kind: str) -> Any:

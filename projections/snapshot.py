@@ -8,7 +8,8 @@ from datetime import datetime
 from domain.allocation import Allocation, QueueState
 from domain.node import to_node_view
 from domain.scheduler import sanity
-from domain.workflow import Workflow
+from domain.fuzzfile.transfers import TRANSFER_KINDS
+from domain.workflow import Workflow, volumes_of
 from domain.scheduler.snapshot import (
     Definition, GroupPolicy, Kind, NodeShape, NodeView, QueuedAllocation, RunningAllocation, Snapshot,
 )
@@ -38,14 +39,28 @@ def _queued(a: Allocation, queue: QueueView, workflows: WorkflowsView,
             preemptions: dict[tuple, tuple[datetime, ...]]) -> QueuedAllocation:
     workflow = workflows.workflow(a.workflow_id)
     state = workflow.stages.get(a.stage) if workflow is not None else None
-    kind = Kind.SERVICE if state is not None and state.spec.kind == "service" else Kind.JOB
+    kind = _kind(state.template.kind if state is not None else "job")
     base = to_queued(a, queue.owner(a.workflow_id), queue.inputs(a), kind)
     extra: dict = {}
+    if state is not None and (node := volume_node(workflow, state.template)):
+        extra["volume_node"] = node
     if earlier := preemptions.get((a.workflow_id, a.stage), ()):
         extra["preemptions"] = earlier
     if kind is Kind.SERVICE and (ports := host_ports(workflow, state.spec.step)):
         extra["host_ports"] = ports
     return QueuedAllocation(**{**_fields(base), **extra}) if extra else base
+
+
+def _kind(stage_kind: str) -> Kind:
+    if stage_kind == "service":
+        return Kind.SERVICE
+    return Kind.STAGING if stage_kind in TRANSFER_KINDS else Kind.JOB
+
+
+def volume_node(workflow: Workflow, spec) -> str:
+    """The node holding the volumes this stage uses, once one of the workflow's stages started there."""
+    nodes = workflow.volume_nodes
+    return next((nodes[v] for v in volumes_of(spec) if v in nodes), "") if nodes else ""
 
 
 def host_ports(workflow: Workflow, service: str) -> tuple[int, ...]:

@@ -21,18 +21,20 @@ class OciRuntime:
     def __init__(self, cache: ImageCache, workdir_root: Path, bwrap: str = "bwrap") -> None:
         self.cache, self.workdir_root, self.bwrap = cache, Path(workdir_root), bwrap
 
-    def prepare(self, image: str) -> Pulled:
-        """The image's root, with the mount points the read-only bind cannot create at run time."""
+    def prepare(self, image: str, mounts: list[str] = ()) -> Pulled:
+        """The image's root, with the mount points the read-only bind cannot create at run time (volumes' too)."""
         pulled = self.cache.rootfs(image)
-        points = ["proc", "dev", "tmp"]
+        points = ["proc", "dev", "tmp", *(m.strip("/") for m in mounts if m.strip("/"))]
         if not self.workdir_root.is_relative_to("/tmp"):  # under /tmp it lands on that tmpfs
             points.append(str(self.workdir_root.relative_to("/")))
         for point in points:
-            (pulled.rootfs / point).mkdir(parents=True, exist_ok=True)
+            if ".." not in Path(point).parts:  # a mount point is made inside the image's root, never beside it
+                (pulled.rootfs / point).mkdir(parents=True, exist_ok=True)
         return pulled
 
     def wrap(self, argv: list[str], rootfs: Path, workdir: Path, cwd: Path, isolated_network: bool,
-             gpus: list[str] = ()) -> list[str]:
+             gpus: list[str] = (), mounts: dict[str, Path] | None = None) -> list[str]:
+        """`mounts`: path in the job -> the volume's directory on the node, bound read-write there."""
         command = [self.bwrap, "--unshare-all", "--die-with-parent", "--ro-bind", str(rootfs), "/",
                    "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
         for node in _gpu_nodes(gpus):  # the private /dev has only the GPUs the job was given
@@ -41,7 +43,10 @@ class OciRuntime:
             command.append("--share-net")
         if self.workdir_root != Path("/tmp"):
             command += ["--tmpfs", str(self.workdir_root)]
-        command += ["--bind", str(workdir), str(workdir), "--chdir", str(cwd), "--", *argv]
+        command += ["--bind", str(workdir), str(workdir)]
+        for location, directory in sorted((mounts or {}).items()):
+            command += ["--bind", str(directory), location]
+        command += ["--chdir", str(cwd), "--", *argv]
         return command
 
 

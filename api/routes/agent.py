@@ -41,7 +41,7 @@ class Report(msgspec.Struct):
     node_id: UUID
     allocation_id: UUID
     epoch: int
-    event: Literal["started", "ready", "exited", "ran_on_host"]
+    event: Literal["started", "ready", "exited", "ran_on_host", "progress"]
     exit_code: int | None = None
     reason: str = ""
     ports: list[int | dict] = []

@@ -18,7 +18,6 @@ from domain.app.scheduling import SchedulingHandlers
 from domain.app.secret_reading import check_references
 from domain.app.unit_of_work import UnitOfWork, command
 from domain.fuzzfile import parse_fuzzfile
-from domain.fuzzfile.hooks import PRE_HOOK_REASON
 from domain.fuzzfile.semantics import StageStatus
 from domain.scheduler.priority import check_workflow_priority
 from domain.scheduler.snapshot import Definition
@@ -90,14 +89,28 @@ class WorkflowHandlers:
         if str(node) not in alloc.nodes or alloc.epoch != epoch:
             raise StaleEpoch(f"allocation {allocation} is not running at epoch {epoch} on this node")
         code = exit_code if exit_code is not None else 255
+        if event == "progress":
+            self._progress(alloc, reason, at)
+            return
         if event == "exited" and alloc.ended and alloc.exit_code == code:
             return  # recorded already: a retried report
         if alloc.ended:
             raise StaleEpoch(f"allocation {alloc.stage} attempt {alloc.attempt} already ended {alloc.state.value}")
         if event == "exited":
-            self._exited(alloc, code, at, reason if reason.startswith(PRE_HOOK_REASON) else "")
+            self._exited(alloc, code, at, reason)
         elif event == "ready":
             self._ready(alloc, at)
+
+    def _progress(self, alloc: Allocation, text: str, at: datetime) -> None:
+        """How far an ingress or egress has come, as an event of its workflow (the agent sends one every few s)."""
+        if alloc.ended:
+            raise StaleEpoch(f"allocation {alloc.stage} attempt {alloc.attempt} already ended {alloc.state.value}")
+        workflow = self.uow.load(Workflow, alloc.workflow_id, "workflow")
+        try:
+            workflow.transfer_progressed(alloc.stage, alloc.attempt, text, at=at)
+        except WorkflowError as error:
+            raise StaleEpoch(str(error)) from error
+        self.uow.save(workflow)
 
     def _ready(self, alloc: Allocation, at: datetime) -> None:
         workflow = self.uow.load(Workflow, alloc.workflow_id, "workflow")
@@ -111,14 +124,14 @@ class WorkflowHandlers:
         bound = self.endpoints.service_ready(workflow, alloc.stage, at)
         self.uow.save(workflow, *self.allocations.request_ready(workflow, "agent", at), *bound)
 
-    def _exited(self, alloc: Allocation, exit_code: int, at: datetime, detail: str = "") -> None:
+    def _exited(self, alloc: Allocation, exit_code: int, at: datetime, reason: str = "") -> None:
         workflow = self.uow.load(Workflow, alloc.workflow_id, "workflow")
         try:
             alloc.exited(exit_code, alloc.epoch, by="agent", at=at)
         except (StaleFence, IllegalTransition) as error:
             raise StaleEpoch(str(error)) from error
         try:
-            workflow.stage_exited(alloc.stage, alloc.attempt, exit_code, at=at, by="agent", detail=detail)
+            workflow.stage_exited(alloc.stage, alloc.attempt, exit_code, at=at, by="agent", told=reason)
         except WorkflowError:  # the workflow moved on; the allocation still ended and gives its resources back
             self.uow.save(alloc, *self.allocations.release(alloc, "agent", at))
             return

@@ -13,6 +13,16 @@ from domain.fuzzfile.hooks import hook_seconds
 from domain.fuzzfile.policy import RetryRule, execute_timeout, retry_rule
 from domain.fuzzfile.restart import backoff_seconds, service_retry
 from domain.fuzzfile.schema import Container, Defaults, Job, Mount, Policy, Resource, Service, StepDefaults, Workflow
+from domain.fuzzfile.transfers import (
+    EGRESS,
+    INGRESS,
+    Move,
+    egress_volumes,
+    ingress_volumes,
+    mounted_volumes,
+    moves,
+    transfer_stage_name,
+)
 from domain.quantities import parse_memory
 
 DEFAULT_SHELL = "#!/bin/sh\n"
@@ -72,6 +82,8 @@ class Stage(msgspec.Struct, frozen=True, omit_defaults=True):
     profile_revision: int = 0
     profile_digest: str = ""
     hooks: list[Hook] = []
+    volume: str = ""  # the volume an ingress or egress stage moves files into or out of
+    transfers: list[Move] = []
 
 
 class Step(msgspec.Struct, frozen=True):
@@ -108,14 +120,27 @@ class Step(msgspec.Struct, frozen=True):
 
 
 def list_steps(workflow: Workflow) -> list[Step]:
-    """Every job, service and task array in dependency order, each in constant size."""
-    steps: list[Step] = []
+    """Every volume's ingress, then every job, service and task array in dependency order (each in constant size),
+    then every volume's egress."""
+    fed = set(ingress_volumes(workflow))
+    steps = [Step(_transfer(workflow, INGRESS, volume, [])) for volume in ingress_volumes(workflow)]
     for name in topological_order(workflow):
         if name in (workflow.jobs or {}):
-            steps.append(_job_step(name, workflow.jobs[name], workflow.defaults))
+            steps.append(_job_step(name, workflow.jobs[name], workflow.defaults, fed))
         else:
-            steps.append(Step(_stage(name, "service", workflow.services[name], layers_of(workflow.defaults, "service"))))
+            layers = layers_of(workflow.defaults, "service")
+            steps.append(Step(_stage(name, "service", workflow.services[name], layers, fed)))
+    for volume in egress_volumes(workflow):
+        writers = [s.template.step for s in steps if s.template.kind != "service" and volume in s.template.mounts.values()]
+        needs = [Needs(name, "FINISHED") for name in writers + ([transfer_stage_name(INGRESS, volume)] if volume in fed else [])]
+        steps.append(Step(_transfer(workflow, EGRESS, volume, needs)))
     return steps
+
+
+def _transfer(workflow: Workflow, kind: str, volume: str, needs: list[Needs]) -> Stage:
+    name = transfer_stage_name(kind, volume)
+    return Stage(name=name, kind=kind, step=name, resources=Resources(), dependencies=needs, volume=volume,
+                 transfers=moves(getattr((workflow.volumes or {})[volume], kind)))
 
 
 def list_stages(workflow: Workflow) -> list[Stage]:
@@ -133,8 +158,8 @@ def task_stage(template: Stage, task_id: int) -> Stage:
                                    env={**template.env, "FB_TASK_ID": str(task_id)})
 
 
-def _job_step(name: str, job: Job, defaults: Defaults | None) -> Step:
-    base = _stage(name, "job", job, layers_of(defaults, "job"))
+def _job_step(name: str, job: Job, defaults: Defaults | None, fed: set[str]) -> Step:
+    base = _stage(name, "job", job, layers_of(defaults, "job"), fed)
     array = job.task_array
     if array is None:
         return Step(base)
@@ -148,13 +173,16 @@ def layers_of(defaults: Defaults | None, kind: str) -> list[StepDefaults]:
     return [layer for layer in (defaults, getattr(defaults, kind)) if layer is not None]
 
 
-def _stage(name: str, kind: str, step: Container, layers: list[StepDefaults]) -> Stage:
+def _stage(name: str, kind: str, step: Container, layers: list[StepDefaults], fed: set[str]) -> Stage:
+    """`fed`: the volumes with an ingress, which every stage mounting them waits for."""
     policy = _policy(layers, step) if isinstance(step, Job) else None
     backoff, most = backoff_seconds(step) if isinstance(step, Service) else (0.0, 0.0)
+    mounted = mounts(layers, step)
+    ingress = [Needs(transfer_stage_name(INGRESS, v), "FINISHED") for v in mounted_volumes(mounted) if v in fed]
     return Stage(
         name=name, kind=kind, step=name,
         resources=_resources(step_resource(layers, step.resource), step),
-        dependencies=[Needs(d.name, d.status.upper()) for d in dependencies(step)],
+        dependencies=ingress + [Needs(d.name, d.status.upper()) for d in dependencies(step)],
         execute_timeout_seconds=execute_timeout(policy),
         preemptible=step.preemptible,
         retry=service_retry(step) if isinstance(step, Service) else retry_rule(policy),
@@ -165,7 +193,7 @@ def _stage(name: str, kind: str, step: Container, layers: list[StepDefaults]) ->
         args=step.args,
         env=step_env(layers, step),
         cwd=step.cwd,
-        mounts=mounts(layers, step),
+        mounts=mounted,
         persist=bool(step.persist) if isinstance(step, Service) else False,
         **_profile(step),
     )

@@ -22,6 +22,8 @@ from domain.fuzzfile.limits import (
 from domain.fuzzfile.policy import check_policy
 from domain.fuzzfile.schema import Container, Job, Mount, Problem, Resource, Workflow
 from domain.fuzzfile.services import check_service
+from domain.fuzzfile.transfer_checks import check_transfers
+from domain.fuzzfile.transfers import EPHEMERAL
 from domain.quantities import QuantityError, parse_memory
 
 IMAGE_SCHEMES = ("docker://", "oras://", "fuzzball://", "fb://")
@@ -130,6 +132,8 @@ def _check_mounts(mounts: dict[str, str | Mount] | None, path: str, volumes: set
         volume = mount if isinstance(mount, str) else mount.volume
         if not location.startswith("/"):
             report.error(where, "mounts are keyed by an absolute path in the container, e.g. /data: {volume: data}")
+        elif ".." in location.split("/") or location.strip("/") == "":
+            report.error(where, "a mount path names a directory below /, without `..`, e.g. /data")
         if volume is None:
             report.error(where, "name the volume to mount, e.g. {volume: data}")
         elif volume not in volumes:
@@ -185,10 +189,14 @@ def _check_defaults(workflow: Workflow, volumes: set[str], report: Report) -> No
 
 
 def _check_volumes(workflow: Workflow, report: Report) -> None:
+    report.add(check_transfers(workflow))
     for name, volume in (workflow.volumes or {}).items():
         path = join("volumes", name)
         if volume.reference is not None and not volume.reference.startswith("volume://"):
             report.error(f"{path}.reference", "a volume reference looks like volume://user/ephemeral")
+        elif volume.reference is not None and volume.reference != EPHEMERAL:
+            report.warn(f"{path}.reference", f"{volume.reference}: this cluster has no storage provisioner yet, so "
+                                             f"it runs as {EPHEMERAL}: its files are removed when the workflow ends")
         if volume.reference is None and volume.use is None:
             report.error(path, "set `reference`, e.g. reference: volume://user/ephemeral")
         if volume.use is not None and volume.reference is None:

@@ -1,4 +1,5 @@
-"""Which nodes could ever hold a request (status, holds, annotations, segments, device types, maxNodes).
+"""Which nodes could ever hold a request (status, holds, annotations, segments, volumes' node, device types,
+maxNodes).
 
 The answer depends only on a request's static signature, so it is computed once per signature per pass and
 shared by every allocation that has it, together with why each definition's nodes were passed over.
@@ -12,14 +13,14 @@ from domain.scheduler.capacity import Slot, idle_fit
 from domain.scheduler.reasons import Reason, Why
 from domain.scheduler.snapshot import NodeStatus, QueuedAllocation
 
-StaticKey = tuple[tuple[tuple[str, str], ...], tuple[str, ...], tuple[str, ...]]
+StaticKey = tuple[tuple[tuple[str, str], ...], tuple[str, ...], tuple[str, ...], str]
 
 
 def static_key(a: QueuedAllocation, ignored: frozenset[str]) -> StaticKey:
     wanted = tuple(sorted((k, v) for k, v in a.annotations.items() if k not in ignored)) if a.annotations else ()
     devices = tuple(sorted(a.devices)) if len(a.devices) > 1 else tuple(a.devices)
     segments = tuple(sorted(set(a.segments))) if len(a.segments) > 1 else a.segments
-    return wanted, devices, segments
+    return wanted, devices, segments, a.volume_node
 
 
 class Candidates:
@@ -42,7 +43,9 @@ class Candidates:
 
 def _first_miss(slot: Slot, key: StaticKey, over_cap: set[int]) -> str | None:
     view = slot.view
-    wanted, device_names, segments = key
+    wanted, device_names, segments, volume_node = key
+    if volume_node and view.name != volume_node:
+        return f"its volumes live on node {volume_node}"
     for name, value in wanted:
         if view.annotations.get(name) != value:
             have = view.annotations.get(name)
@@ -113,8 +116,9 @@ def static_why(c: Candidates, a: QueuedAllocation) -> Why | None:
         more = f" and {len(holds) - 3} more" if len(holds) > 3 else ""
         return Why(reason=Reason.NODE_HELD, message=f"{len(c.held)} matching nodes are held: {named}{more}",
                    detail={"holds": holds, "held_nodes": len(c.held)})
+    pinned = f"its volumes live on node {a.volume_node}, which cannot take it; " if a.volume_node else ""
     return Why(reason=Reason.INSUFFICIENT_RESOURCES,
-               message=f"no usable node can hold {a.nodes} x (cpu {a.cpu}, memory {a.memory}, "
+               message=f"{pinned}no usable node can hold {a.nodes} x (cpu {a.cpu}, memory {a.memory}, "
                        f"devices {dict(a.devices)}) even when idle",
                detail={"nodes_examined": len(c.static) + len(c.held), "passed_over": _summary(c),
                        "largest_usable_node": _largest(c.static), "even_when_idle": True})

@@ -70,6 +70,7 @@ class QueuedAllocation(msgspec.Struct, frozen=True, kw_only=True):
     exclusive: bool = False
     nodes: int = 1
     segments: tuple[str, ...] = ()
+    volume_node: str = ""  # the node name holding a volume this stage uses (ephemeral volumes live on one node)
     execute_timeout: int | None = None
     preemptible: bool = False
     host_ports: tuple[int, ...] = ()

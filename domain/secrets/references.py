@@ -60,7 +60,8 @@ def parse_reference(text: str) -> Reference:
 
 
 def uses(definition: Any) -> Iterator[Use]:
-    """Every env entry of the definition (defaults, jobs, services) whose value is a `secret://` reference."""
+    """Every env entry of the definition (defaults, jobs, services) whose value is a `secret://` reference, and every
+    secret a volume's transfer names."""
     defaults = getattr(definition, "defaults", None)
     if defaults is not None:
         yield from _env_uses("defaults.env", defaults.env)
@@ -70,6 +71,18 @@ def uses(definition: Any) -> Iterator[Use]:
     for section in ("jobs", "services"):
         for name, step in (getattr(definition, section, None) or {}).items():
             yield from _env_uses(f"{section}.{name}.env", step.env)
+    yield from _transfer_uses(getattr(definition, "volumes", None) or {})
+
+
+def _transfer_uses(volumes: Mapping[str, Any]) -> Iterator[Use]:
+    """The secrets volumes' ingress and egress name, on either side of each transfer."""
+    for name, volume in volumes.items():
+        for kind in ("ingress", "egress"):
+            for index, transfer in enumerate(getattr(volume, kind, None) or []):
+                for side in ("source", "destination"):
+                    secret = getattr(transfer, side).secret
+                    if secret:
+                        yield Use(f"volumes.{name}.{kind}[{index}].{side}.secret", "secret", secret)
 
 
 def _env_uses(path: str, env: list[str] | None) -> Iterator[Use]:

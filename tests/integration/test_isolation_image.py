@@ -151,6 +151,19 @@ def test_a_job_runs_in_its_image_from_the_registry_and_sees_its_files_not_the_ho
     assert (workdir / "result").read_text() == "out\n"  # the work directory is the host's, bound in
 
 
+def test_a_volume_is_bound_at_its_mount_path_in_the_image_and_outlives_the_job(image, oci_executor):
+    _, reference = image
+    writer = spec(image=reference, mounts={"/data": "data"}, script="echo kept > /data/result; id -u")
+    recorder, result = run(oci_executor, writer, timeout=60)
+    assert result == (0, "exited with code 0"), recorder.text("stderr")
+    volume = oci_executor.volumes.path("wf-1", "data")
+    assert (volume / "result").read_text() == "kept\n" and volume.stat().st_uid == 65534
+    reader = spec(image=reference, allocation_id="alloc-2", stage="report", mounts={"/inputs": "data"},
+                  script="cat /inputs/result; test -e /data/result && echo also-at-data || echo only-where-mounted")
+    recorder, result = run(oci_executor, reader, timeout=60)
+    assert recorder.text().splitlines() == ["kept", "only-where-mounted"], recorder.text("stderr")
+
+
 def test_a_second_job_of_the_image_starts_from_the_cache(image, oci_executor):
     _, reference = image
     recorder = run(oci_executor, spec(image=reference, command=["true"]), timeout=60)

@@ -126,6 +126,6 @@ def test_a_held_poll_with_no_news_answers_the_empty_body_when_its_wait_passes(pl
         node = await on_node(svc, "n1")
         async with client(app) as http:
             answer = await poll(http, node, wait=0.5)
-        assert (answer.status_code, answer.json()) == (200, {"start": [], "stop": []})
+        assert (answer.status_code, answer.json()) == (200, {"start": [], "stop": [], "volumes": []})
 
     run(scenario())

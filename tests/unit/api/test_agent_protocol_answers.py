@@ -64,7 +64,7 @@ def test_an_assignment_poll_answers_its_work_with_an_etag_that_names_the_answer(
     assert api.request("POST", "/v4/agent/reports", AGENT, json=body).status_code == 200
     api.services.tailer.wait_for(api.services.roving.last_position)
     after = api.request("GET", "/v4/agent/assignments", AGENT, params={"node_id": body["node_id"]})
-    assert after.json() == {"start": [], "stop": []}
+    assert after.json() == {"start": [], "stop": [], "volumes": []}
     assert first.headers["etag"] != after.headers["etag"]
 
 

@@ -47,7 +47,7 @@ def test_a_heartbeat_refreshes_the_lease_and_a_stale_epoch_gets_409(api, node):
 
 def test_assignments_and_config_answer_the_agent(api, node):
     assert api.request("GET", f"/v4/agent/assignments?node_id={node['node_id']}", AGENT).json() == {
-        "start": [], "stop": []}
+        "start": [], "stop": [], "volumes": []}
     assert api.request("GET", "/v4/agent/config", AGENT).json() == {"nats_url": "nats://127.0.0.1:4222",
                                                                     "cluster": "test"}
 

@@ -279,6 +279,7 @@ FUNCS = {
     "trim": lambda s: _show(s).strip() if s is not None else "",
     "fail": _fail,
     "not": lambda v: not _truthy(v),
+    "empty": lambda v: not _truthy(v),  # sprig's: a catalog template skips its optional egress when the path is ""
     "printf": _printf,
     "hasPrefix": lambda p, s: (s or "").startswith(p),
     "eq": lambda a, *bs: any(a == b for b in bs),

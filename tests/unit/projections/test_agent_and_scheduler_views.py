@@ -37,7 +37,7 @@ def test_the_agent_is_told_to_start_a_placed_service_with_its_run_spec():
     assert (spec["image"], spec["command"], spec["files"]) == ("docker://nginx:1", ["nginx"], {"/etc/app.cfg": "port=8080"})
     assert spec["readiness_probe"] == {"tcp-socket": {"port": 8080}}
     assert spec["ports"] == [{"name": "http", "port": 8080, "protocol": "tcp"}]
-    assert feed.views.assignments(node("node-2").id) == {"start": [], "stop": []}
+    assert feed.views.assignments(node("node-2").id) == {"start": [], "stop": [], "volumes": []}
 
 
 def test_a_job_run_spec_carries_its_script_env_memory_and_execute_timeout():
@@ -77,7 +77,7 @@ def test_a_rejoined_agent_is_not_told_about_its_previous_life():
     allocation.evict("lease lapsed", by="monitor", at=at(2))
     n1.rejoin(Capacity(cpu=8, memory=32 * GiB), by="agent", at=at(3))
     feed.save(allocation, n1)
-    assert feed.views.assignments(n1.id) == {"start": [], "stop": []}
+    assert feed.views.assignments(n1.id) == {"start": [], "stop": [], "volumes": []}
 
 
 def test_the_snapshot_queues_ready_work_and_holds_running_work_until_its_deadline():

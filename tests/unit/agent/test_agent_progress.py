@@ -1,0 +1,25 @@
+"""The agent relays a transfer's latest progress line at most every few seconds, and nothing of other jobs."""
+
+from adapters.runspec import RunSpec
+from api.agent_progress import ProgressRelay
+
+
+def spec(kind: str) -> RunSpec:
+    return RunSpec(allocation_id="a1", epoch=2, workflow_id="w", stage=f"{kind}:data", kind=kind)
+
+
+def test_only_the_latest_line_goes_and_then_not_again_before_the_interval():
+    relay = ProgressRelay(every=5)
+    relay.seen(spec("ingress"), "stdout", b"ingress s3://b/k -> file://k: 1.0 MiB\ningress s3://b/k -> file://k: 2.0 MiB\n")
+    assert relay.due(now=100) == [("a1", 2, "ingress s3://b/k -> file://k: 2.0 MiB")]
+    relay.seen(spec("ingress"), "stdout", b"ingress s3://b/k -> file://k: 3.0 MiB\n")
+    assert relay.due(now=102) == []
+    assert relay.due(now=105) == [("a1", 2, "ingress s3://b/k -> file://k: 3.0 MiB")]
+    assert relay.due(now=200) == []  # nothing new was printed
+
+
+def test_a_jobs_output_is_never_taken_for_progress():
+    relay = ProgressRelay(every=5)
+    relay.seen(spec("job"), "stdout", b"ingress of my own making\n")
+    relay.seen(spec("egress"), "stderr", b"egress of https://x failed: HTTP 500\n")
+    assert relay.due(now=100) == []
