@@ -182,6 +182,8 @@ class Agent:
             if response is not None and response.status_code == 200:
                 answer = response.json()
                 self.node_id, self.epoch = answer["node_id"], answer["epoch"]
+                if answer.get("token"):  # the node's own credential, revocable by admins, from now on
+                    self.http.headers["Authorization"] = f"Bearer {answer['token']}"
                 self.registration.save(self.node_id, self.epoch)
                 self.feed.forget()
                 self.log = log.bind(node=c.node, node_id=self.node_id, node_epoch=self.epoch)
