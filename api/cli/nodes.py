@@ -89,6 +89,10 @@ def credential_revoke(args: argparse.Namespace, client: Client) -> Any:
                           json={"reason": args.reason})
 
 
+def readmit(args: argparse.Namespace, client: Client) -> Any:
+    return each(args, client, "readmit")
+
+
 def add_credentials(sub: Any, common: argparse.ArgumentParser) -> None:
     creds = sub.add_parser("credential", help="the tokens issued to a node's agents (cluster admins)")
     csub = creds.add_subparsers(dest="credential_action", metavar="ACTION", required=True)
@@ -101,6 +105,7 @@ def add_credentials(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("credential")
     p.add_argument("--reason", default="revoked by an administrator")
     p.set_defaults(handler=credential_revoke)
+    several(sub, common, "readmit", readmit, "lift the fence of nodes whose credential was revoked")
 
 
 def several(sub: Any, common: argparse.ArgumentParser, name: str, handler: Any, text: str,

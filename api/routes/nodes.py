@@ -1,5 +1,5 @@
 """Node routes: list, show, holds, cordon, uncordon, evict, deprovision, remove, the node's credentials (list,
-revoke), Prometheus service discovery."""
+revoke, readmit), Prometheus service discovery."""
 
 from __future__ import annotations
 
@@ -150,6 +150,11 @@ async def revoke_credential(request: Request) -> Response:
     return c.json({"revoked": request.path_params["credential"], "fenced": True, "lost": lost})
 
 
+async def readmit(request: Request) -> Response:
+    """Lift the fence a revoked credential put on the node: its agent registers again as any agent does."""
+    return c.json({"readmitted": await command(request, "readmit_node")})
+
+
 async def sd_config(request: Request) -> Response:
     """Prometheus HTTP service discovery: one target group per live node that exposes a metrics port."""
     rows = await c.call(c.services(request).views.nodes.list)
@@ -172,5 +177,6 @@ routes = [
     Route("/v4/nodes/{id}/holds", add_hold, methods=["POST"]),
     Route("/v4/nodes/{id}/holds/{hold}", release_hold, methods=["DELETE"]),
     Route("/v4/nodes/{id}/credentials", credentials, methods=["GET"]),
+    Route("/v4/nodes/{id}/readmit", readmit, methods=["POST"]),
     Route("/v4/nodes/{id}/credentials/{credential}", revoke_credential, methods=["DELETE"]),
 ]

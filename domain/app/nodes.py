@@ -37,8 +37,8 @@ class NodeHandlers:
             if nid in self.uow.repository:
                 node = self.uow.repository.get(nid)
                 if node.fence and not (principal is not None and principal.is_cluster_admin):
-                    raise Forbidden(f"node {name} is fenced ({node.fence}); a cluster admin registers it again "
-                                    "to readmit it")
+                    raise Forbidden(f"node {name} is fenced ({node.fence}); a cluster admin readmits it "
+                                    f"(roving node readmit {name})")
                 if principal is not None and principal.is_cluster_admin:
                     node.readmit(by=principal.username, at=at)
                 lost = node.rejoin(capacity, by="agent", at=at)
@@ -52,6 +52,16 @@ class NodeHandlers:
             raise Invalid([Problem(path="node", message=str(error))]) from error
         self.uow.save(node, *touched)
         return nid, node.epoch
+
+    @command
+    def readmit_node(self, node: UUID, principal: Principal, at: datetime) -> bool:
+        """Lift a node's fence: its agent may register again (with the shared token). False when it was not fenced."""
+        access.node_admin(principal)
+        found = self.uow.load(Node, node, "node")
+        fenced = bool(found.fence)
+        found.readmit(by=principal.username, at=at)
+        self.uow.save(found)
+        return fenced
 
     def node_credentials(self, node: UUID, principal: Principal) -> list[Credential]:
         """The tokens issued to a node's agents (ids and dates, never the tokens): cluster admins."""

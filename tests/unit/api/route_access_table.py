@@ -80,6 +80,7 @@ ROUTES = [
     Row("POST", "/v4/nodes/{id}/holds", ADMINS, **node_route("/holds", {"effect": "cordon"})),
     Row("DELETE", "/v4/nodes/{id}/holds/{hold}", ADMINS, lambda w: Call(w.held_node()), CLUSTER),
     Row("GET", "/v4/nodes/{id}/credentials", ADMINS, **node_route("/credentials")),
+    Row("POST", "/v4/nodes/{id}/readmit", ADMINS, **node_route("/readmit")),
     Row("DELETE", "/v4/nodes/{id}/credentials/{credential}", ADMINS,
         lambda w: Call(f"/v4/nodes/{(n := w.node())['node_id']}/credentials/{n['credential_id']}"), CLUSTER),
     Row("POST", "/v4/alerts", ALERTERS, lambda w: Call("/v4/alerts", ALERT)),

@@ -53,7 +53,15 @@ def test_a_revoked_credential_fences_the_node_until_an_admin_readmits_it():
     assert again.status_code == 403 and "fenced" in again.json()["error"] and "node stolen" in again.json()["error"]
     listed = api.request("GET", "/v4/nodes/n1/credentials", api.admin).json()["credentials"]
     assert (listed[0]["revoked_by"], listed[0]["reason"]) == ("admin", "node stolen")
-    assert register(api, "n1", api.admin).status_code == 200  # readmitted by an admin
+    assert api.request("POST", "/v4/nodes/n1/readmit", api.admin).json() == {"readmitted": True}
+    assert register(api, "n1").status_code == 200  # the agent comes back as any agent does
+
+
+def test_an_admin_registering_a_fenced_node_readmits_it():
+    api = Api()
+    node = register(api, "n1").json()
+    api.request("DELETE", f"/v4/nodes/n1/credentials/{node['credential_id']}", api.admin, json={"reason": "x"})
+    assert register(api, "n1", api.admin).status_code == 200
     assert register(api, "n1").status_code == 200
 
 
@@ -76,3 +84,5 @@ def test_the_cli_lists_and_revokes_a_nodes_credential(capsys):
     assert code == 0 and '"fenced": true' in out
     code, out, _ = run(api, api.admin, ["node", "credential", "list", "n1", "-o", "json"], capsys)
     assert '"reason": "lost laptop"' in out
+    code, out, _ = run(api, api.admin, ["node", "readmit", "n1", "-o", "json"], capsys)
+    assert code == 0 and '"readmitted": true' in out
