@@ -186,9 +186,13 @@ class Agent:
                 "definition": c.definition or "", "address": c.address, "metrics_port": c.metrics_port}
         while not stop.is_set():
             response = await self.call("POST", "/v4/agent/register", json=body)
+            if self.own_token_refused(response):
+                continue
             if response is not None and response.status_code == 200:
                 answer = response.json()
                 self.node_id, self.epoch = answer["node_id"], answer["epoch"]
+                if answer.get("token"):  # the node's own credential, revocable by admins, from now on
+                    self.http.headers["Authorization"] = f"Bearer {answer['token']}"
                 self.registration.save(self.node_id, self.epoch)
                 self.feed.forget()
                 self.log = log.bind(node=c.node, node_id=self.node_id, node_epoch=self.epoch)
@@ -197,6 +201,16 @@ class Agent:
             if response is not None:
                 self.log.warning("agent.register_refused", status=response.status_code, body=response.text[:200])
             await _sleep_or_stop(stop, c.heartbeat)
+
+    def own_token_refused(self, response: httpx.Response | None) -> bool:
+        """A 401 for the node's own token (expired, or revoked by an admin): back to the bootstrap token, so an
+        expired one never strands the node; the control plane refuses a fenced node that token too."""
+        bootstrap = f"Bearer {self.config.token}"
+        if response is None or response.status_code != 401 or self.http.headers.get("Authorization") == bootstrap:
+            return False
+        self.log.warning("agent.own_token_refused", reason=response.text[:200])
+        self.http.headers["Authorization"] = bootstrap
+        return True
 
     async def connect_logs(self):
         """Job output goes straight to the logs stream the API names; without one, output is dropped."""
@@ -230,6 +244,7 @@ class Agent:
         self.metrics.refresh(len(self.slots))
         body = {"node_id": self.node_id, "epoch": self.epoch, "running": sorted(self.slots)}
         response = await self.call("POST", "/v4/agent/heartbeat", json=body)
+        self.own_token_refused(response)
         if response is not None and response.status_code == 409:
             self.log.warning("agent.stale_epoch", reason=response.text[:200])
             await self.stop_all(f"node epoch {self.epoch} is stale", report=False)

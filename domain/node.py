@@ -35,6 +35,17 @@ class StaleAgent(NodeError):
     """A report from an agent registered under an older epoch than the node's current one."""
 
 
+class Credential(msgspec.Struct, frozen=True, kw_only=True):
+    """A token issued to the node's agent at registration, by its id (`jti`); the token itself is never kept."""
+
+    id: str
+    issued_at: datetime
+    expires: datetime
+    revoked_at: datetime | None = None
+    revoked_by: str = ""
+    reason: str = ""
+
+
 class Placement(msgspec.Struct, frozen=True, kw_only=True):
     """An allocation placed on the node and what it uses there."""
 
@@ -97,6 +108,33 @@ class Node(TimedAggregate):
         """What the monitoring ceiling counts of this node."""
         return NodeSummary(id=str(self.id), monitoring_held=any(h.source is Source.MONITORING for h in self.holds.values()))
 
+    @property
+    def fence(self) -> str:
+        """Why the node is fenced (its credential was revoked), or "" when it is not."""
+        return getattr(self, "fenced", "")
+
+    def credential_list(self) -> list[Credential]:
+        return sorted(getattr(self, "credentials", {}).values(), key=lambda c: c.issued_at)
+
+    def issue_credential(self, credential_id: str, expires: datetime, *, by: str, at: datetime) -> None:
+        self._credential_issued(credential_id=credential_id, expires=expires, by=by, at=at)
+
+    def revoke_credential(self, credential_id: str, reason: str, *, by: str, at: datetime) -> list[str]:
+        """Fence the node: the credential is refused from now on, the node goes OFFLINE (its work is lost and
+        placed elsewhere) and its agent may register again only by a cluster admin's hand (`readmit`)."""
+        found = getattr(self, "credentials", {}).get(credential_id)
+        if found is None:
+            raise NodeError(f"node {self.name} has no credential {credential_id}")
+        if not reason.strip():
+            raise NodeError("say why the credential is revoked")
+        if found.revoked_at is None:
+            self._credential_revoked(credential_id=credential_id, reason=reason.strip(), by=by, at=at)
+        return self.go_offline(by=by, at=at, reason=f"fenced: {self.fence}")
+
+    def readmit(self, *, by: str, at: datetime) -> None:
+        if self.fence:
+            self._fence_lifted(by=by, at=at)
+
     def check_epoch(self, epoch: int) -> None:
         """Refuse a report from an agent that registered before the node's latest (re)registration."""
         if epoch != self.epoch:
@@ -105,6 +143,8 @@ class Node(TimedAggregate):
     def check_heartbeat(self, epoch: int) -> None:
         """A heartbeat keeps a live registration's lease; an OFFLINE node's agent must register again."""
         self.check_epoch(epoch)
+        if self.fence:
+            raise StaleAgent(f"node {self.name} is fenced: {self.fence}")
         if self.status is NodeStatus.OFFLINE:
             raise StaleAgent(f"node {self.name} is OFFLINE ({self.status_reason}); its agent must register again")
 
@@ -258,6 +298,22 @@ class Node(TimedAggregate):
         self.status, self.status_reason = NodeStatus.NOT_READY, "rejoined; waiting for the agent"
         for hold_id in dropped_holds:
             del self.holds[hold_id]
+
+    @event("NodeCredentialIssued")
+    def _credential_issued(self, credential_id: str, expires: datetime, by: str, at: datetime) -> None:
+        if not hasattr(self, "credentials"):  # nodes registered before credentials existed
+            self.credentials: dict[str, Credential] = {}
+        self.credentials[credential_id] = Credential(id=credential_id, issued_at=at, expires=expires)
+
+    @event("NodeCredentialRevoked")
+    def _credential_revoked(self, credential_id: str, reason: str, by: str, at: datetime) -> None:
+        old = self.credentials[credential_id]
+        self.credentials[credential_id] = msgspec.structs.replace(old, revoked_at=at, revoked_by=by, reason=reason)
+        self.fenced = f"credential {credential_id} revoked by {by}: {reason}"
+
+    @event("NodeReadmitted")
+    def _fence_lifted(self, by: str, at: datetime) -> None:
+        self.fenced = ""
 
     @event("NodeReady")
     def _ready(self, epoch: int, by: str, at: datetime) -> None:

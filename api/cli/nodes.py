@@ -1,4 +1,4 @@
-"""`roving node ...`: list, show, cordon, uncordon, evict, deprovision, remove and holds."""
+"""`roving node ...`: list, show, cordon, uncordon, evict, deprovision, remove, holds and credentials."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from api.cli.output import fail
 
 COLUMNS = ["name", "id", "status", "cpu", "memory", "holds"]
 HOLD_COLUMNS = ["id", "effect", "source", "reason", "by", "at"]
+CREDENTIAL_COLUMNS = ["id", "issued_at", "expires", "revoked_at", "revoked_by", "reason"]
 
 
 def list_nodes(args: argparse.Namespace, client: Client) -> Any:
@@ -79,6 +80,34 @@ def hold_release(args: argparse.Namespace, client: Client) -> Any:
     return client.request("DELETE", f"/v4/nodes/{args.node}/holds/{args.hold}", params=params)
 
 
+def credential_list(args: argparse.Namespace, client: Client) -> Any:
+    return client.get(f"/v4/nodes/{args.node}/credentials")["credentials"]
+
+
+def credential_revoke(args: argparse.Namespace, client: Client) -> Any:
+    return client.request("DELETE", f"/v4/nodes/{args.node}/credentials/{args.credential}",
+                          json={"reason": args.reason})
+
+
+def readmit(args: argparse.Namespace, client: Client) -> Any:
+    return each(args, client, "readmit")
+
+
+def add_credentials(sub: Any, common: argparse.ArgumentParser) -> None:
+    creds = sub.add_parser("credential", help="the tokens issued to a node's agents (cluster admins)")
+    csub = creds.add_subparsers(dest="credential_action", metavar="ACTION", required=True)
+    p = csub.add_parser("list", parents=[common], help="a node's credentials by id, and which are revoked")
+    p.add_argument("node")
+    p.set_defaults(handler=credential_list, columns=CREDENTIAL_COLUMNS)
+    p = csub.add_parser("revoke", parents=[common],
+                        help="refuse a credential and fence its node (OFFLINE until an admin registers it again)")
+    p.add_argument("node")
+    p.add_argument("credential")
+    p.add_argument("--reason", default="revoked by an administrator")
+    p.set_defaults(handler=credential_revoke)
+    several(sub, common, "readmit", readmit, "lift the fence of nodes whose credential was revoked")
+
+
 def several(sub: Any, common: argparse.ArgumentParser, name: str, handler: Any, text: str,
             everything: bool = False) -> argparse.ArgumentParser:
     p = sub.add_parser(name, parents=[common], help=text)
@@ -104,6 +133,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--evict", action="store_true", help="evict running work first")
     p.add_argument("--force", action="store_true", help="do not wait for work to finish")
     several(sub, common, "remove", remove, "forget nodes")
+    add_credentials(sub, common)
     holds = sub.add_parser("hold", help="list, add and release holds")
     hsub = holds.add_subparsers(dest="hold_action", metavar="ACTION", required=True)
     p = hsub.add_parser("list", parents=[common], help="a node's holds")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import secrets as secrets_module
+from datetime import timedelta
 from typing import Literal
 from uuid import UUID
 
@@ -11,12 +13,16 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from adapters.auth.tokens import Identity, issue
 from api.errors import BadRequest
 from api.routes import common as c
 from api.routes import secrets
 from domain.app import access
+from domain.app.ids import node_id
+from domain.tenancy import Role, Source
 
 MAX_WAIT_SECONDS = 30
+NODE_TOKEN_TTL = timedelta(days=30)  # as the shared agent token `roving up` writes
 ADVISORY = frozenset({"started", "ran_on_host"})  # reports the application records no event for
 
 
@@ -47,25 +53,36 @@ class Report(msgspec.Struct):
     ports: list[int | dict] = []
 
 
-def agent_only(request: Request) -> None:
-    """Only agents (and cluster admins, for repair) speak this protocol."""
-    access.agent(c.principal(request))
+def agent_only(request: Request, node: UUID | None = None) -> None:
+    """Only agents (and cluster admins, for repair) speak this protocol; a node's own token only for its node."""
+    principal = c.principal(request)
+    access.agent(principal)
+    if node is not None:
+        access.own_node(principal, node)
 
 
 async def register(request: Request) -> Response:
+    """Registration answers the node's own token: its agent uses it from then on, and admins can list and revoke it
+    (`/v4/nodes/{id}/credentials`). The shared agent token is for bootstrap: it registers any node not fenced."""
     agent_only(request)
-    b = await c.body(request, Register)
-    node, epoch = await c.call(c.services(request).roving.register_node, b.name, b.cpu, b.memory, b.devices,
-                               b.annotations, b.definition, b.address, b.metrics_port, c.now())
-    await touch_lease(c.services(request), node)  # alive from its first moment, not from its first heartbeat
+    b, svc, now = await c.body(request, Register), c.services(request), c.now()
+    agent_only(request, node_id(b.name))
+    credential_id, ttl = secrets_module.token_urlsafe(12), NODE_TOKEN_TTL
+    node, epoch = await c.call(svc.roving.register_node, b.name, b.cpu, b.memory, b.devices, b.annotations,
+                               b.definition, b.address, b.metrics_port, now, (credential_id, now + ttl),
+                               c.principal(request))
+    identity = Identity(user_id=None, username=access.NODE_PREFIX + b.name, role=Role.USER, organization_id=None,
+                        source=Source.AGENT)
+    token = issue(identity, svc.key, ttl, now, token_id=credential_id)
+    await touch_lease(svc, node)  # alive from its first moment, not from its first heartbeat
     await c.settle(request)
-    return c.json({"node_id": node, "epoch": epoch})
+    return c.json({"node_id": node, "epoch": epoch, "token": token, "credential_id": credential_id})
 
 
 async def heartbeat(request: Request) -> Response:
     """A stale epoch answers 409 (the agent re-registers); a current one refreshes the node's lease."""
-    agent_only(request)
     b, svc = await c.body(request, Heartbeat), c.services(request)
+    agent_only(request, b.node_id)
     await c.call(svc.roving.check_agent, b.node_id, b.epoch)
     await touch_lease(svc, b.node_id)
     return c.json({"ok": True})
@@ -81,8 +98,8 @@ async def assignments(request: Request) -> Response:
 
     Every answer carries an `ETag`; a poll that sends it back as `If-None-Match` is held instead until the
     answer differs from it, so an agent with running work (always listed) can wait for news too."""
-    agent_only(request)
     node, seconds, svc = node_param(request), wait_param(request), c.services(request)
+    agent_only(request, node)
     known = request.headers.get("if-none-match")
 
     def read():
@@ -133,8 +150,8 @@ def wait_param(request: Request) -> float:
 async def report(request: Request) -> Response:
     """`started` and `ran_on_host` write nothing: one the views show running at that epoch on that node is
     acknowledged from them; any other (and every report that writes) is decided by the application."""
-    agent_only(request)
     b, svc = await c.body(request, Report), c.services(request)
+    agent_only(request, b.node_id)
     if b.event in ADVISORY and await c.call(running_here, svc.views, b):
         return c.json({"ok": True})
     await c.call(svc.roving.report, b.node_id, b.allocation_id, b.epoch, b.event, b.exit_code, b.reason, c.now())

@@ -1,4 +1,5 @@
-"""Node routes: list, show, holds, cordon, uncordon, evict, deprovision, remove, Prometheus service discovery."""
+"""Node routes: list, show, holds, cordon, uncordon, evict, deprovision, remove, the node's credentials (list,
+revoke, readmit), Prometheus service discovery."""
 
 from __future__ import annotations
 
@@ -132,6 +133,28 @@ async def remove(request: Request) -> Response:
     return c.json({"removed": True})
 
 
+async def credentials(request: Request) -> Response:
+    """The tokens issued to the node's agents, by id, with when each expires and whether it was revoked."""
+    found = await c.call(c.services(request).roving.node_credentials, target(request), c.principal(request))
+    return c.json({"credentials": [{"id": x.id, "issued_at": x.issued_at, "expires": x.expires,
+                                    "revoked_at": x.revoked_at, "revoked_by": x.revoked_by, "reason": x.reason}
+                                   for x in found]})
+
+
+async def revoke_credential(request: Request) -> Response:
+    """The token is refused from now on and the node is fenced: OFFLINE, its work placed elsewhere, and its agent
+    registers again only by a cluster admin's hand."""
+    wanted = await c.body(request, Reason)
+    lost = await command(request, "revoke_node_credential", request.path_params["credential"],
+                         wanted.reason or "revoked by an administrator")
+    return c.json({"revoked": request.path_params["credential"], "fenced": True, "lost": lost})
+
+
+async def readmit(request: Request) -> Response:
+    """Lift the fence a revoked credential put on the node: its agent registers again as any agent does."""
+    return c.json({"readmitted": await command(request, "readmit_node")})
+
+
 async def sd_config(request: Request) -> Response:
     """Prometheus HTTP service discovery: one target group per live node that exposes a metrics port."""
     rows = await c.call(c.services(request).views.nodes.list)
@@ -153,4 +176,7 @@ routes = [
     Route("/v4/nodes/{id}/holds", holds, methods=["GET"]),
     Route("/v4/nodes/{id}/holds", add_hold, methods=["POST"]),
     Route("/v4/nodes/{id}/holds/{hold}", release_hold, methods=["DELETE"]),
+    Route("/v4/nodes/{id}/credentials", credentials, methods=["GET"]),
+    Route("/v4/nodes/{id}/readmit", readmit, methods=["POST"]),
+    Route("/v4/nodes/{id}/credentials/{credential}", revoke_credential, methods=["DELETE"]),
 ]

@@ -20,6 +20,7 @@ BODIES: dict[tuple[str, str], type] = {
     ("POST", "/v4/nodes/{id}/evict"): nodes.Reason,
     ("POST", "/v4/nodes/{id}/deprovision"): nodes.Deprovision,
     ("POST", "/v4/nodes/{id}/holds"): nodes.NewHold,
+    ("DELETE", "/v4/nodes/{id}/credentials/{credential}"): nodes.Reason,
     ("POST", "/v4/organizations"): tenancy.Named,
     ("POST", "/v4/organizations/{id}/groups"): tenancy.Named,
     ("POST", "/v4/organizations/{id}/users"): tenancy.NewUser,

@@ -112,6 +112,8 @@ async def admitted(request: HTTPConnection) -> tuple[Endpoint, bool] | Response:
         who, strip = roving_principal(request)
     except Unauthorized as error:
         return problem(401, error.reason)
+    if who is not None:  # the access log (and the WebSocket log) name the caller
+        request.scope.setdefault("state", {})["principal"] = who
     if endpoint.scope is not Scope.PUBLIC:
         if who is None:
             return problem(401, "this endpoint needs a Roving token in FB-Authorization: Bearer <token>")

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
+from typing import Any
 
 import structlog
 from starlette.responses import Response
@@ -56,16 +58,25 @@ async def proxy_websocket(websocket: WebSocket) -> None:
                                                     f"{endpoint.serving_target().target} is not answering ({error})"))
     except Failed as error:
         return await refuse(websocket, problem(502, f"endpoint {endpoint.name}: {error}"))
-    await websocket.accept(subprotocol=service.subprotocol)
-    await bridge(websocket, service)
+    started, ended = time.perf_counter(), {"by": "-", "code": 1006}
+    try:
+        await websocket.accept(subprotocol=service.subprotocol)
+        ended.update(await bridge(websocket, service))
+    finally:  # one line per WebSocket, as the access log has one per request
+        await service.close()  # the service's side never outlives the caller's (a no-op once closed)
+        who = getattr(websocket.scope.get("state", {}).get("principal"), "username", "-")
+        log.info("websocket", endpoint=endpoint.name, path=websocket.url.path, principal=who, closed_by=ended["by"],
+                 close_code=ended["code"], duration_ms=round((time.perf_counter() - started) * 1000, 2))
 
 
-async def bridge(websocket: WebSocket, service: Socket) -> None:
-    """Both directions until one side closes; the other is then closed with the same code."""
-    inbound = asyncio.create_task(caller_to_service(websocket, service))
-    outbound = asyncio.create_task(service_to_caller(websocket, service))
+async def bridge(websocket: WebSocket, service: Socket) -> dict[str, Any]:
+    """Both directions until one side closes; the other is then closed with the same code. Says who closed, how."""
+    ended: dict[str, Any] = {}  # the first side to close, and its code
+    inbound = asyncio.create_task(caller_to_service(websocket, service, ended))
+    outbound = asyncio.create_task(service_to_caller(websocket, service, ended))
     try:
         await asyncio.wait({inbound, outbound}, return_when=asyncio.FIRST_COMPLETED)
+        return ended or {"by": "bridge", "code": 1011}  # a side that failed without a close
     finally:
         for task in (inbound, outbound):
             task.cancel()
@@ -75,25 +86,33 @@ async def bridge(websocket: WebSocket, service: Socket) -> None:
         await service.close()
 
 
-async def caller_to_service(websocket: WebSocket, service: Socket) -> None:
+async def caller_to_service(websocket: WebSocket, service: Socket, ended: dict[str, Any]) -> None:
+    """The caller's messages on to the service, until the caller closes."""
     try:
         while True:
             message = await websocket.receive()
             if message["type"] == "websocket.disconnect":
-                return await service.close(message.get("code") or 1000)
+                code = message.get("code") or 1000
+                break
             data = message.get("text") if message.get("text") is not None else message.get("bytes")
             if data is not None:
                 await service.send(data)
     except WebSocketDisconnect as gone:
-        await service.close(gone.code)
+        code = gone.code
+    ended.setdefault("by", "caller")
+    ended.setdefault("code", code)
+    await service.close(code)
 
 
-async def service_to_caller(websocket: WebSocket, service: Socket) -> None:
+async def service_to_caller(websocket: WebSocket, service: Socket, ended: dict[str, Any]) -> None:
+    """The service's messages on to the caller, until the service closes."""
     async for kind, data in service.messages():
         if kind == "close":
             break
         await (websocket.send_text(data) if isinstance(data, str) else websocket.send_bytes(data))
-    with contextlib.suppress(RuntimeError):  # the caller may already be gone
+    ended.setdefault("by", "service")
+    ended.setdefault("code", service.close_code)
+    with contextlib.suppress(RuntimeError, WebSocketDisconnect):  # the caller may already be gone
         await websocket.close(service.close_code)
 
 

@@ -12,6 +12,7 @@ from typing import Any
 from uuid import UUID
 
 from domain.app.errors import Forbidden, NotFound
+from domain.app.ids import node_id
 from domain.endpoint import Endpoint, OwnerKind
 from domain.holds import Source as HoldSource
 from domain.tenancy import Role, Source
@@ -142,6 +143,21 @@ def profile_reader(principal: Principal) -> None:
     """Every user reads profiles (they name them in Fuzzfiles, and profiles hold no secrets); components do not."""
     if principal.source is not Source.ADMIN and not principal.is_cluster_admin:
         raise Forbidden(f"profiles are read with a user's token, not with the {principal.source.value} token")
+NODE_PREFIX = "node/"  # a node's own token names its principal `node/NAME`
+
+
+def node_admin(principal: Principal) -> None:
+    """Node credentials are listed and revoked by cluster admins only."""
+    if not principal.is_cluster_admin:
+        raise Forbidden("node credentials are managed by cluster admins")
+
+
+def own_node(principal: Principal, node: UUID) -> None:
+    """A node's own token speaks for that node only; the shared agent token and admins for any."""
+    if principal.source is Source.AGENT and principal.username.startswith(NODE_PREFIX):
+        name = principal.username.removeprefix(NODE_PREFIX)
+        if node_id(name) != node:
+            raise Forbidden(f"this token is node {name}'s and speaks for no other node")
 
 
 def agent(principal: Principal) -> None:

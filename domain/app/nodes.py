@@ -14,7 +14,8 @@ from domain.app.ids import hold_id, node_id
 from domain.app.unit_of_work import UnitOfWork, command
 from domain.fuzzfile import Problem
 from domain.holds import Effect, HoldError, NodeSummary, ReleaseRefused
-from domain.node import Capacity, Node, NodeError, StaleAgent
+from domain.node import Capacity, Credential, Node, NodeError, StaleAgent
+from domain.tenancy.revocation import RevokedToken, revocation_id
 from domain.tenancy.permissions import Principal
 
 
@@ -24,22 +25,67 @@ class NodeHandlers:
 
     @command
     def register_node(self, name: str, cpu: int, memory: int, devices: dict[str, int], annotations: dict[str, str],
-                      definition: str, address: str, metrics_port: int | None, at: datetime) -> tuple[UUID, int]:
+                      definition: str, address: str, metrics_port: int | None, at: datetime,
+                      credential: tuple[str, datetime] | None = None,
+                      principal: Principal | None = None) -> tuple[UUID, int]:
+        """(Re)register a node; `credential` (token id, expiry) is the token its agent is given for it. A fenced
+        node registers again only by a cluster admin's hand, which lifts the fence."""
         capacity = Capacity(cpu=cpu, memory=memory, devices=dict(devices), annotations=dict(annotations),
                             agent_address=address, agent_port=metrics_port)
         nid = node_id(name)
         try:
             if nid in self.uow.repository:
                 node = self.uow.repository.get(nid)
+                if node.fence and not (principal is not None and principal.is_cluster_admin):
+                    raise Forbidden(f"node {name} is fenced ({node.fence}); a cluster admin readmits it "
+                                    f"(roving node readmit {name})")
+                if principal is not None and principal.is_cluster_admin:
+                    node.readmit(by=principal.username, at=at)
                 lost = node.rejoin(capacity, by="agent", at=at)
                 touched = self.allocations.lose(lost, f"node {name} rejoined with a new epoch", "agent", at)
             else:
                 node, touched = Node.register(nid, name, definition or "default", capacity, by="agent", at=at), []
             node.mark_ready(node.epoch, by="agent", at=at)
+            if credential is not None:
+                node.issue_credential(credential[0], credential[1], by="agent", at=at)
         except NodeError as error:
             raise Invalid([Problem(path="node", message=str(error))]) from error
         self.uow.save(node, *touched)
         return nid, node.epoch
+
+    @command
+    def readmit_node(self, node: UUID, principal: Principal, at: datetime) -> bool:
+        """Lift a node's fence: its agent may register again (with the shared token). False when it was not fenced."""
+        access.node_admin(principal)
+        found = self.uow.load(Node, node, "node")
+        fenced = bool(found.fence)
+        found.readmit(by=principal.username, at=at)
+        self.uow.save(found)
+        return fenced
+
+    def node_credentials(self, node: UUID, principal: Principal) -> list[Credential]:
+        """The tokens issued to a node's agents (ids and dates, never the tokens): cluster admins."""
+        access.node_admin(principal)
+        return self.uow.load(Node, node, "node").credential_list()
+
+    @command
+    def revoke_node_credential(self, node: UUID, credential_id: str, reason: str, principal: Principal,
+                               at: datetime) -> list[str]:
+        """Refuse the token from now on and fence the node (OFFLINE, its work placed elsewhere); cluster admins."""
+        access.node_admin(principal)
+        found = self.uow.load(Node, node, "node")
+        try:
+            lost = found.revoke_credential(credential_id, reason, by=principal.username, at=at)
+        except NodeError as error:
+            raise Invalid([Problem(path="credential", message=str(error))]) from error
+        credential = next(c for c in found.credential_list() if c.id == credential_id)
+        touched = self.allocations.lose(lost, f"node {found.name} fenced (credential revoked)", principal.username, at)
+        revoked = []
+        if revocation_id(credential_id) not in self.uow.repository:
+            revoked = [RevokedToken.revoke(credential_id, f"node/{found.name}", credential.expires, reason,
+                                           by=principal.username, at=at)]
+        self.uow.save(found, *touched, *revoked)
+        return lost
 
     def check_agent(self, node: UUID, epoch: int) -> Node:
         found = self.uow.load(Node, node, "node")

@@ -13,8 +13,11 @@ from urllib.parse import parse_qs, urlparse
 class FakeApi:
     """Serves register / heartbeat / assignments / reports / config; tests change its answers as they go."""
 
-    def __init__(self, token: str = "tok") -> None:
+    def __init__(self, token: str = "tok", node_token: str | None = None) -> None:
         self.token = token
+        self.node_token = node_token  # registration answers it as the node's own token, when set
+        self.refused_tokens: set[str] = set()  # revoked or expired: 401
+        self.tokens_seen: list[tuple[str, str]] = []  # (path, bearer token) of every request
         self.epoch = 1
         self.lock = threading.Lock()
         self.registrations: list[dict] = []
@@ -52,7 +55,8 @@ class FakeApi:
         with self.lock:
             if (method, path) == ("POST", "/v4/agent/register"):
                 self.registrations.append(body)
-                return 200, {"node_id": "node-1", "epoch": len(self.registrations)}
+                own = {"token": self.node_token} if self.node_token else {}
+                return 200, {"node_id": "node-1", "epoch": len(self.registrations)} | own
             if (method, path) == ("POST", "/v4/agent/heartbeat"):
                 self.heartbeats.append(body)
                 if self.stale_heartbeats:
@@ -91,7 +95,10 @@ class FakeApi:
 
         class Handler(BaseHTTPRequestHandler):
             def _serve(self) -> None:
-                if self.headers.get("Authorization") != f"Bearer {api.token}":
+                bearer = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+                with api.lock:
+                    api.tokens_seen.append((urlparse(self.path).path, bearer))
+                if bearer not in {api.token, api.node_token} or bearer in api.refused_tokens:
                     return self._send(401, {"error": "unauthorized"})
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length)) if length else {}

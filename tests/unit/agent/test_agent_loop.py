@@ -139,3 +139,22 @@ def test_node_metrics_have_the_documented_names():
     assert 'roving_node_job_failures_total{cause="start"} 1.0' in text
     assert 'roving_node_job_failures_total{cause="exit"} 0.0' in text
     assert "roving_node_disk_errors" in text and "roving_node_memory_errors" in text
+
+
+def test_after_registering_the_agent_speaks_with_its_nodes_own_token(tmp_path):
+    with FakeApi(node_token="own") as api:
+        drive(api, tmp_path, until=lambda: len(api.heartbeats) >= 2)
+    assert api.tokens_seen[0] == ("/v4/agent/register", "tok")  # the shared token only bootstraps
+    assert {token for path, token in api.tokens_seen if path == "/v4/agent/heartbeat"} == {"own"}
+
+
+def test_an_own_token_refused_sends_the_agent_back_to_the_bootstrap_token(tmp_path):
+    def refused_then_recovered() -> bool:
+        if api.heartbeats and not api.refused_tokens:
+            api.refused_tokens.add("own")  # expired, say
+        return api.refused_tokens and api.tokens_seen[-1] == ("/v4/agent/heartbeat", "tok") and len(api.heartbeats) > 1
+
+    with FakeApi(node_token="own") as api:
+        drive(api, tmp_path, until=refused_then_recovered)
+    assert api.tokens_seen[-1] == ("/v4/agent/heartbeat", "tok")
+    assert len(api.heartbeats) > 1

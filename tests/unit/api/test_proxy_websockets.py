@@ -13,9 +13,12 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from tests.unit.api.served import serving
 from tests.unit.api.test_endpoint_routes import bound_api
 
+CLOSED_BY_CALLER: list[int | None] = []
+
 
 async def echo(ws: ServerConnection) -> None:
-    """`/hello` first says what the service saw of the handshake; `/bye` closes with 4001; every message comes back."""
+    """`/hello` first says what the service saw of the handshake; `/bye` closes with 4001; every message comes back
+    (on `/record`, the code the caller closed with is kept)."""
     path = ws.request.path
     if path.startswith("/hello"):
         headers = ws.request.headers
@@ -24,8 +27,12 @@ async def echo(ws: ServerConnection) -> None:
     if path == "/bye":
         await ws.close(4001, "done")
         return
-    async for message in ws:
-        await ws.send(message)
+    try:
+        async for message in ws:
+            await ws.send(message)
+    finally:
+        if path == "/record":
+            CLOSED_BY_CALLER.append(ws.close_code)
 
 
 def echo_v1(ws: ServerConnection, offered: list[str]) -> str | None:
@@ -89,6 +96,22 @@ def test_a_close_from_the_service_reaches_the_caller_with_its_code(service):
             return closed.value.rcvd.code
 
     assert run(api.app, scenario) == 4001
+
+
+def test_a_close_from_the_caller_reaches_the_service_with_its_code(service):
+    api, alice = bound_api(service)
+
+    async def scenario(base: str):
+        async with connect(f"{base}/record", additional_headers={"FB-Authorization": f"Bearer {alice}"}) as ws:
+            await ws.send("x")
+            await ws.recv()
+            await ws.close(4002, "leaving")
+        for _ in range(200):
+            if CLOSED_BY_CALLER:
+                return CLOSED_BY_CALLER[-1]
+            await asyncio.sleep(0.01)
+
+    assert run(api.app, scenario) == 4002
 
 
 def refusal(app, headers: dict[str, str]) -> tuple[int, bytes]:
