@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from api.cli.client import Client
+from api.cli.completion import FILES
 from api.cli.output import fail, table
 
 ENDED = ("FINISHED", "FAILED", "CANCELED")
@@ -178,7 +179,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     group = commands.add_parser("workflow", help="start, follow and inspect workflows")
     sub = group.add_subparsers(dest="action", metavar="ACTION", required=True)
     p = sub.add_parser("start", parents=[common], help="submit a Fuzzfile")
-    p.add_argument("file", help="the Fuzzfile (YAML); - reads standard input")
+    fuzzfile = p.add_argument("file", help="the Fuzzfile (YAML); - reads standard input")
+    fuzzfile.complete = FILES  # type: ignore[attr-defined]  # shtab: complete file names
     p.add_argument("--name", help="workflow name (default: the file name)")
     p.add_argument("--priority", type=int, default=0, help="the workflow's own priority (0 or lower)")
     p.add_argument("--preemptible", action="store_true", default=None, help="let higher-priority work preempt it")
@@ -214,5 +216,5 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--all", action="store_true", help="include stages that already run or ended")
     p.set_defaults(handler=why, columns=["stage", "reason", "detail", "allocation_id"])
     p = sub.add_parser("validate", parents=[common], help="check a Fuzzfile without submitting it")
-    p.add_argument("file")
+    p.add_argument("file").complete = FILES  # type: ignore[attr-defined]
     p.set_defaults(handler=validate)
