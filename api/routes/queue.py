@@ -93,7 +93,9 @@ async def cluster_page(fan: Fanout, cluster: str, who: Any, filters: dict[str, A
     if cluster != fan.local:  # another cluster's rows pass the same visibility decision as this cluster's work
         visible = [r for r in found if access.visible(who, access.work(r, "allocation"))]
         found, total = visible, total - (len(found) - len(visible))
-    return [{"cluster": cluster, **msgspec.to_builtins(r)} for r in found], total
+    known = Names(who, getattr(views, "tenancy", None))  # the names that cluster's views know, as the caller may see
+    return [{"cluster": cluster, **msgspec.to_builtins(r), "user": known.user(r.user_id),
+             "group": known.group(r.group_id)} for r in found], total
 
 
 async def stats(request: Request) -> Response:
