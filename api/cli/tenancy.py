@@ -12,6 +12,9 @@ from api.cli.client import Client
 from api.cli.output import named
 from domain.app.ids import group_id, org_id, user_id
 
+PREEMPT = {"preempt": "preempt_names"}
+GROUP_NAMES = {**PREEMPT, "members": "member_names"}  # a table shows these lists by name; json keeps the ids
+
 
 def org_ref(text: str) -> str:
     """An organization id, or its name (names map to ids deterministically)."""
@@ -67,8 +70,7 @@ def group_create(args: argparse.Namespace, client: Client) -> Any:
 
 
 def group_list(args: argparse.Namespace, client: Client) -> Any:
-    groups = client.get(f"/v4/organizations/{args.org}/groups")["groups"]
-    return named(groups, args.output, {"preempt": "preempt_names", "members": "member_names"})
+    return named(client.get(f"/v4/organizations/{args.org}/groups")["groups"], args.output, GROUP_NAMES)
 
 
 def group_update(args: argparse.Namespace, client: Client) -> Any:
@@ -80,7 +82,9 @@ def group_update(args: argparse.Namespace, client: Client) -> Any:
         current = client.get(f"/v4/groups/{args.group}").get("preempt", [])
         wanted = [g for g in dict.fromkeys([*current, *args.preempt]) if g not in set(args.no_preempt)]
         answers["preempt"] = client.put(f"/v4/groups/{args.group}/preempt", {"groups": wanted})["preempt"]
-    return answers or client.get(f"/v4/groups/{args.group}")
+        if args.output == "table":  # the list as it stands, by name
+            answers["preempt"] = named([client.get(f"/v4/groups/{args.group}")], "table", PREEMPT)[0]["preempt"]
+    return answers or named([client.get(f"/v4/groups/{args.group}")], args.output, GROUP_NAMES)[0]
 
 
 def group_member(args: argparse.Namespace, client: Client) -> Any:
@@ -109,7 +113,7 @@ def user_priority(args: argparse.Namespace, client: Client) -> Any:
 
 
 def user_whoami(args: argparse.Namespace, client: Client) -> Any:
-    return client.get("/v4/auth/whoami")
+    return named([client.get("/v4/auth/whoami")], args.output, {"groups": "group_names"})[0]
 
 
 def user_password(args: argparse.Namespace, client: Client) -> Any:

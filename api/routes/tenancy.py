@@ -140,7 +140,7 @@ async def show_group(request: Request) -> Response:
     if row is None:
         raise NotFound("group")
     access.check_visible(c.principal(request), access.Resource.group(row.organization_id, row.id), "group")
-    return c.json(row)
+    return c.json(with_group_names(row, names(request)))
 
 
 def priority_route(kind: str, what: str):
@@ -188,9 +188,11 @@ def explainer_route(granted: bool):
 
 
 async def whoami(request: Request) -> Response:
-    who = c.principal(request)
+    who, known = c.principal(request), names(request)
+    groups = sorted(str(g) for g in who.group_ids)
     return c.json({"user_id": who.user_id, "username": who.username, "role": who.role,
-                   "organization_id": who.organization_id, "groups": sorted(str(g) for g in who.group_ids)})
+                   "organization_id": who.organization_id, "organization": known.organization(who.organization_id),
+                   "groups": groups, "group_names": [known.group(g) or g for g in groups]})
 
 
 async def login(request: Request) -> Response:

@@ -77,3 +77,12 @@ def test_names_never_come_from_another_tenant(api, acme):
     assert (outsider.user(user_id("erin")), outsider.group(acme["ml"]), outsider.organization(acme["org"])) \
         == (None, None, None)
     assert outsider.user(user_id("hank")) == "hank"
+
+
+def test_group_update_and_whoami_answer_with_names(api, acme, capsys):
+    code, out, _ = run(api, api.admin, ["group", "update", "acme/ops", "--preempt", "acme/ml"], capsys)
+    assert code == 0 and "preempt: ml" in out.splitlines()
+    code, out, _ = run(api, api.admin, ["group", "update", "acme/ops", "--preempt", "acme/ml", "-o", "json"], capsys)
+    assert json.loads(out)["preempt"] == [acme["ml"]]
+    code, out, _ = run(api, acme["token"], ["user", "whoami"], capsys)
+    assert code == 0 and {"groups: ml", "organization: acme"} <= set(out.splitlines())
