@@ -16,6 +16,14 @@ from pathlib import Path
 from adapters.adoption import JobFiles, JobState, Orphan, found_jobs, start_time, wrapped
 from adapters.cgroups import Cgroup, Hierarchy, Limits, size_text
 from adapters.devices import GPU, DeviceBinder, DeviceError, Gpu
+from adapters.hooks import (
+    post_hook_argvs,
+    pre_hook_failure,
+    run_post_hook,
+    with_backoff,
+    with_pre_hooks,
+    write_post_hooks,
+)
 from adapters.runtime.bwrap import OciRuntime
 from adapters.runspec import (  # noqa: F401 - RunSpec, SpecError and unreachable are the executor's vocabulary too
     JobUser,
@@ -125,6 +133,8 @@ class Running:
         code = self.proc.returncode
         if self._reason is not None:
             return self._reason
+        if code != 0 and (failure := pre_hook_failure(self.workdir)) is not None:
+            return failure
         if code != 0 and self.cgroup is not None and self.cgroup.limits.memory and self.cgroup.oom_kills():
             return f"out of memory: killed at its memory limit of {size_text(self.cgroup.limits.memory)}"
         if getattr(self.proc, "status_lost", False):
@@ -197,7 +207,8 @@ class Executor:
         cwd = inside(workdir, spec.cwd or ".", "cwd")
         cwd.mkdir(parents=True, exist_ok=True)
         self._write_files(spec, workdir)
-        argv = self._argv(spec, workdir)
+        argv = with_backoff(spec.start_delay_seconds, with_pre_hooks(spec.hooks, self._argv(spec, workdir), workdir))
+        write_post_hooks(spec.hooks, workdir)
         devices, pulled = self._bind(spec), None
         try:
             if spec.image and self.runtime is not None:
@@ -278,6 +289,7 @@ class Executor:
     def _watch(self, running: Running, on_output: OnOutput, on_exit: OnExit) -> None:
         """Readers for its output, and a supervisor that gives its GPUs back before its end is reported."""
         def ended(code: int, reason: str) -> None:
+            self._post_hooks(running, code, reason, lambda chunk: on_output("stdout", chunk))
             self._unbind(running.spec)
             if self.runtime is not None:
                 self.runtime.cache.release(running.pulled)
@@ -288,6 +300,22 @@ class Executor:
         for reader in threads:
             reader.start()
         threading.Thread(target=running._supervise, args=(threads, ended), daemon=True).start()
+
+    def _post_hooks(self, running: Running, code: int, reason: str, emit: Callable[[bytes], None]) -> None:
+        """Each post hook after the job's end, whatever the end: as the job's user, in its env and image, told
+        how it ended (ROVING_EXIT_CODE, ROVING_EXIT_REASON), outside its cgroup (an OOM-killed job's limit is
+        not the hook's), each within its own timeout."""
+        spec = running.spec
+        hooks = post_hook_argvs(spec.hooks, running.workdir)
+        if not hooks:
+            return
+        cwd = inside(running.workdir, spec.cwd or ".", "cwd")
+        env = job_environment(spec, self.user, running.workdir, running.devices if self.binder else None)
+        env.update(ROVING_EXIT_CODE=str(code), ROVING_EXIT_REASON=reason)
+        for hook, argv in hooks:
+            if running.pulled is not None and self.runtime is not None:
+                argv = self.runtime.wrap(argv, running.pulled.rootfs, running.workdir, cwd, spec.network_isolated)
+            run_post_hook(hook, argv, cwd, env, child_setup(None, None, self.user), emit)
 
     @staticmethod
     def _state(running: Running) -> JobState:

@@ -9,6 +9,7 @@ from typing import Any
 
 import msgspec
 
+from adapters.hooks import HookSpec
 from adapters.probes import ProbeSpec
 
 PASSED_THROUGH = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "USER", "LOGNAME", "TMPDIR")
@@ -41,6 +42,9 @@ class RunSpec(msgspec.Struct, kw_only=True):
     network_isolated: bool = False  # a private network namespace under the oci runtime
     readiness_probe: ProbeSpec | None = None
     ports: list[Any] = []  # echoed back in the ready report as the API sent them
+    hooks: list[HookSpec] = []  # the profile's and the job's own pre and post hooks, in the order they run
+    profile: str = ""
+    start_delay_seconds: float = 0.0  # a restarted service's backoff: it sleeps this long before it starts
 
 
 class JobUser(msgspec.Struct, frozen=True):

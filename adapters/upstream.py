@@ -7,7 +7,7 @@ aiohttp and 2.08 ms with httpx's AsyncClient, and the proxy's whole budget is 2 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator
 from dataclasses import dataclass
 
 import aiohttp
@@ -16,6 +16,7 @@ import aiohttp
 NOT_ADDED = frozenset({"Accept", "Accept-Encoding", "User-Agent", "Content-Type"})
 TIMEOUT = aiohttp.ClientTimeout(total=None, connect=10.0, sock_connect=5.0, sock_read=None)  # streams, slow models
 POOL = 1024  # long-lived streams (server-sent events) each hold a connection
+WS_MAX_MESSAGE = 16 * 2**20  # as uvicorn's own limit on the caller's side (ws_max_size)
 
 
 class Unreachable(Exception):
@@ -75,8 +76,11 @@ class Upstream:
                                                   skip_auto_headers=NOT_ADDED, cookie_jar=aiohttp.DummyCookieJar())
         return self._session
 
-    async def open(self, method: str, url: str, headers: list[tuple[str, str]], body: bytes) -> Answer:
-        """Send the request and return once the service's headers arrived; the body streams from `Answer.chunks`."""
+    async def open(self, method: str, url: str, headers: list[tuple[str, str]],
+                   body: bytes | AsyncIterable[bytes]) -> Answer:
+        """Send the request and return once the service's headers arrived; the body streams from `Answer.chunks`.
+
+        A `body` that is an async iterable is sent as it is read (chunked, unless `headers` carry its length)."""
         try:
             response = await self.session().request(method, url, headers=headers, data=body or None,
                                                      allow_redirects=False, compress=None)
@@ -91,3 +95,55 @@ class Upstream:
         if self._session is not None and not self._session.closed:
             await self._session.close()
         self._session = None
+
+
+class Socket:
+    """A WebSocket to a service: messages as (kind, data) with kind "text", "bytes" or "close"."""
+
+    def __init__(self, ws: aiohttp.ClientWebSocketResponse) -> None:
+        self.ws = ws
+
+    @property
+    def subprotocol(self) -> str | None:
+        return self.ws.protocol
+
+    async def messages(self) -> AsyncIterator[tuple[str, str | bytes]]:
+        """Each message until the service closes; the last one is ("close", "") (the code is `close_code`)."""
+        async for message in self.ws:
+            if message.type is aiohttp.WSMsgType.TEXT:
+                yield "text", message.data
+            elif message.type is aiohttp.WSMsgType.BINARY:
+                yield "bytes", message.data
+        yield "close", ""
+
+    @property
+    def close_code(self) -> int:
+        return self.ws.close_code or 1000
+
+    async def send(self, data: str | bytes) -> None:
+        await (self.ws.send_str(data) if isinstance(data, str) else self.ws.send_bytes(data))
+
+    async def close(self, code: int = 1000) -> None:
+        await self.ws.close(code=code)
+
+
+class Refused(Failed):
+    """The service answered the WebSocket handshake with a plain HTTP status (it is not a WebSocket there)."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(f"the service refused the WebSocket with HTTP {status}")
+        self.status = status
+
+
+async def connect(upstream: Upstream, url: str, headers: list[tuple[str, str]], protocols: list[str]) -> Socket:
+    """A WebSocket to `url` (ws://) through the pool's session; frames pass unchanged, pings answered here."""
+    try:
+        ws = await upstream.session().ws_connect(url, headers=headers, protocols=protocols, autoping=True,
+                                                 max_msg_size=WS_MAX_MESSAGE, compress=0)
+    except aiohttp.WSServerHandshakeError as error:
+        raise Refused(error.status) from error
+    except (aiohttp.ClientConnectorError, aiohttp.ServerDisconnectedError, ConnectionResetError) as error:
+        raise Unreachable(type(error).__name__) from error
+    except (TimeoutError, aiohttp.ClientError) as error:
+        raise Failed(f"{type(error).__name__}: {error}") from error
+    return Socket(ws)

@@ -308,11 +308,17 @@ class Agent:
     async def serve(self, slot: Slot) -> None:
         """A service is ready when its probe passes, or at once without one (readiness reports are idempotent)."""
         spec, running = slot.spec, slot.running
+        delay = spec.start_delay_seconds  # a restarted service's backoff: not ready before it starts again
         if spec.kind == "service" and spec.readiness_probe is not None:
+            probe = spec.readiness_probe
+            if delay:
+                probe = msgspec.structs.replace(probe, initial_delay_seconds=(probe.initial_delay_seconds or 0) + delay)
             slot.probe = ProbeRunner(
-                spec.readiness_probe, lambda: self._threadsafe(self._notify, ("ready", spec.allocation_id)),
+                probe, lambda: self._threadsafe(self._notify, ("ready", spec.allocation_id)),
                 lambda why: running.cancel(why), cwd=running.workdir,
             ).start()
+        elif spec.kind == "service" and delay:
+            self.loop.call_later(delay, self._notify, ("ready", spec.allocation_id))
         elif spec.kind == "service":
             await self.report_slot(slot, "ready", ports=spec.ports)
 

@@ -16,6 +16,7 @@ from api.routes import all_routes
 from api.routes.metrics import observe
 from api.security import SecurityMiddleware
 from api.services import Services
+from api.timeouts import BodyTimeout, BodyTimeoutMiddleware, on_body_timeout
 from api.ui import UiGate
 
 
@@ -34,10 +35,11 @@ def create_app(settings: Any, services: Services) -> Starlette:
     middleware = [
         Middleware(SecurityMiddleware, observe=observe),
         Middleware(BodyLimitMiddleware, limit=limit),  # before auth: an oversized body costs no token check
+        Middleware(BodyTimeoutMiddleware, seconds=getattr(settings, "body_timeout_seconds", 30.0)),
         Middleware(UiGate),  # /ui/ pages check their own session cookie; every other path goes on to bearer auth
         Middleware(AuthMiddleware, key=services.key, views=services.views),
     ]
-    handlers = {**HANDLERS, BodyTooLarge: on_too_large}
+    handlers = {**HANDLERS, BodyTooLarge: on_too_large, BodyTimeout: on_body_timeout}
     app = Starlette(routes=all_routes(), middleware=middleware, exception_handlers=handlers, lifespan=lifespan)
     app.state.settings = settings
     app.state.services = services

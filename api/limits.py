@@ -2,7 +2,8 @@
 
 Routes read bodies whole (`await request.body()`), so without a cap one client can hold any amount of the
 API's memory. A declared Content-Length over the cap is refused before a byte is read; a body without one
-(chunked) is counted as it arrives and refused the moment it passes the cap.
+(chunked) is counted as it arrives and refused the moment it passes the cap. The endpoint proxy (`/endpoints/`)
+streams bodies to the service without holding them, so the service sets its own limit there.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from api.errors import problem
 
 DEFAULT_MAX_BODY_BYTES = 4 * 2**20
+STREAMED = "/endpoints/"
 
 
 class BodyTooLarge(Exception):
@@ -41,7 +43,7 @@ class BodyLimitMiddleware:
         self.app, self.limit = app, limit
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != "http" or scope["path"].startswith(STREAMED):
             return await self.app(scope, receive, send)
         declared = _content_length(scope)
         if declared is not None and declared > self.limit:

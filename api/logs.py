@@ -54,6 +54,7 @@ def route_stdlib_logging(renderer: Any, tracebacks: list[Any], level: int) -> No
         logger = logging.getLogger(name)
         logger.handlers.clear()
         logger.propagate = True
+        logger.setLevel(logging.NOTSET)  # the root's level decides (a uvicorn.Config may have set its own since)
 
 
 class StderrLogger:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import ssl
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -42,11 +43,20 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     max_body_bytes: int = 4 * 2**20  # a request body over it is answered 413 (api.limits)
     monitoring_interval: float = 15.0  # `roving up --monitoring`: scrape, evaluation and alert grouping pace
     node_exporter_port: int = 9100  # where --monitoring scrapes each node's node exporter (0: none)
+    tls_cert: Path | None = None  # with tls_key: the API serves https, and answers carry HSTS
+    tls_key: Path | None = None
+    header_timeout_seconds: float = 10.0  # a request's headers must all arrive within it (api.timeouts)
+    body_timeout_seconds: float = 30.0  # the longest wait for the next piece of a request body
+    trusted_proxies: str = "127.0.0.1,::1"  # whose X-Forwarded-Proto and -For are believed (uvicorn's forwarded_allow_ips)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         """The same as `load_settings`."""
         return load_settings(environ)
+
+    @property
+    def scheme(self) -> str:
+        return "https" if self.tls_cert else "http"
 
     @property
     def host(self) -> str:
@@ -80,7 +90,26 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         max_body_bytes=_body_bytes(env.get("ROVING_MAX_BODY_BYTES"), defaults.max_body_bytes),
         monitoring_interval=_ttl(env, "ROVING_MONITORING_INTERVAL", defaults.monitoring_interval),
         node_exporter_port=_count(env, "ROVING_NODE_EXPORTER_PORT", defaults.node_exporter_port, minimum=0),
+        **_tls(env),
+        header_timeout_seconds=_ttl(env, "ROVING_HEADER_TIMEOUT", defaults.header_timeout_seconds),
+        body_timeout_seconds=_ttl(env, "ROVING_BODY_TIMEOUT", defaults.body_timeout_seconds),
+        trusted_proxies=(env.get("ROVING_TRUSTED_PROXIES") or "").strip() or defaults.trusted_proxies,
     )
+
+
+def _tls(env: Mapping[str, str]) -> dict[str, Path | None]:
+    """ROVING_TLS_CERT (PEM, the chain after the certificate) and ROVING_TLS_KEY, both or neither, checked by
+    loading them: a key that does not match its certificate is named here, not at the first connection."""
+    cert, key = _creds_path(env, "ROVING_TLS_CERT"), _creds_path(env, "ROVING_TLS_KEY")
+    if bool(cert) != bool(key):
+        raise SettingsError("ROVING_TLS_CERT and ROVING_TLS_KEY go together: set both or neither")
+    if cert and key:
+        try:
+            ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(cert, key)
+        except (ssl.SSLError, OSError) as error:
+            raise SettingsError(f"ROVING_TLS_CERT={str(cert)!r} and ROVING_TLS_KEY={str(key)!r} do not load "
+                                f"as a PEM certificate and its private key: {error}") from None
+    return {"tls_cert": cert, "tls_key": key}
 
 
 def _nats_url(env: Mapping[str, str]) -> str | None:

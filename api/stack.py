@@ -34,7 +34,6 @@ from domain.tenancy.permissions import Principal
 
 log = structlog.get_logger("roving.stack")
 TOKEN_TTL = timedelta(days=30)
-GRACEFUL_SECONDS = 5  # requests in flight (long polls, a command waiting on the log) get this long at stop
 AGENT_START = "import sys; from api.agent import agent_main; sys.exit(agent_main(sys.argv[1:]))"
 
 
@@ -104,7 +103,7 @@ class Stack:
     @property
     def url(self) -> str:
         host, _, port = self.settings.listen.rpartition(":")
-        return f"http://{host}:{port}"
+        return f"{getattr(self.settings, 'scheme', 'http')}://{host}:{port}"
 
     def start(self) -> Stack:
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -204,10 +203,9 @@ class Stack:
         return create_app(self.settings, self.services)
 
     def serve(self, in_thread: bool = False) -> None:
-        host, _, port = self.settings.listen.rpartition(":")
-        config = uvicorn.Config(self.app(), host=host, port=int(port), log_level="warning", log_config=None, lifespan="on",
-                                timeout_graceful_shutdown=GRACEFUL_SECONDS)
-        self.server = uvicorn.Server(config)
+        from api.serving import uvicorn_config
+
+        self.server = uvicorn.Server(uvicorn_config(self.app(), self.settings))
         if not in_thread:
             self.server.run()
             return

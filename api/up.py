@@ -26,6 +26,12 @@ Settings come from the environment:
   ROVING_NATS_AGENT_CREDS    the user file agents are given for the job log (never the control plane's)
   ROVING_NATS_TLS_CA         the CA its servers' certificates chain to (makes every connection TLS);
                              ROVING_NATS_TLS_CERT and ROVING_NATS_TLS_KEY: a client certificate, if asked for
+  ROVING_TLS_CERT            the API's certificate (PEM) with ROVING_TLS_KEY: serve https, answers carry HSTS
+  ROVING_TLS_KEY             its private key (PEM); set both or neither
+  ROVING_HEADER_TIMEOUT      a request's headers must arrive within it, else 408 (default 10s)
+  ROVING_BODY_TIMEOUT        the longest wait for the next piece of a request body, else 408 (default 30s)
+  ROVING_TRUSTED_PROXIES     reverse proxies whose X-Forwarded-Proto/-For are believed (default 127.0.0.1,::1)
+  ROVING_MAX_BODY_BYTES      the largest request body, e.g. 16MiB (default 4MiB; not for /endpoints/ uploads)
 The embedded server refuses anonymous clients: its users' credentials are in $ROVING_DATA_DIR/nats/credentials
 (control, agent, federation, reader; mode 0600) and its store is encrypted with $ROVING_DATA_DIR/nats/store.key.
 The cluster admin's token is written to $ROVING_DATA_DIR/admin.token (mode 0600).

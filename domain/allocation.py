@@ -51,6 +51,8 @@ class Allocation(TimedAggregate):
     # Set by events added after the first release; class defaults keep older histories replayable.
     blocked_cause: str = ""
     blocked_epoch: int = -1
+    profile: str = ""  # the application profile its stage is bound to, and that profile's revision then
+    profile_revision: int = 0
 
     @event("Requested")
     def __init__(
@@ -74,6 +76,7 @@ class Allocation(TimedAggregate):
         cls, id: UUID, workflow_id: UUID, stage: str, attempt: int, resources: dict[str, Any], *,
         workflow_priority: int = 0, organization_priority: int = 0, group_priority: int = 0, user_priority: int = 0,
         preemptible: bool = False, execute_timeout_seconds: float | None = None, by: str, at: datetime,
+        profile: str = "", profile_revision: int = 0,
     ) -> Allocation:
         """A new PENDING allocation for one stage attempt; `resources` is the stage's Resources as builtins."""
         if workflow_priority > 0:
@@ -82,8 +85,17 @@ class Allocation(TimedAggregate):
                     "group": group_priority, "user": user_priority}
         return cls(id=id, workflow_id=workflow_id, stage=stage, attempt=attempt, resources=dict(resources),
                    priority=priority, preemptible=preemptible, execute_timeout_seconds=execute_timeout_seconds,
-                   by=by, at=at)
+                   by=by, at=at)._bound(profile, profile_revision, by, at)
 
+
+    def _bound(self, profile: str, revision: int, by: str, at: datetime) -> Allocation:
+        if profile:
+            self._profile_bound(profile=profile, revision=revision, by=by, at=at)
+        return self
+
+    @event("ProfileBound")
+    def _profile_bound(self, profile: str, revision: int, by: str, at: datetime) -> None:
+        self.profile, self.profile_revision = profile, revision
 
     @property
     def ended(self) -> bool:

@@ -13,7 +13,7 @@ from eventsourcing.domain import event
 from domain.timed import TimedAggregate
 from domain.fuzzfile import Stage
 from domain.fuzzfile.schema import Workflow as Definition
-from domain.fuzzfile.semantics import StageStatus, condition, decide_exit, decide_node_loss
+from domain.fuzzfile.semantics import RetryDecision, StageStatus, condition, decide_exit, decide_node_loss
 from domain.fuzzfile.stages import list_steps
 from domain.workflow_stages import ReadyStage, StageBook, StageState, StageView, StepState
 
@@ -119,12 +119,16 @@ class Workflow(TimedAggregate):
         self._running(stage=stage, attempt=attempt, by=by, at=at)
         self._advance(at, state.step)
 
-    def stage_exited(self, stage: str, attempt: int, exit_code: int, at: datetime, by: str = "agent") -> None:
+    def stage_exited(self, stage: str, attempt: int, exit_code: int, at: datetime, by: str = "agent",
+                     detail: str = "") -> None:
+        """`detail` (a failing pre hook, named) replaces the exit code's own words when the stage fails."""
         state = self._expect(stage, attempt, (StageStatus.STARTED, StageStatus.RUNNING), "exit")
         if exit_code == 0:
             self._finished(stage=stage, attempt=attempt, exit_code=0, reason="Finished", by=by, at=at)
         else:
             decision = decide_exit(state.template.retry, exit_code, state.retries_used)
+            if detail and not decision.retry:
+                decision = RetryDecision(False, f"Failed: {detail} (exit {exit_code})")
             self._retry_or_fail(state, attempt, decision, "exit", exit_code, by, at)
         self._advance(at, state.step)
 

@@ -94,6 +94,7 @@ MESSAGES: dict[str, Callable[[Any, NodeName], str | None]] = {
     "Workflow.StageSkipped": _reason,
     "Workflow.Canceled": _canceled,
     "Allocation.Requested": _requested,
+    "Allocation.ProfileBound": lambda e, n: f"Bound to profile {e.profile} (revision {e.revision})",
     "Allocation.Readied": _queued,
     "Allocation.Placed": _placed,
     "Allocation.PriorityUpdated": lambda e, n: priority_updated_text(e.kind, e.old, e.new),

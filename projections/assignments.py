@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 
 from domain.allocation import Allocation, QueueState
+from domain.fuzzfile.restart import restart_delay
 from domain.fuzzfile.schema import Service
 from domain.workflow import Workflow
 from projections.nodes import NodesView
@@ -56,8 +57,24 @@ def run_spec(a: Allocation, workflow: Workflow, queue: QueueView) -> dict:
         "files": _files(workflow, step), "execute_timeout_seconds": spec.execute_timeout_seconds,
         "memory_bytes": spec.resources.memory_bytes, "cpu_cores": spec.resources.cpu_cores,
         "account_id": _account(queue, a), "readiness_probe": _probe(step), "ports": _ports(step),
-        "mounts": dict(spec.mounts),
+        "mounts": dict(spec.mounts), **_profile(spec), **_backoff(spec, a.attempt),
     }
+
+
+def _backoff(spec: Any, attempt: int) -> dict:
+    """A restarted on-failure service waits its backoff on the node before it starts again."""
+    delay = restart_delay(attempt, spec.restart_backoff, spec.restart_max_backoff)
+    return {"start_delay_seconds": delay} if delay else {}
+
+
+def _profile(spec: Any) -> dict:
+    """The bound profile and the hooks, only when there are any: the answer (and its ETag) of other work stays."""
+    found: dict[str, Any] = {}
+    if spec.profile:
+        found["profile"] = spec.profile
+    if spec.hooks:
+        found["hooks"] = msgspec.to_builtins(spec.hooks)
+    return found
 
 
 def _step(workflow: Workflow, name: str, kind: str) -> Any:

@@ -9,7 +9,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from api.cli import audit, completion, context, endpoints, federation, nodes, queue, secret, tenancy, workflow
+from api.cli import audit, completion, context, endpoints, federation, nodes, profile, queue, secret, tenancy, workflow
 from api.cli.client import ApiError, Client, current_context
 from api.cli.output import FORMAT_HELP, FORMATS, render
 
@@ -20,7 +20,7 @@ PROCESSES: dict[str, tuple[str, str, str]] = {
     "agent": ("api.agent", "agent_main", "run a node agent that registers this host and runs its work"),
     "federate": ("api.federate", "federate_main", "replicate clusters' logs into one federated stream"),
 }
-GROUPS = (workflow, queue, nodes, tenancy, secret, audit, endpoints, federation, context, completion)
+GROUPS = (workflow, queue, nodes, tenancy, secret, profile, audit, endpoints, federation, context, completion)
 DESCRIPTION = """Roving: an event-sourced control plane for HPC/AI clusters.
 
 Every command talks to the HTTP API of the context in ~/.config/roving/config.yaml

@@ -7,9 +7,9 @@ from starlette.routing import BaseRoute
 
 def all_routes() -> list[BaseRoute]:
     """Every route in matching order (specific paths before `{id}` patterns within a module)."""
-    from api.routes import (agent, alerts, audit, config, endpoints, federation, health, metrics, nodes, openapi, proxy,
-                            queue, secrets, tenancy, workflows)
+    from api.routes import (agent, alerts, audit, config, endpoints, federation, health, metrics, nodes, openapi,
+                            profiles, proxy, proxy_ws, queue, secrets, tenancy, workflows)
 
     modules = (health, metrics, openapi, workflows, queue, nodes, alerts, tenancy, config, agent, audit, endpoints,
-               secrets, federation, proxy)
+               secrets, profiles, federation, proxy, proxy_ws)
     return [route for module in modules for route in module.routes]

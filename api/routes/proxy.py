@@ -1,7 +1,9 @@
 """The endpoint proxy: `/endpoints/{id-or-name}/{path}` streams HTTP to the service an endpoint is bound to.
 
 The caller's Roving token travels in `FB-Authorization` and is never forwarded; the service's own
-`Authorization` passes through untouched. Scope is enforced here (public endpoints need no token).
+`Authorization` passes through untouched. Scope is enforced here (public endpoints need no token), for HTTP and
+for WebSockets alike (`api.routes.proxy_ws`). A request body larger than `BUFFERED` streams to the service as it
+arrives: the API never holds an upload whole, so the body cap (`ROVING_MAX_BODY_BYTES`) does not apply here.
 """
 
 from __future__ import annotations
@@ -10,14 +12,17 @@ from datetime import UTC, datetime
 from typing import Any
 
 import structlog
+from collections.abc import AsyncIterator
+
 from starlette.background import BackgroundTask
-from starlette.requests import Request
+from starlette.requests import HTTPConnection, Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from adapters.upstream import Failed, Unreachable, Upstream
 from api.auth import claims_for, principal_of
 from api.errors import Unauthorized, problem
+from api.timeouts import BodyTimeout
 from api.routes import common as c
 from domain.app import access
 from domain.endpoint import Endpoint, Scope
@@ -34,7 +39,7 @@ BUFFERED = 64 * 1024
 NOT_PASSED_BACK = frozenset(h.encode() for h in HOP_BY_HOP - {"content-length"})
 
 
-def upstream(request: Request) -> Upstream:
+def upstream(request: HTTPConnection) -> Upstream:
     """One pooled client per app; the lifespan closes it (`app.state.proxy_client`)."""
     state = request.app.state
     client = getattr(state, "proxy_client", None)
@@ -43,7 +48,7 @@ def upstream(request: Request) -> Upstream:
     return client
 
 
-def roving_principal(request: Request) -> tuple[Any, bool]:
+def roving_principal(request: HTTPConnection) -> tuple[Any, bool]:
     """The caller, and whether `Authorization` must be stripped because it held a Roving token.
 
     The token belongs in `FB-Authorization`; a Roving token sent in `Authorization` by mistake is honoured
@@ -60,14 +65,15 @@ def roving_principal(request: Request) -> tuple[Any, bool]:
     return None, False
 
 
-def _principal(request: Request, token: str) -> Any:
+def _principal(request: HTTPConnection, token: str) -> Any:
     svc = c.services(request)
     claims = claims_for(token, svc.key, datetime.now(UTC), request.url.path)
     return principal_of(claims, svc.views.tenancy)
 
 
-def forwarded_headers(request: Request, strip_authorization: bool) -> list[tuple[str, str]]:
-    headers = [(k, v) for k, v in request.headers.items() if k not in HOP_BY_HOP]
+def forwarded_headers(request: HTTPConnection, strip_authorization: bool,
+                      dropped: frozenset[str] = HOP_BY_HOP) -> list[tuple[str, str]]:
+    headers = [(k, v) for k, v in request.headers.items() if k not in dropped]
     if strip_authorization:
         headers = [(k, v) for k, v in headers if k != "authorization"]
     prefix = request.url.path[: len(request.url.path) - len(request.path_params.get("path", ""))]
@@ -75,13 +81,13 @@ def forwarded_headers(request: Request, strip_authorization: bool) -> list[tuple
                       ("x-forwarded-host", request.headers.get("host", ""))]
 
 
-def target_url(endpoint: Endpoint, request: Request) -> str:
+def target_url(endpoint: Endpoint, request: HTTPConnection, scheme: str = "http") -> str:
     binding = endpoint.serving_target()
     query = request.url.query
-    return f"http://{binding.target}/{request.path_params.get('path', '')}" + (f"?{query}" if query else "")
+    return f"{scheme}://{binding.target}/{request.path_params.get('path', '')}" + (f"?{query}" if query else "")
 
 
-async def lookup(request: Request) -> Endpoint | None:
+async def lookup(request: HTTPConnection) -> Endpoint | None:
     """A dict read when the views are idle (no thread hop on every proxied request); while the tailer is
     applying a batch, wait for it off the loop rather than stall every other request."""
     view, key = c.services(request).views.endpoints, request.path_params["key"]
@@ -93,7 +99,8 @@ async def lookup(request: Request) -> Endpoint | None:
     return await c.call(view.find, key)
 
 
-async def proxy(request: Request) -> Response:
+async def admitted(request: HTTPConnection) -> tuple[Endpoint, bool] | Response:
+    """The endpoint the caller may reach and whether to strip `Authorization`, or the refusal to answer."""
     try:
         endpoint = await lookup(request)
     except Exception as error:  # a broken view must not read as "no such endpoint"
@@ -112,22 +119,78 @@ async def proxy(request: Request) -> Response:
             return problem(404, "endpoint not found")
     if endpoint.serving_target() is None:
         return problem(503, endpoint.not_serving_reason())
-    return await forward(request, endpoint, await request.body(), strip)
+    return endpoint, strip
 
 
-async def forward(request: Request, endpoint: Endpoint, body: bytes, strip: bool, retried: bool = False) -> Response:
+async def proxy(request: Request) -> Response:
+    found = await admitted(request)
+    if isinstance(found, Response):
+        return found
+    endpoint, strip = found
+    return await forward(request, endpoint, await body_of(request), strip)
+
+
+class Upload:
+    """A request body sent on to the service as it arrives; remembers whether reading it began (no replay) and
+    whether the caller stalled (the upstream client reports that only as a broken send)."""
+
+    def __init__(self, request: Request, length: int | None) -> None:
+        self.request, self.length, self.started = request, length, False
+        self.stalled: BodyTimeout | None = None
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        self.started = True
+        try:
+            async for chunk in self.request.stream():
+                if chunk:
+                    yield chunk
+        except BodyTimeout as error:
+            self.stalled = error
+            raise
+
+    def raise_if_stalled(self) -> None:
+        """A caller too slow with its body is answered 408 (connection closed), not 502: the fault is theirs."""
+        if self.stalled is not None:
+            raise self.stalled
+
+
+async def body_of(request: Request) -> bytes | Upload:
+    """A small body of declared length, read whole (a retry can send it again); any other body streams."""
+    length = request.headers.get("content-length")
+    declared = int(length) if length and length.isdigit() else None
+    if declared is not None and declared <= BUFFERED:
+        return await request.body()
+    if declared is None and "transfer-encoding" not in request.headers:
+        return b""  # HTTP/1.1: no length and no chunking means no body
+    return Upload(request, declared)
+
+
+def body_headers(request: Request, strip: bool, body: bytes | Upload) -> list[tuple[str, str]]:
+    headers = forwarded_headers(request, strip)
+    if isinstance(body, Upload) and body.length is not None:  # the service sees the length, not chunks
+        headers.append(("content-length", str(body.length)))
+    return headers
+
+
+async def forward(request: Request, endpoint: Endpoint, body: bytes | Upload, strip: bool,
+                  retried: bool = False) -> Response:
     try:
         answer = await upstream(request).open(request.method, target_url(endpoint, request),
-                                              forwarded_headers(request, strip), body)
+                                              body_headers(request, strip, body), body)
     except Unreachable as error:
-        # A takeover may have moved the binding while this request was routed: follow it once.
+        if isinstance(body, Upload):
+            body.raise_if_stalled()
+        # A takeover may have moved the binding while this request was routed: follow it once (a streamed
+        # body only if none of it was read yet).
         fresh = await lookup(request)
         moved = fresh is not None and fresh.serving_target() not in (None, endpoint.serving_target())
-        if moved and not retried:
+        if moved and not retried and not (isinstance(body, Upload) and body.started):
             return await forward(request, fresh, body, strip, retried=True)
         return problem(502, f"endpoint {endpoint.name}: service at {endpoint.serving_target().target} "
                             f"is not answering ({error})")
     except Failed as error:
+        if isinstance(body, Upload):
+            body.raise_if_stalled()
         return problem(502, f"endpoint {endpoint.name}: {error}")
     headers = [(k, v) for k, v in answer.headers if k not in NOT_PASSED_BACK]
     try:

@@ -133,6 +133,17 @@ def config_changer(principal: Principal) -> None:
         raise Forbidden("the central configuration is changed by cluster admins only")
 
 
+def profile_changer(principal: Principal) -> None:
+    if not principal.is_cluster_admin:
+        raise Forbidden("application profiles are set and deleted by cluster admins only")
+
+
+def profile_reader(principal: Principal) -> None:
+    """Every user reads profiles (they name them in Fuzzfiles, and profiles hold no secrets); components do not."""
+    if principal.source is not Source.ADMIN and not principal.is_cluster_admin:
+        raise Forbidden(f"profiles are read with a user's token, not with the {principal.source.value} token")
+
+
 def agent(principal: Principal) -> None:
     """Only agents (and cluster admins, for repair) speak the agent protocol."""
     if principal.source is not Source.AGENT and not principal.is_cluster_admin:

@@ -14,6 +14,7 @@ from domain.app.allocations import Allocations
 from domain.app.config import ConfigHandlers
 from domain.app.endpoints import EndpointHandlers, base_url
 from domain.app.nodes import NodeHandlers
+from domain.app.profiles import ProfileHandlers
 from domain.app.read_models import NoReadModels, ReadModels
 from domain.app.scheduling import SchedulingHandlers
 from domain.app.tenancy import PasswordHasher, TenancyHandlers
@@ -30,10 +31,12 @@ class Roving(UnitOfWork):
         self.cluster = self.env.get("ROVING_CLUSTER") or "local"
         self.read_models = read_models or NoReadModels()
         self.configuration = ConfigHandlers(self, self.cluster)
+        self.profiles = ProfileHandlers(self)
         self.allocations = Allocations(self, self.configuration, self.read_models)
-        self.scheduling = SchedulingHandlers(self, self.allocations, self.configuration, self.read_models)
+        self.scheduling = SchedulingHandlers(self, self.allocations, self.configuration, self.read_models,
+                                             self.profiles)
         self.endpoints = EndpointHandlers(self, self.allocations, base_url(self.env))
-        self.workflows = WorkflowHandlers(self, self.allocations, self.endpoints, self.scheduling)
+        self.workflows = WorkflowHandlers(self, self.allocations, self.endpoints, self.scheduling, self.profiles)
         self.nodes = NodeHandlers(self, self.allocations, self.configuration)
         self.tenancy = TenancyHandlers(self, self.allocations, passwords)  # type: ignore[arg-type]
 
@@ -48,6 +51,7 @@ FACE = {
     "tenancy": ("create_organization", "create_user", "login", "set_priority", "create_group", "set_preempt_list",
                 "add_member", "remove_member", "set_explainer"),
     "configuration": ("config", "scheduler_config", "change_config"),
+    "profiles": ("set_profile", "delete_profile", "profile", "list_profiles"),
 }
 
 

@@ -12,6 +12,7 @@ from domain.allocation import Allocation, IllegalTransition
 from domain.app.allocations import Allocations
 from domain.app.config import ConfigHandlers
 from domain.app.errors import Conflict, Invalid
+from domain.app.profiles import ProfileHandlers
 from domain.app.read_models import ReadModels
 from domain.app.unit_of_work import UnitOfWork, command
 from domain.fuzzfile import Problem
@@ -24,14 +25,16 @@ from domain.workflow import Workflow, WorkflowError
 
 class SchedulingHandlers:
     def __init__(self, uow: UnitOfWork, allocations: Allocations, config: ConfigHandlers,
-                 read_models: ReadModels) -> None:
+                 read_models: ReadModels, profiles: ProfileHandlers | None = None) -> None:
         self.uow, self.allocations, self.config, self.read_models = uow, allocations, config, read_models
+        self.profiles = profiles or ProfileHandlers(uow)
 
     @command
     def place(self, allocation: UUID, node_ids: list[UUID], by: str, at: datetime) -> int:
         alloc = self.uow.load(Allocation, allocation, "allocation")
         workflow = self.uow.load(Workflow, alloc.workflow_id, "workflow")
         nodes = [self.uow.load(Node, n, "node") for n in node_ids]
+        self.profiles.check_current(workflow.stages[alloc.stage].spec)  # moved: refused, it stays queued
         res = alloc.resources
         try:
             epoch = alloc.place([str(n) for n in node_ids], by=by, at=at)

@@ -13,10 +13,12 @@ from domain.app import access
 from domain.app.allocations import Allocations
 from domain.app.endpoints import EndpointHandlers, with_endpoint_env
 from domain.app.errors import Conflict, Invalid, StaleEpoch, invalid
+from domain.app.profiles import ProfileHandlers
 from domain.app.scheduling import SchedulingHandlers
 from domain.app.secret_reading import check_references
 from domain.app.unit_of_work import UnitOfWork, command
 from domain.fuzzfile import parse_fuzzfile
+from domain.fuzzfile.hooks import PRE_HOOK_REASON
 from domain.fuzzfile.semantics import StageStatus
 from domain.scheduler.priority import check_workflow_priority
 from domain.scheduler.snapshot import Definition
@@ -26,8 +28,9 @@ from domain.workflow import Workflow, WorkflowError
 
 class WorkflowHandlers:
     def __init__(self, uow: UnitOfWork, allocations: Allocations, endpoints: EndpointHandlers,
-                 scheduling: SchedulingHandlers) -> None:
+                 scheduling: SchedulingHandlers, profiles: ProfileHandlers | None = None) -> None:
         self.uow, self.allocations, self.endpoints, self.scheduling = uow, allocations, endpoints, scheduling
+        self.profiles = profiles or ProfileHandlers(uow)
 
     @command
     def submit_workflow(self, workflow_id: UUID, name: str, definition: str | dict, priority: int,
@@ -46,7 +49,7 @@ class WorkflowHandlers:
             raise invalid("priority", problem)
         check_references(self.uow, parsed.definition, principal)
         owner = owner_of(principal)
-        spec = with_endpoint_env(parsed.definition, self.endpoints.base_url)
+        spec = with_endpoint_env(self.profiles.bind(parsed.definition), self.endpoints.base_url)
         if workflow_id in self.uow.repository:  # the same submission again (Idempotency-Key): the first answer
             self._check_resubmission(workflow_id, spec, owner)
             return parsed.warnings
@@ -92,7 +95,7 @@ class WorkflowHandlers:
         if alloc.ended:
             raise StaleEpoch(f"allocation {alloc.stage} attempt {alloc.attempt} already ended {alloc.state.value}")
         if event == "exited":
-            self._exited(alloc, code, at)
+            self._exited(alloc, code, at, reason if reason.startswith(PRE_HOOK_REASON) else "")
         elif event == "ready":
             self._ready(alloc, at)
 
@@ -108,14 +111,14 @@ class WorkflowHandlers:
         bound = self.endpoints.service_ready(workflow, alloc.stage, at)
         self.uow.save(workflow, *self.allocations.request_ready(workflow, "agent", at), *bound)
 
-    def _exited(self, alloc: Allocation, exit_code: int, at: datetime) -> None:
+    def _exited(self, alloc: Allocation, exit_code: int, at: datetime, detail: str = "") -> None:
         workflow = self.uow.load(Workflow, alloc.workflow_id, "workflow")
         try:
             alloc.exited(exit_code, alloc.epoch, by="agent", at=at)
         except (StaleFence, IllegalTransition) as error:
             raise StaleEpoch(str(error)) from error
         try:
-            workflow.stage_exited(alloc.stage, alloc.attempt, exit_code, at=at, by="agent")
+            workflow.stage_exited(alloc.stage, alloc.attempt, exit_code, at=at, by="agent", detail=detail)
         except WorkflowError:  # the workflow moved on; the allocation still ended and gives its resources back
             self.uow.save(alloc, *self.allocations.release(alloc, "agent", at))
             return

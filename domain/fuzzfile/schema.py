@@ -140,6 +140,25 @@ class Probe(Spec):
     failure_threshold: int | None = None
 
 
+class Hooks(Spec):
+    """A step's own hooks (Roving's extension, under `roving-hooks`): shell scripts run before and after it."""
+
+    pre: str | None = None
+    post: str | None = None
+    timeout: str | int | float | None = None
+
+
+class ProfileBinding(Spec):
+    """The profile a step was bound to at submission (Roving writes it; a Fuzzfile may not)."""
+
+    name: str
+    revision: int
+    digest: str
+    pre: str | None = None
+    post: str | None = None
+    hook_timeout: float = 60.0
+
+
 class Container(Spec):
     """The keys jobs and services share."""
 
@@ -157,6 +176,9 @@ class Container(Spec):
     resource: Resource | None = None
     multinode: Multinode | None = None
     preemptible: bool | None = None
+    profile: str | None = None
+    roving_hooks: Hooks | None = None
+    roving_profile: ProfileBinding | None = None
 
 
 class Job(Container):
@@ -165,8 +187,17 @@ class Job(Container):
     network: JobNetwork | None = None
 
 
+class Restart(Spec):
+    """How a service with `policy.restart: on-failure` is restarted (Roving's extension, under `roving-restart`)."""
+
+    attempts: int | None = None
+    backoff: str | int | float | None = None
+    max_backoff: str | int | float | None = None
+
+
 class Service(Container):
-    policy: Policy | None = None  # accepted for compatibility, ignored (warned about)
+    policy: Policy | None = None  # `restart` is used; the rest is ignored (warned about)
+    roving_restart: Restart | None = None
     network: ServiceNetwork | None = None
     readiness_probe: Probe | None = None
     persist: bool | None = None

@@ -6,6 +6,7 @@ import re
 
 from domain.fuzzfile.decode import join
 from domain.fuzzfile.limits import MAX_PROBE_SECONDS, MAX_PROBE_THRESHOLD, MAX_REPLICAS, bounded
+from domain.fuzzfile.restart import check_restart
 from domain.fuzzfile.schema import Probe, Problem, Service
 
 ENDPOINT_NAME = re.compile(r"^[a-z0-9_-]+$")
@@ -19,8 +20,9 @@ def check_service(service: Service, path: str) -> tuple[list[Problem], list[Prob
     """(errors, warnings) for the keys only services have."""
     errors: list[Problem] = []
     warnings: list[Problem] = []
-    if service.policy is not None:
-        warnings.append(Problem(join(path, "policy"), "services have no policy; this policy is ignored"))
+    restart_errors, restart_warnings = check_restart(service, path)
+    errors += restart_errors
+    warnings += restart_warnings
     bounded(errors, join(path, "replicas"), service.replicas, 1, MAX_REPLICAS, "replicas")
     if service.network is not None:
         ports = _check_ports(service, join(path, "network"), errors)

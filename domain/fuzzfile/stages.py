@@ -9,7 +9,9 @@ from __future__ import annotations
 import msgspec
 
 from domain.fuzzfile.graph import dependencies, topological_order
+from domain.fuzzfile.hooks import hook_seconds
 from domain.fuzzfile.policy import RetryRule, execute_timeout, retry_rule
+from domain.fuzzfile.restart import backoff_seconds, service_retry
 from domain.fuzzfile.schema import Container, Defaults, Job, Mount, Policy, Resource, Service, StepDefaults, Workflow
 from domain.quantities import parse_memory
 
@@ -34,6 +36,15 @@ class Needs(msgspec.Struct, frozen=True):
     status: str
 
 
+class Hook(msgspec.Struct, frozen=True):
+    """One hook script of a stage: `when` pre or post, `source` whose it is (`profile NAME` or `job`)."""
+
+    when: str
+    source: str
+    script: str
+    timeout_seconds: float
+
+
 class Stage(msgspec.Struct, frozen=True, omit_defaults=True):
     """A placeable unit of the workflow. `step` is the job/service name; tasks carry their FB_TASK_ID."""
 
@@ -55,6 +66,12 @@ class Stage(msgspec.Struct, frozen=True, omit_defaults=True):
     cwd: str | None = None
     mounts: dict[str, str] = {}
     persist: bool = False
+    restart_backoff: float = 0.0  # an on-failure service's first backoff, doubling up to restart_max_backoff
+    restart_max_backoff: float = 0.0
+    profile: str = ""
+    profile_revision: int = 0
+    profile_digest: str = ""
+    hooks: list[Hook] = []
 
 
 class Step(msgspec.Struct, frozen=True):
@@ -97,7 +114,7 @@ def list_steps(workflow: Workflow) -> list[Step]:
         if name in (workflow.jobs or {}):
             steps.append(_job_step(name, workflow.jobs[name], workflow.defaults))
         else:
-            steps.append(Step(_stage(name, "service", workflow.services[name], _layers(workflow.defaults, "service"))))
+            steps.append(Step(_stage(name, "service", workflow.services[name], layers_of(workflow.defaults, "service"))))
     return steps
 
 
@@ -117,7 +134,7 @@ def task_stage(template: Stage, task_id: int) -> Stage:
 
 
 def _job_step(name: str, job: Job, defaults: Defaults | None) -> Step:
-    base = _stage(name, "job", job, _layers(defaults, "job"))
+    base = _stage(name, "job", job, layers_of(defaults, "job"))
     array = job.task_array
     if array is None:
         return Step(base)
@@ -125,7 +142,7 @@ def _job_step(name: str, job: Job, defaults: Defaults | None) -> Step:
     return Step(msgspec.structs.replace(base, kind="task", concurrency=concurrency), array.start, array.end)
 
 
-def _layers(defaults: Defaults | None, kind: str) -> list[StepDefaults]:
+def layers_of(defaults: Defaults | None, kind: str) -> list[StepDefaults]:
     if defaults is None:
         return []
     return [layer for layer in (defaults, getattr(defaults, kind)) if layer is not None]
@@ -133,22 +150,42 @@ def _layers(defaults: Defaults | None, kind: str) -> list[StepDefaults]:
 
 def _stage(name: str, kind: str, step: Container, layers: list[StepDefaults]) -> Stage:
     policy = _policy(layers, step) if isinstance(step, Job) else None
+    backoff, most = backoff_seconds(step) if isinstance(step, Service) else (0.0, 0.0)
     return Stage(
         name=name, kind=kind, step=name,
-        resources=_resources(_resource(layers, step.resource), step),
+        resources=_resources(step_resource(layers, step.resource), step),
         dependencies=[Needs(d.name, d.status.upper()) for d in dependencies(step)],
         execute_timeout_seconds=execute_timeout(policy),
         preemptible=step.preemptible,
-        retry=retry_rule(policy),
+        retry=service_retry(step) if isinstance(step, Service) else retry_rule(policy),
+        restart_backoff=backoff, restart_max_backoff=most,
         image=step.image.uri if step.image else "",
         command=step.command,
         script=_with_shebang(step.script),
         args=step.args,
-        env=_env(layers, step),
+        env=step_env(layers, step),
         cwd=step.cwd,
         mounts=mounts(layers, step),
         persist=bool(step.persist) if isinstance(step, Service) else False,
+        **_profile(step),
     )
+
+
+def _profile(step: Container) -> dict:
+    """The bound profile's name, revision and fingerprint, and the hooks in the order they run: the profile's pre
+    before the job's own, the job's own post before the profile's."""
+    bound, own = step.roving_profile, step.roving_hooks
+    hooks: list[Hook] = []
+    if bound is not None and bound.pre:
+        hooks.append(Hook("pre", f"profile {bound.name}", bound.pre, bound.hook_timeout))
+    if own is not None:
+        seconds = hook_seconds(own.timeout)
+        hooks += [Hook(when, "job", script, seconds) for when, script in (("pre", own.pre), ("post", own.post)) if script]
+    if bound is not None and bound.post:
+        hooks.append(Hook("post", f"profile {bound.name}", bound.post, bound.hook_timeout))
+    if bound is None:
+        return {"hooks": hooks}
+    return {"profile": bound.name, "profile_revision": bound.revision, "profile_digest": bound.digest, "hooks": hooks}
 
 
 def _with_shebang(script: str | None) -> str | None:
@@ -157,7 +194,7 @@ def _with_shebang(script: str | None) -> str | None:
     return DEFAULT_SHELL + script
 
 
-def _env(layers: list[StepDefaults], step: Container) -> dict[str, str]:
+def step_env(layers: list[StepDefaults], step: Container) -> dict[str, str]:
     merged: dict[str, str] = {}
     for entries in [layer.env for layer in layers] + [step.env]:
         for entry in entries or []:
@@ -174,7 +211,7 @@ def mounts(layers: list[StepDefaults], step: Container) -> dict[str, str]:
     return {path: m if isinstance(m, str) else (m.volume or "") for path, m in merged.items()}
 
 
-def _resource(layers: list[StepDefaults], own: Resource | None) -> Resource:
+def step_resource(layers: list[StepDefaults], own: Resource | None) -> Resource:
     merged = Resource()
     for resource in [layer.resource for layer in layers] + [own]:
         if resource is not None:

@@ -6,6 +6,7 @@ import re
 
 from domain.fuzzfile.decode import join
 from domain.fuzzfile.graph import check_dependencies
+from domain.fuzzfile.hooks import check_roving_keys
 from domain.fuzzfile.limits import (
     MAX_CONCURRENCY,
     MAX_CORES,
@@ -94,8 +95,9 @@ def _check_container(step: Container, path: str, volumes: set[str], report: Repo
     if step.cwd is not None and not step.cwd.startswith("/"):
         report.error(join(path, "cwd"), "cwd must be an absolute path (start with /)")
     _check_mounts(step.mounts, join(path, "mounts"), volumes, report)
-    _check_resource(step.resource, join(path, "resource"), report)
+    check_resource(step.resource, join(path, "resource"), report)
     _check_multinode(step, path, report)
+    report.add(check_roving_keys(step, path))
 
 
 def _check_image(step: Container, path: str, report: Report) -> None:
@@ -135,7 +137,7 @@ def _check_mounts(mounts: dict[str, str | Mount] | None, path: str, volumes: set
             report.error(where, f"no volume is named `{volume}` (volumes: {known})")
 
 
-def _check_resource(resource: Resource | None, path: str, report: Report) -> None:
+def check_resource(resource: Resource | None, path: str, report: Report) -> None:
     if resource is None:
         return
     cpu = resource.cpu
@@ -178,7 +180,7 @@ def _check_defaults(workflow: Workflow, volumes: set[str], report: Report) -> No
             continue
         _check_env(part.env, f"{label}.env", report)
         _check_mounts(part.mounts, f"{label}.mounts", volumes, report)
-        _check_resource(part.resource, f"{label}.resource", report)
+        check_resource(part.resource, f"{label}.resource", report)
         report.add(check_policy(part.policy, f"{label}.policy"))
 
 

@@ -30,15 +30,16 @@ from adapters.nats_server import free_port  # noqa: E402
 from api.app import create_app  # noqa: E402
 from api.services import Services  # noqa: E402
 from api.settings import load_settings  # noqa: E402
+from api.stack import ScryptPasswords  # noqa: E402
 from domain.app import Roving  # noqa: E402
-from domain.app.ids import allocation_id, endpoint_id  # noqa: E402
+from domain.app.ids import allocation_id, endpoint_id, user_id  # noqa: E402
 from domain.tenancy import Role  # noqa: E402
 from domain.tenancy.permissions import Principal  # noqa: E402
 from projections.views import Views  # noqa: E402
 
 KEY = b"b" * 32
 SAMPLES, RATE_REQUESTS, THREADS = 2000, 4000, 8
-ADMIN = Principal(user_id=uuid4(), username="bench", role=Role.CLUSTER_ADMIN, organization_id=None,
+ADMIN = Principal(user_id=user_id("bench"), username="bench", role=Role.CLUSTER_ADMIN, organization_id=None,
                   is_cluster_admin=True)
 
 
@@ -60,7 +61,9 @@ def serve(app, port: int) -> uvicorn.Server:
 
 def bound_api(service_port: int) -> Services:
     env = {"PERSISTENCE_MODULE": "eventsourcing.popo", "TRANSCODER_TOPIC": "adapters.transcoder:MsgspecTranscoder"}
-    roving, views, now = Roving(env=env), Views(), datetime.now(UTC)
+    roving, views, now = Roving(env=env, passwords=ScryptPasswords()), Views(), datetime.now(UTC)
+    # a token speaks only for an account that exists (api.auth.principal_of)
+    roving.create_user(None, "bench", "bench@example.org", "Correct-Horse-9-battery", "cluster_admin", ADMIN, now)
     roving.create_endpoint("bench", "user", "user", ADMIN, now)
     definition = {"version": "v4", "services": {"model": {
         "image": {"uri": "docker://alpine"}, "script": "serve", "persist": True,

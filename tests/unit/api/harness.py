@@ -87,9 +87,9 @@ def webhook_token() -> str:
 class Api:
     """A synchronous face on the ASGI app for tests that read as sentences."""
 
-    def __init__(self) -> None:
+    def __init__(self, env: dict[str, str] | None = None) -> None:
         self.services = services()
-        self.app = create_app(load_settings({}), self.services)
+        self.app = create_app(load_settings(env or {}), self.services)
         now = datetime.now(UTC)
         self.services.roving.create_user(None, "admin", "admin@example.org", PASSWORD, "cluster_admin", SYSTEM, now)
         self.admin = token("admin", Role.CLUSTER_ADMIN)

@@ -17,6 +17,7 @@ Build = Callable[[World], Call]
 PUBLIC, EVERYONE, OWNERS, ADMINS = {ANYONE}, {USER, OWNER, ADMIN}, {OWNER, ADMIN}, {ADMIN}
 AGENTS, ALERTERS = {AGENT, ADMIN}, {WEBHOOK, ADMIN}
 CLUSTER = "nodes and federated workflows are the cluster's, not a tenant's"
+PROFILES = "application profiles are the cluster's, not a tenant's"
 PROXIED, FB = "DELETE GET OPTIONS PATCH POST PUT", "FB-Authorization"  # HEAD follows GET, as everywhere
 ALERT = {"version": "4", "status": "firing", "alerts": []}
 
@@ -111,6 +112,12 @@ ROUTES = [
     # a user-scope secret is its owner's alone: anyone else is told it does not exist
     Row("DELETE", "/v4/secrets/{id}", {USER}, lambda w: Call(w.secret("alice")), lambda w: Call(w.secret("bob"))),
     Row("POST", "/v4/secrets/-/rotate-key", ADMINS),
+    # profiles are the cluster's: cluster admins set and delete them, every user reads them (they hold no secrets)
+    Row("GET", "/v4/profiles", EVERYONE),
+    Row("PUT", "/v4/profiles/{name}", ADMINS, lambda w: Call(f"/v4/profiles/{w.fresh('p')}", {"env": {"A": "1"}}),
+        PROFILES),
+    Row("GET", "/v4/profiles/{name}", EVERYONE, lambda w: Call(w.profile()), PROFILES),
+    Row("DELETE", "/v4/profiles/{name}", ADMINS, lambda w: Call(w.profile()), PROFILES),
     Row("GET", "/v4/admin/centralconfig", ADMINS),
     Row("PUT", "/v4/admin/centralconfig", ADMINS, lambda w: Call("/v4/admin/centralconfig", {})),
     Row("POST", "/v4/agent/register", AGENTS, lambda w: Call("/v4/agent/register", {

@@ -128,6 +128,12 @@ class World:
         assert answer.status_code == 201, answer.text
         return f"/v4/secrets/{answer.json()['id']}"
 
+    def profile(self) -> str:
+        """A new application profile, set by a cluster admin: its path."""
+        path = f"/v4/profiles/{self.fresh('p')}"
+        self.as_admin("PUT", path, {"env": {"LAB": "1"}})
+        return path
+
     def node(self) -> dict[str, Any]:
         body = {"name": self.fresh("n"), "cpu": 4, "memory": 8 * 2**30, "definition": "local"}
         answer = self.api.request("POST", "/v4/agent/register", self.tokens[AGENT], json=body)

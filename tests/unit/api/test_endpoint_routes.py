@@ -88,9 +88,9 @@ services:
 """
 
 
-def bound_api(port: int, scope: str = "user", ready: bool = True) -> tuple[Api, str]:
-    """An API whose user alice owns endpoint `llm`, bound to the service on `port` once ready."""
-    api = Api()
+def bound_api(port: int, scope: str = "user", ready: bool = True, env: dict | None = None) -> tuple[Api, str]:
+    """An API (settings from `env`) whose user alice owns endpoint `llm`, bound to the service on `port` once ready."""
+    api = Api(env)
     _, alice = api.organization_with_user("acme", "alice")
     created = api.request("POST", "/v4/endpoints", alice, json={"name": "llm", "scope": scope})
     assert created.status_code == 201, created.text

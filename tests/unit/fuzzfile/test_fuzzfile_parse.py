@@ -135,7 +135,7 @@ def test_task_array_concurrency_is_capped_at_200():
     assert "between 1 and 200" in errors["jobs.train.task-array.concurrency"]
 
 
-def test_a_policy_on_a_service_is_ignored_with_a_warning():
+def test_a_policy_other_than_restart_on_a_service_is_ignored_with_a_warning():
     text = "version: v4\nservices:\n  web:\n    image: {uri: docker://x}\n    script: x\n    policy: {timeout: {execute: 1h}}\n"
     result = parse_fuzzfile(text)
     assert result.errors == [] and result.warnings[0].path == "services.web.policy"

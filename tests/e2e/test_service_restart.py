@@ -1,0 +1,33 @@
+"""A supervised service on the README stack: it fails twice, is restarted each time after its backoff (each restart
+an event), and the job that depends on it starts once it stays up."""
+
+from __future__ import annotations
+
+
+def test_a_service_that_fails_twice_is_restarted_and_its_dependent_starts_once_it_stays_up(stack, job_dir):
+    count, up = job_dir / "db-starts", job_dir / "db-up"
+    definition = f"""
+version: v4
+services:
+  db:
+    image: {{uri: docker://alpine:3.20}}
+    policy: {{restart: on-failure}}
+    roving-restart: {{attempts: 3, backoff: 0.2s}}
+    readiness-probe: {{exec: {{command: [test, -f, "{up}"]}}, period-seconds: 1}}
+    script: |
+      n=$(cat {count} 2>/dev/null || echo 0); n=$((n + 1)); echo $n > {count}
+      if [ $n -lt 3 ]; then echo "failing start $n"; exit 1; fi
+      touch {up}; echo up; sleep 600
+jobs:
+  client:
+    image: {{uri: docker://alpine:3.20}}
+    depends-on: [{{name: db, status: RUNNING}}]
+    script: echo "db came up after $(cat {count}) starts"
+"""
+    workflow_id = stack.submit(definition, "supervised")
+    done = stack.wait_status(workflow_id, ("FINISHED", "FAILED"), timeout=90)
+    stages = {s["name"]: s for s in done["stages"]}
+    assert (done["status"], stages["db"]["attempts"], stages["client"]["status"]) == ("FINISHED", 3, "FINISHED")
+    assert "db came up after 3 starts" in stack.client.get(f"/v4/workflows/{workflow_id}/log/client").text
+    restarts = [e["message"] for e in stack.events(workflow_id) if e["type"] == "Workflow.StageRetried"]
+    assert len(restarts) == 2 and all("exit 1" in m for m in restarts)
