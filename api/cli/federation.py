@@ -8,6 +8,7 @@ comma-separated) scopes the answer. A member that is down is shown as unavailabl
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from api.cli.client import Client
@@ -43,14 +44,17 @@ def status(args: argparse.Namespace, client: Client) -> Any:
 
 def queue_stats(args: argparse.Namespace, client: Client) -> Any:
     answer = client.get("/v4/federation/queue/stats", cluster=scope(args))
-    return answer if args.output != "table" else table(answer["clusters"], STATS_COLUMNS)
+    return answer if args.output != "table" else answer["clusters"]
 
 
 def workflows(args: argparse.Namespace, client: Client) -> Any:
+    """The rows on standard output; a cluster that cannot be asked is named on standard error."""
     answer = client.get("/v4/federation/workflows", cluster=scope(args))
     if args.output != "table":
         return answer
-    return "\n".join([table(answer["workflows"], WORKFLOW_COLUMNS), *unavailable(answer["clusters"])])
+    for line in unavailable(answer["clusters"]):
+        print(f"warning: {line}", file=sys.stderr)
+    return answer["workflows"]
 
 
 def describe(args: argparse.Namespace, client: Client) -> Any:
@@ -82,9 +86,9 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     p.set_defaults(handler=status)
     p = sub.add_parser("queue-stats", parents=[common, scoped],
                        help="per cluster: availability, events, workflows by status, allocations by state")
-    p.set_defaults(handler=queue_stats)
+    p.set_defaults(handler=queue_stats, columns=STATS_COLUMNS)
     p = sub.add_parser("workflows", parents=[common, scoped], help="every workflow with its cluster and status")
-    p.set_defaults(handler=workflows)
+    p.set_defaults(handler=workflows, columns=WORKFLOW_COLUMNS)
     p = sub.add_parser("describe", parents=[common, scoped], help="one workflow, from the cluster that owns it")
     p.add_argument("id", help="the workflow id")
     p.set_defaults(handler=describe)

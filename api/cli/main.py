@@ -9,9 +9,9 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from api.cli import audit, context, endpoints, federation, nodes, profile, queue, secret, tenancy, workflow
+from api.cli import audit, completion, context, endpoints, federation, nodes, profile, queue, secret, tenancy, workflow
 from api.cli.client import ApiError, Client, current_context
-from api.cli.output import FORMATS, render
+from api.cli.output import FORMAT_HELP, FORMATS, render
 
 PROCESSES: dict[str, tuple[str, str, str]] = {
     "up": ("api.up", "up_main", "start the whole local stack (NATS, control plane, local node agents)"),
@@ -20,7 +20,7 @@ PROCESSES: dict[str, tuple[str, str, str]] = {
     "agent": ("api.agent", "agent_main", "run a node agent that registers this host and runs its work"),
     "federate": ("api.federate", "federate_main", "replicate clusters' logs into one federated stream"),
 }
-GROUPS = (workflow, queue, nodes, tenancy, secret, profile, audit, endpoints, federation, context)
+GROUPS = (workflow, queue, nodes, tenancy, secret, profile, audit, endpoints, federation, context, completion)
 DESCRIPTION = """Roving: an event-sourced control plane for HPC/AI clusters.
 
 Every command talks to the HTTP API of the context in ~/.config/roving/config.yaml
@@ -31,7 +31,9 @@ Every command talks to the HTTP API of the context in ~/.config/roving/config.ya
 def common_options() -> argparse.ArgumentParser:
     """Options every command takes."""
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("-o", "--output", choices=FORMATS, default="table", help="how to print the answer")
+    common.add_argument("-o", "--output", choices=FORMATS, default="table", help=f"how to print the answer: {FORMAT_HELP}")
+    common.add_argument("--no-headers", action="store_true",
+                        help="table and wide: leave out the header line (and print nothing for an empty list)")
     return common
 
 
@@ -73,6 +75,9 @@ def execute(args: argparse.Namespace, client: Client | None = None) -> int:
     if client is None:
         found = current_context()
         client = Client(found["api"], found["token"])
+    wide = args.output == "wide"
+    if wide:  # a handler shapes its rows for a person as for `table`; only the columns differ
+        args.output = "table"
     try:
         result = args.handler(args, client)
     except ApiError as error:
@@ -81,7 +86,10 @@ def execute(args: argparse.Namespace, client: Client | None = None) -> int:
     if isinstance(result, int) and not isinstance(result, bool):
         return result
     if result is not None:
-        print(render(result, args.output, getattr(args, "columns", None)))
+        text = render(result, "wide" if wide else args.output, getattr(args, "columns", None),
+                      headers=not getattr(args, "no_headers", False), wide=getattr(args, "wide_columns", None))
+        if text:
+            print(text)
     return 0
 
 

@@ -14,10 +14,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from api.cli.client import ApiError, Client
-from api.cli.output import table
 
 # squeue's habit: who, how long, and why it waits (REASON is the scheduler's, "-" once running)
 COLUMNS = ["id", "workflow_id", "stage", "user", "state", "priority", "elapsed", "node", "reason"]
+WIDE = ["group", "nodes", "resources", "queued_at", "preemptible"]  # -o wide: where, how much, since when
 STATES = ["PENDING", "READY", "RUNNING", "FINISHED", "FAILED", "CANCELED", "PREEMPTED", "EVICTED"]
 STATS_COLUMNS = ["cluster", "stale", "age", "total", *STATES]
 
@@ -60,8 +60,8 @@ def show(args: argparse.Namespace, client: Client) -> Any:
     if args.output != "table":
         return answer["queue"]
     now = datetime.now(UTC)
-    return [{**row, "user": row.get("user") or row.get("user_id"), "elapsed": elapsed(row, now),
-             "reason": row.get("reason") or None} for row in answer["queue"]]
+    return [{**row, "user": row.get("user") or row.get("user_id"), "group": row.get("group") or row.get("group_id"),
+             "elapsed": elapsed(row, now), "reason": row.get("reason") or None} for row in answer["queue"]]
 
 
 def elapsed(row: dict[str, Any], now: datetime) -> str:
@@ -83,9 +83,9 @@ def stats(args: argparse.Namespace, client: Client) -> Any:
     warn_stale(answer)
     if args.output != "table":
         return answer
-    rows = [{"cluster": c["cluster"], "stale": c.get("stale"), "age": _age(c), "total": c.get("total"),
+    args.columns = STATS_COLUMNS
+    return [{"cluster": c["cluster"], "stale": c.get("stale"), "age": _age(c), "total": c.get("total"),
              **c.get("depth", {})} for c in answer["clusters"]]
-    return table(rows, STATS_COLUMNS)
 
 
 def _age(cluster: dict[str, Any]) -> str:
@@ -99,11 +99,14 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     scoped = argparse.ArgumentParser(add_help=False)
     scoped.add_argument("--cluster", action="append", default=[], metavar="ID",
                         help="federated control plane: only these clusters (repeat, or comma-separate: c1,c2)")
-    p = sub.add_parser("show", parents=[common, scoped], help="allocations in effective-priority order")
+    p = sub.add_parser("show", parents=[common, scoped], help="allocations in effective-priority order",
+                       description="Allocations in effective-priority order, users and groups by name (-o json "
+                                   "keeps their ids). -o wide adds GROUP, NODES, RESOURCES, QUEUED_AT and "
+                                   "PREEMPTIBLE; --no-headers leaves out the header line.")
     p.add_argument("--mine", action="store_true", help="only your own work (always so unless you are an admin)")
     p.add_argument("--queue", help="only this state: PENDING, READY, RUNNING, ...")
     p.add_argument("--priority-min", type=float, help="only allocations at or above this priority")
     p.add_argument("--owner", help="only this user or group id")
-    p.set_defaults(handler=show, columns=COLUMNS)
+    p.set_defaults(handler=show, columns=COLUMNS, wide_columns=WIDE)
     p = sub.add_parser("stats", parents=[common, scoped], help="depths per state and the last scheduling pass")
     p.set_defaults(handler=stats)

@@ -9,7 +9,11 @@ from typing import Any
 from uuid import UUID
 
 from api.cli.client import Client
+from api.cli.output import named
 from domain.app.ids import group_id, org_id, user_id
+
+PREEMPT = {"preempt": "preempt_names"}
+GROUP_NAMES = {**PREEMPT, "members": "member_names"}  # a table shows these lists by name; json keeps the ids
 
 
 def org_ref(text: str) -> str:
@@ -49,11 +53,12 @@ def org_create(args: argparse.Namespace, client: Client) -> Any:
 
 
 def org_list(args: argparse.Namespace, client: Client) -> Any:
-    return client.get("/v4/organizations")["organizations"]
+    return named(client.get("/v4/organizations")["organizations"], args.output, {"owners": "owner_names"})
 
 
 def org_show(args: argparse.Namespace, client: Client) -> Any:
-    return client.get(f"/v4/organizations/{args.org}")
+    answer = client.get(f"/v4/organizations/{args.org}")
+    return named([answer], args.output, {"owners": "owner_names"})[0]
 
 
 def org_priority(args: argparse.Namespace, client: Client) -> Any:
@@ -65,7 +70,7 @@ def group_create(args: argparse.Namespace, client: Client) -> Any:
 
 
 def group_list(args: argparse.Namespace, client: Client) -> Any:
-    return client.get(f"/v4/organizations/{args.org}/groups")["groups"]
+    return named(client.get(f"/v4/organizations/{args.org}/groups")["groups"], args.output, GROUP_NAMES)
 
 
 def group_update(args: argparse.Namespace, client: Client) -> Any:
@@ -77,7 +82,9 @@ def group_update(args: argparse.Namespace, client: Client) -> Any:
         current = client.get(f"/v4/groups/{args.group}").get("preempt", [])
         wanted = [g for g in dict.fromkeys([*current, *args.preempt]) if g not in set(args.no_preempt)]
         answers["preempt"] = client.put(f"/v4/groups/{args.group}/preempt", {"groups": wanted})["preempt"]
-    return answers or client.get(f"/v4/groups/{args.group}")
+        if args.output == "table":  # the list as it stands, by name
+            answers["preempt"] = named([client.get(f"/v4/groups/{args.group}")], "table", PREEMPT)[0]["preempt"]
+    return answers or named([client.get(f"/v4/groups/{args.group}")], args.output, GROUP_NAMES)[0]
 
 
 def group_member(args: argparse.Namespace, client: Client) -> Any:
@@ -98,7 +105,7 @@ def user_create(args: argparse.Namespace, client: Client) -> Any:
 
 
 def user_list(args: argparse.Namespace, client: Client) -> Any:
-    return client.get(f"/v4/organizations/{args.org}/users")["users"]
+    return named(client.get(f"/v4/organizations/{args.org}/users")["users"], args.output, {"groups": "group_names"})
 
 
 def user_priority(args: argparse.Namespace, client: Client) -> Any:
@@ -106,7 +113,7 @@ def user_priority(args: argparse.Namespace, client: Client) -> Any:
 
 
 def user_whoami(args: argparse.Namespace, client: Client) -> Any:
-    return client.get("/v4/auth/whoami")
+    return named([client.get("/v4/auth/whoami")], args.output, {"groups": "group_names"})[0]
 
 
 def user_password(args: argparse.Namespace, client: Client) -> Any:
@@ -131,11 +138,12 @@ def user_revoke(args: argparse.Namespace, client: Client) -> Any:
 
 
 def leaf(sub: Any, common: argparse.ArgumentParser, name: str, handler: Any, text: str,
-         *positionals: tuple[str, Any], columns: list[str] | None = None) -> argparse.ArgumentParser:
+         *positionals: tuple[str, Any], columns: list[str] | None = None,
+         wide: list[str] | None = None) -> argparse.ArgumentParser:
     p = sub.add_parser(name, parents=[common], help=text)
     for argument, kind in positionals:
         p.add_argument(argument, type=kind)
-    p.set_defaults(handler=handler, columns=columns)
+    p.set_defaults(handler=handler, columns=columns, wide_columns=wide)
     return p
 
 
@@ -143,15 +151,17 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     org = commands.add_parser("org", help="organizations").add_subparsers(dest="action", metavar="ACTION",
                                                                            required=True)
     leaf(org, common, "create", org_create, "create an organization (cluster admin)", ("name", str))
-    leaf(org, common, "list", org_list, "organizations you can see", columns=["id", "name", "priority"])
+    leaf(org, common, "list", org_list, "organizations you can see (owners by name; -o json keeps their ids)",
+         columns=["id", "name", "priority", "owners"], wide=[])
     leaf(org, common, "show", org_show, "one organization", ("org", org_ref))
     leaf(org, common, "priority", org_priority, "set an organization's priority (cluster admin)",
          ("org", org_ref), ("priority", int))
     group = commands.add_parser("group", help="groups: priority, preempt lists, members").add_subparsers(
         dest="action", metavar="ACTION", required=True)
     leaf(group, common, "create", group_create, "create a group in an organization", ("org", org_ref), ("name", str))
-    leaf(group, common, "list", group_list, "an organization's groups", ("org", org_ref),
-         columns=["id", "name", "priority", "preempt"])
+    leaf(group, common, "list", group_list,
+         "an organization's groups, preempt lists by name (-o wide adds members and roles; -o json keeps ids)",
+         ("org", org_ref), columns=["id", "name", "priority", "preempt"], wide=["members"])
     p = leaf(group, common, "update", group_update, "change a group's priority or preempt list", ("group", group_ref))
     p.add_argument("--priority", type=int)
     p.add_argument("--preempt", action="append", default=[], type=group_ref, metavar="G2",
@@ -173,8 +183,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--email", required=True)
     p.add_argument("--role", default="user", choices=["user", "org_owner", "cluster_admin"])
     p.add_argument("--password-stdin", action="store_true")
-    leaf(user, common, "list", user_list, "an organization's users", ("org", org_ref),
-         columns=["id", "username", "email", "role", "priority"])
+    leaf(user, common, "list", user_list, "an organization's users (-o wide adds their groups, by name)",
+         ("org", org_ref), columns=["id", "username", "email", "role", "priority"], wide=["groups", "disabled"])
     leaf(user, common, "priority", user_priority, "set a user's priority", ("user", user_ref), ("priority", int))
     leaf(user, common, "whoami", user_whoami, "who your token speaks for")
     p = leaf(user, common, "password", user_password, "change your own password")

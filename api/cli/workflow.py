@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from api.cli.client import Client
+from api.cli.completion import FILES
 from api.cli.output import fail, table
 
 ENDED = ("FINISHED", "FAILED", "CANCELED")
@@ -82,7 +83,24 @@ class Transitions:
 
 
 def list_workflows(args: argparse.Namespace, client: Client) -> Any:
-    return client.get("/v4/workflows", order_by=args.order_by, status=args.status)["workflows"]
+    rows = client.get("/v4/workflows", order_by=args.order_by, status=args.status)["workflows"]
+    if args.output != "table":
+        return rows
+    return [{**r, **owner_names(r), "stages": f"{r.get('stages_ended', 0)}/{r.get('stage_count', 0)}"} for r in rows]
+
+
+def owner_names(row: dict[str, Any]) -> dict[str, Any]:
+    """The owner's user, group and organization by the names the API sent, else by their ids."""
+    owner = row.get("owner") or {}
+    return {key: row.get(key) or owner.get(f"{key}_id") or None for key in ("user", "group", "organization")}
+
+
+def owner_line(detail: dict[str, Any]) -> str:
+    """`alice (group ml, organization acme)`: the names the API knows, else the owner's ids."""
+    names = owner_names(detail)
+    rest = [f"{key} {names[key]}" for key in ("group", "organization") if names[key]]
+    user = names["user"] or detail.get("submitted_by")
+    return f"{user} ({', '.join(rest)})" if rest else str(user)
 
 
 def other_cluster(answer: dict[str, Any]) -> None:
@@ -99,7 +117,7 @@ def describe(args: argparse.Namespace, client: Client) -> Any:
         return detail
     other_cluster(detail)
     where = f"\ncluster: {detail['cluster']}" if "cluster" in detail else ""
-    print(f"id: {detail['id']}\nname: {detail['name']}\nstatus: {detail['status']}{where}")
+    print(f"id: {detail['id']}\nname: {detail['name']}\nstatus: {detail['status']}\nowner: {owner_line(detail)}{where}")
     return table(detail["stages"], STAGE_COLUMNS)
 
 
@@ -161,7 +179,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     group = commands.add_parser("workflow", help="start, follow and inspect workflows")
     sub = group.add_subparsers(dest="action", metavar="ACTION", required=True)
     p = sub.add_parser("start", parents=[common], help="submit a Fuzzfile")
-    p.add_argument("file", help="the Fuzzfile (YAML); - reads standard input")
+    fuzzfile = p.add_argument("file", help="the Fuzzfile (YAML); - reads standard input")
+    fuzzfile.complete = FILES  # type: ignore[attr-defined]  # shtab: complete file names
     p.add_argument("--name", help="workflow name (default: the file name)")
     p.add_argument("--priority", type=int, default=0, help="the workflow's own priority (0 or lower)")
     p.add_argument("--preemptible", action="store_true", default=None, help="let higher-priority work preempt it")
@@ -170,11 +189,14 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                         "until the new one passes its readiness probe; start cancels the old workflow at once")
     p.add_argument("--watch", action="store_true", help="show stage progress until the workflow ends")
     p.set_defaults(handler=start)
-    p = sub.add_parser("list", parents=[common], help="list workflows you can see")
+    p = sub.add_parser("list", parents=[common], help="list workflows you can see",
+                       description="Workflows you can see. -o wide adds the owner's user, group and organization "
+                                   "(by name; -o json keeps their ids), stages ended/total and preemptible.")
     p.add_argument("--order-by", choices=["priority", "submitted", "-submitted", "name"])
     p.add_argument("--status", help="only workflows in this status")
-    p.set_defaults(handler=list_workflows, columns=["id", "name", "status", "priority", "submitted_by", "submitted_at"])
-    for name, handler, text in (("describe", describe, "stages, nodes, attempts and exit codes"),
+    p.set_defaults(handler=list_workflows, columns=["id", "name", "status", "priority", "submitted_by", "submitted_at"],
+                   wide_columns=["group", "organization", "stages", "preemptible", "updated_at"])
+    for name, handler, text in (("describe", describe, "its owner by name; stages, nodes, attempts, exit codes"),
                                 ("stop", stop, "cancel a workflow and its running stages")):
         p = sub.add_parser(name, parents=[common], help=text)
         p.add_argument("id", help="workflow id")
@@ -194,5 +216,5 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--all", action="store_true", help="include stages that already run or ended")
     p.set_defaults(handler=why, columns=["stage", "reason", "detail", "allocation_id"])
     p = sub.add_parser("validate", parents=[common], help="check a Fuzzfile without submitting it")
-    p.add_argument("file")
+    p.add_argument("file").complete = FILES  # type: ignore[attr-defined]
     p.set_defaults(handler=validate)

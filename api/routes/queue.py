@@ -18,6 +18,7 @@ from starlette.routing import Route
 from api.errors import BadRequest
 from api.fanout import Fanout, fanout
 from api.routes import common as c
+from api.routes.names import Names, names
 from domain.app import access
 
 STATES = ("PENDING", "READY", "RUNNING", "FINISHED", "FAILED", "CANCELED", "PREEMPTED", "EVICTED")
@@ -66,7 +67,7 @@ async def queue(request: Request) -> Response:
     if fan is None:
         views = c.services(request).views
         rows, total = await c.call(views.queue.page, **filters)
-        return c.json({"queue": with_usernames(rows, views), "total": total, "limit": most, "mine": mine})
+        return c.json({"queue": with_names(rows, names(request, views)), "total": total, "limit": most, "mine": mine})
     rows, clusters = [], []
     for cluster in fan.scope:
         found, total = await cluster_page(fan, cluster, who, filters)
@@ -77,16 +78,10 @@ async def queue(request: Request) -> Response:
                    "mine": mine, "clusters": clusters, "hub": fan.hub_answer()})
 
 
-def with_usernames(rows: list[Any], views: Any) -> list[dict[str, Any]]:
-    """Each row with its user's name beside the id (`user`; None when the views do not know it)."""
-    tenancy, names = getattr(views, "tenancy", None), {}
-    out = []
-    for row in rows:
-        if row.user_id not in names:
-            found = tenancy.user(row.user_id) if tenancy is not None and row.user_id else None
-            names[row.user_id] = found.username if found is not None else None
-        out.append({**msgspec.structs.asdict(row), "user": names[row.user_id]})
-    return out
+def with_names(rows: list[Any], known: Names) -> list[dict[str, Any]]:
+    """Each row with its user's and group's names beside the ids (`user`, `group`; None when not known)."""
+    return [{**msgspec.structs.asdict(row), "user": known.user(row.user_id), "group": known.group(row.group_id)}
+            for row in rows]
 
 
 async def cluster_page(fan: Fanout, cluster: str, who: Any, filters: dict[str, Any]) -> tuple[list[dict], int | None]:
@@ -98,7 +93,9 @@ async def cluster_page(fan: Fanout, cluster: str, who: Any, filters: dict[str, A
     if cluster != fan.local:  # another cluster's rows pass the same visibility decision as this cluster's work
         visible = [r for r in found if access.visible(who, access.work(r, "allocation"))]
         found, total = visible, total - (len(found) - len(visible))
-    return [{"cluster": cluster, **msgspec.to_builtins(r)} for r in found], total
+    known = Names(who, getattr(views, "tenancy", None))  # the names that cluster's views know, as the caller may see
+    return [{"cluster": cluster, **msgspec.to_builtins(r), "user": known.user(r.user_id),
+             "group": known.group(r.group_id)} for r in found], total
 
 
 async def stats(request: Request) -> Response:

@@ -14,6 +14,7 @@ from starlette.routing import Route
 
 from adapters.auth.tokens import WEBHOOK_TTL, Identity, issue
 from api.routes import common as c
+from api.routes.names import Names, names
 from domain.app import access
 from domain.app.errors import NotFound
 from domain.scheduler.priority import PRIORITY_LIMIT
@@ -85,14 +86,20 @@ async def create_organization(request: Request) -> Response:
 async def list_organizations(request: Request) -> Response:
     who, tenancy = c.principal(request), c.services(request).views.tenancy
     rows = await c.call(tenancy.organizations)
-    return c.json({"organizations": [r for r in rows if access.visible(who, access.Resource.organization(r.id))]})
+    known = names(request)
+    return c.json({"organizations": [with_owner_names(r, known) for r in rows
+                                     if access.visible(who, access.Resource.organization(r.id))]})
+
+
+def with_owner_names(row: Any, known: Names) -> dict[str, Any]:
+    return {**msgspec.structs.asdict(row), "owner_names": [known.user(u) or str(u) for u in row.owners]}
 
 
 async def show_organization(request: Request) -> Response:
     row = await c.call(c.services(request).views.tenancy.organization, own_org(request))
     if row is None:
         raise NotFound("organization")
-    return c.json(row)
+    return c.json(with_owner_names(row, names(request)))
 
 
 async def create_user(request: Request) -> Response:
@@ -104,7 +111,9 @@ async def create_user(request: Request) -> Response:
 
 
 async def list_users(request: Request) -> Response:
-    return c.json({"users": await c.call(c.services(request).views.tenancy.users, own_org(request))})
+    rows, known = await c.call(c.services(request).views.tenancy.users, own_org(request)), names(request)
+    return c.json({"users": [{**msgspec.structs.asdict(r), "group_names": [known.group(g) or str(g) for g in r.groups]}
+                             for r in rows]})
 
 
 async def create_group(request: Request) -> Response:
@@ -116,7 +125,14 @@ async def create_group(request: Request) -> Response:
 
 
 async def list_groups(request: Request) -> Response:
-    return c.json({"groups": await c.call(c.services(request).views.tenancy.groups, own_org(request))})
+    rows, known = await c.call(c.services(request).views.tenancy.groups, own_org(request)), names(request)
+    return c.json({"groups": [with_group_names(r, known) for r in rows]})
+
+
+def with_group_names(row: Any, known: Names) -> dict[str, Any]:
+    """Its preempt list's and its members' names beside their ids (an id the caller may not name stays one)."""
+    return {**msgspec.structs.asdict(row), "preempt_names": [known.group(g) or str(g) for g in row.preempt],
+            "member_names": {known.user(u) or u: role for u, role in row.members.items()}}
 
 
 async def show_group(request: Request) -> Response:
@@ -124,7 +140,7 @@ async def show_group(request: Request) -> Response:
     if row is None:
         raise NotFound("group")
     access.check_visible(c.principal(request), access.Resource.group(row.organization_id, row.id), "group")
-    return c.json(row)
+    return c.json(with_group_names(row, names(request)))
 
 
 def priority_route(kind: str, what: str):
@@ -172,9 +188,11 @@ def explainer_route(granted: bool):
 
 
 async def whoami(request: Request) -> Response:
-    who = c.principal(request)
+    who, known = c.principal(request), names(request)
+    groups = sorted(str(g) for g in who.group_ids)
     return c.json({"user_id": who.user_id, "username": who.username, "role": who.role,
-                   "organization_id": who.organization_id, "groups": sorted(str(g) for g in who.group_ids)})
+                   "organization_id": who.organization_id, "organization": known.organization(who.organization_id),
+                   "groups": groups, "group_names": [known.group(g) or g for g in groups]})
 
 
 async def login(request: Request) -> Response:

@@ -25,6 +25,7 @@ from api.errors import BadRequest, problem
 from api.fanout import Located, locate
 from api.routes import common as c
 from api.routes import federation as hub_routes
+from api.routes.names import names
 from domain.app import access
 from domain.app.errors import NotFound
 from projections.workflows import ORDERS
@@ -104,7 +105,8 @@ async def list_workflows(request: Request) -> Response:
     status = c.query_choice(request, "status", WORKFLOW_STATUSES)
     order_by = c.query_choice(request, "order_by", ORDERS, fold=str)
     rows = await c.call(views.workflows.list, visible, status, order_by)
-    return c.json({"workflows": rows})
+    known = names(request)
+    return c.json({"workflows": [{**msgspec.structs.asdict(r), **known.owner(r.owner)} for r in rows]})
 
 
 def stage_answer(stage: Any) -> dict[str, Any]:
@@ -118,7 +120,12 @@ async def describe(request: Request) -> Response:
     d = found.detail
     return c.json({"id": d.id, "name": d.name, "status": d.status, "owner": d.owner, "priority": d.priority,
                    "preemptible": d.preemptible, "submitted_by": d.submitted_by, "submitted_at": d.submitted_at,
-                   "stages": [stage_answer(s) for s in d.stages], **found.label()})
+                   "stages": [stage_answer(s) for s in d.stages], **owner_names(request, found), **found.label()})
+
+
+def owner_names(request: Request, found: Located) -> dict[str, Any]:
+    """The owner's names (user, group, organization), as the views that answer for the workflow know them."""
+    return names(request, found.views).owner(found.detail.owner)
 
 
 async def stop(request: Request) -> Response:

@@ -153,6 +153,7 @@ def test_the_cli_shows_the_cluster_column_and_scopes(api, world, capsys):
     lines = out.splitlines()
     assert code == 0 and lines[0].split()[0] == "CLUSTER"
     assert {line.split()[0] for line in lines[1:]} == {"c1", "c2"}
+    assert {line.split()[4] for line in lines[1:]} == {"alice", "bob"}  # each cluster's users by name
     assert "cluster c2 is stale" in err and "600" in err
     code, out, _ = run(api, api.admin, ["queue", "stats", "--cluster", "c1,test", "-o", "json"], capsys)
     assert code == 0 and [c["cluster"] for c in json.loads(out)["clusters"]] == ["c1", "test"]
