@@ -104,11 +104,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
 
+DASH_VALUES = ("--order-by",)  # options whose values may start with "-" (e.g. -submitted: newest first)
+
+
+def joined_values(argv: list[str]) -> list[str]:
+    """`--order-by -submitted` as `--order-by=-submitted`: argparse would take the value for an option."""
+    out: list[str] = []
+    for arg in argv:
+        if out and out[-1] in DASH_VALUES and arg.startswith("-") and not arg.startswith("--"):
+            out[-1] = f"{out[-1]}={arg}"
+        else:
+            out.append(arg)
+    return out
+
+
 def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in PROCESSES:
         return run_process(argv[0], argv[1:])
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(joined_values(argv))
     try:
         return execute(args)
     except KeyboardInterrupt:

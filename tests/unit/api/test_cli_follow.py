@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 
 from api.cli import workflow
 from api.cli.workflow import Transitions
@@ -48,3 +49,11 @@ def test_log_without_follow_reads_once(capsys):
     client = GrowingLog()
     workflow.log(argparse.Namespace(id="wf", stage="s", follow=False), client)  # type: ignore[arg-type]
     assert capsys.readouterr().out == "line 1\n" and client.looks == 0
+
+
+def test_newest_first_is_accepted_as_order_by_minus_submitted(monkeypatch):
+    cli_main = importlib.import_module("api.cli.main")
+    seen = {}
+    monkeypatch.setattr(cli_main, "execute", lambda args: seen.setdefault("order_by", args.order_by) and 0)
+    assert cli_main.main(["workflow", "list", "--order-by", "-submitted"]) == 0
+    assert seen["order_by"] == "-submitted"
