@@ -29,6 +29,7 @@ import nats.js.errors
 from nats.aio.client import Client
 from nats.js.api import ExternalStream, StorageType, StreamConfig, StreamSource
 
+from adapters.jetstream import headers
 from adapters.jetstream.subjects import StreamNames, check_cluster_name
 
 FEDERATED_STREAM = "ROVING_FEDERATED"
@@ -215,11 +216,11 @@ class Federation:
 
     async def connect(self) -> Client:
         try:
-            return await asyncio.wait_for(nats.connect(
+            return headers.install(await asyncio.wait_for(nats.connect(
                 servers=[u.strip() for u in self.hub_url.split(",") if u.strip()],
                 name="roving-federation", connect_timeout=self.timeout, allow_reconnect=False,
                 max_reconnect_attempts=0, error_cb=_quiet,
-            ), timeout=self.timeout * 2)
+            ), timeout=self.timeout * 2))
         except Exception as error:  # noqa: BLE001 - every connect failure has the same fix
             raise FederationError(
                 f"cannot reach the hub at {self.hub_url} ({error.__class__.__name__}): "

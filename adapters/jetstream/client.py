@@ -119,8 +119,6 @@ class Link:
                 log.warning("nats.consumer_reset_failed", error=repr(error))
 
 
-headers.install()
-
 
 class _Collector:
     """Replies to one request on the shared inbox, until a status (or an ack) ends them."""
@@ -167,7 +165,7 @@ class JetStreamClient:
             max_reconnect_attempts=-1, reconnect_time_wait=0.25, connect_timeout=5, allow_reconnect=True,
             inbox_prefix=inbox_prefix,
         )
-        link.nc = nc
+        link.nc = headers.install(nc)
         client = cls(nc, link, down_grace)
         client._sub = await nc.subscribe(client._inbox + ".*", cb=client._route)
         return client

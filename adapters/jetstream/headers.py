@@ -1,7 +1,7 @@
 """Message headers parsed on demand: replay reads four header names of a dozen, so it parses four.
 
 nats-py parses every header of every message in Python; at replay rates that is most of the time.
-`install()` swaps nats-py's parser for one that returns `LazyHeaders`, a dict whose `get`, `[]` and
+`install(nc)` gives one client a parser that returns `LazyHeaders`, a dict whose `get`, `[]` and
 `in` find one name in the raw block, and which parses everything the first time anything else is
 asked of it, so every other use of the headers sees an ordinary dict.
 """
@@ -113,5 +113,8 @@ for _name in ("keys", "items", "values", "copy", "pop", "popitem", "setdefault",
     setattr(LazyHeaders, _name, _materializing(_name))
 
 
-def install() -> None:
-    Client._parse_header_lines = staticmethod(LazyHeaders)
+def install(nc: Client) -> Client:
+    """Parse `nc`'s message headers lazily (nats-py looks the parser up on the instance); other clients keep
+    nats-py's own. Returns `nc`."""
+    nc._parse_header_lines = LazyHeaders  # type: ignore[method-assign]
+    return nc

@@ -35,3 +35,13 @@ def test_setting_a_header_keeps_the_parsed_ones():
     headers = LazyHeaders(b"A: 1\r\n")
     headers["B"] = "2"
     assert headers == {"A": "1", "B": "2"}
+
+
+def test_install_gives_one_client_the_lazy_parser_and_leaves_nats_py_alone():
+    from nats.aio.client import Client
+
+    from adapters.jetstream.headers import LazyHeaders, install
+
+    ours, theirs = install(Client()), Client()
+    assert isinstance(ours._parse_header_lines(b"Roving-Topic: a.b\r\n\r\n"), LazyHeaders)
+    assert not isinstance(theirs._parse_header_lines(b"Roving-Topic: a.b\r\n\r\n"), LazyHeaders)
