@@ -8,6 +8,7 @@ from datetime import datetime
 import msgspec
 
 from domain.scheduler import snapshot
+from domain.tenancy.common import Source
 
 DEFAULT_MAX_MONITORING_HELD_PERCENT = 20.0
 
@@ -20,12 +21,8 @@ class Effect(str, enum.Enum):
     DEPROVISION = "deprovision"
 
 
-class Source(str, enum.Enum):
-    """Who placed a hold; decided by the caller's identity, never by a request body."""
-
-    ADMIN = "admin"
-    MONITORING = "monitoring"
-    PROVISIONER = "provisioner"
+# Who placed a hold: the caller's own source (domain.tenancy), decided by its identity, never by a request body.
+HOLD_SOURCES = frozenset({Source.ADMIN, Source.MONITORING, Source.PROVISIONER})
 
 
 class HoldError(Exception):

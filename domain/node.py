@@ -10,6 +10,7 @@ from eventsourcing.domain import event
 
 from domain.holds import (
     DEFAULT_MAX_MONITORING_HELD_PERCENT,
+    HOLD_SOURCES,
     Effect,
     Hold,
     HoldError,
@@ -207,6 +208,8 @@ class Node(TimedAggregate):
     ) -> Hold | None:
         """Place a hold (again: no-op); monitoring over the ceiling of `peers` (the definition's nodes) is refused."""
         self._alive()
+        if source not in HOLD_SOURCES:
+            raise HoldError(f"a {source.value} may not place holds (admins, monitoring and provisioners do)")
         existing = self.holds.get(hold_id)
         if existing is not None:
             if (existing.effect, existing.source) != (effect, source):

@@ -14,7 +14,6 @@ from uuid import UUID
 from domain.app.errors import Forbidden, NotFound
 from domain.app.ids import node_id
 from domain.endpoint import Endpoint, OwnerKind
-from domain.holds import Source as HoldSource
 from domain.tenancy import Role, Source
 from domain.tenancy.permissions import (
     Action,
@@ -92,19 +91,19 @@ def submitter(principal: Principal) -> None:
         raise Forbidden(f"workflows are submitted with a user's token, not with the {principal.source.value} token")
 
 
-def hold_source(principal: Principal) -> HoldSource:
+def hold_source(principal: Principal) -> Source:
     """Managing nodes: a hold's source comes from the caller's identity, never from the request body."""
-    if principal.source.value in ("monitoring", "provisioner"):
-        return HoldSource(principal.source.value)
+    if principal.source in (Source.MONITORING, Source.PROVISIONER):
+        return principal.source
     if not principal.is_cluster_admin:
         raise Forbidden("managing nodes needs the cluster admin role")
-    return HoldSource.ADMIN
+    return Source.ADMIN
 
 
-def hold_releaser(principal: Principal, force: bool) -> HoldSource:
+def hold_releaser(principal: Principal, force: bool) -> Source:
     """Releasing a hold: as `hold_source`; force (monitoring evidence an alert keeps) is a cluster admin's alone."""
     source = hold_source(principal)
-    if force and source is not HoldSource.ADMIN:
+    if force and source is not Source.ADMIN:
         raise Forbidden(f"releasing a hold with force needs a cluster admin (the {source.value} token may not)")
     return source
 

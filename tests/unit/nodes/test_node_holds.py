@@ -124,6 +124,14 @@ def test_evict_returns_the_running_allocations_to_take_off():
 
 
 def test_the_callers_role_decides_the_hold_source():
-    assert [source_of(r) for r in ("admin", "monitoring", "provisioner")] == list(Source)
+    assert [source_of(r) for r in ("admin", "monitoring", "provisioner")] == [Source.ADMIN, Source.MONITORING,
+                                                                             Source.PROVISIONER]
     with pytest.raises(HoldError, match="role 'user' may not place or release node holds"):
         source_of("user")
+
+
+def test_only_admins_monitoring_and_provisioners_place_holds():
+    node = ready_node()
+    with pytest.raises(HoldError, match="a agent may not place holds"):
+        node.place_hold("h1", Effect.CORDON, Source.AGENT, "x", by="agent", at=at(2))
+    assert node.holds == {} and node.accepts_new_work
