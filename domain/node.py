@@ -209,7 +209,7 @@ class Node(TimedAggregate):
         """Place a hold (again: no-op); monitoring over the ceiling of `peers` (the definition's nodes) is refused."""
         self._alive()
         if source not in HOLD_SOURCES:
-            raise HoldError(f"a {source.value} may not place holds (admins, monitoring and provisioners do)")
+            raise HoldError(f"holds are placed by admins, monitoring and provisioners, not by the {source.value} token")
         existing = self.holds.get(hold_id)
         if existing is not None:
             if (existing.effect, existing.source) != (effect, source):

@@ -132,6 +132,6 @@ def test_the_callers_role_decides_the_hold_source():
 
 def test_only_admins_monitoring_and_provisioners_place_holds():
     node = ready_node()
-    with pytest.raises(HoldError, match="a agent may not place holds"):
+    with pytest.raises(HoldError, match="not by the agent token"):
         node.place_hold("h1", Effect.CORDON, Source.AGENT, "x", by="agent", at=at(2))
     assert node.holds == {} and node.accepts_new_work
