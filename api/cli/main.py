@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from api.cli import audit, completion, context, endpoints, federation, nodes, profile, queue, secret, tenancy, workflow
-from api.cli.client import ApiError, Client, current_context
+from api.cli.client import ApiError, Client, context_renewer, current_context
 from api.cli.output import FORMAT_HELP, FORMATS, render
 
 PROCESSES: dict[str, tuple[str, str, str]] = {
@@ -74,7 +74,8 @@ def execute(args: argparse.Namespace, client: Client | None = None) -> int:
     """Run a parsed command against the API and print its answer."""
     if client is None:
         found = current_context()
-        client = Client(found["api"], found["token"])
+        renew = context_renewer(found["api"]) if found["refresh_token"] else None
+        client = Client(found["api"], found["token"], renew=renew)
     wide = args.output == "wide"
     if wide:  # a handler shapes its rows for a person as for `table`; only the columns differ
         args.output = "table"
