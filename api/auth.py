@@ -12,8 +12,9 @@ from adapters.auth.tokens import Claims, InvalidToken, verify, verify_webhook
 from api.errors import Unauthorized, problem
 from domain.tenancy import Role, Source
 from domain.tenancy.permissions import Principal
+from domain.tenancy.revocation import family_jti
 
-PUBLIC = frozenset({"/healthz", "/readyz", "/metrics", "/v4/auth/login", "/v4/openapi.json"})
+PUBLIC = frozenset({"/healthz", "/readyz", "/metrics", "/v4/auth/login", "/v4/auth/refresh", "/v4/openapi.json"})
 WEBHOOK_OR_ACCESS = frozenset({"/v4/alerts", "/v4/nodes/-/sd_config"})
 
 
@@ -45,7 +46,7 @@ def principal_of(claims: Claims, tenancy: Any) -> Principal:
     """The domain principal: an account that exists and is active, with its role, groups, ownership and grants as
     the tenancy view has them now (never as the token claims them). A token without an account speaks only
     for a cluster component (agent, monitoring), as a plain user. A revoked token (by its `jti`) is refused."""
-    if tenancy is not None and tenancy.is_revoked(claims.jti):
+    if tenancy is not None and (tenancy.is_revoked(claims.jti) or (claims.fam and tenancy.is_revoked(family_jti(claims.fam)))):
         raise Unauthorized("token refused: revoked")
     if claims.sub is None:
         if claims.source is Source.ADMIN or claims.role is not Role.USER:

@@ -35,7 +35,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     nats_agent_creds: Path | None = None  # the user file agents get for the job log (ROVING_NATS_AGENT_CREDS)
     cluster: str = "local"
     log_format: str = "json"
-    token_ttl_seconds: float = 12 * 3600.0
+    token_ttl_seconds: float = 15 * 60.0  # a person's access token; the refresh token renews it
+    refresh_ttl_seconds: float = 14 * 86400.0  # a person's refresh token (each refresh issues a new one)
+    ui_session_ttl_seconds: float = 12 * 3600.0  # the web UI's session cookie (no refresh token in a browser)
     nats_port: int = 0
     node_lease_seconds: float = 10.0
     view_snapshot_every: int = 50_000  # applied events between view snapshots; 0: never snapshot
@@ -83,6 +85,8 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         cluster=_cluster(env.get("ROVING_CLUSTER"), defaults.cluster),
         log_format=_log_format(env.get("ROVING_LOG_FORMAT"), defaults.log_format),
         token_ttl_seconds=_ttl(env, "ROVING_TOKEN_TTL", defaults.token_ttl_seconds),
+        refresh_ttl_seconds=_ttl(env, "ROVING_REFRESH_TTL", defaults.refresh_ttl_seconds),
+        ui_session_ttl_seconds=_ttl(env, "ROVING_UI_SESSION_TTL", defaults.ui_session_ttl_seconds),
         nats_port=_count(env, "ROVING_NATS_PORT", defaults.nats_port, minimum=0),
         node_lease_seconds=_ttl(env, "ROVING_NODE_LEASE", defaults.node_lease_seconds),
         view_snapshot_every=_count(env, "ROVING_VIEW_SNAPSHOT_EVERY", defaults.view_snapshot_every, minimum=0),

@@ -145,6 +145,14 @@ class WorkflowsView(Projection):
         if known is None or event.attempt >= known.attempt:
             stages[event.stage] = StageAllocation(id=event.originator_id, attempt=event.attempt, priority=dict(event.priority))
 
+    @on("Allocation.PriorityUpdated")
+    def _priority_updated(self, event: Any) -> None:
+        """A tenant's priority moved its live allocations: describe shows what the queue uses, not the submission's."""
+        workflow_id, stage = self.allocation_stage.get(event.originator_id, (None, None))
+        known = self.current.get(workflow_id, {}).get(stage) if workflow_id is not None else None
+        if known is not None and known.id == event.originator_id:
+            known.priority = {**known.priority, event.kind: event.new}
+
     @on("Allocation.Requested", "Allocation.ProfileBound", "Allocation.Readied", "Allocation.Placed",
         "Allocation.Requeued", "Allocation.Ended", "Allocation.PriorityUpdated", "Allocation.SchedulingBlocked")
     def _allocation_activity(self, event: Any) -> None:

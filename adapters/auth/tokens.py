@@ -1,10 +1,12 @@
 """Signed bearer tokens: HMAC-SHA256 over compact msgspec JSON claims, base64url, `rv1.<claims>.<signature>`.
 
-Two kinds: short-lived `access` tokens for people (CLI, web) and long-lived `webhook` tokens for the
-Alertmanager principal (source monitoring). `verify` accepts only the kind it is asked for, so a webhook
+Three kinds: short-lived `access` tokens for people (CLI, web), their long-lived `refresh` tokens (exchanged
+once each for a new pair, `/v4/auth/refresh`), and long-lived `webhook` tokens for the Alertmanager principal
+(source monitoring). `verify` accepts only the kind it is asked for, so a webhook
 token never works as a login. Every token names the key that signed it (`kid`); the key ring
 (adapters.auth.keyring) signs with its newest key and verifies with any it still holds. A token's `jti`
-is what a revocation names (checked against the tenancy view on every request, api.auth).
+is what a revocation names (checked against the tenancy view on every request, api.auth); a login's tokens
+share a `fam` (family), so revoking the family ends the login's every access and refresh token.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from domain.tenancy import Principal, Role, Source
 
 __all__ = ["KEY_BYTES", "KeyFileError", "KeyRing", "load_or_create_key"]  # the key file lives in adapters.auth.keyring
 PREFIX = "rv1"
-ACCESS, WEBHOOK = "access", "webhook"
+ACCESS, REFRESH, WEBHOOK = "access", "refresh", "webhook"
 WEBHOOK_TTL = timedelta(days=365)
 
 
@@ -61,6 +63,7 @@ class Claims(msgspec.Struct, frozen=True):
     exp: int
     jti: str
     kid: str = ""  # tokens from before the key ring have none: any key of the ring may have signed them
+    fam: str = ""  # the login a person's token belongs to; none for agents, webhooks and `roving up`'s token
 
     def principal(self, owned_group_ids: frozenset[UUID] = frozenset(),
                   explain_group_ids: frozenset[UUID] = frozenset()) -> Principal:
@@ -73,14 +76,15 @@ class Claims(msgspec.Struct, frozen=True):
 
 
 def issue(claims: Identity, key: bytes, ttl: timedelta, now: datetime, *, kind: str = ACCESS,
-          token_id: str | None = None) -> str:
+          token_id: str | None = None, family: str = "") -> str:
     """A signed token for `claims`, valid from `now` for `ttl`."""
     if ttl <= timedelta(0):
         raise ValueError(f"ttl must be positive, got {ttl}")
     issued, ring = int(now.timestamp()), ring_of(key)
     payload = Claims(sub=claims.user_id, username=claims.username, role=claims.role, org=claims.organization_id,
                      groups=list(claims.group_ids), source=claims.source, kind=kind, iat=issued,
-                     exp=issued + int(ttl.total_seconds()), jti=token_id or secrets.token_urlsafe(12), kid=ring.kid)
+                     exp=issued + int(ttl.total_seconds()), jti=token_id or secrets.token_urlsafe(12), kid=ring.kid,
+                     fam=family)
     body = f"{PREFIX}.{_b64(msgspec.json.encode(payload))}"
     return f"{body}.{_b64(_sign(body, bytes(ring)))}"
 
@@ -103,6 +107,11 @@ def verify(token: str, key: bytes, now: datetime, *, kind: str = ACCESS) -> Clai
     if int(now.timestamp()) >= claims.exp:
         raise InvalidToken("expired", f"at {datetime.fromtimestamp(claims.exp, now.tzinfo).isoformat()}")
     return claims
+
+
+def new_family() -> str:
+    """The id a login's tokens share."""
+    return secrets.token_urlsafe(12)
 
 
 def issue_webhook(name: str, key: bytes, now: datetime, ttl: timedelta = WEBHOOK_TTL) -> str:

@@ -1,9 +1,14 @@
-"""The CLI's HTTP client: the context (address and token) from ~/.config/roving/config.yaml or ROVING_API/ROVING_TOKEN."""
+"""The CLI's HTTP client: the context (address and token) from ~/.config/roving/config.yaml or ROVING_API/ROVING_TOKEN.
+
+A context from `roving context login` also holds a refresh token: when the server says the access token has
+expired, the client spends it once for a new pair, saves that, and sends the request again.
+"""
 
 from __future__ import annotations
 
+import fcntl
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -45,8 +50,36 @@ def current_context(environ: dict[str, str] | None = None, path: Path | None = N
     env = os.environ if environ is None else environ
     data = load_contexts(path)
     found = dict(data["contexts"].get(data["current"]) or {})
+    token = env.get("ROVING_TOKEN")  # a token given by hand is used as it is: never refreshed
     return {"api": env.get("ROVING_API") or found.get("api") or DEFAULT_API,
-            "token": env.get("ROVING_TOKEN") or found.get("token") or ""}
+            "token": token or found.get("token") or "", "refresh_token": "" if token else found.get("refresh_token", "")}
+
+
+def context_renewer(api: str, path: Path | None = None, transport: Any = None) -> Callable[[str], str]:
+    """Renews the current context's tokens: given the access token that expired, the one to use now. Under a lock
+    on the context file, so two commands at once spend the refresh token once (a second spend would be taken for
+    a stolen copy and end the login); the later one finds the pair the first saved."""
+    def renew(expired: str) -> str:
+        path_ = path or config_path()
+        path_.parent.mkdir(parents=True, exist_ok=True)
+        with open(path_.with_name(path_.name + ".lock"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            data = load_contexts(path_)
+            found = dict(data["contexts"].get(data["current"]) or {})
+            if found.get("token") and found["token"] != expired:
+                return str(found["token"])
+            if not found.get("refresh_token"):
+                raise ApiError("the access token has expired; log in again: roving context login USERNAME")
+            try:
+                answer = Client(api, transport=transport).post("/v4/auth/refresh",
+                                                               {"refresh_token": found["refresh_token"]})
+            except ApiError as error:
+                raise ApiError(f"{error}; log in again: roving context login USERNAME") from None
+            found.update(token=answer["token"], refresh_token=answer["refresh_token"])
+            data["contexts"][data["current"]] = found
+            save_contexts(data, path_)
+            return str(answer["token"])
+    return renew
 
 
 def message_of(response: httpx.Response) -> str:
@@ -61,23 +94,37 @@ def message_of(response: httpx.Response) -> str:
     return str(body.get("error") if isinstance(body, dict) else body)
 
 
+def expired(response: httpx.Response) -> bool:
+    """The server refused the access token because its time ran out (api.auth says `token refused: expired`)."""
+    return response.status_code == 401 and "token refused: expired" in message_of(response)
+
+
 class Client:
     """A thin synchronous client; every method returns decoded JSON or raises ApiError."""
 
-    def __init__(self, api: str, token: str = "", timeout: float = 30.0, transport: Any = None) -> None:
+    def __init__(self, api: str, token: str = "", timeout: float = 30.0, transport: Any = None,
+                 renew: Callable[[str], str] | None = None) -> None:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.http = httpx.Client(base_url=api, headers=headers, timeout=timeout, transport=transport)
+        self.token, self.renew = token, renew
 
     def request(self, method: str, path: str, **kwargs: Any) -> Any:
-        try:
-            response = self.http.request(method, path, **kwargs)
-        except httpx.HTTPError as error:
-            raise ApiError(f"cannot reach {self.http.base_url}: {error}") from None
+        response = self._send(method, path, **kwargs)
+        if self.renew is not None and expired(response):
+            self.token = self.renew(self.token)
+            self.http.headers["Authorization"] = f"Bearer {self.token}"
+            response = self._send(method, path, **kwargs)
         if response.status_code >= 400:
             raise ApiError(f"{message_of(response)} (HTTP {response.status_code})")
         if response.headers.get("content-type", "").startswith("application/json"):
             return response.json()
         return response.text
+
+    def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        try:
+            return self.http.request(method, path, **kwargs)
+        except httpx.HTTPError as error:
+            raise ApiError(f"cannot reach {self.http.base_url}: {error}") from None
 
     def get(self, path: str, **params: Any) -> Any:
         return self.request("GET", path, params={k: v for k, v in params.items() if v is not None})

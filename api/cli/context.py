@@ -13,12 +13,14 @@ from api.cli.tenancy import password
 
 
 def login(args: argparse.Namespace, client: Client) -> Any:
-    """Log in with a password and store the token in the context file (mode 0600)."""
+    """Log in with a password and store the tokens in the context file (mode 0600): the access token, and the
+    refresh token that renews it when it expires."""
     data = load_contexts()
     name = args.name or data["current"]
     api = args.api or (data["contexts"].get(name) or {}).get("api") or current_context()["api"]
     answer = Client(api).post("/v4/auth/login", {"username": args.username, "password": password(args)})
-    data["contexts"][name] = {"api": api, "token": answer["token"], "username": args.username}
+    data["contexts"][name] = {"api": api, "token": answer["token"], "refresh_token": answer.get("refresh_token", ""),
+                              "username": args.username}
     data["current"] = name
     path = save_contexts(data)
     return {"context": name, "api": api, "username": args.username, "saved": str(path)}

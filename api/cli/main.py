@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from api.cli import audit, completion, context, endpoints, federation, nodes, profile, queue, secret, tenancy, workflow
-from api.cli.client import ApiError, Client, current_context
+from api.cli.client import ApiError, Client, context_renewer, current_context
 from api.cli.output import FORMAT_HELP, FORMATS, render
 
 PROCESSES: dict[str, tuple[str, str, str]] = {
@@ -20,6 +20,7 @@ PROCESSES: dict[str, tuple[str, str, str]] = {
     "agent": ("api.agent", "agent_main", "run a node agent that registers this host and runs its work"),
     "federate": ("api.federate", "federate_main", "replicate clusters' logs into one federated stream"),
 }
+OWN_PACKAGES = ("api", "domain", "projections", "adapters")
 GROUPS = (workflow, queue, nodes, tenancy, secret, profile, audit, endpoints, federation, context, completion)
 DESCRIPTION = """Roving: an event-sourced control plane for HPC/AI clusters.
 
@@ -64,17 +65,26 @@ def run_process(name: str, argv: list[str]) -> int:
     try:
         entry: Callable[[list[str]], int] = getattr(importlib.import_module(module_name), function)
     except (ImportError, AttributeError) as error:
-        print(f"roving {name}: not available in this installation ({module_name}.{function}: {error})",
-              file=sys.stderr)
+        print(f"roving {name}: {unavailable(error, f'{module_name}.{function}')}", file=sys.stderr)
         return 1
     return int(entry(argv) or 0)
+
+
+def unavailable(error: Exception, entry: str) -> str:
+    """Why a process cannot start; a missing package of the server's names the extra that brings it."""
+    missing = error.name if isinstance(error, ModuleNotFoundError) else None
+    if missing and missing.split(".")[0] not in OWN_PACKAGES:
+        return (f"needs the server's dependencies, which this installation lacks (no module {missing!r}); "
+                "install them with: pip install 'roving[server]'")
+    return f"not available in this installation ({entry}: {error})"
 
 
 def execute(args: argparse.Namespace, client: Client | None = None) -> int:
     """Run a parsed command against the API and print its answer."""
     if client is None:
         found = current_context()
-        client = Client(found["api"], found["token"])
+        renew = context_renewer(found["api"]) if found["refresh_token"] else None
+        client = Client(found["api"], found["token"], renew=renew)
     wide = args.output == "wide"
     if wide:  # a handler shapes its rows for a person as for `table`; only the columns differ
         args.output = "table"

@@ -10,7 +10,7 @@ from uuid import UUID
 
 from api.cli.client import Client
 from api.cli.output import named
-from domain.app.ids import group_id, org_id, user_id
+from domain.ids import group_id, org_id, user_id
 
 PREEMPT = {"preempt": "preempt_names"}
 GROUP_NAMES = {**PREEMPT, "members": "member_names"}  # a table shows these lists by name; json keeps the ids

@@ -10,10 +10,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from api.routes import agent, audit, endpoints, nodes, tenancy, workflows
+from api.routes import agent, audit, endpoints, nodes, sessions, tenancy, workflows
 from api.routes import common as c
 
-PUBLIC = {"/healthz", "/readyz", "/metrics", "/v4/auth/login", "/v4/openapi.json"}
+PUBLIC = {"/healthz", "/readyz", "/metrics", "/v4/auth/login", "/v4/auth/refresh", "/v4/openapi.json"}
 BODIES: dict[tuple[str, str], type] = {
     ("POST", "/v4/workflows"): workflows.Submit,
     ("POST", "/v4/nodes/{id}/cordon"): nodes.Reason,
@@ -30,6 +30,7 @@ BODIES: dict[tuple[str, str], type] = {
     ("PUT", "/v4/groups/{id}/preempt"): tenancy.PreemptList,
     ("PUT", "/v4/groups/{id}/members/{user}"): tenancy.Membership,
     ("POST", "/v4/auth/login"): tenancy.Login,
+    ("POST", "/v4/auth/refresh"): sessions.RefreshRequest,
     ("POST", "/v4/agent/register"): agent.Register,
     ("POST", "/v4/agent/heartbeat"): agent.Heartbeat,
     ("POST", "/v4/agent/reports"): agent.Report,
@@ -100,6 +101,9 @@ def operation(method: str, path: str, endpoint: Any, refs: dict[Any, dict]) -> d
                                   "content": {"application/json": {"schema": ERROR}}}
     if path == "/v4/auth/login":
         op["responses"]["401"] = {"description": "Unknown username or wrong password",
+                                  "content": {"application/json": {"schema": ERROR}}}
+    if path == "/v4/auth/refresh":
+        op["responses"]["401"] = {"description": "Refresh token expired, used up or reused, or the account disabled",
                                   "content": {"application/json": {"schema": ERROR}}}
     if path.startswith(PROXY):
         op["responses"]["200"]["content"] = {"*/*": {"schema": {}}}

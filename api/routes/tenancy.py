@@ -12,8 +12,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from adapters.auth.tokens import WEBHOOK_TTL, Identity, issue
+from adapters.auth.tokens import WEBHOOK_TTL, Identity
 from api.routes import common as c
+from api.routes import sessions
 from api.routes.names import Names, names
 from domain.app import access
 from domain.app.errors import NotFound
@@ -196,7 +197,8 @@ async def whoami(request: Request) -> Response:
 
 
 async def login(request: Request) -> Response:
-    """Password login; the answer is a signed access token (the password never leaves this function)."""
+    """Password login; the answer is a short access token and its refresh token (api.routes.sessions); the password
+    never leaves this function."""
     wanted, svc = await c.body(request, Login), c.services(request)
     at = c.now()
     user = await c.call(svc.roving.login, wanted.username, wanted.password, at)
@@ -204,8 +206,7 @@ async def login(request: Request) -> Response:
     known = svc.views.tenancy.principal_for(user.id)
     identity = Identity(user_id=user.id, username=user.username, role=user.role, organization_id=user.organization_id,
                         group_ids=sorted(known.group_ids) if known else [])
-    ttl = timedelta(seconds=c.settings(request).token_ttl_seconds)
-    return c.json({"token": issue(identity, svc.key, ttl, at), "expires_in": int(ttl.total_seconds())})
+    return c.json(sessions.token_pair(request, identity, at))
 
 
 async def change_password(request: Request) -> Response:
@@ -226,11 +227,14 @@ async def unlock_user(request: Request) -> Response:
 
 
 async def logout(request: Request) -> Response:
-    """Revoke the token this request carries: from the answer on, every API process refuses it."""
-    claims = request.state.claims
+    """Revoke the token this request carries, and its login's refresh token: from the answer on, every API process
+    refuses them."""
+    claims, at = request.state.claims, c.now()
     expires = datetime.fromtimestamp(claims.exp, UTC)
     await c.call(c.services(request).roving.tenancy.revoke_token, claims.jti, claims.sub, expires, "logout",
-                 c.principal(request), c.now())
+                 c.principal(request), at)
+    if claims.fam:
+        await sessions.revoke_family(request, claims.sub, claims.fam, at)
     await c.settle(request)
     return c.json({"revoked": claims.jti})
 

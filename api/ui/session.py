@@ -44,12 +44,13 @@ def principal_from_cookie(request: Request) -> Principal | None:
 
 
 def issue_session(request: Request, user: Any) -> tuple[str, int]:
-    """A token for `user` exactly as `/v4/auth/login` issues one; (token, seconds it lasts)."""
+    """An access token for `user` as `/v4/auth/login` issues one, but lasting the UI's own session length
+    (ROVING_UI_SESSION_TTL): a browser holds no refresh token; (token, seconds it lasts)."""
     svc = request.app.state.services
     known = svc.views.tenancy.principal_for(user.id)
     identity = Identity(user_id=user.id, username=user.username, role=user.role, organization_id=user.organization_id,
                         group_ids=sorted(known.group_ids) if known else [])
-    ttl = timedelta(seconds=request.app.state.settings.token_ttl_seconds)
+    ttl = timedelta(seconds=request.app.state.settings.ui_session_ttl_seconds)
     return issue(identity, svc.key, ttl, datetime.now(UTC)), int(ttl.total_seconds())
 
 

@@ -16,7 +16,7 @@ from domain.tenancy import Group, Organization, Role, TenancyError, User
 from domain.tenancy.lockout import StrangerLockout
 from domain.tenancy.passwords import REFUSED_LOGIN, password_problems
 from domain.tenancy.permissions import Action, Principal, Resource
-from domain.tenancy.revocation import RevokedToken, revocation_id
+from domain.tenancy.revocation import RevokedToken, family_jti, revocation_id
 
 
 class PasswordHasher(Protocol):
@@ -132,6 +132,28 @@ class TenancyHandlers:
             revoked = RevokedToken.revoke(jti, str(subject or ""), expires, reason, by=principal.username, at=at)
         self.uow.save(revoked)
         return True
+
+    @command
+    def spend_refresh_token(self, jti: str, family: str, subject: UUID, expires: datetime, family_expires: datetime,
+                            at: datetime) -> str | None:
+        """Use a refresh token up (revoked from now on): None when the caller may have a new pair, else why not.
+        A token already used up is a reuse (a stolen copy, or the thief got there first): the whole login's
+        tokens are revoked, until `family_expires` (later than any token of the family can run)."""
+        if not family or revocation_id(family_jti(family)) in self.uow.repository:
+            return "revoked"
+        if revocation_id(jti) in self.uow.repository:
+            with _tenancy_errors():
+                self.uow.save(RevokedToken.revoke(family_jti(family), str(subject), family_expires,
+                                                  "refresh token reused", by="roving", at=at))
+            return "refresh token reused; this login's tokens are all revoked, log in again"
+        if subject not in self.uow.repository:
+            return "unknown account"
+        user = self.uow.load(User, subject, "user")
+        if user.disabled:
+            return "account disabled"
+        with _tenancy_errors():
+            self.uow.save(RevokedToken.revoke(jti, str(subject), expires, "refreshed", by=user.username, at=at))
+        return None
 
     def _needs_rehash(self, stored: str) -> bool:
         check = getattr(self.passwords, "needs_rehash", None)  # an injected hasher may predate rehashing

@@ -21,6 +21,11 @@ def revocation_id(jti: str) -> UUID:
     return uuid5(TOKENS, jti)
 
 
+def family_jti(family: str) -> str:
+    """The id a revocation of a whole login names: every access and refresh token of that login carries it."""
+    return f"family:{family}"
+
+
 class RevokedToken(TenantAggregate):
     @event("Revoked")
     def __init__(self, id: UUID, jti: str, subject: str, expires: datetime, reason: str, by: str,

@@ -171,3 +171,9 @@ def test_an_overlong_hold_reason_is_a_400_naming_the_field(api):
     answer = api.request("POST", "/ui/nodes/n1/cordon", headers=admin, data={"csrf": token, "reason": "x" * 501})
     assert answer.status_code == 400 and alert(answer.text)[0].startswith("reason: expected at most 500")
     assert api.request("GET", "/v4/nodes/n1/holds", api.admin).json()["holds"] == []
+
+
+def test_the_ui_session_lasts_its_own_length_not_the_short_access_token():
+    api = Api({"ROVING_TOKEN_TTL": "1m", "ROVING_UI_SESSION_TTL": "8h"})
+    cookies = [c for c in sign_in(api).headers.get_list("set-cookie") if c.startswith("roving_session=")]
+    assert len(cookies) == 1 and "Max-Age=28800" in cookies[0]

@@ -39,5 +39,6 @@ def test_the_sdist_ships_the_monitoring_configs_and_the_examples(monkeypatch):
 
 
 def test_dependencies_whose_formats_the_code_relies_on_have_an_upper_bound():
-    bounds = {re.split(r"[<>=!~\[; ]", d)[0]: d for d in PROJECT["dependencies"]}
+    wanted = PROJECT["dependencies"] + PROJECT["optional-dependencies"]["server"]
+    bounds = {re.split(r"[<>=!~\[; ]", d)[0]: d for d in wanted}
     assert [name for name in ("msgspec", "uvicorn", "httpx") if "<" not in bounds[name]] == []

@@ -14,7 +14,7 @@ from adapters.secret_store import open_secret_store
 from api.app import create_app
 from api.services import Services
 from api.settings import load_settings
-from domain.app import Roving
+from domain.app import ReadModelFunctions, Roving
 from domain.app.ids import user_id
 from domain.tenancy import Role, Source
 from domain.tenancy.permissions import Principal
@@ -64,10 +64,15 @@ class FakeLeases:
         self.touched.append(node)
 
 
-def services() -> Services:
+def services(wired: bool = False) -> Services:
+    """`wired`: the application asks the views about owners' priorities and live allocations, as `roving up`'s does
+    (a priority change then moves the owner's queued allocations)."""
     env = {"PERSISTENCE_MODULE": "eventsourcing.popo", "ROVING_CLUSTER": "test",
            "TRANSCODER_TOPIC": "adapters.transcoder:MsgspecTranscoder"}
-    roving, views = Roving(env=env, passwords=PlainHasher()), Views()
+    views = Views()
+    read_models = ReadModelFunctions(priorities=views.tenancy.owner_priorities,
+                                     allocations_of_owner=views.queue.live_allocations_of) if wired else None
+    roving = Roving(env=env, passwords=PlainHasher(), read_models=read_models)
     secrets = open_secret_store(roving, tempfile.mkdtemp(prefix="roving-secrets-"))  # its key ring is made on first use
     return Services(roving=roving, views=views, tailer=SyncTailer(roving, views), key=KEY, logs=FakeLogs(),
                     leases=FakeLeases(), nats_url="nats://127.0.0.1:4222", cluster="test", secrets=secrets)
@@ -87,8 +92,8 @@ def webhook_token() -> str:
 class Api:
     """A synchronous face on the ASGI app for tests that read as sentences."""
 
-    def __init__(self, env: dict[str, str] | None = None) -> None:
-        self.services = services()
+    def __init__(self, env: dict[str, str] | None = None, wired: bool = False) -> None:
+        self.services = services(wired)
         self.app = create_app(load_settings(env or {}), self.services)
         now = datetime.now(UTC)
         self.services.roving.create_user(None, "admin", "admin@example.org", PASSWORD, "cluster_admin", SYSTEM, now)

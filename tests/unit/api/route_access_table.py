@@ -44,12 +44,19 @@ def node_route(suffix: str, body: Any = None) -> dict[str, Any]:
     return {"own": lambda w: Call(f"/v4/nodes/{w.node()['node_id']}{suffix}", body), "foreign": CLUSTER}
 
 
+def refresh_token(world: World) -> str:
+    """A refresh token of a fresh login (each is good for one refresh)."""
+    login = world.api.request("POST", "/v4/auth/login", json={"username": "erin", "password": PASSWORD})
+    return str(login.json()["refresh_token"])
+
+
 ROUTES = [
     Row("GET", "/healthz", PUBLIC),
     Row("GET", "/readyz", PUBLIC),
     Row("GET", "/metrics", PUBLIC),
     Row("GET", "/v4/openapi.json", PUBLIC),
     Row("POST", "/v4/auth/login", PUBLIC, lambda w: Call("/v4/auth/login", {"username": "erin", "password": PASSWORD})),
+    Row("POST", "/v4/auth/refresh", PUBLIC, lambda w: Call("/v4/auth/refresh", {"refresh_token": refresh_token(w)})),
     Row("GET", "/v4/auth/whoami", EVERYONE),
     Row("POST", "/v4/auth/logout", EVERYONE, lambda w: Call("/v4/auth/logout", fresh=True)),
     Row("POST", "/v4/auth/revoke", ADMINS, lambda w: Call("/v4/auth/revoke", {"jti": w.fresh("jti")})),

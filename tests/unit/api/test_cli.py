@@ -82,7 +82,7 @@ def test_workflow_start_sends_the_endpoint_takeover_strategy_and_refuses_others(
 
 def test_the_environment_overrides_the_context_file(tmp_path):
     found = current_context({"ROVING_API": "http://x:1", "ROVING_TOKEN": "t"}, tmp_path / "none.yaml")
-    assert found == {"api": "http://x:1", "token": "t"}
+    assert found == {"api": "http://x:1", "token": "t", "refresh_token": ""}  # a token given by hand: no refresh
 
 
 def test_a_server_refusal_prints_its_message():

@@ -24,6 +24,14 @@ def test_variables_override_the_defaults():
     assert settings.view_snapshot_every == 0 and load_settings({}).view_snapshot_every == 50_000
 
 
+def test_people_get_15_minute_access_tokens_14_day_refresh_tokens_and_12_hour_ui_sessions():
+    found = load_settings({})
+    assert (found.token_ttl_seconds, found.refresh_ttl_seconds, found.ui_session_ttl_seconds) == (900, 14 * 86400,
+                                                                                                   12 * 3600)
+    found = load_settings({"ROVING_REFRESH_TTL": "1d", "ROVING_UI_SESSION_TTL": "30m"})
+    assert (found.refresh_ttl_seconds, found.ui_session_ttl_seconds) == (86400, 1800)
+
+
 def test_monitoring_paces_at_15s_and_scrapes_node_exporters_on_9100_unless_told_otherwise():
     assert (load_settings({}).monitoring_interval, load_settings({}).node_exporter_port) == (15.0, 9100)
     settings = load_settings({"ROVING_MONITORING_INTERVAL": "500ms", "ROVING_NODE_EXPORTER_PORT": "0"})
@@ -34,7 +42,7 @@ def test_monitoring_paces_at_15s_and_scrapes_node_exporters_on_9100_unless_told_
     ("ROVING_LOCAL_NODES", "two"), ("ROVING_LOCAL_NODE_CPUS", "0"), ("ROVING_LOCAL_NODE_MEMORY", "lots"),
     ("ROVING_LISTEN", "localhost"), ("ROVING_LOG_FORMAT", "xml"), ("ROVING_TOKEN_TTL", "soon"),
     ("ROVING_CLUSTER", "a b"), ("ROVING_VIEW_SNAPSHOT_EVERY", "-1"), ("ROVING_MONITORING_INTERVAL", "0s"),
-    ("ROVING_NODE_EXPORTER_PORT", "ninety"),
+    ("ROVING_NODE_EXPORTER_PORT", "ninety"), ("ROVING_REFRESH_TTL", "forever"), ("ROVING_UI_SESSION_TTL", "0s"),
 ])
 def test_an_invalid_value_gives_one_line_naming_the_variable(name, value):
     with pytest.raises(SettingsError) as error:

@@ -1,0 +1,35 @@
+"""Deterministic ids: a name maps to one aggregate, so uniqueness needs no read model."""
+
+from __future__ import annotations
+
+from uuid import NAMESPACE_URL, UUID, uuid5
+
+ROOT = uuid5(NAMESPACE_URL, "roving")
+
+
+def org_id(name: str) -> UUID:
+    return uuid5(ROOT, f"organization:{name}")
+
+
+def user_id(username: str) -> UUID:
+    return uuid5(ROOT, f"user:{username.lower()}")
+
+
+def group_id(organization: UUID, name: str) -> UUID:
+    return uuid5(ROOT, f"group:{organization}:{name}")
+
+
+def node_id(name: str) -> UUID:
+    return uuid5(ROOT, f"node:{name}")
+
+
+def endpoint_id(name: str) -> UUID:
+    return uuid5(ROOT, f"endpoint:{name}")
+
+
+def allocation_id(workflow: UUID, stage: str, attempt: int) -> UUID:
+    return uuid5(workflow, f"allocation:{stage}#{attempt}")
+
+
+def hold_id(node: UUID, effect: str, by: str, at_iso: str) -> str:
+    return str(uuid5(node, f"hold:{effect}:{by}:{at_iso}"))
