@@ -293,10 +293,21 @@ class Agent:
         for order in answer.get("stop", []):
             if slot := self.slots.get(order["allocation_id"]):
                 slot.running.cancel(order.get("reason") or "stopped by the control plane")
+            elif order.get("rank_stop"):
+                await self.never_started(order)
         for item in answer.get("start", []):
             await self.start(item)
         if "volumes" in answer:  # a control plane that does not say which volumes live on is never taken as "none"
             await self.sweep_volumes(set(answer["volumes"]))
+
+    async def never_started(self, order: dict[str, Any]) -> None:
+        """A multinode rank told to stop before it ran here still reports its end: its allocation waits for every
+        rank's exit (unless this node has run it already and its exit is on its way)."""
+        allocation_id, epoch = order.get("allocation_id"), order.get("epoch")
+        if (allocation_id, epoch) in self.finished or self.reporter.waiting(allocation_id, epoch, "exited"):
+            return
+        self.finished.add((allocation_id, epoch))
+        await self.report(allocation_id, epoch, "exited", exit_code=143, reason=f"not started: {order.get('reason')}")
 
     async def sweep_volumes(self, live: set[str]) -> None:
         """Volumes of workflows that ended go, once none of their stages runs here any more."""
