@@ -63,3 +63,11 @@ def test_a_rank_that_finished_is_not_started_again_while_its_peer_still_runs():
     feed.save(allocation)
     assert feed.views.assignments(n1.id)["start"] == []
     assert [s["peers"]["rank"] for s in feed.views.assignments(n2.id)["start"]] == [1]
+
+
+def test_the_activity_stream_tells_each_rank_s_exit_with_its_node():
+    feed, allocation, n1, n2 = placed_on_two()
+    allocation.rank_exited(str(n2.id), 7, allocation.epoch, by="agent", at=at(2))
+    feed.save(allocation)
+    messages = [row.message for row in feed.views.workflows.events(allocation.workflow_id)]
+    assert messages[-1] == "Rank 1 on node-2 exited with code 7"
