@@ -71,17 +71,17 @@ def _stop_rank(a: Allocation) -> dict:
 
 
 def _peers(a: Allocation, node_id: str, workflow: Workflow, nodes: NodesView) -> Peers | None:
-    """A multinode allocation's rank on this node and every rank's registered address."""
-    if not a.multinode:
+    """A multinode job's rank on this node and every rank's registered address (`multinode: {nodes: 1}` too)."""
+    spec = workflow.stages[a.stage].spec
+    multinode = getattr(_step(workflow, spec.step, spec.kind), "multinode", None)
+    if multinode is None or node_id not in a.nodes:
         return None
     hosts = []
     for peer in a.nodes:
         row = nodes.get(peer)
-        hosts.append(row.address or row.name if row is not None else peer)
-    multinode = getattr(_step(workflow, workflow.stages[a.stage].spec.step, "job"), "multinode", None)
+        hosts.append((row.address or row.name) if row is not None else peer)
     return Peers(rank=a.rank_of(node_id), hosts=tuple(hosts), port=leader_port(a.id),
-                 procs_per_node=(multinode.procs_per_node if multinode else None) or 1,
-                 implementation=(multinode.implementation if multinode else None) or "")
+                 procs_per_node=multinode.procs_per_node or 1, implementation=multinode.implementation or "")
 
 
 def run_spec(a: Allocation, workflow: Workflow, queue: QueueView, peers: Peers | None = None) -> dict:

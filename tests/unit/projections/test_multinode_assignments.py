@@ -71,3 +71,22 @@ def test_the_activity_stream_tells_each_rank_s_exit_with_its_node():
     feed.save(allocation)
     messages = [row.message for row in feed.views.workflows.events(allocation.workflow_id)]
     assert messages[-1] == "Rank 1 on node-2 exited with code 7"
+
+
+def test_a_one_node_multinode_job_still_gets_its_hostfile_and_rank():
+    feed, n1 = Feed(), addressed("node-1", "10.0.0.1")
+    feed.save(n1)
+    workflow = submit(MPI.replace("nodes: 2", "nodes: 1"))
+    allocation = request(workflow, "train")
+    allocation.place([str(n1.id)], by="scheduler", at=at(1))
+    feed.save(workflow, allocation)
+    [spec] = feed.views.assignments(n1.id)["start"]
+    assert (spec["peers"]["rank"], spec["peers"]["hosts"]) == (0, ("10.0.0.1",))
+
+
+def test_a_rank_s_exit_wakes_every_node_of_the_job_waiting_for_its_assignments():
+    from api.wakeups import AssignmentWaiters
+    feed, allocation, n1, n2 = placed_on_two()
+    allocation.rank_exited(str(n2.id), 7, allocation.epoch, by="agent", at=at(2))
+    [exited] = [e for e in allocation.collect_events() if type(e).__qualname__ == "Allocation.RankExited"]
+    assert AssignmentWaiters(feed.views).touched([exited]) == {str(n1.id), str(n2.id)}
