@@ -81,7 +81,8 @@ def _peers(a: Allocation, node_id: str, workflow: Workflow, nodes: NodesView) ->
         row = nodes.get(peer)
         hosts.append((row.address or row.name) if row is not None else peer)
     return Peers(rank=a.rank_of(node_id), hosts=tuple(hosts), port=leader_port(a.id),
-                 procs_per_node=multinode.procs_per_node or 1, implementation=multinode.implementation or "")
+                 procs_per_node=multinode.procs_per_node or max(1, int(spec.resources.cpu_cores)),  # Fuzzball's default
+                 implementation=multinode.implementation or "")
 
 
 def run_spec(a: Allocation, workflow: Workflow, queue: QueueView, peers: Peers | None = None) -> dict:

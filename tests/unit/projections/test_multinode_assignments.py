@@ -90,3 +90,14 @@ def test_a_rank_s_exit_wakes_every_node_of_the_job_waiting_for_its_assignments()
     allocation.rank_exited(str(n2.id), 7, allocation.epoch, by="agent", at=at(2))
     [exited] = [e for e in allocation.collect_events() if type(e).__qualname__ == "Allocation.RankExited"]
     assert AssignmentWaiters(feed.views).touched([exited]) == {str(n1.id), str(n2.id)}
+
+
+def test_without_procs_per_node_each_node_runs_as_many_processes_as_the_job_has_cores():
+    feed, n1 = Feed(), addressed("node-1", "10.0.0.1")
+    feed.save(n1)
+    workflow = submit(MPI.replace(", procs-per-node: 4}", "}, resource: {cpu: {cores: 3}}").replace("nodes: 2", "nodes: 1"))
+    allocation = request(workflow, "train")
+    allocation.place([str(n1.id)], by="scheduler", at=at(1))
+    feed.save(workflow, allocation)
+    [spec] = feed.views.assignments(n1.id)["start"]
+    assert spec["peers"]["procs_per_node"] == 3
