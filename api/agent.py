@@ -307,6 +307,8 @@ class Agent:
         if (allocation_id, epoch) in self.finished or self.reporter.waiting(allocation_id, epoch, "exited"):
             return
         self.finished.add((allocation_id, epoch))
+        if self.logs is not None and order.get("ranks"):  # its share of the log ends too: followers wait for it
+            self.logs.end(order["workflow_id"], order["stage"], "not started", ranks=order["ranks"])
         await self.report(allocation_id, epoch, "exited", exit_code=143, reason=f"not started: {order.get('reason')}")
 
     async def sweep_volumes(self, live: set[str]) -> None:
@@ -388,7 +390,7 @@ class Agent:
         if exit_code != 0:
             self.metrics.failures.labels("exit").inc()
         if self.logs is not None:
-            self.logs.end(spec.workflow_id, spec.stage, reason)
+            self.logs.end(spec.workflow_id, spec.stage, reason, ranks=len(spec.peers.hosts) if spec.peers else 1)
         self.log.info("agent.exited", allocation_id=spec.allocation_id, exit_code=exit_code, reason=reason)
         if not slot.fenced:
             await self.report_slot(slot, "exited", exit_code=exit_code, reason=reason)

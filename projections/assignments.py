@@ -67,7 +67,8 @@ def _stop(a: Allocation, workflow: Workflow | None) -> dict:
 def _stop_rank(a: Allocation) -> dict:
     """A rank of a multinode allocation failed: the others stop, and the allocation ends when all have exited."""
     return {"allocation_id": str(a.id), "epoch": a.epoch, "workflow_id": str(a.workflow_id), "stage": a.stage,
-            "state": a.state.value, "rank_stop": True, "reason": f"rank {a.failed_rank} failed: the job stops on every node"}
+            "state": a.state.value, "rank_stop": True, "ranks": len(a.nodes),
+            "reason": f"rank {a.failed_rank} failed: the job stops on every node"}
 
 
 def _peers(a: Allocation, node_id: str, workflow: Workflow, nodes: NodesView) -> Peers | None:
