@@ -40,3 +40,13 @@ def test_a_new_placement_forgets_the_ranks_that_exited_before_it():
     assert a.rank_exits == {} and a.state is QueueState.RUNNING
     assert not a.rank_exited("n3", 0, second, by="agent", at=later(4))
     assert a.rank_exited("n4", 0, second, by="agent", at=later(5)) and a.state is QueueState.FINISHED
+
+
+def test_the_multinode_example_asks_for_two_nodes():
+    from pathlib import Path
+
+    from domain.fuzzfile import list_stages, parse_fuzzfile
+    parsed = parse_fuzzfile((Path(__file__).parents[3] / "examples" / "multinode.yaml").read_text())
+    assert parsed.errors == []
+    [stage] = list_stages(parsed.definition)
+    assert stage.resources.nodes == 2
