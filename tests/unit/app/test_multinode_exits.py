@@ -73,3 +73,29 @@ def test_a_node_outside_the_placement_cannot_report_a_rank():
     n3, _ = roving.register_node("n3", 4, 8 << 30, {}, {}, "pool-a", "10.0.0.3", 9100, T0)
     with pytest.raises(StaleEpoch):
         roving.report(n3, train, fence, "exited", 0, "", later(5))
+
+
+def test_two_ranks_exiting_at_once_are_both_recorded_and_the_job_ends_once():
+    """The second writer's commit is refused, it reloads, records its rank, and is the one that ends the job."""
+    import threading
+    roving = app()
+    wid, train, fence, n1, n2 = placed_pair(roving)
+    original_save, raced = type(roving).save, threading.Event()
+
+    def save_after_a_rival(self, *objs, **kwargs):
+        if not raced.is_set():  # rank 0's report is about to land: rank 1's lands first, from another thread
+            raced.set()
+            rival = threading.Thread(target=roving.report, args=(n2, train, fence, "exited", 0, "", later(5)))
+            rival.start()
+            rival.join()
+        return original_save(self, *objs, **kwargs)
+
+    type(roving).save = save_after_a_rival
+    try:
+        roving.report(n1, train, fence, "exited", 0, "", later(5))
+    finally:
+        type(roving).save = original_save
+    alloc = roving.repository.get(train)
+    assert raced.is_set() and alloc.state is QueueState.FINISHED and sorted(alloc.rank_exits) == sorted([str(n1), str(n2)])
+    assert roving.repository.get(wid).status == "FINISHED"
+    assert roving.repository.get(n1).allocations == {} and roving.repository.get(n2).allocations == {}
