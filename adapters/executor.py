@@ -27,6 +27,7 @@ from adapters.hooks import (
 from adapters.runtime.bwrap import OciRuntime
 from adapters.transfer_plan import REASON_FILE, TRANSFER_KINDS, transfer_argv
 from adapters.volumes import Volumes
+from domain.multinode import HOSTFILE, hostfile
 from adapters.runspec import (  # noqa: F401 - RunSpec, SpecError and unreachable are the executor's vocabulary too
     JobUser,
     RunSpec,
@@ -240,7 +241,7 @@ class Executor:
                 self.volumes.link(workdir, bound)
             if self.user is not None:
                 self._hand_over(workdir)
-            env = job_environment(spec, self.user, workdir, devices)
+            env = job_environment(spec, self.user, workdir, devices, workdir=workdir)
             if transfer:  # where this node reaches the world: a hub mirror, an S3 endpoint, a proxy
                 env.update({k: os.environ[k] for k in TRANSFER_PASSED if k in os.environ})
             _findable(argv[0], env, cwd)
@@ -339,7 +340,8 @@ class Executor:
         if not hooks:
             return
         cwd = inside(running.workdir, spec.cwd or ".", "cwd")
-        env = job_environment(spec, self.user, running.workdir, running.devices if self.binder else None)
+        env = job_environment(spec, self.user, running.workdir, running.devices if self.binder else None,
+                              workdir=running.workdir)
         env.update(ROVING_EXIT_CODE=str(code), ROVING_EXIT_REASON=reason)
         for hook, argv in hooks:
             if running.pulled is not None and self.runtime is not None:
@@ -385,6 +387,8 @@ class Executor:
             path = inside(workdir, name.lstrip("/"), "file")
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(content)
+        if spec.peers is not None:  # after the job's own files: FB_HOSTFILE must name the peers
+            (workdir / HOSTFILE).write_text(hostfile(spec.peers))
 
     @staticmethod
     def _argv(spec: RunSpec, workdir: Path) -> list[str]:

@@ -16,6 +16,7 @@ from adapters.jetstream.subjects import check_cluster_name, id_token
 
 STREAM_HEADER = "Roving-Stream"
 END_HEADER = "Roving-Log-End"
+RANKS_HEADER = "Roving-Log-Ranks"  # on a multinode job's end markers: how many ranks each end its share of the log
 MAX_AGE = 7 * 24 * 3600.0
 MAX_MESSAGE = 256 * 1024
 MAX_BUFFERED = 8 * 1024 * 1024
@@ -71,16 +72,20 @@ class Logs:
     async def follow(
         self, workflow_id: str, stage: str, streams: tuple[str, ...] = ("stdout", "stderr")
     ) -> AsyncIterator[bytes]:
-        """Chunks from the beginning, then live ones, until the stage's end marker arrives."""
+        """Chunks from the beginning, then live ones, until the stage's end marker arrives (a multinode job's: one
+        from every rank)."""
+        ends = 0
         async with aclosing(self._messages(workflow_id, stage, streams)) as messages:
-            async for chunk, ended, _ in messages:
-                if ended:
+            async for chunk, ranks, _ in messages:
+                ends += bool(ranks)
+                if ranks and ends >= ranks:
                     return
                 if chunk:
                     yield chunk
 
     async def _messages(self, workflow_id: str, stage: str, streams: tuple[str, ...]):
-        """(chunk, is end marker, nothing pending) for each message of the stage, via an ordered consumer."""
+        """(chunk, ranks its end marker counts (0: not one), nothing pending) for each message of the stage, via an
+        ordered consumer."""
         sub = await self.js.subscribe(
             self.subject(workflow_id, stage), ordered_consumer=True, deliver_policy=DeliverPolicy.ALL
         )
@@ -91,7 +96,7 @@ class Logs:
                 except nats.errors.TimeoutError:
                     continue
                 headers = msg.headers or {}
-                ended = END_HEADER in headers
+                ended = _ranks(headers.get(RANKS_HEADER)) if END_HEADER in headers else 0
                 chunk = msg.data if headers.get(STREAM_HEADER) in streams else b""
                 yield chunk, ended, msg.metadata.num_pending == 0
         finally:
@@ -127,9 +132,10 @@ class LogWriter(Logs):
             self._pending.append((subject, {STREAM_HEADER: stream}, bytearray(chunk)))
         self._buffered += len(chunk)
 
-    def end(self, workflow_id: str, stage: str, reason: str) -> None:
-        """Mark the stage's log complete so followers stop."""
-        self._pending.append((self.subject(workflow_id, stage), {END_HEADER: reason or "exited"}, bytearray()))
+    def end(self, workflow_id: str, stage: str, reason: str, ranks: int = 1) -> None:
+        """Mark the stage's log complete so followers stop (a rank of a multinode job: once all `ranks` have)."""
+        headers = {END_HEADER: reason or "exited", **({RANKS_HEADER: str(ranks)} if ranks > 1 else {})}
+        self._pending.append((self.subject(workflow_id, stage), headers, bytearray()))
 
     async def flush(self) -> None:
         """Publish what is queued, in order; on a transient failure keep the rest for the next flush.
@@ -163,3 +169,11 @@ class LogWriter(Logs):
         while True:
             await asyncio.sleep(self.flush_interval)
             await self.flush()
+
+
+def _ranks(text: str | None) -> int:
+    """An end marker's rank count; anything but a positive number counts as one (a plain end)."""
+    try:
+        return max(1, int(text or 1))
+    except ValueError:
+        return 1

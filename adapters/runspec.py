@@ -11,6 +11,7 @@ import msgspec
 
 from adapters.hooks import HookSpec
 from adapters.probes import ProbeSpec
+from domain.multinode import HOSTFILE, Peers, environment
 
 PASSED_THROUGH = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "USER", "LOGNAME", "TMPDIR")
 
@@ -48,6 +49,7 @@ class RunSpec(msgspec.Struct, kw_only=True):
     mounts: dict[str, str] = {}  # path in the job -> volume name (the workflow's volume on this node)
     volume: str = ""  # an ingress or egress stage: the volume it moves files into or out of
     transfers: list[dict[str, str]] = []  # an ingress or egress stage: {source, destination} URIs
+    peers: Peers | None = None  # a multinode job: this node's rank and every rank's address
 
 
 class JobUser(msgspec.Struct, frozen=True):
@@ -102,9 +104,10 @@ def inside(base: Path, relative: str, what: str) -> Path:
 
 
 def job_environment(spec: RunSpec, user: JobUser | None = None, home: Path | None = None,
-                    devices: list[str] | None = None) -> dict[str, str]:
-    """A small inherited base (never the agent's own secrets), the stage's env, then the FB_* variables and the
-    devices this node bound the job to (a job asking for no GPU sees none)."""
+                    devices: list[str] | None = None, workdir: Path | None = None) -> dict[str, str]:
+    """A small inherited base (never the agent's own secrets), the stage's env, then the FB_* variables (a
+    multinode rank's peers with its hostfile in `workdir`) and the devices this node bound the job to (a job
+    asking for no GPU sees none)."""
     env = {key: os.environ[key] for key in PASSED_THROUGH if key in os.environ}
     if user is not None:  # not the agent's HOME and name: the job is someone else
         env.update(HOME=str(home), USER=user.name, LOGNAME=user.name)
@@ -114,6 +117,8 @@ def job_environment(spec: RunSpec, user: JobUser | None = None, home: Path | Non
     env["FB_ACCOUNT_ID"] = spec.account_id
     if spec.task_id is not None:
         env["FB_TASK_ID"] = str(spec.task_id)
+    if spec.peers is not None:
+        env.update(environment(spec.peers, str((workdir or home or Path(".")) / HOSTFILE)))
     if devices is not None:
         env["CUDA_VISIBLE_DEVICES"] = env["NVIDIA_VISIBLE_DEVICES"] = ",".join(devices)
     return env

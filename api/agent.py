@@ -293,10 +293,23 @@ class Agent:
         for order in answer.get("stop", []):
             if slot := self.slots.get(order["allocation_id"]):
                 slot.running.cancel(order.get("reason") or "stopped by the control plane")
+            elif order.get("rank_stop"):
+                await self.never_started(order)
         for item in answer.get("start", []):
             await self.start(item)
         if "volumes" in answer:  # a control plane that does not say which volumes live on is never taken as "none"
             await self.sweep_volumes(set(answer["volumes"]))
+
+    async def never_started(self, order: dict[str, Any]) -> None:
+        """A multinode rank told to stop before it ran here still reports its end: its allocation waits for every
+        rank's exit (unless this node has run it already and its exit is on its way)."""
+        allocation_id, epoch = order.get("allocation_id"), order.get("epoch")
+        if (allocation_id, epoch) in self.finished or self.reporter.waiting(allocation_id, epoch, "exited"):
+            return
+        self.finished.add((allocation_id, epoch))
+        if self.logs is not None and order.get("ranks"):  # its share of the log ends too: followers wait for it
+            self.logs.end(order["workflow_id"], order["stage"], "not started", ranks=order["ranks"])
+        await self.report(allocation_id, epoch, "exited", exit_code=143, reason=f"not started: {order.get('reason')}")
 
     async def sweep_volumes(self, live: set[str]) -> None:
         """Volumes of workflows that ended go, once none of their stages runs here any more."""
@@ -377,7 +390,7 @@ class Agent:
         if exit_code != 0:
             self.metrics.failures.labels("exit").inc()
         if self.logs is not None:
-            self.logs.end(spec.workflow_id, spec.stage, reason)
+            self.logs.end(spec.workflow_id, spec.stage, reason, ranks=len(spec.peers.hosts) if spec.peers else 1)
         self.log.info("agent.exited", allocation_id=spec.allocation_id, exit_code=exit_code, reason=reason)
         if not slot.fenced:
             await self.report_slot(slot, "exited", exit_code=exit_code, reason=reason)

@@ -20,7 +20,7 @@ log = structlog.get_logger("roving.wakeups")
 Listener = Callable[[list[tuple[int, Any]]], None]
 ALL = None  # wake every waiting node
 NODE_CHANGES = frozenset({"Node.NodeRegistered", "Node.NodeRejoined"})  # a new agent epoch: its own answer changes
-ALLOCATION_CHANGES = frozenset({"Allocation.Placed", "Allocation.Ended"})  # a start, or a stop to send
+ALLOCATION_CHANGES = frozenset({"Allocation.Placed", "Allocation.Ended", "Allocation.RankExited"})  # a start, a stop to send
 
 
 class LogSignals:

@@ -9,6 +9,7 @@ from uuid import UUID
 
 from eventsourcing.domain import event
 
+from domain.multinode import rank_reason
 from domain.timed import TimedAggregate
 
 
@@ -53,6 +54,8 @@ class Allocation(TimedAggregate):
     blocked_epoch: int = -1
     profile: str = ""  # the application profile its stage is bound to, and that profile's revision then
     profile_revision: int = 0
+    exits: tuple[tuple[str, int], ...] = ()  # a multinode allocation: (node id, exit code) of each rank that exited
+    failed_rank: int = -1  # the first rank that failed, which stops the others
 
     @event("Requested")
     def __init__(
@@ -125,6 +128,43 @@ class Allocation(TimedAggregate):
         self._check(target)
         self._ended(state=target.value, exit_code=exit_code, reason=f"exit {exit_code}", by=by, at=at)
 
+    @property
+    def multinode(self) -> bool:
+        return len(self.nodes) > 1
+
+    def rank_of(self, node: str) -> int:
+        """A node's rank in its placement: its position in `nodes` (rank 0 leads)."""
+        return self.nodes.index(node)
+
+    @property
+    def rank_exits(self) -> dict[str, int]:
+        return dict(self.exits)
+
+    @property
+    def stopping(self) -> bool:
+        """A rank failed: the ranks still running must be stopped, and the allocation ends once all have exited."""
+        return self.failed_rank >= 0 and not self.ended
+
+    def rank_exited(self, node: str, exit_code: int, epoch: int, by: str, at: datetime) -> bool:
+        """One rank of a multinode allocation exited; the allocation ends (all ranks together) once every rank
+        has: FAILED naming the first rank that failed, else FINISHED. Returns whether it ended now."""
+        self._fence(epoch)
+        if node not in self.nodes:
+            raise StaleFence(f"node {node} holds no rank of allocation {self.stage} at epoch {self.epoch}")
+        if node in self.rank_exits:
+            return False  # its exit is recorded already
+        self._check(QueueState.FAILED if exit_code else QueueState.FINISHED)
+        self._rank_exited(node=node, rank=self.rank_of(node), exit_code=exit_code, by=by, at=at)
+        if len(self.exits) < len(self.nodes):
+            return False
+        if self.failed_rank >= 0:
+            code = self.rank_exits[self.nodes[self.failed_rank]]
+            self._ended(state=QueueState.FAILED.value, exit_code=code, reason=rank_reason(self.failed_rank, code),
+                        by=by, at=at)
+        else:
+            self._ended(state=QueueState.FINISHED.value, exit_code=0, reason="exit 0", by=by, at=at)
+        return True
+
     def preempt(self, reason: str, by: str, at: datetime) -> None:
         self._check(QueueState.PREEMPTED)
         self._ended(state=QueueState.PREEMPTED.value, exit_code=None, reason=reason, by=by, at=at)
@@ -174,6 +214,7 @@ class Allocation(TimedAggregate):
     @event("Placed")
     def _placed(self, nodes: list[str], epoch: int, by: str, at: datetime) -> None:
         self.state, self.nodes, self.epoch, self.started_at = QueueState.RUNNING, nodes, epoch, at
+        self.exits, self.failed_rank = (), -1  # a new placement: every rank starts again
 
     @event("Requeued")
     def _requeued(self, reason: str, by: str, at: datetime) -> None:
@@ -182,6 +223,12 @@ class Allocation(TimedAggregate):
     @event("Ended")
     def _ended(self, state: str, exit_code: int | None, reason: str, by: str, at: datetime) -> None:
         self.state, self.exit_code, self.reason, self.ended_at = QueueState(state), exit_code, reason, at
+
+    @event("RankExited")
+    def _rank_exited(self, node: str, rank: int, exit_code: int, by: str, at: datetime) -> None:
+        self.exits = (*self.exits, (node, exit_code))
+        if exit_code and self.failed_rank < 0:
+            self.failed_rank = rank
 
     @event("SchedulingBlocked")
     def _blocked(self, reason: str, message: str, cause: str, by: str, at: datetime) -> None:

@@ -14,6 +14,7 @@ from domain.timed import TimedAggregate
 from domain.fuzzfile import Stage
 from domain.fuzzfile.schema import Workflow as Definition
 from domain.fuzzfile.hooks import PRE_HOOK_REASON
+from domain.multinode import RANK_REASON
 from domain.fuzzfile.semantics import RetryDecision, StageStatus, condition, decide_exit, decide_node_loss
 from domain.fuzzfile.stages import list_steps
 from domain.fuzzfile.transfers import TRANSFER_KINDS, mounted_volumes
@@ -145,6 +146,8 @@ class Workflow(TimedAggregate):
                     decision = RetryDecision(False, f"Failed: {told}")
                 elif told.startswith(PRE_HOOK_REASON):
                     decision = RetryDecision(False, f"Failed: {told} (exit {exit_code})")
+                elif told.startswith(RANK_REASON):  # a multinode job: the rank whose failure stopped the others
+                    decision = RetryDecision(False, f"Failed: {told}")
             self._retry_or_fail(state, attempt, decision, "exit", exit_code, by, at)
         self._advance(at, state.step)
 

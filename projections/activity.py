@@ -68,6 +68,11 @@ def _placed(e: Any, names: NodeName) -> str:
     return "Placed on " + ", ".join(names(node) for node in e.nodes)
 
 
+def _rank_exited(e: Any, names: NodeName) -> str:
+    """A multinode job's rank: the stage itself ends once every rank has exited."""
+    return f"Rank {e.rank} on {names(e.node)} exited with code {e.exit_code}"
+
+
 def _requeued(e: Any, names: NodeName) -> str:
     return f"Requeued: {e.reason}"
 
@@ -101,6 +106,7 @@ MESSAGES: dict[str, Callable[[Any, NodeName], str | None]] = {
     "Allocation.PriorityUpdated": lambda e, n: priority_updated_text(e.kind, e.old, e.new),
     "Allocation.SchedulingBlocked": lambda e, n: scheduling_blocked_text(e.reason, e.message),
     "Allocation.Requeued": _requeued,
+    "Allocation.RankExited": _rank_exited,
     "Allocation.Ended": _ended,
 }
 

@@ -16,6 +16,7 @@ from domain.allocation import Allocation, QueueState
 from domain.fuzzfile.restart import restart_delay
 from domain.fuzzfile.schema import Service
 from domain.fuzzfile.transfers import TRANSFER_KINDS
+from domain.multinode import Peers, leader_port
 from domain.workflow import Workflow
 from projections.nodes import NodesView
 from projections.queue import QueueView
@@ -42,8 +43,12 @@ def assignments(node_id: Any, queue: QueueView, workflows: WorkflowsView, nodes:
         if since is not None and a.started_at is not None and a.started_at < since:
             continue
         canceled = workflow is not None and workflow.canceled_reason is not None
-        if a.state is QueueState.RUNNING and not canceled and workflow is not None:
-            start.append(run_spec(a, workflow, queue))
+        if wanted in a.rank_exits:
+            continue  # this node's rank has exited: it never runs again, even for a restarted agent
+        if a.stopping and not canceled:
+            stop.append(_stop_rank(a))
+        elif a.state is QueueState.RUNNING and not canceled and workflow is not None:
+            start.append(run_spec(a, workflow, queue, _peers(a, wanted, workflow, nodes)))
         elif a.state in KILLED or (a.state is QueueState.RUNNING and canceled):
             stop.append(_stop(a, workflow))
     return {"start": start, "stop": stop, "volumes": sorted(volumes)}
@@ -59,8 +64,30 @@ def _stop(a: Allocation, workflow: Workflow | None) -> dict:
             "state": a.state.value, "reason": reason}
 
 
-def run_spec(a: Allocation, workflow: Workflow, queue: QueueView) -> dict:
-    """Everything the agent needs to start one allocation, as JSON-able values."""
+def _stop_rank(a: Allocation) -> dict:
+    """A rank of a multinode allocation failed: the others stop, and the allocation ends when all have exited."""
+    return {"allocation_id": str(a.id), "epoch": a.epoch, "workflow_id": str(a.workflow_id), "stage": a.stage,
+            "state": a.state.value, "rank_stop": True, "ranks": len(a.nodes),
+            "reason": f"rank {a.failed_rank} failed: the job stops on every node"}
+
+
+def _peers(a: Allocation, node_id: str, workflow: Workflow, nodes: NodesView) -> Peers | None:
+    """A multinode job's rank on this node and every rank's registered address (`multinode: {nodes: 1}` too)."""
+    spec = workflow.stages[a.stage].spec
+    multinode = getattr(_step(workflow, spec.step, spec.kind), "multinode", None)
+    if multinode is None or node_id not in a.nodes:
+        return None
+    hosts = []
+    for peer in a.nodes:
+        row = nodes.get(peer)
+        hosts.append((row.address or row.name) if row is not None else peer)
+    return Peers(rank=a.rank_of(node_id), hosts=tuple(hosts), port=leader_port(a.id),
+                 procs_per_node=multinode.procs_per_node or max(1, int(spec.resources.cpu_cores)),  # Fuzzball's default
+                 implementation=multinode.implementation or "")
+
+
+def run_spec(a: Allocation, workflow: Workflow, queue: QueueView, peers: Peers | None = None) -> dict:
+    """Everything the agent needs to start one allocation, as JSON-able values; a multinode rank gets its peers."""
     spec = workflow.stages[a.stage].spec
     step = _step(workflow, spec.step, spec.kind)
     return {
@@ -71,6 +98,7 @@ def run_spec(a: Allocation, workflow: Workflow, queue: QueueView) -> dict:
         "memory_bytes": spec.resources.memory_bytes, "cpu_cores": spec.resources.cpu_cores,
         "account_id": _account(queue, a), "readiness_probe": _probe(step), "ports": _ports(step),
         "mounts": dict(spec.mounts), **_profile(spec), **_backoff(spec, a.attempt), **_transfer(spec),
+        **({"peers": msgspec.to_builtins(peers)} if peers is not None else {}),
     }
 
 

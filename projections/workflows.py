@@ -154,7 +154,8 @@ class WorkflowsView(Projection):
             known.priority = {**known.priority, event.kind: event.new}
 
     @on("Allocation.Requested", "Allocation.ProfileBound", "Allocation.Readied", "Allocation.Placed",
-        "Allocation.Requeued", "Allocation.Ended", "Allocation.PriorityUpdated", "Allocation.SchedulingBlocked")
+        "Allocation.Requeued", "Allocation.Ended", "Allocation.PriorityUpdated", "Allocation.SchedulingBlocked",
+        "Allocation.RankExited")
     def _allocation_activity(self, event: Any) -> None:
         workflow_id, stage = self.allocation_stage.get(event.originator_id, (None, None))
         if workflow_id is not None:

@@ -92,6 +92,8 @@ class WorkflowHandlers:
         if event == "progress":
             self._progress(alloc, reason, at)
             return
+        if event == "exited" and alloc.multinode:
+            return self._rank_exited(alloc, str(node), code, at)
         if event == "exited" and alloc.ended and alloc.exit_code == code:
             return  # recorded already: a retried report
         if alloc.ended:
@@ -124,12 +126,30 @@ class WorkflowHandlers:
         bound = self.endpoints.service_ready(workflow, alloc.stage, at)
         self.uow.save(workflow, *self.allocations.request_ready(workflow, "agent", at), *bound)
 
+    def _rank_exited(self, alloc: Allocation, node: str, exit_code: int, at: datetime) -> None:
+        """One rank of a multinode allocation: recorded once; the stage ends when the last rank has exited."""
+        if node in alloc.rank_exits:
+            return  # recorded already: a retried report
+        if alloc.ended:
+            raise StaleEpoch(f"allocation {alloc.stage} attempt {alloc.attempt} already ended {alloc.state.value}")
+        try:
+            ended = alloc.rank_exited(node, exit_code, alloc.epoch, by="agent", at=at)
+        except (StaleFence, IllegalTransition) as error:
+            raise StaleEpoch(str(error)) from error
+        if not ended:
+            return self.uow.save(alloc)
+        self._stage_ended(alloc, alloc.exit_code or 0, at, alloc.reason if alloc.exit_code else "")
+
     def _exited(self, alloc: Allocation, exit_code: int, at: datetime, reason: str = "") -> None:
-        workflow = self.uow.load(Workflow, alloc.workflow_id, "workflow")
         try:
             alloc.exited(exit_code, alloc.epoch, by="agent", at=at)
         except (StaleFence, IllegalTransition) as error:
             raise StaleEpoch(str(error)) from error
+        self._stage_ended(alloc, exit_code, at, reason)
+
+    def _stage_ended(self, alloc: Allocation, exit_code: int, at: datetime, reason: str) -> None:
+        """The allocation ended: its stage exits, its nodes get their capacity back, dependents may start."""
+        workflow = self.uow.load(Workflow, alloc.workflow_id, "workflow")
         try:
             workflow.stage_exited(alloc.stage, alloc.attempt, exit_code, at=at, by="agent", told=reason)
         except WorkflowError:  # the workflow moved on; the allocation still ended and gives its resources back

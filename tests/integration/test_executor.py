@@ -179,3 +179,12 @@ def test_an_image_is_not_used_by_the_host_executor_and_it_says_so(tmp_path):
     assert running.ran_on_host
     plain = executor.start(spec(allocation_id="alloc-2", command=["true"]), recorder.output, recorder.exit)
     assert plain.wait(5) == (0, "exited with code 0") and not plain.ran_on_host
+
+
+def test_a_multinode_rank_finds_its_hostfile_and_rank_in_its_work_directory(executor: Executor):
+    from domain.multinode import Peers
+    peers = Peers(rank=1, hosts=("10.0.0.1", "10.0.0.2"), port=29600, implementation="openmpi")
+    recorder, (code, _) = run(executor, spec(script='echo "$FB_NODE_RANK/$FB_NNODES $MASTER_ADDR"; cat "$FB_HOSTFILE"',
+                                             peers=peers))
+    assert code == 0
+    assert recorder.text() == "1/2 10.0.0.1\n10.0.0.1 slots=1\n10.0.0.2 slots=1\n"

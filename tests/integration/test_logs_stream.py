@@ -131,3 +131,26 @@ async def _follow_when_created(logs: Logs):
             await asyncio.sleep(0.05)
     async for chunk in logs.follow("wf-9", "job[0]"):
         yield chunk
+
+
+def test_following_a_multinode_job_s_log_waits_for_every_rank_s_end(nats_url):
+    async def body(writer: LogWriter):
+        received: list[bytes] = []
+
+        async def follow():
+            async for chunk in writer.follow("wf-mn", "ranks"):
+                received.append(chunk)
+
+        task = asyncio.create_task(follow())
+        writer.append("wf-mn", "ranks", "stdout", b"rank 0 done;")
+        writer.end("wf-mn", "ranks", "exit 0", ranks=2)
+        await writer.flush()
+        await asyncio.sleep(0.3)
+        still_following = not task.done()
+        writer.append("wf-mn", "ranks", "stdout", b"rank 1 done")
+        writer.end("wf-mn", "ranks", "exit 0", ranks=2)
+        await asyncio.wait_for(task, 5)
+        return still_following, received
+
+    still_following, received = with_writer(nats_url, body)
+    assert still_following and b"".join(received) == b"rank 0 done;rank 1 done"
