@@ -19,13 +19,15 @@ from domain.fuzzfile.transfers import TRANSFER_KINDS
 from domain.workflow import Workflow
 from projections.nodes import NodesView
 from projections.queue import QueueView
+from projections.tenancy import TenancyView
 from projections.workflows import WorkflowsView
 
 ENDED = ("FINISHED", "FAILED", "CANCELED")
 KILLED = frozenset({QueueState.CANCELED, QueueState.PREEMPTED, QueueState.EVICTED})
 
 
-def assignments(node_id: Any, queue: QueueView, workflows: WorkflowsView, nodes: NodesView) -> dict[str, list]:
+def assignments(node_id: Any, queue: QueueView, workflows: WorkflowsView, nodes: NodesView,
+                tenancy: TenancyView | None = None) -> dict[str, list]:
     """{"start": [run spec, ...], "stop": [{allocation_id, epoch, reason}, ...], "volumes": [workflow id, ...]} for
     one node; "volumes" names the workflows not yet ended whose volumes live here (the agent removes the rest)."""
     wanted, since = str(node_id), nodes.joined_at(node_id)
@@ -43,7 +45,7 @@ def assignments(node_id: Any, queue: QueueView, workflows: WorkflowsView, nodes:
             continue
         canceled = workflow is not None and workflow.canceled_reason is not None
         if a.state is QueueState.RUNNING and not canceled and workflow is not None:
-            start.append(run_spec(a, workflow, queue))
+            start.append(run_spec(a, workflow, queue, tenancy))
         elif a.state in KILLED or (a.state is QueueState.RUNNING and canceled):
             stop.append(_stop(a, workflow))
     return {"start": start, "stop": stop, "volumes": sorted(volumes)}
@@ -59,8 +61,8 @@ def _stop(a: Allocation, workflow: Workflow | None) -> dict:
             "state": a.state.value, "reason": reason}
 
 
-def run_spec(a: Allocation, workflow: Workflow, queue: QueueView) -> dict:
-    """Everything the agent needs to start one allocation, as JSON-able values."""
+def run_spec(a: Allocation, workflow: Workflow, queue: QueueView, tenancy: TenancyView | None = None) -> dict:
+    """Everything the agent needs to start one allocation, as JSON-able values, with whom it runs as."""
     spec = workflow.stages[a.stage].spec
     step = _step(workflow, spec.step, spec.kind)
     return {
@@ -71,6 +73,7 @@ def run_spec(a: Allocation, workflow: Workflow, queue: QueueView) -> dict:
         "memory_bytes": spec.resources.memory_bytes, "cpu_cores": spec.resources.cpu_cores,
         "account_id": _account(queue, a), "readiness_probe": _probe(step), "ports": _ports(step),
         "mounts": dict(spec.mounts), **_profile(spec), **_backoff(spec, a.attempt), **_transfer(spec),
+        **_identity(queue, a, tenancy),
     }
 
 
@@ -123,6 +126,14 @@ def _ports(step: Any) -> list[dict]:
     if not isinstance(step, Service) or step.network is None:
         return []
     return [{"name": p.name, "port": p.port, "protocol": p.protocol} for p in step.network.ports or []]
+
+
+def _identity(queue: QueueView, a: Allocation, tenancy: TenancyView | None) -> dict:
+    """The owner's uid, primary gid and group gids; nothing for an owner without a uid (the agent's fallback)."""
+    if tenancy is None:
+        return {}
+    owner = queue.owner(a.workflow_id)
+    return tenancy.job_identity(owner.user_id or None, owner.group_id or None)
 
 
 def _account(queue: QueueView, a: Allocation) -> str:

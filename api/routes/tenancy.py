@@ -17,6 +17,7 @@ from api.routes import common as c
 from api.routes.names import Names, names
 from domain.app import access
 from domain.app.errors import NotFound
+from domain.scheduler.config import MAX_POSIX_ID
 from domain.scheduler.priority import PRIORITY_LIMIT
 
 
@@ -35,6 +36,14 @@ class Priority(msgspec.Struct, forbid_unknown_fields=True):
     """The range is the domain's (it also refuses out of range); here it is also in the OpenAPI document."""
 
     priority: Annotated[int, msgspec.Meta(ge=-PRIORITY_LIMIT, le=PRIORITY_LIMIT)]
+
+
+class Uid(msgspec.Struct, forbid_unknown_fields=True):
+    uid: Annotated[int, msgspec.Meta(ge=0, le=MAX_POSIX_ID)]
+
+
+class Gid(msgspec.Struct, forbid_unknown_fields=True):
+    gid: Annotated[int, msgspec.Meta(ge=0, le=MAX_POSIX_ID)]
 
 
 class PreemptList(msgspec.Struct, forbid_unknown_fields=True):
@@ -141,6 +150,32 @@ async def show_group(request: Request) -> Response:
         raise NotFound("group")
     access.check_visible(c.principal(request), access.Resource.group(row.organization_id, row.id), "group")
     return c.json(with_group_names(row, names(request)))
+
+
+async def show_user(request: Request) -> Response:
+    """One account as its organization sees it (its uid and groups; never its password hash)."""
+    who = c.principal(request)
+    row = await c.call(c.services(request).views.tenancy.user, c.uuid_param(request, "id", "user"))
+    if row is None or (row.organization_id is None and not who.is_cluster_admin):
+        raise NotFound("user")
+    if row.organization_id is not None:
+        access.check_visible(who, access.Resource.organization(row.organization_id), "user")
+    known = names(request)
+    return c.json({**msgspec.structs.asdict(row), "group_names": [known.group(g) or str(g) for g in row.groups]})
+
+
+def posix_id_route(kind: str, what: str, body: type[Uid] | type[Gid]):
+    """PUT a user's uid or a group's gid (cluster admins; unique; 0 only when the cluster allows root jobs)."""
+    field = "uid" if body is Uid else "gid"
+
+    async def set_posix_id(request: Request) -> Response:
+        wanted = await c.body(request, body)
+        target = c.uuid_param(request, "id", what)
+        number = getattr(wanted, field)
+        await c.call(method(request, "set_posix_id"), kind, target, number, c.principal(request), c.now())
+        await c.settle(request)
+        return c.json({"id": target, field: number})
+    return set_posix_id
 
 
 def priority_route(kind: str, what: str):
@@ -264,6 +299,7 @@ routes = [
     Route("/v4/groups/{id}", show_group, methods=["GET"]),
     Route("/v4/groups/{id}/priority", priority_route("group", "group"), methods=["PUT"]),
     Route("/v4/groups/{id}/preempt", set_preempt, methods=["PUT"]),
+    Route("/v4/groups/{id}/gid", posix_id_route("group", "group", Gid), methods=["PUT"]),
     Route("/v4/groups/{id}/members/{user}", add_member, methods=["PUT"]),
     Route("/v4/groups/{id}/members/{user}", remove_member, methods=["DELETE"]),
     Route("/v4/groups/{id}/explainers/{user}", explainer_route(True), methods=["PUT"]),
@@ -271,4 +307,6 @@ routes = [
     Route("/v4/users/me/password", change_password, methods=["POST"]),
     Route("/v4/users/{id}/unlock", unlock_user, methods=["POST"]),
     Route("/v4/users/{id}/priority", priority_route("user", "user"), methods=["PUT"]),
+    Route("/v4/users/{id}", show_user, methods=["GET"]),
+    Route("/v4/users/{id}/uid", posix_id_route("user", "user", Uid), methods=["PUT"]),
 ]

@@ -6,8 +6,9 @@ from datetime import datetime
 from typing import Protocol
 from uuid import UUID
 
-from domain.app import access
+from domain.app import access, posix
 from domain.app.allocations import Allocations
+from domain.app.config import ConfigHandlers
 from domain.app.errors import Conflict, Forbidden, Invalid, LoginRefused, NotFound, invalid
 from domain.app.ids import group_id, org_id, user_id
 from domain.app.unit_of_work import UnitOfWork, command
@@ -30,8 +31,10 @@ class PasswordHasher(Protocol):
 
 
 class TenancyHandlers:
-    def __init__(self, uow: UnitOfWork, allocations: Allocations, passwords: PasswordHasher) -> None:
+    def __init__(self, uow: UnitOfWork, allocations: Allocations, passwords: PasswordHasher,
+                 configuration: ConfigHandlers) -> None:
         self.uow, self.allocations, self.passwords = uow, allocations, passwords
+        self.configuration = configuration
         self.strangers = StrangerLockout()
 
     @command
@@ -63,7 +66,7 @@ class TenancyHandlers:
         with _tenancy_errors():
             user = User.register(uid, organization, username, email, self.passwords.hash(password), wanted,
                                  by=principal.username, at=at)
-        touched = [user]
+        touched = [user, posix.allocate(self.uow, user, self.configuration.scheduler_config(), principal.username, at)]
         if wanted is Role.ORG_OWNER and organization is not None:
             org = self.uow.load(Organization, organization, "organization")
             org.add_owner(uid, by=principal.username, at=at)
@@ -159,8 +162,18 @@ class TenancyHandlers:
             raise Conflict(f"group {name!r} already exists in this organization")
         with _tenancy_errors():
             group = Group.create(gid, organization, name, [], by=principal.username, at=at)
-        self.uow.save(group)
+        ids = posix.allocate(self.uow, group, self.configuration.scheduler_config(), principal.username, at)
+        self.uow.save(group, ids)
         return gid
+
+    @command
+    def set_posix_id(self, kind: str, target: UUID, number: int, principal: Principal, at: datetime) -> None:
+        """A cluster admin sets a user's uid (kind "user") or a group's gid (kind "group")."""
+        found: User | Group = self.uow.load(User if kind == "user" else Group, target, kind)
+        self._may_manage_users(found.organization_id, principal)  # another tenant's id stays unknown (404)
+        access.posix_id_setter(principal)
+        ids = posix.assign(self.uow, found, number, self.configuration.scheduler_config(), principal.username, at)
+        self.uow.save(found, ids)
 
     @command
     def set_preempt_list(self, group: UUID, group_ids: list[UUID], principal: Principal, at: datetime) -> None:
