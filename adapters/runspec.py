@@ -48,6 +48,10 @@ class RunSpec(msgspec.Struct, kw_only=True):
     mounts: dict[str, str] = {}  # path in the job -> volume name (the workflow's volume on this node)
     volume: str = ""  # an ingress or egress stage: the volume it moves files into or out of
     transfers: list[dict[str, str]] = []  # an ingress or egress stage: {source, destination} URIs
+    uid: int | None = None  # its owner's POSIX ids (a root agent runs it as them); None: submitted before ids
+    gid: int | None = None
+    groups: list[int] = []  # supplementary: the gids of its owner's groups
+    username: str = ""
 
 
 class JobUser(msgspec.Struct, frozen=True):
@@ -56,6 +60,7 @@ class JobUser(msgspec.Struct, frozen=True):
     uid: int
     gid: int
     name: str
+    groups: tuple[int, ...] = ()  # supplementary groups
 
 
 def unreachable(path: Path, user: JobUser) -> str | None:
@@ -78,6 +83,17 @@ def unreachable(path: Path, user: JobUser) -> str | None:
 
 class SpecError(ValueError):
     """A RunSpec this node cannot run as given (no command, a path escaping the work directory)."""
+
+
+def user_for(spec: RunSpec, fallback: JobUser | None, allow_root: bool = False) -> JobUser | None:
+    """Whom a job runs as: its owner's uid and gids when the agent is root (`fallback` is then the agent's
+    ROVING_JOB_UID, kept for work that carries no uid); None, the agent's own user, when the agent is not root."""
+    if fallback is None or spec.uid is None:
+        return fallback
+    if spec.uid == 0 and not allow_root:
+        raise SpecError("the job's owner has uid 0 and this agent refuses root jobs (--allow-root-jobs allows them)")
+    gid = spec.uid if spec.gid is None else spec.gid
+    return JobUser(uid=spec.uid, gid=gid, name=spec.username or str(spec.uid), groups=tuple(spec.groups))
 
 
 def format_seconds(seconds: float) -> str:
