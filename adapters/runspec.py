@@ -90,9 +90,10 @@ def user_for(spec: RunSpec, fallback: JobUser | None, allow_root: bool = False) 
     ROVING_JOB_UID, kept for work that carries no uid); None, the agent's own user, when the agent is not root."""
     if fallback is None or spec.uid is None:
         return fallback
-    if spec.uid == 0 and not allow_root:
-        raise SpecError("the job's owner has uid 0 and this agent refuses root jobs (--allow-root-jobs allows them)")
     gid = spec.uid if spec.gid is None else spec.gid
+    if 0 in (spec.uid, gid, *spec.groups) and not allow_root:
+        raise SpecError("the job's owner has uid or gid 0 (root) and this agent refuses root jobs "
+                        "(--allow-root-jobs allows them)")
     return JobUser(uid=spec.uid, gid=gid, name=spec.username or str(spec.uid), groups=tuple(spec.groups))
 
 

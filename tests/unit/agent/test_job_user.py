@@ -32,6 +32,8 @@ def test_a_non_root_agent_runs_every_job_as_itself():
 
 
 def test_uid_0_is_refused_unless_the_agent_allows_root_jobs():
-    with pytest.raises(SpecError, match="uid 0"):
+    with pytest.raises(SpecError, match="uid or gid 0"):
         user_for(spec(uid=0, gid=0), NOBODY)
+    with pytest.raises(SpecError, match="uid or gid 0"):
+        user_for(spec(uid=100003, gid=200001, groups=[0]), NOBODY)
     assert user_for(spec(uid=0, gid=0, username="root"), NOBODY, allow_root=True) == JobUser(uid=0, gid=0, name="root")

@@ -104,8 +104,10 @@ def test_users_created_at_once_never_share_a_uid():
     org, _ = org_with_users(roving)
     names = [f"user{i}" for i in range(12)]
     made: list = []
+    together = threading.Barrier(len(names))  # all decide from the same version of the id registry
 
     def create(name: str) -> None:
+        together.wait()
         made.append(roving.create_user(org, name, f"{name}@example.org", "A long passphrase 42!", "user", ADMIN, T0))
 
     threads = [threading.Thread(target=create, args=(n,)) for n in names]
