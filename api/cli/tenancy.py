@@ -188,8 +188,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         dest="action", metavar="ACTION", required=True)
     leaf(group, common, "create", group_create, "create a group in an organization", ("org", org_ref), ("name", str))
     leaf(group, common, "list", group_list,
-         "an organization's groups, preempt lists by name (-o wide adds members and roles; -o json keeps ids)",
-         ("org", org_ref), columns=["id", "name", "priority", "preempt"], wide=["members"])
+         "an organization's groups, preempt lists by name (-o wide adds gid, members and roles; -o json keeps ids)",
+         ("org", org_ref), columns=["id", "name", "priority", "preempt"], wide=["gid", "members"])
     leaf(group, common, "show", group_show, "one group: priority, gid, preempt list and members", ("group", group_ref))
     p = leaf(group, common, "update", group_update, "change a group's priority, gid or preempt list",
              ("group", group_ref))
@@ -214,8 +214,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--email", required=True)
     p.add_argument("--role", default="user", choices=["user", "org_owner", "cluster_admin"])
     p.add_argument("--password-stdin", action="store_true")
-    leaf(user, common, "list", user_list, "an organization's users (-o wide adds their groups, by name)",
-         ("org", org_ref), columns=["id", "username", "email", "role", "priority"], wide=["groups", "disabled"])
+    leaf(user, common, "list", user_list, "an organization's users (-o wide adds their uid and groups, by name)",
+         ("org", org_ref), columns=["id", "username", "email", "role", "priority"], wide=["uid", "groups", "disabled"])
     leaf(user, common, "show", user_show, "one account: role, priority, uid and groups", ("user", user_ref))
     p = leaf(user, common, "update", user_update, "change a user's uid (cluster admin) or priority", ("user", user_ref))
     p.add_argument("--uid", type=posix_id, help="the POSIX uid its jobs run as on root agents")
