@@ -48,24 +48,37 @@ class TenancyHandlers:
         self.uow.save(org)
         return oid
 
-    @command
     def create_user(self, organization: UUID | None, username: str, email: str, password: str, role: str,
                     principal: Principal, at: datetime) -> UUID:
+        """Checked and hashed once, then registered: a registration that loses a race for the next uid decides
+        again without paying for the hash again."""
+        wanted = self._account_role(organization, role, principal)
+        problems = password_problems(password, username, email)
+        if problems:
+            raise Invalid([Problem(path="password", message=p) for p in problems])
+        if user_id(username) in self.uow.repository:
+            raise Conflict(f"user {username!r} already exists")
+        return self._register(organization, username, email, self.passwords.hash(password), wanted, principal, at)
+
+    def _account_role(self, organization: UUID | None, role: str, principal: Principal) -> Role:
         self._may_manage_users(organization, principal)
         try:
             wanted = Role(role or "user")
         except ValueError as error:
             raise invalid("role", f"unknown role {role!r}; use one of {', '.join(r.value for r in Role)}") from error
         access.role_grantor(principal, wanted)
-        problems = password_problems(password, username, email)
-        if problems:
-            raise Invalid([Problem(path="password", message=p) for p in problems])
+        return wanted
+
+    @command
+    def _register(self, organization: UUID | None, username: str, email: str, password_hash: str, wanted: Role,
+                  principal: Principal, at: datetime) -> UUID:
+        self._account_role(organization, wanted.value, principal)  # again, on the state this attempt decides from
         uid = user_id(username)
         if uid in self.uow.repository:
             raise Conflict(f"user {username!r} already exists")
         with _tenancy_errors():
-            user = User.register(uid, organization, username, email, self.passwords.hash(password), wanted,
-                                 by=principal.username, at=at)
+            user = User.register(uid, organization, username, email, password_hash, wanted, by=principal.username,
+                                 at=at)
         touched = [user, posix.allocate(self.uow, user, self.configuration.scheduler_config(), principal.username, at)]
         if wanted is Role.ORG_OWNER and organization is not None:
             org = self.uow.load(Organization, organization, "organization")
