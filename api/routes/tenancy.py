@@ -225,9 +225,11 @@ def explainer_route(granted: bool):
 async def whoami(request: Request) -> Response:
     who, known = c.principal(request), names(request)
     groups = sorted(str(g) for g in who.group_ids)
+    account = c.services(request).views.tenancy.user(who.user_id) if who.user_id else None
     return c.json({"user_id": who.user_id, "username": who.username, "role": who.role,
                    "organization_id": who.organization_id, "organization": known.organization(who.organization_id),
-                   "groups": groups, "group_names": [known.group(g) or g for g in groups]})
+                   "groups": groups, "group_names": [known.group(g) or g for g in groups],
+                   "uid": account.uid if account is not None else None})
 
 
 async def login(request: Request) -> Response:

@@ -33,6 +33,7 @@ def test_user_show_gives_the_allocated_uid(api, alice):
     shown = api.request("GET", f"/v4/users/{uid}", alice_token).json()
     assert shown["username"] == "alice" and 100000 <= shown["uid"] <= 199999
     assert "password_hash" not in shown
+    assert api.request("GET", "/v4/auth/whoami", alice_token).json()["uid"] == shown["uid"]
 
 
 def test_an_admin_sets_a_uid_and_user_show_says_so(api, alice):
