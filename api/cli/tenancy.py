@@ -43,10 +43,12 @@ def user_ref(text: str) -> str:
         return str(user_id(text))
 
 
-def posix_id(text: str) -> int:
-    """A uid or gid: a whole number from 0 (the server refuses 0 unless the cluster allows root jobs)."""
+def posix_id(text: str) -> int | str:
+    """A uid or gid: a whole number from 0 (the server refuses 0 unless the cluster allows root jobs), or `auto`."""
+    if text == "auto":
+        return text
     if not text.isdigit() or int(text) > MAX_POSIX_ID:
-        raise argparse.ArgumentTypeError(f"{text!r}: a uid or gid is a whole number from 0 to {MAX_POSIX_ID}")
+        raise argparse.ArgumentTypeError(f"{text!r}: a uid or gid is a whole number from 0 to {MAX_POSIX_ID}, or auto")
     return int(text)
 
 
@@ -194,7 +196,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     p = leaf(group, common, "update", group_update, "change a group's priority, gid or preempt list",
              ("group", group_ref))
     p.add_argument("--priority", type=int)
-    p.add_argument("--gid", type=posix_id, help="the POSIX gid its members' jobs run with (cluster admin)")
+    p.add_argument("--gid", type=posix_id,
+                   help="the POSIX gid its members' jobs run with, or auto: the next free one (cluster admin)")
     p.add_argument("--preempt", action="append", default=[], type=group_ref, metavar="G2",
                    help="allow this group to preempt G2 (repeatable)")
     p.add_argument("--no-preempt", action="append", default=[], type=group_ref, metavar="G2",
@@ -218,7 +221,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
          ("org", org_ref), columns=["id", "username", "email", "role", "priority"], wide=["uid", "groups", "disabled"])
     leaf(user, common, "show", user_show, "one account: role, priority, uid and groups", ("user", user_ref))
     p = leaf(user, common, "update", user_update, "change a user's uid (cluster admin) or priority", ("user", user_ref))
-    p.add_argument("--uid", type=posix_id, help="the POSIX uid its jobs run as on root agents")
+    p.add_argument("--uid", type=posix_id,
+                   help="the POSIX uid its jobs run as on root agents, or auto: the next free one (cluster admin)")
     p.add_argument("--priority", type=int)
     leaf(user, common, "priority", user_priority, "set a user's priority", ("user", user_ref), ("priority", int))
     leaf(user, common, "whoami", user_whoami, "who your token speaks for")

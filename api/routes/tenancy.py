@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from uuid import UUID
 
 import msgspec
@@ -38,12 +38,15 @@ class Priority(msgspec.Struct, forbid_unknown_fields=True):
     priority: Annotated[int, msgspec.Meta(ge=-PRIORITY_LIMIT, le=PRIORITY_LIMIT)]
 
 
+PosixId = Annotated[int, msgspec.Meta(ge=0, le=MAX_POSIX_ID)] | Literal["auto"]  # auto: the next free one
+
+
 class Uid(msgspec.Struct, forbid_unknown_fields=True):
-    uid: Annotated[int, msgspec.Meta(ge=0, le=MAX_POSIX_ID)]
+    uid: PosixId
 
 
 class Gid(msgspec.Struct, forbid_unknown_fields=True):
-    gid: Annotated[int, msgspec.Meta(ge=0, le=MAX_POSIX_ID)]
+    gid: PosixId
 
 
 class PreemptList(msgspec.Struct, forbid_unknown_fields=True):
@@ -165,14 +168,16 @@ async def show_user(request: Request) -> Response:
 
 
 def posix_id_route(kind: str, what: str, body: type[Uid] | type[Gid]):
-    """PUT a user's uid or a group's gid (cluster admins; unique; 0 only when the cluster allows root jobs)."""
+    """PUT a user's uid or a group's gid (cluster admins; unique; 0 only when the cluster allows root jobs; "auto":
+    the next free one of the configured range, for accounts made before ids existed)."""
     field = "uid" if body is Uid else "gid"
 
     async def set_posix_id(request: Request) -> Response:
         wanted = await c.body(request, body)
         target = c.uuid_param(request, "id", what)
-        number = getattr(wanted, field)
-        await c.call(method(request, "set_posix_id"), kind, target, number, c.principal(request), c.now())
+        asked = getattr(wanted, field)
+        number = await c.call(method(request, "set_posix_id"), kind, target, None if asked == "auto" else asked,
+                              c.principal(request), c.now())
         await c.settle(request)
         return c.json({"id": target, field: number})
     return set_posix_id

@@ -180,13 +180,19 @@ class TenancyHandlers:
         return gid
 
     @command
-    def set_posix_id(self, kind: str, target: UUID, number: int, principal: Principal, at: datetime) -> None:
-        """A cluster admin sets a user's uid (kind "user") or a group's gid (kind "group")."""
+    def set_posix_id(self, kind: str, target: UUID, number: int | None, principal: Principal, at: datetime) -> int:
+        """A cluster admin sets a user's uid (kind "user") or a group's gid (kind "group"); None: the next free one
+        of the range, for an account made before ids existed (one that has an id keeps it). Returns the id."""
         found: User | Group = self.uow.load(User if kind == "user" else Group, target, kind)
         self._may_manage_users(found.organization_id, principal)  # another tenant's id stays unknown (404)
         access.posix_id_setter(principal)
-        ids = posix.assign(self.uow, found, number, self.configuration.scheduler_config(), principal.username, at)
+        config = self.configuration.scheduler_config()
+        if number is None:
+            ids = posix.allocate(self.uow, found, config, principal.username, at)
+        else:
+            ids = posix.assign(self.uow, found, number, config, principal.username, at)
         self.uow.save(found, ids)
+        return found.uid if isinstance(found, User) else found.gid  # type: ignore[return-value]
 
     @command
     def set_preempt_list(self, group: UUID, group_ids: list[UUID], principal: Principal, at: datetime) -> None:

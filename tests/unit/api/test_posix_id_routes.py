@@ -92,6 +92,8 @@ def test_the_cli_sets_and_shows_uids_and_gids(api, capsys):
     assert code == 0
     api.services.tailer.wait_for(api.services.roving.last_position)
     assert json.loads(run(api, api.admin, ["group", "show", f"{org}/ops", "-o", "json"], capsys)[1])["gid"] == 5151
+    code, out, _ = run(api, api.admin, ["user", "update", "hank", "--uid", "auto", "-o", "json"], capsys)
+    assert code == 0 and json.loads(out) == {"uid": 5151}  # auto keeps the uid it has
     code, _, err = run(api, api.admin, ["user", "update", "hank", "--uid", "0"], capsys)
     assert code == 1 and "uid" in err and "posix.allowRootJobs" in err  # the server's refusal, as every 4xx
 

@@ -7,7 +7,8 @@ import threading
 import pytest
 
 from domain.app import Forbidden, Invalid, Roving
-from domain.tenancy import Role
+from domain.app.ids import user_id
+from domain.tenancy import Role, User
 from domain.tenancy.permissions import Principal
 from tests.unit.app.builders import ADMIN, T0, later
 
@@ -117,3 +118,13 @@ def test_users_created_at_once_never_share_a_uid():
         t.join()
     uids = sorted(roving.repository.get(u).uid for u in made)
     assert uids == list(range(100000, 100012))
+
+
+def test_an_account_made_before_ids_existed_gets_the_next_free_uid_on_request():
+    roving = app()
+    org, (alice,) = org_with_users(roving, "alice")
+    old = User.register(user_id("olaf"), org, "olaf", "olaf@example.org", "test$1$1$x", by="root", at=T0)
+    roving.save(old)  # as an account registered before uids, without one
+    assert roving.repository.get(old.id).uid is None
+    assert roving.set_posix_id("user", old.id, None, ADMIN, later(1)) == 100001
+    assert roving.set_posix_id("user", alice, None, ADMIN, later(2)) == 100000  # one that has a uid keeps it
