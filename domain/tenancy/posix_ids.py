@@ -8,6 +8,7 @@ refuses the second writer, which reloads and decides again), so no id is ever ha
 from __future__ import annotations
 
 from datetime import datetime
+from itertools import chain
 from uuid import NAMESPACE_URL, UUID, uuid5
 
 from eventsourcing.domain import event
@@ -27,6 +28,7 @@ class PosixIds(TenantAggregate):
     def __init__(self, id: UUID, kind: str, by: str, at: datetime) -> None:
         self.kind = kind
         self.owners: dict[int, UUID] = {}  # id -> user or group
+        self.held: dict[UUID, int] = {}  # user or group -> id
         self.last = 0  # the id most recently allocated: the next search starts after it
 
     @classmethod
@@ -36,14 +38,14 @@ class PosixIds(TenantAggregate):
         return cls(id=posix_ids_id(kind), kind=kind, by=by, at=require_aware(at))
 
     def of(self, owner: UUID) -> int | None:
-        return next((number for number, who in self.owners.items() if who == owner), None)
+        return self.held.get(owner)
 
     def allocate(self, owner: UUID, first: int, last: int, *, by: str, at: datetime) -> int:
         """The next free id of [first, last] for `owner` (its own id when it already has one)."""
         if (held := self.of(owner)) is not None:
             return held
         start = self.last + 1 if first <= self.last < last else first
-        for number in (*range(start, last + 1), *range(first, start)):
+        for number in chain(range(start, last + 1), range(first, start)):  # lazily: a range may be billions long
             if number not in self.owners:
                 self._claimed(number=number, owner=owner, released=None, allocated=True, by=by, at=require_aware(at))
                 return number
@@ -69,7 +71,7 @@ class PosixIds(TenantAggregate):
             self.last = number
         if released is not None:
             self.owners.pop(released, None)
-        self.owners[number] = owner
+        self.owners[number], self.held[owner] = owner, number
 
 
 def _require_id(kind: str, number: int, allow_root: bool) -> None:

@@ -128,3 +128,10 @@ def test_an_account_made_before_ids_existed_gets_the_next_free_uid_on_request():
     assert roving.repository.get(old.id).uid is None
     assert roving.set_posix_id("user", old.id, None, ADMIN, later(1)) == 100001
     assert roving.set_posix_id("user", alice, None, ADMIN, later(2)) == 100000  # one that has a uid keeps it
+
+
+def test_a_huge_range_costs_nothing_to_search():
+    roving = app()
+    roving.change_config({"posix.uidRange": [1000, 4_000_000_000]}, ADMIN, T0)
+    _, (alice,) = org_with_users(roving, "alice")
+    assert roving.repository.get(alice).uid == 1000
