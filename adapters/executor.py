@@ -38,6 +38,7 @@ from adapters.runspec import (  # noqa: F401 - RunSpec, SpecError and unreachabl
     job_environment,
     limit_memlock,
     unreachable,
+    user_for,
 )
 
 OnOutput = Callable[[str, bytes], None]
@@ -179,7 +180,7 @@ def child_setup(cgroup: Cgroup | None, memory: int | None, user: JobUser | None)
         if memory:
             limit_memlock(memory)
         if user is not None:
-            os.setgroups([])
+            os.setgroups(list(user.groups))
             os.setgid(user.gid)
             os.setuid(user.uid)
     return setup
@@ -191,11 +192,12 @@ class Executor:
 
     def __init__(self, workdir_root: Path, kill_grace: float = 10.0, cgroups: Hierarchy | None = None,
                  user: JobUser | None = None, runtime: OciRuntime | None = None,
-                 pids_limit: int = PIDS_PER_ALLOCATION, state_root: Path | None = None, gpus: list[Gpu] | None = None):
+                 pids_limit: int = PIDS_PER_ALLOCATION, state_root: Path | None = None, gpus: list[Gpu] | None = None,
+                 allow_root: bool = False):
         self.workdir_root = Path(workdir_root).resolve()
         self.state_root = Path(state_root) if state_root else self.workdir_root / ".roving-agent" / "jobs"
         self.kill_grace, self.cgroups, self.user, self.pids_limit = kill_grace, cgroups, user, pids_limit
-        self.runtime = runtime
+        self.runtime, self.allow_root = runtime, allow_root
         self.volumes = Volumes(self.workdir_root, user)
         self.binder = DeviceBinder(gpus) if gpus else None
         if user is not None:  # searchable, not listable: a job finds its own directory and no one else's
@@ -208,6 +210,10 @@ class Executor:
         if self.cgroups is not None:
             self.cgroups.close()
 
+    def job_user(self, spec: RunSpec) -> JobUser | None:
+        """Its owner's uid and gids when this agent runs jobs as others (root), else the agent's own user."""
+        return user_for(spec, self.user, self.allow_root)
+
     def workdir(self, spec: RunSpec) -> Path:
         workflow = UNSAFE_NAME.sub("_", spec.workflow_id).lstrip(".") or "_"
         stage = UNSAFE_NAME.sub("_", spec.stage).lstrip(".") or "_"
@@ -218,15 +224,15 @@ class Executor:
 
         The job runs under a small shell wrapper that records its exit code, its output goes through FIFOs in
         the agent's state directory, and its state is written there: a restarted agent can adopt it."""
-        workdir = self.workdir(spec)
+        user, workdir = self.job_user(spec), self.workdir(spec)
         workdir.mkdir(parents=True, exist_ok=True)
         cwd = inside(workdir, spec.cwd or ".", "cwd")
         cwd.mkdir(parents=True, exist_ok=True)
         self._write_files(spec, workdir)
-        bound = self.volumes.prepare(spec)
+        bound = self.volumes.prepare(spec, user)
         transfer = spec.kind in TRANSFER_KINDS
         if transfer:
-            argv = transfer_argv(spec, workdir, bound, self.user)
+            argv = transfer_argv(spec, workdir, bound, user)
         else:
             argv = with_backoff(spec.start_delay_seconds, with_pre_hooks(spec.hooks, self._argv(spec, workdir), workdir))
             write_post_hooks(spec.hooks, workdir)
@@ -239,13 +245,13 @@ class Executor:
                                          mounts)
             else:
                 self.volumes.link(workdir, bound)
-            if self.user is not None:
-                self._hand_over(workdir)
-            env = job_environment(spec, self.user, workdir, devices, workdir=workdir)
+            if user is not None:
+                self._hand_over(workdir, user)
+            env = job_environment(spec, user, workdir, devices, workdir=workdir)
             if transfer:  # where this node reaches the world: a hub mirror, an S3 endpoint, a proxy
                 env.update({k: os.environ[k] for k in TRANSFER_PASSED if k in os.environ})
             _findable(argv[0], env, cwd)
-            running = self._launch(spec, argv, cwd, env, workdir)
+            running = self._launch(spec, argv, cwd, env, workdir, user)
         except BaseException:
             self._unbind(spec)
             if pulled is not None:
@@ -256,7 +262,8 @@ class Executor:
         self._watch(running, on_output, on_exit)
         return running
 
-    def _launch(self, spec: RunSpec, argv: list[str], cwd: Path, env: dict[str, str], workdir: Path) -> Running:
+    def _launch(self, spec: RunSpec, argv: list[str], cwd: Path, env: dict[str, str], workdir: Path,
+                job_user: JobUser | None) -> Running:
         """The wrapped process in its cgroup, with its FIFOs; nothing of it is left when it cannot start."""
         cgroup = self._cgroup(spec, env.get("CUDA_VISIBLE_DEVICES"))
         files, readers = JobFiles.for_spec(self.state_root, spec), {}
@@ -265,7 +272,7 @@ class Executor:
             readers = files.open_readers()
             # a transfer is our code, run as the agent (the job user may not reach the agent's interpreter); it
             # stays inside the volume and gives what it writes to the job user (adapters/transfer.py)
-            user = None if spec.kind in TRANSFER_KINDS else self.user
+            user = None if spec.kind in TRANSFER_KINDS else job_user
             proc = self._spawn(argv, cwd, env, child_setup(cgroup, spec.memory, user), files)
         except BaseException:
             for fd in readers.values():
@@ -340,13 +347,14 @@ class Executor:
         if not hooks:
             return
         cwd = inside(running.workdir, spec.cwd or ".", "cwd")
-        env = job_environment(spec, self.user, running.workdir, running.devices if self.binder else None,
+        user = self.job_user(spec)
+        env = job_environment(spec, user, running.workdir, running.devices if self.binder else None,
                               workdir=running.workdir)
         env.update(ROVING_EXIT_CODE=str(code), ROVING_EXIT_REASON=reason)
         for hook, argv in hooks:
             if running.pulled is not None and self.runtime is not None:
                 argv = self.runtime.wrap(argv, running.pulled.rootfs, running.workdir, cwd, spec.network_isolated)
-            run_post_hook(hook, argv, cwd, env, child_setup(None, None, self.user), emit)
+            run_post_hook(hook, argv, cwd, env, child_setup(None, None, user), emit)
 
     @staticmethod
     def _state(running: Running) -> JobState:
@@ -361,11 +369,12 @@ class Executor:
             limits=dataclasses.asdict(cgroup.limits) if cgroup else {},
         )
 
-    def _hand_over(self, workdir: Path) -> None:
+    @staticmethod
+    def _hand_over(workdir: Path, user: JobUser) -> None:
         """The stage's directory and everything in it belong to the job's user, closed to other users; the
         workflow's directory above stays the agent's and only searchable."""
         workdir.parent.chmod(0o711)
-        uid, gid = self.user.uid, self.user.gid
+        uid, gid = user.uid, user.gid
         for top, dirs, files in os.walk(workdir):
             for name in (*dirs, *files):
                 os.lchown(os.path.join(top, name), uid, gid)  # lchown: a symlink there is not followed

@@ -50,6 +50,10 @@ class RunSpec(msgspec.Struct, kw_only=True):
     volume: str = ""  # an ingress or egress stage: the volume it moves files into or out of
     transfers: list[dict[str, str]] = []  # an ingress or egress stage: {source, destination} URIs
     peers: Peers | None = None  # a multinode job: this node's rank and every rank's address
+    uid: int | None = None  # its owner's POSIX ids (a root agent runs it as them); None: submitted before ids
+    gid: int | None = None
+    groups: list[int] = []  # supplementary: the gids of its owner's groups
+    username: str = ""
 
 
 class JobUser(msgspec.Struct, frozen=True):
@@ -58,6 +62,7 @@ class JobUser(msgspec.Struct, frozen=True):
     uid: int
     gid: int
     name: str
+    groups: tuple[int, ...] = ()  # supplementary groups
 
 
 def unreachable(path: Path, user: JobUser) -> str | None:
@@ -80,6 +85,18 @@ def unreachable(path: Path, user: JobUser) -> str | None:
 
 class SpecError(ValueError):
     """A RunSpec this node cannot run as given (no command, a path escaping the work directory)."""
+
+
+def user_for(spec: RunSpec, fallback: JobUser | None, allow_root: bool = False) -> JobUser | None:
+    """Whom a job runs as: its owner's uid and gids when the agent is root (`fallback` is then the agent's
+    ROVING_JOB_UID, kept for work that carries no uid); None, the agent's own user, when the agent is not root."""
+    if fallback is None or spec.uid is None:
+        return fallback
+    gid = spec.uid if spec.gid is None else spec.gid
+    if 0 in (spec.uid, gid, *spec.groups) and not allow_root:
+        raise SpecError("the job's owner has uid or gid 0 (root) and this agent refuses root jobs "
+                        "(--allow-root-jobs allows them)")
+    return JobUser(uid=spec.uid, gid=gid, name=spec.username or str(spec.uid), groups=tuple(spec.groups))
 
 
 def format_seconds(seconds: float) -> str:

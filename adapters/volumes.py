@@ -25,25 +25,25 @@ class Volumes:
     def path(self, workflow_id: str, name: str) -> Path:
         return self.root / safe(workflow_id) / FOLDER / safe(name)
 
-    def prepare(self, spec: RunSpec) -> dict[str, Path]:
+    def prepare(self, spec: RunSpec, user: JobUser | None = None) -> dict[str, Path]:
         """Path in the job -> the volume's directory (made when missing); a transfer's own volume as "" -> dir."""
         wanted = {location: name for location, name in spec.mounts.items()}
         if spec.volume:
             wanted[""] = spec.volume
         found = {location: self.path(spec.workflow_id, name) for location, name in wanted.items()}
         for directory in found.values():
-            self._make(directory)
+            self._make(directory, user or self.user)
         return found
 
-    def _make(self, directory: Path) -> None:
+    def _make(self, directory: Path, user: JobUser | None) -> None:
         if directory.is_dir():
             return
         directory.parent.mkdir(parents=True, exist_ok=True)
         directory.parent.chmod(0o711)  # searchable: a job reaches its own volume, lists no other
         directory.parent.parent.chmod(0o711)
         directory.mkdir(mode=0o700)
-        if self.user is not None:
-            os.chown(directory, self.user.uid, self.user.gid)
+        if user is not None:
+            os.chown(directory, user.uid, user.gid)
 
     def link(self, workdir: Path, bound: dict[str, Path]) -> None:
         """The host runtime has no mount namespace: each mount path is re-rooted in the stage's directory as a

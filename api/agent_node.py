@@ -46,13 +46,14 @@ def build_executor(config: AgentConfig, log, detect=cgroups.detect) -> Executor:
     if config.gpus:
         log.info("agent.gpus", indices=[gpu.index for gpu in config.gpus])
     return Executor(config.workdir, kill_grace=config.kill_grace, cgroups=hierarchy, user=config.job_user,
-                    runtime=runtime, gpus=config.gpus)
+                    runtime=runtime, gpus=config.gpus, allow_root=config.allow_root_jobs)
 
 
 def job_user_text(config: AgentConfig) -> str:
-    """`nobody(65534)`, or `alice(1000),agent` when jobs share the agent's own user (and its files)."""
+    """`owner,else=nobody(65534)` (each job as its owner's uid; work without one as ROVING_JOB_UID), or
+    `alice(1000),agent` when jobs share the agent's own user (and its files)."""
     if config.job_user is not None:
-        return f"{config.job_user.name}({config.job_user.uid})"
+        return f"owner,else={config.job_user.name}({config.job_user.uid})"
     uid = os.geteuid()
     try:
         name = pwd.getpwuid(uid).pw_name

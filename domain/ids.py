@@ -33,3 +33,6 @@ def allocation_id(workflow: UUID, stage: str, attempt: int) -> UUID:
 
 def hold_id(node: UUID, effect: str, by: str, at_iso: str) -> str:
     return str(uuid5(node, f"hold:{effect}:{by}:{at_iso}"))
+
+
+MAX_POSIX_ID = 2**32 - 2  # the largest uid or gid: (uid_t)-1 means "no change" to chown and setreuid

@@ -20,13 +20,15 @@ from domain.multinode import Peers, leader_port
 from domain.workflow import Workflow
 from projections.nodes import NodesView
 from projections.queue import QueueView
+from projections.tenancy import TenancyView
 from projections.workflows import WorkflowsView
 
 ENDED = ("FINISHED", "FAILED", "CANCELED")
 KILLED = frozenset({QueueState.CANCELED, QueueState.PREEMPTED, QueueState.EVICTED})
 
 
-def assignments(node_id: Any, queue: QueueView, workflows: WorkflowsView, nodes: NodesView) -> dict[str, list]:
+def assignments(node_id: Any, queue: QueueView, workflows: WorkflowsView, nodes: NodesView,
+                tenancy: TenancyView | None = None) -> dict[str, list]:
     """{"start": [run spec, ...], "stop": [{allocation_id, epoch, reason}, ...], "volumes": [workflow id, ...]} for
     one node; "volumes" names the workflows not yet ended whose volumes live here (the agent removes the rest)."""
     wanted, since = str(node_id), nodes.joined_at(node_id)
@@ -48,7 +50,7 @@ def assignments(node_id: Any, queue: QueueView, workflows: WorkflowsView, nodes:
         if a.stopping and not canceled:
             stop.append(_stop_rank(a))
         elif a.state is QueueState.RUNNING and not canceled and workflow is not None:
-            start.append(run_spec(a, workflow, queue, _peers(a, wanted, workflow, nodes)))
+            start.append(run_spec(a, workflow, queue, _peers(a, wanted, workflow, nodes), tenancy))
         elif a.state in KILLED or (a.state is QueueState.RUNNING and canceled):
             stop.append(_stop(a, workflow))
     return {"start": start, "stop": stop, "volumes": sorted(volumes)}
@@ -86,8 +88,10 @@ def _peers(a: Allocation, node_id: str, workflow: Workflow, nodes: NodesView) ->
                  implementation=multinode.implementation or "")
 
 
-def run_spec(a: Allocation, workflow: Workflow, queue: QueueView, peers: Peers | None = None) -> dict:
-    """Everything the agent needs to start one allocation, as JSON-able values; a multinode rank gets its peers."""
+def run_spec(a: Allocation, workflow: Workflow, queue: QueueView, peers: Peers | None = None,
+             tenancy: TenancyView | None = None) -> dict:
+    """Everything the agent needs to start one allocation, as JSON-able values, with whom it runs as; a multinode
+    rank gets its peers."""
     spec = workflow.stages[a.stage].spec
     step = _step(workflow, spec.step, spec.kind)
     return {
@@ -99,6 +103,7 @@ def run_spec(a: Allocation, workflow: Workflow, queue: QueueView, peers: Peers |
         "account_id": _account(queue, a), "readiness_probe": _probe(step), "ports": _ports(step),
         "mounts": dict(spec.mounts), **_profile(spec), **_backoff(spec, a.attempt), **_transfer(spec),
         **({"peers": msgspec.to_builtins(peers)} if peers is not None else {}),
+        **_identity(queue, a, tenancy),
     }
 
 
@@ -151,6 +156,14 @@ def _ports(step: Any) -> list[dict]:
     if not isinstance(step, Service) or step.network is None:
         return []
     return [{"name": p.name, "port": p.port, "protocol": p.protocol} for p in step.network.ports or []]
+
+
+def _identity(queue: QueueView, a: Allocation, tenancy: TenancyView | None) -> dict:
+    """The owner's uid, primary gid and group gids; nothing for an owner without a uid (the agent's fallback)."""
+    if tenancy is None:
+        return {}
+    owner = queue.owner(a.workflow_id)
+    return tenancy.job_identity(owner.user_id or None, owner.group_id or None)
 
 
 def _account(queue: QueueView, a: Allocation) -> str:

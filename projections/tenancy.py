@@ -32,6 +32,7 @@ class GroupRow(msgspec.Struct, frozen=True, kw_only=True):
     preempt: list[UUID]
     members: dict[str, str]
     explainers: list[UUID]
+    gid: int | None = None
 
 
 class UserRow(msgspec.Struct, frozen=True, kw_only=True):
@@ -43,6 +44,7 @@ class UserRow(msgspec.Struct, frozen=True, kw_only=True):
     priority: int
     disabled: bool
     groups: list[UUID]
+    uid: int | None = None
 
 
 class TenancyView(Projection):
@@ -121,18 +123,32 @@ class TenancyView(Projection):
         found = [self.orgs.get(organization_id), self.groups_.get(group_id), self.users_.get(user_id)]
         return {key: (a.priority if a is not None else 0) for key, a in zip(("organization", "group", "user"), found)}
 
+    def job_identity(self, user_id: Any, group_id: Any) -> dict[str, Any]:
+        """Whom a root agent runs the owner's jobs as: {"uid", "gid", "groups", "username"}, or {} for an owner without a uid.
+
+        The primary gid is the workflow's group's, else the user's own (equal to its uid, a user private group);
+        the supplementary groups are the gids of every group the user belongs to."""
+        with self.lock:
+            user = self.users_.get(user_id)
+            if user is None or user.uid is None:
+                return {}
+            group = self.groups_.get(group_id) if group_id else None
+            gids = sorted({g.gid for g in self.groups_.values() if user.id in g.members and g.gid is not None})
+        primary = group.gid if group is not None and group.gid is not None else user.uid
+        return {"uid": user.uid, "gid": primary, "groups": gids, "username": user.username}
+
     def _org(self, o: Any) -> OrganizationRow:
         return OrganizationRow(id=o.id, name=o.name, priority=o.priority, owners=list(o.owners))
 
     def _group(self, g: Any) -> GroupRow:
         return GroupRow(id=g.id, organization_id=g.organization_id, name=g.name, priority=g.priority,
                         preempt=list(g.preempt), members={str(k): v.value for k, v in g.members.items()},
-                        explainers=list(g.explainers))
+                        explainers=list(g.explainers), gid=g.gid)
 
     def _user(self, u: Any) -> UserRow:
         groups = [g.id for g in self.groups_.values() if u.id in g.members]
         return UserRow(id=u.id, organization_id=u.organization_id, username=u.username, email=u.email,
-                       role=u.role.value, priority=u.priority, disabled=u.disabled, groups=groups)
+                       role=u.role.value, priority=u.priority, disabled=u.disabled, groups=groups, uid=u.uid)
 
     @on("Organization.*")
     def _organization(self, event: Any) -> None:

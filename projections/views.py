@@ -72,7 +72,7 @@ class Views:
 
     def assignments(self, node_id: Any) -> dict[str, list[dict]]:
         with self.lock:
-            return assignments(node_id, self.queue, self.workflows, self.nodes)
+            return assignments(node_id, self.queue, self.workflows, self.nodes, self.tenancy)
 
     def scheduler_snapshot(self, now: datetime) -> Snapshot:
         with self.lock:

@@ -10,7 +10,7 @@ from uuid import UUID
 
 from api.cli.client import Client
 from api.cli.output import named
-from domain.ids import group_id, org_id, user_id
+from domain.ids import MAX_POSIX_ID, group_id, org_id, user_id
 
 PREEMPT = {"preempt": "preempt_names"}
 GROUP_NAMES = {**PREEMPT, "members": "member_names"}  # a table shows these lists by name; json keeps the ids
@@ -40,6 +40,15 @@ def user_ref(text: str) -> str:
         return str(UUID(text))
     except ValueError:
         return str(user_id(text))
+
+
+def posix_id(text: str) -> int | str:
+    """A uid or gid: a whole number from 0 (the server refuses 0 unless the cluster allows root jobs), or `auto`."""
+    if text == "auto":
+        return text
+    if not text.isdigit() or int(text) > MAX_POSIX_ID:
+        raise argparse.ArgumentTypeError(f"{text!r}: a uid or gid is a whole number from 0 to {MAX_POSIX_ID}, or auto")
+    return int(text)
 
 
 def password(args: argparse.Namespace) -> str:
@@ -73,9 +82,15 @@ def group_list(args: argparse.Namespace, client: Client) -> Any:
     return named(client.get(f"/v4/organizations/{args.org}/groups")["groups"], args.output, GROUP_NAMES)
 
 
+def group_show(args: argparse.Namespace, client: Client) -> Any:
+    return named([client.get(f"/v4/groups/{args.group}")], args.output, GROUP_NAMES)[0]
+
+
 def group_update(args: argparse.Namespace, client: Client) -> Any:
-    """Priority and preempt-list changes in one command; the current list comes from the server."""
+    """Priority, gid and preempt-list changes in one command; the current list comes from the server."""
     answers = {}
+    if args.gid is not None:
+        answers["gid"] = client.put(f"/v4/groups/{args.group}/gid", {"gid": args.gid})["gid"]
     if args.priority is not None:
         answers["priority"] = client.put(f"/v4/groups/{args.group}/priority", {"priority": args.priority})["priority"]
     if args.preempt or args.no_preempt:
@@ -106,6 +121,20 @@ def user_create(args: argparse.Namespace, client: Client) -> Any:
 
 def user_list(args: argparse.Namespace, client: Client) -> Any:
     return named(client.get(f"/v4/organizations/{args.org}/users")["users"], args.output, {"groups": "group_names"})
+
+
+def user_show(args: argparse.Namespace, client: Client) -> Any:
+    return named([client.get(f"/v4/users/{args.user}")], args.output, {"groups": "group_names"})[0]
+
+
+def user_update(args: argparse.Namespace, client: Client) -> Any:
+    """A cluster admin sets a user's uid (its jobs run as it on root agents); no option: show the user."""
+    answers = {}
+    if args.uid is not None:
+        answers["uid"] = client.put(f"/v4/users/{args.user}/uid", {"uid": args.uid})["uid"]
+    if args.priority is not None:
+        answers["priority"] = client.put(f"/v4/users/{args.user}/priority", {"priority": args.priority})["priority"]
+    return answers or user_show(args, client)
 
 
 def user_priority(args: argparse.Namespace, client: Client) -> Any:
@@ -160,10 +189,14 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         dest="action", metavar="ACTION", required=True)
     leaf(group, common, "create", group_create, "create a group in an organization", ("org", org_ref), ("name", str))
     leaf(group, common, "list", group_list,
-         "an organization's groups, preempt lists by name (-o wide adds members and roles; -o json keeps ids)",
-         ("org", org_ref), columns=["id", "name", "priority", "preempt"], wide=["members"])
-    p = leaf(group, common, "update", group_update, "change a group's priority or preempt list", ("group", group_ref))
+         "an organization's groups, preempt lists by name (-o wide adds gid, members and roles; -o json keeps ids)",
+         ("org", org_ref), columns=["id", "name", "priority", "preempt"], wide=["gid", "members"])
+    leaf(group, common, "show", group_show, "one group: priority, gid, preempt list and members", ("group", group_ref))
+    p = leaf(group, common, "update", group_update, "change a group's priority, gid or preempt list",
+             ("group", group_ref))
     p.add_argument("--priority", type=int)
+    p.add_argument("--gid", type=posix_id,
+                   help="the POSIX gid its members' jobs run with, or auto: the next free one (cluster admin)")
     p.add_argument("--preempt", action="append", default=[], type=group_ref, metavar="G2",
                    help="allow this group to preempt G2 (repeatable)")
     p.add_argument("--no-preempt", action="append", default=[], type=group_ref, metavar="G2",
@@ -183,8 +216,13 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--email", required=True)
     p.add_argument("--role", default="user", choices=["user", "org_owner", "cluster_admin"])
     p.add_argument("--password-stdin", action="store_true")
-    leaf(user, common, "list", user_list, "an organization's users (-o wide adds their groups, by name)",
-         ("org", org_ref), columns=["id", "username", "email", "role", "priority"], wide=["groups", "disabled"])
+    leaf(user, common, "list", user_list, "an organization's users (-o wide adds their uid and groups, by name)",
+         ("org", org_ref), columns=["id", "username", "email", "role", "priority"], wide=["uid", "groups", "disabled"])
+    leaf(user, common, "show", user_show, "one account: role, priority, uid and groups", ("user", user_ref))
+    p = leaf(user, common, "update", user_update, "change a user's uid (cluster admin) or priority", ("user", user_ref))
+    p.add_argument("--uid", type=posix_id,
+                   help="the POSIX uid its jobs run as on root agents, or auto: the next free one (cluster admin)")
+    p.add_argument("--priority", type=int)
     leaf(user, common, "priority", user_priority, "set a user's priority", ("user", user_ref), ("priority", int))
     leaf(user, common, "whoami", user_whoami, "who your token speaks for")
     p = leaf(user, common, "password", user_password, "change your own password")

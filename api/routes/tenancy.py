@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from uuid import UUID
 
 import msgspec
@@ -18,6 +18,7 @@ from api.routes import sessions
 from api.routes.names import Names, names
 from domain.app import access
 from domain.app.errors import NotFound
+from domain.ids import MAX_POSIX_ID
 from domain.scheduler.priority import PRIORITY_LIMIT
 
 
@@ -36,6 +37,17 @@ class Priority(msgspec.Struct, forbid_unknown_fields=True):
     """The range is the domain's (it also refuses out of range); here it is also in the OpenAPI document."""
 
     priority: Annotated[int, msgspec.Meta(ge=-PRIORITY_LIMIT, le=PRIORITY_LIMIT)]
+
+
+PosixId = Annotated[int, msgspec.Meta(ge=0, le=MAX_POSIX_ID)] | Literal["auto"]  # auto: the next free one
+
+
+class Uid(msgspec.Struct, forbid_unknown_fields=True):
+    uid: PosixId
+
+
+class Gid(msgspec.Struct, forbid_unknown_fields=True):
+    gid: PosixId
 
 
 class PreemptList(msgspec.Struct, forbid_unknown_fields=True):
@@ -144,6 +156,34 @@ async def show_group(request: Request) -> Response:
     return c.json(with_group_names(row, names(request)))
 
 
+async def show_user(request: Request) -> Response:
+    """One account as its organization sees it (its uid and groups; never its password hash)."""
+    who = c.principal(request)
+    row = await c.call(c.services(request).views.tenancy.user, c.uuid_param(request, "id", "user"))
+    if row is None or (row.organization_id is None and not who.is_cluster_admin):
+        raise NotFound("user")
+    if row.organization_id is not None:
+        access.check_visible(who, access.Resource.organization(row.organization_id), "user")
+    known = names(request)
+    return c.json({**msgspec.structs.asdict(row), "group_names": [known.group(g) or str(g) for g in row.groups]})
+
+
+def posix_id_route(kind: str, what: str, body: type[Uid] | type[Gid]):
+    """PUT a user's uid or a group's gid (cluster admins; unique; 0 only when the cluster allows root jobs; "auto":
+    the next free one of the configured range, for accounts made before ids existed)."""
+    field = "uid" if body is Uid else "gid"
+
+    async def set_posix_id(request: Request) -> Response:
+        wanted = await c.body(request, body)
+        target = c.uuid_param(request, "id", what)
+        asked = getattr(wanted, field)
+        number = await c.call(method(request, "set_posix_id"), kind, target, None if asked == "auto" else asked,
+                              c.principal(request), c.now())
+        await c.settle(request)
+        return c.json({"id": target, field: number})
+    return set_posix_id
+
+
 def priority_route(kind: str, what: str):
     async def set_priority(request: Request) -> Response:
         wanted = await c.body(request, Priority)
@@ -191,9 +231,11 @@ def explainer_route(granted: bool):
 async def whoami(request: Request) -> Response:
     who, known = c.principal(request), names(request)
     groups = sorted(str(g) for g in who.group_ids)
+    account = c.services(request).views.tenancy.user(who.user_id) if who.user_id else None
     return c.json({"user_id": who.user_id, "username": who.username, "role": who.role,
                    "organization_id": who.organization_id, "organization": known.organization(who.organization_id),
-                   "groups": groups, "group_names": [known.group(g) or g for g in groups]})
+                   "groups": groups, "group_names": [known.group(g) or g for g in groups],
+                   "uid": account.uid if account is not None else None})
 
 
 async def login(request: Request) -> Response:
@@ -268,6 +310,7 @@ routes = [
     Route("/v4/groups/{id}", show_group, methods=["GET"]),
     Route("/v4/groups/{id}/priority", priority_route("group", "group"), methods=["PUT"]),
     Route("/v4/groups/{id}/preempt", set_preempt, methods=["PUT"]),
+    Route("/v4/groups/{id}/gid", posix_id_route("group", "group", Gid), methods=["PUT"]),
     Route("/v4/groups/{id}/members/{user}", add_member, methods=["PUT"]),
     Route("/v4/groups/{id}/members/{user}", remove_member, methods=["DELETE"]),
     Route("/v4/groups/{id}/explainers/{user}", explainer_route(True), methods=["PUT"]),
@@ -275,4 +318,6 @@ routes = [
     Route("/v4/users/me/password", change_password, methods=["POST"]),
     Route("/v4/users/{id}/unlock", unlock_user, methods=["POST"]),
     Route("/v4/users/{id}/priority", priority_route("user", "user"), methods=["PUT"]),
+    Route("/v4/users/{id}", show_user, methods=["GET"]),
+    Route("/v4/users/{id}/uid", posix_id_route("user", "user", Uid), methods=["PUT"]),
 ]

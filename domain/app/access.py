@@ -249,3 +249,9 @@ def _uuid(value: Any) -> UUID | None:
         return UUID(str(value))
     except ValueError:
         return None
+
+
+def posix_id_setter(principal: Principal) -> None:
+    """A uid or gid is an identity on every node (files, processes): only cluster admins choose one."""
+    if not principal.is_cluster_admin:
+        raise Forbidden("setting a uid or gid needs the cluster admin role")

@@ -38,7 +38,7 @@ class Roving(UnitOfWork):
         self.endpoints = EndpointHandlers(self, self.allocations, base_url(self.env))
         self.workflows = WorkflowHandlers(self, self.allocations, self.endpoints, self.scheduling, self.profiles)
         self.nodes = NodeHandlers(self, self.allocations, self.configuration)
-        self.tenancy = TenancyHandlers(self, self.allocations, passwords)  # type: ignore[arg-type]
+        self.tenancy = TenancyHandlers(self, self.allocations, passwords, self.configuration)  # type: ignore[arg-type]
 
 
 # Which handler answers each name callers use (`roving.submit_workflow(...)` is `roving.workflows.submit_workflow`).
@@ -50,7 +50,7 @@ FACE = {
               "readmit_node"),
     "endpoints": ("create_endpoint", "delete_endpoint"),
     "tenancy": ("create_organization", "create_user", "login", "set_priority", "create_group", "set_preempt_list",
-                "add_member", "remove_member", "set_explainer"),
+                "add_member", "remove_member", "set_explainer", "set_posix_id"),
     "configuration": ("config", "scheduler_config", "change_config"),
     "profiles": ("set_profile", "delete_profile", "profile", "list_profiles"),
 }

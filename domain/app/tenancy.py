@@ -6,8 +6,9 @@ from datetime import datetime
 from typing import Protocol
 from uuid import UUID
 
-from domain.app import access
+from domain.app import access, posix
 from domain.app.allocations import Allocations
+from domain.app.config import ConfigHandlers
 from domain.app.errors import Conflict, Forbidden, Invalid, LoginRefused, NotFound, invalid
 from domain.app.ids import group_id, org_id, user_id
 from domain.app.unit_of_work import UnitOfWork, command
@@ -30,8 +31,10 @@ class PasswordHasher(Protocol):
 
 
 class TenancyHandlers:
-    def __init__(self, uow: UnitOfWork, allocations: Allocations, passwords: PasswordHasher) -> None:
+    def __init__(self, uow: UnitOfWork, allocations: Allocations, passwords: PasswordHasher,
+                 configuration: ConfigHandlers) -> None:
         self.uow, self.allocations, self.passwords = uow, allocations, passwords
+        self.configuration = configuration
         self.strangers = StrangerLockout()
 
     @command
@@ -45,25 +48,38 @@ class TenancyHandlers:
         self.uow.save(org)
         return oid
 
-    @command
     def create_user(self, organization: UUID | None, username: str, email: str, password: str, role: str,
                     principal: Principal, at: datetime) -> UUID:
+        """Checked and hashed once, then registered: a registration that loses a race for the next uid decides
+        again without paying for the hash again."""
+        wanted = self._account_role(organization, role, principal)
+        problems = password_problems(password, username, email)
+        if problems:
+            raise Invalid([Problem(path="password", message=p) for p in problems])
+        if user_id(username) in self.uow.repository:
+            raise Conflict(f"user {username!r} already exists")
+        return self._register(organization, username, email, self.passwords.hash(password), wanted, principal, at)
+
+    def _account_role(self, organization: UUID | None, role: str, principal: Principal) -> Role:
         self._may_manage_users(organization, principal)
         try:
             wanted = Role(role or "user")
         except ValueError as error:
             raise invalid("role", f"unknown role {role!r}; use one of {', '.join(r.value for r in Role)}") from error
         access.role_grantor(principal, wanted)
-        problems = password_problems(password, username, email)
-        if problems:
-            raise Invalid([Problem(path="password", message=p) for p in problems])
+        return wanted
+
+    @command
+    def _register(self, organization: UUID | None, username: str, email: str, password_hash: str, wanted: Role,
+                  principal: Principal, at: datetime) -> UUID:
+        self._account_role(organization, wanted.value, principal)  # again, on the state this attempt decides from
         uid = user_id(username)
         if uid in self.uow.repository:
             raise Conflict(f"user {username!r} already exists")
         with _tenancy_errors():
-            user = User.register(uid, organization, username, email, self.passwords.hash(password), wanted,
-                                 by=principal.username, at=at)
-        touched = [user]
+            user = User.register(uid, organization, username, email, password_hash, wanted, by=principal.username,
+                                 at=at)
+        touched = [user, posix.allocate(self.uow, user, self.configuration.scheduler_config(), principal.username, at)]
         if wanted is Role.ORG_OWNER and organization is not None:
             org = self.uow.load(Organization, organization, "organization")
             org.add_owner(uid, by=principal.username, at=at)
@@ -181,8 +197,24 @@ class TenancyHandlers:
             raise Conflict(f"group {name!r} already exists in this organization")
         with _tenancy_errors():
             group = Group.create(gid, organization, name, [], by=principal.username, at=at)
-        self.uow.save(group)
+        ids = posix.allocate(self.uow, group, self.configuration.scheduler_config(), principal.username, at)
+        self.uow.save(group, ids)
         return gid
+
+    @command
+    def set_posix_id(self, kind: str, target: UUID, number: int | None, principal: Principal, at: datetime) -> int:
+        """A cluster admin sets a user's uid (kind "user") or a group's gid (kind "group"); None: the next free one
+        of the range, for an account made before ids existed (one that has an id keeps it). Returns the id."""
+        found: User | Group = self.uow.load(User if kind == "user" else Group, target, kind)
+        self._may_manage_users(found.organization_id, principal)  # another tenant's id stays unknown (404)
+        access.posix_id_setter(principal)
+        config = self.configuration.scheduler_config()
+        if number is None:
+            ids = posix.allocate(self.uow, found, config, principal.username, at)
+        else:
+            ids = posix.assign(self.uow, found, number, config, principal.username, at)
+        self.uow.save(found, ids)
+        return found.uid if isinstance(found, User) else found.gid  # type: ignore[return-value]
 
     @command
     def set_preempt_list(self, group: UUID, group_ids: list[UUID], principal: Principal, at: datetime) -> None:

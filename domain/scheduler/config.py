@@ -12,6 +12,7 @@ from typing import Any
 
 import msgspec
 
+from domain.ids import MAX_POSIX_ID
 from domain.scheduler.priority import DEFAULT_PRIORITY, PriorityError, compile_priority
 
 
@@ -30,6 +31,9 @@ class SchedulerConfig(msgspec.Struct, frozen=True, kw_only=True):
     preemption_window_seconds: float = 3600.0
     max_monitoring_held_percent: float = 20.0
     max_eviction_restarts: int = 3
+    uid_range: tuple[int, int] = (100000, 199999)  # posix.*: where new users' and groups' ids come from
+    gid_range: tuple[int, int] = (200000, 299999)
+    allow_root_jobs: bool = False
 
 
 class ConfigProblem(msgspec.Struct, frozen=True, kw_only=True):
@@ -91,6 +95,14 @@ def _count(low: int) -> Callable[[Any], int]:
     return parse
 
 
+def _id_range(value: Any) -> tuple[int, int]:
+    ok = isinstance(value, (list, tuple)) and len(value) == 2 and all(
+        isinstance(v, int) and not isinstance(v, bool) for v in value)
+    if not ok or not 1 <= value[0] <= value[1] <= MAX_POSIX_ID:
+        raise Invalid(f"expected [first, last] with 1 <= first <= last <= {MAX_POSIX_ID}, got {value!r}")
+    return (value[0], value[1])
+
+
 def _names(value: Any) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
         raise Invalid(f"expected a list of annotation names, got {value!r}")
@@ -122,6 +134,9 @@ KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "scheduler.preemptionWindow": ("preemption_window_seconds", _duration),
     "nodeHealth.maxMonitoringHeldPercent": ("max_monitoring_held_percent", _number(0, 100)),
     "nodeHealth.maxEvictionRestarts": ("max_eviction_restarts", _count(0)),
+    "posix.uidRange": ("uid_range", _id_range),
+    "posix.gidRange": ("gid_range", _id_range),
+    "posix.allowRootJobs": ("allow_root_jobs", _bool),
 }
 
 RETIRED: dict[str, str] = {

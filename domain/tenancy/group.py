@@ -28,6 +28,7 @@ POLICY_SETTERS = {Role.ORG_OWNER, Role.CLUSTER_ADMIN}
 
 
 class Group(TenantAggregate):
+    gid: int | None = None  # the POSIX gid of its members' jobs (PosixIds decides it); groups before ids had none
     class PriorityUpdated(PriorityMessage, TenantAggregate.Event):
         kind = "group"
         old: int
@@ -68,6 +69,17 @@ class Group(TenantAggregate):
     @event(PriorityUpdated)
     def _priority_updated(self, old: int, new: int, by: str, by_role: Role, at: datetime) -> None:
         self.priority = new
+
+    def set_gid(self, gid: int, *, by: str, at: datetime) -> bool:
+        """Record the gid PosixIds gave this group (allocated or set by an admin); False when unchanged."""
+        if gid == self.gid:
+            return False
+        self._gid_set(gid=gid, by=by, at=require_aware(at))
+        return True
+
+    @event("GidSet")
+    def _gid_set(self, gid: int, by: str, at: datetime) -> None:
+        self.gid = gid
 
     def set_preempt_list(self, group_ids: list[UUID], *, by: str, by_role: Role, at: datetime) -> bool:
         """Which groups' preemptible work this group's work may preempt; never itself."""

@@ -40,6 +40,7 @@ class LoginOutcome(msgspec.Struct, frozen=True):
 
 
 class User(TenantAggregate):
+    uid: int | None = None  # the POSIX uid its jobs run as (PosixIds decides it); accounts before ids had none
     class PriorityUpdated(PriorityMessage, TenantAggregate.Event):
         kind = "user"
         old: int
@@ -147,6 +148,17 @@ class User(TenantAggregate):
     @event("Enabled")
     def _enabled(self, by: str, at: datetime) -> None:
         self.disabled, self.disabled_reason = False, ""
+
+    def set_uid(self, uid: int, *, by: str, at: datetime) -> bool:
+        """Record the uid PosixIds gave this account (allocated or set by an admin); False when unchanged."""
+        if uid == self.uid:
+            return False
+        self._uid_set(uid=uid, by=by, at=require_aware(at))
+        return True
+
+    @event("UidSet")
+    def _uid_set(self, uid: int, by: str, at: datetime) -> None:
+        self.uid = uid
 
     def set_role(self, role: Role, *, by: str, by_role: Role, at: datetime) -> None:
         """Org owners may make users and org owners; only a cluster admin may grant or take cluster_admin."""

@@ -144,3 +144,16 @@ def test_a_work_root_planted_by_another_user_is_refused(open_root):
     os.chown(planted, 65534, 65534)
     with pytest.raises(PermissionError, match="belongs to uid 65534"):
         Executor(planted, user=JobUser(uid=65534, gid=65534, name="nobody"))
+
+
+def test_a_root_agent_runs_each_job_as_its_owners_uid_and_groups(open_root):
+    executor = Executor(open_root / "work", kill_grace=0.3, user=JobUser(uid=65534, gid=65534, name="nobody"))
+    outputs = []
+    for n, (uid, gid, groups) in enumerate([(100001, 200001, [200001, 200002]), (100002, 100002, [])]):
+        owned = spec(stage=f"s{n}", script="id -u; id -g; id -G; touch mine", uid=uid, gid=gid, groups=groups)
+        recorder, result = run(executor, owned)
+        assert result == (0, "exited with code 0"), recorder.text("stderr")
+        outputs.append(recorder.text().splitlines())
+        assert (executor.workdir(owned) / "mine").stat().st_uid == uid
+    assert outputs[0][:2] == ["100001", "200001"] and set(outputs[0][2].split()) == {"200001", "200002"}
+    assert outputs[1] == ["100002", "100002", "100002"]

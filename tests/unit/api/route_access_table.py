@@ -40,6 +40,11 @@ def both(template: str, body: Callable[[Any], Any] = lambda t: None, auth: str =
             "foreign": lambda w: Call(template.format(t=w.b), body(w.b), auth)}
 
 
+def posix_id(owner: Any) -> int:
+    """A distinct id for each tenant's user or group, outside the allocated ranges."""
+    return 5000 + int(str(owner).replace("-", "")[:6], 16) % 90000
+
+
 def node_route(suffix: str, body: Any = None) -> dict[str, Any]:
     return {"own": lambda w: Call(f"/v4/nodes/{w.node()['node_id']}{suffix}", body), "foreign": CLUSTER}
 
@@ -118,6 +123,10 @@ ROUTES = [
         lambda w: Call(f"/v4/groups/{w.b.group}/explainers/{w.b.member}")),
     Row("POST", "/v4/users/{id}/unlock", OWNERS, **both("/v4/users/{t.member}/unlock")),
     Row("PUT", "/v4/users/{id}/priority", OWNERS, **both("/v4/users/{t.member}/priority", lambda t: {"priority": 1})),
+    Row("GET", "/v4/users/{id}", EVERYONE, **both("/v4/users/{t.member}")),
+    # a uid is an identity on every node: cluster admins only; each tenant's member gets its own number
+    Row("PUT", "/v4/users/{id}/uid", ADMINS, **both("/v4/users/{t.member}/uid", lambda t: {"uid": posix_id(t.member)})),
+    Row("PUT", "/v4/groups/{id}/gid", ADMINS, **both("/v4/groups/{t.group}/gid", lambda t: {"gid": posix_id(t.group)})),
     Row("POST", "/v4/secrets", EVERYONE, lambda w: Call("/v4/secrets", {"name": w.fresh("s"), "value": "v"})),
     Row("GET", "/v4/secrets", EVERYONE),
     # a user-scope secret is its owner's alone: anyone else is told it does not exist

@@ -54,7 +54,8 @@ def test_queue_json_has_the_group_id_and_its_name(api, acme, capsys):
 def test_group_list_shows_preempt_lists_and_members_by_name(api, acme, capsys):
     code, out, _ = run(api, acme["token"], ["group", "list", "acme", "-o", "wide"], capsys)
     rows = {line.split()[1]: line.split() for line in out.splitlines()[1:]}
-    assert code == 0 and rows["ml"][3:] == ["ops", "erin=member"]  # not ops's id
+    assert code == 0 and rows["ml"][3] == "ops" and rows["ml"][5:] == ["erin=member"]  # not ops's id
+    assert rows["ml"][4].isdigit()  # the gid
     code, out, _ = run(api, acme["token"], ["group", "list", "acme", "-o", "json"], capsys)
     assert next(g for g in json.loads(out) if g["name"] == "ml")["preempt"] == [acme["ops"]]
 
