@@ -25,20 +25,23 @@ def short(value: Any) -> str:
     return str(value or "")[:8]
 
 
-def reason(request: Request, who: Principal, row: dict[str, Any]) -> str:
-    """A waiting row's reason is the scheduler's why, shown to whoever the API's `why` would show it to;
-    other rows keep their own (how they ended)."""
+def explanation(request: Request, who: Principal, row: dict[str, Any]) -> tuple[str, Any]:
+    """(reason, estimated start): a waiting row's reason is the scheduler's why, and its estimated start the
+    reservation's (or a backfill's), shown to whoever the API's `why` would show them to; other rows keep their
+    own reason (how they ended) and no estimate."""
     if row["state"] not in WAITING:
-        return row["reason"]
+        return row["reason"], ""
     try:
         access.explain_work(who, row)
     except Denied:
-        return row["reason"]
+        return row["reason"], ""
     found = request.app.state.services.views.why.get(row["id"])
     if found is None:
-        return row["reason"] or "waiting for the scheduler's next pass"
+        return row["reason"] or "waiting for the scheduler's next pass", "unknown"
     said = getattr(found.reason, "value", found.reason)
-    return f"{said}: {found.message}" if found.message and found.message != said else str(said)
+    start = found.detail.get("estimated_start")
+    text = f"{said}: {found.message}" if found.message and found.message != said else str(said)
+    return text, render.when(start) if start else "unknown"
 
 
 async def queue_page(request: Request, who: Principal) -> Response:
@@ -48,7 +51,7 @@ async def queue_page(request: Request, who: Principal) -> Response:
     answer = await api(queue.queue, request, state=state)
     rows = [[rank, f"{r['priority']:g}", render.link(f"/ui/workflows/{r['workflow_id']}", short(r["workflow_id"])),
              r["stage"], render.status(r["state"]), r["attempt"], ", ".join(r["nodes"]) or r["node"] or "",
-             render.when(r["queued_at"]), reason(request, who, r)]
+             render.when(r["queued_at"]), *explanation(request, who, r)]
             for rank, r in enumerate(answer["queue"], start=1)]
     scope = "only your own work" if answer.get("mine") else "the whole cluster"
     body = render.fill(
@@ -56,7 +59,8 @@ async def queue_page(request: Request, who: Principal) -> Response:
             f'<option value="{s}"{" selected" if s == state else ""}>{s or "waiting and running"}</option>'
             for s in QUEUE_STATES)),
         scope=scope, total=answer.get("total", len(rows)),
-        table=render.table(["#", "Priority", "Workflow", "Stage", "State", "Attempt", "Node", "Queued", "Reason"],
+        table=render.table(["#", "Priority", "Workflow", "Stage", "State", "Attempt", "Node", "Queued", "Reason",
+                            "Estimated start"],
                            rows, "Nothing waits or runs.", id="queue"))
     return render.page("Queue", body, user=who, csrf=csrf_for(request), current="/ui/queue")
 

@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from domain.scheduler.reasons import Reason, Why
 from domain.tenancy import Role, Source
 from tests.unit.api.harness import JOB, PASSWORD, Api
 from tests.unit.api.harness import token as api_token
@@ -102,6 +103,16 @@ def test_the_queue_shows_why_a_stage_waits(api):
     api.request("POST", "/v4/workflows", api.admin, json={"name": "waits", "definition": JOB})
     text = api.request("GET", "/ui/queue", headers=session(api)).text
     assert 'id="queue"' in text and "hello" in text and "waiting for the scheduler" in text
+
+
+def test_the_queue_shows_a_waiting_stages_estimated_start(api):
+    api.request("POST", "/v4/workflows", api.admin, json={"name": "waits", "definition": JOB})
+    row = api.request("GET", "/v4/scheduler/queue", api.admin).json()["queue"][0]
+    why = Why(reason=Reason.INSUFFICIENT_RESOURCES, message="no node has 64 cores free",
+              detail={"estimated_start": "2026-12-04T16:30:00+00:00"})
+    api.services.views.why.set({row["id"]: why})
+    text = api.request("GET", "/ui/queue", headers=session(api)).text
+    assert "Estimated start" in text and "2026-12-04 16:30:00Z" in text
 
 
 def test_a_tenant_sees_neither_another_tenants_workflow_nor_its_page(api):
