@@ -115,6 +115,24 @@ def test_the_queue_shows_a_waiting_stages_estimated_start(api):
     assert "Estimated start" in text and "2026-12-04 16:30:00Z" in text
 
 
+def test_a_workflow_page_draws_its_stage_graph(api):
+    wid = api.request("POST", "/v4/workflows", api.admin, json={"name": "g", "definition": JOB}).json()["id"]
+    text = api.request("GET", f"/ui/workflows/{wid}", headers=session(api)).text
+    assert 'id="stage-graph"' in text and 'data-stage="hello"' in text
+
+
+def test_a_click_on_the_submitted_column_turns_the_newest_first_order_around(api):
+    for name in ("first-one", "second-one"):
+        api.request("POST", "/v4/workflows", api.admin, json={"name": name, "definition": JOB})
+    cookie = session(api)
+    newest_first = api.request("GET", "/ui/workflows", headers=cookie).text
+    assert newest_first.index("second-one") < newest_first.index("first-one")
+    link = re.search(r'id="sort-submitted" href="([^"]+)">Submitted ▼', newest_first).group(1)
+    oldest_first = api.request("GET", link.replace("&amp;", "&"), headers=cookie).text
+    assert oldest_first.index("first-one") < oldest_first.index("second-one")
+    assert 'id="sort-submitted" href="/ui/workflows?sort=submitted">Submitted ▲' in oldest_first
+
+
 def test_a_tenant_sees_neither_another_tenants_workflow_nor_its_page(api):
     _, alice = api.organization_with_user("org-a", "alice")
     api.organization_with_user("org-b", "bob")
