@@ -46,7 +46,8 @@ async def nodes_page(request: Request, who: Principal) -> Response:
     admin = who.is_cluster_admin
     headers = ["Node", "Status", "CPU", "Memory", "Allocations", "Accepts work", "Holds"] + (["Actions"] if admin else [])
     table = render.table(headers, [
-        [render.Html(f'<span id="node-{render.esc(n["name"])}">{render.esc(n["name"])}</span>'),
+        [render.Html(f'<a id="node-{render.esc(n["name"])}" href="/ui/nodes/{quote(n["name"], safe="")}">'
+                     f'{render.esc(n["name"])}</a>'),
          render.status(n["status"]), n["cpu"], memory(n["memory"]), len(n["allocations"]),
          "yes" if n["accepts_new_work"] else "no", holds_cell(n)] + ([actions(n, csrf)] if admin else [])
         for n in rows], "No nodes have registered.", id="nodes")
@@ -54,6 +55,21 @@ async def nodes_page(request: Request, who: Principal) -> Response:
     notice = render.Html(f'<p class="notice" role="status" id="notice">{DONE[done]} {render.esc(node)}.</p>'
                          if done in DONE and node else "")
     return render.page("Nodes", render.Html(notice + table), user=who, csrf=csrf, current="/ui/nodes")
+
+
+async def node_page(request: Request, who: Principal) -> Response:
+    """One node: its facts, holds, the admin's actions and its event log (newest first)."""
+    node = await api(nodes.show, request)
+    log = await api(nodes.node_events, request)
+    facts = render.table(["Status", "CPU", "Memory", "Allocations", "Accepts work", "Holds"],
+                         [[render.status(node["status"]), node["cpu"], memory(node["memory"]), len(node["allocations"]),
+                           "yes" if node["accepts_new_work"] else "no", holds_cell(node)]], id="node")
+    events = render.table(["Time", "Event", "By", "What happened", "Allocation"],
+                          [[render.when(e["at"]), e["type"], e["by"], e["message"], (e["allocation"] or "")[:8]]
+                           for e in log["events"]], "No events recorded for this node.", id="node-events")
+    admin = actions(node, csrf_for(request)) if who.is_cluster_admin else render.Html("")
+    body = render.fill("node", facts=facts, actions=admin, events=events, count=len(log["events"]))
+    return render.page(f"Node {node['name']}", body, user=who, csrf=csrf_for(request), current="/ui/nodes")
 
 
 async def act(request: Request, who: Principal) -> Response:

@@ -200,3 +200,21 @@ def test_an_overlong_hold_reason_is_a_400_naming_the_field(api):
     answer = api.request("POST", "/ui/nodes/n1/cordon", headers=admin, data={"csrf": token, "reason": "x" * 501})
     assert answer.status_code == 400 and alert(answer.text)[0].startswith("reason: expected at most 500")
     assert api.request("GET", "/v4/nodes/n1/holds", api.admin).json()["holds"] == []
+
+
+def test_a_nodes_page_lists_its_event_log_newest_first(api):
+    agent = api_token("agent", Role.USER, source=Source.AGENT)
+    api.request("POST", "/v4/agent/register", agent, json={"name": "n1", "cpu": 2, "memory": 2**31})
+    admin = session(api)
+    token = csrf(api.request("GET", "/ui/nodes", headers=admin).text)
+    api.request("POST", "/ui/nodes/n1/cordon", headers=admin, data={"csrf": token, "reason": "bios update"})
+    api.request("POST", "/ui/nodes/n1/uncordon", headers=admin, data={"csrf": token})
+    events = api.request("GET", "/v4/nodes/n1/events", api.admin).json()["events"]
+    said = [e["message"] for e in events]
+    assert said[:2] == ["cordon hold released (admin)", "cordon hold placed (admin): bios update"]
+    assert said[-1] == "registered as n1: 2 cpu, 2.0 GiB" and "ready (agent epoch 1)" in said
+    assert events[1]["by"] == "admin" and events[1]["type"] == "HoldPlaced"
+    page = api.request("GET", "/ui/nodes/n1", headers=admin)
+    assert page.status_code == 200 and 'id="node-events"' in page.text and "bios update" in page.text
+    assert 'href="/ui/nodes/n1"' in api.request("GET", "/ui/nodes", headers=admin).text
+    assert api.request("GET", "/ui/nodes/ghost", headers=admin).status_code == 404
