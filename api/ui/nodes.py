@@ -67,7 +67,7 @@ async def node_page(request: Request, who: Principal) -> Response:
     events = render.table(["Time", "Event", "By", "What happened", "Allocation"],
                           [[render.when(e["at"]), e["type"], e["by"], e["message"], (e["allocation"] or "")[:8]]
                            for e in log["events"]], "No events recorded for this node.", id="node-events")
-    admin = actions(node, csrf_for(request)) if who.is_cluster_admin else render.Html("")
+    admin = render.Html(f"<h2>Actions</h2>{actions(node, csrf_for(request))}" if who.is_cluster_admin else "")
     body = render.fill("node", facts=facts, actions=admin, events=events, count=len(log["events"]))
     return render.page(f"Node {node['name']}", body, user=who, csrf=csrf_for(request), current="/ui/nodes")
 
