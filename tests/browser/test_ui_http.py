@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
+from uuid import UUID
 
 import pytest
 
@@ -218,3 +220,22 @@ def test_a_nodes_page_lists_its_event_log_newest_first(api):
     assert page.status_code == 200 and 'id="node-events"' in page.text and "bios update" in page.text
     assert 'href="/ui/nodes/n1"' in api.request("GET", "/ui/nodes", headers=admin).text
     assert api.request("GET", "/ui/nodes/ghost", headers=admin).status_code == 404
+
+
+def test_a_nodes_event_log_names_another_tenants_work_by_no_id(api):
+    _, alice = api.organization_with_user("org-a", "alice")
+    _, bob = api.organization_with_user("org-b", "bob")
+    agent = api_token("agent", Role.USER, source=Source.AGENT)
+    node = api.request("POST", "/v4/agent/register", agent, json={"name": "n1", "cpu": 2, "memory": 2**31}).json()
+    api.request("POST", "/v4/workflows", alice, json={"name": "alices", "definition": JOB})
+    allocation = api.request("GET", "/v4/scheduler/queue", api.admin).json()["queue"][0]["id"]
+    roving = api.services.roving
+    roving.place(UUID(allocation), [UUID(node["node_id"])], "scheduler", datetime.now(UTC))
+    api.services.tailer.wait_for(roving.last_position)
+
+    def placed(token: str) -> list[str | None]:
+        events = api.request("GET", "/v4/nodes/n1/events", token).json()["events"]
+        return [e["allocation"] for e in events if e["type"] == "AllocationPlaced"]
+
+    assert placed(alice) == [allocation] and placed(api.admin) == [allocation]
+    assert placed(bob) == [None]
