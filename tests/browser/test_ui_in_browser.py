@@ -22,7 +22,7 @@ jobs:
     resource: {cpu: {cores: 1}, memory: {size: 64MiB}}
   second:
     image: {uri: docker://alpine}
-    command: ["true"]
+    command: [sh, -c, "echo alpha one; echo beta two; echo alpha three"]
     resource: {cpu: {cores: 1}, memory: {size: 64MiB}}
     depends-on: [{name: first, status: FINISHED}]
 """
@@ -90,6 +90,14 @@ def test_a_submitted_workflow_reaches_finished_on_its_page_without_a_reload(brow
     assert "st-FINISHED" in graph.get_attribute("class")  # the graph's boxes follow the live status too
     browser.get(stack.url + "/ui/workflows?status=FINISHED")
     assert "ui-live" in browser.find_element(By.ID, "workflows").text
+
+    browser.get(f"{stack.url}/ui/workflows/{workflow_id}/logs/second")  # search marks matches in place
+    wait(browser).until(lambda b: "beta two" in b.find_element(By.ID, "log").text)
+    browser.find_element(By.ID, "log-search").send_keys("ALPHA")
+    assert browser.find_element(By.ID, "log-count").text == "2 matches"
+    assert [m.text for m in browser.find_elements(By.CSS_SELECTOR, "#log mark")] == ["alpha", "alpha"]
+    browser.find_element(By.ID, "log-only").click()
+    assert browser.find_element(By.ID, "log").text == "alpha one\nalpha three"
 
 
 def test_an_admin_cordons_a_node_from_the_nodes_page_and_sees_the_hold(browser, stack):
