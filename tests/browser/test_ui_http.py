@@ -220,6 +220,9 @@ def test_a_nodes_page_lists_its_event_log_newest_first(api):
     assert page.status_code == 200 and 'id="node-events"' in page.text and "bios update" in page.text
     assert 'href="/ui/nodes/n1"' in api.request("GET", "/ui/nodes", headers=admin).text
     assert api.request("GET", "/ui/nodes/ghost", headers=admin).status_code == 404
+    here = api.request("POST", "/ui/nodes/n1/cordon", headers=admin, data={"csrf": token, "back": "node"})
+    assert here.headers["location"] == "/ui/nodes/n1?done=cordon&node=n1"  # back to the page it was sent from
+    assert "Cordoned n1." in api.request("GET", here.headers["location"], headers=admin).text
 
 
 def test_a_nodes_event_log_names_another_tenants_work_by_no_id(api):
