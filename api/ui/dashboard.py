@@ -44,5 +44,5 @@ async def dashboard(request: Request, who: Principal) -> Response:
         node_status=tiles(sorted(by_status.items()), "node-status"), node_holds=tiles(sorted(by_hold.items()), "holds"),
         last_pass=render.table(["figure", "value"], pass_figures(stats.get("last_pass") or {}),
                                "The scheduler has not made a pass yet.", id="last-pass"),
-        priority=stats.get("priority", ""))
+        priority=stats.get("priority", ""), cluster=request.app.state.settings.cluster)
     return render.page("Dashboard", body, user=who, csrf=csrf_for(request), current="/ui/")

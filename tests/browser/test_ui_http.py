@@ -242,3 +242,17 @@ def test_a_nodes_event_log_names_another_tenants_work_by_no_id(api):
 
     assert placed(alice) == [allocation] and placed(api.admin) == [allocation]
     assert placed(bob) == [None]
+
+
+def test_the_dashboard_counts_the_clusters_nodes_by_their_strongest_hold(api):
+    agent = api_token("agent", Role.USER, source=Source.AGENT)
+    for name in ("n1", "n2", "n3"):
+        api.request("POST", "/v4/agent/register", agent, json={"name": name, "cpu": 2, "memory": 2**31})
+    api.request("POST", "/v4/nodes/n1/cordon", api.admin, json={"reason": "bios"})
+    api.request("POST", "/v4/nodes/n2/cordon", api.admin, json={"reason": "bios"})
+    api.request("POST", "/v4/nodes/n2/evict", api.admin, json={"reason": "ecc"})
+    text = api.request("GET", "/ui/", headers=session(api)).text
+    holds = text[text.index('id="holds"'):]
+    tiles = re.findall(r'<span class="count">(\d+)</span><span class="label">([^<]+)</span>', holds.split("</div></div>")[0])
+    assert sorted((label, int(n)) for n, label in tiles) == [("cordon", 1), ("evict", 1), ("no hold", 1)]
+    assert "Nodes by hold in cluster <code>local</code>" in text
