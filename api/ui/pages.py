@@ -44,13 +44,17 @@ def explanation(request: Request, who: Principal, row: dict[str, Any]) -> tuple[
     return text, render.when(start) if start else "unknown"
 
 
+def placed_on(row: dict[str, Any]) -> render.Html:
+    return render.Html(", ".join(render.node_link(n) for n in row["nodes"] or [row["node"]] if n))
+
+
 async def queue_page(request: Request, who: Principal) -> Response:
     state = request.query_params.get("state", "")
     if state not in QUEUE_STATES:
         raise Refused(400, f"state: expected one of {', '.join(QUEUE_STATES[1:])}, got {state!r}")
     answer = await api(queue.queue, request, state=state)
     rows = [[rank, f"{r['priority']:g}", render.link(f"/ui/workflows/{r['workflow_id']}", short(r["workflow_id"])),
-             r["stage"], render.status(r["state"]), r["attempt"], ", ".join(r["nodes"]) or r["node"] or "",
+             r["stage"], render.status(r["state"]), r["attempt"], placed_on(r),
              render.when(r["queued_at"]), *explanation(request, who, r)]
             for rank, r in enumerate(answer["queue"], start=1)]
     scope = "only your own work" if answer.get("mine") else "the whole cluster"

@@ -99,7 +99,7 @@ def needs_of(stage: str, needs: dict[str, list[str]]) -> list[str]:
 def stage_rows(detail: dict[str, Any], needs: dict[str, list[str]]) -> list[list[Any]]:
     wid = detail["id"]
     return [[s["name"], s["kind"], render.status(s["status"]), ", ".join(needs_of(s["name"], needs)) or "—",
-             s["node"] or "", s["attempts"], "" if s["exit_code"] is None else s["exit_code"], s["reason"],
+             render.node_link(s["node"]), s["attempts"], "" if s["exit_code"] is None else s["exit_code"], s["reason"],
              render.link(f"/ui/workflows/{wid}/logs/{s['name']}", "log")] for s in detail["stages"]]
 
 
@@ -142,7 +142,7 @@ async def summary(request: Request, detail: dict[str, Any]) -> render.Html:
     return render.fill(
         "workflow_summary", status=render.status(detail["status"]), status_text=detail["status"],
         priority=detail["priority"], submitted_by=detail["submitted_by"], submitted_at=render.when(detail["submitted_at"]),
-        nodes=", ".join(used) or "none yet",
+        nodes=render.Html(", ".join(render.node_link(n) for n in used) or "none yet"),
         graph=graph.stage_graph(detail["stages"], {step: [n.rpartition(" ")[0] for n in wanted]
                                                    for step, wanted in needs.items()}),
         stages=render.table(["Stage", "Kind", "Status", "Depends on", "Node", "Attempts", "Exit code", "Reason", "Log"],

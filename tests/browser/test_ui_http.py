@@ -242,6 +242,9 @@ def test_a_nodes_event_log_names_another_tenants_work_by_no_id(api):
 
     assert placed(alice) == [allocation] and placed(api.admin) == [allocation]
     assert placed(bob) == [None]
+    wid = api.request("GET", "/v4/scheduler/queue", api.admin).json()["queue"][0]["workflow_id"]
+    page = api.request("GET", f"/ui/workflows/{wid}", headers=session(api, "alice")).text
+    assert page.count('href="/ui/nodes/n1"') == 2  # the stage's node and the nodes the workflow used link to it
 
 
 def test_the_dashboard_counts_the_clusters_nodes_by_their_strongest_hold(api):
