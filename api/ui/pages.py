@@ -25,15 +25,28 @@ def short(value: Any) -> str:
     return str(value or "")[:8]
 
 
+def may_explain(who: Principal, row: dict[str, Any]) -> bool:
+    """Whether the API's `why` would explain this waiting queue row to `who`."""
+    if row["state"] not in WAITING:
+        return False
+    try:
+        access.explain_work(who, row)
+    except Denied:
+        return False
+    return True
+
+
+def estimated_start(request: Request, who: Principal, row: dict[str, Any]) -> str | None:
+    """A waiting row's estimated start (the reservation's or a backfill's), for whoever may ask why it waits."""
+    found = request.app.state.services.views.why.get(row["id"]) if may_explain(who, row) else None
+    return found.detail.get("estimated_start") if found is not None else None
+
+
 def explanation(request: Request, who: Principal, row: dict[str, Any]) -> tuple[str, Any]:
     """(reason, estimated start): a waiting row's reason is the scheduler's why, and its estimated start the
     reservation's (or a backfill's), shown to whoever the API's `why` would show them to; other rows keep their
     own reason (how they ended) and no estimate."""
-    if row["state"] not in WAITING:
-        return row["reason"], ""
-    try:
-        access.explain_work(who, row)
-    except Denied:
+    if not may_explain(who, row):
         return row["reason"], ""
     found = request.app.state.services.views.why.get(row["id"])
     if found is None:

@@ -9,7 +9,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
 from api.routes import queue, workflows
-from api.ui import graph, render
+from api.ui import graph, pages, render
 from api.ui.core import Refused, api, csrf_for, with_query
 from domain.tenancy.permissions import Principal
 
@@ -32,15 +32,25 @@ def chosen(request: Request, name: str, choices: Any, default: str = "") -> str:
     return value
 
 
-async def started_times(request: Request) -> dict[str, str]:
-    """When each workflow's first allocation started, from the queue the caller may read (history included)."""
+async def started_times(request: Request, who: Principal) -> tuple[dict[str, str], dict[str, str]]:
+    """(started, estimated): when each workflow's first allocation started, and for one that has not, the
+    earliest estimated start of its waiting stages the caller may ask about; from the queue the caller may read."""
     rows = (await api(queue.queue, request, all="true", limit=QUEUE_ALL)).get("queue", [])
     first: dict[str, str] = {}
+    estimated: dict[str, str] = {}
     for row in rows:
+        wid = str(row["workflow_id"])
         if row.get("started_at"):
-            wid = str(row["workflow_id"])
             first[wid] = min(first.get(wid, row["started_at"]), row["started_at"])
-    return first
+        elif (guess := pages.estimated_start(request, who, row)) is not None:
+            estimated[wid] = min(estimated.get(wid, guess), guess)
+    return first, {wid: at for wid, at in estimated.items() if wid not in first}
+
+
+def started_cell(workflow_id: str, started: dict[str, str], estimated: dict[str, str]) -> render.Html:
+    if workflow_id in estimated:
+        return render.Html(f'<span class="hint">est.</span> {render.when(estimated[workflow_id])}')
+    return render.when(started.get(workflow_id))
 
 
 def options(choices: Any, current: str, labels: dict[str, str] | None = None) -> render.Html:
@@ -66,7 +76,7 @@ async def list_page(request: Request, who: Principal) -> Response:
     status = chosen(request, "status", STATUSES)
     sort = chosen(request, "sort", SORTS, "submitted")
     rows = (await api(workflows.list_workflows, request, status=status, order_by=SORTS[sort]))["workflows"]
-    started = await started_times(request)
+    started, estimated = await started_times(request, who)
     if sort in ("started", "first-started"):
         rows.sort(key=lambda r: started.get(str(r["id"]), ""), reverse=sort == "started")
         rows.sort(key=lambda r: str(r["id"]) not in started)  # never-started workflows last either way
@@ -76,7 +86,7 @@ async def list_page(request: Request, who: Principal) -> Response:
         headers,
         [[render.link(f"/ui/workflows/{r['id']}", r["name"] or r["id"]), render.status(r["status"]),
           f"{r['stages_ended']}/{r['stage_count']}", r["priority"], render.when(r["submitted_at"]),
-          render.when(started.get(str(r["id"]))), r["submitted_by"]] for r in rows],
+          started_cell(str(r["id"]), started, estimated), r["submitted_by"]] for r in rows],
         "No workflows match.", id="workflows")
     body = render.fill("workflows", statuses=options(("", *STATUSES), status),
                        sorts=options(tuple(SORTS), sort, SORT_LABELS), table=table, count=len(rows))

@@ -113,8 +113,11 @@ def test_the_queue_shows_a_waiting_stages_estimated_start(api):
     why = Why(reason=Reason.INSUFFICIENT_RESOURCES, message="no node has 64 cores free",
               detail={"estimated_start": "2026-12-04T16:30:00+00:00"})
     api.services.views.why.set({row["id"]: why})
-    text = api.request("GET", "/ui/queue", headers=session(api)).text
+    cookie = session(api)
+    text = api.request("GET", "/ui/queue", headers=cookie).text
     assert "Estimated start" in text and "2026-12-04 16:30:00Z" in text
+    listed = api.request("GET", "/ui/workflows", headers=cookie).text  # and in the workflow list's Started column
+    assert '<span class="hint">est.</span> <time datetime="2026-12-04T16:30:00+00:00">' in listed
 
 
 def test_a_workflow_page_draws_its_stage_graph(api):
