@@ -59,11 +59,13 @@ jobs:
 WIDTH, MAX_HEIGHT = 1400, 2400
 
 
-def shoot(browser, url: str, path: Path) -> None:
-    """The whole page (up to MAX_HEIGHT), not just the first screen."""
+def shoot(browser, url: str, path: Path, search: str = "") -> None:
+    """The whole page (up to MAX_HEIGHT), not just the first screen; `search` is typed into a log's search box."""
     metrics = {"width": WIDTH, "height": 900, "deviceScaleFactor": 1, "mobile": False}
     browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
     browser.get(url)
+    if search:
+        browser.find_element("id", "log-search").send_keys(search)
     time.sleep(0.5)  # let the live page's script settle
     height = browser.execute_script("return document.documentElement.scrollHeight")
     browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {**metrics, "height": min(height, MAX_HEIGHT)})
@@ -110,7 +112,7 @@ def main(argv: list[str]) -> int:
                  "node": f"/ui/nodes/{ids['held']}",
                  "endpoints": "/ui/endpoints", "audit": "/ui/audit", "api": "/ui/api"}
         for name, path in pages.items():
-            shoot(browser, stack.url + path, out / f"{name}.png")
+            shoot(browser, stack.url + path, out / f"{name}.png", search="epoch 2" if name == "log" else "")
     finally:
         browser.quit()
         stack.stop()
