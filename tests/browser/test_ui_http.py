@@ -262,3 +262,14 @@ def test_the_dashboard_counts_the_clusters_nodes_by_their_strongest_hold(api):
     tiles = re.findall(r'<span class="count">(\d+)</span><span class="label">([^<]+)</span>', holds.split("</div></div>")[0])
     assert sorted((label, int(n)) for n, label in tiles) == [("cordon", 1), ("evict", 1), ("no hold", 1)]
     assert "Nodes by hold in cluster <code>local</code>" in text
+
+
+def test_the_dashboard_says_the_head_jobs_reservation_in_words():
+    from api.ui.dashboard import pass_figures
+
+    last = {"placed": 2, "reservation": {"allocation_id": "1269ccd0-79a3", "node_ids": ["61b1", "ffff"],
+                                         "estimated_start": "2026-12-04T15:42:38+00:00"}}
+    rows = dict(pass_figures(last, {"61b1": "local-1"}))
+    assert rows["placed"] == 2
+    assert rows["reservation"] == ('allocation 1269ccd0 on <a href="/ui/nodes/local-1">local-1</a>, ffff, estimated '
+                                   'start <time datetime="2026-12-04T15:42:38+00:00">2026-12-04 15:42:38Z</time>')
