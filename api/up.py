@@ -6,6 +6,7 @@ import argparse
 import os
 import signal
 import sys
+from pathlib import Path
 
 from adapters.monitoring import MonitoringError
 from adapters.nats_server import NatsServerError
@@ -86,6 +87,21 @@ def _start_monitoring(stack, binaries: dict[str, str]) -> None:
           f"(configs and data in {watching.dir})", flush=True)
 
 
+def greeting(url: str, data_dir: Path) -> str:
+    """What `roving up` prints once it serves: the API with the admin token, the web UI with how to sign in."""
+    token = (data_dir / "admin.token").read_text().strip()
+    password = data_dir / "admin.password"
+    secret = (f"the password is in {password}" if password.exists()
+              else f"its password was written to {password} on the first start, which is gone now")
+    return "\n".join([
+        f"Roving is up at {url}",
+        f"admin token: {token}",
+        f"  (also in {data_dir / 'admin.token'}; try: ROVING_API={url} "
+        f"ROVING_TOKEN=$(cat {data_dir / 'admin.token'}) roving node list)",
+        f"Web UI: {url}/ui/ (sign in as admin; {secret})",
+    ])
+
+
 def _exit_on_sigterm() -> None:
     """uvicorn re-raises the signal it caught after shutting down; ours turns it into a clean exit."""
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
@@ -110,11 +126,7 @@ def _run(local_agents: bool, monitoring: dict[str, str] | None = None) -> int:
                                      metrics=monitoring is not None)
         if monitoring is not None:
             _start_monitoring(stack, monitoring)
-        token = (stack.data_dir / "admin.token").read_text().strip()
-        print(f"Roving is up at {stack.url}", flush=True)
-        print(f"admin token: {token}", flush=True)
-        print(f"  (also in {stack.data_dir / 'admin.token'}; try: ROVING_API={stack.url} "
-              f"ROVING_TOKEN=$(cat {stack.data_dir / 'admin.token'}) roving node list)", flush=True)
+        print(greeting(stack.url, stack.data_dir), flush=True)
         stack.serve()
     except MonitoringError as error:
         print(f"roving: {error}", file=sys.stderr)

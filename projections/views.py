@@ -14,6 +14,7 @@ from domain.scheduler.snapshot import Snapshot
 from projections.assignments import assignments
 from projections.base import Batch, Projection
 from projections.endpoints import EndpointsView
+from projections.node_events import NodeEventsView
 from projections.nodes import NodesView
 from projections.queue import QueueView
 from projections.snapshot import scheduler_snapshot
@@ -32,9 +33,10 @@ class Views:
         self.nodes = NodesView(self.lock)
         self.tenancy = TenancyView(self.lock)
         self.endpoints = EndpointsView(self.lock)
+        self.node_events = NodeEventsView(self.lock)
         self.why = WhyStore()
         self.projections: tuple[Projection, ...] = (self.workflows, self.queue, self.nodes, self.tenancy,
-                                                      self.endpoints)
+                                                      self.endpoints, self.node_events)
         self.applied = threading.Condition(self.lock)
 
     @property

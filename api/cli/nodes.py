@@ -1,4 +1,4 @@
-"""`roving node ...`: list, show, cordon, uncordon, evict, deprovision, remove, holds and credentials."""
+"""`roving node ...`: list, show, events, cordon, uncordon, evict, deprovision, remove, holds and credentials."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from api.cli.output import fail
 
 COLUMNS = ["name", "id", "status", "cpu", "memory", "holds"]
 HOLD_COLUMNS = ["id", "effect", "source", "reason", "by", "at"]
+EVENT_COLUMNS = ["at", "type", "by", "message", "allocation"]
 CREDENTIAL_COLUMNS = ["id", "issued_at", "expires", "revoked_at", "revoked_by", "reason"]
 
 
@@ -35,6 +36,10 @@ def size(count: Any) -> Any:
 
 def show(args: argparse.Namespace, client: Client) -> Any:
     return client.get(f"/v4/nodes/{args.node}")
+
+
+def events(args: argparse.Namespace, client: Client) -> Any:
+    return client.get(f"/v4/nodes/{args.node}/events")["events"]
 
 
 def each(args: argparse.Namespace, client: Client, path: str, body: Any = None) -> Any:
@@ -126,6 +131,9 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("show", parents=[common], help="one node in full")
     p.add_argument("node")
     p.set_defaults(handler=show)
+    p = sub.add_parser("events", parents=[common], help="a node's event log, newest first (the last 200)")
+    p.add_argument("node")
+    p.set_defaults(handler=events, columns=EVENT_COLUMNS)
     several(sub, common, "cordon", cordon, "stop new work landing on nodes").add_argument("--reason", default="")
     several(sub, common, "uncordon", uncordon, "release admin cordons (monitoring holds stay)")
     several(sub, common, "evict", evict, "move running work off nodes").add_argument("--reason", default="")

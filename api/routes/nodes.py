@@ -87,6 +87,15 @@ async def holds(request: Request) -> Response:
     return c.json({"holds": node_answer(await found(request))["holds"]})
 
 
+async def node_events(request: Request) -> Response:
+    """A node's event log, newest first (the last 200); work the caller may not see is named by no id."""
+    node = await found(request)
+    rows, seen = c.services(request).views.node_events.of(node.id), visible_work(request)
+    return c.json({"node": node.name, "events": [
+        {"position": r.position, "at": r.at, "type": r.type, "by": r.by, "message": r.message,
+         "allocation": r.allocation if r.allocation and seen(r.allocation) else None} for r in rows]})
+
+
 async def command(request: Request, method: str, *args: Any, status: int = 200) -> Any:
     """Call one node command with (node, *args, principal, at) and wait for the views to show it."""
     roving = c.services(request).roving
@@ -173,6 +182,7 @@ routes = [
     Route("/v4/nodes/{id}/uncordon", uncordon, methods=["POST"]),
     Route("/v4/nodes/{id}/evict", evict, methods=["POST"]),
     Route("/v4/nodes/{id}/deprovision", deprovision, methods=["POST"]),
+    Route("/v4/nodes/{id}/events", node_events, methods=["GET"]),
     Route("/v4/nodes/{id}/holds", holds, methods=["GET"]),
     Route("/v4/nodes/{id}/holds", add_hold, methods=["POST"]),
     Route("/v4/nodes/{id}/holds/{hold}", release_hold, methods=["DELETE"]),

@@ -25,20 +25,40 @@ def short(value: Any) -> str:
     return str(value or "")[:8]
 
 
-def reason(request: Request, who: Principal, row: dict[str, Any]) -> str:
-    """A waiting row's reason is the scheduler's why, shown to whoever the API's `why` would show it to;
-    other rows keep their own (how they ended)."""
+def may_explain(who: Principal, row: dict[str, Any]) -> bool:
+    """Whether the API's `why` would explain this waiting queue row to `who`."""
     if row["state"] not in WAITING:
-        return row["reason"]
+        return False
     try:
         access.explain_work(who, row)
     except Denied:
-        return row["reason"]
+        return False
+    return True
+
+
+def estimated_start(request: Request, who: Principal, row: dict[str, Any]) -> str | None:
+    """A waiting row's estimated start (the reservation's or a backfill's), for whoever may ask why it waits."""
+    found = request.app.state.services.views.why.get(row["id"]) if may_explain(who, row) else None
+    return found.detail.get("estimated_start") if found is not None else None
+
+
+def explanation(request: Request, who: Principal, row: dict[str, Any]) -> tuple[str, Any]:
+    """(reason, estimated start): a waiting row's reason is the scheduler's why, and its estimated start the
+    reservation's (or a backfill's), shown to whoever the API's `why` would show them to; other rows keep their
+    own reason (how they ended) and no estimate."""
+    if not may_explain(who, row):
+        return row["reason"], ""
     found = request.app.state.services.views.why.get(row["id"])
     if found is None:
-        return row["reason"] or "waiting for the scheduler's next pass"
+        return row["reason"] or "waiting for the scheduler's next pass", "unknown"
     said = getattr(found.reason, "value", found.reason)
-    return f"{said}: {found.message}" if found.message and found.message != said else str(said)
+    start = found.detail.get("estimated_start")
+    text = f"{said}: {found.message}" if found.message and found.message != said else str(said)
+    return text, render.when(start) if start else "unknown"
+
+
+def placed_on(row: dict[str, Any]) -> render.Html:
+    return render.Html(", ".join(render.node_link(n) for n in row["nodes"] or [row["node"]] if n))
 
 
 async def queue_page(request: Request, who: Principal) -> Response:
@@ -47,8 +67,8 @@ async def queue_page(request: Request, who: Principal) -> Response:
         raise Refused(400, f"state: expected one of {', '.join(QUEUE_STATES[1:])}, got {state!r}")
     answer = await api(queue.queue, request, state=state)
     rows = [[rank, f"{r['priority']:g}", render.link(f"/ui/workflows/{r['workflow_id']}", short(r["workflow_id"])),
-             r["stage"], render.status(r["state"]), r["attempt"], ", ".join(r["nodes"]) or r["node"] or "",
-             render.when(r["queued_at"]), reason(request, who, r)]
+             r["stage"], render.status(r["state"]), r["attempt"], placed_on(r),
+             render.when(r["queued_at"]), *explanation(request, who, r)]
             for rank, r in enumerate(answer["queue"], start=1)]
     scope = "only your own work" if answer.get("mine") else "the whole cluster"
     body = render.fill(
@@ -56,7 +76,8 @@ async def queue_page(request: Request, who: Principal) -> Response:
             f'<option value="{s}"{" selected" if s == state else ""}>{s or "waiting and running"}</option>'
             for s in QUEUE_STATES)),
         scope=scope, total=answer.get("total", len(rows)),
-        table=render.table(["#", "Priority", "Workflow", "Stage", "State", "Attempt", "Node", "Queued", "Reason"],
+        table=render.table(["#", "Priority", "Workflow", "Stage", "State", "Attempt", "Node", "Queued", "Reason",
+                            "Estimated start"],
                            rows, "Nothing waits or runs.", id="queue"))
     return render.page("Queue", body, user=who, csrf=csrf_for(request), current="/ui/queue")
 

@@ -8,6 +8,7 @@ from functools import cache
 from pathlib import Path
 from string import Template
 from typing import Any
+from urllib.parse import quote
 
 from starlette.responses import HTMLResponse
 
@@ -69,6 +70,11 @@ def table(headers: list[str], rows: list[list[Any]], empty: str = "Nothing here 
 
 def link(href: str, text: Any) -> Html:
     return Html(f'<a href="{esc(href)}">{esc(text)}</a>')
+
+
+def node_link(name: Any) -> Html:
+    """A node's name as a link to its page (its holds and event log); nothing when there is no node."""
+    return link(f"/ui/nodes/{quote(str(name), safe='')}", name) if name else Html("")
 
 
 def hidden_csrf(token: str) -> Html:

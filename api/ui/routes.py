@@ -41,6 +41,7 @@ def ui_routes() -> list[BaseRoute]:
         Route("/ui/workflows/{id}/logs/{stage}.txt", signed_in(workflows.log_raw), methods=["GET"]),
         Route("/ui/workflows/{id}/logs/{stage}", signed_in(workflows.log_page), methods=["GET"]),
         Route("/ui/nodes", signed_in(nodes.nodes_page), methods=["GET"]),
+        Route("/ui/nodes/{id}", signed_in(nodes.node_page), methods=["GET"]),
         Route("/ui/nodes/{id}/{action}", signed_in(nodes.act, post=True), methods=["POST"]),
         Route("/ui/queue", signed_in(pages.queue_page), methods=["GET"]),
         Route("/ui/endpoints", signed_in(pages.endpoints_page), methods=["GET"]),

@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
 from api.routes import queue, workflows
-from api.ui import render
+from api.ui import graph, pages, render
 from api.ui.core import Refused, api, csrf_for, with_query
 from domain.tenancy.permissions import Principal
 
 STATUSES = ("PENDING", "STARTED", "FINISHED", "FAILED", "CANCELED")
-SORTS = {"submitted": "-submitted", "oldest": "submitted", "priority": "priority", "started": "-submitted"}
+SORTS = {"submitted": "-submitted", "oldest": "submitted", "priority": "priority", "started": "-submitted",
+         "first-started": "-submitted"}
 SORT_LABELS = {"submitted": "Submitted (newest first)", "oldest": "Submitted (oldest first)",
-               "started": "Started (latest first)", "priority": "Priority (highest first)"}
+               "started": "Started (latest first)", "first-started": "Started (earliest first)",
+               "priority": "Priority (highest first)"}
+# A column header sorts by its column; clicking the column already sorted by turns the order around.
+COLUMN_SORTS = {"Submitted": ("submitted", "oldest"), "Started": ("started", "first-started"),
+                "Priority": ("priority", "priority")}
 QUEUE_ALL = 10_000
 
 
@@ -26,15 +32,25 @@ def chosen(request: Request, name: str, choices: Any, default: str = "") -> str:
     return value
 
 
-async def started_times(request: Request) -> dict[str, str]:
-    """When each workflow's first allocation started, from the queue the caller may read (history included)."""
+async def started_times(request: Request, who: Principal) -> tuple[dict[str, str], dict[str, str]]:
+    """(started, estimated): when each workflow's first allocation started, and for one that has not, the
+    earliest estimated start of its waiting stages the caller may ask about; from the queue the caller may read."""
     rows = (await api(queue.queue, request, all="true", limit=QUEUE_ALL)).get("queue", [])
     first: dict[str, str] = {}
+    estimated: dict[str, str] = {}
     for row in rows:
+        wid = str(row["workflow_id"])
         if row.get("started_at"):
-            wid = str(row["workflow_id"])
             first[wid] = min(first.get(wid, row["started_at"]), row["started_at"])
-    return first
+        elif (guess := pages.estimated_start(request, who, row)) is not None:
+            estimated[wid] = min(estimated.get(wid, guess), guess)
+    return first, {wid: at for wid, at in estimated.items() if wid not in first}
+
+
+def started_cell(workflow_id: str, started: dict[str, str], estimated: dict[str, str]) -> render.Html:
+    if workflow_id in estimated:
+        return render.Html(f'<span class="hint">est.</span> {render.when(estimated[workflow_id])}')
+    return render.when(started.get(workflow_id))
 
 
 def options(choices: Any, current: str, labels: dict[str, str] | None = None) -> render.Html:
@@ -43,18 +59,34 @@ def options(choices: Any, current: str, labels: dict[str, str] | None = None) ->
         "</option>" for v in choices))
 
 
+def sort_header(name: str, sort: str, status: str) -> str | render.Html:
+    """A sortable column's header is a link to that sort (the other way round when it is the current one)."""
+    if name not in COLUMN_SORTS:
+        return name
+    first, other = COLUMN_SORTS[name]
+    current = sort in (first, other)
+    target = other if sort == first else first
+    query = urlencode({k: v for k, v in (("status", status), ("sort", target)) if v})
+    mark = (" ▼" if sort == first else " ▲") if current else ""
+    return render.Html(f'<a class="sort" id="sort-{name.lower()}" href="/ui/workflows?{render.esc(query)}">'
+                       f"{render.esc(name)}{mark}</a>")
+
+
 async def list_page(request: Request, who: Principal) -> Response:
     status = chosen(request, "status", STATUSES)
     sort = chosen(request, "sort", SORTS, "submitted")
     rows = (await api(workflows.list_workflows, request, status=status, order_by=SORTS[sort]))["workflows"]
-    started = await started_times(request)
-    if sort == "started":
-        rows.sort(key=lambda r: started.get(str(r["id"]), ""), reverse=True)
+    started, estimated = await started_times(request, who)
+    if sort in ("started", "first-started"):
+        rows.sort(key=lambda r: started.get(str(r["id"]), ""), reverse=sort == "started")
+        rows.sort(key=lambda r: str(r["id"]) not in started)  # never-started workflows last either way
+    headers = [sort_header(name, sort, status) for name in
+               ("Name", "Status", "Stages ended", "Priority", "Submitted", "Started", "By")]
     table = render.table(
-        ["Name", "Status", "Stages ended", "Priority", "Submitted", "Started", "By"],
+        headers,
         [[render.link(f"/ui/workflows/{r['id']}", r["name"] or r["id"]), render.status(r["status"]),
           f"{r['stages_ended']}/{r['stage_count']}", r["priority"], render.when(r["submitted_at"]),
-          render.when(started.get(str(r["id"]))), r["submitted_by"]] for r in rows],
+          started_cell(str(r["id"]), started, estimated), r["submitted_by"]] for r in rows],
         "No workflows match.", id="workflows")
     body = render.fill("workflows", statuses=options(("", *STATUSES), status),
                        sorts=options(tuple(SORTS), sort, SORT_LABELS), table=table, count=len(rows))
@@ -77,7 +109,7 @@ def needs_of(stage: str, needs: dict[str, list[str]]) -> list[str]:
 def stage_rows(detail: dict[str, Any], needs: dict[str, list[str]]) -> list[list[Any]]:
     wid = detail["id"]
     return [[s["name"], s["kind"], render.status(s["status"]), ", ".join(needs_of(s["name"], needs)) or "—",
-             s["node"] or "", s["attempts"], "" if s["exit_code"] is None else s["exit_code"], s["reason"],
+             render.node_link(s["node"]), s["attempts"], "" if s["exit_code"] is None else s["exit_code"], s["reason"],
              render.link(f"/ui/workflows/{wid}/logs/{s['name']}", "log")] for s in detail["stages"]]
 
 
@@ -120,7 +152,9 @@ async def summary(request: Request, detail: dict[str, Any]) -> render.Html:
     return render.fill(
         "workflow_summary", status=render.status(detail["status"]), status_text=detail["status"],
         priority=detail["priority"], submitted_by=detail["submitted_by"], submitted_at=render.when(detail["submitted_at"]),
-        nodes=", ".join(used) or "none yet",
+        nodes=render.Html(", ".join(render.node_link(n) for n in used) or "none yet"),
+        graph=graph.stage_graph(detail["stages"], {step: [n.rpartition(" ")[0] for n in wanted]
+                                                   for step, wanted in needs.items()}),
         stages=render.table(["Stage", "Kind", "Status", "Depends on", "Node", "Attempts", "Exit code", "Reason", "Log"],
                             stage_rows(detail, needs), id="stages"),
         why=render.table(["Stage", "Reason", "Detail", "Estimated start", "Facts"], why, why_note or "Nothing waits.", id="why"))

@@ -28,6 +28,16 @@ jobs:
     command: [sh, -c, "for i in 1 2 3; do echo epoch $i; done"]
     resource: {cpu: {cores: 1}, memory: {size: 64MiB}}
     depends-on: [{name: prepare, status: FINISHED}]
+  evaluate:
+    image: {uri: docker://alpine}
+    command: [sh, -c, "echo baseline 0.71"]
+    resource: {cpu: {cores: 1}, memory: {size: 64MiB}}
+    depends-on: [{name: prepare, status: FINISHED}]
+  report:
+    image: {uri: docker://alpine}
+    command: [sh, -c, "echo report written"]
+    resource: {cpu: {cores: 1}, memory: {size: 64MiB}}
+    depends-on: [{name: train, status: FINISHED}, {name: evaluate, status: FINISHED}]
 """
 RUNS = """
 version: v4
@@ -35,6 +45,7 @@ jobs:
   sleeper:
     image: {uri: docker://alpine}
     command: [sleep, "600"]
+    policy: {timeout: {execute: 15m}}
     resource: {cpu: {cores: 2}, memory: {size: 64MiB}}
 """
 WAITS = """
@@ -48,11 +59,13 @@ jobs:
 WIDTH, MAX_HEIGHT = 1400, 2400
 
 
-def shoot(browser, url: str, path: Path) -> None:
-    """The whole page (up to MAX_HEIGHT), not just the first screen."""
+def shoot(browser, url: str, path: Path, search: str = "") -> None:
+    """The whole page (up to MAX_HEIGHT), not just the first screen; `search` is typed into a log's search box."""
     metrics = {"width": WIDTH, "height": 900, "deviceScaleFactor": 1, "mobile": False}
     browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
     browser.get(url)
+    if search:
+        browser.find_element("id", "log-search").send_keys(search)
     time.sleep(0.5)  # let the live page's script settle
     height = browser.execute_script("return document.documentElement.scrollHeight")
     browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {**metrics, "height": min(height, MAX_HEIGHT)})
@@ -61,7 +74,8 @@ def shoot(browser, url: str, path: Path) -> None:
 
 
 def set_scene(stack: LocalStack) -> dict[str, str]:
-    """A finished workflow, one running, one waiting for room, a cordoned node and an endpoint."""
+    """A finished workflow (a diamond of four steps), one running, one waiting for room, a cordoned node and an
+    endpoint."""
     done = stack.submit(FINISHES, "train-model")
     stack.wait_status(done, ("FINISHED",), 60)
     running = stack.submit(RUNS, "long-sleeper")
@@ -72,7 +86,7 @@ def set_scene(stack: LocalStack) -> dict[str, str]:
     waiting = stack.submit(WAITS, "needs-a-whole-node")
     stack.client.post("/v4/endpoints", json={"name": "notebook", "scope": "user"})
     time.sleep(2)  # a scheduler pass or two, so the waiting stage has its why
-    return {"finished": done, "waiting": waiting}
+    return {"finished": done, "waiting": waiting, "held": other}
 
 
 def main(argv: list[str]) -> int:
@@ -95,9 +109,10 @@ def main(argv: list[str]) -> int:
         pages = {"dashboard": "/ui/", "workflows": "/ui/workflows", "workflow": f"/ui/workflows/{ids['finished']}",
                  "workflow-waiting": f"/ui/workflows/{ids['waiting']}",
                  "log": f"/ui/workflows/{ids['finished']}/logs/train", "queue": "/ui/queue", "nodes": "/ui/nodes",
+                 "node": f"/ui/nodes/{ids['held']}",
                  "endpoints": "/ui/endpoints", "audit": "/ui/audit", "api": "/ui/api"}
         for name, path in pages.items():
-            shoot(browser, stack.url + path, out / f"{name}.png")
+            shoot(browser, stack.url + path, out / f"{name}.png", search="epoch 2" if name == "log" else "")
     finally:
         browser.quit()
         stack.stop()

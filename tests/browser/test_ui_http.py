@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
+from uuid import UUID
 
 import pytest
 
+from domain.scheduler.reasons import Reason, Why
 from domain.tenancy import Role, Source
 from tests.unit.api.harness import JOB, PASSWORD, Api
 from tests.unit.api.harness import token as api_token
@@ -104,6 +107,37 @@ def test_the_queue_shows_why_a_stage_waits(api):
     assert 'id="queue"' in text and "hello" in text and "waiting for the scheduler" in text
 
 
+def test_the_queue_shows_a_waiting_stages_estimated_start(api):
+    api.request("POST", "/v4/workflows", api.admin, json={"name": "waits", "definition": JOB})
+    row = api.request("GET", "/v4/scheduler/queue", api.admin).json()["queue"][0]
+    why = Why(reason=Reason.INSUFFICIENT_RESOURCES, message="no node has 64 cores free",
+              detail={"estimated_start": "2026-12-04T16:30:00+00:00"})
+    api.services.views.why.set({row["id"]: why})
+    cookie = session(api)
+    text = api.request("GET", "/ui/queue", headers=cookie).text
+    assert "Estimated start" in text and "2026-12-04 16:30:00Z" in text
+    listed = api.request("GET", "/ui/workflows", headers=cookie).text  # and in the workflow list's Started column
+    assert '<span class="hint">est.</span> <time datetime="2026-12-04T16:30:00+00:00">' in listed
+
+
+def test_a_workflow_page_draws_its_stage_graph(api):
+    wid = api.request("POST", "/v4/workflows", api.admin, json={"name": "g", "definition": JOB}).json()["id"]
+    text = api.request("GET", f"/ui/workflows/{wid}", headers=session(api)).text
+    assert 'id="stage-graph"' in text and 'data-stage="hello"' in text
+
+
+def test_a_click_on_the_submitted_column_turns_the_newest_first_order_around(api):
+    for name in ("first-one", "second-one"):
+        api.request("POST", "/v4/workflows", api.admin, json={"name": name, "definition": JOB})
+    cookie = session(api)
+    newest_first = api.request("GET", "/ui/workflows", headers=cookie).text
+    assert newest_first.index("second-one") < newest_first.index("first-one")
+    link = re.search(r'id="sort-submitted" href="([^"]+)">Submitted ▼', newest_first).group(1)
+    oldest_first = api.request("GET", link.replace("&amp;", "&"), headers=cookie).text
+    assert oldest_first.index("first-one") < oldest_first.index("second-one")
+    assert 'id="sort-submitted" href="/ui/workflows?sort=submitted">Submitted ▲' in oldest_first
+
+
 def test_a_tenant_sees_neither_another_tenants_workflow_nor_its_page(api):
     _, alice = api.organization_with_user("org-a", "alice")
     api.organization_with_user("org-b", "bob")
@@ -177,3 +211,71 @@ def test_the_ui_session_lasts_its_own_length_not_the_short_access_token():
     api = Api({"ROVING_TOKEN_TTL": "1m", "ROVING_UI_SESSION_TTL": "8h"})
     cookies = [c for c in sign_in(api).headers.get_list("set-cookie") if c.startswith("roving_session=")]
     assert len(cookies) == 1 and "Max-Age=28800" in cookies[0]
+
+
+def test_a_nodes_page_lists_its_event_log_newest_first(api):
+    agent = api_token("agent", Role.USER, source=Source.AGENT)
+    api.request("POST", "/v4/agent/register", agent, json={"name": "n1", "cpu": 2, "memory": 2**31})
+    admin = session(api)
+    token = csrf(api.request("GET", "/ui/nodes", headers=admin).text)
+    api.request("POST", "/ui/nodes/n1/cordon", headers=admin, data={"csrf": token, "reason": "bios update"})
+    api.request("POST", "/ui/nodes/n1/uncordon", headers=admin, data={"csrf": token})
+    events = api.request("GET", "/v4/nodes/n1/events", api.admin).json()["events"]
+    said = [e["message"] for e in events]
+    assert said[:2] == ["cordon hold released (admin)", "cordon hold placed (admin): bios update"]
+    assert said[-1] == "registered as n1: 2 cpu, 2.0 GiB" and "ready (agent epoch 1)" in said
+    assert events[1]["by"] == "admin" and events[1]["type"] == "HoldPlaced"
+    page = api.request("GET", "/ui/nodes/n1", headers=admin)
+    assert page.status_code == 200 and 'id="node-events"' in page.text and "bios update" in page.text
+    assert 'href="/ui/nodes/n1"' in api.request("GET", "/ui/nodes", headers=admin).text
+    assert api.request("GET", "/ui/nodes/ghost", headers=admin).status_code == 404
+    here = api.request("POST", "/ui/nodes/n1/cordon", headers=admin, data={"csrf": token, "back": "node"})
+    assert here.headers["location"] == "/ui/nodes/n1?done=cordon&node=n1"  # back to the page it was sent from
+    assert "Cordoned n1." in api.request("GET", here.headers["location"], headers=admin).text
+
+
+def test_a_nodes_event_log_names_another_tenants_work_by_no_id(api):
+    _, alice = api.organization_with_user("org-a", "alice")
+    _, bob = api.organization_with_user("org-b", "bob")
+    agent = api_token("agent", Role.USER, source=Source.AGENT)
+    node = api.request("POST", "/v4/agent/register", agent, json={"name": "n1", "cpu": 2, "memory": 2**31}).json()
+    api.request("POST", "/v4/workflows", alice, json={"name": "alices", "definition": JOB})
+    allocation = api.request("GET", "/v4/scheduler/queue", api.admin).json()["queue"][0]["id"]
+    roving = api.services.roving
+    roving.place(UUID(allocation), [UUID(node["node_id"])], "scheduler", datetime.now(UTC))
+    api.services.tailer.wait_for(roving.last_position)
+
+    def placed(token: str) -> list[str | None]:
+        events = api.request("GET", "/v4/nodes/n1/events", token).json()["events"]
+        return [e["allocation"] for e in events if e["type"] == "AllocationPlaced"]
+
+    assert placed(alice) == [allocation] and placed(api.admin) == [allocation]
+    assert placed(bob) == [None]
+    wid = api.request("GET", "/v4/scheduler/queue", api.admin).json()["queue"][0]["workflow_id"]
+    page = api.request("GET", f"/ui/workflows/{wid}", headers=session(api, "alice")).text
+    assert page.count('href="/ui/nodes/n1"') == 2  # the stage's node and the nodes the workflow used link to it
+
+
+def test_the_dashboard_counts_the_clusters_nodes_by_their_strongest_hold(api):
+    agent = api_token("agent", Role.USER, source=Source.AGENT)
+    for name in ("n1", "n2", "n3"):
+        api.request("POST", "/v4/agent/register", agent, json={"name": name, "cpu": 2, "memory": 2**31})
+    api.request("POST", "/v4/nodes/n1/cordon", api.admin, json={"reason": "bios"})
+    api.request("POST", "/v4/nodes/n2/cordon", api.admin, json={"reason": "bios"})
+    api.request("POST", "/v4/nodes/n2/evict", api.admin, json={"reason": "ecc"})
+    text = api.request("GET", "/ui/", headers=session(api)).text
+    holds = text[text.index('id="holds"'):]
+    tiles = re.findall(r'<span class="count">(\d+)</span><span class="label">([^<]+)</span>', holds.split("</div></div>")[0])
+    assert sorted((label, int(n)) for n, label in tiles) == [("cordon", 1), ("evict", 1), ("no hold", 1)]
+    assert "Nodes by hold in cluster <code>local</code>" in text
+
+
+def test_the_dashboard_says_the_head_jobs_reservation_in_words():
+    from api.ui.dashboard import pass_figures
+
+    last = {"placed": 2, "reservation": {"allocation_id": "1269ccd0-79a3", "node_ids": ["61b1", "ffff"],
+                                         "estimated_start": "2026-12-04T15:42:38+00:00"}}
+    rows = dict(pass_figures(last, {"61b1": "local-1"}))
+    assert rows["placed"] == 2
+    assert rows["reservation"] == ('allocation 1269ccd0 on <a href="/ui/nodes/local-1">local-1</a>, ffff, estimated '
+                                   'start <time datetime="2026-12-04T15:42:38+00:00">2026-12-04 15:42:38Z</time>')

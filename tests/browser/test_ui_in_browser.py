@@ -22,7 +22,7 @@ jobs:
     resource: {cpu: {cores: 1}, memory: {size: 64MiB}}
   second:
     image: {uri: docker://alpine}
-    command: ["true"]
+    command: [sh, -c, "echo alpha one; echo beta two; echo alpha three"]
     resource: {cpu: {cores: 1}, memory: {size: 64MiB}}
     depends-on: [{name: first, status: FINISHED}]
 """
@@ -86,8 +86,18 @@ def test_a_submitted_workflow_reaches_finished_on_its_page_without_a_reload(brow
     assert "Workflow.StageFinished" in events or "Finished" in events
     stages = browser.find_element(By.ID, "stages").text
     assert "first FINISHED" in stages  # the dependency is shown on the stage that waits for it
+    graph = browser.find_element(By.CSS_SELECTOR, '#stage-graph g[data-stage="second"]')
+    assert "st-FINISHED" in graph.get_attribute("class")  # the graph's boxes follow the live status too
     browser.get(stack.url + "/ui/workflows?status=FINISHED")
     assert "ui-live" in browser.find_element(By.ID, "workflows").text
+
+    browser.get(f"{stack.url}/ui/workflows/{workflow_id}/logs/second")  # search marks matches in place
+    wait(browser).until(lambda b: "beta two" in b.find_element(By.ID, "log").text)
+    browser.find_element(By.ID, "log-search").send_keys("ALPHA")
+    assert browser.find_element(By.ID, "log-count").text == "2 matches"
+    assert [m.text for m in browser.find_elements(By.CSS_SELECTOR, "#log mark")] == ["alpha", "alpha"]
+    browser.find_element(By.ID, "log-only").click()
+    assert browser.find_element(By.ID, "log").text == "alpha one\nalpha three"
 
 
 def test_an_admin_cordons_a_node_from_the_nodes_page_and_sees_the_hold(browser, stack):
@@ -103,6 +113,10 @@ def test_an_admin_cordons_a_node_from_the_nodes_page_and_sees_the_hold(browser, 
     browser.find_element(By.ID, "uncordon-local-2").click()
     wait(browser).until(lambda b: b.find_element(By.ID, "notice").text == "Uncordoned local-2.")
     assert stack.client.get("/v4/nodes/local-2/holds").json()["holds"] == []
+    browser.find_element(By.ID, "node-local-2").click()  # the node's own page keeps the story
+    wait(browser).until(seen.presence_of_element_located((By.ID, "node-events")))
+    story = browser.find_element(By.ID, "node-events").text
+    assert "cordon hold placed (admin): bios update" in story and "cordon hold released (admin)" in story
 
 
 def test_a_form_post_without_its_csrf_token_is_refused(stack):

@@ -89,6 +89,7 @@ ROUTES = [
     Row("POST", "/v4/nodes/{id}/uncordon", ADMINS, **node_route("/uncordon")),
     Row("POST", "/v4/nodes/{id}/evict", ADMINS, **node_route("/evict", {"reason": "bios"})),
     Row("POST", "/v4/nodes/{id}/deprovision", ADMINS, **node_route("/deprovision")),
+    Row("GET", "/v4/nodes/{id}/events", EVERYONE, **node_route("/events")),
     Row("GET", "/v4/nodes/{id}/holds", EVERYONE, **node_route("/holds")),
     Row("POST", "/v4/nodes/{id}/holds", ADMINS, **node_route("/holds", {"effect": "cordon"})),
     Row("DELETE", "/v4/nodes/{id}/holds/{hold}", ADMINS, lambda w: Call(w.held_node()), CLUSTER),

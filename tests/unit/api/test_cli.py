@@ -135,6 +135,19 @@ def test_node_list_shows_memory_for_people_and_exact_bytes_for_scripts(api, caps
     assert json.loads(out)[0]["memory"] == 1536 * 2**30
 
 
+def test_node_events_prints_the_nodes_story_newest_first(api, capsys):
+    agent = token("agent", Role.USER, source=Source.AGENT)
+    api.request("POST", "/v4/agent/register", agent, json={"name": "told-1", "cpu": 2, "memory": 2**31})
+    api.request("POST", "/v4/nodes/told-1/cordon", api.admin, json={"reason": "fan noise"})
+    code, out, _ = run(api, api.admin, ["node", "events", "told-1"], capsys)
+    lines = out.splitlines()
+    assert code == 0 and lines[0].split() == ["AT", "TYPE", "BY", "MESSAGE", "ALLOCATION"]
+    assert "HoldPlaced" in lines[1] and "cordon hold placed (admin): fan noise" in lines[1]
+    assert "registered as told-1" in lines[-1]
+    code, _, err = run(api, api.admin, ["node", "events", "no-such-node"], capsys)
+    assert code == 1 and "node" in err
+
+
 def test_output_cut_short_by_its_reader_ends_quietly():
     env = {**os.environ, "ROVING_API": "http://127.0.0.1:1", "ROVING_TOKEN": "t"}
     started = "import sys, time; time.sleep(0.3); from api.cli.main import main; sys.exit(main())"  # after close

@@ -1,0 +1,119 @@
+"""Each node's event log: what happened to it (registered, ready, held, work placed, offline), newest kept.
+
+Rows name an allocation by id only in `allocation`, so a reader who may not see that work is shown the row
+without it (the route decides); every other word comes from the Node aggregate's own events.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+import msgspec
+
+from projections.base import Projection, as_uuid, kind_of, on
+
+KEPT = 200  # per node: the log itself keeps the rest (audit queries read it all)
+
+
+class NodeEventRow(msgspec.Struct, frozen=True, kw_only=True):
+    position: int
+    at: datetime
+    type: str
+    by: str
+    message: str
+    allocation: str | None = None
+
+
+def gib(value: int) -> str:
+    return f"{value / 2**30:.1f} GiB"
+
+
+def count(items: list[Any], what: str) -> str:
+    return f"; {len(items)} {what}{'s' if len(items) != 1 else ''} lost" if items else ""
+
+
+class NodeEventsView(Projection):
+    def __init__(self, lock: Any = None) -> None:
+        super().__init__(lock)
+        self.events: dict[UUID, deque[NodeEventRow]] = {}
+        self.effects: dict[str, str] = {}  # hold id -> effect, so a release names what it lifted
+
+    def of(self, node_id: UUID | str) -> list[NodeEventRow]:
+        """The node's kept events, newest first."""
+        with self.lock:
+            return list(reversed(self.events.get(as_uuid(node_id) or UUID(int=0), ())))
+
+    def _add(self, event: Any, message: str, allocation: str | None = None) -> None:
+        row = NodeEventRow(position=self.applying, at=event.at, type=kind_of(event).split(".")[-1],
+                           by=str(getattr(event, "by", "")), message=message, allocation=allocation)
+        self.events.setdefault(event.originator_id, deque(maxlen=KEPT)).append(row)
+
+    @on("Node.NodeRegistered")
+    def _registered(self, event: Any) -> None:
+        c = event.capacity
+        self._add(event, f"registered as {event.name}: {c.cpu} cpu, {gib(c.memory)}")
+
+    @on("Node.NodeRejoined")
+    def _rejoined(self, event: Any) -> None:
+        self._add(event, f"its agent registered again (epoch {event.epoch}){count(event.lost, 'allocation')}")
+
+    @on("Node.NodeReady")
+    def _ready(self, event: Any) -> None:
+        self._add(event, f"ready (agent epoch {event.epoch})")
+
+    @on("Node.NodeNotReady")
+    def _not_ready(self, event: Any) -> None:
+        self._add(event, f"not ready: {event.reason}")
+
+    @on("Node.NodeWentOffline")
+    def _offline(self, event: Any) -> None:
+        self._add(event, f"offline: {event.reason}{count(event.lost, 'allocation')}")
+
+    @on("Node.HoldPlaced")
+    def _hold_placed(self, event: Any) -> None:
+        effect, source = getattr(event.effect, "value", event.effect), getattr(event.source, "value", event.source)
+        self.effects[event.hold_id] = str(effect)
+        self._add(event, f"{effect} hold placed ({source}): {event.reason or 'no reason given'}")
+
+    @on("Node.HoldReleased")
+    def _hold_released(self, event: Any) -> None:
+        effect = self.effects.pop(event.hold_id, "a")
+        source = getattr(event.releaser_source, "value", event.releaser_source)
+        self._add(event, f"{effect} hold released ({source}{', forced' if event.forced else ''})")
+
+    @on("Node.AllocationPlaced")
+    def _placed(self, event: Any) -> None:
+        p = event.placement
+        self._add(event, f"work placed: {p.cpu} cpu, {gib(p.memory)}", allocation=p.id)
+
+    @on("Node.AllocationReleased")
+    def _released(self, event: Any) -> None:
+        self._add(event, "work ended", allocation=event.allocation_id)
+
+    @on("Node.NodeDeprovisioned")
+    def _deprovisioned(self, event: Any) -> None:
+        self._add(event, f"deprovisioned{' (forced)' if event.forced else ''}{count(event.lost, 'allocation')}")
+
+    @on("Node.NodeCredentialIssued")
+    def _credential_issued(self, event: Any) -> None:
+        self._add(event, "its agent was given its own credential")
+
+    @on("Node.NodeCredentialRevoked")
+    def _credential_revoked(self, event: Any) -> None:
+        self._add(event, f"its agent's credential was revoked: {event.reason}")
+
+    @on("Node.NodeReadmitted")
+    def _readmitted(self, event: Any) -> None:
+        self._add(event, "readmitted: its agent may register again")
+
+    @on("Node.NodeRemoved")
+    def _removed(self, event: Any) -> None:
+        self._add(event, f"removed{' (forced)' if event.forced else ''}{count(event.lost, 'allocation')}")
+
+    @on("Node.MonitoringHoldRefused")
+    def _monitoring_refused(self, event: Any) -> None:
+        effect = getattr(event.effect, "value", event.effect)
+        self._add(event, f"monitoring {effect} hold refused: {event.refusal}")
