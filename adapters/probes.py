@@ -77,7 +77,7 @@ def check_http(action: HTTPGetAction, timeout: float) -> str | None:
         return f"http-get {host}:{action.port}{action.path}: {error}"
     finally:
         conn.close()
-    return None if 200 <= status < 400 else f"http-get {host}:{action.port}{action.path} answered {status}"
+    return None if 200 <= status < 400 else f"HTTP {status} from {action.path or '/'}"
 
 
 def check_tcp(action: TCPSocketAction, timeout: float) -> str | None:

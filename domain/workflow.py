@@ -14,7 +14,9 @@ from domain.timed import TimedAggregate
 from domain.fuzzfile import Stage
 from domain.fuzzfile.schema import Workflow as Definition
 from domain.fuzzfile.hooks import PRE_HOOK_REASON
-from domain.fuzzfile.semantics import RetryDecision, StageStatus, condition, decide_exit, decide_node_loss
+from domain.fuzzfile.semantics import (
+    RetryDecision, StageStatus, condition, decide_exit, decide_node_loss, with_named_cause,
+)
 from domain.fuzzfile.stages import list_steps
 from domain.fuzzfile.transfers import TRANSFER_KINDS, mounted_volumes
 from domain.workflow_stages import ReadyStage, StageBook, StageState, StageView, StepState
@@ -134,12 +136,13 @@ class Workflow(TimedAggregate):
     def stage_exited(self, stage: str, attempt: int, exit_code: int, at: datetime, by: str = "agent",
                      told: str = "") -> None:
         """`told`: the agent's reason. A failing pre hook (named) or a failed ingress or egress (its URI and the
-        cause) replaces the exit code's own words when the stage fails."""
+        cause) replaces the exit code's own words when the stage fails; a failed readiness probe or an execute
+        timeout is named beside the exit code."""
         state = self._expect(stage, attempt, (StageStatus.STARTED, StageStatus.RUNNING), "exit")
         if exit_code == 0:
             self._finished(stage=stage, attempt=attempt, exit_code=0, reason="Finished", by=by, at=at)
         else:
-            decision = decide_exit(state.template.retry, exit_code, state.retries_used)
+            decision = with_named_cause(decide_exit(state.template.retry, exit_code, state.retries_used), told, exit_code)
             if told and not decision.retry:
                 if state.template.kind in TRANSFER_KINDS:
                     decision = RetryDecision(False, f"Failed: {told}")

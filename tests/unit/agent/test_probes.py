@@ -39,7 +39,7 @@ def http_server():
 def test_http_get_passes_on_2xx_and_3xx_and_fails_otherwise(http_server):
     assert check(probe(**{"http-get": {"port": http_server, "path": "/ok"}})) is None
     assert check(probe(**{"http-get": {"port": http_server, "path": "/moved"}})) is None
-    assert "answered 503" in check(probe(**{"http-get": {"port": http_server, "path": "/down"}}))
+    assert check(probe(**{"http-get": {"port": http_server, "path": "/down"}})) == "HTTP 503 from /down"
 
 
 def test_tcp_socket_passes_when_a_connection_opens():
