@@ -81,3 +81,25 @@ def test_a_stopped_runner_never_reports():
                          lambda: calls.append("ready"), calls.append).start()
     runner.stop()
     assert calls == []
+
+
+def test_after_readiness_failures_make_it_unready_without_killing_it_and_passes_make_it_ready_again(tmp_path):
+    healthy = tmp_path / "healthy"
+    healthy.touch()
+    events: list[str] = []
+    changed = threading.Semaphore(0)
+
+    def seen(what: str) -> None:
+        events.append(what)
+        changed.release()
+
+    spec = probe(exec={"command": ["test", "-e", str(healthy)]}, period_seconds=0.01, failure_threshold=2)
+    runner = ProbeRunner(spec, lambda: seen("ready"), lambda why: seen(f"killed: {why}"),
+                         on_unready=lambda why: seen(f"unready: {why}")).start()
+    assert changed.acquire(timeout=5)
+    healthy.unlink()
+    assert changed.acquire(timeout=5)
+    healthy.touch()
+    assert changed.acquire(timeout=5)
+    runner.stop()
+    assert events == ["ready", "unready: readiness probe failed 2 times: exec test exited 1", "ready"]
