@@ -136,10 +136,13 @@ class EndpointHandlers:
         return touched
 
     def service_stopped(self, workflow: Workflow, stage: str, reason: str, at: datetime) -> list[Any]:
-        """The service ended: a pending takeover fails (the old binding keeps serving), a bound one unbinds. One
-        replica ending while others live only leaves the endpoint."""
+        """The service ended: a pending takeover fails (the old binding keeps serving), a bound one unbinds. A
+        replica ending while others live, or a service being restarted, only leaves the endpoint."""
         service = workflow.service_of(stage)
-        if [s for s in workflow.live_replicas(service) if s != stage]:
+        live = workflow.live_replicas(service)
+        if stage in live:  # restarted (on-failure, node loss): out of its endpoints until the new attempt is ready
+            return self.replica_unready(workflow, stage, f"restarting after: {reason}", at)
+        if live:  # other replicas serve on
             return self.replica_unready(workflow, stage, f"ended: {reason}", at)
         touched: list[Any] = []
         for _, name, _ in persistent_endpoints(workflow.definition):

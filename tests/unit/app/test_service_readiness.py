@@ -106,3 +106,43 @@ def test_a_replica_pool_of_two_serves_through_one_endpoint(setup):
     ep = endpoint(roving)
     assert ep.binding is not None and ep.serving_targets() == []  # still bound: replica 1 runs, unready
     assert "model[1]" in ep.not_serving_reason() and "model[2]" in ep.not_serving_reason()
+
+
+RESTARTED = """
+version: v4
+services:
+  model:
+    image: {uri: docker://alpine}
+    script: serve
+    replicas: REPLICAS
+    policy: {restart: on-failure}
+    network:
+      ports: [{name: http, port: 8000}]
+      endpoints: [{name: llm, port-name: http, persistent: true, scope: user}]
+"""
+
+
+def test_a_restarted_service_leaves_its_endpoint_and_serves_it_again_once_ready(setup):
+    roving, alice, node = setup
+    wid = uuid4()
+    roving.submit_workflow(wid, "w", RESTARTED.replace("REPLICAS", "1"), 0, None, alice, T0)
+    aid, fence = run(roving, node, wid, "model", later(1))
+    roving.report(node, aid, fence, "ready", None, "", later(2))
+    roving.report(node, aid, fence, "exited", 1, "exited with code 1", later(3))
+    assert "restarting after: service exited with code 1" in endpoint(roving).not_serving_reason()
+    again = allocation_id(wid, "model", 2)
+    roving.report(node, again, roving.place(again, [node], "scheduler", later(4)), "ready", None, "", later(5))
+    assert endpoint(roving).serving_targets() == ["127.0.0.1:8000"]
+
+
+def test_a_replica_on_a_lost_node_leaves_the_endpoint_while_the_others_serve(setup):
+    roving, alice, node = setup
+    other, _ = roving.register_node("n2", 8, 8 << 30, {}, {}, "pool", "127.0.0.1", 9100, T0)
+    wid = uuid4()
+    roving.submit_workflow(wid, "w", RESTARTED.replace("REPLICAS", "2"), 0, None, alice, T0)
+    for stage, where in (("model[1]", node), ("model[2]", other)):
+        aid, fence = run(roving, where, wid, stage, later(1))
+        roving.report(where, aid, fence, "ready", None, "", later(2))
+    roving.node_lost(other, later(30))
+    assert endpoint(roving).serving_targets() == ["127.0.0.1:8000"]
+    assert endpoint(roving).unready == {"model[2]": "restarting after: node n2 lost (lease lapsed)"}
