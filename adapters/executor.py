@@ -109,7 +109,7 @@ class Running:
         deadline = time.monotonic() + timeout - ran if timeout and timeout > 0 else None
         while self.proc.poll() is None and not self._stop.is_set():
             if deadline is not None and time.monotonic() >= deadline:
-                self.cancel(f"execute timeout {format_seconds(timeout)} exceeded")
+                self.cancel(f"execute timeout of {format_seconds(timeout)} reached")
                 break
             self._stop.wait(POLL)
         if self._stop.is_set() and not self._wait_for_exit(self.grace):

@@ -42,6 +42,13 @@ class Entry:
         self.not_before = now + random.uniform(ceiling / 2, ceiling)
 
 
+def key_of(body: dict[str, Any]) -> tuple[str, int, str]:
+    """(allocation, epoch, event); a service's readiness changes after the first carry their count (`ready#2`), so a
+    ready, unready, ready again are three reports, never one."""
+    event, change = str(body["event"]), int(body.get("change") or 0)
+    return str(body["allocation_id"]), int(body["epoch"]), f"{event}#{change}" if change else event
+
+
 class Outbox:
     """Reports not yet acknowledged, in the order they were made."""
 
@@ -55,7 +62,7 @@ class Outbox:
             self.sequence = max(self.sequence, entry.sequence)
 
     def put(self, body: dict[str, Any]) -> Entry:
-        key = (str(body["allocation_id"]), int(body["epoch"]), str(body["event"]))
+        key = key_of(body)
         if key in self.entries:
             return self.entries[key]
         self.sequence += 1
@@ -79,7 +86,7 @@ class Outbox:
         for path in self.directory.glob("*.json"):
             try:
                 body = json.loads(path.read_bytes())
-                key = (str(body["allocation_id"]), int(body["epoch"]), str(body["event"]))
+                key = key_of(body)
                 found.append(Entry(path, int(path.name.split("-", 1)[0]), key, body))
             except (OSError, ValueError, KeyError):
                 path.rename(path.with_suffix(".unreadable"))  # kept for an admin to look at, never resent

@@ -77,7 +77,7 @@ def check_http(action: HTTPGetAction, timeout: float) -> str | None:
         return f"http-get {host}:{action.port}{action.path}: {error}"
     finally:
         conn.close()
-    return None if 200 <= status < 400 else f"http-get {host}:{action.port}{action.path} answered {status}"
+    return None if 200 <= status < 400 else f"HTTP {status} from {action.path or '/'}"
 
 
 def check_tcp(action: TCPSocketAction, timeout: float) -> str | None:
@@ -103,13 +103,19 @@ def check(spec: ProbeSpec, cwd: Path | None = None, env: dict[str, str] | None =
 
 
 class ProbeRunner:
-    """Probes until `success_threshold` passes in a row (on_ready) or `failure_threshold` fails (on_failed)."""
+    """Probes until `success_threshold` passes in a row (on_ready) or `failure_threshold` fails (on_failed).
+
+    With `on_unready`, probing goes on after the first readiness: `failure_threshold` failures in a row call
+    on_unready (the service leaves its endpoint but keeps running), `success_threshold` passes call on_ready again.
+    Without it, the first readiness ends the probing."""
 
     def __init__(
         self, spec: ProbeSpec, on_ready: Callable[[], None], on_failed: Callable[[str], None],
         cwd: Path | None = None, env: dict[str, str] | None = None,
+        on_unready: Callable[[str], None] | None = None,
     ):
         self.spec, self.on_ready, self.on_failed, self.cwd, self.env = spec, on_ready, on_failed, cwd, env
+        self.on_unready = on_unready
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name="probe")
 
@@ -128,6 +134,7 @@ class ProbeRunner:
         period = spec.period_seconds or 10.0
         needed_ok, allowed_fail = spec.success_threshold or 1, spec.failure_threshold or 3
         passed = failed = 0
+        ready: bool | None = None  # None: never ready yet
         if self._stop.wait(spec.initial_delay_seconds or 0):
             return
         while not self._stop.is_set():
@@ -135,9 +142,15 @@ class ProbeRunner:
             passed, failed = (passed + 1, 0) if failure is None else (0, failed + 1)
             if self._stop.is_set():
                 return
-            if passed >= needed_ok:
-                return self.on_ready()
-            if failed >= allowed_fail:
+            if passed >= needed_ok and ready is not True:
+                ready = True
+                self.on_ready()
+                if self.on_unready is None:
+                    return
+            elif failed >= allowed_fail and ready is None:
                 return self.on_failed(f"readiness probe failed {failed} times: {failure}")
+            elif failed >= allowed_fail and ready and self.on_unready is not None:
+                ready = False
+                self.on_unready(f"readiness probe failed {failed} times: {failure}")
             if self._stop.wait(period):
                 return

@@ -61,6 +61,7 @@ class Slot:
     running: Running
     probe: ProbeRunner | None = None
     fenced: bool = False
+    changes: int = 0  # readiness changes after the first readiness (unready, ready again, ...)
 
 
 class Agent:
@@ -354,6 +355,7 @@ class Agent:
             slot.probe = ProbeRunner(
                 probe, lambda: self._threadsafe(self._notify, ("ready", spec.allocation_id)),
                 lambda why: running.cancel(why), cwd=running.workdir,
+                on_unready=lambda why: self._threadsafe(self._notify, ("unready", spec.allocation_id, why)),
             ).start()
         elif spec.kind == "service" and delay:
             self.loop.call_later(delay, self._notify, ("ready", spec.allocation_id))
@@ -376,7 +378,11 @@ class Agent:
             if slot is None:
                 continue
             if event == "ready":
-                await self.report_slot(slot, "ready", ports=slot.spec.ports)
+                await self.report_slot(slot, "ready", ports=slot.spec.ports, change=slot.changes)
+                slot.changes += 1
+            elif event == "unready":  # out of its endpoint, still running
+                await self.report_slot(slot, "unready", reason=rest[0], change=slot.changes)
+                slot.changes += 1
             elif event == "exited":
                 await self.finish(slot, *rest)
 
@@ -400,10 +406,10 @@ class Agent:
         """Report with the slot's epoch; False when fenced (a newer placement exists: this copy was killed)."""
         return await self.report(slot.spec.allocation_id, slot.spec.epoch, event, **fields)
 
-    async def report(self, allocation_id, epoch, event, exit_code=None, reason="", ports=()) -> bool:
+    async def report(self, allocation_id, epoch, event, exit_code=None, reason="", ports=(), change=0) -> bool:
         """Into the outbox, then sent; False only when the control plane answered that this placement is stale."""
         body = {"node_id": self.node_id, "allocation_id": allocation_id, "epoch": epoch, "event": event,
-                "exit_code": exit_code, "reason": reason, "ports": list(ports)}
+                "exit_code": exit_code, "reason": reason, "ports": list(ports), **({"change": change} if change else {})}
         return await self.reporter.report(body) is not Outcome.FENCED
 
     def _fenced(self, entry: Entry) -> None:

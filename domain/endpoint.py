@@ -96,6 +96,10 @@ def audience(owner_kind: OwnerKind, owner_id: str, scope: Scope, group_id: str, 
 
 
 class Endpoint(TimedAggregate):
+    # Set once a ReplicaReady event was seen: before that (histories older than replicas) the binding's own
+    # target is the one ready target.
+    tracks_replicas: bool = False
+
     @event("EndpointCreated")
     def __init__(
         self, id: UUID, name: str, owner_kind: OwnerKind, owner_id: str, scope: Scope, group_id: str,
@@ -123,15 +127,37 @@ class Endpoint(TimedAggregate):
                    organization_id=org, by=by, at=at)
 
 
+    @property
+    def members(self) -> dict[str, str]:
+        """Ready replicas of the bound service: stage name -> host:port (made lazily for restored snapshots)."""
+        return self.__dict__.setdefault("_members", {})
+
+    @property
+    def unready(self) -> dict[str, str]:
+        """Replicas of the bound service out of the endpoint: stage name -> why."""
+        return self.__dict__.setdefault("_unready", {})
+
+    def serving_targets(self) -> list[str]:
+        """host:port of every ready replica of the bound service, in replica order."""
+        if self.deleted or self.binding is None:
+            return []
+        if not self.tracks_replicas:
+            return [self.binding.target]
+        return [self.members[name] for name in sorted(self.members, key=_replica_order)]
+
     def serving_target(self) -> Binding | None:
-        """The ready binding requests go to, or None (then `not_serving_reason` is the 503's message)."""
-        return None if self.deleted else self.binding
+        """The binding requests go to while one of its replicas is ready, or None (then `not_serving_reason` is
+        the 503's message)."""
+        return self.binding if self.serving_targets() else None
 
     def not_serving_reason(self) -> str:
         if self.deleted:
             return f"endpoint {self.name} was deleted"
-        if self.binding is not None:
+        if self.binding is not None and self.serving_targets():
             return ""
+        if self.binding is not None:
+            why = "; ".join(f"{name}: {reason}" for name, reason in sorted(self.unready.items())) or "no replica is ready"
+            return f"endpoint {self.name}: service {self.binding.service} is not ready ({why})"
         if self.pending is not None:
             return (f"endpoint {self.name} is waiting for workflow {self.pending.workflow_id} service "
                     f"{self.pending.service} to become ready")
@@ -178,20 +204,57 @@ class Endpoint(TimedAggregate):
             return Decision(cancel_workflow=old.workflow_id, reason=reason)
         return Decision()
 
-    def service_ready(self, workflow_id: UUID, service: str, host: str, port: int, *, by: str, at: datetime) -> Decision:
-        """The pending service passed its readiness probe: bind it, and retire the old workflow if any."""
+    def service_ready(self, workflow_id: UUID, service: str, host: str, port: int, *, by: str, at: datetime,
+                      replica: str = "") -> Decision:
+        """The pending service (its first ready `replica`) passed its readiness probe: bind it, and retire the old
+        workflow if any. A replica of the bound service joins it; a repeated readiness is no news."""
         self._alive()
+        replica = replica or service
+        if self._is_bound(workflow_id, service):
+            self.replica_ready(workflow_id, service, replica, host, port, by=by, at=at)
+            return Decision()
         self._expect_pending(workflow_id, service)
-        if not host or not 0 < port < 65536:
-            raise EndpointError(f"endpoint {self.name} needs a target host and a port 1-65535 (got {host!r}:{port})")
+        _check_target(self.name, host, port)
         pending, old = self.pending, self.binding
         self._bound(workflow_id=workflow_id, service=service, host=host, port=port, by=by, at=at)
+        if replica != service:  # a lone service is its binding's own target
+            self._replica_ready(replica=replica, host=host, port=port, by=by, at=at)
         if pending.replaces is None:
             return Decision()
         self._takeover_completed(old_workflow_id=pending.replaces, workflow_id=workflow_id, by=by, at=at)
         if old is None:  # strategy start: the old workflow was canceled when the takeover began
             return Decision()
         return Decision(cancel_workflow=old.workflow_id, reason=f"endpoint {self.name} taken over by workflow {workflow_id}")
+
+    def replica_ready(self, workflow_id: UUID, service: str, replica: str, host: str, port: int, *, by: str,
+                      at: datetime) -> bool:
+        """A replica of the bound service is ready (again): requests may go to it. False when nothing changed."""
+        self._alive()
+        _check_target(self.name, host, port)
+        target = f"{host}:{port}"
+        known = self.members.get(replica) == target if self.tracks_replicas else self.binding_target() == target
+        if not self._is_bound(workflow_id, service) or known:
+            return False
+        self._replica_ready(replica=replica, host=host, port=port, by=by, at=at)
+        return True
+
+    def replica_unready(self, workflow_id: UUID, service: str, replica: str, reason: str, *, by: str,
+                        at: datetime) -> bool:
+        """A replica of the bound service failed its readiness probe (or ended): no request goes to it, the
+        others keep serving. False when it was out already."""
+        self._alive()
+        if not self._is_bound(workflow_id, service):
+            return False
+        if self.tracks_replicas and replica not in self.members and self.unready.get(replica) == reason:
+            return False
+        self._replica_unready(replica=replica, reason=reason, by=by, at=at)
+        return True
+
+    def binding_target(self) -> str:
+        return self.binding.target if self.binding is not None else ""
+
+    def _is_bound(self, workflow_id: UUID, service: str) -> bool:
+        return self.binding is not None and (self.binding.workflow_id, self.binding.service) == (workflow_id, service)
 
     def service_stopped(self, workflow_id: UUID, service: str, reason: str, *, by: str, at: datetime) -> None:
         """A service ended: a pending one failed its takeover (the old binding keeps serving); a bound one unbinds."""
@@ -228,6 +291,25 @@ class Endpoint(TimedAggregate):
     def _bound(self, workflow_id: UUID, service: str, host: str, port: int, by: str, at: datetime) -> None:
         self.binding = Binding(workflow_id=workflow_id, service=service, host=host, port=port, bound_at=at)
         self.pending, self.last_failure = None, ""
+        self.tracks_replicas = False  # until its ReplicaReady: a new binding starts with no replica of its own
+        self.members.clear()
+        self.unready.clear()
+
+    @event("ReplicaReady")
+    def _replica_ready(self, replica: str, host: str, port: int, by: str, at: datetime) -> None:
+        if not self.tracks_replicas:  # the first one: the binding's own target was the only one until now
+            self.members.clear()
+        self.tracks_replicas = True
+        self.members[replica] = f"{host}:{port}"
+        self.unready.pop(replica, None)
+
+    @event("ReplicaUnready")
+    def _replica_unready(self, replica: str, reason: str, by: str, at: datetime) -> None:
+        if not self.tracks_replicas and self.binding is not None:
+            self.members[self.binding.service] = self.binding.target
+        self.tracks_replicas = True
+        self.members.pop(replica, None)
+        self.unready[replica] = reason
 
     @event("TakeoverCompleted")
     def _takeover_completed(self, old_workflow_id: UUID, workflow_id: UUID, by: str, at: datetime) -> None:
@@ -246,6 +328,17 @@ class Endpoint(TimedAggregate):
     @event("EndpointDeleted")
     def _deleted(self, by: str, at: datetime) -> None:
         self.deleted, self.binding, self.pending = True, None, None
+
+
+def _check_target(name: str, host: str, port: int) -> None:
+    if not host or not 0 < port < 65536:
+        raise EndpointError(f"endpoint {name} needs a target host and a port 1-65535 (got {host!r}:{port})")
+
+
+def _replica_order(stage: str) -> tuple[int, str]:
+    """`web[2]` before `web[10]`: replicas by their FB_TASK_ID."""
+    _, _, tail = stage.partition("[")
+    return (int(tail[:-1]) if tail[:-1].isdecimal() else 0, stage)
 
 
 def _choice(kind: type[enum.Enum], value: Any, what: str) -> Any:

@@ -15,7 +15,9 @@ from domain.fuzzfile import Stage
 from domain.fuzzfile.schema import Workflow as Definition
 from domain.fuzzfile.hooks import PRE_HOOK_REASON
 from domain.multinode import RANK_REASON
-from domain.fuzzfile.semantics import RetryDecision, StageStatus, condition, decide_exit, decide_node_loss
+from domain.fuzzfile.semantics import (
+    RetryDecision, StageStatus, condition, decide_exit, decide_node_loss, with_named_cause,
+)
 from domain.fuzzfile.stages import list_steps
 from domain.fuzzfile.transfers import TRANSFER_KINDS, mounted_volumes
 from domain.workflow_stages import ReadyStage, StageBook, StageState, StageView, StepState
@@ -102,12 +104,20 @@ class Workflow(TimedAggregate):
         states = [self.book.live.get(name) for name in names]
         return [self._ready(s) for s in states if s is not None and s.status is StageStatus.READY]
 
+    def service_of(self, stage: str) -> str:
+        """The job or service a stage belongs to (`web` for replica `web[2]`)."""
+        return self._state(stage).template.step
+
+    def live_replicas(self, service: str) -> list[str]:
+        """The stages of `service` that are READY, STARTED or RUNNING."""
+        return [s.name for s in self.book.live.values() if s.template.step == service and s.step.kind == "service"]
+
     def services_to_stop(self) -> list[str]:
         """Non-persistent services still up although every job has ended."""
         if self.book.open_jobs:
             return []
-        services = [step.touched.get(0) for step in self.book.order if step.kind == "service"]
-        return [s.name for s in services if s is not None and not s.template.persist
+        services = [s for step in self.book.order if step.kind == "service" for s in step.touched.values()]
+        return [s.name for s in services if not s.template.persist
                 and s.status in (StageStatus.STARTED, StageStatus.RUNNING)]
 
     @property
@@ -132,15 +142,33 @@ class Workflow(TimedAggregate):
         self._running(stage=stage, attempt=attempt, by=by, at=at)
         self._advance(at, state.step)
 
+    def service_unready(self, stage: str, attempt: int, reason: str, at: datetime, by: str = "agent") -> bool:
+        """A ready service's readiness probe failed: it leaves its endpoint but keeps running (and stays RUNNING for
+        its dependents). False when it was unready already."""
+        state = self._expect(stage, attempt, (StageStatus.RUNNING,), "become unready")
+        if state.unready:
+            return False
+        self._unready(stage=stage, attempt=attempt, reason=reason[:300], by=by, at=at)
+        return True
+
+    def service_ready_again(self, stage: str, attempt: int, at: datetime, by: str = "agent") -> bool:
+        """An unready service's probe passes again; False when it was not unready (a repeated report)."""
+        state = self._expect(stage, attempt, (StageStatus.RUNNING,), "become ready again")
+        if not state.unready:
+            return False
+        self._ready_again(stage=stage, attempt=attempt, by=by, at=at)
+        return True
+
     def stage_exited(self, stage: str, attempt: int, exit_code: int, at: datetime, by: str = "agent",
                      told: str = "") -> None:
         """`told`: the agent's reason. A failing pre hook (named) or a failed ingress or egress (its URI and the
-        cause) replaces the exit code's own words when the stage fails."""
+        cause) replaces the exit code's own words when the stage fails; a failed readiness probe or an execute
+        timeout is named beside the exit code."""
         state = self._expect(stage, attempt, (StageStatus.STARTED, StageStatus.RUNNING), "exit")
         if exit_code == 0:
             self._finished(stage=stage, attempt=attempt, exit_code=0, reason="Finished", by=by, at=at)
         else:
-            decision = decide_exit(state.template.retry, exit_code, state.retries_used)
+            decision = with_named_cause(decide_exit(state.template.retry, exit_code, state.retries_used), told, exit_code)
             if told and not decision.retry:
                 if state.template.kind in TRANSFER_KINDS:
                     decision = RetryDecision(False, f"Failed: {told}")
@@ -285,7 +313,19 @@ class Workflow(TimedAggregate):
 
     @event("StageRunning")
     def _running(self, stage: str, attempt: int, by: str, at: datetime) -> None:
-        self.book.move(self.book.touch(stage), StageStatus.RUNNING)
+        state = self.book.touch(stage)
+        state.unready = False
+        self.book.move(state, StageStatus.RUNNING)
+
+    @event("ServiceUnready")
+    def _unready(self, stage: str, attempt: int, reason: str, by: str, at: datetime) -> None:
+        state = self.book.touch(stage)
+        state.unready, state.reason = True, f"Unready: {reason}"
+
+    @event("ServiceReadyAgain")
+    def _ready_again(self, stage: str, attempt: int, by: str, at: datetime) -> None:
+        state = self.book.touch(stage)
+        state.unready, state.reason = False, ""
 
     @event("StageFinished")
     def _finished(self, stage: str, attempt: int, exit_code: int | None, reason: str, by: str, at: datetime) -> None:

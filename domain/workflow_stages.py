@@ -44,7 +44,7 @@ class StageState:
     """Mutable per-stage state inside the aggregate (rebuilt from events, never stored itself)."""
 
     __slots__ = ("step", "offset", "status", "attempt", "retries_used", "node_retries_used",
-                 "exit_code", "node", "reason", "by_design")
+                 "exit_code", "node", "reason", "by_design", "unready")
 
     def __init__(self, step: StepState, offset: int, status: StageStatus) -> None:
         self.step, self.offset, self.status = step, offset, status
@@ -55,6 +55,7 @@ class StageState:
         self.node: str | None = None
         self.reason = ""
         self.by_design = False
+        self.unready = False  # a RUNNING service whose readiness probe fails after it was ready
 
     @property
     def spec(self) -> Stage:

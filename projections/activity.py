@@ -92,6 +92,8 @@ MESSAGES: dict[str, Callable[[Any, NodeName], str | None]] = {
     "Workflow.StageStarted": _started,
     "Workflow.StageRunning": _running,
     "Workflow.TransferProgressed": lambda e, n: e.text,
+    "Workflow.ServiceUnready": lambda e, n: f"Unready (still running, out of its endpoint): {e.reason}",
+    "Workflow.ServiceReadyAgain": lambda e, n: "Ready again: back in its endpoint",
     "Workflow.StageFinished": _finished,
     "Workflow.StageFailed": _failed,
     "Workflow.StageRetried": _reason,

@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 
 from domain.allocation import Allocation, QueueState
+from domain.fuzzfile.replicas import replica_port
 from domain.fuzzfile.restart import restart_delay
 from domain.fuzzfile.schema import Service
 from domain.fuzzfile.transfers import TRANSFER_KINDS
@@ -100,7 +101,8 @@ def run_spec(a: Allocation, workflow: Workflow, queue: QueueView, peers: Peers |
         "command": spec.command, "args": spec.args, "env": dict(spec.env), "cwd": spec.cwd,
         "files": _files(workflow, step), "execute_timeout_seconds": spec.execute_timeout_seconds,
         "memory_bytes": spec.resources.memory_bytes, "cpu_cores": spec.resources.cpu_cores,
-        "account_id": _account(queue, a), "readiness_probe": _probe(step), "ports": _ports(step),
+        "account_id": _account(queue, a), "readiness_probe": _probe(step, spec),
+        "ports": _ports(step, spec),
         "mounts": dict(spec.mounts), **_profile(spec), **_backoff(spec, a.attempt), **_transfer(spec),
         **({"peers": msgspec.to_builtins(peers)} if peers is not None else {}),
         **_identity(queue, a, tenancy),
@@ -146,16 +148,24 @@ def _files(workflow: Workflow, step: Any) -> dict[str, str]:
             for path, ref in own.items()}
 
 
-def _probe(step: Any) -> dict | None:
+def _probe(step: Any, spec: Any) -> dict | None:
+    """The service's readiness probe; a replica's probes its own port when the probe names a declared one."""
     if not isinstance(step, Service) or step.readiness_probe is None:
         return None
-    return msgspec.to_builtins(step.readiness_probe)
+    probe = msgspec.to_builtins(step.readiness_probe)
+    declared = set(spec.replica_ports.values())
+    for key in ("http-get", "tcp-socket"):
+        action = probe.get(key)
+        if isinstance(action, dict) and action.get("port") in declared:
+            probe[key] = {**action, "port": replica_port(action["port"], spec.name)}
+    return probe
 
 
-def _ports(step: Any) -> list[dict]:
+def _ports(step: Any, spec: Any) -> list[dict]:
     if not isinstance(step, Service) or step.network is None:
         return []
-    return [{"name": p.name, "port": p.port, "protocol": p.protocol} for p in step.network.ports or []]
+    return [{"name": p.name, "port": replica_port(p.port, spec.name) if spec.replica_ports else p.port,
+             "protocol": p.protocol} for p in step.network.ports or []]
 
 
 def _identity(queue: QueueView, a: Allocation, tenancy: TenancyView | None) -> dict:

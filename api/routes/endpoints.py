@@ -23,13 +23,13 @@ class CreateEndpoint(msgspec.Struct, forbid_unknown_fields=True):
 
 
 def answer(e: Endpoint, base_url: str = "") -> dict[str, Any]:
-    binding, pending = e.serving_target(), e.pending
+    binding, pending, bound, targets = e.serving_target(), e.pending, e.binding, e.serving_targets()
     return {
         "id": e.id, "name": e.name, "owner_kind": e.owner_kind.value, "owner_id": e.owner_id,
         "scope": e.scope.value, "path": f"/endpoints/{e.name}/", "url": f"{base_url}/endpoints/{e.name}/",
-        "status": "serving" if binding else "pending" if pending else "unbound",
+        "status": "serving" if binding else "unready" if bound else "pending" if pending else "unbound",
         "workflow_id": binding.workflow_id if binding else None, "service": binding.service if binding else None,
-        "target": binding.target if binding else None,
+        "target": targets[0] if targets else None, "targets": targets,
         "pending_workflow_id": pending.workflow_id if pending else None,
         "reason": e.not_serving_reason(), "last_failure": e.last_failure,
     }

@@ -8,6 +8,7 @@ arrives: the API never holds an upload whole, so the body cap (`ROVING_MAX_BODY_
 
 from __future__ import annotations
 
+import itertools
 from datetime import UTC, datetime
 from typing import Any
 
@@ -37,6 +38,7 @@ METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 # a task group per request); unknown lengths (server-sent events, chunked) and larger bodies stream.
 BUFFERED = 64 * 1024
 NOT_PASSED_BACK = frozenset(h.encode() for h in HOP_BY_HOP - {"content-length"})
+TURNS = itertools.count()  # round robin over an endpoint's ready replicas
 
 
 def upstream(request: HTTPConnection) -> Upstream:
@@ -81,10 +83,18 @@ def forwarded_headers(request: HTTPConnection, strip_authorization: bool,
                       ("x-forwarded-host", request.headers.get("host", ""))]
 
 
-def target_url(endpoint: Endpoint, request: HTTPConnection, scheme: str = "http") -> str:
-    binding = endpoint.serving_target()
+def pick(endpoint: Endpoint, avoid: str = "") -> str:
+    """One ready replica's host:port, taking turns over the ready ones (another than `avoid` when there is one);
+    "" when none is ready."""
+    targets = endpoint.serving_targets()
+    others = [t for t in targets if t != avoid] or targets
+    return others[next(TURNS) % len(others)] if others else ""
+
+
+def target_url(endpoint: Endpoint, request: HTTPConnection, scheme: str = "http", target: str = "") -> str:
     query = request.url.query
-    return f"{scheme}://{binding.target}/{request.path_params.get('path', '')}" + (f"?{query}" if query else "")
+    where = target or pick(endpoint)
+    return f"{scheme}://{where}/{request.path_params.get('path', '')}" + (f"?{query}" if query else "")
 
 
 async def lookup(request: HTTPConnection) -> Endpoint | None:
@@ -175,21 +185,23 @@ def body_headers(request: Request, strip: bool, body: bytes | Upload) -> list[tu
 
 
 async def forward(request: Request, endpoint: Endpoint, body: bytes | Upload, strip: bool,
-                  retried: bool = False) -> Response:
+                  retried: bool = False, avoid: str = "") -> Response:
+    target = pick(endpoint, avoid)
+    if not target:
+        return problem(503, endpoint.not_serving_reason())
     try:
-        answer = await upstream(request).open(request.method, target_url(endpoint, request),
+        answer = await upstream(request).open(request.method, target_url(endpoint, request, target=target),
                                               body_headers(request, strip, body), body)
     except Unreachable as error:
         if isinstance(body, Upload):
             body.raise_if_stalled()
-        # A takeover may have moved the binding while this request was routed: follow it once (a streamed
-        # body only if none of it was read yet).
+        # A takeover may have moved the binding while this request was routed, or another replica may answer:
+        # try once more (a streamed body only if none of it was read yet).
         fresh = await lookup(request)
-        moved = fresh is not None and fresh.serving_target() not in (None, endpoint.serving_target())
-        if moved and not retried and not (isinstance(body, Upload) and body.started):
-            return await forward(request, fresh, body, strip, retried=True)
-        return problem(502, f"endpoint {endpoint.name}: service at {endpoint.serving_target().target} "
-                            f"is not answering ({error})")
+        elsewhere = fresh is not None and any(t != target for t in fresh.serving_targets())
+        if elsewhere and not retried and not (isinstance(body, Upload) and body.started):
+            return await forward(request, fresh, body, strip, retried=True, avoid=target)
+        return problem(502, f"endpoint {endpoint.name}: service at {target} is not answering ({error})")
     except Failed as error:
         if isinstance(body, Upload):
             body.raise_if_stalled()

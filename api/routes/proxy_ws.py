@@ -20,7 +20,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from adapters.upstream import Failed, Refused, Socket, Unreachable, connect
 from api.errors import problem
-from api.routes.proxy import HOP_BY_HOP, admitted, forwarded_headers, target_url, upstream
+from api.routes.proxy import HOP_BY_HOP, admitted, forwarded_headers, pick, target_url, upstream
 from domain.endpoint import Endpoint
 
 log = structlog.get_logger("roving.proxy")
@@ -38,9 +38,9 @@ async def refuse(websocket: WebSocket, answer: Response) -> None:
         await websocket.close(POLICY_VIOLATION)
 
 
-async def open_service(websocket: WebSocket, endpoint: Endpoint, strip: bool) -> Socket:
+async def open_service(websocket: WebSocket, endpoint: Endpoint, strip: bool, target: str) -> Socket:
     protocols = [p.strip() for p in websocket.headers.get("sec-websocket-protocol", "").split(",") if p.strip()]
-    return await connect(upstream(websocket), target_url(endpoint, websocket, scheme="ws"),
+    return await connect(upstream(websocket), target_url(endpoint, websocket, scheme="ws", target=target),
                          forwarded_headers(websocket, strip, HANDSHAKE), protocols)
 
 
@@ -49,13 +49,14 @@ async def proxy_websocket(websocket: WebSocket) -> None:
     if isinstance(found, Response):
         return await refuse(websocket, found)
     endpoint, strip = found
+    target = pick(endpoint)
     try:
-        service = await open_service(websocket, endpoint, strip)
+        service = await open_service(websocket, endpoint, strip, target)
     except Refused as error:
         return await refuse(websocket, problem(502, f"endpoint {endpoint.name}: {error}"))
     except Unreachable as error:
         return await refuse(websocket, problem(502, f"endpoint {endpoint.name}: service at "
-                                                    f"{endpoint.serving_target().target} is not answering ({error})"))
+                                                    f"{target} is not answering ({error})"))
     except Failed as error:
         return await refuse(websocket, problem(502, f"endpoint {endpoint.name}: {error}"))
     started, ended = time.perf_counter(), {"by": "-", "code": 1006}

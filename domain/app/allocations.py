@@ -6,7 +6,7 @@ caller to save in the same commit.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -30,6 +30,8 @@ SAVE_CHUNK = 256  # allocations per atomic save: JetStream caps an atomic batch 
 class Allocations:
     def __init__(self, uow: UnitOfWork, config: ConfigHandlers, read_models: ReadModels) -> None:
         self.uow, self.config, self.read_models = uow, config, read_models
+        # (workflow, stage, reason, at) -> what it touched: a service's endpoints stop sending to a lost node
+        self.service_lost: Callable[[Workflow, str, str, datetime], list[Any]] = lambda *_: []
 
     def request_ready(self, workflow: Workflow, by: str, at: datetime, fresh: bool = False) -> list[Allocation]:
         """An allocation for every ready stage attempt that has none yet (ids are deterministic).
@@ -83,6 +85,8 @@ class Allocations:
             if workflow.stage(alloc.stage).status in (StageStatus.STARTED, StageStatus.RUNNING):
                 workflow.stage_lost_node(alloc.stage, alloc.attempt, at=at,
                                          max_eviction_restarts=self.config.max_eviction_restarts(), by=by)
+                if workflow.stage(alloc.stage).kind == "service":
+                    touched += self.service_lost(workflow, alloc.stage, reason, at)
             touched += [alloc, *self.release(alloc, by, at)]
         for workflow in workflows.values():
             touched += [workflow, *self.request_ready(workflow, by, at)]

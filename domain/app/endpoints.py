@@ -19,6 +19,7 @@ from domain.app.errors import Conflict, NotFound, invalid
 from domain.app.ids import endpoint_id
 from domain.app.unit_of_work import UnitOfWork, command
 from domain.endpoint import Decision, Endpoint, EndpointError, OwnerKind, Strategy
+from domain.fuzzfile.replicas import replica_port
 from domain.fuzzfile.schema import Workflow as Definition
 from domain.tenancy.permissions import Principal
 from domain.workflow import Workflow, WorkflowError
@@ -111,19 +112,38 @@ class EndpointHandlers:
             touched += [found, *self._carry_out(decision, principal.username, at)]
         return touched
 
-    def service_ready(self, workflow: Workflow, service: str, at: datetime) -> list[Any]:
-        """The service passed its readiness probe: bind its pending endpoints and retire what they replace."""
-        touched: list[Any] = []
-        for endpoint, port in self._pending_for(workflow, service):
+    def service_ready(self, workflow: Workflow, stage: str, at: datetime) -> list[Any]:
+        """A service (or one replica: `stage`) passed its readiness probe: bind its pending endpoints and retire
+        what they replace, or join the endpoints it is bound to already."""
+        service, touched = workflow.service_of(stage), []
+        for endpoint, port in self._endpoints_for(workflow, service):
+            before = endpoint.version
             try:
-                decision = endpoint.service_ready(workflow.id, service, LOCAL_HOST, port, by="agent", at=at)
+                decision = endpoint.service_ready(workflow.id, service, LOCAL_HOST, replica_port(port, stage),
+                                                  by="agent", at=at, replica=stage)
             except EndpointError:
                 continue  # superseded or deleted meanwhile: the service simply serves no endpoint
-            touched += [endpoint, *self._carry_out(decision, "agent", at)]
+            if endpoint.version != before:
+                touched += [endpoint, *self._carry_out(decision, "agent", at)]
         return touched
 
-    def service_stopped(self, workflow: Workflow, service: str, reason: str, at: datetime) -> list[Any]:
-        """The service ended: a pending takeover fails (the old binding keeps serving), a bound one unbinds."""
+    def replica_unready(self, workflow: Workflow, stage: str, reason: str, at: datetime) -> list[Any]:
+        """A ready service (or replica) failed its readiness probe: out of its endpoints, still running."""
+        service, touched = workflow.service_of(stage), []
+        for endpoint, _ in self._endpoints_for(workflow, service):
+            if endpoint.replica_unready(workflow.id, service, stage, reason, by="agent", at=at):
+                touched.append(endpoint)
+        return touched
+
+    def service_stopped(self, workflow: Workflow, stage: str, reason: str, at: datetime) -> list[Any]:
+        """The service ended: a pending takeover fails (the old binding keeps serving), a bound one unbinds. A
+        replica ending while others live, or a service being restarted, only leaves the endpoint."""
+        service = workflow.service_of(stage)
+        live = workflow.live_replicas(service)
+        if stage in live:  # restarted (on-failure, node loss): out of its endpoints until the new attempt is ready
+            return self.replica_unready(workflow, stage, f"restarting after: {reason}", at)
+        if live:  # other replicas serve on
+            return self.replica_unready(workflow, stage, f"ended: {reason}", at)
         touched: list[Any] = []
         for _, name, _ in persistent_endpoints(workflow.definition):
             endpoint = self._endpoint(name)
@@ -139,12 +159,17 @@ class EndpointHandlers:
         found = self.uow.repository.get(eid) if eid in self.uow.repository else None
         return found if isinstance(found, Endpoint) else None
 
-    def _pending_for(self, workflow: Workflow, service: str) -> list[tuple[Endpoint, int]]:
+    def _endpoints_for(self, workflow: Workflow, service: str) -> list[tuple[Endpoint, int]]:
+        """The service's endpoints that wait for it or are bound to it, with the port they reach it on."""
         found = []
+        mine = (workflow.id, service)
         for owner, name, port in persistent_endpoints(workflow.definition):
             endpoint = self._endpoint(name) if owner == service else None
-            if endpoint is not None and endpoint.pending is not None \
-                    and (endpoint.pending.workflow_id, endpoint.pending.service) == (workflow.id, service):
+            if endpoint is None:
+                continue
+            pending, bound = endpoint.pending, endpoint.binding
+            if (pending is not None and (pending.workflow_id, pending.service) == mine) \
+                    or (bound is not None and (bound.workflow_id, bound.service) == mine):
                 found.append((endpoint, port))
         return found
 

@@ -36,6 +36,7 @@ class Roving(UnitOfWork):
         self.scheduling = SchedulingHandlers(self, self.allocations, self.configuration, self.read_models,
                                              self.profiles)
         self.endpoints = EndpointHandlers(self, self.allocations, base_url(self.env))
+        self.allocations.service_lost = self.endpoints.service_stopped
         self.workflows = WorkflowHandlers(self, self.allocations, self.endpoints, self.scheduling, self.profiles)
         self.nodes = NodeHandlers(self, self.allocations, self.configuration)
         self.tenancy = TenancyHandlers(self, self.allocations, passwords, self.configuration)  # type: ignore[arg-type]

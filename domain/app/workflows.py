@@ -102,6 +102,8 @@ class WorkflowHandlers:
             self._exited(alloc, code, at, reason)
         elif event == "ready":
             self._ready(alloc, at)
+        elif event == "unready":
+            self._unready(alloc, reason or "readiness probe failed", at)
 
     def _progress(self, alloc: Allocation, text: str, at: datetime) -> None:
         """How far an ingress or egress has come, as an event of its workflow (the agent sends one every few s)."""
@@ -118,7 +120,8 @@ class WorkflowHandlers:
         workflow = self.uow.load(Workflow, alloc.workflow_id, "workflow")
         stage = workflow.stage(alloc.stage)
         if stage.status is StageStatus.RUNNING and stage.attempt == alloc.attempt:
-            return  # readiness reported again
+            self._ready_again(workflow, alloc, at)  # or readiness reported again: a no-op
+            return
         try:
             workflow.stage_running(alloc.stage, alloc.attempt, at=at, by="agent")
         except WorkflowError as error:
@@ -140,6 +143,22 @@ class WorkflowHandlers:
             return self.uow.save(alloc)
         self._stage_ended(alloc, alloc.exit_code or 0, at, alloc.reason if alloc.exit_code else "")
 
+    def _ready_again(self, workflow: Workflow, alloc: Allocation, at: datetime) -> None:
+        """An unready service passes its probe again: back into its endpoint."""
+        if workflow.service_ready_again(alloc.stage, alloc.attempt, at=at):
+            self.uow.save(workflow, *self.endpoints.service_ready(workflow, alloc.stage, at))
+
+    def _unready(self, alloc: Allocation, reason: str, at: datetime) -> None:
+        """A ready service's probe fails: out of its endpoint (another replica serves, or the proxy answers 503),
+        still running."""
+        workflow = self.uow.load(Workflow, alloc.workflow_id, "workflow")
+        try:
+            changed = workflow.service_unready(alloc.stage, alloc.attempt, reason, at=at)
+        except WorkflowError as error:
+            raise StaleEpoch(str(error)) from error
+        if changed:
+            self.uow.save(workflow, *self.endpoints.replica_unready(workflow, alloc.stage, reason, at))
+
     def _exited(self, alloc: Allocation, exit_code: int, at: datetime, reason: str = "") -> None:
         try:
             alloc.exited(exit_code, alloc.epoch, by="agent", at=at)
@@ -157,7 +176,8 @@ class WorkflowHandlers:
             return
         touched = [alloc, workflow, *self.allocations.release(alloc, "agent", at)]
         touched += self.allocations.stop_idle_services(workflow, at)
-        touched += self.endpoints.service_stopped(workflow, alloc.stage, f"service exited with code {exit_code}", at)
+        why = f"service exited with code {exit_code}" + (f" ({reason})" if reason else "")
+        touched += self.endpoints.service_stopped(workflow, alloc.stage, why, at)
         self.uow.save(*touched, *self.allocations.request_ready(workflow, "agent", at))
 
     def _check_resubmission(self, workflow_id: UUID, spec: Any, owner: dict[str, str]) -> None:

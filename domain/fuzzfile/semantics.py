@@ -103,6 +103,19 @@ def decide_exit(rule: RetryRule, code: int, retries_used: int) -> RetryDecision:
     return _within_budget(f"exit {code}", rule.attempts, retries_used)
 
 
+NAMED_CAUSES = ("readiness probe failed", "execute timeout")  # how an agent's reasons naming them begin
+
+
+def with_named_cause(decision: RetryDecision, told: str, code: int) -> RetryDecision:
+    """A readiness probe or an execute timeout that stopped the stage is named instead of only its exit code
+    (143 from SIGTERM says nothing of why the agent sent it)."""
+    if not told.startswith(NAMED_CAUSES):
+        return decision
+    if not decision.retry and code in UNRETRIABLE:
+        return RetryDecision(False, f"Failed: {told} (exit {code})")
+    return RetryDecision(decision.retry, decision.reason.replace(f"exit {code}", f"{told} (exit {code})", 1))
+
+
 def decide_node_loss(rule: RetryRule, retries_used: int, node_retries_used: int, cap: int) -> RetryDecision:
     """Node loss retries while both the shared budget and nodeHealth.maxEvictionRestarts last (the lower wins)."""
     if not rule.on_node:

@@ -43,7 +43,28 @@ def _check_ports(service: Service, path: str, errors: list[Problem]) -> set[str]
             errors.append(Problem(f"{where}.port", "port must be between 1 and 65535"))
         if port.protocol not in PORT_PROTOCOLS:
             errors.append(Problem(f"{where}.protocol", "port protocol must be tcp or udp"))
+    _check_replica_ports(service, path, errors)
     return names
+
+
+def _check_replica_ports(service: Service, path: str, errors: list[Problem]) -> None:
+    """Replica i serves each declared port + i - 1: those ranges must stay below 65536 and apart."""
+    count = service.replicas or 1
+    if count < 2 or not 1 <= count <= MAX_REPLICAS:
+        return
+    taken: dict[int, str] = {}
+    for index, port in enumerate(service.network.ports or []):
+        where = f"{path}.ports[{index}].port"
+        if not 1 <= port.port <= 65535:
+            continue
+        if port.port + count - 1 > 65535:
+            errors.append(Problem(where, f"with {count} replicas this port needs {port.port}..{port.port + count - 1}, "
+                                         "past 65535 (replica i serves the port + i - 1)"))
+        clash = next((taken[p] for p in range(port.port, port.port + count) if p in taken), None)
+        if clash is not None:
+            errors.append(Problem(where, f"with {count} replicas its ports {port.port}..{port.port + count - 1} "
+                                         f"overlap those of port `{clash}` (replica i serves each port + i - 1)"))
+        taken.update(dict.fromkeys(range(port.port, port.port + count), port.name))
 
 
 def _check_endpoints(service: Service, path: str, ports: set[str], errors: list[Problem]) -> None:

@@ -11,6 +11,7 @@ import msgspec
 from domain.fuzzfile.graph import dependencies, topological_order
 from domain.fuzzfile.hooks import hook_seconds
 from domain.fuzzfile.policy import RetryRule, execute_timeout, retry_rule
+from domain.fuzzfile.replicas import port_env, replica_count
 from domain.fuzzfile.restart import backoff_seconds, service_retry
 from domain.fuzzfile.schema import Container, Defaults, Job, Mount, Policy, Resource, Service, StepDefaults, Workflow
 from domain.fuzzfile.transfers import (
@@ -84,6 +85,7 @@ class Stage(msgspec.Struct, frozen=True, omit_defaults=True):
     hooks: list[Hook] = []
     volume: str = ""  # the volume an ingress or egress stage moves files into or out of
     transfers: list[Move] = []
+    replica_ports: dict[str, int] = {}  # a replicated service's declared ports: replica i serves each + i - 1
 
 
 class Step(msgspec.Struct, frozen=True):
@@ -128,8 +130,7 @@ def list_steps(workflow: Workflow) -> list[Step]:
         if name in (workflow.jobs or {}):
             steps.append(_job_step(name, workflow.jobs[name], workflow.defaults, fed))
         else:
-            layers = layers_of(workflow.defaults, "service")
-            steps.append(Step(_stage(name, "service", workflow.services[name], layers, fed)))
+            steps.append(_service_step(name, workflow.services[name], workflow.defaults, fed))
     for volume in egress_volumes(workflow):
         writers = [s.template.step for s in steps if s.template.kind != "service" and volume in s.template.mounts.values()]
         needs = [Needs(name, "FINISHED") for name in writers + ([transfer_stage_name(INGRESS, volume)] if volume in fed else [])]
@@ -153,9 +154,21 @@ def task_stage_name(step: str, task_id: int) -> str:
 
 
 def task_stage(template: Stage, task_id: int) -> Stage:
-    """Task `task_id` of an array: the template named `job[id]` with its FB_TASK_ID."""
-    return msgspec.structs.replace(template, name=task_stage_name(template.step, task_id), task_id=task_id,
-                                   env={**template.env, "FB_TASK_ID": str(task_id)})
+    """Task `task_id` of an array (or a service's replica): the template named `job[id]` with its FB_TASK_ID (and
+    a replica's FB_PORT_<NAME>)."""
+    env = {**template.env, "FB_TASK_ID": str(task_id), **port_env(template.replica_ports, task_id)}
+    return msgspec.structs.replace(template, name=task_stage_name(template.step, task_id), task_id=task_id, env=env)
+
+
+def _service_step(name: str, service: Service, defaults: Defaults | None, fed: set[str]) -> Step:
+    """A service, or with `replicas: N` (N > 1) a pool of N replica stages `name[1]` .. `name[N]`."""
+    base = _stage(name, "service", service, layers_of(defaults, "service"), fed)
+    count = replica_count(service)
+    if count == 1:
+        return Step(base)
+    declared = service.network.ports if service.network is not None else None
+    ports = {p.name: p.port for p in declared or []}
+    return Step(msgspec.structs.replace(base, replica_ports=ports), 1, count)
 
 
 def _job_step(name: str, job: Job, defaults: Defaults | None, fed: set[str]) -> Step:

@@ -30,7 +30,7 @@ def test_a_profile_s_env_reaches_the_job_and_its_post_hook_runs_after_an_execute
                "the post hook's output in the log")
     log = stack.client.get(f"/v4/workflows/{workflow_id}/log/train").text.splitlines()
     assert log[:2] == ["[roving pre-hook] warming up", "model dir is /models"]
-    assert "[roving post-hook] cleaned up after: execute timeout 2s exceeded" in log
+    assert "[roving post-hook] cleaned up after: execute timeout of 2s reached" in log
     assert any("Bound to profile omp (revision 1)" in e["message"] for e in stack.events(workflow_id))
 
 

@@ -125,7 +125,7 @@ def test_the_execute_timeout_terms_then_kills_a_process_that_ignores_term(execut
     started = time.monotonic()
     recorder, result = run(executor, spec(script="trap 'echo got TERM' TERM\nwhile true; do sleep 0.05; done",
                                           execute_timeout=0.5))
-    assert result == (137, "execute timeout 0.5s exceeded")
+    assert result == (137, "execute timeout of 0.5s reached")
     assert "got TERM" in recorder.text()
     assert 0.7 <= time.monotonic() - started < 5
 

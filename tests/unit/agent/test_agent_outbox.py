@@ -53,6 +53,13 @@ def test_the_same_report_put_twice_waits_once(tmp_path):
     assert len(Outbox(tmp_path)) == 1
 
 
+def test_ready_unready_and_ready_again_are_three_reports_kept_in_order(tmp_path):
+    outbox = Outbox(tmp_path)
+    for change, event in enumerate(["ready", "unready", "ready"]):
+        outbox.put({"allocation_id": "a1", "epoch": 2, "event": event, **({"change": change} if change else {})})
+    assert [e.body["event"] for e in Outbox(tmp_path).pending()] == ["ready", "unready", "ready"]
+
+
 def test_a_recycled_pid_is_never_taken_for_an_adopted_job(tmp_path):
     bystander = subprocess.Popen(["sleep", "60"], start_new_session=True)
     try:

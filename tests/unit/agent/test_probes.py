@@ -39,7 +39,7 @@ def http_server():
 def test_http_get_passes_on_2xx_and_3xx_and_fails_otherwise(http_server):
     assert check(probe(**{"http-get": {"port": http_server, "path": "/ok"}})) is None
     assert check(probe(**{"http-get": {"port": http_server, "path": "/moved"}})) is None
-    assert "answered 503" in check(probe(**{"http-get": {"port": http_server, "path": "/down"}}))
+    assert check(probe(**{"http-get": {"port": http_server, "path": "/down"}})) == "HTTP 503 from /down"
 
 
 def test_tcp_socket_passes_when_a_connection_opens():
@@ -81,3 +81,25 @@ def test_a_stopped_runner_never_reports():
                          lambda: calls.append("ready"), calls.append).start()
     runner.stop()
     assert calls == []
+
+
+def test_after_readiness_failures_make_it_unready_without_killing_it_and_passes_make_it_ready_again(tmp_path):
+    healthy = tmp_path / "healthy"
+    healthy.touch()
+    events: list[str] = []
+    changed = threading.Semaphore(0)
+
+    def seen(what: str) -> None:
+        events.append(what)
+        changed.release()
+
+    spec = probe(exec={"command": ["test", "-e", str(healthy)]}, period_seconds=0.01, failure_threshold=2)
+    runner = ProbeRunner(spec, lambda: seen("ready"), lambda why: seen(f"killed: {why}"),
+                         on_unready=lambda why: seen(f"unready: {why}")).start()
+    assert changed.acquire(timeout=5)
+    healthy.unlink()
+    assert changed.acquire(timeout=5)
+    healthy.touch()
+    assert changed.acquire(timeout=5)
+    runner.stop()
+    assert events == ["ready", "unready: readiness probe failed 2 times: exec test exited 1", "ready"]

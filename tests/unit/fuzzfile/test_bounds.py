@@ -88,3 +88,11 @@ def test_a_yaml_alias_bomb_is_refused_quickly():
 def test_an_alias_inside_its_own_anchor_is_refused():
     found = errors("version: v4\njobs: &loop\n  train: *loop\n")
     assert "never ends" in found["jobs.train"]
+
+
+def test_replica_port_ranges_must_stay_apart_and_below_65536():
+    found = errors("version: v4\nservices:\n  web:\n    image: {uri: docker://alpine}\n    command: [x]\n"
+                   "    replicas: 3\n    network:\n"
+                   "      ports: [{name: http, port: 8000}, {name: admin, port: 8001}, {name: top, port: 65534}]\n")
+    assert "overlap those of port `http`" in found["services.web.network.ports[1].port"]
+    assert "past 65535" in found["services.web.network.ports[2].port"]
