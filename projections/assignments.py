@@ -15,7 +15,7 @@ import msgspec
 from domain.allocation import Allocation, QueueState
 from domain.fuzzfile.replicas import replica_port
 from domain.fuzzfile.restart import restart_delay
-from domain.fuzzfile.schema import Service
+from domain.fuzzfile.schema import Job, Service
 from domain.fuzzfile.transfers import TRANSFER_KINDS
 from domain.multinode import Peers, leader_port
 from domain.workflow import Workflow
@@ -106,7 +106,19 @@ def run_spec(a: Allocation, workflow: Workflow, queue: QueueView, peers: Peers |
         "mounts": dict(spec.mounts), **_profile(spec), **_backoff(spec, a.attempt), **_transfer(spec),
         **({"peers": msgspec.to_builtins(peers)} if peers is not None else {}),
         **_identity(queue, a, tenancy),
+        **_isolation(spec, step),
     }
+
+
+def _isolation(spec: Any, step: Any) -> dict:
+    """The devices the stage asked for (the agent binds GPUs to them) and a job's private network, only when
+    asked for: the answer (and its ETag) of other work stays."""
+    found: dict[str, Any] = {}
+    if spec.resources.devices:
+        found["devices"] = dict(spec.resources.devices)
+    if isinstance(step, Job) and step.network is not None and step.network.isolated:
+        found["network_isolated"] = True
+    return found
 
 
 def _backoff(spec: Any, attempt: int) -> dict:

@@ -19,6 +19,7 @@ PROCESSES: dict[str, tuple[str, str, str]] = {
     "scheduler": ("api.scheduler_main", "scheduler_main", "run the scheduler on its own"),
     "agent": ("api.agent", "agent_main", "run a node agent that registers this host and runs its work"),
     "federate": ("api.federate", "federate_main", "replicate clusters' logs into one federated stream"),
+    "rotate-key": ("api.rotate_key", "rotate_main", "sign new tokens with a new key (on the control plane's host)"),
 }
 OWN_PACKAGES = ("api", "domain", "projections", "adapters")
 GROUPS = (workflow, queue, nodes, tenancy, secret, profile, audit, endpoints, federation, context, completion)

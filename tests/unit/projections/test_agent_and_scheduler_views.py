@@ -121,3 +121,24 @@ def test_why_holds_the_latest_pass_reasons_by_allocation_id():
     assert views.why.get(str(uid("a"))).message == "held"
     views.why.set({"b": Why(reason=Reason.FINISHED)})
     assert (views.why.get(uid("a")), views.why.get("b").reason) == (None, Reason.FINISHED)
+
+
+GPU_JOB = ("version: v4\njobs:\n  train: {image: {uri: docker://alpine:3.20}, script: 'nvidia-smi',"
+           " resource: {devices: {nvidia.com/gpu: 2}}, network: {isolated: true}}\n")
+
+
+def test_a_gpu_job_run_spec_asks_the_agent_for_its_devices_and_private_network():
+    feed, n1 = Feed(), node("node-1")
+    feed.save(n1)
+    placed(feed, GPU_JOB, "train", n1)
+    [spec] = feed.views.assignments(n1.id)["start"]
+    assert spec["devices"] == {"nvidia.com/gpu": 2}
+    assert spec["network_isolated"] is True
+
+
+def test_a_job_without_devices_gets_none_bound():
+    feed, n1 = Feed(), node("node-1")
+    feed.save(n1)
+    placed(feed, ONE_JOB, "main", n1)
+    [spec] = feed.views.assignments(n1.id)["start"]
+    assert "devices" not in spec and "network_isolated" not in spec
