@@ -22,6 +22,7 @@ from adapters.executor import Executor, Running, RunSpec, SpecError
 from api.agent_progress import ProgressRelay
 from adapters.adoption import Registration
 from adapters.logs import LogWriter
+from adapters.nats_tls import connect_options
 from adapters.outbox import Entry, Outbox
 from adapters.probes import ProbeRunner
 from api.agent_args import AgentConfig, UsageError, build_spec, parse_args
@@ -221,7 +222,7 @@ class Agent:
             self.log.warning("agent.no_log_stream")
             return None
         try:
-            nc = await nats.connect(answer["nats_url"], connect_timeout=2, max_reconnect_attempts=-1,
+            nc = await nats.connect(**connect_options(answer["nats_url"]), connect_timeout=2, max_reconnect_attempts=-1,
                                     error_cb=self._log_stream_error, disconnected_cb=self._log_stream_lost)
         except Exception as error:  # noqa: BLE001 - logs are optional; running jobs is not
             self.log.warning("agent.log_stream_unreachable", error=repr(error))

@@ -45,7 +45,8 @@ class Services:
     logs: LogReader | None = None
     leases: NodeLeases | None = None
     settings: Settings | None = None
-    nats_url: str = ""
+    nats_url: str = ""                    # the control plane's own log URL (its credentials): never handed out
+    agent_nats_url: str = ""              # the log URL agents get for job output: the agent role's credentials
     cluster: str = ""
     runner: SchedulerRunner | None = None
     audit: AuditLog | None = None

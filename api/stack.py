@@ -19,6 +19,7 @@ from adapters.auth.password_hash import hash_password, verify_password
 from adapters.auth.tokens import Identity, issue, issue_webhook, load_or_create_key
 from adapters.jetstream.connection import Connection
 from adapters.leases import Leases
+from adapters.nats_auth import agent_log_url
 from adapters.nats_owner import death_signal
 from adapters.nats_server import NatsServer, free_port
 from adapters.nats_supervisor import Supervisor
@@ -142,6 +143,7 @@ class Stack:
         self.services = Services(
             roving=self.roving, views=self.views, tailer=self.tailer, key=self.key, leases=self.leases,
             logs=self._logs(nats_url, cluster), settings=self.settings, nats_url=nats_url, cluster=cluster,
+            agent_nats_url=agent_log_url(nats_url, self.data_dir, self.settings.nats_agent_creds) or "",
             runner=self.runner, audit=self.audit, waiters=self.waiters,
             secrets=open_secret_store(self.roving, self.data_dir),
         )

@@ -167,7 +167,8 @@ def running_here(views, b: Report) -> bool:
 async def config(request: Request) -> Response:
     agent_only(request)
     svc, settings = c.services(request), c.settings(request)
-    return c.json({"nats_url": svc.nats_url or settings.nats_url, "cluster": svc.cluster or settings.cluster})
+    # the agent role's URL only: the control plane's credentials could write any event
+    return c.json({"nats_url": svc.agent_nats_url or None, "cluster": svc.cluster or settings.cluster})
 
 
 routes = [

@@ -8,10 +8,11 @@ import re
 import time
 from pathlib import Path
 
+import httpx
 import nats
 import pytest
 
-from adapters.nats_auth import read_credentials
+from adapters.nats_auth import credentials_in, read_credentials
 from adapters.nats_tls import connect_options, with_tls
 from tests.e2e.stack import LocalStack
 
@@ -52,6 +53,7 @@ def stopped_stack(tmp_path_factory: pytest.TempPathFactory):
         address = nats_address(stack.data_dir)
         control = read_credentials(stack.data_dir / "nats" / "credentials" / "control.creds").url(address)
         answers = asyncio.run(connect(address)), asyncio.run(connect(control))
+        handed = httpx.get(stack.url + "/v4/agent/config", headers=stack.auth(stack.token("agent")), timeout=10).json()
         workflow_id = stack.submit(FUZZFILE, "migrate")
         done = stack.wait_status(workflow_id, ("FINISHED", "FAILED"))
         log = ""
@@ -62,6 +64,7 @@ def stopped_stack(tmp_path_factory: pytest.TempPathFactory):
             time.sleep(0.2)
     finally:
         stack.stop()
+    stack.handed = handed  # what GET /v4/agent/config gave an agent token
     return stack, answers, done, log
 
 
@@ -69,6 +72,14 @@ def test_the_log_of_roving_up_refuses_an_anonymous_client_and_admits_the_control
     _, (anonymous, control), _, _ = stopped_stack
     assert "Authorization Violation" in anonymous
     assert control == "connected"
+
+
+def test_an_agent_is_handed_the_agent_role_never_the_control_planes_credentials(stopped_stack) -> None:
+    stack = stopped_stack[0]
+    creds = stack.data_dir / "nats" / "credentials"
+    given = credentials_in(stack.handed["nats_url"])
+    assert given is not None and given.user == read_credentials(creds / "agent.creds").user
+    assert read_credentials(creds / "control.creds").password not in stack.handed["nats_url"]
 
 
 def test_a_job_runs_and_its_output_reaches_the_log_through_the_authenticated_server(stopped_stack) -> None:

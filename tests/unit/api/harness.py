@@ -75,7 +75,8 @@ def services(wired: bool = False) -> Services:
     roving = Roving(env=env, passwords=PlainHasher(), read_models=read_models)
     secrets = open_secret_store(roving, tempfile.mkdtemp(prefix="roving-secrets-"))  # its key ring is made on first use
     return Services(roving=roving, views=views, tailer=SyncTailer(roving, views), key=KEY, logs=FakeLogs(),
-                    leases=FakeLeases(), nats_url="nats://127.0.0.1:4222", cluster="test", secrets=secrets)
+                    leases=FakeLeases(), nats_url="nats://control:c0ntrol@127.0.0.1:4222",
+                    agent_nats_url="nats://agent:ag3nt@127.0.0.1:4222", cluster="test", secrets=secrets)
 
 
 def token(username: str, role: Role = Role.USER, org: Any = None, source: Source = Source.ADMIN,

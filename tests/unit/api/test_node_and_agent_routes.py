@@ -48,8 +48,9 @@ def test_a_heartbeat_refreshes_the_lease_and_a_stale_epoch_gets_409(api, node):
 def test_assignments_and_config_answer_the_agent(api, node):
     assert api.request("GET", f"/v4/agent/assignments?node_id={node['node_id']}", AGENT).json() == {
         "start": [], "stop": [], "volumes": []}
-    assert api.request("GET", "/v4/agent/config", AGENT).json() == {"nats_url": "nats://127.0.0.1:4222",
-                                                                    "cluster": "test"}
+    answer = api.request("GET", "/v4/agent/config", AGENT)
+    assert answer.json() == {"nats_url": "nats://agent:ag3nt@127.0.0.1:4222", "cluster": "test"}
+    assert "c0ntrol" not in answer.text  # the control plane's credentials could write any event
 
 
 def test_a_report_for_an_unknown_allocation_is_404(api, node):
