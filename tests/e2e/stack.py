@@ -83,6 +83,21 @@ class LocalStack:
         raise TimeoutError(f"timed out waiting for {what}; stack log tail:\n"
                            + (self.data_dir / "stack.log").read_text(errors="replace")[-3000:])
 
+    def stage_log(self, workflow_id: str, stage: str, containing: str, timeout: float = 15) -> str:
+        """The stage's log once it holds `containing`: an agent sends output every 0.2 s, so the last lines may
+        land just after the workflow's status says it ended."""
+        text = ""
+
+        def holds() -> bool:
+            nonlocal text
+            text = self.client.get(f"/v4/workflows/{workflow_id}/log/{stage}").text
+            return containing in text
+        try:
+            self.wait(holds, timeout, f"{containing!r} in the log of {stage}")
+        except TimeoutError:
+            pass  # the caller's assertion shows what the log held
+        return text
+
     def agent_pid(self, node: str) -> int:
         out = subprocess.run(["pgrep", "-f", "--", f"--node {node} --api {self.url}"], capture_output=True, text=True)
         return int(out.stdout.split()[0])

@@ -73,8 +73,8 @@ def test_a_volume_is_filled_by_ingress_used_by_jobs_and_sent_out_by_egress(stack
     assert stages == [("ingress:data", "FINISHED"), ("count", "FINISHED"), ("check", "FINISHED"),
                       ("egress:data", "FINISHED")], done
     assert s3.client().get_object(Bucket="results", Key="run-1/count.txt")["Body"].read().strip() == b"10000"
-    assert "done, 10000 bytes" in stack.client.get(f"/v4/workflows/{workflow_id}/log/ingress:data").text
-    assert "10000" in stack.client.get(f"/v4/workflows/{workflow_id}/log/check").text
+    assert "done, 10000 bytes" in stack.stage_log(workflow_id, "ingress:data", "done, 10000 bytes")
+    assert "10000" in stack.stage_log(workflow_id, "check", "10000")
     assert len({s["node"] for s in done["stages"]}) == 1  # the volume's node ran every stage that used it
     stack.wait(lambda: not list(work_dir.glob("*/.volumes")), 30, "the ended workflow's volume to be removed")
     events = stack.events(workflow_id)

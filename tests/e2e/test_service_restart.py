@@ -28,6 +28,6 @@ jobs:
     done = stack.wait_status(workflow_id, ("FINISHED", "FAILED"), timeout=90)
     stages = {s["name"]: s for s in done["stages"]}
     assert (done["status"], stages["db"]["attempts"], stages["client"]["status"]) == ("FINISHED", 3, "FINISHED")
-    assert "db came up after 3 starts" in stack.client.get(f"/v4/workflows/{workflow_id}/log/client").text
+    assert "db came up after 3 starts" in stack.stage_log(workflow_id, "client", "db came up after 3 starts")
     restarts = [e["message"] for e in stack.events(workflow_id) if e["type"] == "Workflow.StageRetried"]
     assert len(restarts) == 2 and all("exit 1" in m for m in restarts)
