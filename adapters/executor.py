@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-import shutil
 import signal
 import subprocess
 import threading
@@ -25,9 +24,9 @@ from adapters.hooks import (
     write_post_hooks,
 )
 from adapters.runtime.bwrap import OciRuntime
+from adapters.stage_dir import check_findable, hand_over, job_argv, write_files
 from adapters.transfer_plan import REASON_FILE, TRANSFER_KINDS, transfer_argv
 from adapters.volumes import Volumes
-from domain.multinode import HOSTFILE, hostfile
 from adapters.runspec import (  # noqa: F401 - RunSpec, SpecError and unreachable are the executor's vocabulary too
     JobUser,
     RunSpec,
@@ -228,13 +227,13 @@ class Executor:
         workdir.mkdir(parents=True, exist_ok=True)
         cwd = inside(workdir, spec.cwd or ".", "cwd")
         cwd.mkdir(parents=True, exist_ok=True)
-        self._write_files(spec, workdir)
+        write_files(spec, workdir)
         bound = self.volumes.prepare(spec, user)
         transfer = spec.kind in TRANSFER_KINDS
         if transfer:
             argv = transfer_argv(spec, workdir, bound, user)
         else:
-            argv = with_backoff(spec.start_delay_seconds, with_pre_hooks(spec.hooks, self._argv(spec, workdir), workdir))
+            argv = with_backoff(spec.start_delay_seconds, with_pre_hooks(spec.hooks, job_argv(spec, workdir), workdir))
             write_post_hooks(spec.hooks, workdir)
         devices, pulled = self._bind(spec), None
         try:
@@ -246,11 +245,11 @@ class Executor:
             else:
                 self.volumes.link(workdir, bound)
             if user is not None:
-                self._hand_over(workdir, user)
+                hand_over(workdir, user)
             env = job_environment(spec, user, workdir, devices, workdir=workdir)
             if transfer:  # where this node reaches the world: a hub mirror, an S3 endpoint, a proxy
                 env.update({k: os.environ[k] for k in TRANSFER_PASSED if k in os.environ})
-            _findable(argv[0], env, cwd)
+            check_findable(argv[0], env, cwd)
             running = self._launch(spec, argv, cwd, env, workdir, user)
         except BaseException:
             self._unbind(spec)
@@ -369,18 +368,6 @@ class Executor:
             limits=dataclasses.asdict(cgroup.limits) if cgroup else {},
         )
 
-    @staticmethod
-    def _hand_over(workdir: Path, user: JobUser) -> None:
-        """The stage's directory and everything in it belong to the job's user, closed to other users; the
-        workflow's directory above stays the agent's and only searchable."""
-        workdir.parent.chmod(0o711)
-        uid, gid = user.uid, user.gid
-        for top, dirs, files in os.walk(workdir):
-            for name in (*dirs, *files):
-                os.lchown(os.path.join(top, name), uid, gid)  # lchown: a symlink there is not followed
-        os.chown(workdir, uid, gid)
-        workdir.chmod(0o700)
-
     def _cgroup(self, spec: RunSpec, visible: str | None) -> Cgroup | None:
         if self.cgroups is None:
             return None
@@ -388,30 +375,6 @@ class Executor:
         limits = Limits(memory=spec.memory or None, cpus=spec.cpu_cores or None, pids=self.pids_limit,
                         denied_devices=denied)
         return self.cgroups.create(f"{spec.allocation_id}-e{spec.epoch}", limits)
-
-    @staticmethod
-    def _write_files(spec: RunSpec, workdir: Path) -> None:
-        for name, content in (spec.files or {}).items():
-            # on the host an absolute path is re-rooted: a job must not write over the node's own files
-            path = inside(workdir, name.lstrip("/"), "file")
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(content)
-        if spec.peers is not None:  # after the job's own files: FB_HOSTFILE must name the peers
-            (workdir / HOSTFILE).write_text(hostfile(spec.peers))
-
-    @staticmethod
-    def _argv(spec: RunSpec, workdir: Path) -> list[str]:
-        """The script (given `#!/bin/sh` when it has no shebang) or command + args, never through a shell."""
-        if spec.script is not None:
-            script = spec.script if spec.script.startswith("#!") else "#!/bin/sh\n" + spec.script
-            path = workdir / ".roving-script"
-            path.write_text(script)
-            path.chmod(0o700)
-            return [str(path), *(spec.args or [])]
-        command = [spec.command] if isinstance(spec.command, str) else list(spec.command or [])
-        if not command:
-            raise SpecError(f"stage {spec.stage!r} has neither a script nor a command")
-        return command + list(spec.args or [])
 
     @staticmethod
     def _spawn(argv: list[str], cwd: Path, env: dict[str, str], setup, files: JobFiles) -> subprocess.Popen:
@@ -431,11 +394,3 @@ class Executor:
 
 def _holder(spec: RunSpec) -> str:
     return f"{spec.allocation_id}-e{spec.epoch}"
-
-
-def _findable(program: str, env: dict[str, str], cwd: Path) -> None:
-    """The wrapper's shell would report a missing program only as exit 127 once started: refuse it here."""
-    if os.sep in program:
-        program = str(cwd / program)  # relative to the job's directory, as exec resolves it
-    if shutil.which(program, path=env.get("PATH", os.defpath)) is None:
-        raise FileNotFoundError(2, "No such file or directory", program)
