@@ -9,7 +9,7 @@ import yaml
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from api.agent import NodeMetrics
+from api.agent_metrics import NodeMetrics
 from domain.tenancy import Role, Source
 from tests.unit.api.harness import Api, token
 
@@ -34,7 +34,9 @@ def dashboard_expressions() -> list[str]:
 def exported(text: str) -> set[str]:
     """Sample names, and the names of labelled families that have no children yet (no nodes, no definitions)."""
     families = list(text_string_to_metric_families(text))
-    return {s.name for f in families for s in f.samples} | {f.name for f in families if f.type == "gauge"}
+    childless = {f.name: f.type for f in families if not f.samples}
+    return ({s.name for f in families for s in f.samples} | {n for n, t in childless.items() if t == "gauge"}
+            | {f"{n}_total" for n, t in childless.items() if t == "counter"})
 
 
 def samples(text: str, name: str) -> dict[tuple, float]:
