@@ -7,62 +7,30 @@ import signal
 import os
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 import msgspec
-import nats
 import structlog
-from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
+from prometheus_client import start_http_server
 
-from adapters import sysinfo
-from adapters.executor import Executor, Running, RunSpec, SpecError
+from adapters.executor import Executor, RunSpec, SpecError
 from api.agent_progress import ProgressRelay
 from adapters.adoption import Registration
 from adapters.logs import LogWriter
-from adapters.nats_tls import connect_options
 from adapters.outbox import Entry, Outbox
 from adapters.probes import ProbeRunner
+from api.agent_logstream import close_job_logs, open_job_logs
+from api.agent_metrics import NodeMetrics
 from api.agent_args import AgentConfig, UsageError, build_spec, parse_args
 from api.agent_node import build_executor
-from api.agent_poll import AssignmentFeed
+from api.agent_poll import AssignmentFeed, follow
+from api.agent_slots import Slot, adopt_jobs, confirm_adopted
 from api.agent_reports import Outcome, Reporter
 
 log = structlog.get_logger("roving.agent")
 OUTBOX_DRAIN_SECONDS = 120.0  # a restarted agent delivers what its predecessor left before registering anew
-
-
-class NodeMetrics:
-    """The node's Prometheus metrics on a registry of its own. Failures carry their cause: `start` (the node
-    could not start the work: its fault, what the job-failure rule counts) or `exit` (the job exited non-zero)."""
-
-    def __init__(self, sys_root: Path = Path("/sys")) -> None:
-        self.sys_root = sys_root
-        self.registry = CollectorRegistry()
-        self.running = Gauge("roving_node_running_allocations", "Allocations running on this node", registry=self.registry)
-        self.failures = Counter("roving_node_job_failures", "Stage attempts that failed on this node, by cause",
-                                ["cause"], registry=self.registry)
-        for cause in ("start", "exit"):
-            self.failures.labels(cause)
-        self.disk_errors = Gauge("roving_node_disk_errors", "Block device I/O errors since boot", registry=self.registry)
-        self.memory_errors = Gauge("roving_node_memory_errors", "EDAC memory errors since boot", registry=self.registry)
-
-    def refresh(self, running: int) -> None:
-        counters = sysinfo.error_counters(self.sys_root)
-        self.running.set(running)
-        self.disk_errors.set(counters.disk_errors)
-        self.memory_errors.set(counters.memory_errors)
-
-
-@dataclass
-class Slot:
-    spec: RunSpec
-    running: Running
-    probe: ProbeRunner | None = None
-    fenced: bool = False
-    changes: int = 0  # readiness changes after the first readiness (unready, ready again, ...)
 
 
 class Agent:
@@ -112,19 +80,8 @@ class Agent:
             await self.close_logs(nc)
 
     def adopt(self) -> list[Slot]:
-        """Watch again every job a predecessor on this work directory left (the ended ones report at once);
-        the cgroups no job owns any more are killed and removed."""
-        adopted, keep = [], set()
-        for files, state in self.executor.found():
-            spec = state.spec
-            running = self.executor.adopt(files, state, self._forward_output(spec), self._forward_exit(spec))
-            adopted.append(self.slots.setdefault(spec.allocation_id, Slot(spec, running)))
-            keep |= {Path(d).name for d in state.cgroup_dirs.values()}
-        if reaped := self.executor.reap(keep):
-            self.log.warning("agent.killed_leftover_cgroups", cgroups=reaped)
-        if adopted:
-            self.log.info("agent.adopting", allocations=sorted(self.slots))
-        return adopted
+        """Watch again every job a predecessor on this work directory left (api/agent_slots.adopt_jobs)."""
+        return adopt_jobs(self.executor, self.slots, self._forward_output, self._forward_exit, self.log)
 
     async def resume(self, stop: asyncio.Event) -> bool:
         """Carry on under the predecessor's registration when the control plane still holds it (a heartbeat
@@ -152,27 +109,12 @@ class Agent:
                 await self.serve(slot)
 
     def confirm(self, answer: dict[str, Any]) -> None:
-        """The first assignments after adopting: a job the control plane no longer places here is killed, and
-        says nothing more (its allocation ended otherwise, or moved)."""
-        placed = {(item.get("allocation_id"), item.get("epoch")) for item in answer.get("start", [])}
-        stopping = {order.get("allocation_id") for order in answer.get("stop", [])}
-        for allocation_id, epoch in self.unconfirmed.items():
-            slot = self.slots.get(allocation_id)
-            if slot is not None and (allocation_id, epoch) not in placed and allocation_id not in stopping:
-                slot.fenced = True
-                slot.running.cancel("no longer placed on this node")
-                self.log.warning("agent.adopted_job_not_placed", allocation_id=allocation_id, epoch=epoch)
+        """The first assignments after adopting: see api/agent_slots.confirm_adopted."""
+        confirm_adopted(self.unconfirmed, self.slots, answer, self.log)
         self.unconfirmed = {}
 
     async def close_logs(self, nc) -> None:
-        """Job output still buffered goes out if the server is there; a server already gone is no error."""
-        try:
-            if self.logs is not None:
-                await self.logs.close()
-            if nc is not None:
-                await nc.close()
-        except (OSError, nats.errors.Error) as error:
-            self.log.warning("agent.log_stream_close_failed", error=repr(error))
+        await close_job_logs(self.logs, nc, self.log)
 
     async def call(self, method: str, path: str, **kwargs) -> httpx.Response | None:
         """One API call; None when the API cannot be reached (the loop simply tries again)."""
@@ -218,29 +160,13 @@ class Agent:
         """Job output goes straight to the logs stream the API names; without one, output is dropped."""
         response = await self.call("GET", "/v4/agent/config")
         answer = response.json() if response is not None and response.status_code == 200 else {}
-        if not answer.get("nats_url"):
-            self.log.warning("agent.no_log_stream")
-            return None
-        try:
-            nc = await nats.connect(**connect_options(answer["nats_url"]), connect_timeout=2, max_reconnect_attempts=-1,
-                                    error_cb=self._log_stream_error, disconnected_cb=self._log_stream_lost)
-        except Exception as error:  # noqa: BLE001 - logs are optional; running jobs is not
-            self.log.warning("agent.log_stream_unreachable", error=repr(error))
-            return None
-        self.logs = await LogWriter(nc.jetstream(), answer["cluster"]).start()
+        nc, self.logs = await open_job_logs(answer, self.log)
         return nc
 
     async def keep_lease(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
             await self.heartbeat(stop)
             await _sleep_or_stop(stop, self.config.heartbeat)
-
-    async def _log_stream_error(self, error: Exception) -> None:
-        """nats-py's default prints a traceback for every reconnect attempt while the server restarts."""
-        self.log.warning("agent.log_stream_error", error=repr(error))
-
-    async def _log_stream_lost(self) -> None:
-        self.log.warning("agent.log_stream_disconnected")
 
     async def heartbeat(self, stop: asyncio.Event) -> None:
         self.metrics.refresh(len(self.slots))
@@ -253,42 +179,12 @@ class Agent:
             await self.register(stop)
 
     async def follow(self, stop: asyncio.Event) -> None:
-        """Long-poll the assignments in a task of their own while exits are drained and reports flushed here:
-        a held poll delays neither. Answers are applied here too, so a start and an exit never interleave."""
-        fetch: asyncio.Task | None = None
-        not_before = 0.0
-        try:
-            while not stop.is_set():
-                if fetch is None and time.monotonic() >= not_before:
-                    fetch = asyncio.create_task(self.feed.fetch(self.node_id))
-                await self._idle(stop, fetch)
-                if fetch is not None and fetch.done():
-                    answer, again = fetch.result()
-                    fetch = None
-                    if answer is not None:
-                        await self.apply(answer)
-                    not_before = 0.0 if again else time.monotonic() + self.config.poll
-                await self.drain()
-                await self.reporter.flush()
-        finally:
-            if fetch is not None:
-                fetch.cancel()
-                await asyncio.gather(fetch, return_exceptions=True)
+        """Long-poll the assignments while exits are drained and reports flushed (api/agent_poll.follow)."""
+        await follow(self.feed, lambda: self.node_id, self.apply, self._tick, stop, self.wake, self.config.poll)
 
-    async def _idle(self, stop: asyncio.Event, fetch: asyncio.Task | None) -> None:
-        """Until the poll answers, a job ends or starts being ready, the agent stops, or a poll interval passes."""
-        self.wake.clear()
-        waiters = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(self.wake.wait())]
-        await asyncio.wait([*waiters, *([fetch] if fetch is not None else [])], timeout=self.config.poll,
-                           return_when=asyncio.FIRST_COMPLETED)
-        for waiter in waiters:
-            waiter.cancel()
-        await asyncio.gather(*waiters, return_exceptions=True)
-
-    async def poll(self) -> None:
-        answer, _ = await self.feed.fetch(self.node_id)
-        if answer is not None:
-            await self.apply(answer)
+    async def _tick(self) -> None:
+        await self.drain()
+        await self.reporter.flush()
 
     async def apply(self, answer: dict[str, Any]) -> None:
         self.confirm(answer)

@@ -9,6 +9,7 @@ lists the running allocations), so the agent then waits its poll interval, as it
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -49,3 +50,38 @@ class AssignmentFeed:
         self.last, self.etag = answer, response.headers.get("etag")
         held = self.wait > 0 and time.monotonic() - began >= self.wait * HELD
         return answer, news or held
+
+
+async def follow(feed: AssignmentFeed, node: Callable[[], str | None], apply: Callable[[dict], Awaitable[None]],
+                 tick: Callable[[], Awaitable[None]], stop: asyncio.Event, wake: asyncio.Event, interval: float) -> None:
+    """Poll in a task of its own while `tick` (exits drained, reports flushed) runs here: a held poll delays
+    neither. Answers are applied here too, so a start and an exit never interleave."""
+    fetch: asyncio.Task | None = None
+    not_before = 0.0
+    try:
+        while not stop.is_set():
+            if fetch is None and time.monotonic() >= not_before:
+                fetch = asyncio.create_task(feed.fetch(node()))
+            await _idle(stop, wake, fetch, interval)
+            if fetch is not None and fetch.done():
+                answer, again = fetch.result()
+                fetch = None
+                if answer is not None:
+                    await apply(answer)
+                not_before = 0.0 if again else time.monotonic() + interval
+            await tick()
+    finally:
+        if fetch is not None:
+            fetch.cancel()
+            await asyncio.gather(fetch, return_exceptions=True)
+
+
+async def _idle(stop: asyncio.Event, wake: asyncio.Event, fetch: asyncio.Task | None, interval: float) -> None:
+    """Until the poll answers, a job ends or starts being ready, the agent stops, or a poll interval passes."""
+    wake.clear()
+    waiters = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(wake.wait())]
+    await asyncio.wait([*waiters, *([fetch] if fetch is not None else [])], timeout=interval,
+                       return_when=asyncio.FIRST_COMPLETED)
+    for waiter in waiters:
+        waiter.cancel()
+    await asyncio.gather(*waiters, return_exceptions=True)

@@ -181,7 +181,7 @@ def test_the_long_poll_wait_comes_from_the_flag_else_the_environment_else_ten_se
 def test_the_node_metrics_read_error_counters_under_the_given_sys_root(tmp_path: Path):
     from prometheus_client import generate_latest
 
-    from api.agent import NodeMetrics
+    from api.agent_metrics import NodeMetrics
 
     (tmp_path / "block/sda/device").mkdir(parents=True)
     (tmp_path / "block/sda/device/ioerr_cnt").write_text("0x2\n")

@@ -9,8 +9,9 @@ from pathlib import Path
 
 from prometheus_client import generate_latest
 
-from api.agent import NodeMetrics, run_agent
+from api.agent import run_agent
 from api.agent_args import AgentConfig
+from api.agent_metrics import NodeMetrics
 from tests.unit.agent.fake_api import FakeApi
 
 

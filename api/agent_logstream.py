@@ -1,0 +1,43 @@
+"""The agent's job-output stream: the log URL the control plane names (the agent role's credentials), opened
+and closed without ever stopping the work (output is optional; running jobs is not)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import nats
+
+from adapters.logs import LogWriter
+from adapters.nats_tls import connect_options
+
+
+async def open_job_logs(answer: dict[str, Any], log: Any) -> tuple[Any, LogWriter | None]:
+    """(connection, writer) for `GET /v4/agent/config`'s answer; (None, None) when there is no stream to reach."""
+    if not answer.get("nats_url"):
+        log.warning("agent.no_log_stream")
+        return None, None
+
+    async def errored(error: Exception) -> None:  # nats-py's default prints a traceback per reconnect attempt
+        log.warning("agent.log_stream_error", error=repr(error))
+
+    async def lost() -> None:
+        log.warning("agent.log_stream_disconnected")
+
+    try:
+        nc = await nats.connect(**connect_options(answer["nats_url"]), connect_timeout=2, max_reconnect_attempts=-1,
+                                error_cb=errored, disconnected_cb=lost)
+    except Exception as error:  # noqa: BLE001 - logs are optional; running jobs is not
+        log.warning("agent.log_stream_unreachable", error=repr(error))
+        return None, None
+    return nc, await LogWriter(nc.jetstream(), answer["cluster"]).start()
+
+
+async def close_job_logs(writer: LogWriter | None, nc: Any, log: Any) -> None:
+    """Job output still buffered goes out if the server is there; a server already gone is no error."""
+    try:
+        if writer is not None:
+            await writer.close()
+        if nc is not None:
+            await nc.close()
+    except (OSError, nats.errors.Error) as error:
+        log.warning("agent.log_stream_close_failed", error=repr(error))

@@ -1,0 +1,51 @@
+"""The jobs an agent watches (`Slot`), and those a restarted agent adopts from its predecessor: watched again
+from their state on disk, then kept only if the control plane still places them here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from adapters.executor import Executor, Running, RunSpec
+from adapters.probes import ProbeRunner
+
+
+@dataclass
+class Slot:
+    spec: RunSpec
+    running: Running
+    probe: ProbeRunner | None = None
+    fenced: bool = False
+    changes: int = 0  # readiness changes after the first readiness (unready, ready again, ...)
+
+
+def adopt_jobs(executor: Executor, slots: dict[str, Slot], forward_output: Callable[[RunSpec], Any],
+               forward_exit: Callable[[RunSpec], Any], log: Any) -> list[Slot]:
+    """Watch again every job a predecessor on this work directory left (the ended ones report at once);
+    the cgroups no job owns any more are killed and removed."""
+    adopted, keep = [], set()
+    for files, state in executor.found():
+        spec = state.spec
+        running = executor.adopt(files, state, forward_output(spec), forward_exit(spec))
+        adopted.append(slots.setdefault(spec.allocation_id, Slot(spec, running)))
+        keep |= {Path(d).name for d in state.cgroup_dirs.values()}
+    if reaped := executor.reap(keep):
+        log.warning("agent.killed_leftover_cgroups", cgroups=reaped)
+    if adopted:
+        log.info("agent.adopting", allocations=sorted(slots))
+    return adopted
+
+
+def confirm_adopted(unconfirmed: dict[str, int], slots: dict[str, Slot], answer: dict[str, Any], log: Any) -> None:
+    """The first assignments after adopting: a job the control plane no longer places here is killed, and
+    says nothing more (its allocation ended otherwise, or moved)."""
+    placed = {(item.get("allocation_id"), item.get("epoch")) for item in answer.get("start", [])}
+    stopping = {order.get("allocation_id") for order in answer.get("stop", [])}
+    for allocation_id, epoch in unconfirmed.items():
+        slot = slots.get(allocation_id)
+        if slot is not None and (allocation_id, epoch) not in placed and allocation_id not in stopping:
+            slot.fenced = True
+            slot.running.cancel("no longer placed on this node")
+            log.warning("agent.adopted_job_not_placed", allocation_id=allocation_id, epoch=epoch)
