@@ -15,8 +15,7 @@ def test_a_workflow_of_several_jobs_runs_to_finished_with_exit_codes_and_logs(st
     assert done["status"] == "FINISHED"
     assert [(s["name"], s["status"], s["exit_code"]) for s in done["stages"]] == [
         ("hello", "FINISHED", 0), ("goodbye", "FINISHED", 0)]
-    log = stack.client.get(f"/v4/workflows/{workflow_id}/log/hello")
-    assert "hello from hello" in log.text
+    assert "hello from hello" in stack.stage_log(workflow_id, "hello", "hello from hello")
 
 
 def test_a_listed_exit_code_is_retried_and_the_activity_says_so(stack):
