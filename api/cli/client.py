@@ -95,7 +95,7 @@ def message_of(response: httpx.Response) -> str:
 
 
 def expired(response: httpx.Response) -> bool:
-    """The server refused the access token because its time ran out (api.auth says `token refused: expired`)."""
+    """The server refused the access token because its time ran out (api.http.auth says `token refused: expired`)."""
     return response.status_code == 401 and "token refused: expired" in message_of(response)
 
 

@@ -14,12 +14,12 @@ from api.cli.client import ApiError, Client, context_renewer, current_context
 from api.cli.output import FORMAT_HELP, FORMATS, render
 
 PROCESSES: dict[str, tuple[str, str, str]] = {
-    "up": ("api.up", "up_main", "start the whole local stack (NATS, control plane, local node agents)"),
-    "api": ("api.up", "api_main", "run the HTTP API, read models and scheduler against ROVING_NATS_URL"),
-    "scheduler": ("api.scheduler_main", "scheduler_main", "run the scheduler on its own"),
-    "agent": ("api.agent", "agent_main", "run a node agent that registers this host and runs its work"),
-    "federate": ("api.federate", "federate_main", "replicate clusters' logs into one federated stream"),
-    "rotate-key": ("api.rotate_key", "rotate_main", "sign new tokens with a new key (on the control plane's host)"),
+    "up": ("api.up.main", "up_main", "start the whole local stack (NATS, control plane, local node agents)"),
+    "api": ("api.up.main", "api_main", "run the HTTP API, read models and scheduler against ROVING_NATS_URL"),
+    "scheduler": ("api.scheduler.main", "scheduler_main", "run the scheduler on its own"),
+    "agent": ("api.agent.main", "agent_main", "run a node agent that registers this host and runs its work"),
+    "federate": ("api.federate.main", "federate_main", "replicate clusters' logs into one federated stream"),
+    "rotate-key": ("api.cli.rotate_key", "rotate_main", "sign new tokens with a new key (on the control plane's host)"),
 }
 OWN_PACKAGES = ("api", "domain", "projections", "adapters")
 GROUPS = (workflow, queue, nodes, tenancy, secret, profile, audit, endpoints, federation, context, completion)

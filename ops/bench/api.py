@@ -93,8 +93,8 @@ def serve(data_dir: str, port: int, grouping: bool) -> None:
     import structlog
 
     import adapters.jetstream.commit
-    from api.settings import load_settings
-    from api.stack import Stack
+    from api.composition.settings import load_settings
+    from api.composition.stack import Stack
 
     # the access log is info per request: on a terminal-less pipe it would be the bench's main cost
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))

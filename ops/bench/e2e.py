@@ -34,7 +34,7 @@ from procstat import children, cpu_seconds  # noqa: E402 - ops/bench, beside thi
 
 from adapters.nats_server import free_port  # noqa: E402
 
-UP = "import sys; from api.up import up_main; sys.exit(up_main([]))"
+UP = "import sys; from api.up.main import up_main; sys.exit(up_main([]))"
 JOB = "    image: {uri: docker://alpine}\n    command: [\"true\"]\n    resource: {cpu: {cores: 1}, memory: {size: 64MiB}}\n"
 ONE_JOB = "version: v4\njobs:\n  j:\n" + JOB
 ARRAY = "version: v4\njobs:\n  tasks:\n" + JOB + "    task-array: {start: 1, end: 200, concurrency: 8}\n"

@@ -27,10 +27,10 @@ import uvicorn  # noqa: E402
 
 from adapters.auth.tokens import Identity, issue  # noqa: E402
 from adapters.nats_server import free_port  # noqa: E402
-from api.app import create_app  # noqa: E402
-from api.services import Services  # noqa: E402
-from api.settings import load_settings  # noqa: E402
-from api.stack import ScryptPasswords  # noqa: E402
+from api.composition.services import Services  # noqa: E402
+from api.composition.settings import load_settings  # noqa: E402
+from api.composition.stack import ScryptPasswords  # noqa: E402
+from api.http.app import create_app  # noqa: E402
 from domain.app import Roving  # noqa: E402
 from domain.app.ids import allocation_id, endpoint_id, user_id  # noqa: E402
 from domain.tenancy import Role  # noqa: E402
@@ -62,7 +62,7 @@ def serve(app, port: int) -> uvicorn.Server:
 def bound_api(service_port: int) -> Services:
     env = {"PERSISTENCE_MODULE": "eventsourcing.popo", "TRANSCODER_TOPIC": "adapters.transcoder:MsgspecTranscoder"}
     roving, views, now = Roving(env=env, passwords=ScryptPasswords()), Views(), datetime.now(UTC)
-    # a token speaks only for an account that exists (api.auth.principal_of)
+    # a token speaks only for an account that exists (api.http.auth.principal_of)
     roving.create_user(None, "bench", "bench@example.org", "Correct-Horse-9-battery", "cluster_admin", ADMIN, now)
     roving.create_endpoint("bench", "user", "user", ADMIN, now)
     definition = {"version": "v4", "services": {"model": {

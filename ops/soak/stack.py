@@ -17,7 +17,7 @@ from adapters.nats_server import free_port
 from adapters.nats_tls import with_tls
 from ops.soak import procs
 
-UP = "import sys; from api.up import up_main; sys.exit(up_main([]))"
+UP = "import sys; from api.up.main import up_main; sys.exit(up_main([]))"
 REPO = Path(__file__).resolve().parents[2]
 
 

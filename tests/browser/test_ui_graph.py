@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from api.ui.graph import depths, stage_graph
+from api.http.ui.graph import depths, stage_graph
 
 
 def boxes(svg: str) -> dict[str, tuple[str, int]]:

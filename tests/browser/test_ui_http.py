@@ -271,7 +271,7 @@ def test_the_dashboard_counts_the_clusters_nodes_by_their_strongest_hold(api):
 
 
 def test_the_dashboard_says_the_head_jobs_reservation_in_words():
-    from api.ui.dashboard import pass_figures
+    from api.http.ui.dashboard import pass_figures
 
     last = {"placed": 2, "reservation": {"allocation_id": "1269ccd0-79a3", "node_ids": ["61b1", "ffff"],
                                          "estimated_start": "2026-12-04T15:42:38+00:00"}}

@@ -14,7 +14,7 @@ import httpx
 
 from adapters.nats_server import free_port
 
-UP = "import sys; from api.up import up_main; sys.exit(up_main(sys.argv[1:]))"
+UP = "import sys; from api.up.main import up_main; sys.exit(up_main(sys.argv[1:]))"
 
 
 class LocalStack:

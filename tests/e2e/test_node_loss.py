@@ -12,7 +12,7 @@ import pytest
 
 from tests.e2e.stack import LocalStack
 
-AGENT = "import sys; from api.agent import agent_main; sys.exit(agent_main(sys.argv[1:]))"
+AGENT = "import sys; from api.agent.main import agent_main; sys.exit(agent_main(sys.argv[1:]))"
 
 
 @pytest.fixture(scope="module")

@@ -10,9 +10,9 @@ import msgspec
 import nats
 
 from adapters.logs import LogWriter
-from api.app import create_app
-from api.services import Services
-from api.settings import load_settings
+from api.composition.services import Services
+from api.composition.settings import load_settings
+from api.http.app import create_app
 from domain.app import Roving
 from domain.tenancy import Role
 from projections.views import Views

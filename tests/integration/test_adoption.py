@@ -19,7 +19,7 @@ from tests.integration.test_executor import Recorder
 from tests.unit.agent.fake_api import FakeApi
 from tests.unit.agent.test_agent_loop import assignment
 
-AGENT = "import sys; from api.agent import agent_main; sys.exit(agent_main(sys.argv[1:]))"
+AGENT = "import sys; from api.agent.main import agent_main; sys.exit(agent_main(sys.argv[1:]))"
 CRASHING_STARTER = """
 import os, sys, time
 from adapters.executor import Executor, RunSpec

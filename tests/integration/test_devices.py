@@ -13,8 +13,8 @@ import pytest
 from adapters import cgroups
 from adapters.devices import DeviceBinder, DeviceError, Gpu, inventory, parse_declared
 from adapters.executor import Executor
-from api.agent import run_agent
-from api.agent_args import AgentConfig, parse_args
+from api.agent.args import AgentConfig, parse_args
+from api.agent.main import run_agent
 from tests.integration.test_executor import Recorder, spec
 from tests.unit.agent.fake_api import FakeApi
 from tests.unit.agent.test_agent_loop import assignment

@@ -18,7 +18,7 @@ import pytest
 from adapters.federation import FEDERATED_STREAM, Federation, Member, origin_sequence
 from adapters.hub_log import read_federated_view
 from adapters.nats_server import LeafSpec, NatsServer
-from api.federate import federate_main
+from api.federate.main import federate_main
 from domain.fuzzfile import parse_fuzzfile
 from domain.workflow import Workflow
 from tests.integration.ledger import Ledgers, env_for

@@ -9,8 +9,8 @@ import msgspec
 import pytest
 
 from adapters.nats_server import NatsServer
-from api.federate import federate_main
-from api.settings import load_settings
+from api.composition.settings import load_settings
+from api.federate.main import federate_main
 from tests.integration.ledger import Ledgers, env_for
 from tests.integration.test_federation import federated_keys, member_keys, submit, topology, wait_for  # noqa: F401 - pytest fixtures, found by name
 from tests.unit.api.harness import Api

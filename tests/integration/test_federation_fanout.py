@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from adapters.nats_server import NatsServer
-from api.federate import federate_main
+from api.federate.main import federate_main
 from domain.scheduler.reasons import Reason, Why
 from tests.integration.federation_world import close, federated_api, member_api, submit, tenant, write_log
 from tests.integration.test_federation import member_server, topology, wait_for  # noqa: F401 - pytest fixture, found by name

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from adapters.runtime.images import ImageCache, machine_has
-from api.agent_args import parse_args
+from api.agent.args import parse_args
 from tests.integration.test_isolation_image import Registry, _blob
 
 SIZE = 256 * 1024  # each test image is one file of this many random bytes

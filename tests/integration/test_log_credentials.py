@@ -21,8 +21,8 @@ from adapters.logs import Logs
 from adapters.nats_auth import Credentials, agent_log_url, agent_url, without_credentials
 from adapters.nats_server import LeafSpec, NatsServer
 from adapters.nats_tls import connect_options
-from api.agent import run_agent
-from api.agent_args import AgentConfig
+from api.agent.args import AgentConfig
+from api.agent.main import run_agent
 from tests.integration.ledger import Ledger, Ledgers, env_for
 from tests.unit.agent.fake_api import FakeApi
 

@@ -10,8 +10,8 @@ import nats.js.errors
 import pytest
 
 from adapters.logs import Logs, LogWriter
-from api.agent import run_agent
-from api.agent_args import AgentConfig
+from api.agent.args import AgentConfig
+from api.agent.main import run_agent
 from tests.unit.agent.fake_api import FakeApi
 
 

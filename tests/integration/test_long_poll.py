@@ -10,10 +10,10 @@ import httpx
 import pytest
 
 from adapters.tailer import Tailer
-from api.app import create_app
-from api.services import Services
-from api.settings import load_settings
-from api.wakeups import AssignmentWaiters, LogSignals
+from api.composition.services import Services
+from api.composition.settings import load_settings
+from api.composition.wakeups import AssignmentWaiters, LogSignals
+from api.http.app import create_app
 from domain.app import Roving
 from domain.app.ids import allocation_id
 from domain.tenancy import Role, Source

@@ -11,8 +11,8 @@ import pytest
 from adapters.jetstream.connection import Connection
 from adapters.leases import Leases
 from adapters.tailer import Tailer
-from api.runner import SchedulerRunner
-from api.wakeups import LogSignals
+from api.composition.wakeups import LogSignals
+from api.scheduler.runner import SchedulerRunner
 from domain.app import Roving
 from domain.app.ids import allocation_id
 from domain.tenancy import Role

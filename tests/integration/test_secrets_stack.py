@@ -14,9 +14,9 @@ import pytest
 import structlog
 
 from adapters.secret_store import open_secret_store
-from api.routes import secrets as secret_routes
-from api.settings import load_settings
-from api.stack import Stack
+from api.composition.settings import load_settings
+from api.composition.stack import Stack
+from api.http.routes import secrets as secret_routes
 from domain.app.ids import user_id
 from domain.tenancy import Role
 from domain.tenancy.permissions import Principal
@@ -41,7 +41,7 @@ def stack(tmp_path_factory):
     running = Stack(settings, scheduler=False).start()
     running.services.secrets = open_secret_store(running.roving, data_dir)  # the stack.py wiring
     running.http = running.app()
-    running.http.router.routes[:0] = secret_routes.routes  # the api/routes/__init__.py wiring
+    running.http.router.routes[:0] = secret_routes.routes  # the api/http/routes/__init__.py wiring
     yield running
     running.stop()
 

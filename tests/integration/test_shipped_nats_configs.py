@@ -15,7 +15,7 @@ import pytest
 
 from adapters.nats_server import find_binary, free_port
 from adapters.nats_tls import connect_options, with_tls
-from api.settings import load_settings
+from api.composition.settings import load_settings
 from tests.integration.ledger import Ledgers, env_for
 
 OPS = Path(__file__).resolve().parents[2] / "ops" / "nats"

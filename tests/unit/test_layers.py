@@ -15,6 +15,13 @@ RULES = [
     ("domain", ("nats", "duckdb", "starlette", "uvicorn", "httpx", "aiohttp", "adapters", "api", "projections")),
     ("projections", ("adapters", "api")),
     ("adapters", ("api",)),
+    # Inside api/: the node agent, the CLI and `roving federate` run where the control plane may not be installed; they
+    # know only the shared api.logs and api.usage. The HTTP app is handed its services: it never builds the stack.
+    ("api/agent", ("api.http", "api.composition", "api.scheduler", "api.up", "api.cli", "api.federate")),
+    ("api/cli", ("api.http", "api.composition", "api.scheduler", "api.up", "api.agent", "api.federate")),
+    ("api/federate", ("api.http", "api.composition", "api.scheduler", "api.up", "api.agent", "api.cli")),
+    ("api/http", ("api.composition.stack", "api.up", "api.scheduler", "api.agent", "api.cli", "api.federate")),
+    ("api/scheduler", ("api.http", "api.up", "api.agent", "api.cli", "api.federate")),
 ]
 
 

@@ -8,8 +8,8 @@ import pytest
 
 from adapters import sysinfo
 from adapters.probes import ProbeSpec
-from api.agent import agent_main
-from api.agent_args import UsageError, build_spec, parse_args
+from api.agent.args import UsageError, build_spec, parse_args
+from api.agent.main import agent_main
 
 ENV = {"ROVING_TOKEN": "tok"}
 DETECTED = sysinfo.Capacity(cpu=64, memory=256 * 2**30, devices={"nvidia.com/gpu": 8})
@@ -158,12 +158,12 @@ def test_a_work_directory_the_job_user_cannot_reach_is_refused(tmp_path):
 
 
 def test_the_oci_runtime_names_the_packages_it_is_missing(monkeypatch):
-    monkeypatch.setattr("api.agent_args.machine_has", lambda *programs: ["bwrap"])
+    monkeypatch.setattr("api.agent.args.machine_has", lambda *programs: ["bwrap"])
     with pytest.raises(UsageError, match="--runtime oci needs bwrap on PATH: apt-get install bubblewrap"):
         parse("--runtime", "oci")
     with pytest.raises(UsageError, match="ROVING_RUNTIME: 'podman' is not one of host, oci"):
         parse(env=ENV | {"ROVING_RUNTIME": "podman"})
-    monkeypatch.setattr("api.agent_args.machine_has", lambda *programs: [])
+    monkeypatch.setattr("api.agent.args.machine_has", lambda *programs: [])
     config = parse(env=ENV | {"ROVING_RUNTIME": "oci", "ROVING_INSECURE_REGISTRIES": "reg.lan:5000, r2"})
     assert (config.runtime, config.insecure_registries) == ("oci", ("reg.lan:5000", "r2"))
     assert parse().runtime == "host"
@@ -181,7 +181,7 @@ def test_the_long_poll_wait_comes_from_the_flag_else_the_environment_else_ten_se
 def test_the_node_metrics_read_error_counters_under_the_given_sys_root(tmp_path: Path):
     from prometheus_client import generate_latest
 
-    from api.agent_metrics import NodeMetrics
+    from api.agent.metrics import NodeMetrics
 
     (tmp_path / "block/sda/device").mkdir(parents=True)
     (tmp_path / "block/sda/device/ioerr_cnt").write_text("0x2\n")

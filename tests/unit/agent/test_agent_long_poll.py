@@ -7,7 +7,7 @@ import dataclasses
 import time
 from pathlib import Path
 
-from api.agent import run_agent
+from api.agent.main import run_agent
 from tests.unit.agent.fake_api import FakeApi
 from tests.unit.agent.test_agent_loop import assignment, config
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from prometheus_client import generate_latest
 
-from api.agent import run_agent
-from api.agent_args import AgentConfig
-from api.agent_metrics import NodeMetrics
+from api.agent.args import AgentConfig
+from api.agent.main import run_agent
+from api.agent.metrics import NodeMetrics
 from tests.unit.agent.fake_api import FakeApi
 
 

@@ -1,7 +1,7 @@
 """The agent relays a transfer's latest progress line at most every few seconds, and nothing of other jobs."""
 
 from adapters.runspec import RunSpec
-from api.agent_progress import ProgressRelay
+from api.agent.progress import ProgressRelay
 
 
 def spec(kind: str) -> RunSpec:

@@ -11,9 +11,9 @@ import httpx
 
 from adapters.auth.tokens import Identity, issue, issue_webhook
 from adapters.secret_store import open_secret_store
-from api.app import create_app
-from api.services import Services
-from api.settings import load_settings
+from api.composition.services import Services
+from api.composition.settings import load_settings
+from api.http.app import create_app
 from domain.app import ReadModelFunctions, Roving
 from domain.app.ids import user_id
 from domain.tenancy import Role, Source

@@ -19,8 +19,8 @@ import pytest
 
 from adapters.audit_feed import AuditFeed
 from adapters.duckdb_store import AuditStore
-from api.routes import federation
-from api.settings import load_settings
+from api.http.routes import federation
+from api.composition.settings import load_settings
 from domain.app.ids import user_id
 from domain.tenancy import Role, Source
 from adapters.audit_log import AuditLog

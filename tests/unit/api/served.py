@@ -1,4 +1,4 @@
-"""The API on a real socket, served as `roving up` serves it (`api.serving.uvicorn_config`), for one test's loop."""
+"""The API on a real socket, served as `roving up` serves it (`api.http.serving.uvicorn_config`), for one test's loop."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from typing import Any
 
 import uvicorn
 
-from api.serving import uvicorn_config
-from api.settings import load_settings
+from api.composition.settings import load_settings
+from api.http.serving import uvicorn_config
 
 
 @contextlib.asynccontextmanager

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from api.routes.names import Names
+from api.http.routes.names import Names
 from domain.app.ids import user_id
 from tests.unit.api.harness import JOB, PASSWORD, Api
 from tests.unit.api.test_cli import run

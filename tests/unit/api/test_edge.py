@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from api.settings import SettingsError, load_settings
+from api.composition.settings import SettingsError, load_settings
 from tests.unit.api.harness import Api
 from tests.unit.api.served import serving, trickle
 
@@ -104,7 +104,7 @@ def test_a_timeout_that_is_not_a_duration_is_named(name):
 
 
 def test_roving_up_help_lists_the_edge_settings():
-    from api.up import UP_HELP
+    from api.up.main import UP_HELP
 
     names = ["ROVING_TLS_CERT", "ROVING_TLS_KEY", "ROVING_HEADER_TIMEOUT", "ROVING_BODY_TIMEOUT",
              "ROVING_TRUSTED_PROXIES", "ROVING_MAX_BODY_BYTES"]

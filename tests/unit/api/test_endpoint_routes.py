@@ -14,7 +14,7 @@ import httpx
 import pytest
 from starlette.applications import Starlette
 
-from api.routes import proxy
+from api.http.routes import proxy
 from domain.app.ids import allocation_id, endpoint_id
 from tests.unit.api.harness import Api
 

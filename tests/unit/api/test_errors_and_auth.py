@@ -5,7 +5,7 @@ from datetime import UTC, datetime, timedelta
 import msgspec
 import pytest
 
-from api.errors import decode_error_path
+from api.http.errors import decode_error_path
 from domain.tenancy import Role
 from tests.unit.api.harness import Api, token, webhook_token
 

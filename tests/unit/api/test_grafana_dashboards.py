@@ -13,7 +13,7 @@ import pytest
 import yaml
 from prometheus_client import generate_latest
 
-from api.agent_metrics import NodeMetrics
+from api.agent.metrics import NodeMetrics
 from tests.unit.api.harness import Api
 from tests.unit.api.test_metrics_agree_with_ops import exported
 

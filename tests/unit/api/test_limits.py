@@ -8,7 +8,7 @@ from uuid import UUID
 
 import pytest
 
-from api.settings import SettingsError, load_settings
+from api.composition.settings import SettingsError, load_settings
 from domain.app.errors import Invalid
 from tests.unit.api.harness import SYSTEM, Api
 

@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from api import local_agents
-from api.local_agents import LocalAgents
-from api.settings import SettingsError, load_settings
+from api.composition.settings import SettingsError, load_settings
+from api.up import local_agents
+from api.up.local_agents import LocalAgents
 
 DIES = [sys.executable, "-c", "import sys; sys.exit(3)"]
 LIVES = [sys.executable, "-c", "import time; time.sleep(60)"]

@@ -9,7 +9,7 @@ import yaml
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from api.agent_metrics import NodeMetrics
+from api.agent.metrics import NodeMetrics
 from domain.tenancy import Role, Source
 from tests.unit.api.harness import Api, token
 

@@ -12,7 +12,7 @@ import pytest
 
 from adapters.monitoring import MonitoringError, find_binaries
 from adapters.monitoring_config import SHIPPED_RULES, MonitoringPlan, duration
-from api.up import up_main
+from api.up.main import up_main
 
 PLAN = MonitoringPlan(api="http://127.0.0.1:8080", token_file=Path("/data/alertmanager.token"), alertmanager_port=9093,
                       interval=0.5)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from adapters.nats_auth import without_credentials
-from api.settings import SettingsError, load_settings
+from api.composition.settings import SettingsError, load_settings
 
 URL = "nats://n1.example:4222,nats://n2.example:4222"
 

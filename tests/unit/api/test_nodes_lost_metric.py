@@ -4,7 +4,7 @@ import time
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from api.runner import SchedulerRunner
+from api.scheduler.runner import SchedulerRunner
 from domain.tenancy import Role, Source
 from tests.unit.api.harness import Api, token
 

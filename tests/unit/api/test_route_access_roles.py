@@ -5,8 +5,8 @@ from collections import Counter
 import pytest
 from starlette.routing import WebSocketRoute
 
-from api.app import create_app
-from api.settings import load_settings
+from api.composition.settings import load_settings
+from api.http.app import create_app
 from tests.unit.api.harness import services
 from tests.unit.api.route_access_table import PUBLIC, ROUTES, Row
 from tests.unit.api.route_access_world import ADMIN, OWNER, USER, WEBHOOK, Call, opened

@@ -2,7 +2,7 @@
 
 import pytest
 
-from api.settings import SettingsError, load_settings
+from api.composition.settings import SettingsError, load_settings
 
 
 def test_defaults_follow_the_contract():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from api.up import greeting
+from api.up.main import greeting
 
 
 def test_the_greeting_names_the_web_ui_and_where_the_admin_password_is(tmp_path: Path):

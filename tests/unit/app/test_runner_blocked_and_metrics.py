@@ -7,7 +7,7 @@ from uuid import uuid4
 
 from prometheus_client import REGISTRY
 
-from api.runner import SchedulerRunner
+from api.scheduler.runner import SchedulerRunner
 from domain.app.ids import allocation_id
 from domain.scheduler.reasons import Reason, Why
 from projections.views import Views

@@ -13,7 +13,7 @@ from adapters.federation import FEDERATED_STREAM, FederationStatus, MemberStatus
 from adapters.hub_log import Arrivals
 from adapters.jetstream.client import RawMsg
 from adapters.jetstream.subjects import StreamNames, kind_of
-from api.settings import load_settings
+from api.composition.settings import load_settings
 from projections.federated import FederatedView
 from tests.unit.api.harness import JOB, Api
 

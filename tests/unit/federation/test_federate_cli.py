@@ -6,7 +6,7 @@ import pytest
 
 from adapters.federation import Federation, Member, members_from_metadata, origin_sequence
 from adapters.nats_server import free_port
-from api.federate import federate_main
+from api.federate.main import federate_main
 
 
 @pytest.mark.parametrize("argv, fragment", [

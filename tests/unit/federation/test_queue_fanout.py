@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from api.routes import federation as hub_routes
-from api.routes.federation import HubUnavailable
+from api.http.routes import federation as hub_routes
+from api.http.routes.federation import HubUnavailable
 from projections.federated import STALE_SECONDS
 from tests.unit.api.harness import Api
 from tests.unit.api.test_cli import run

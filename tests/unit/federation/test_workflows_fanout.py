@@ -9,9 +9,9 @@ from uuid import uuid4
 
 import pytest
 
-from api.routes import federation as hub_routes
-from api.routes import workflows as workflow_routes
-from api.routes.federation import HubUnavailable
+from api.http.routes import federation as hub_routes
+from api.http.routes import workflows as workflow_routes
+from api.http.routes.federation import HubUnavailable
 from domain.scheduler.reasons import Reason, Why
 from tests.unit.api.harness import Api
 from tests.unit.api.test_cli import run

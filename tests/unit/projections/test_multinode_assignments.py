@@ -85,7 +85,7 @@ def test_a_one_node_multinode_job_still_gets_its_hostfile_and_rank():
 
 
 def test_a_rank_s_exit_wakes_every_node_of_the_job_waiting_for_its_assignments():
-    from api.wakeups import AssignmentWaiters
+    from api.composition.wakeups import AssignmentWaiters
     feed, allocation, n1, n2 = placed_on_two()
     allocation.rank_exited(str(n2.id), 7, allocation.epoch, by="agent", at=at(2))
     [exited] = [e for e in allocation.collect_events() if type(e).__qualname__ == "Allocation.RankExited"]

@@ -8,7 +8,7 @@ from pathlib import Path
 from adapters.secret_store import open_secret_store
 from api.cli import secret as secret_cli
 from api.cli.main import common_options
-from api.routes import secrets as secret_routes
+from api.http.routes import secrets as secret_routes
 from tests.unit.api.harness import Api
 
 

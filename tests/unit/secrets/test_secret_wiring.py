@@ -9,7 +9,7 @@ from uuid import UUID
 
 import pytest
 
-from api.routes import agent as agent_route
+from api.http.routes import agent as agent_route
 from domain.app import workflows
 from domain.app.ids import allocation_id
 from domain.tenancy import Role, Source

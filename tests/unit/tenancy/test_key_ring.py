@@ -93,7 +93,7 @@ def stat_mode(path) -> int:
 
 
 def test_the_rotate_command_names_the_new_key_and_refuses_a_missing_data_dir(tmp_path, capsys):
-    from api.rotate_key import rotate_main
+    from api.cli.rotate_key import rotate_main
 
     old = load_or_create_key(tmp_path / "signing.key")
     assert rotate_main([str(tmp_path)]) == 0

@@ -1,0 +1,1 @@
+"""`roving agent`: the node agent process: its arguments, its loop, its slots, reports and metrics."""

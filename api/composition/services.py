@@ -1,0 +1,54 @@
+"""What the HTTP app is given: the composition root's parts, typed, so routes ask for them by name.
+
+`api.composition.stack.Stack` builds the real set; tests build smaller ones (in-memory log, fakes for leases and logs).
+Optional parts are None where a process does not run them (a control plane without the audit feed, the
+scheduler's runner, the long-poll waiters or the secret store); routes check for None, never probe attributes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from adapters.audit_log import AuditLog
+    from api.composition.settings import Settings
+    from api.composition.wakeups import AssignmentWaiters
+    from api.scheduler.runner import SchedulerRunner
+    from domain.app import Roving
+    from domain.app.secrets import SecretHandlers
+    from projections.views import Views
+
+
+class Follower(Protocol):
+    """What applies the log to the views; read-your-writes waits on it."""
+
+    def wait_for(self, position: int, timeout: float | None = ...) -> Any: ...
+
+
+class LogReader(Protocol):
+    """A stage's output, as its agent appended it to the log's output stream."""
+
+    def read(self, workflow_id: str, stage: str) -> bytes: ...
+
+
+class NodeLeases(Protocol):
+    def touch(self, node: str) -> Any: ...
+
+
+@dataclass
+class Services:
+    roving: Roving
+    views: Views
+    key: Any                              # the token key ring (adapters.auth.tokens)
+    tailer: Follower | None = None
+    logs: LogReader | None = None
+    leases: NodeLeases | None = None
+    settings: Settings | None = None
+    nats_url: str = ""                    # the control plane's own log URL (its credentials): never handed out
+    agent_nats_url: str = ""              # the log URL agents get for job output: the agent role's credentials
+    cluster: str = ""
+    runner: SchedulerRunner | None = None
+    audit: AuditLog | None = None
+    waiters: AssignmentWaiters | None = None
+    secrets: SecretHandlers | None = None

@@ -1,0 +1,245 @@
+"""Process settings: one msgspec `Settings` read from the `ROVING_*` environment in one place."""
+
+from __future__ import annotations
+
+import os
+import ssl
+from collections.abc import Mapping
+from pathlib import Path
+
+import msgspec
+
+from adapters.jetstream.subjects import check_cluster_name
+from adapters.nats_auth import Credentials, CredentialsError, read_credentials
+from adapters.nats_tls import with_tls
+from domain.durations import DurationError, parse_duration
+from domain.quantities import QuantityError, parse_memory
+
+LOG_FORMATS = ("json", "console")
+
+
+class SettingsError(ValueError):
+    """A setting that cannot be read; the one-line message names the variable and what it accepts."""
+
+
+class Settings(msgspec.Struct, frozen=True, kw_only=True):
+    """Everything a Roving process needs from its environment, already parsed and checked."""
+
+    data_dir: Path = Path("./.roving")
+    listen: str = "127.0.0.1:8080"
+    local_nodes: int = 2
+    local_node_cpus: int = 4
+    local_node_memory: int = 8 * 2**30
+    local_agent_restart: bool = True  # `roving up` starts a local agent again when it dies
+    nats_url: str | None = None  # with the control plane's credentials in it, when a site gives them
+    nats_agent_creds: Path | None = None  # the user file agents get for the job log (ROVING_NATS_AGENT_CREDS)
+    cluster: str = "local"
+    log_format: str = "json"
+    token_ttl_seconds: float = 15 * 60.0  # a person's access token; the refresh token renews it
+    refresh_ttl_seconds: float = 14 * 86400.0  # a person's refresh token (each refresh issues a new one)
+    ui_session_ttl_seconds: float = 12 * 3600.0  # the web UI's session cookie (no refresh token in a browser)
+    nats_port: int = 0
+    node_lease_seconds: float = 10.0
+    view_snapshot_every: int = 50_000  # applied events between view snapshots; 0: never snapshot
+    federation_hub: str | None = None
+    max_body_bytes: int = 4 * 2**20  # a request body over it is answered 413 (api.http.limits)
+    monitoring_interval: float = 15.0  # `roving up --monitoring`: scrape, evaluation and alert grouping pace
+    node_exporter_port: int = 9100  # where --monitoring scrapes each node's node exporter (0: none)
+    tls_cert: Path | None = None  # with tls_key: the API serves https, and answers carry HSTS
+    tls_key: Path | None = None
+    header_timeout_seconds: float = 10.0  # a request's headers must all arrive within it (api.http.timeouts)
+    body_timeout_seconds: float = 30.0  # the longest wait for the next piece of a request body
+    trusted_proxies: str = "127.0.0.1,::1"  # whose X-Forwarded-Proto and -For are believed (uvicorn's forwarded_allow_ips)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """The same as `load_settings`."""
+        return load_settings(environ)
+
+    @property
+    def scheme(self) -> str:
+        return "https" if self.tls_cert else "http"
+
+    @property
+    def host(self) -> str:
+        return self.listen.rpartition(":")[0] or "127.0.0.1"
+
+    @property
+    def port(self) -> int:
+        return int(self.listen.rpartition(":")[2])
+
+
+def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
+    """Settings from `environ` (default: the process environment); raises SettingsError naming the variable."""
+    env = os.environ if environ is None else environ
+    defaults = Settings()
+    return Settings(
+        data_dir=Path(env.get("ROVING_DATA_DIR") or defaults.data_dir),
+        listen=_listen(env.get("ROVING_LISTEN"), defaults.listen),
+        local_nodes=_count(env, "ROVING_LOCAL_NODES", defaults.local_nodes, minimum=0),
+        local_node_cpus=_count(env, "ROVING_LOCAL_NODE_CPUS", defaults.local_node_cpus, minimum=1),
+        local_node_memory=_memory(env.get("ROVING_LOCAL_NODE_MEMORY"), defaults.local_node_memory),
+        local_agent_restart=_flag(env, "ROVING_LOCAL_AGENT_RESTART", defaults.local_agent_restart),
+        nats_url=_nats_url(env),
+        nats_agent_creds=_creds_path(env, "ROVING_NATS_AGENT_CREDS"),
+        cluster=_cluster(env.get("ROVING_CLUSTER"), defaults.cluster),
+        log_format=_log_format(env.get("ROVING_LOG_FORMAT"), defaults.log_format),
+        token_ttl_seconds=_ttl(env, "ROVING_TOKEN_TTL", defaults.token_ttl_seconds),
+        refresh_ttl_seconds=_ttl(env, "ROVING_REFRESH_TTL", defaults.refresh_ttl_seconds),
+        ui_session_ttl_seconds=_ttl(env, "ROVING_UI_SESSION_TTL", defaults.ui_session_ttl_seconds),
+        nats_port=_count(env, "ROVING_NATS_PORT", defaults.nats_port, minimum=0),
+        node_lease_seconds=_ttl(env, "ROVING_NODE_LEASE", defaults.node_lease_seconds),
+        view_snapshot_every=_count(env, "ROVING_VIEW_SNAPSHOT_EVERY", defaults.view_snapshot_every, minimum=0),
+        federation_hub=(env.get("ROVING_FEDERATION_HUB") or "").strip() or None,
+        max_body_bytes=_body_bytes(env.get("ROVING_MAX_BODY_BYTES"), defaults.max_body_bytes),
+        monitoring_interval=_ttl(env, "ROVING_MONITORING_INTERVAL", defaults.monitoring_interval),
+        node_exporter_port=_count(env, "ROVING_NODE_EXPORTER_PORT", defaults.node_exporter_port, minimum=0),
+        **_tls(env),
+        header_timeout_seconds=_ttl(env, "ROVING_HEADER_TIMEOUT", defaults.header_timeout_seconds),
+        body_timeout_seconds=_ttl(env, "ROVING_BODY_TIMEOUT", defaults.body_timeout_seconds),
+        trusted_proxies=(env.get("ROVING_TRUSTED_PROXIES") or "").strip() or defaults.trusted_proxies,
+    )
+
+
+def _tls(env: Mapping[str, str]) -> dict[str, Path | None]:
+    """ROVING_TLS_CERT (PEM, the chain after the certificate) and ROVING_TLS_KEY, both or neither, checked by
+    loading them: a key that does not match its certificate is named here, not at the first connection."""
+    cert, key = _creds_path(env, "ROVING_TLS_CERT"), _creds_path(env, "ROVING_TLS_KEY")
+    if bool(cert) != bool(key):
+        raise SettingsError("ROVING_TLS_CERT and ROVING_TLS_KEY go together: set both or neither")
+    if cert and key:
+        try:
+            ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(cert, key)
+        except (ssl.SSLError, OSError) as error:
+            raise SettingsError(f"ROVING_TLS_CERT={str(cert)!r} and ROVING_TLS_KEY={str(key)!r} do not load "
+                                f"as a PEM certificate and its private key: {error}") from None
+    return {"tls_cert": cert, "tls_key": key}
+
+
+def _nats_url(env: Mapping[str, str]) -> str | None:
+    """ROVING_NATS_URL carrying the control plane's credentials and, with ROVING_NATS_TLS_CA (and a client
+    certificate in ROVING_NATS_TLS_CERT/KEY, if the site asks for one), TLS trusting that CA."""
+    url = _nats_credentials(env)
+    tls = {name: _creds_path(env, f"ROVING_NATS_TLS_{name.upper()}") for name in ("ca", "cert", "key")}
+    if not any(tls.values()):
+        return url
+    if not url:
+        raise SettingsError("ROVING_NATS_TLS_CA, _CERT and _KEY need ROVING_NATS_URL "
+                            "(`roving up` makes its own server's certificates)")
+    if bool(tls["cert"]) != bool(tls["key"]):
+        raise SettingsError("ROVING_NATS_TLS_CERT and ROVING_NATS_TLS_KEY go together: set both or neither")
+    return with_tls(url, tls["ca"], tls["cert"], tls["key"])
+
+
+def _nats_credentials(env: Mapping[str, str]) -> str | None:
+    """ROVING_NATS_URL carrying the control plane's credentials: ROVING_NATS_CREDS (a user file: `user: NAME`
+    and `password: SECRET` lines), else ROVING_NATS_USER and ROVING_NATS_PASSWORD, else what the URL has."""
+    url = (env.get("ROVING_NATS_URL") or "").strip() or None
+    creds = _creds_path(env, "ROVING_NATS_CREDS")
+    user, password = env.get("ROVING_NATS_USER") or "", env.get("ROVING_NATS_PASSWORD") or ""
+    if (creds or user or password) and not url:
+        raise SettingsError("ROVING_NATS_CREDS, ROVING_NATS_USER and ROVING_NATS_PASSWORD need ROVING_NATS_URL "
+                            "(`roving up` makes its own server's credentials)")
+    if creds:
+        try:
+            return read_credentials(creds).url(url)
+        except CredentialsError as error:
+            raise SettingsError(f"ROVING_NATS_CREDS: {error}") from None
+    if bool(user) != bool(password):
+        raise SettingsError("ROVING_NATS_USER and ROVING_NATS_PASSWORD go together: set both or neither")
+    return Credentials(user, password).url(url) if user else url
+
+
+def _creds_path(env: Mapping[str, str], name: str) -> Path | None:
+    raw = (env.get(name) or "").strip()
+    if raw and not Path(raw).is_file():
+        raise SettingsError(f"{name}={raw!r} is not a file")
+    return Path(raw) if raw else None
+
+
+def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = (env.get(name) or "").strip().lower()
+    if not raw:
+        return default
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise SettingsError(f"{name} must be true or false (1/0, yes/no, on/off), got {env[name]!r}")
+
+
+def _count(env: Mapping[str, str], name: str, default: int, minimum: int) -> int:
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        raise SettingsError(f"{name}={raw!r} is not a whole number") from None
+    if value < minimum:
+        raise SettingsError(f"{name}={raw!r} must be at least {minimum}")
+    return value
+
+
+def _listen(raw: str | None, default: str) -> str:
+    if not raw:
+        return default
+    host, sep, port = raw.strip().rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        raise SettingsError(f"ROVING_LISTEN={raw!r} must be HOST:PORT with a port from 1 to 65535, e.g. 127.0.0.1:8080")
+    return f"{host or '127.0.0.1'}:{int(port)}"
+
+
+def _memory(raw: str | None, default: int) -> int:
+    if not raw:
+        return default
+    try:
+        value = parse_memory(raw)
+    except QuantityError as error:
+        raise SettingsError(f"ROVING_LOCAL_NODE_MEMORY={raw!r}: {error}") from None
+    if value <= 0:
+        raise SettingsError(f"ROVING_LOCAL_NODE_MEMORY={raw!r} must be more than zero")
+    return value
+
+
+def _body_bytes(raw: str | None, default: int) -> int:
+    """A size such as 4MiB or 4194304; below 64 KiB even a login or a small Fuzzfile would be refused."""
+    if not raw:
+        return default
+    try:
+        value = parse_memory(raw)
+    except QuantityError as error:
+        raise SettingsError(f"ROVING_MAX_BODY_BYTES={raw!r}: {error}") from None
+    if value < 64 * 1024:
+        raise SettingsError(f"ROVING_MAX_BODY_BYTES={raw!r} must be at least 64KiB")
+    return value
+
+
+def _cluster(raw: str | None, default: str) -> str:
+    if not raw:
+        return default
+    try:
+        return check_cluster_name(raw)  # the rule the stream and subject names need, checked where they are made
+    except ValueError as error:
+        raise SettingsError(f"ROVING_CLUSTER={raw!r}: {error}") from None
+
+
+def _log_format(raw: str | None, default: str) -> str:
+    if not raw:
+        return default
+    if raw not in LOG_FORMATS:
+        raise SettingsError(f"ROVING_LOG_FORMAT={raw!r} must be json or console")
+    return raw
+
+
+def _ttl(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name)
+    if not raw:
+        return default
+    try:
+        value = parse_duration(raw)
+    except DurationError as error:
+        raise SettingsError(f"{name}={raw!r}: {error}") from None
+    if value <= 0:
+        raise SettingsError(f"{name}={raw!r} must be longer than zero")
+    return value

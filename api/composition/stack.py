@@ -1,0 +1,265 @@
+"""The composition root: NATS, the application, views, tailer, leases, scheduler, HTTP app and local agents."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+import sys
+import tempfile
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import structlog
+import uvicorn
+
+from adapters.auth.password_hash import hash_password, verify_password
+from adapters.auth.tokens import Identity, issue, issue_webhook, load_or_create_key
+from adapters.jetstream.connection import Connection
+from adapters.leases import Leases
+from adapters.nats_auth import agent_log_url
+from adapters.nats_owner import death_signal
+from adapters.nats_server import NatsServer, free_port
+from adapters.nats_supervisor import Supervisor
+from adapters.secret_store import open_secret_store
+from api.composition.services import Services
+from api.composition.wakeups import AssignmentWaiters, LogSignals
+from api.scheduler.runner import SchedulerRunner
+from api.up.local_agents import LocalAgents
+from domain.app import Conflict, ReadModelFunctions, Roving
+from domain.app.ids import user_id
+from domain.tenancy import Role, Source
+from domain.tenancy.permissions import Principal
+
+log = structlog.get_logger("roving.stack")
+TOKEN_TTL = timedelta(days=30)
+AGENT_START = "import sys; from api.agent.main import agent_main; sys.exit(agent_main(sys.argv[1:]))"
+
+
+def local_work_dir(data_dir: Path, cluster: str) -> Path:
+    """`$ROVING_WORK_DIR`, else one directory per data directory under /tmp (searchable by the job users,
+    unlike a home directory; the same on every start, so a restarted agent finds its outbox)."""
+    if configured := os.environ.get("ROVING_WORK_DIR"):
+        return Path(configured)
+    digest = hashlib.sha256(str(data_dir.resolve()).encode()).hexdigest()[:8]
+    return Path(tempfile.gettempdir()) / f"roving-work-{cluster}-{digest}"
+
+
+class ScryptPasswords:
+    """The password hasher the application is given: scrypt, salted, constant-time verification."""
+
+    def hash(self, password: str) -> str:
+        return hash_password(password)
+
+    def verify(self, password: str, stored: str) -> bool:
+        return verify_password(password, stored)
+
+
+def write_secret(path: Path, text: str) -> None:
+    """A file only its owner can read (0600), replaced atomically."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text + "\n")
+    os.replace(tmp, path)
+
+
+def strong_password() -> str:
+    return secrets.token_urlsafe(18) + "aA1!"
+
+
+class LogReader:
+    """Synchronous reads of the job log stream for the HTTP routes, on the leases' connection loop."""
+
+    def __init__(self, connection: Connection, cluster: str) -> None:
+        from adapters.logs import Logs
+
+        self.connection = connection
+        self.logs = Logs(connection.client.js, cluster)
+        connection.run(self.logs.ensure)
+
+    def read(self, workflow_id: str, stage: str) -> bytes:
+        return self.connection.run(lambda: self.logs.read(workflow_id, stage))
+
+
+class Stack:
+    """Everything one control-plane process runs; `roving up` adds the embedded server and local agents."""
+
+    def __init__(self, settings, embedded_nats: bool = True, scheduler: bool = True, audit: bool = True) -> None:
+        self.settings = settings
+        self.data_dir = Path(settings.data_dir)
+        self.embedded_nats = embedded_nats and not settings.nats_url
+        self.with_scheduler = scheduler
+        self.nats: NatsServer | None = None
+        self.supervisor: Supervisor | None = None
+        # none outlives us; a dead one comes back (unless ROVING_LOCAL_AGENT_RESTART=false)
+        self.agents = LocalAgents(preexec=death_signal(os.getpid()), restart=settings.local_agent_restart)
+        self.server: uvicorn.Server | None = None
+        self.audit_store = self.audit_feed = self.audit = None
+        self.with_audit = audit
+        self.monitoring = None
+
+    @property
+    def url(self) -> str:
+        host, _, port = self.settings.listen.rpartition(":")
+        return f"{getattr(self.settings, 'scheme', 'http')}://{host}:{port}"
+
+    def start(self) -> Stack:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        nats_url = self.settings.nats_url or self._start_nats()
+        cluster = self.settings.cluster
+        env = {"PERSISTENCE_MODULE": "adapters.jetstream", "ROVING_NATS_URL": nats_url, "ROVING_CLUSTER": cluster}
+        from projections.snapshot import node_definitions
+        from projections.views import Views
+
+        self.views = Views()
+        read_models = ReadModelFunctions(definitions=lambda: node_definitions(self.views.nodes),
+                                         priorities=self.views.tenancy.owner_priorities,
+                                         allocations_of_owner=self.views.queue.live_allocations_of)
+        self.roving = Roving(env=env, passwords=ScryptPasswords(), read_models=read_models)
+        self.key = load_or_create_key(self.data_dir / "signing.key")
+        self._bootstrap_admin()
+        from adapters.tailer import Tailer
+        self.snapshots = None
+        if self.settings.view_snapshot_every:
+            from adapters.view_snapshots import ViewSnapshots
+
+            self.snapshots = ViewSnapshots(self.data_dir / "views.snapshot", self.key, self.roving.recorder,
+                                           every=self.settings.view_snapshot_every)
+        self.tailer = Tailer(self.roving, self.views, snapshots=self.snapshots)
+        self.signals = LogSignals.attach(self.tailer)  # agents' long polls and the scheduler wake as batches land
+        self.waiters = AssignmentWaiters(self.views)
+        self.signals.listen(self.waiters.observe)
+        self.tailer.start()
+        self.leases = Leases(Connection(nats_url, cluster), ttl=self.settings.node_lease_seconds)
+        self.runner = None
+        if self.with_scheduler:
+            self.runner = SchedulerRunner(self.roving, self.views, self.tailer, self.leases,
+                                          signals=self.signals).start()
+        if self.with_audit:
+            self._start_audit(cluster)
+        self.services = Services(
+            roving=self.roving, views=self.views, tailer=self.tailer, key=self.key, leases=self.leases,
+            logs=self._logs(nats_url, cluster), settings=self.settings, nats_url=nats_url, cluster=cluster,
+            agent_nats_url=agent_log_url(nats_url, self.data_dir, self.settings.nats_agent_creds) or "",
+            runner=self.runner, audit=self.audit, waiters=self.waiters,
+            secrets=open_secret_store(self.roving, self.data_dir),
+        )
+        return self
+
+    def _save_views(self) -> None:
+        """A stopping control plane leaves its views behind, so the next start replays only what follows."""
+        if self.snapshots is None or self.views.position <= self.snapshots.saved_position:
+            return
+        try:
+            self.snapshots.save(self.views)
+        except Exception:  # noqa: BLE001 - the next start rebuilds from the log instead
+            log.exception("stack.view_snapshot_failed")
+
+    def _start_audit(self, cluster: str) -> None:
+        """The audit table in $ROVING_DATA_DIR/audit.duckdb, fed from the log; DuckDB allows one process."""
+        from adapters.audit_feed import AuditFeed
+        from adapters.audit_log import AuditLog
+        from adapters.duckdb_store import AuditStore
+        from projections.audit import AuditProjection
+
+        self.audit_store = AuditStore(self.data_dir / "audit.duckdb")
+        self.audit = AuditLog(self.audit_store)
+        self.audit_feed = AuditFeed(self.roving.recorder, AuditProjection(self.audit_store, cluster)).start()
+
+    def _start_nats(self) -> str:
+        """Ours dies with us (a SIGKILLed control plane leaves no server behind) and comes back when it dies."""
+        from api.metrics import NATS_RESTARTS
+
+        self.nats = NatsServer(self.data_dir / "nats", port=self.settings.nats_port, die_with_parent=True).start()
+        self.supervisor = Supervisor(self.nats, on_restart=NATS_RESTARTS.inc).start()
+        return self.nats.url
+
+    def _logs(self, nats_url: str, cluster: str) -> LogReader:
+        return LogReader(self.leases.connection, cluster)
+
+    def _bootstrap_admin(self) -> None:
+        """A cluster admin exists from the first start; its token is written to the data dir (0600)."""
+        now = datetime.now(UTC)
+        uid = user_id("admin")
+        if uid not in self.roving.repository:
+            password = strong_password()
+            system = Principal(user_id=None, username="roving-up", role=Role.CLUSTER_ADMIN, organization_id=None,
+                               is_cluster_admin=True)
+            try:
+                self.roving.create_user(None, "admin", "admin@roving.local", password, "cluster_admin", system, now)
+                write_secret(self.data_dir / "admin.password", password)
+            except Conflict:
+                pass
+        admin = Identity(user_id=uid, username="admin", role=Role.CLUSTER_ADMIN, organization_id=None)
+        write_secret(self.data_dir / "admin.token", issue(admin, self.key, TOKEN_TTL, now))
+        write_secret(self.data_dir / "alertmanager.token", issue_webhook("alertmanager", self.key, now))
+        agent = Identity(user_id=None, username="agent", role=Role.USER, organization_id=None, source=Source.AGENT)
+        write_secret(self.data_dir / "agent.token", issue(agent, self.key, TOKEN_TTL, now))
+
+    def app(self):
+        from api.http.app import create_app
+
+        return create_app(self.settings, self.services)
+
+    def serve(self, in_thread: bool = False) -> None:
+        from api.http.serving import uvicorn_config
+
+        self.server = uvicorn.Server(uvicorn_config(self.app(), self.settings))
+        if not in_thread:
+            self.server.run()
+            return
+        threading.Thread(target=self.server.run, name="roving-http", daemon=True).start()
+        deadline = time.monotonic() + 20
+        while not self.server.started and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    def start_local_agents(self, count: int, cpus: int, memory: int | str, metrics: bool = False) -> None:
+        """Agents for the local pool; their jobs' work directories live outside the data directory, which is
+        closed to every other user (it holds the tokens and the signing key). With `metrics`, each serves its
+        node metrics on a free loopback port, which service discovery hands to Prometheus."""
+        self.data_dir.chmod(0o700)
+        workdir = local_work_dir(self.data_dir, self.settings.cluster)
+        for index in range(1, count + 1):
+            argv = [sys.executable, "-c", AGENT_START, "--node", f"local-{index}", "--api", self.url,
+                    "--token-file", str(self.data_dir / "agent.token"), "--cpus", str(cpus), "--memory", str(memory),
+                    "--definition", "local", "--workdir", str(workdir / f"local-{index}")]
+            if metrics:
+                argv += ["--metrics-port", str(free_port()), "--address", "127.0.0.1"]
+            self.agents.add(f"local-{index}", argv, self.data_dir / f"agent-local-{index}.log")
+
+    def start_monitoring(self, binaries: dict[str, str]):
+        """Prometheus and Alertmanager (adapters.monitoring) watching this stack; they stop with it."""
+        from adapters.monitoring import Monitoring
+
+        host, _, port = self.settings.listen.rpartition(":")
+        reachable = "127.0.0.1" if host in ("", "0.0.0.0", "::", "[::]") else host
+        self.monitoring = Monitoring(self.data_dir, f"http://{reachable}:{port}", self.settings.monitoring_interval,
+                                     self.settings.node_exporter_port, binaries).start()
+        return self.monitoring
+
+    def stop(self) -> None:
+        if self.monitoring is not None:
+            self.monitoring.stop()
+        try:
+            self._stop_parts()
+        finally:  # whatever failed above, the embedded server goes (and the supervisor first, or it returns)
+            if self.supervisor is not None:
+                self.supervisor.stop()
+            if self.nats is not None:
+                self.nats.stop()
+
+    def _stop_parts(self) -> None:
+        self.agents.stop()
+        if self.server is not None:
+            self.server.should_exit = True
+        for part in (self.runner, self.tailer, self.audit_feed):
+            if part is not None:
+                part.stop()
+        self._save_views()
+        if self.audit_store is not None:
+            self.audit_store.close()
+        self.leases.connection.close()
+        self.roving.close()

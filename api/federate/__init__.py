@@ -1,0 +1,1 @@
+"""`roving federate`: the hub's federated stream over member clusters."""

@@ -1,0 +1,180 @@
+"""The node agent protocol: register, heartbeat (lease), assignments, reports and where logs go."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets as secrets_module
+from datetime import timedelta
+from typing import Literal
+from uuid import UUID
+
+import msgspec
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from adapters.auth.tokens import Identity, issue
+from api.http.errors import BadRequest
+from api.http.routes import common as c
+from api.http.routes import secrets
+from domain.app import access
+from domain.app.ids import node_id
+from domain.tenancy import Role, Source
+
+MAX_WAIT_SECONDS = 30
+NODE_TOKEN_TTL = timedelta(days=30)  # as the shared agent token `roving up` writes
+ADVISORY = frozenset({"started", "ran_on_host"})  # reports the application records no event for
+
+
+class Register(msgspec.Struct):
+    name: str
+    cpu: int
+    memory: int
+    devices: dict[str, int] = {}
+    annotations: dict[str, str] = {}
+    definition: str = ""
+    address: str = ""
+    metrics_port: int | None = None
+
+
+class Heartbeat(msgspec.Struct):
+    node_id: UUID
+    epoch: int
+    running: list[str] = []
+
+
+class Report(msgspec.Struct):
+    node_id: UUID
+    allocation_id: UUID
+    epoch: int
+    event: Literal["started", "ready", "unready", "exited", "ran_on_host", "progress"]
+    exit_code: int | None = None
+    reason: str = ""
+    ports: list[int | dict] = []
+
+
+def agent_only(request: Request, node: UUID | None = None) -> None:
+    """Only agents (and cluster admins, for repair) speak this protocol; a node's own token only for its node."""
+    principal = c.principal(request)
+    access.agent(principal)
+    if node is not None:
+        access.own_node(principal, node)
+
+
+async def register(request: Request) -> Response:
+    """Registration answers the node's own token: its agent uses it from then on, and admins can list and revoke it
+    (`/v4/nodes/{id}/credentials`). The shared agent token is for bootstrap: it registers any node not fenced."""
+    agent_only(request)
+    b, svc, now = await c.body(request, Register), c.services(request), c.now()
+    agent_only(request, node_id(b.name))
+    credential_id, ttl = secrets_module.token_urlsafe(12), NODE_TOKEN_TTL
+    node, epoch = await c.call(svc.roving.register_node, b.name, b.cpu, b.memory, b.devices, b.annotations,
+                               b.definition, b.address, b.metrics_port, now, (credential_id, now + ttl),
+                               c.principal(request))
+    identity = Identity(user_id=None, username=access.NODE_PREFIX + b.name, role=Role.USER, organization_id=None,
+                        source=Source.AGENT)
+    token = issue(identity, svc.key, ttl, now, token_id=credential_id)
+    await touch_lease(svc, node)  # alive from its first moment, not from its first heartbeat
+    await c.settle(request)
+    return c.json({"node_id": node, "epoch": epoch, "token": token, "credential_id": credential_id})
+
+
+async def heartbeat(request: Request) -> Response:
+    """A stale epoch answers 409 (the agent re-registers); a current one refreshes the node's lease."""
+    b, svc = await c.body(request, Heartbeat), c.services(request)
+    agent_only(request, b.node_id)
+    await c.call(svc.roving.check_agent, b.node_id, b.epoch)
+    await touch_lease(svc, b.node_id)
+    return c.json({"ok": True})
+
+
+async def touch_lease(svc, node) -> None:
+    if svc.leases is not None:
+        await c.call(svc.leases.touch, str(node))
+
+
+async def assignments(request: Request) -> Response:
+    """With `wait=S`, a node with nothing to start or stop is answered when it has (or after S seconds).
+
+    Every answer carries an `ETag`; a poll that sends it back as `If-None-Match` is held instead until the
+    answer differs from it, so an agent with running work (always listed) can wait for news too."""
+    node, seconds, svc = node_param(request), wait_param(request), c.services(request)
+    agent_only(request, node)
+    known = request.headers.get("if-none-match")
+
+    def read():
+        return c.call(svc.views.assignments, node)
+
+    waiters = svc.waiters
+    if seconds and waiters is not None:
+        answer = await waiters.wait(node, seconds, read, (lambda a: etag(a) != known) if known else _work)
+    else:
+        answer = await read()
+    tag = etag(answer)  # of the references: a secret's value never shapes a header
+    body = c.ENCODER.encode(await secrets.resolved(svc, answer))
+    return Response(body, media_type="application/json", headers={"ETag": tag})
+
+
+def _work(answer: dict) -> bool:
+    return bool(answer["start"] or answer["stop"])
+
+
+def etag(answer: dict) -> str:
+    return _tag(c.ENCODER.encode(answer))
+
+
+def _tag(body: bytes) -> str:
+    return '"' + hashlib.blake2b(body, digest_size=12).hexdigest() + '"'
+
+
+def node_param(request: Request) -> UUID:
+    raw = request.query_params.get("node_id", "")
+    try:
+        return UUID(raw)
+    except ValueError:
+        raise BadRequest("node_id", f"expected a node id, got {raw!r}") from None
+
+
+def wait_param(request: Request) -> float:
+    """Seconds a long poll may be held: 0 (the default: answer at once) to MAX_WAIT_SECONDS."""
+    raw = request.query_params.get("wait", "") or "0"
+    try:
+        seconds = float(raw)
+    except ValueError:
+        raise BadRequest("wait", f"expected seconds from 0 to {MAX_WAIT_SECONDS}, got {raw!r}") from None
+    if not 0 <= seconds <= MAX_WAIT_SECONDS:  # NaN fails this too
+        raise BadRequest("wait", f"expected seconds from 0 to {MAX_WAIT_SECONDS}, got {raw!r}")
+    return seconds
+
+
+async def report(request: Request) -> Response:
+    """`started` and `ran_on_host` write nothing: one the views show running at that epoch on that node is
+    acknowledged from them; any other (and every report that writes) is decided by the application."""
+    b, svc = await c.body(request, Report), c.services(request)
+    agent_only(request, b.node_id)
+    if b.event in ADVISORY and await c.call(running_here, svc.views, b):
+        return c.json({"ok": True})
+    await c.call(svc.roving.report, b.node_id, b.allocation_id, b.epoch, b.event, b.exit_code, b.reason, c.now())
+    return c.json({"ok": True})
+
+
+def running_here(views, b: Report) -> bool:
+    found = views.queue.allocation(b.allocation_id)
+    return (found is not None and not found.ended and found.epoch == b.epoch
+            and str(b.node_id) in found.nodes)
+
+
+async def config(request: Request) -> Response:
+    agent_only(request)
+    svc, settings = c.services(request), c.settings(request)
+    # the agent role's URL only: the control plane's credentials could write any event
+    return c.json({"nats_url": svc.agent_nats_url or None, "cluster": svc.cluster or settings.cluster})
+
+
+routes = [
+    Route("/v4/agent/register", register, methods=["POST"]),
+    Route("/v4/agent/heartbeat", heartbeat, methods=["POST"]),
+    Route("/v4/agent/assignments", assignments, methods=["GET"]),
+    Route("/v4/agent/reports", report, methods=["POST"]),
+    Route("/v4/agent/config", config, methods=["GET"]),
+]

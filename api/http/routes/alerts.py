@@ -1,0 +1,47 @@
+"""The Alertmanager webhook: firing alerts place monitoring holds, resolved ones release them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import structlog
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from api import metrics
+from api.http.routes import common as c
+from domain.alerts import REFUSED
+from domain.holds import NodeSummary
+
+log = structlog.get_logger("roving.alerts")
+
+
+def peers(rows: list[Any]) -> dict[str, list[NodeSummary]]:
+    """Nodes by definition with whether monitoring holds them: the application's ceiling check needs it."""
+    found: dict[str, list[NodeSummary]] = {}
+    for row in rows:
+        held = any(h.source == "monitoring" for h in row.holds)
+        found.setdefault(row.definition, []).append(NodeSummary(id=str(row.id), monitoring_held=held))
+    return found
+
+
+def count_refusals(outcomes: list[str]) -> None:
+    """A hold the ceiling refused is logged with its reason and counted, so the rule and dashboard see it."""
+    for outcome in outcomes:
+        node, _, what = outcome.partition(": ")
+        if what.startswith(REFUSED):
+            metrics.HOLDS_REFUSED.inc()
+            log.warning("alerts.monitoring_hold_refused", node=node, reason=what.removeprefix(REFUSED))
+
+
+async def receive(request: Request) -> Response:
+    svc, payload = c.services(request), await request.body()
+    rows = await c.call(svc.views.nodes.list)
+    outcomes = await c.call(svc.roving.apply_alerts, payload, c.principal(request), c.now(), peers(rows))
+    count_refusals(outcomes)
+    await c.settle(request)
+    return c.json({"outcomes": outcomes})
+
+
+routes = [Route("/v4/alerts", receive, methods=["POST"])]

@@ -1,0 +1,121 @@
+"""Audit routes: filtered rows, read-only SQL over the caller's view, and Parquet export.
+
+A cluster admin reads every row; an organization owner reads their organization's rows; anyone else
+is refused (403). Lists and exports run in the threadpool on cursors of the one shared AuditStore; SQL runs in
+a bounded child process of its own (adapters.audit_sandbox), a few side by side.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from starlette.background import BackgroundTask
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import FileResponse, Response
+from starlette.routing import Route
+
+from adapters.sql_guard import RefusedQuery
+from api.http.errors import BadRequest, problem
+from api.http.routes import common as c
+from domain.app import access
+from domain.tenancy.permissions import Principal
+from projections.audit import AccessDenied, AuditFilters, QueryFailed, Scope
+
+MAX_LIMIT = 10_000
+FILTERS = ("since", "until", "principal", "event_type", "node", "workflow", "organization", "cluster", "after", "limit")
+PARQUET = "application/vnd.apache.parquet"
+ENCODER = msgspec.json.Encoder(enc_hook=str)  # DuckDB values JSON does not know (intervals, blobs) as text
+
+
+class Query(msgspec.Struct, forbid_unknown_fields=True):
+    sql: str
+
+
+def scope_of(who: Principal) -> Scope:
+    """What the caller may read: everything, one organization, or nothing (403)."""
+    reach = access.audit_reach(who)
+    return Scope(cluster_admin=True) if reach.everything else Scope(organization=reach.organization)
+
+
+def audit_log(request: Request) -> Any:
+    found = c.services(request).audit
+    if found is None:
+        raise HTTPException(503, "the audit log is not running in this control plane")
+    return found
+
+
+def filters_of(request: Request) -> AuditFilters:
+    """Query parameters as AuditFilters; a bad value or an unknown parameter is a 400 naming the parameter."""
+    c.only_params(request, FILTERS)
+    raw = {name: request.query_params[name] for name in FILTERS if request.query_params.get(name)}
+    try:
+        filters = msgspec.convert(raw, AuditFilters, strict=False)
+    except msgspec.ValidationError as error:
+        path = str(error).rpartition("$.")[2].rstrip("`") or "query"
+        raise BadRequest(path, str(error).partition(" - at ")[0]) from None
+    if not 1 <= filters.limit <= MAX_LIMIT:
+        raise BadRequest("limit", f"expected 1 to {MAX_LIMIT}, got {filters.limit}")
+    return msgspec.structs.replace(filters, since=_utc(filters.since), until=_utc(filters.until))
+
+
+def _utc(when: datetime | None) -> datetime | None:
+    """A time given without an offset is UTC."""
+    return when.replace(tzinfo=UTC) if when is not None and when.tzinfo is None else when
+
+
+def refused(error: Exception) -> Response:
+    if isinstance(error, AccessDenied):
+        return problem(403, str(error))
+    if isinstance(error, QueryFailed):  # reason: error, time, memory or size (the limit it met)
+        return problem(400, str(error), "sql", reason=error.reason)
+    return problem(400, str(error), "sql")
+
+
+async def list_rows(request: Request) -> Response:
+    scope, filters = scope_of(c.principal(request)), filters_of(request)
+    try:
+        rows = await c.call(audit_log(request).list, filters, scope)
+    except AccessDenied as error:
+        return refused(error)
+    return c.json({"rows": rows})
+
+
+async def query(request: Request) -> Response:
+    scope, wanted = scope_of(c.principal(request)), await c.body(request, Query)
+    audit = audit_log(request)
+    try:
+        result = await c.call(audit.query, wanted.sql, scope)
+    except (RefusedQuery, QueryFailed, AccessDenied) as error:
+        return refused(error)
+    body = {"columns": result.columns, "rows": result.rows, "truncated": result.truncated}
+    return Response(ENCODER.encode(body), media_type="application/json")
+
+
+async def export_parquet(request: Request) -> Response:
+    """Every row the filters select (no page limit), as one Parquet file; the temporary copy goes after sending."""
+    scope, filters = scope_of(c.principal(request)), filters_of(request)
+    scratch = Path(tempfile.mkdtemp(prefix="roving-audit-download-"))
+    path = scratch / "audit.parquet"
+    try:
+        await c.call(audit_log(request).export_parquet, path, filters, scope)
+    except BaseException as error:
+        shutil.rmtree(scratch, ignore_errors=True)
+        if isinstance(error, AccessDenied):
+            return refused(error)
+        raise
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    return FileResponse(path, media_type=PARQUET, filename=f"audit-{stamp}.parquet",
+                        background=BackgroundTask(shutil.rmtree, scratch, ignore_errors=True))
+
+
+routes = [
+    Route("/v4/audit", list_rows, methods=["GET"]),
+    Route("/v4/audit/query", query, methods=["POST"]),
+    Route("/v4/audit/export.parquet", export_parquet, methods=["GET"]),
+]

@@ -1,0 +1,81 @@
+"""Persistent endpoint routes: create, list, show, delete (the proxy itself is `api.http.routes.proxy`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from api.http.routes import common as c
+from domain.app import access
+from domain.app.errors import NotFound
+from domain.endpoint import Endpoint
+
+
+class CreateEndpoint(msgspec.Struct, forbid_unknown_fields=True):
+    name: str
+    scope: str = "user"
+    owner_kind: str = "user"
+    owner_id: str = ""
+
+
+def answer(e: Endpoint, base_url: str = "") -> dict[str, Any]:
+    binding, pending, bound, targets = e.serving_target(), e.pending, e.binding, e.serving_targets()
+    return {
+        "id": e.id, "name": e.name, "owner_kind": e.owner_kind.value, "owner_id": e.owner_id,
+        "scope": e.scope.value, "path": f"/endpoints/{e.name}/", "url": f"{base_url}/endpoints/{e.name}/",
+        "status": "serving" if binding else "unready" if bound else "pending" if pending else "unbound",
+        "workflow_id": binding.workflow_id if binding else None, "service": binding.service if binding else None,
+        "target": targets[0] if targets else None, "targets": targets,
+        "pending_workflow_id": pending.workflow_id if pending else None,
+        "reason": e.not_serving_reason(), "last_failure": e.last_failure,
+    }
+
+
+def base_url(request: Request) -> str:
+    return str(request.base_url).rstrip("/")
+
+
+async def visible(request: Request) -> Endpoint:
+    found = await c.call(c.services(request).views.endpoints.find, request.path_params["id"])
+    if found is None or found.deleted:
+        raise NotFound("endpoint")
+    access.check_visible(c.principal(request), found, "endpoint")
+    return found
+
+
+async def create(request: Request) -> Response:
+    wanted, svc = await c.body(request, CreateEndpoint), c.services(request)
+    eid = await c.call(svc.roving.create_endpoint, wanted.name, wanted.owner_kind, wanted.scope,
+                       c.principal(request), c.now(), owner_id=wanted.owner_id)
+    await c.settle(request)
+    found = await c.call(svc.views.endpoints.find, eid)
+    return c.json(answer(found, base_url(request)) if found else {"id": eid, "name": wanted.name}, status=201)
+
+
+async def list_endpoints(request: Request) -> Response:
+    who = c.principal(request)
+    rows = await c.call(c.services(request).views.endpoints.list, lambda e: access.visible(who, e))
+    return c.json({"endpoints": [answer(e, base_url(request)) for e in rows]})
+
+
+async def show(request: Request) -> Response:
+    return c.json(answer(await visible(request), base_url(request)))
+
+
+async def delete(request: Request) -> Response:
+    found = await visible(request)
+    await c.call(c.services(request).roving.delete_endpoint, found.id, c.principal(request), c.now())
+    await c.settle(request)
+    return c.json({"id": found.id, "deleted": True})
+
+
+routes = [
+    Route("/v4/endpoints", create, methods=["POST"]),
+    Route("/v4/endpoints", list_endpoints, methods=["GET"]),
+    Route("/v4/endpoints/{id}", show, methods=["GET"]),
+    Route("/v4/endpoints/{id}", delete, methods=["DELETE"]),
+]

@@ -1,0 +1,54 @@
+"""Liveness and readiness: /healthz answers while the process serves; /readyz once the views caught up and
+while the log is reachable (a load balancer stops sending commands that could only fail)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from api.http.routes import common as c
+
+
+def caught_up(tailer: Any) -> bool:
+    """The tailer's `caught_up` as an Event, a bool or a method; no tailer means not ready."""
+    if tailer is None:
+        return False
+    flag = getattr(tailer, "caught_up", False)
+    if hasattr(flag, "is_set"):
+        return bool(flag.is_set())
+    return bool(flag() if callable(flag) else flag)
+
+
+def log_connections(svc: Any) -> list[Any]:
+    """The connections commands and leases use; services without them (unit tests' fakes) have none."""
+    found = [getattr(svc.roving.recorder, "connection", None), getattr(svc.leases, "connection", None)]
+    return [connection for connection in found if hasattr(connection, "reachable")]
+
+
+def not_ready_because(svc: Any) -> str | None:
+    if any(not connection.reachable for connection in log_connections(svc)):
+        return "the log (NATS JetStream) is unreachable"
+    if not caught_up(svc.tailer):
+        return "the views are catching up with the log"
+    return None
+
+
+async def healthz(request: Request) -> Response:
+    return c.json({"status": "ok"})
+
+
+async def readyz(request: Request) -> Response:
+    svc = c.services(request)
+    reason = not_ready_because(svc)
+    position = svc.views.position
+    body = {"ready": reason is None, "position": position, **({"reason": reason} if reason else {})}
+    return c.json(body, status=200 if reason is None else 503)
+
+
+routes = [
+    Route("/healthz", healthz, methods=["GET"]),
+    Route("/readyz", readyz, methods=["GET"]),
+]

@@ -1,0 +1,59 @@
+"""Secret routes: create (201 `{"id"}`), list names and scopes (never values), delete, rotate the key. Permissions are the
+application's (domain.app.secrets); a value goes in once and never comes back in any answer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from api.http.routes import common as c
+
+
+class CreateSecret(msgspec.Struct, forbid_unknown_fields=True):
+    name: str
+    value: str
+    scope: str = "user"
+    group: str = ""
+
+
+async def create(request: Request) -> Response:
+    wanted = await c.body(request, CreateSecret)
+    created = await c.call(c.services(request).secrets.create_secret, wanted.name, wanted.value, wanted.scope,
+                           c.principal(request), c.now(), group=wanted.group)
+    return c.json({"id": created}, status=201)
+
+
+async def list_secrets(request: Request) -> Response:
+    rows = await c.call(c.services(request).secrets.list_secrets, c.principal(request))
+    return c.json({"secrets": rows})
+
+
+async def delete(request: Request) -> Response:
+    secret = c.uuid_param(request, "id", "secret")
+    await c.call(c.services(request).secrets.delete_secret, secret, c.principal(request), c.now())
+    return c.json({"id": secret, "deleted": True})
+
+
+async def rotate_key(request: Request) -> Response:
+    """Cluster admins: a new current key, and every secret resealed with it."""
+    answer = await c.call(c.services(request).secrets.rotate_key, c.principal(request), c.now())
+    return c.json(answer)
+
+
+async def resolved(svc: Any, answer: dict[str, list[dict]]) -> dict[str, list[dict]]:
+    """The agent assignments answer with secret values in place of `secret://` references (for api.http.routes.agent;
+    services built without a secret store hand it on as it is)."""
+    store = svc.secrets
+    return answer if store is None else await c.call(store.resolve_assignments, answer)
+
+
+routes = [
+    Route("/v4/secrets/-/rotate-key", rotate_key, methods=["POST"]),
+    Route("/v4/secrets", create, methods=["POST"]),
+    Route("/v4/secrets", list_secrets, methods=["GET"]),
+    Route("/v4/secrets/{id}", delete, methods=["DELETE"]),
+]

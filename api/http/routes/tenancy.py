@@ -1,0 +1,323 @@
+"""Tenancy routes: organizations, users, groups and membership, priorities, preempt lists and login."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any, Literal
+from uuid import UUID
+
+import msgspec
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from adapters.auth.tokens import WEBHOOK_TTL, Identity
+from api.http.routes import common as c
+from api.http.routes import sessions
+from api.http.routes.names import Names, names
+from domain.app import access
+from domain.app.errors import NotFound
+from domain.ids import MAX_POSIX_ID
+from domain.scheduler.priority import PRIORITY_LIMIT
+
+
+class Named(msgspec.Struct, forbid_unknown_fields=True):
+    name: str
+
+
+class NewUser(msgspec.Struct, forbid_unknown_fields=True):
+    username: str
+    email: str
+    password: str
+    role: str = "user"
+
+
+class Priority(msgspec.Struct, forbid_unknown_fields=True):
+    """The range is the domain's (it also refuses out of range); here it is also in the OpenAPI document."""
+
+    priority: Annotated[int, msgspec.Meta(ge=-PRIORITY_LIMIT, le=PRIORITY_LIMIT)]
+
+
+PosixId = Annotated[int, msgspec.Meta(ge=0, le=MAX_POSIX_ID)] | Literal["auto"]  # auto: the next free one
+
+
+class Uid(msgspec.Struct, forbid_unknown_fields=True):
+    uid: PosixId
+
+
+class Gid(msgspec.Struct, forbid_unknown_fields=True):
+    gid: PosixId
+
+
+class PreemptList(msgspec.Struct, forbid_unknown_fields=True):
+    groups: list[UUID]
+
+
+class Membership(msgspec.Struct, forbid_unknown_fields=True):
+    role: str = "member"
+
+
+class Login(msgspec.Struct, forbid_unknown_fields=True):
+    username: str
+    password: str
+
+
+class Revocation(msgspec.Struct, forbid_unknown_fields=True):
+    jti: str
+    reason: str = "revoked by an administrator"
+    expires_at: datetime | None = None  # when the token would have run out; unknown: its longest possible life
+
+
+class PasswordChange(msgspec.Struct, forbid_unknown_fields=True):
+    current_password: str
+    new_password: str
+
+
+def method(request: Request, name: str) -> Any:
+    """An application command by name; 501 while the application does not offer it yet."""
+    found = getattr(c.services(request).roving, name, None)
+    if found is None:
+        raise HTTPException(501, f"{name} is not available in this control plane yet")
+    return found
+
+
+def own_org(request: Request) -> UUID:
+    """The organization in the path, if the caller may see it: its members and cluster admins; else 404."""
+    org = c.uuid_param(request, "id", "organization")
+    access.check_visible(c.principal(request), access.Resource.organization(org), "organization")
+    return org
+
+
+async def create_organization(request: Request) -> Response:
+    wanted = await c.body(request, Named)
+    org = await c.call(c.services(request).roving.create_organization, wanted.name, c.principal(request), c.now())
+    await c.settle(request)
+    return c.json({"id": org, "name": wanted.name}, status=201)
+
+
+async def list_organizations(request: Request) -> Response:
+    who, tenancy = c.principal(request), c.services(request).views.tenancy
+    rows = await c.call(tenancy.organizations)
+    known = names(request)
+    return c.json({"organizations": [with_owner_names(r, known) for r in rows
+                                     if access.visible(who, access.Resource.organization(r.id))]})
+
+
+def with_owner_names(row: Any, known: Names) -> dict[str, Any]:
+    return {**msgspec.structs.asdict(row), "owner_names": [known.user(u) or str(u) for u in row.owners]}
+
+
+async def show_organization(request: Request) -> Response:
+    row = await c.call(c.services(request).views.tenancy.organization, own_org(request))
+    if row is None:
+        raise NotFound("organization")
+    return c.json(with_owner_names(row, names(request)))
+
+
+async def create_user(request: Request) -> Response:
+    wanted = await c.body(request, NewUser)
+    uid = await c.call(c.services(request).roving.create_user, c.uuid_param(request, "id", "organization"),
+                       wanted.username, wanted.email, wanted.password, wanted.role, c.principal(request), c.now())
+    await c.settle(request)
+    return c.json({"id": uid, "username": wanted.username}, status=201)
+
+
+async def list_users(request: Request) -> Response:
+    rows, known = await c.call(c.services(request).views.tenancy.users, own_org(request)), names(request)
+    return c.json({"users": [{**msgspec.structs.asdict(r), "group_names": [known.group(g) or str(g) for g in r.groups]}
+                             for r in rows]})
+
+
+async def create_group(request: Request) -> Response:
+    wanted = await c.body(request, Named)
+    gid = await c.call(method(request, "create_group"), c.uuid_param(request, "id", "organization"), wanted.name,
+                       c.principal(request), c.now())
+    await c.settle(request)
+    return c.json({"id": gid, "name": wanted.name}, status=201)
+
+
+async def list_groups(request: Request) -> Response:
+    rows, known = await c.call(c.services(request).views.tenancy.groups, own_org(request)), names(request)
+    return c.json({"groups": [with_group_names(r, known) for r in rows]})
+
+
+def with_group_names(row: Any, known: Names) -> dict[str, Any]:
+    """Its preempt list's and its members' names beside their ids (an id the caller may not name stays one)."""
+    return {**msgspec.structs.asdict(row), "preempt_names": [known.group(g) or str(g) for g in row.preempt],
+            "member_names": {known.user(u) or u: role for u, role in row.members.items()}}
+
+
+async def show_group(request: Request) -> Response:
+    row = await c.call(c.services(request).views.tenancy.group, c.uuid_param(request, "id", "group"))
+    if row is None:
+        raise NotFound("group")
+    access.check_visible(c.principal(request), access.Resource.group(row.organization_id, row.id), "group")
+    return c.json(with_group_names(row, names(request)))
+
+
+async def show_user(request: Request) -> Response:
+    """One account as its organization sees it (its uid and groups; never its password hash)."""
+    who = c.principal(request)
+    row = await c.call(c.services(request).views.tenancy.user, c.uuid_param(request, "id", "user"))
+    if row is None or (row.organization_id is None and not who.is_cluster_admin):
+        raise NotFound("user")
+    if row.organization_id is not None:
+        access.check_visible(who, access.Resource.organization(row.organization_id), "user")
+    known = names(request)
+    return c.json({**msgspec.structs.asdict(row), "group_names": [known.group(g) or str(g) for g in row.groups]})
+
+
+def posix_id_route(kind: str, what: str, body: type[Uid] | type[Gid]):
+    """PUT a user's uid or a group's gid (cluster admins; unique; 0 only when the cluster allows root jobs; "auto":
+    the next free one of the configured range, for accounts made before ids existed)."""
+    field = "uid" if body is Uid else "gid"
+
+    async def set_posix_id(request: Request) -> Response:
+        wanted = await c.body(request, body)
+        target = c.uuid_param(request, "id", what)
+        asked = getattr(wanted, field)
+        number = await c.call(method(request, "set_posix_id"), kind, target, None if asked == "auto" else asked,
+                              c.principal(request), c.now())
+        await c.settle(request)
+        return c.json({"id": target, field: number})
+    return set_posix_id
+
+
+def priority_route(kind: str, what: str):
+    async def set_priority(request: Request) -> Response:
+        wanted = await c.body(request, Priority)
+        target = c.uuid_param(request, "id", what)
+        await c.call(c.services(request).roving.set_priority, kind, target, wanted.priority, c.principal(request),
+                     c.now())
+        await c.settle(request)
+        return c.json({"id": target, "priority": wanted.priority})
+    return set_priority
+
+
+async def set_preempt(request: Request) -> Response:
+    wanted = await c.body(request, PreemptList)
+    group = c.uuid_param(request, "id", "group")
+    await c.call(method(request, "set_preempt_list"), group, wanted.groups, c.principal(request), c.now())
+    await c.settle(request)
+    return c.json({"id": group, "preempt": wanted.groups})
+
+
+async def add_member(request: Request) -> Response:
+    wanted = await c.body(request, Membership)
+    group, user = c.uuid_param(request, "id", "group"), c.uuid_param(request, "user", "user")
+    await c.call(method(request, "add_member"), group, user, wanted.role, c.principal(request), c.now())
+    await c.settle(request)
+    return c.json({"group": group, "user": user, "role": wanted.role})
+
+
+async def remove_member(request: Request) -> Response:
+    group, user = c.uuid_param(request, "id", "group"), c.uuid_param(request, "user", "user")
+    await c.call(method(request, "remove_member"), group, user, c.principal(request), c.now())
+    await c.settle(request)
+    return c.json({"group": group, "user": user, "removed": True})
+
+
+def explainer_route(granted: bool):
+    """PUT grants `explain_allocation` on the group to the user, DELETE revokes it (organization owners)."""
+    async def set_explainer(request: Request) -> Response:
+        group, user = c.uuid_param(request, "id", "group"), c.uuid_param(request, "user", "user")
+        await c.call(method(request, "set_explainer"), group, user, granted, c.principal(request), c.now())
+        await c.settle(request)
+        return c.json({"group": group, "user": user, "explain_allocation": granted})
+    return set_explainer
+
+
+async def whoami(request: Request) -> Response:
+    who, known = c.principal(request), names(request)
+    groups = sorted(str(g) for g in who.group_ids)
+    account = c.services(request).views.tenancy.user(who.user_id) if who.user_id else None
+    return c.json({"user_id": who.user_id, "username": who.username, "role": who.role,
+                   "organization_id": who.organization_id, "organization": known.organization(who.organization_id),
+                   "groups": groups, "group_names": [known.group(g) or g for g in groups],
+                   "uid": account.uid if account is not None else None})
+
+
+async def login(request: Request) -> Response:
+    """Password login; the answer is a short access token and its refresh token (api.http.routes.sessions); the password
+    never leaves this function."""
+    wanted, svc = await c.body(request, Login), c.services(request)
+    at = c.now()
+    user = await c.call(svc.roving.login, wanted.username, wanted.password, at)
+    await c.settle(request)  # the token names an account: the views know it before the caller can use it
+    known = svc.views.tenancy.principal_for(user.id)
+    identity = Identity(user_id=user.id, username=user.username, role=user.role, organization_id=user.organization_id,
+                        group_ids=sorted(known.group_ids) if known else [])
+    return c.json(sessions.token_pair(request, identity, at))
+
+
+async def change_password(request: Request) -> Response:
+    """The caller's own password; the current one is asked for again, so a stolen token cannot take the account."""
+    wanted = await c.body(request, PasswordChange)
+    await c.call(c.services(request).roving.tenancy.change_password, c.principal(request), wanted.current_password,
+                 wanted.new_password, c.now())
+    await c.settle(request)
+    return c.json({"changed": True})
+
+
+async def unlock_user(request: Request) -> Response:
+    """Lift a login lock before it runs out (cluster admins and the owners of the user's organization)."""
+    user = c.uuid_param(request, "id", "user")
+    await c.call(c.services(request).roving.tenancy.unlock_user, user, c.principal(request), c.now())
+    await c.settle(request)
+    return c.json({"id": user, "unlocked": True})
+
+
+async def logout(request: Request) -> Response:
+    """Revoke the token this request carries, and its login's refresh token: from the answer on, every API process
+    refuses them."""
+    claims, at = request.state.claims, c.now()
+    expires = datetime.fromtimestamp(claims.exp, UTC)
+    await c.call(c.services(request).roving.tenancy.revoke_token, claims.jti, claims.sub, expires, "logout",
+                 c.principal(request), at)
+    if claims.fam:
+        await sessions.revoke_family(request, claims.sub, claims.fam, at)
+    await c.settle(request)
+    return c.json({"revoked": claims.jti})
+
+
+async def revoke(request: Request) -> Response:
+    """A cluster admin revokes any token by its id (`jti`, as the audit and the token's holder can tell)."""
+    wanted = await c.body(request, Revocation)
+    at = c.now()
+    expires = wanted.expires_at or at + WEBHOOK_TTL + timedelta(days=1)
+    if expires.tzinfo is None:
+        expires = expires.replace(tzinfo=UTC)
+    fresh = await c.call(c.services(request).roving.tenancy.revoke_token, wanted.jti, None, expires, wanted.reason,
+                         c.principal(request), at)
+    await c.settle(request)
+    return c.json({"revoked": wanted.jti, "already": not fresh}, status=201 if fresh else 200)
+
+
+routes = [
+    Route("/v4/auth/login", login, methods=["POST"]),
+    Route("/v4/auth/whoami", whoami, methods=["GET"]),
+    Route("/v4/auth/logout", logout, methods=["POST"]),
+    Route("/v4/auth/revoke", revoke, methods=["POST"]),
+    Route("/v4/organizations", create_organization, methods=["POST"]),
+    Route("/v4/organizations", list_organizations, methods=["GET"]),
+    Route("/v4/organizations/{id}", show_organization, methods=["GET"]),
+    Route("/v4/organizations/{id}/users", create_user, methods=["POST"]),
+    Route("/v4/organizations/{id}/users", list_users, methods=["GET"]),
+    Route("/v4/organizations/{id}/groups", create_group, methods=["POST"]),
+    Route("/v4/organizations/{id}/groups", list_groups, methods=["GET"]),
+    Route("/v4/organizations/{id}/priority", priority_route("organization", "organization"), methods=["PUT"]),
+    Route("/v4/groups/{id}", show_group, methods=["GET"]),
+    Route("/v4/groups/{id}/priority", priority_route("group", "group"), methods=["PUT"]),
+    Route("/v4/groups/{id}/preempt", set_preempt, methods=["PUT"]),
+    Route("/v4/groups/{id}/gid", posix_id_route("group", "group", Gid), methods=["PUT"]),
+    Route("/v4/groups/{id}/members/{user}", add_member, methods=["PUT"]),
+    Route("/v4/groups/{id}/members/{user}", remove_member, methods=["DELETE"]),
+    Route("/v4/groups/{id}/explainers/{user}", explainer_route(True), methods=["PUT"]),
+    Route("/v4/groups/{id}/explainers/{user}", explainer_route(False), methods=["DELETE"]),
+    Route("/v4/users/me/password", change_password, methods=["POST"]),
+    Route("/v4/users/{id}/unlock", unlock_user, methods=["POST"]),
+    Route("/v4/users/{id}/priority", priority_route("user", "user"), methods=["PUT"]),
+    Route("/v4/users/{id}", show_user, methods=["GET"]),
+    Route("/v4/users/{id}/uid", posix_id_route("user", "user", Uid), methods=["PUT"]),
+]

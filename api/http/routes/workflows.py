@@ -1,0 +1,280 @@
+"""Workflow routes: submit, list, describe, stop, events (JSON or server-sent), logs, why and explain.
+
+On a federated control plane (api.http.fanout) describe, events, log, why and explain take the id of a workflow
+of any member cluster: its owning cluster is found in the hub's federated stream and the answer comes from
+that cluster's views (logs from its own log stream), labelled with `cluster`, under the same access
+decisions as this cluster's work. Stop on another cluster's workflow is refused (409) naming its cluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from typing import Annotated, Any, Literal
+from uuid import UUID, uuid4, uuid5
+
+import msgspec
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from adapters.federation import FederationError
+from adapters.hub_log import read_member_log
+from api.http.errors import BadRequest, problem
+from api.http.fanout import Located, locate
+from api.http.routes import common as c
+from api.http.routes import federation as hub_routes
+from api.http.routes.names import names
+from domain.app import access
+from domain.app.errors import NotFound
+from projections.workflows import ORDERS
+
+ENDED = frozenset({"FINISHED", "FAILED", "CANCELED"})
+WORKFLOW_STATUSES = ("PENDING", "STARTED", "FINISHED", "FAILED", "CANCELED")  # domain.workflow.Workflow.status
+WAITING = frozenset({"PENDING", "WAITING", "READY"})
+YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml")
+FOLLOW_POLL = 0.25
+PING_SECONDS = 15.0  # an SSE comment after this much quiet: idle proxies and load balancers keep the stream
+REMOTE_POLL = 1.0  # following another cluster's workflow reads the hub this often
+MAX_IDEMPOTENCY_KEY = 255
+MAX_NAME = 256  # the name is stored in the Submitted event, which must fit one log message
+IDEMPOTENCY_NAMESPACE = UUID("5b0f2c43-8f8e-4d2a-9a55-2f3b1f9e7c10")  # workflow ids from (user, Idempotency-Key)
+
+
+class Submit(msgspec.Struct, forbid_unknown_fields=True):
+    definition: str | dict[str, Any]
+    name: Annotated[str, msgspec.Meta(max_length=MAX_NAME)] = ""
+    priority: int = 0
+    preemptible: bool | None = None
+    endpoint_strategy: Literal["ready", "start"] | None = None  # a takeover of persistent endpoints in use
+
+
+async def submission(request: Request) -> Submit:
+    """A JSON body, or a raw Fuzzfile (application/yaml) with name/priority/preemptible in the query."""
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind not in YAML_TYPES:
+        return await c.body(request, Submit)
+    text = (await request.body()).decode("utf-8", errors="replace")
+    preemptible = c.query_bool(request, "preemptible") if "preemptible" in request.query_params else None
+    strategy = request.query_params.get("endpoint_strategy") or None
+    if strategy not in (None, "ready", "start"):
+        raise BadRequest("endpoint_strategy", f"expected ready or start, got {strategy!r}")
+    name = request.query_params.get("name", "")
+    if len(name) > MAX_NAME:
+        raise BadRequest("name", f"expected at most {MAX_NAME} characters, got {len(name)}")
+    return Submit(definition=text, name=name,
+                  priority=c.query_int(request, "priority") or 0, preemptible=preemptible, endpoint_strategy=strategy)
+
+
+async def submit(request: Request) -> Response:
+    """`Idempotency-Key`: the same caller's same key names the same workflow, so a retried submit (after a lost
+    answer or a control-plane restart) returns the first answer instead of creating a second workflow."""
+    wanted, svc = await submission(request), c.services(request)
+    workflow_id = submission_id(request)
+    warnings = await c.call(svc.roving.submit_workflow, workflow_id, wanted.name, wanted.definition,
+                            wanted.priority, wanted.preemptible, c.principal(request), c.now(),
+                            endpoint_strategy=wanted.endpoint_strategy)
+    await c.settle(request)
+    notes = [{"path": w.path, "message": w.message} for w in warnings or []]
+    return c.json({"id": str(workflow_id), "warnings": notes}, status=201)
+
+
+def submission_id(request: Request) -> UUID:
+    key = request.headers.get("idempotency-key")
+    if key is None:
+        return uuid4()
+    if not 0 < len(key) <= MAX_IDEMPOTENCY_KEY or not key.isprintable():
+        raise BadRequest("Idempotency-Key", f"expected 1 to {MAX_IDEMPOTENCY_KEY} printable characters")
+    who = c.principal(request)
+    return uuid5(IDEMPOTENCY_NAMESPACE, f"{who.user_id or who.username}\n{key}")
+
+
+async def located(request: Request) -> Located:
+    """The workflow (of this cluster, or of the member cluster that owns it), if the caller may see it."""
+    return await locate(request, c.uuid_param(request, "id", "workflow"))
+
+
+async def list_workflows(request: Request) -> Response:
+    who, views = c.principal(request), c.services(request).views
+
+    def visible(row: Any) -> bool:
+        return access.visible(who, access.work(row.owner, "workflow"))
+
+    c.only_params(request, ("status", "order_by"))
+    status = c.query_choice(request, "status", WORKFLOW_STATUSES)
+    order_by = c.query_choice(request, "order_by", ORDERS, fold=str)
+    rows = await c.call(views.workflows.list, visible, status, order_by)
+    known = names(request)
+    return c.json({"workflows": [{**msgspec.structs.asdict(r), **known.owner(r.owner)} for r in rows]})
+
+
+def stage_answer(stage: Any) -> dict[str, Any]:
+    return {"name": stage.name, "kind": stage.kind, "status": stage.status, "attempts": stage.attempts,
+            "exit_code": stage.exit_code, "node": stage.node, "reason": stage.reason,
+            "allocation_id": stage.allocation_id, "priority": stage.priority}
+
+
+async def describe(request: Request) -> Response:
+    found = await located(request)
+    d = found.detail
+    return c.json({"id": d.id, "name": d.name, "status": d.status, "owner": d.owner, "priority": d.priority,
+                   "preemptible": d.preemptible, "submitted_by": d.submitted_by, "submitted_at": d.submitted_at,
+                   "stages": [stage_answer(s) for s in d.stages], **owner_names(request, found), **found.label()})
+
+
+def owner_names(request: Request, found: Located) -> dict[str, Any]:
+    """The owner's names (user, group, organization), as the views that answer for the workflow know them."""
+    return names(request, found.views).owner(found.detail.owner)
+
+
+async def stop(request: Request) -> Response:
+    workflow_id = c.uuid_param(request, "id", "workflow")
+    try:
+        await c.call(c.services(request).roving.stop_workflow, workflow_id, c.principal(request), c.now())
+    except NotFound:
+        found = await locate(request, workflow_id)  # 404 unless another cluster holds one the caller may see
+        return elsewhere(found, "stopped")
+    await c.settle(request)
+    return c.json({"id": workflow_id, "stopped": True})
+
+
+def elsewhere(found: Located, done: str) -> Response:
+    """409: the workflow belongs to another cluster, which alone can change it (commands are not forwarded)."""
+    url = found.fan.url_of(found.cluster) if found.fan is not None else None
+    where = f" at {url}" if url else ""
+    return problem(409, f"workflow {found.detail.id} belongs to cluster {found.cluster}: it can be {done} only "
+                        f"there (its control plane{where}); this control plane does not forward commands", "id",
+                   code="other_cluster", cluster=found.cluster, url=url)
+
+
+def event_answer(row: Any) -> dict[str, Any]:
+    return {"time": row.time, "type": row.type, "stage": row.stage, "message": row.message}
+
+
+async def events(request: Request) -> Response:
+    found = await located(request)
+    detail = found.detail
+    if c.query_bool(request, "follow"):
+        return StreamingResponse(follow(request, found, resume_from(request)), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache"})
+    rows = await c.call(found.views.workflows.events, detail.id)
+    return c.json({"events": [event_answer(r) for r in rows], **found.label()})
+
+
+def resume_from(request: Request) -> int:
+    """How many activity rows the client has: `Last-Event-ID` (a reconnecting EventSource sends it) or `?since=`."""
+    raw = request.headers.get("last-event-id") or request.query_params.get("since") or "0"
+    if not raw.isdigit():
+        raise BadRequest("Last-Event-ID", f"expected the id of an activity event (a whole number), got {raw!r}")
+    return int(raw)
+
+
+async def follow(request: Request, found: Located, since: int = 0):
+    """Server-sent events: each activity row once with its number as the event id (a client that reconnects with
+    Last-Event-ID gets only what followed), a `: ping` comment after PING_SECONDS of quiet so proxies keep the
+    connection, then an `end` event when the workflow has ended. Another cluster's workflow is followed through
+    the hub, read again every REMOTE_POLL seconds."""
+    views, sent, workflow_id = found.views, since, found.detail.id
+    quiet_since = time.monotonic()
+    while True:
+        if found.fan is not None and sent:
+            views = await refreshed(found) or views
+        rows = await c.call(views.workflows.events, workflow_id)
+        for number, row in enumerate(rows[sent:], start=sent + 1):
+            yield f"id: {number}\nevent: activity\ndata: ".encode() + c.ENCODER.encode(event_answer(row)) + b"\n\n"
+            quiet_since = time.monotonic()
+        sent = max(sent, len(rows))
+        if time.monotonic() - quiet_since >= PING_SECONDS:
+            yield b": ping\n\n"
+            quiet_since = time.monotonic()
+        detail = await c.call(views.workflows.get, workflow_id)
+        if detail is None or detail.status in ENDED:
+            yield b"event: end\ndata: " + c.ENCODER.encode({"status": getattr(detail, "status", None)}) + b"\n\n"
+            return
+        if await request.is_disconnected():
+            return
+        await asyncio.sleep(FOLLOW_POLL if found.fan is None else REMOTE_POLL)
+
+
+async def refreshed(found: Located) -> Any:
+    """The owning cluster's views after reading the hub again (None: the hub cannot be read just now)."""
+    assert found.fan is not None
+    try:
+        view = await c.call(hub_routes.load_view, found.fan.hub)
+    except hub_routes.HubUnavailable:
+        return None
+    return view.cluster_views(found.cluster)
+
+
+async def stage_log(request: Request) -> Response:
+    found, stage = await located(request), request.path_params["stage"]
+    detail = found.detail
+    if stage not in {s.name for s in detail.stages}:
+        raise NotFound(f"stage {stage!r}")
+    if found.fan is not None:
+        return await member_log(found, stage)
+    logs = c.services(request).logs
+    if logs is None:
+        raise NotFound("logs (this control plane has no log stream)")
+    found = logs.read(str(detail.id), stage)
+    text = await found if inspect.isawaitable(found) else found
+    return PlainTextResponse(text.decode("utf-8", errors="replace") if isinstance(text, bytes) else str(text))
+
+
+async def member_log(found: Located, stage: str) -> Response:
+    """The stage's log from its own cluster's log stream, through the hub (503 naming the cluster if it cannot)."""
+    assert found.fan is not None
+    domain = found.fan.domain_of(found.cluster)
+    try:
+        text = await c.call(read_member_log, found.fan.hub, domain, found.cluster, str(found.detail.id), stage)
+    except (FederationError, TimeoutError, OSError) as error:
+        return problem(503, f"the log of workflow {found.detail.id} stays on cluster {found.cluster}, which cannot "
+                            f"be read through the hub just now ({error.__class__.__name__}: {error})", "cluster",
+                       cluster=found.cluster)
+    return PlainTextResponse(text.decode("utf-8", errors="replace"), headers={"Roving-Cluster": found.cluster})
+
+
+def why_answer(stage: Any, why: Any) -> dict[str, Any]:
+    if why is None:
+        return {"stage": stage.name, "allocation_id": stage.allocation_id, "reason": stage.status,
+                "detail": stage.reason or f"stage is {stage.status}", "facts": {}}
+    reason = getattr(why.reason, "value", why.reason)
+    return {"stage": stage.name, "allocation_id": stage.allocation_id, "reason": reason,
+            "detail": why.message or reason, "facts": why.detail}
+
+
+async def why(request: Request) -> Response:
+    found = await located(request)
+    detail = found.detail
+    access.explain_workflow(c.principal(request), detail.owner)
+    everything, store = c.query_bool(request, "all"), found.views.why
+    chosen = [s for s in detail.stages if everything or s.status in WAITING]
+    answers = [why_answer(s, store.get(s.allocation_id) if s.allocation_id else None) for s in chosen]
+    return c.json({"stages": answers, **found.label()})
+
+
+async def explain(request: Request) -> Response:
+    located_ = await located(request)
+    detail, views = located_.detail, located_.views
+    access.explain_workflow(c.principal(request), detail.owner)
+    aid = c.uuid_param(request, "aid", "allocation")
+    stage = next((s for s in detail.stages if s.allocation_id == aid), None)
+    row = await c.call(views.queue.get, aid)
+    if row is None or str(row.workflow_id) != str(detail.id):
+        raise NotFound("allocation")
+    found = views.why.get(aid)
+    return c.json({"allocation": row, "stage": stage.name if stage else row.stage,
+                   "why": why_answer(stage, found) if stage else found, **located_.label()})
+
+
+routes = [
+    Route("/v4/workflows", submit, methods=["POST"]),
+    Route("/v4/workflows", list_workflows, methods=["GET"]),
+    Route("/v4/workflows/{id}:stop", stop, methods=["PATCH", "POST"]),
+    Route("/v4/workflows/{id}", describe, methods=["GET"]),
+    Route("/v4/workflows/{id}/events", events, methods=["GET"]),
+    Route("/v4/workflows/{id}/log/{stage}", stage_log, methods=["GET"]),
+    Route("/v4/workflows/{id}/why", why, methods=["GET"]),
+    Route("/v4/workflows/{id}/allocations/{aid}/explain", explain, methods=["GET"]),
+]

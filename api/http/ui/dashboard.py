@@ -1,0 +1,65 @@
+"""The dashboard: queue depth by state, nodes by status and hold, what runs and waits, the scheduler's last pass."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from api.http.routes import nodes, queue
+from api.http.ui import render
+from api.http.ui.core import api, csrf_for
+from domain.tenancy.permissions import Principal
+
+WAITING = ("PENDING", "READY")
+
+
+def tiles(pairs: list[tuple[str, Any]], id: str) -> render.Html:
+    items = "".join(f'<div class="tile"><span class="count">{render.esc(v)}</span>'
+                    f'<span class="label">{render.esc(k)}</span></div>' for k, v in pairs)
+    return render.Html(f'<div class="tiles" id="{render.esc(id)}">{items}</div>')
+
+
+def hold_state(node: dict[str, Any]) -> str:
+    """The strongest hold on a node: deprovision, evict, cordon, or none."""
+    effects = {h["effect"] for h in node["holds"]}
+    return next((e for e in ("deprovision", "evict", "cordon") if e in effects), "no hold")
+
+
+def pass_figures(last: dict[str, Any], names: dict[str, str]) -> list[list[Any]]:
+    return [[key.replace("_", " "), reservation(value, names) if key == "reservation" else figure(key, value)]
+            for key, value in sorted(last.items())]
+
+
+def figure(key: str, value: Any) -> Any:
+    return render.when(value) if key.endswith("_at") and value else value
+
+
+def reservation(value: Any, names: dict[str, str]) -> Any:
+    """The head job's reservation in words: which allocation, on which nodes, from when."""
+    if not isinstance(value, dict):
+        return value or "none"
+    held = ", ".join(render.node_link(names[str(n)]) if str(n) in names else render.esc(str(n)[:8])
+                     for n in value.get("node_ids", []))
+    start = value.get("estimated_start")
+    return render.Html(f"allocation {render.esc(str(value.get('allocation_id', ''))[:8])} on {held or 'no node'}"
+                       f", estimated start {render.when(start) if start else 'unknown'}")
+
+
+async def dashboard(request: Request, who: Principal) -> Response:
+    stats = await api(queue.stats, request)
+    rows = (await api(nodes.list_nodes, request))["nodes"]
+    depth = stats.get("depth", {})
+    work = [("running", depth.get("RUNNING", 0)), ("pending", sum(depth.get(s, 0) for s in WAITING))]
+    by_status = Counter(n["status"] for n in rows)
+    by_hold = Counter(hold_state(n) for n in rows)
+    names = {str(n["id"]): n["name"] for n in rows}
+    body = render.fill(
+        "dashboard", work=tiles(work, "work"), depth=tiles(list(depth.items()), "depth"),
+        node_status=tiles(sorted(by_status.items()), "node-status"), node_holds=tiles(sorted(by_hold.items()), "holds"),
+        last_pass=render.table(["figure", "value"], pass_figures(stats.get("last_pass") or {}, names),
+                               "The scheduler has not made a pass yet.", id="last-pass"),
+        priority=stats.get("priority", ""), cluster=request.app.state.settings.cluster)
+    return render.page("Dashboard", body, user=who, csrf=csrf_for(request), current="/ui/")

@@ -1,0 +1,97 @@
+"""The nodes page: status, capacity, holds (source, reason, who, when) and, for admins, the hold actions."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+
+from api.http.routes import nodes
+from api.http.ui import render
+from api.http.ui.core import Refused, api, csrf_for
+from domain.tenancy.permissions import Principal
+
+MAX_REASON = 500
+DONE = {"cordon": "Cordoned", "uncordon": "Uncordoned", "evict": "Evicting work from",
+        "deprovision": "Deprovisioning"}
+
+
+def holds_cell(node: dict[str, Any]) -> render.Html:
+    if not node["holds"]:
+        return render.Html('<span class="hint">none</span>')
+    items = "".join(
+        f'<li class="hold"><span class="effect">{render.esc(h["effect"])}</span> '
+        f'<span class="source">{render.esc(h["source"])}</span> {render.esc(h["reason"] or "(no reason)")} '
+        f'<span class="hint">by {render.esc(h["by"])} at</span> {render.when(h["at"])}</li>'
+        for h in node["holds"])
+    return render.Html(f'<ul class="holds">{items}</ul>')
+
+
+def actions(node: dict[str, Any], csrf: str, back: str = "list") -> render.Html:
+    """The admin's forms; `back` says where the answer returns to (the list, or the node's own page)."""
+    hidden = render.Html(render.hidden_csrf(csrf) + f'<input type="hidden" name="back" value="{render.esc(back)}">')
+    return render.fill("node_actions", name=node["name"], path=quote(node["name"], safe=""), csrf=hidden)
+
+
+def memory(value: Any) -> str:
+    try:
+        return f"{int(value) / 2**30:.1f} GiB"
+    except (TypeError, ValueError):
+        return str(value or "")
+
+
+async def nodes_page(request: Request, who: Principal) -> Response:
+    rows, csrf = (await api(nodes.list_nodes, request))["nodes"], csrf_for(request)
+    admin = who.is_cluster_admin
+    headers = ["Node", "Status", "CPU", "Memory", "Allocations", "Accepts work", "Holds"] + (["Actions"] if admin else [])
+    table = render.table(headers, [
+        [render.Html(f'<a id="node-{render.esc(n["name"])}" href="/ui/nodes/{quote(n["name"], safe="")}">'
+                     f'{render.esc(n["name"])}</a>'),
+         render.status(n["status"]), n["cpu"], memory(n["memory"]), len(n["allocations"]),
+         "yes" if n["accepts_new_work"] else "no", holds_cell(n)] + ([actions(n, csrf)] if admin else [])
+        for n in rows], "No nodes have registered.", id="nodes")
+    return render.page("Nodes", render.Html(notice(request) + table), user=who, csrf=csrf, current="/ui/nodes")
+
+
+def notice(request: Request) -> render.Html:
+    """What the last action did, after its redirect (`?done=cordon&node=n1`)."""
+    done, node = request.query_params.get("done", ""), request.query_params.get("node", "")
+    return render.Html(f'<p class="notice" role="status" id="notice">{DONE[done]} {render.esc(node)}.</p>'
+                       if done in DONE and node else "")
+
+
+async def node_page(request: Request, who: Principal) -> Response:
+    """One node: its facts, holds, the admin's actions and its event log (newest first)."""
+    node = await api(nodes.show, request)
+    log = await api(nodes.node_events, request)
+    facts = render.table(["Status", "CPU", "Memory", "Allocations", "Accepts work", "Holds"],
+                         [[render.status(node["status"]), node["cpu"], memory(node["memory"]), len(node["allocations"]),
+                           "yes" if node["accepts_new_work"] else "no", holds_cell(node)]], id="node")
+    events = render.table(["Time", "Event", "By", "What happened", "Allocation"],
+                          [[render.when(e["at"]), e["type"], e["by"], e["message"], (e["allocation"] or "")[:8]]
+                           for e in log["events"]], "No events recorded for this node.", id="node-events")
+    admin = render.Html(f"<h2>Actions</h2>{actions(node, csrf_for(request), 'node')}" if who.is_cluster_admin else "")
+    body = render.fill("node", notice=notice(request), facts=facts, actions=admin, events=events, count=len(log["events"]))
+    return render.page(f"Node {node['name']}", body, user=who, csrf=csrf_for(request), current="/ui/nodes")
+
+
+async def act(request: Request, who: Principal) -> Response:
+    """One admin action from the nodes page; the application decides who may (a tenant is refused, 403)."""
+    action, fields = request.path_params["action"], request.state.form
+    reason = fields.get("reason", "").strip()
+    if len(reason) > MAX_REASON:
+        raise Refused(400, f"reason: expected at most {MAX_REASON} characters, got {len(reason)}")
+    if action in ("cordon", "evict"):
+        await nodes.command(request, action, reason)
+    elif action == "uncordon":
+        await nodes.command(request, "uncordon")
+    elif action == "deprovision":
+        await nodes.command(request, "deprovision", fields.get("evict") == "on", False)
+    else:
+        raise Refused(404, f"Not found: no node action {action!r}.")
+    node = request.path_params["id"]
+    query = urlencode({"done": action, "node": node})
+    back = f"/ui/nodes/{quote(node, safe='')}" if fields.get("back") == "node" else "/ui/nodes"
+    return RedirectResponse(f"{back}?{query}", status_code=303)

@@ -1,0 +1,67 @@
+"""The UI's route table under /ui/, and the gate that sends /ui/ requests to it ahead of bearer-token auth."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import BaseRoute, Mount, Route, Router
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from api.http.ui import dashboard, login, nodes, pages, session, workflows
+from api.http.ui.core import signed_in
+
+STATIC = Path(__file__).parent / "static"
+
+
+async def home(request: Request) -> Response:
+    """`/ui/` is the dashboard when signed in, the sign-in form otherwise (HTML either way)."""
+    if session.principal_from_cookie(request) is None:
+        return login.login_form(request)
+    return await signed_in(dashboard.dashboard)(request)
+
+
+async def to_home(request: Request) -> Response:
+    return RedirectResponse("/ui/", status_code=307)
+
+
+def ui_routes() -> list[BaseRoute]:
+    return [
+        Route("/ui", to_home),
+        Route("/ui/", home, methods=["GET"]),
+        Route("/ui/login", login.show, methods=["GET"]),
+        Route("/ui/login", login.sign_in, methods=["POST"]),
+        Route("/ui/logout", login.sign_out, methods=["POST"]),
+        Route("/ui/workflows", signed_in(workflows.list_page), methods=["GET"]),
+        Route("/ui/workflows/{id}", signed_in(workflows.detail_page), methods=["GET"]),
+        Route("/ui/workflows/{id}/summary", signed_in(workflows.summary_fragment), methods=["GET"]),
+        Route("/ui/workflows/{id}/events", signed_in(workflows.follow), methods=["GET"]),
+        Route("/ui/workflows/{id}/logs/{stage}.txt", signed_in(workflows.log_raw), methods=["GET"]),
+        Route("/ui/workflows/{id}/logs/{stage}", signed_in(workflows.log_page), methods=["GET"]),
+        Route("/ui/nodes", signed_in(nodes.nodes_page), methods=["GET"]),
+        Route("/ui/nodes/{id}", signed_in(nodes.node_page), methods=["GET"]),
+        Route("/ui/nodes/{id}/{action}", signed_in(nodes.act, post=True), methods=["POST"]),
+        Route("/ui/queue", signed_in(pages.queue_page), methods=["GET"]),
+        Route("/ui/endpoints", signed_in(pages.endpoints_page), methods=["GET"]),
+        Route("/ui/api", signed_in(pages.api_page), methods=["GET"]),
+        Route("/ui/audit", signed_in(pages.audit_page), methods=["GET"]),
+        Route("/ui/audit/export.parquet", signed_in(pages.audit_export), methods=["GET"]),
+        Mount("/ui/static", app=StaticFiles(directory=STATIC), name="ui-static"),
+    ]
+
+
+class UiGate:
+    """Serves /ui/ itself (its session cookie is checked by the pages), and passes every other path on to the
+    API's bearer-token auth untouched."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app, self.router = app, Router(routes=ui_routes())
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if scope["type"] == "http" and (path == "/ui" or path.startswith("/ui/")):
+            await self.router(scope, receive, send)
+            return
+        await self.app(scope, receive, send)

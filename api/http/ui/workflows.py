@@ -1,0 +1,201 @@
+"""Workflow pages: the list (filter, sort), one workflow (stages, dependencies, why, live events) and stage logs."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+
+from api.http.routes import queue, workflows
+from api.http.ui import graph, pages, render
+from api.http.ui.core import Refused, api, csrf_for, with_query
+from domain.tenancy.permissions import Principal
+
+STATUSES = ("PENDING", "STARTED", "FINISHED", "FAILED", "CANCELED")
+SORTS = {"submitted": "-submitted", "oldest": "submitted", "priority": "priority", "started": "-submitted",
+         "first-started": "-submitted"}
+SORT_LABELS = {"submitted": "Submitted (newest first)", "oldest": "Submitted (oldest first)",
+               "started": "Started (latest first)", "first-started": "Started (earliest first)",
+               "priority": "Priority (highest first)"}
+# A column header sorts by its column; clicking the column already sorted by turns the order around.
+COLUMN_SORTS = {"Submitted": ("submitted", "oldest"), "Started": ("started", "first-started"),
+                "Priority": ("priority", "priority")}
+QUEUE_ALL = 10_000
+
+
+def chosen(request: Request, name: str, choices: Any, default: str = "") -> str:
+    value = request.query_params.get(name, default) or default
+    if value and value not in choices:
+        raise Refused(400, f"{name}: expected one of {', '.join(choices)}, got {value!r}")
+    return value
+
+
+async def started_times(request: Request, who: Principal) -> tuple[dict[str, str], dict[str, str]]:
+    """(started, estimated): when each workflow's first allocation started, and for one that has not, the
+    earliest estimated start of its waiting stages the caller may ask about; from the queue the caller may read."""
+    rows = (await api(queue.queue, request, all="true", limit=QUEUE_ALL)).get("queue", [])
+    first: dict[str, str] = {}
+    estimated: dict[str, str] = {}
+    for row in rows:
+        wid = str(row["workflow_id"])
+        if row.get("started_at"):
+            first[wid] = min(first.get(wid, row["started_at"]), row["started_at"])
+        elif (guess := pages.estimated_start(request, who, row)) is not None:
+            estimated[wid] = min(estimated.get(wid, guess), guess)
+    return first, {wid: at for wid, at in estimated.items() if wid not in first}
+
+
+def started_cell(workflow_id: str, started: dict[str, str], estimated: dict[str, str]) -> render.Html:
+    if workflow_id in estimated:
+        return render.Html(f'<span class="hint">est.</span> {render.when(estimated[workflow_id])}')
+    return render.when(started.get(workflow_id))
+
+
+def options(choices: Any, current: str, labels: dict[str, str] | None = None) -> render.Html:
+    return render.Html("".join(
+        f'<option value="{render.esc(v)}"{" selected" if v == current else ""}>{render.esc((labels or {}).get(v, v or "any"))}'
+        "</option>" for v in choices))
+
+
+def sort_header(name: str, sort: str, status: str) -> str | render.Html:
+    """A sortable column's header is a link to that sort (the other way round when it is the current one)."""
+    if name not in COLUMN_SORTS:
+        return name
+    first, other = COLUMN_SORTS[name]
+    current = sort in (first, other)
+    target = other if sort == first else first
+    query = urlencode({k: v for k, v in (("status", status), ("sort", target)) if v})
+    mark = (" ▼" if sort == first else " ▲") if current else ""
+    return render.Html(f'<a class="sort" id="sort-{name.lower()}" href="/ui/workflows?{render.esc(query)}">'
+                       f"{render.esc(name)}{mark}</a>")
+
+
+async def list_page(request: Request, who: Principal) -> Response:
+    status = chosen(request, "status", STATUSES)
+    sort = chosen(request, "sort", SORTS, "submitted")
+    rows = (await api(workflows.list_workflows, request, status=status, order_by=SORTS[sort]))["workflows"]
+    started, estimated = await started_times(request, who)
+    if sort in ("started", "first-started"):
+        rows.sort(key=lambda r: started.get(str(r["id"]), ""), reverse=sort == "started")
+        rows.sort(key=lambda r: str(r["id"]) not in started)  # never-started workflows last either way
+    headers = [sort_header(name, sort, status) for name in
+               ("Name", "Status", "Stages ended", "Priority", "Submitted", "Started", "By")]
+    table = render.table(
+        headers,
+        [[render.link(f"/ui/workflows/{r['id']}", r["name"] or r["id"]), render.status(r["status"]),
+          f"{r['stages_ended']}/{r['stage_count']}", r["priority"], render.when(r["submitted_at"]),
+          started_cell(str(r["id"]), started, estimated), r["submitted_by"]] for r in rows],
+        "No workflows match.", id="workflows")
+    body = render.fill("workflows", statuses=options(("", *STATUSES), status),
+                       sorts=options(tuple(SORTS), sort, SORT_LABELS), table=table, count=len(rows))
+    return render.page("Workflows", body, user=who, csrf=csrf_for(request), current="/ui/workflows")
+
+
+def dependencies(request: Request, workflow_id: str) -> dict[str, list[str]]:
+    """Each step's `depends-on` (name and wanted status), from the mirrored definition; called after the
+    API's describe handler has decided the caller may see this workflow."""
+    found = request.app.state.services.views.workflows.workflow(workflow_id)
+    if found is None:
+        return {}
+    return {spec.step: [f"{n.name} {n.status}" for n in spec.dependencies] for spec in found.step_specs()}
+
+
+def needs_of(stage: str, needs: dict[str, list[str]]) -> list[str]:
+    return needs.get(stage) or needs.get(stage.split("[")[0]) or []
+
+
+def stage_rows(detail: dict[str, Any], needs: dict[str, list[str]]) -> list[list[Any]]:
+    wid = detail["id"]
+    return [[s["name"], s["kind"], render.status(s["status"]), ", ".join(needs_of(s["name"], needs)) or "—",
+             render.node_link(s["node"]), s["attempts"], "" if s["exit_code"] is None else s["exit_code"], s["reason"],
+             render.link(f"/ui/workflows/{wid}/logs/{s['name']}", "log")] for s in detail["stages"]]
+
+
+def fact(value: Any) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {fact(v)}" for k, v in value.items())
+    if isinstance(value, list):
+        return ", ".join(fact(v) for v in value)
+    return str(value)
+
+
+def facts(found: dict[str, Any]) -> str:
+    """The scheduler's facts as words (`passed over: local held (cordon) 1`); empty ones left out."""
+    shown = {k: v for k, v in (found or {}).items() if v not in (None, "", [], {}) and k != "estimated_start"}
+    return "; ".join(f"{k.replace('_', ' ')}: {fact(v)}" for k, v in sorted(shown.items()))
+
+
+def estimated_start(found: dict[str, Any]) -> Any:
+    value = (found or {}).get("estimated_start")
+    return render.when(value) if value else "unknown"
+
+
+async def why_rows(request: Request) -> tuple[list[list[Any]], str]:
+    """Why each waiting stage waits; a caller who may see but not explain the work is told so, not refused."""
+    try:
+        answer = await api(workflows.why, request)
+    except Refused as refused:
+        if refused.status != 403:
+            raise
+        return [], f"Why it waits is not shown to you: {refused.message}"
+    return [[w["stage"], w["reason"], w["detail"], estimated_start(w["facts"]), facts(w["facts"])]
+            for w in answer["stages"]], ""
+
+
+async def summary(request: Request, detail: dict[str, Any]) -> render.Html:
+    """The part of the workflow page the live script re-renders as events arrive."""
+    needs = dependencies(request, detail["id"])
+    why, why_note = await why_rows(request)
+    used = sorted({s["node"] for s in detail["stages"] if s["node"]})
+    return render.fill(
+        "workflow_summary", status=render.status(detail["status"]), status_text=detail["status"],
+        priority=detail["priority"], submitted_by=detail["submitted_by"], submitted_at=render.when(detail["submitted_at"]),
+        nodes=render.Html(", ".join(render.node_link(n) for n in used) or "none yet"),
+        graph=graph.stage_graph(detail["stages"], {step: [n.rpartition(" ")[0] for n in wanted]
+                                                   for step, wanted in needs.items()}),
+        stages=render.table(["Stage", "Kind", "Status", "Depends on", "Node", "Attempts", "Exit code", "Reason", "Log"],
+                            stage_rows(detail, needs), id="stages"),
+        why=render.table(["Stage", "Reason", "Detail", "Estimated start", "Facts"], why, why_note or "Nothing waits.", id="why"))
+
+
+async def detail_page(request: Request, who: Principal) -> Response:
+    wid = request.path_params["id"]
+    detail = await api(workflows.describe, request)
+    part = await summary(request, detail)
+    events = (await api(workflows.events, request))["events"]
+    rows = [[render.when(e["time"]), e["type"], e["stage"] or "", e["message"]] for e in events]
+    body = render.fill("workflow", id=detail["id"], summary=part,
+                       events=render.table(["Time", "Event", "Stage", "Message"], rows, "No events yet.", id="events"),
+                       follow=f"/ui/workflows/{wid}/events", fragment=f"/ui/workflows/{wid}/summary")
+    return render.page(f"Workflow {detail['name'] or detail['id']}", body, user=who, csrf=csrf_for(request),
+                       current="/ui/workflows", script="workflow.js")
+
+
+async def summary_fragment(request: Request, who: Principal) -> Response:
+    part = await summary(request, await api(workflows.describe, request))
+    return Response(part, media_type="text/html; charset=utf-8", headers={"Cache-Control": "no-store"})
+
+
+async def follow(request: Request, who: Principal) -> Response:
+    """The API's own server-sent events for this workflow (same handler, same visibility check)."""
+    return await workflows.events(with_query(request, follow="true"))
+
+
+async def log_page(request: Request, who: Principal) -> Response:
+    wid, stage = request.path_params["id"], request.path_params["stage"]
+    text = await log_text(request)
+    body = render.fill("log", workflow=render.link(f"/ui/workflows/{wid}", "back to the workflow"), text=text,
+                       source=f"/ui/workflows/{wid}/logs/{stage}.txt")
+    return render.page(f"Log of {stage}", body, user=who, csrf=csrf_for(request), current="/ui/workflows",
+                       script="log.js")
+
+
+async def log_text(request: Request) -> str:
+    answer = await workflows.stage_log(request)
+    return bytes(answer.body).decode("utf-8", errors="replace")
+
+
+async def log_raw(request: Request, who: Principal) -> Response:
+    return PlainTextResponse(await log_text(request), headers={"Cache-Control": "no-store"})

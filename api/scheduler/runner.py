@@ -1,0 +1,253 @@
+"""The scheduler runner: holds the leader lease, runs the pure decision function, commits its decisions.
+
+Decisions are committed with optimistic concurrency through the application: a decision made on a
+stale view fails harmlessly (the allocation moved on, the node filled up) and the next pass decides again.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from datetime import UTC, datetime
+from uuid import UUID
+
+import structlog
+from eventsourcing.persistence import OperationalError
+
+from api import metrics
+from domain.app import Conflict, NotFound, StaleEpoch
+from domain.scheduler import Why, blocked_events, schedule
+from domain.scheduler.reasons import Reason
+from projections.base import kind_of
+
+log = structlog.get_logger("roving.scheduler")
+REFUSED = (Conflict, NotFound, StaleEpoch, ValueError, RuntimeError)
+POLL_SECONDS = 0.2  # without log signals: how often the views' position is compared
+# The runner's own commits (a placement, a blocked cause) need no pass of their own; anything else that moves
+# work or capacity (readied, ended, requeued, a node or the config changed) wakes it.
+OWN_EVENTS = frozenset({"Allocation.Placed", "Allocation.SchedulingBlocked", "Node.AllocationPlaced",
+                        "Workflow.StageStarted"})
+WAKING_AGGREGATES = ("Workflow.", "Allocation.", "Node.", "ClusterConfig.")
+RESTART_GRACE_SECONDS = 10.0  # on top of one lease: agents retry their heartbeat every 2 s, each call up to 5 s
+MAX_BLOCKED_EVENTS_PER_PASS = 256  # the rest are written on the next passes, never lost
+RENEW_AFTER = 0.25  # of the lease TTL: a pass renews the leader lease only when this much of it has passed
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class SchedulerRunner:
+    """One thread: wake on new events or the interval backstop; lead, decide, commit; watch node leases.
+
+    With `signals` (api.composition.wakeups.LogSignals), a pass follows the batch that made work ready or freed capacity
+    (a burst arriving during a pass is one more pass); without, the views' position is polled."""
+
+    def __init__(self, roving, views, tailer, leases, holder: str | None = None, lease_grace: float = 0.0,
+                 signals=None) -> None:
+        self.roving, self.views, self.tailer, self.leases = roving, views, tailer, leases
+        self.signals = signals
+        if signals is not None:
+            signals.listen(self.observe)
+        self.holder = holder or f"{socket.gethostname()}:{os.getpid()}"
+        self.wake = threading.Event()
+        self.stopping = threading.Event()
+        self.leading = False
+        self.started_at = time.monotonic()
+        # A (re)started control plane first lets every agent reach it: leases lapsed while it was down, and an
+        # agent whose node were declared lost now would have its exit reports refused as fenced.
+        self.lease_grace = lease_grace or (leases.ttl + RESTART_GRACE_SECONDS if leases else 0)
+        self.announced: dict[str, Why] = {}  # the causes already written as SchedulingBlocked events
+        self.refused: dict[str, str] = {}  # this pass's placements the log refused, with the reason
+        self._renewed = self._leases_checked = float("-inf")  # monotonic times of the last renewal and check
+        self._config: tuple[int, object] | None = None  # (config generation, the scheduler config read then)
+        self._config_generation = 0  # counts ClusterConfig events applied: the cached config is stale when it moved
+        self._thread = threading.Thread(target=self._run, name="roving-scheduler", daemon=True)
+
+    def start(self) -> SchedulerRunner:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.wake.set()
+        if self._thread.ident is not None:  # a runner driven by tick() alone was never started
+            self._thread.join(timeout=10)
+
+    def observe(self, batch) -> None:
+        """On the tailer's thread, after the views applied `batch`: wake for news about work or capacity."""
+        kinds = [kind_of(event) for _, event in batch]
+        if any(kind.startswith("ClusterConfig.") for kind in kinds):
+            self._config_generation += 1
+        if any(_wakes(kind) for kind in kinds):
+            self.wake.set()
+
+    def config(self, fresh: bool = False):
+        """The scheduler config; with signals, read from the log again only after a ClusterConfig event (or when
+        `fresh`), so an event-driven pass costs no config reads."""
+        generation = self._config_generation
+        if fresh or self.signals is None or self._config is None or self._config[0] != generation:
+            self._config = (generation, self.roving.scheduler_config())
+        return self._config[1]
+
+    def _run(self) -> None:
+        """Wake on new events (signalled, or the views moved), on the interval backstop, and to renew the lease."""
+        seen, last_pass, period, interval = -1, 0.0, 1.0, 1.0
+        while not self.stopping.is_set():
+            backstop = max(0.0, last_pass + period - time.monotonic())
+            signalled = self.wake.wait(timeout=backstop if self.signals is not None else POLL_SECONDS)
+            self.wake.clear()
+            try:  # the log may be down (the config is read from it): the thread must outlive any outage
+                interval = float(self.config(fresh=not signalled).interval_seconds)
+                period = min(interval, self.leases.ttl / 3 if self.leases else interval)
+                moved = signalled if self.signals is not None else self.views.position != seen
+                due = time.monotonic() - last_pass >= period
+                if not (moved or due):
+                    continue
+                seen, last_pass = self.views.position, time.monotonic()  # a failing pass is retried at the period
+                self.tick("event" if moved else "interval")
+            except OperationalError as error:
+                log.warning("scheduler.log_unavailable", error=str(error))
+                self.stopping.wait(min(interval, 1.0))
+            except Exception:  # noqa: BLE001 - the leader must keep leading; the failure is logged in full
+                log.exception("scheduler.tick_failed")
+
+    def tick(self, cause: str = "manual") -> None:
+        if not self.lead():
+            self.announced = {}  # another leader writes them meanwhile; the allocation skips repeats
+            return
+        if self.tailer is not None:
+            self.tailer.wait_for(self.roving.last_position, timeout=5)
+        if cause != "event" or time.monotonic() - self._leases_checked >= self._lease_period():
+            self.check_leases()  # node leases lapse on the TTL's scale: a burst of passes need not ask each time
+        metrics.WAKEUPS.labels(cause=cause).inc()
+        self.run_pass()
+
+    def lead(self) -> bool:
+        """Hold the leader lease. It is renewed once RENEW_AFTER of its TTL has passed since the last renewal
+        (timed from before that request, so the lease outlives the belief by the rest of the TTL)."""
+        if self.leases is None:
+            self.leading = True
+            return True
+        asked = time.monotonic()
+        if self.leading and asked - self._renewed < self.leases.ttl * RENEW_AFTER:
+            return True
+        self.leading = self.leases.hold_leadership(self.holder)
+        self._renewed = asked if self.leading else float("-inf")
+        return self.leading
+
+    def _lease_period(self) -> float:
+        return self.leases.ttl / 3 if self.leases else 0.0
+
+    def run_pass(self):
+        now = utcnow()
+        started = time.perf_counter()
+        decisions = schedule(self.views.scheduler_snapshot(now), self.config(), now)
+        elapsed = time.perf_counter() - started
+        metrics.PASS_SECONDS.observe(elapsed)
+        self.refused: dict[str, str] = {}
+        self._commit(decisions, now)
+        self._explain_refusals(decisions)
+        self.views.why.set(decisions.reasons, now)
+        self._announce_blocked(decisions.reasons, now)
+        if hasattr(self.views.queue, "set_priorities"):
+            self.views.queue.set_priorities(decisions.priorities)
+        self._record_stats(decisions, elapsed, now)
+        return decisions
+
+    def _commit(self, decisions, now: datetime) -> None:
+        for preemption in decisions.preemptions:
+            evicted = sum(self._try(self.roving.preempt, UUID(victim), text, "scheduler", now)
+                          for victim, text in zip(preemption.victim_ids, preemption.victim_texts, strict=True))
+            metrics.PREEMPTIONS.inc(evicted)
+            if evicted:
+                metrics.BLOCKED_BEFORE_EVICTION.observe(self._waited(preemption.preemptor_id, now))
+            self._place(preemption.preemptor_id, preemption.node_ids, now, metrics.PLACEMENTS)
+        for placement in decisions.placements:
+            self._place(placement.allocation_id, placement.node_ids, now, metrics.PLACEMENTS)
+        for backfill in decisions.backfills:
+            self._place(backfill.allocation_id, backfill.node_ids, now, metrics.BACKFILLS)
+        metrics.NEAR_MISSES.set(decisions.counters.near_miss_priority_gaps)
+
+    def _place(self, allocation: str, node_ids, now: datetime, counter) -> None:
+        """Place one allocation; its wait since READY is observed only when the placement committed. A refused
+        placement (a stale decision: the node filled or the allocation moved on) is remembered as refused."""
+        waited = self._waited(allocation, now)
+        try:
+            self.roving.place(UUID(allocation), [UUID(n) for n in node_ids], "scheduler", now)
+        except REFUSED as error:
+            metrics.STALE_DECISIONS.inc()
+            log.info("scheduler.placement_refused", allocation_id=allocation, reason=str(error))
+            self.refused[allocation] = str(error)
+            return
+        counter.inc()
+        metrics.READY_WAIT.observe(waited)
+
+    def _explain_refusals(self, decisions) -> None:
+        """`why` and the pass counters say what happened: a refused placement is not a placement."""
+        for allocation, error in self.refused.items():
+            backfilled = any(b.allocation_id == allocation for b in decisions.backfills)
+            if backfilled:
+                decisions.counters.backfilled -= 1
+            else:
+                decisions.counters.placed -= 1
+            decisions.reasons[allocation] = Why(
+                reason=Reason.READY_TO_SCHEDULE, message=f"placement refused ({error}); the next pass decides again",
+                detail={"refused": error})
+
+    def _waited(self, allocation: str, now: datetime) -> float:
+        since = self.views.queue.ready_since(allocation)
+        return max(0.0, (now - since).total_seconds()) if since is not None else 0.0
+
+    def _announce_blocked(self, reasons: dict[str, Why], now: datetime) -> None:
+        """A `SchedulingBlocked` event per allocation whose cause is new; the same cause stays quiet."""
+        fresh = blocked_events(self.announced, reasons)
+        later = set(fresh[MAX_BLOCKED_EVENTS_PER_PASS:])
+        for allocation in fresh[:MAX_BLOCKED_EVENTS_PER_PASS]:
+            if self._try(self.roving.record_blocked, UUID(allocation), reasons[allocation], "scheduler", now):
+                metrics.BLOCKED_EVENTS.inc()
+        self.announced = {k: v for k, v in reasons.items() if k not in later}
+
+    def _try(self, command, *args) -> bool:
+        try:
+            return command(*args) is not False  # False: the command had nothing to do
+        except REFUSED as error:
+            metrics.STALE_DECISIONS.inc()
+            log.info("scheduler.decision_refused", command=command.__name__, reason=str(error))
+            return False
+
+    def check_leases(self) -> None:
+        """Nodes whose heartbeat lease lapsed go OFFLINE; their work is retried or failed by policy."""
+        if self.leases is None or time.monotonic() - self.started_at < self.lease_grace:
+            return
+        self._leases_checked = time.monotonic()
+        for node in self.views.nodes.list():
+            if str(getattr(node, "status", "")) in ("OFFLINE", "NodeStatus.OFFLINE") or getattr(node, "removed", False):
+                continue
+            if not self.leases.alive(str(node.id)):
+                log.warning("node.lease_lapsed", node=node.name)
+                metrics.NODES_LOST.inc()
+                self._try(self.roving.node_lost, UUID(str(node.id)), utcnow())
+
+    def _record_stats(self, decisions, elapsed: float, now: datetime) -> None:
+        if hasattr(self.views.queue, "set_pass_stats"):
+            counters = decisions.counters
+            self.views.queue.set_pass_stats({
+                "last_pass_at": now.isoformat(), "last_pass_ms": round(elapsed * 1000, 3),
+                "considered": counters.considered, "placed": counters.placed, "backfilled": counters.backfilled,
+                "preempted": counters.preempted, "blocked": counters.blocked, "refused": len(self.refused),
+                "reservation": _reservation(decisions.reservation),
+            })
+
+
+def _wakes(kind: str) -> bool:
+    return kind.startswith(WAKING_AGGREGATES) and kind not in OWN_EVENTS
+
+
+def _reservation(reservation) -> dict | None:
+    if reservation is None:
+        return None
+    start = reservation.estimated_start.isoformat() if reservation.estimated_start else None
+    return {"allocation_id": reservation.allocation_id, "node_ids": list(reservation.node_ids), "estimated_start": start}

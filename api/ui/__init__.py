@@ -1,5 +1,0 @@
-"""The web UI under /ui/: server-rendered pages over the API's own handlers, a session cookie, CSRF-checked forms."""
-
-from api.ui.routes import UiGate
-
-__all__ = ["UiGate"]

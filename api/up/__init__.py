@@ -1,0 +1,1 @@
+"""`roving up` and `roving api`: the whole local stack, and the local pool's agents it keeps running."""

@@ -1,0 +1,140 @@
+"""`roving up` (the whole local stack) and `roving api` (the control plane against an existing NATS)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from pathlib import Path
+
+from adapters.monitoring import MonitoringError
+from adapters.nats_server import NatsServerError
+
+UP_HELP = """Start Roving locally: an embedded nats-server (unless ROVING_NATS_URL is set), the control plane
+(HTTP API, read models, scheduler) and a pool of local node agents that really run submitted work.
+
+Settings come from the environment:
+  ROVING_DATA_DIR            where the log, keys and tokens live (default ./.roving)
+  ROVING_LISTEN              HTTP address (default 127.0.0.1:8080)
+  ROVING_LOCAL_NODES         local agents to start (default 2)
+  ROVING_LOCAL_AGENT_RESTART start a local agent again when it dies (default true; false to study node loss)
+  ROVING_LOCAL_NODE_CPUS     cpus each local node declares (default 4)
+  ROVING_LOCAL_NODE_MEMORY   memory each local node declares (default 8GiB)
+  ROVING_NATS_URL            use this NATS (cluster) instead of starting one
+  ROVING_NATS_CREDS          the control plane's user file for it (`user: NAME`, `password: SECRET`),
+                             or ROVING_NATS_USER and ROVING_NATS_PASSWORD
+  ROVING_NATS_AGENT_CREDS    the user file agents are given for the job log (never the control plane's)
+  ROVING_NATS_TLS_CA         the CA its servers' certificates chain to (makes every connection TLS);
+                             ROVING_NATS_TLS_CERT and ROVING_NATS_TLS_KEY: a client certificate, if asked for
+  ROVING_TLS_CERT            the API's certificate (PEM) with ROVING_TLS_KEY: serve https, answers carry HSTS
+  ROVING_TLS_KEY             its private key (PEM); set both or neither
+  ROVING_HEADER_TIMEOUT      a request's headers must arrive within it, else 408 (default 10s)
+  ROVING_BODY_TIMEOUT        the longest wait for the next piece of a request body, else 408 (default 30s)
+  ROVING_TRUSTED_PROXIES     reverse proxies whose X-Forwarded-Proto/-For are believed (default 127.0.0.1,::1)
+  ROVING_MAX_BODY_BYTES      the largest request body, e.g. 16MiB (default 4MiB; not for /endpoints/ uploads)
+The embedded server refuses anonymous clients: its users' credentials are in $ROVING_DATA_DIR/nats/credentials
+(control, agent, federation, reader; mode 0600) and its store is encrypted with $ROVING_DATA_DIR/nats/store.key.
+The cluster admin's token is written to $ROVING_DATA_DIR/admin.token (mode 0600).
+
+With --monitoring, Prometheus and Alertmanager (Debian packages prometheus and prometheus-alertmanager) run
+too, on free loopback ports, with their configs and data in $ROVING_DATA_DIR/monitoring: Prometheus scrapes
+the control plane and every agent (service discovery from /v4/nodes/-/sd_config), evaluates
+ops/prometheus/roving-rules.yml, and Alertmanager posts fb_action alerts to /v4/alerts with the token in
+$ROVING_DATA_DIR/alertmanager.token, so alerts place and release monitoring holds.
+  ROVING_MONITORING_INTERVAL  scrape, rule evaluation and alert grouping pace (default 15s)
+  ROVING_NODE_EXPORTER_PORT   each node's node exporter, scraped for the dashboards (default 9100; 0: none)
+  ROVING_PROMETHEUS, ROVING_ALERTMANAGER  the binaries (default: prometheus, prometheus-alertmanager on PATH)"""
+
+
+def _settings():
+    from api.composition.settings import Settings, SettingsError
+
+    try:
+        return Settings.from_env()
+    except SettingsError as error:
+        print(f"roving: {error}", file=sys.stderr)
+        raise SystemExit(2) from error
+
+
+def up_main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="roving up", description=UP_HELP,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--monitoring", action="store_true",
+                        help="also run Prometheus and Alertmanager with Roving's rules and webhook route")
+    args = parser.parse_args(argv)
+    binaries = None
+    if args.monitoring:
+        from adapters.monitoring import find_binaries
+
+        try:
+            binaries = find_binaries()
+        except MonitoringError as error:
+            print(f"roving: {error}", file=sys.stderr)
+            return 1
+    return _run(local_agents=True, monitoring=binaries)
+
+
+def api_main(argv: list[str]) -> int:
+    argparse.ArgumentParser(prog="roving api", description="Run the HTTP API, read models and scheduler "
+                            "against ROVING_NATS_URL (no embedded server, no local agents).").parse_args(argv)
+    return _run(local_agents=False)
+
+
+def _start_monitoring(stack, binaries: dict[str, str]) -> None:
+    watching = stack.start_monitoring(binaries)
+    print(f"Prometheus at {watching.prometheus.url}, Alertmanager at {watching.alertmanager.url} "
+          f"(configs and data in {watching.dir})", flush=True)
+
+
+def greeting(url: str, data_dir: Path) -> str:
+    """What `roving up` prints once it serves: the API with the admin token, the web UI with how to sign in."""
+    token = (data_dir / "admin.token").read_text().strip()
+    password = data_dir / "admin.password"
+    secret = (f"the password is in {password}" if password.exists()
+              else f"its password was written to {password} on the first start, which is gone now")
+    return "\n".join([
+        f"Roving is up at {url}",
+        f"admin token: {token}",
+        f"  (also in {data_dir / 'admin.token'}; try: ROVING_API={url} "
+        f"ROVING_TOKEN=$(cat {data_dir / 'admin.token'}) roving node list)",
+        f"Web UI: {url}/ui/ (sign in as admin; {secret})",
+    ])
+
+
+def _exit_on_sigterm() -> None:
+    """uvicorn re-raises the signal it caught after shutting down; ours turns it into a clean exit."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+
+
+def _run(local_agents: bool, monitoring: dict[str, str] | None = None) -> int:
+    from api.composition.stack import Stack
+
+    settings = _settings()
+    from api.logs import configure_logging
+
+    configure_logging(os.environ.get("ROVING_LOG_FORMAT", ""))
+    _exit_on_sigterm()
+    try:
+        stack = Stack(settings, embedded_nats=local_agents).start()
+    except NatsServerError as error:
+        print(f"roving: {error}", file=sys.stderr)
+        return 1
+    try:
+        if local_agents:
+            stack.start_local_agents(settings.local_nodes, settings.local_node_cpus, settings.local_node_memory,
+                                     metrics=monitoring is not None)
+        if monitoring is not None:
+            _start_monitoring(stack, monitoring)
+        print(greeting(stack.url, stack.data_dir), flush=True)
+        stack.serve()
+    except MonitoringError as error:
+        print(f"roving: {error}", file=sys.stderr)
+        return 1
+    except OSError as error:
+        print(f"roving: cannot listen on {settings.listen}: {error.strerror or error}; set ROVING_LISTEN",
+              file=sys.stderr)
+        return 1
+    finally:
+        stack.stop()
+    return 0
