@@ -5,7 +5,7 @@ once each for a new pair, `/v4/auth/refresh`), and long-lived `webhook` tokens f
 (source monitoring). `verify` accepts only the kind it is asked for, so a webhook
 token never works as a login. Every token names the key that signed it (`kid`); the key ring
 (adapters.auth.keyring) signs with its newest key and verifies with any it still holds. A token's `jti`
-is what a revocation names (checked against the tenancy view on every request, api.auth); a login's tokens
+is what a revocation names (checked against the tenancy view on every request, api.http.auth); a login's tokens
 share a `fam` (family), so revoking the family ends the login's every access and refresh token.
 """
 
