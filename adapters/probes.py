@@ -12,6 +12,8 @@ from typing import Any
 
 import msgspec
 
+from domain.fuzzfile.hooks import LIVENESS_REASON
+
 
 class ExecAction(msgspec.Struct, kw_only=True):
     command: list[str]
@@ -116,6 +118,7 @@ class ProbeRunner:
     ):
         self.spec, self.on_ready, self.on_failed, self.cwd, self.env = spec, on_ready, on_failed, cwd, env
         self.on_unready = on_unready
+        self.watch = False
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name="probe")
 
@@ -131,6 +134,8 @@ class ProbeRunner:
 
     def _run(self) -> None:
         spec = self.spec
+        if self.watch:
+            return self._watch()
         period = spec.period_seconds or 10.0
         needed_ok, allowed_fail = spec.success_threshold or 1, spec.failure_threshold or 3
         passed = failed = 0
@@ -154,3 +159,26 @@ class ProbeRunner:
                 self.on_unready(f"readiness probe failed {failed} times: {failure}")
             if self._stop.wait(period):
                 return
+
+    def _watch(self) -> None:
+        """Liveness: probe for as long as the service runs; `failure_threshold` failures in a row is a hang."""
+        spec = self.spec
+        period, allowed_fail, failed = spec.period_seconds or 10.0, spec.failure_threshold or 3, 0
+        if self._stop.wait(spec.initial_delay_seconds or 0):
+            return
+        while not self._stop.is_set():
+            failure = check(spec, self.cwd, self.env)
+            failed = 0 if failure is None else failed + 1
+            if self._stop.is_set():
+                return
+            if failed >= allowed_fail:
+                return self.on_failed(f"{LIVENESS_REASON} {failed} times: {failure}")
+            if self._stop.wait(period):
+                return
+
+
+def liveness(spec: ProbeSpec, on_failed: Callable[[str], None], cwd: Path | None = None) -> ProbeRunner:
+    """A probe that watches a running service until it stops, calling `on_failed` once when it hangs."""
+    runner = ProbeRunner(spec, lambda: None, on_failed, cwd=cwd)
+    runner.watch = True
+    return runner

@@ -42,6 +42,7 @@ class RunSpec(msgspec.Struct, kw_only=True):
     devices: dict[str, int] = {}  # requested counts by name, e.g. {"nvidia.com/gpu": 1}
     network_isolated: bool = False  # a private network namespace under the oci runtime
     readiness_probe: ProbeSpec | None = None
+    liveness_probe: ProbeSpec | None = None  # a service failing it failure_threshold times in a row is killed
     ports: list[Any] = []  # echoed back in the ready report as the API sent them
     hooks: list[HookSpec] = []  # the profile's and the job's own pre and post hooks, in the order they run
     profile: str = ""

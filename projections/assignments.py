@@ -104,6 +104,7 @@ def run_spec(a: Allocation, workflow: Workflow, queue: QueueView, peers: Peers |
         "account_id": _account(queue, a), "readiness_probe": _probe(step, spec),
         "ports": _ports(step, spec),
         "mounts": dict(spec.mounts), **_profile(spec), **_backoff(spec, a.attempt), **_transfer(spec),
+        **_liveness(step, spec),
         **({"peers": msgspec.to_builtins(peers)} if peers is not None else {}),
         **_identity(queue, a, tenancy),
         **_isolation(spec, step),
@@ -164,7 +165,18 @@ def _probe(step: Any, spec: Any) -> dict | None:
     """The service's readiness probe; a replica's probes its own port when the probe names a declared one."""
     if not isinstance(step, Service) or step.readiness_probe is None:
         return None
-    probe = msgspec.to_builtins(step.readiness_probe)
+    return _on_replica_port(step.readiness_probe, spec)
+
+
+def _liveness(step: Any, spec: Any) -> dict:
+    """The service's liveness probe, shifted to a replica's port like its readiness probe."""
+    if not isinstance(step, Service) or step.roving_liveness_probe is None:
+        return {}
+    return {"liveness_probe": _on_replica_port(step.roving_liveness_probe, spec)}
+
+
+def _on_replica_port(declared_probe: Any, spec: Any) -> dict:
+    probe = msgspec.to_builtins(declared_probe)
     declared = set(spec.replica_ports.values())
     for key in ("http-get", "tcp-socket"):
         action = probe.get(key)

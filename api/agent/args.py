@@ -282,4 +282,6 @@ def build_spec(item: dict[str, Any]) -> RunSpec:
         data["memory"] = parse_memory(data["memory"])
     if data.get("readiness_probe") is not None:
         data["readiness_probe"] = snake_keys(data["readiness_probe"])
+    if data.get("liveness_probe") is not None:
+        data["liveness_probe"] = snake_keys(data["liveness_probe"])
     return msgspec.convert(data, RunSpec)

@@ -19,7 +19,7 @@ from adapters.adoption import Registration
 from adapters.executor import Executor, RunSpec, SpecError
 from adapters.logs import LogWriter
 from adapters.outbox import Entry, Outbox
-from adapters.probes import ProbeRunner
+from adapters.probes import ProbeRunner, liveness
 from api.agent.args import AgentConfig, UsageError, build_spec, parse_args
 from api.agent.logstream import close_job_logs, open_job_logs
 from api.agent.metrics import NodeMetrics
@@ -258,6 +258,16 @@ class Agent:
             self.loop.call_later(delay, self._notify, ("ready", spec.allocation_id))
         elif spec.kind == "service":
             await self.report_slot(slot, "ready", ports=spec.ports)
+        if spec.kind == "service" and spec.liveness_probe is not None:
+            self.watch_liveness(slot, spec.liveness_probe, delay)
+
+    @staticmethod
+    def watch_liveness(slot: Slot, watched: Any, delay: float) -> None:
+        """A hung service (its liveness probe failing in a row) is killed; the exit's reason names the probe."""
+        if delay:
+            watched = msgspec.structs.replace(watched, initial_delay_seconds=(watched.initial_delay_seconds or 0) + delay)
+        running = slot.running
+        slot.liveness = liveness(watched, lambda why: running.cancel(why), cwd=running.workdir).start()
 
     async def send_progress(self) -> None:
         """Transfers' progress, straight to the API (not through the outbox: the next line supersedes a lost one)."""
@@ -288,8 +298,9 @@ class Agent:
         del self.slots[spec.allocation_id]
         self.finished.add((spec.allocation_id, spec.epoch))
         self.progress.forget(spec.allocation_id, spec.epoch)
-        if slot.probe is not None:
-            await asyncio.to_thread(slot.probe.stop)
+        for probe in (slot.probe, slot.liveness):
+            if probe is not None:
+                await asyncio.to_thread(probe.stop)
         if exit_code != 0:
             self.metrics.failures.labels("exit").inc()
         if self.logs is not None:

@@ -17,6 +17,7 @@ class Slot:
     spec: RunSpec
     running: Running
     probe: ProbeRunner | None = None
+    liveness: ProbeRunner | None = None  # watches a service for as long as it runs
     fenced: bool = False
     changes: int = 0  # readiness changes after the first readiness (unready, ready again, ...)
 

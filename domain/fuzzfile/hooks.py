@@ -13,6 +13,7 @@ PROFILE_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 DEFAULT_HOOK_TIMEOUT = 60.0
 MAX_HOOK_TIMEOUT = 3600.0
 PRE_HOOK_REASON = "pre hook of "  # how an agent's exit reason naming a failing pre hook begins
+LIVENESS_REASON = "liveness probe failed"  # ... and one naming a service its liveness probe killed
 
 
 def check_roving_keys(step: Container, path: str) -> tuple[list[Problem], list[Problem]]:

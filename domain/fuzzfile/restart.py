@@ -7,7 +7,7 @@ from __future__ import annotations
 from domain.durations import DurationError, parse_duration
 from domain.fuzzfile.decode import join
 from domain.fuzzfile.limits import MAX_RETRY_ATTEMPTS, bounded
-from domain.fuzzfile.policy import NO_RETRY, UNRETRIABLE, RetryRule
+from domain.fuzzfile.policy import NO_RETRY, RetryRule
 from domain.fuzzfile.schema import Problem, Service
 
 SERVICE_RESTARTS = ("on-failure", "on-node-fault", "never")
@@ -15,7 +15,7 @@ DEFAULT_RESTARTS = 5
 DEFAULT_BACKOFF = 1.0
 DEFAULT_MAX_BACKOFF = 60.0
 MAX_BACKOFF = 3600.0
-FAILURES = [code for code in range(1, 256) if code not in UNRETRIABLE]
+FAILURES = list(range(1, 256))  # a service killed by its liveness probe ends by SIGTERM: that is a failure too
 
 
 def check_restart(service: Service, path: str) -> tuple[list[Problem], list[Problem]]:

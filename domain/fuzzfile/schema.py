@@ -198,6 +198,7 @@ class Restart(Spec):
 class Service(Container):
     policy: Policy | None = None  # `restart` is used; the rest is ignored (warned about)
     roving_restart: Restart | None = None
+    roving_liveness_probe: Probe | None = None  # a hung service fails it and is killed (then restarted on-failure)
     network: ServiceNetwork | None = None
     readiness_probe: Probe | None = None
     persist: bool | None = None

@@ -94,7 +94,7 @@ class RetryDecision:
 
 def decide_exit(rule: RetryRule, code: int, retries_used: int) -> RetryDecision:
     """What a non-zero exit means: a new attempt while the shared budget lasts, else failure saying why."""
-    if code in UNRETRIABLE:
+    if code in UNRETRIABLE and not rule.retries_exit(code):  # only an on-failure service lists them
         return RetryDecision(False, f"Failed: exit {code} (stopped by {UNRETRIABLE[code]}; never retried)")
     if not rule.retries_exit(code):
         if rule.retries_anything:
@@ -103,11 +103,11 @@ def decide_exit(rule: RetryRule, code: int, retries_used: int) -> RetryDecision:
     return _within_budget(f"exit {code}", rule.attempts, retries_used)
 
 
-NAMED_CAUSES = ("readiness probe failed", "execute timeout")  # how an agent's reasons naming them begin
+NAMED_CAUSES = ("readiness probe failed", "liveness probe failed", "execute timeout")  # how an agent's reasons naming them begin
 
 
 def with_named_cause(decision: RetryDecision, told: str, code: int) -> RetryDecision:
-    """A readiness probe or an execute timeout that stopped the stage is named instead of only its exit code
+    """A readiness or liveness probe or an execute timeout that stopped the stage is named instead of only its exit code
     (143 from SIGTERM says nothing of why the agent sent it)."""
     if not told.startswith(NAMED_CAUSES):
         return decision

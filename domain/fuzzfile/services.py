@@ -29,6 +29,8 @@ def check_service(service: Service, path: str) -> tuple[list[Problem], list[Prob
         _check_endpoints(service, join(path, "network"), ports, errors)
     if service.readiness_probe is not None:
         _check_probe(service.readiness_probe, join(path, "readiness-probe"), errors)
+    if service.roving_liveness_probe is not None:
+        _check_probe(service.roving_liveness_probe, join(path, "roving-liveness-probe"), errors)
     return errors, warnings
 
 
@@ -86,7 +88,7 @@ def _check_endpoints(service: Service, path: str, ports: set[str], errors: list[
 def _check_probe(probe: Probe, path: str, errors: list[Problem]) -> None:
     actions = [a for a in (probe.exec, probe.http_get, probe.tcp_socket) if a is not None]
     if len(actions) != 1:
-        errors.append(Problem(path, "a readiness probe has exactly one of exec, http-get or tcp-socket"))
+        errors.append(Problem(path, "a probe has exactly one of exec, http-get or tcp-socket"))
     for key in ("initial_delay_seconds", "period_seconds", "timeout_seconds"):
         value = getattr(probe, key)
         bounded(errors, f"{path}.{key.replace('_', '-')}", value, 0, MAX_PROBE_SECONDS, "a probe time", "s")

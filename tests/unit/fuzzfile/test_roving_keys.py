@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from domain.fuzzfile import list_stages, parse_fuzzfile
+from domain.fuzzfile.policy import RetryRule
+from domain.fuzzfile.semantics import decide_exit
 
 JOB = """
 version: v4
@@ -48,5 +50,18 @@ def test_a_service_restart_policy_and_its_budget_are_checked_naming_the_field():
 def test_on_failure_restarts_a_service_on_any_failing_exit_within_its_budget():
     parsed = parse_fuzzfile(SERVICE + "    policy: {restart: on-failure}\n    roving-restart: {attempts: 4}\n")
     stage = list_stages(parsed.definition)[0]
-    assert stage.retry.retries_exit(1) and stage.retry.retries_exit(137) and not stage.retry.retries_exit(143)
+    assert stage.retry.retries_exit(1) and stage.retry.retries_exit(137) and stage.retry.retries_exit(143)
     assert (stage.retry.attempts, stage.restart_backoff, stage.restart_max_backoff) == (4, 1.0, 60.0)
+
+
+def test_on_failure_restarts_a_service_killed_by_its_liveness_probe_but_a_job_never_retries_sigterm():
+    parsed = parse_fuzzfile(SERVICE + "    policy: {restart: on-failure}\n"
+                                      "    roving-liveness-probe: {exec: {command: ['true']}, period-seconds: 5}\n")
+    stage = list_stages(parsed.definition)[0]
+    assert decide_exit(stage.retry, 143, 0).retry
+    assert not decide_exit(RetryRule(exit_codes=[1], attempts=3), 143, 0).retry
+
+
+def test_a_liveness_probe_is_checked_like_a_readiness_probe():
+    parsed = parse_fuzzfile(SERVICE + "    roving-liveness-probe: {period-seconds: 5}\n")
+    assert [p.path for p in parsed.errors] == ["services.db.roving-liveness-probe"]
