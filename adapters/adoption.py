@@ -22,6 +22,7 @@ from typing import Any
 
 import msgspec
 
+from adapters.probes import with_kebab_probes
 from adapters.runspec import RunSpec
 
 # The job's parent: it waits for the job and writes its exit code to fd 0 (the `exit` file), so the code is
@@ -117,8 +118,9 @@ class JobFiles:
 
     def load(self) -> JobState | None:
         try:
-            return msgspec.json.decode((self.directory / "state.json").read_bytes(), type=JobState)
-        except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+            state = msgspec.json.decode((self.directory / "state.json").read_bytes())
+            return msgspec.convert({**state, "spec": with_kebab_probes(state["spec"])}, JobState)
+        except (OSError, msgspec.DecodeError, msgspec.ValidationError, TypeError, KeyError):
             return None
 
     def remove(self) -> None:

@@ -1,4 +1,5 @@
-"""Readiness probes for services: exec, http-get and tcp-socket checks run in a stoppable thread."""
+"""Readiness and liveness probes for services: the Fuzzfile's `Probe` (exec, http-get or tcp-socket) checked in a
+stoppable thread."""
 
 from __future__ import annotations
 
@@ -10,47 +11,25 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
 from domain.fuzzfile.hooks import LIVENESS_REASON
+from domain.fuzzfile.schema import ExecAction, HTTPGetAction, Probe, TCPSocketAction
+
+PROBE_FIELDS = ("readiness_probe", "liveness_probe")
 
 
-class ExecAction(msgspec.Struct, kw_only=True):
-    command: list[str]
-
-
-class HTTPGetAction(msgspec.Struct, kw_only=True):
-    port: int
-    path: str = "/"
-    host: str | None = None
-    scheme: str | None = None
-
-
-class TCPSocketAction(msgspec.Struct, kw_only=True):
-    port: int
-    host: str | None = None
-
-
-class ProbeSpec(msgspec.Struct, kw_only=True):
-    """Kubernetes-shaped probe settings; unset numbers take Kubernetes' defaults."""
-
-    exec: ExecAction | None = None
-    http_get: HTTPGetAction | None = None
-    tcp_socket: TCPSocketAction | None = None
-    initial_delay_seconds: float | None = None
-    period_seconds: float | None = None
-    timeout_seconds: float | None = None
-    success_threshold: int | None = None
-    failure_threshold: int | None = None
-
-
-def snake_keys(value: Any) -> Any:
-    """The Fuzzfile spells probe keys in kebab-case (`http-get`); accept both spellings."""
+def kebab_keys(value: Any) -> Any:
+    """A probe's keys as the Fuzzfile spells them (`http-get`); a run spec from an older agent spelled them
+    `http_get`: both are read."""
     if isinstance(value, dict):
-        return {str(k).replace("-", "_"): snake_keys(v) for k, v in value.items()}
+        return {str(k).replace("_", "-"): kebab_keys(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [snake_keys(v) for v in value]
+        return [kebab_keys(v) for v in value]
     return value
+
+
+def with_kebab_probes(spec: dict[str, Any]) -> dict[str, Any]:
+    """A run spec (as builtins) whose probes decode into the Fuzzfile's `Probe` whichever spelling they came in."""
+    return {**spec, **{key: kebab_keys(spec[key]) for key in PROBE_FIELDS if spec.get(key) is not None}}
 
 
 def check_exec(action: ExecAction, timeout: float, cwd: Path | None, env: dict[str, str] | None) -> str | None:
@@ -92,7 +71,7 @@ def check_tcp(action: TCPSocketAction, timeout: float) -> str | None:
     return None
 
 
-def check(spec: ProbeSpec, cwd: Path | None = None, env: dict[str, str] | None = None) -> str | None:
+def check(spec: Probe, cwd: Path | None = None, env: dict[str, str] | None = None) -> str | None:
     """One probe attempt: None when it passed, else the reason it failed."""
     timeout = spec.timeout_seconds or 1.0
     if spec.exec is not None:
@@ -112,7 +91,7 @@ class ProbeRunner:
     Without it, the first readiness ends the probing."""
 
     def __init__(
-        self, spec: ProbeSpec, on_ready: Callable[[], None], on_failed: Callable[[str], None],
+        self, spec: Probe, on_ready: Callable[[], None], on_failed: Callable[[str], None],
         cwd: Path | None = None, env: dict[str, str] | None = None,
         on_unready: Callable[[str], None] | None = None,
     ):
@@ -177,7 +156,7 @@ class ProbeRunner:
                 return
 
 
-def liveness(spec: ProbeSpec, on_failed: Callable[[str], None], cwd: Path | None = None) -> ProbeRunner:
+def liveness(spec: Probe, on_failed: Callable[[str], None], cwd: Path | None = None) -> ProbeRunner:
     """A probe that watches a running service until it stops, calling `on_failed` once when it hangs."""
     runner = ProbeRunner(spec, lambda: None, on_failed, cwd=cwd)
     runner.watch = True

@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 
 from adapters.hooks import HookSpec
-from adapters.probes import ProbeSpec
+from domain.fuzzfile.schema import Probe
 from domain.multinode import HOSTFILE, Peers, environment
 
 PASSED_THROUGH = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "USER", "LOGNAME", "TMPDIR")
@@ -41,8 +41,8 @@ class RunSpec(msgspec.Struct, kw_only=True):
     image: str | None = None
     devices: dict[str, int] = {}  # requested counts by name, e.g. {"nvidia.com/gpu": 1}
     network_isolated: bool = False  # a private network namespace under the oci runtime
-    readiness_probe: ProbeSpec | None = None
-    liveness_probe: ProbeSpec | None = None  # a service failing it failure_threshold times in a row is killed
+    readiness_probe: Probe | None = None
+    liveness_probe: Probe | None = None  # a service failing it failure_threshold times in a row is killed
     ports: list[Any] = []  # echoed back in the ready report as the API sent them
     hooks: list[HookSpec] = []  # the profile's and the job's own pre and post hooks, in the order they run
     profile: str = ""

@@ -17,7 +17,7 @@ import msgspec
 from adapters import devices as gpu_devices
 from adapters import sysinfo
 from adapters.executor import JobUser, RunSpec, unreachable
-from adapters.probes import snake_keys
+from adapters.probes import with_kebab_probes
 from adapters.runtime.images import machine_has
 from api.usage import UsageError, UsageParser
 from domain.durations import DurationError, parse_duration
@@ -280,8 +280,4 @@ def build_spec(item: dict[str, Any]) -> RunSpec:
         data["execute_timeout"] = parse_duration(data["execute_timeout"])
     if isinstance(data.get("memory"), str):
         data["memory"] = parse_memory(data["memory"])
-    if data.get("readiness_probe") is not None:
-        data["readiness_probe"] = snake_keys(data["readiness_probe"])
-    if data.get("liveness_probe") is not None:
-        data["liveness_probe"] = snake_keys(data["liveness_probe"])
-    return msgspec.convert(data, RunSpec)
+    return msgspec.convert(with_kebab_probes(data), RunSpec)

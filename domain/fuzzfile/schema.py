@@ -127,15 +127,19 @@ class HTTPGetAction(Spec):
 
 class TCPSocketAction(Spec):
     port: int
+    host: str | None = None
 
 
 class Probe(Spec):
+    """A readiness or liveness probe, Kubernetes-shaped; the one definition the Fuzzfile, the run spec and the
+    agent's prober share. A Fuzzfile writes whole seconds; the agent adds a restart's backoff to the delay."""
+
     exec: ExecAction | None = None
     http_get: HTTPGetAction | None = None
     tcp_socket: TCPSocketAction | None = None
-    initial_delay_seconds: int | None = None
-    period_seconds: int | None = None
-    timeout_seconds: int | None = None
+    initial_delay_seconds: int | float | None = None
+    period_seconds: int | float | None = None
+    timeout_seconds: int | float | None = None
     success_threshold: int | None = None
     failure_threshold: int | None = None
 

@@ -91,6 +91,9 @@ def _check_probe(probe: Probe, path: str, errors: list[Problem]) -> None:
         errors.append(Problem(path, "a probe has exactly one of exec, http-get or tcp-socket"))
     for key in ("initial_delay_seconds", "period_seconds", "timeout_seconds"):
         value = getattr(probe, key)
+        if isinstance(value, float):  # the struct takes fractions for the agent; a Fuzzfile writes whole seconds
+            errors.append(Problem(f"{path}.{key.replace('_', '-')}", "expected a whole number, got a number"))
+            continue
         bounded(errors, f"{path}.{key.replace('_', '-')}", value, 0, MAX_PROBE_SECONDS, "a probe time", "s")
     for key in ("success_threshold", "failure_threshold"):
         value = getattr(probe, key)

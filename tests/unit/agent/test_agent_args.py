@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from adapters import sysinfo
-from adapters.probes import ProbeSpec
 from api.agent.args import UsageError, build_spec, parse_args
 from api.agent.main import agent_main
+from domain.fuzzfile.schema import Probe
 
 ENV = {"ROVING_TOKEN": "tok"}
 DETECTED = sysinfo.Capacity(cpu=64, memory=256 * 2**30, devices={"nvidia.com/gpu": 8})
@@ -81,7 +81,7 @@ def test_assignments_build_run_specs_from_fuzzfile_spellings():
     })
     assert spec.env == {"A": "1", "B": "x=y"}
     assert (spec.execute_timeout, spec.memory, spec.ports) == (5400.0, 4 * 2**30, [8000])
-    assert isinstance(spec.readiness_probe, ProbeSpec)
+    assert isinstance(spec.readiness_probe, Probe)
     assert (spec.readiness_probe.http_get.path, spec.readiness_probe.period_seconds) == ("/health", 2)
 
 

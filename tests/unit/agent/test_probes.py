@@ -9,11 +9,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import msgspec
 import pytest
 
-from adapters.probes import ProbeRunner, ProbeSpec, check, snake_keys
+from adapters.probes import ProbeRunner, check, kebab_keys
+from domain.fuzzfile.schema import Probe
 
 
-def probe(**fields) -> ProbeSpec:
-    return msgspec.convert(snake_keys(fields), ProbeSpec)
+def probe(**fields) -> Probe:
+    return msgspec.convert(kebab_keys(fields), Probe)
 
 
 @pytest.fixture
