@@ -10,9 +10,11 @@ from uuid import UUID
 import msgspec
 from eventsourcing.domain import event
 
+from domain.autoscale import Pool, pool_rule
 from domain.timed import TimedAggregate
 from domain.fuzzfile import Stage
 from domain.fuzzfile.schema import Workflow as Definition
+from domain.fuzzfile.autoscaler import initial_size
 from domain.fuzzfile.hooks import PRE_HOOK_REASON
 from domain.multinode import RANK_REASON
 from domain.fuzzfile.semantics import (
@@ -43,6 +45,9 @@ class Workflow(TimedAggregate):
         self.definition = msgspec.convert(definition, Definition)
         self.book = StageBook(list_steps(self.definition))
         self.canceled_reason: str | None = None
+        for name, service in (self.definition.services or {}).items():
+            if service.autoscaler is not None:
+                self.book.steps[name].limit = initial_size(service)
 
     @classmethod
     def submit(
@@ -111,6 +116,35 @@ class Workflow(TimedAggregate):
     def live_replicas(self, service: str) -> list[str]:
         """The stages of `service` that are READY, STARTED or RUNNING."""
         return [s.name for s in self.book.live.values() if s.template.step == service and s.step.kind == "service"]
+
+    def pools(self) -> list[Pool]:
+        """Every autoscaled service of a workflow still running: its size, rule and last scale step."""
+        if self.canceled_reason is not None:
+            return []
+        found = []
+        for name, service in (self.definition.services or {}).items():
+            step, rule = self.book.steps[name], pool_rule(service)
+            if rule is not None and step.limit is not None and step.outcome() in ("OPEN", "RUNNING"):
+                found.append(Pool(name, step.limit, rule, step.scaled_at))
+        return found
+
+    def scale_service(self, service: str, to: int, reason: str, at: datetime, by: str = "autoscaler") -> list[str]:
+        """Grow or shrink an autoscaled pool to `to` replicas. Shrinking stops the highest-numbered live replicas
+        (they wait, PENDING, to be the first started again); growing readies the next ones. Returns the stages
+        stopped (their allocations are the caller's to cancel)."""
+        step = self.book.steps.get(service)
+        rule = pool_rule((self.definition.services or {})[service]) if step is not None and step.kind == "service" else None
+        if step is None or rule is None or step.limit is None:
+            raise WorkflowError(f"workflow {self.name} has no autoscaled service named {service}")
+        if self.canceled_reason is not None or step.outcome() not in ("OPEN", "RUNNING"):
+            raise WorkflowError(f"service {service} of workflow {self.name} has ended; it cannot scale")
+        if not rule.low <= to <= rule.high:
+            raise WorkflowError(f"service {service} scales between {rule.low} and {rule.high} replicas, not to {to}")
+        live = sorted((s for s in self.book.live.values() if s.step is step), key=lambda s: s.offset)
+        stopped = [s.name for s in live[to:]][::-1]
+        self._scaled(service=service, from_size=step.limit, to_size=to, reason=reason, stopped=stopped, by=by, at=at)
+        self._advance(at, step)
+        return stopped
 
     def services_to_stop(self) -> list[str]:
         """Non-persistent services still up although every job has ended."""
@@ -190,7 +224,17 @@ class Workflow(TimedAggregate):
         """A service stopped because nothing needs it any more: that is its normal end."""
         state = self._expect(stage, attempt, (StageStatus.STARTED, StageStatus.RUNNING), "stop")
         self._finished(stage=stage, attempt=attempt, exit_code=None, reason="Stopped: no remaining dependents", by=by, at=at)
+        self._close_pool(state.step, at)
         self._advance(at, state.step)
+
+    def _close_pool(self, step: StepState, at: datetime) -> None:
+        """The last live replica of an autoscaled pool stopped: its stages not running end too."""
+        if step.limit is None or any(s.step is step for s in self.book.live.values()):
+            return
+        while (offset := step.next_free()) is not None:
+            name = step.definition.stage_name(offset)
+            self._finished(stage=name, attempt=self.book[name].attempt, exit_code=None,
+                           reason=f"Stopped: not needed (the pool ran {step.limit})", by="workflow", at=at)
 
     def stage_lost_node(
         self, stage: str, attempt: int, at: datetime,
@@ -243,18 +287,18 @@ class Workflow(TimedAggregate):
                         heapq.heappush(queue, index)
 
     def _settle(self, step: StepState, at: datetime) -> bool:
-        if step.next_untouched() is None:
+        if step.next_free() is None:
             return False
         needs = step.definition.template.dependencies
         verdicts = [condition(n.name, n.status, self.book.outcome(n.name)) for n in needs]
         never = next((v for v in verdicts if v.never), None)
         if never is not None:
-            while (offset := step.next_untouched()) is not None:
+            while (offset := step.next_free()) is not None:
                 self._skipped(stage=step.definition.stage_name(offset), reason=f"Canceled: {never.reason}",
                               by_design=never.by_design, by="workflow", at=at)
             return True
         moved = False
-        while all(v.holds for v in verdicts) and step.has_slot() and (offset := step.next_untouched()) is not None:
+        while all(v.holds for v in verdicts) and step.has_slot() and (offset := step.next_free()) is not None:
             self._readied(stage=step.definition.stage_name(offset), by="workflow", at=at)
             moved = True
         return moved
@@ -297,7 +341,21 @@ class Workflow(TimedAggregate):
 
     @event("StageReadied")
     def _readied(self, stage: str, by: str, at: datetime) -> None:
-        self.book.move(self.book.touch(stage), StageStatus.READY)
+        state = self.book.touch(stage)
+        if state.offset in state.step.parked:  # a scaled-down replica starts again
+            state.reason = ""
+        self.book.move(state, StageStatus.READY)
+
+    @event("ServiceScaled")
+    def _scaled(self, service: str, from_size: int, to_size: int, reason: str, stopped: list[str], by: str,
+                at: datetime) -> None:
+        step = self.book.steps[service]
+        step.limit, step.scaled_at = to_size, at
+        for name in stopped:  # a new attempt when started again: reports of the stopped one are stale
+            state = self.book.touch(name)
+            state.reason, state.attempt, state.node, state.unready = f"Scaled down: {reason}", state.attempt + 1, None, False
+            self.book.move(state, StageStatus.PENDING)
+            step.parked.add(state.offset)
 
     @event("StageStarted")
     def _started(self, stage: str, attempt: int, node: str, by: str, at: datetime) -> None:

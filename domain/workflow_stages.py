@@ -8,6 +8,7 @@ tasks that have moved, and every decision reads counters instead of scanning sta
 from __future__ import annotations
 
 from collections.abc import ItemsView, Iterable, Iterator, Mapping, ValuesView
+from datetime import datetime
 
 import msgspec
 
@@ -75,7 +76,8 @@ class StageState:
 class StepState:
     """One job, service or task array: how many of its stages are in each status, and those touched so far."""
 
-    __slots__ = ("definition", "index", "initial", "counts", "touched", "cursor", "dependents")
+    __slots__ = ("definition", "index", "initial", "counts", "touched", "cursor", "dependents", "limit", "parked",
+                 "scaled_at")
 
     def __init__(self, definition: Step, index: int) -> None:
         self.definition, self.index = definition, index
@@ -85,6 +87,9 @@ class StepState:
         self.touched: dict[int, StageState] = {}
         self.cursor = 0  # every offset below it is touched: the search for the next untouched starts here
         self.dependents: list[str] = []
+        self.limit: int | None = None  # an autoscaled pool: how many of its stages may be live (its size)
+        self.parked: set[int] = set()  # a pool's stages scaled down: PENDING again, the first to start next
+        self.scaled_at: datetime | None = None  # when the pool last scaled
 
     @property
     def name(self) -> str:
@@ -103,11 +108,23 @@ class StepState:
         return self.definition.size - len(self.touched)
 
     def outcome(self) -> str:
-        return outcome_of(self.counts, self.definition.size)
+        """A pool counts as RUNNING once as many replicas run as its size asks (the rest are not needed)."""
+        found = outcome_of(self.counts, self.definition.size)
+        if found == "OPEN" and self.limit is not None and self.counts.get(StageStatus.RUNNING, 0) >= self.limit:
+            return "RUNNING"
+        return found
 
     def has_slot(self) -> bool:
+        if self.limit is not None:
+            return self.active < self.limit
         concurrency = self.definition.template.concurrency
         return self.kind != "task" or concurrency is None or self.active < concurrency
+
+    def next_free(self) -> int | None:
+        """The next stage to ready: the lowest of a pool's parked stages and the next untouched one."""
+        untouched = self.next_untouched()
+        candidates = [offset for offset in (min(self.parked, default=None), untouched) if offset is not None]
+        return min(candidates, default=None)
 
     def next_untouched(self) -> int | None:
         """The lowest offset no event has touched yet (tasks are readied in id order, so this is amortized O(1))."""
@@ -133,6 +150,8 @@ class StepState:
         return found
 
     def move(self, state: StageState, status: StageStatus) -> None:
+        if status is not StageStatus.PENDING:
+            self.parked.discard(state.offset)
         self.counts[state.status] -= 1
         self.counts[status] = self.counts.get(status, 0) + 1
         state.status = status
@@ -193,7 +212,8 @@ class StageBook(Mapping[str, StageState]):
     def cancel(self, text: str) -> None:
         """Every stage not ended ends CANCELED saying `text`; untouched ones without a state each."""
         self.canceled = text
-        for state in list(self.live.values()):
+        parked = [step.touched[offset] for step in self.order for offset in step.parked]
+        for state in [*self.live.values(), *parked]:
             state.reason = text
             self.move(state, StageStatus.CANCELED)
         for step in self.order:

@@ -52,6 +52,11 @@ def _reason(e: Any, names: NodeName) -> str:
     return e.reason
 
 
+def _scaled(e: Any, names: NodeName) -> str:
+    stopped = f"; stopped {', '.join(e.stopped)}" if e.stopped else ""
+    return f"Scaled from {e.from_size} to {e.to_size} replicas: {e.reason}{stopped}"
+
+
 def _canceled(e: Any, names: NodeName) -> str:
     return f"Canceled by {e.by}: {e.reason}"
 
@@ -94,6 +99,7 @@ MESSAGES: dict[str, Callable[[Any, NodeName], str | None]] = {
     "Workflow.TransferProgressed": lambda e, n: e.text,
     "Workflow.ServiceUnready": lambda e, n: f"Unready (still running, out of its endpoint): {e.reason}",
     "Workflow.ServiceReadyAgain": lambda e, n: "Ready again: back in its endpoint",
+    "Workflow.ServiceScaled": _scaled,
     "Workflow.StageFinished": _finished,
     "Workflow.StageFailed": _failed,
     "Workflow.StageRetried": _reason,

@@ -135,7 +135,7 @@ class WorkflowsView(Projection):
     def _replay(self, event: Any) -> None:
         self.mirror.apply(event)
         self.updated[event.originator_id] = getattr(event, "at", None) or event.timestamp
-        self._record(event.originator_id, event, getattr(event, "stage", None))
+        self._record(event.originator_id, event, getattr(event, "stage", None) or getattr(event, "service", None))
 
     @on("Allocation.Requested")
     def _requested(self, event: Any) -> None:

@@ -8,6 +8,10 @@ from domain.fuzzfile.schema import Service
 
 
 def replica_count(service: Service) -> int:
+    """The pool's stages: `replicas`, or with an autoscaler the most it may grow to (`max-replicas`)."""
+    scaler = service.autoscaler
+    if scaler is not None:
+        return max(scaler.max_replicas or 1, scaler.min_replicas or 1, service.replicas or 1)
     return service.replicas or 1
 
 

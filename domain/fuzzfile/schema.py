@@ -199,6 +199,23 @@ class Restart(Spec):
     max_backoff: str | int | float | None = None
 
 
+class ScalingMetric(Spec):
+    """One rule of a service's autoscaler: keep `name` (measured per replica) near `target`."""
+
+    name: str
+    target: int | float
+
+
+class Autoscaler(Spec):
+    """The 4.1 `autoscaler` block: the pool grows and shrinks between `min-replicas` and `max-replicas` so that each
+    metric stays near its target per replica, at most one step per `cooldown`."""
+
+    min_replicas: int | None = None
+    max_replicas: int | None = None
+    metrics: list[ScalingMetric] | None = None
+    cooldown: str | int | float | None = None
+
+
 class Service(Container):
     policy: Policy | None = None  # `restart` is used; the rest is ignored (warned about)
     roving_restart: Restart | None = None
@@ -207,6 +224,7 @@ class Service(Container):
     readiness_probe: Probe | None = None
     persist: bool | None = None
     replicas: int | None = None
+    autoscaler: Autoscaler | None = None
 
 
 class Transfer(Spec):

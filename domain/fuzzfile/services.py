@@ -1,11 +1,13 @@
-"""Service-only rules: ports, endpoints, readiness probe, replicas, and the policy services do not have."""
+"""Service-only rules: ports, endpoints, probes, replicas and their autoscaler, and the policy services do not have."""
 
 from __future__ import annotations
 
 import re
 
+from domain.fuzzfile.autoscaler import check_autoscaler
 from domain.fuzzfile.decode import join
 from domain.fuzzfile.limits import MAX_PROBE_SECONDS, MAX_PROBE_THRESHOLD, MAX_REPLICAS, bounded
+from domain.fuzzfile.replicas import replica_count
 from domain.fuzzfile.restart import check_restart
 from domain.fuzzfile.schema import Probe, Problem, Service
 
@@ -31,6 +33,8 @@ def check_service(service: Service, path: str) -> tuple[list[Problem], list[Prob
         _check_probe(service.readiness_probe, join(path, "readiness-probe"), errors)
     if service.roving_liveness_probe is not None:
         _check_probe(service.roving_liveness_probe, join(path, "roving-liveness-probe"), errors)
+    network = service.network
+    errors += check_autoscaler(service, path, network is not None and any(e.persistent for e in network.endpoints or []))
     return errors, warnings
 
 
@@ -51,7 +55,7 @@ def _check_ports(service: Service, path: str, errors: list[Problem]) -> set[str]
 
 def _check_replica_ports(service: Service, path: str, errors: list[Problem]) -> None:
     """Replica i serves each declared port + i - 1: those ranges must stay below 65536 and apart."""
-    count = service.replicas or 1
+    count = replica_count(service)
     if count < 2 or not 1 <= count <= MAX_REPLICAS:
         return
     taken: dict[int, str] = {}
