@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from domain.app.allocations import Allocations
+from domain.app.autoscaling import AutoscaleHandlers
 from domain.app.config import ConfigHandlers
 from domain.app.endpoints import EndpointHandlers, base_url
 from domain.app.nodes import NodeHandlers
@@ -40,6 +41,7 @@ class Roving(UnitOfWork):
         self.workflows = WorkflowHandlers(self, self.allocations, self.endpoints, self.scheduling, self.profiles)
         self.nodes = NodeHandlers(self, self.allocations, self.configuration)
         self.tenancy = TenancyHandlers(self, self.allocations, passwords, self.configuration)  # type: ignore[arg-type]
+        self.autoscaling = AutoscaleHandlers(self, self.allocations, self.endpoints)
 
 
 # Which handler answers each name callers use (`roving.submit_workflow(...)` is `roving.workflows.submit_workflow`).
@@ -54,6 +56,7 @@ FACE = {
                 "add_member", "remove_member", "set_explainer", "set_posix_id"),
     "configuration": ("config", "scheduler_config", "change_config"),
     "profiles": ("set_profile", "delete_profile", "profile", "list_profiles"),
+    "autoscaling": ("scale_service",),
 }
 
 
