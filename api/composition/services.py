@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from adapters.audit_log import AuditLog
+    from adapters.traffic import EndpointTraffic
     from api.composition.settings import Settings
     from api.composition.wakeups import AssignmentWaiters
     from api.scheduler.runner import SchedulerRunner
@@ -52,3 +53,4 @@ class Services:
     audit: AuditLog | None = None
     waiters: AssignmentWaiters | None = None
     secrets: SecretHandlers | None = None
+    traffic: EndpointTraffic | None = None  # requests through the endpoint proxy, which the autoscaler reads

@@ -44,6 +44,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     federation_hub: str | None = None
     max_body_bytes: int = 4 * 2**20  # a request body over it is answered 413 (api.http.limits)
     monitoring_interval: float = 15.0  # `roving up --monitoring`: scrape, evaluation and alert grouping pace
+    autoscale_interval: float = 2.0  # how often the autoscaler samples endpoint traffic and decides pools' sizes
     node_exporter_port: int = 9100  # where --monitoring scrapes each node's node exporter (0: none)
     tls_cert: Path | None = None  # with tls_key: the API serves https, and answers carry HSTS
     tls_key: Path | None = None
@@ -93,6 +94,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         federation_hub=(env.get("ROVING_FEDERATION_HUB") or "").strip() or None,
         max_body_bytes=_body_bytes(env.get("ROVING_MAX_BODY_BYTES"), defaults.max_body_bytes),
         monitoring_interval=_ttl(env, "ROVING_MONITORING_INTERVAL", defaults.monitoring_interval),
+        autoscale_interval=_ttl(env, "ROVING_AUTOSCALE_INTERVAL", defaults.autoscale_interval),
         node_exporter_port=_count(env, "ROVING_NODE_EXPORTER_PORT", defaults.node_exporter_port, minimum=0),
         **_tls(env),
         header_timeout_seconds=_ttl(env, "ROVING_HEADER_TIMEOUT", defaults.header_timeout_seconds),

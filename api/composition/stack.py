@@ -100,6 +100,7 @@ class Stack:
         self.audit_store = self.audit_feed = self.audit = None
         self.with_audit = audit
         self.monitoring = None
+        self.autoscaler = None
 
     @property
     def url(self) -> str:
@@ -140,12 +141,18 @@ class Stack:
                                           signals=self.signals).start()
         if self.with_audit:
             self._start_audit(cluster)
+        from adapters.traffic import EndpointTraffic
+        from api.composition.autoscaling import AutoscalerLoop
+
+        self.traffic = EndpointTraffic()
+        self.autoscaler = AutoscalerLoop(self.roving, self.views, self.traffic,
+                                         interval=self.settings.autoscale_interval).start()
         self.services = Services(
             roving=self.roving, views=self.views, tailer=self.tailer, key=self.key, leases=self.leases,
             logs=self._logs(nats_url, cluster), settings=self.settings, nats_url=nats_url, cluster=cluster,
             agent_nats_url=agent_log_url(nats_url, self.data_dir, self.settings.nats_agent_creds) or "",
             runner=self.runner, audit=self.audit, waiters=self.waiters,
-            secrets=open_secret_store(self.roving, self.data_dir),
+            secrets=open_secret_store(self.roving, self.data_dir), traffic=self.traffic,
         )
         return self
 
@@ -255,7 +262,7 @@ class Stack:
         self.agents.stop()
         if self.server is not None:
             self.server.should_exit = True
-        for part in (self.runner, self.tailer, self.audit_feed):
+        for part in (self.autoscaler, self.runner, self.tailer, self.audit_feed):
             if part is not None:
                 part.stop()
         self._save_views()

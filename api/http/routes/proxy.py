@@ -139,7 +139,14 @@ async def proxy(request: Request) -> Response:
     if isinstance(found, Response):
         return found
     endpoint, strip = found
-    return await forward(request, endpoint, await body_of(request), strip)
+    traffic = c.services(request).traffic
+    if traffic is None:
+        return await forward(request, endpoint, await body_of(request), strip)
+    traffic.begin(endpoint.name)  # what the autoscaler measures: until the answer (or its head) is back
+    try:
+        return await forward(request, endpoint, await body_of(request), strip)
+    finally:
+        traffic.end(endpoint.name)
 
 
 class Upload:

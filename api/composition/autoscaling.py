@@ -1,0 +1,79 @@
+"""The autoscaler's loop: every few seconds, each endpoint's traffic through the proxy is sampled and the rule
+(domain.autoscale) decides its pool's size; a step is committed as `scale_service` (a ServiceScaled event).
+
+It runs in the process that serves the proxy, since that is where the traffic is counted. A decision made on a
+stale view is dropped by the command and the next tick decides again."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime
+from typing import Any
+
+import structlog
+
+from adapters.traffic import EndpointTraffic
+from domain.app import Conflict, NotFound
+from domain.autoscale import decide_scale
+
+log = structlog.get_logger("roving.autoscaler")
+DEFAULT_INTERVAL = 2.0
+
+
+class AutoscalerLoop:
+    def __init__(self, roving: Any, views: Any, traffic: EndpointTraffic, interval: float = DEFAULT_INTERVAL) -> None:
+        self.roving, self.views, self.traffic, self.interval = roving, views, traffic, interval
+        self.stopping = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="roving-autoscaler", daemon=True)
+
+    def start(self) -> AutoscalerLoop:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.stopping.set()
+        if self._thread.ident is not None:
+            self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        while not self.stopping.wait(self.interval):
+            try:
+                self.tick(datetime.now(UTC))
+            except Exception:  # noqa: BLE001 - one bad pass must not end autoscaling; the next tick tries again
+                log.exception("autoscaler.tick_failed")
+
+    def tick(self, now: datetime) -> int:
+        """One evaluation of every bound endpoint's pool; returns how many pools scaled."""
+        scaled = 0
+        for name, workflow_id, service in self._bound_endpoints():
+            sample = self.traffic.sample(name)
+            pool = self._pool(workflow_id, service)
+            if pool is None:
+                continue
+            metrics = sample.as_metrics() if sample is not None else {m.name: 0.0 for m in pool.rule.metrics}
+            step = decide_scale(pool.rule, metrics, pool.size, pool.scaled_at, now)
+            if step is not None and self._scale(workflow_id, service, pool.size, step.to, step.reason, now):
+                scaled += 1
+        return scaled
+
+    def _pool(self, workflow_id: Any, service: str) -> Any:
+        view = self.views.workflows
+        with view.lock:  # the tailer applies events to the mirrored workflow on its own thread
+            workflow = view.workflow(workflow_id)
+            return next((p for p in workflow.pools() if p.service == service), None) if workflow else None
+
+    def _bound_endpoints(self) -> list[tuple[str, Any, str]]:
+        view = self.views.endpoints
+        with view.lock:
+            endpoints = [e for e in view.mirror.values() if not e.deleted and e.binding is not None]
+            return [(e.name, e.binding.workflow_id, e.binding.service) for e in endpoints]
+
+    def _scale(self, workflow_id: Any, service: str, size: int, to: int, reason: str, now: datetime) -> bool:
+        try:
+            done = self.roving.scale_service(workflow_id, service, size, to, reason, now)
+        except (Conflict, NotFound) as error:
+            log.info("autoscaler.step_refused", workflow=str(workflow_id), service=service, reason=str(error))
+            return False
+        if done:
+            log.info("autoscaler.scaled", workflow=str(workflow_id), service=service, size=size, to=to, reason=reason)
+        return bool(done)
