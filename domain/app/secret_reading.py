@@ -167,5 +167,5 @@ def refused_spec(spec: dict[str, Any], reason: str) -> dict[str, Any]:
     """The job, made to fail at once saying why (the reason names references, never values)."""
     message = "roving: " + reason.replace("'", "")
     env = {k: v for k, v in (spec.get("env") or {}).items() if not referenced({k: v})}
-    return {**spec, "env": env, "command": None, "args": None, "files": {},
+    return {**spec, "env": env, "command": None, "args": None, "files": {}, "image": "",  # pulls nothing
             "script": f"echo '{message}' >&2\nexit {REFUSED_EXIT}\n"}
