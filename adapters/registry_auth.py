@@ -44,13 +44,15 @@ def parse_credential(value: str) -> Credential:
     text = value.strip()
     if not text:
         raise CredentialError("image.secret: the secret is empty; expected USER:PASSWORD, JSON or a token")
-    if text.startswith("{"):
+    if text[0] in "{[":
         return _from_json(text)
     if ":" in text:
         username, _, password = text.partition(":")
         if not username or not password:
             raise CredentialError("image.secret: expected USER:PASSWORD with neither part empty")
         return Credential(username=username, password=password)
+    if any(c.isspace() for c in text):
+        raise CredentialError("image.secret: a token has no spaces; expected USER:PASSWORD, JSON or a token")
     return Credential(token=text)
 
 
