@@ -23,6 +23,7 @@ from adapters.hooks import (
     with_pre_hooks,
     write_post_hooks,
 )
+from adapters.apptainer import ApptainerRuntime, env_in_image
 from adapters.pull_progress import Tell, ready_text
 from adapters.registry_auth import parse_credential
 from adapters.runtime.bwrap import OciRuntime
@@ -193,7 +194,7 @@ class Executor:
     its own cgroup when `cgroups` is given."""
 
     def __init__(self, workdir_root: Path, kill_grace: float = 10.0, cgroups: Hierarchy | None = None,
-                 user: JobUser | None = None, runtime: OciRuntime | None = None,
+                 user: JobUser | None = None, runtime: OciRuntime | ApptainerRuntime | None = None,
                  pids_limit: int = PIDS_PER_ALLOCATION, state_root: Path | None = None, gpus: list[Gpu] | None = None,
                  allow_root: bool = False):
         self.workdir_root = Path(workdir_root).resolve()
@@ -254,7 +255,7 @@ class Executor:
                 self.volumes.link(workdir, bound)
             if user is not None:
                 hand_over(workdir, user)
-            env = job_environment(spec, user, workdir, devices, workdir=workdir)
+            env = env_in_image(self.runtime, pulled, job_environment(spec, user, workdir, devices, workdir=workdir))
             if transfer:  # where this node reaches the world: a hub mirror, an S3 endpoint, a proxy
                 env.update({k: os.environ[k] for k in TRANSFER_PASSED if k in os.environ})
             check_findable(argv[0], env, cwd)
@@ -359,6 +360,7 @@ class Executor:
         env = job_environment(spec, user, running.workdir, running.devices if self.binder else None,
                               workdir=running.workdir)
         env.update(ROVING_EXIT_CODE=str(code), ROVING_EXIT_REASON=reason)
+        env = env_in_image(self.runtime, running.pulled, env)
         for hook, argv in hooks:
             if running.pulled is not None and self.runtime is not None:
                 argv = self.runtime.wrap(argv, running.pulled.rootfs, running.workdir, cwd, spec.network_isolated)

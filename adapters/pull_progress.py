@@ -62,17 +62,19 @@ def layer_count(manifest: str) -> int | None:
     return len(layers) if isinstance(layers, list) else None
 
 
-def skopeo_answer(output: str, code: int) -> str:
-    """The registry's answer from skopeo's output: its last line (the fatal message), or the exit code."""
+def tool_answer(output: str, code: int) -> str:
+    """The registry's answer from skopeo's (or apptainer's) output: its last line (the fatal message), or the exit
+    code."""
     lines = output.strip().splitlines()
     return lines[-1] if lines else f"exit {code}"
 
 
-def run_following(argv: list[str], on_line: Callable[[str], None], timeout: float) -> tuple[int, str]:
+def run_following(argv: list[str], on_line: Callable[[str], None], timeout: float,
+                  env: dict[str, str] | None = None) -> tuple[int, str]:
     """(exit code, all output) of `argv`, each output line given to `on_line` as it comes; killed after `timeout`
     seconds (subprocess.TimeoutExpired then)."""
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               stdin=subprocess.DEVNULL)
+                               stdin=subprocess.DEVNULL, env=env)
     expired = threading.Event()
 
     def expire() -> None:

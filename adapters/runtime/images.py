@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from adapters.pull_progress import PullReport, Tell, layer_count, run_following, skopeo_answer
+from adapters.pull_progress import PullReport, Tell, layer_count, run_following, tool_answer
 from adapters.registry_auth import Credential, auth_file, inspect_auth, source_auth
 from adapters.runspec import SpecError
 from adapters.runtime.layers import LayerError, apply_layer
@@ -195,7 +195,7 @@ class ImageCache:
             raise ImageError(f"image {image} cannot be pulled: its registry did not answer in "
                              f"{INSPECT_TIMEOUT:g}s") from None
         if done.returncode != 0:
-            answer = skopeo_answer(done.stderr or done.stdout, done.returncode)
+            answer = tool_answer(done.stderr or done.stdout, done.returncode)
             raise ImageError(f"image {image} cannot be pulled: {answer}")
         return done.stdout
 
@@ -261,7 +261,7 @@ class ImageCache:
             except subprocess.TimeoutExpired:
                 raise ImageError(f"image {image} cannot be pulled: skopeo took longer than {PULL_TIMEOUT:g}s") from None
         if code != 0:
-            raise ImageError(f"image {image} cannot be pulled: {skopeo_answer(output, code)}")
+            raise ImageError(f"image {image} cannot be pulled: {tool_answer(output, code)}")
 
     @staticmethod
     def _manifest(layout: Path, image: str) -> tuple[str, list[Path]]:
