@@ -8,12 +8,14 @@ apart; a pull with no one listening tells nobody.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import threading
 from collections.abc import Callable
 
 Tell = Callable[[str], None]
 BLOB = "Copying blob "
+LOGRUS = re.compile(r'level=(?:fatal|error) msg="((?:[^"\\]|\\.)*)"')  # skopeo's `time=... level=fatal msg="..."`
 
 
 def nobody(_: str) -> None:
@@ -66,7 +68,10 @@ def tool_answer(output: str, code: int) -> str:
     """The registry's answer from skopeo's (or apptainer's) output: its last line (the fatal message), or the exit
     code."""
     lines = output.strip().splitlines()
-    return lines[-1] if lines else f"exit {code}"
+    if not lines:
+        return f"exit {code}"
+    found = LOGRUS.search(lines[-1])
+    return found.group(1).replace('\\"', '"') if found else lines[-1]
 
 
 def run_following(argv: list[str], on_line: Callable[[str], None], timeout: float,

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from adapters.pull_progress import PullReport, layer_count
+from adapters.pull_progress import PullReport, layer_count, tool_answer
 from adapters.runspec import RunSpec
 from api.agent.pulls import ImagePulls
 from domain.workflow import WorkflowError
@@ -76,3 +76,19 @@ def test_a_stage_that_is_not_started_reports_no_image_progress():
     workflow = submit("version: v1\njobs:\n" + step("train"))
     with pytest.raises(WorkflowError, match="cannot report its image"):
         workflow.image_progressed("train", 1, "pulling", at(2))
+
+
+def test_the_registrys_answer_is_skopeos_message_without_its_log_decoration():
+    output = ('Getting image source signatures\ntime="2026-12-04T17:22:34Z" level=fatal msg="initializing source '
+              '\\"docker://r/a:1\\": reading manifest 1 in r/a: unauthorized: authentication required"\n')
+    assert tool_answer(output, 1) == ('initializing source "docker://r/a:1": reading manifest 1 in r/a: '
+                                      "unauthorized: authentication required")
+    assert tool_answer("", 125) == "exit 125"
+
+
+def test_a_stage_whose_image_cannot_be_pulled_fails_naming_the_image_and_the_registrys_answer():
+    workflow = submit("version: v1\njobs:\n" + step("train"))
+    workflow.stage_started("train", 1, "n1", at(1))
+    told = f"cannot start: image {IMAGE} cannot be pulled: reading manifest 1 in team/app: unauthorized"
+    workflow.stage_exited("train", 1, 126, at(2), told=told)
+    assert workflow.stage("train").reason.startswith(f"Failed: {told} (exit 126)")
