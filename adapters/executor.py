@@ -66,7 +66,7 @@ class Running:
         self.devices: list[str] = []  # the GPU indices it was bound to
         self.readers: dict[str, int] = {}  # the agent's ends of its output FIFOs, until its readers take them
         self.pulled = None  # the image this ran in (oci runtime), with how long its pull took
-        self.image_note = ""  # how its image got ready: "image X ready in 1.2 s (pulled)" (oci runtime)
+        self.image_note = ""  # how its image got ready: "image X ready in 1.2 s (pulled)" (oci, apptainer)
         self.result: tuple[int, str] | None = None
         self._reason: str | None = None
         self._stop = threading.Event()

@@ -73,8 +73,8 @@ def _from_json(text: str) -> Credential:
 
 def take_credential(env: dict[str, str] | None) -> tuple[dict[str, str] | None, str]:
     """(the job's env without the image secret, the secret's value): the job never sees its registry's password."""
-    if not env or IMAGE_SECRET_VARIABLE not in env:
-        return env, ""
+    if not isinstance(env, dict) or IMAGE_SECRET_VARIABLE not in env:
+        return env, ""  # no secret (or a shape build_spec will name)
     rest = dict(env)
     return rest, rest.pop(IMAGE_SECRET_VARIABLE)
 
