@@ -19,6 +19,7 @@ from domain.app.unit_of_work import UnitOfWork
 from domain.fuzzfile import Problem
 from domain.secrets import (Cipher, CipherError, Reference, Scope, SecretError, SecretShelf, entry_id, parse_reference,
                             referenced, shelf_id, uses)
+from domain.secrets.references import IMAGE_SECRET_VARIABLE
 from domain.tenancy import Role
 from domain.tenancy.group import Group
 from domain.tenancy.permissions import Principal
@@ -115,7 +116,7 @@ class SecretReading:
     def resolve_env(self, env: dict[str, str], owner: dict[str, str]) -> dict[str, str]:
         """The env with each reference replaced by its value, read as the workflow's owner; Unresolvable if not."""
         reader = self.owner_reader(owner)
-        return {**env, **{k: self.open(k, text, reader) for k, text in referenced(env).items()}}
+        return {**env, **{k: self.open(_field(k), text, reader) for k, text in referenced(env).items()}}
 
     def open(self, variable: str, text: str, reader: Reader) -> str:
         try:
@@ -156,6 +157,11 @@ class SecretReading:
 
     def get(self, aggregate: UUID) -> Any:
         return self.uow.repository.get(aggregate) if aggregate in self.uow.repository else None
+
+
+def _field(variable: str) -> str:
+    """How a failure names the reference: by its env variable, or as `image.secret` for the image's."""
+    return "image.secret" if variable == IMAGE_SECRET_VARIABLE else variable
 
 
 def check_references(uow: UnitOfWork, definition: Any, principal: Principal) -> None:

@@ -85,7 +85,7 @@ def test_an_image_secret_gone_by_the_time_the_job_starts_fails_it_naming_the_ref
             "env": {"PLAIN": "1", IMAGE_SECRET_VARIABLE: "secret://user/registry"}}
     refused = world.secrets.resolve_assignments({"start": [spec], "stop": []})["start"][0]
     assert refused["image"] == "" and IMAGE_SECRET_VARIABLE not in refused["env"]
-    assert "secret://user/registry" in refused["script"] and "exit 78" in refused["script"]
+    assert "image.secret=secret://user/registry: no such secret" in refused["script"] and "exit 78" in refused["script"]
 
 
 def test_a_job_without_an_image_secret_has_nothing_added_to_its_env():
