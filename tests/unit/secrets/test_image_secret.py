@@ -48,6 +48,9 @@ def test_an_image_secret_the_submitter_may_not_read_is_refused_naming_the_field(
         world.secrets.check_references(definition("secret://user/registry"), world.who("mallory"))
     [problem] = refused.value.problems
     assert problem.path == "jobs.train.image.secret" and problem.message.startswith("secret://user/registry: ")
+    with pytest.raises(Invalid, match="secret://user/registry"):  # the submission itself
+        world.roving.submit_workflow(uuid4(), "w", FUZZFILE % "secret://user/registry", 0, None, world.who("mallory"),
+                                     T0)
 
 
 def test_an_image_secret_that_is_not_a_reference_is_refused_naming_the_field():
