@@ -23,6 +23,9 @@ from adapters.hooks import (
     with_pre_hooks,
     write_post_hooks,
 )
+from adapters.apptainer import ApptainerRuntime, env_in_image
+from adapters.pull_progress import Tell, ready_text
+from adapters.registry_auth import parse_credential
 from adapters.runtime.bwrap import OciRuntime
 from adapters.stage_dir import check_findable, hand_over, job_argv, write_files
 from adapters.transfer_plan import REASON_FILE, TRANSFER_KINDS, transfer_argv
@@ -63,6 +66,7 @@ class Running:
         self.devices: list[str] = []  # the GPU indices it was bound to
         self.readers: dict[str, int] = {}  # the agent's ends of its output FIFOs, until its readers take them
         self.pulled = None  # the image this ran in (oci runtime), with how long its pull took
+        self.image_note = ""  # how its image got ready: "image X ready in 1.2 s (pulled)" (oci, apptainer)
         self.result: tuple[int, str] | None = None
         self._reason: str | None = None
         self._stop = threading.Event()
@@ -190,7 +194,7 @@ class Executor:
     its own cgroup when `cgroups` is given."""
 
     def __init__(self, workdir_root: Path, kill_grace: float = 10.0, cgroups: Hierarchy | None = None,
-                 user: JobUser | None = None, runtime: OciRuntime | None = None,
+                 user: JobUser | None = None, runtime: OciRuntime | ApptainerRuntime | None = None,
                  pids_limit: int = PIDS_PER_ALLOCATION, state_root: Path | None = None, gpus: list[Gpu] | None = None,
                  allow_root: bool = False):
         self.workdir_root = Path(workdir_root).resolve()
@@ -218,11 +222,13 @@ class Executor:
         stage = UNSAFE_NAME.sub("_", spec.stage).lstrip(".") or "_"
         return self.workdir_root / workflow / f"{stage}-{spec.attempt}"
 
-    def start(self, spec: RunSpec, on_output: OnOutput, on_exit: OnExit) -> Running:
+    def start(self, spec: RunSpec, on_output: OnOutput, on_exit: OnExit, image_secret: str = "",
+              tell: Tell | None = None) -> Running:
         """Prepare the work directory, start the process in its own session and cgroup, supervise it in threads.
 
         The job runs under a small shell wrapper that records its exit code, its output goes through FIFOs in
-        the agent's state directory, and its state is written there: a restarted agent can adopt it."""
+        the agent's state directory, and its state is written there: a restarted agent can adopt it. Its image
+        is pulled with `image_secret` (the value of the image's registry secret), its progress told to `tell`."""
         user, workdir = self.job_user(spec), self.workdir(spec)
         workdir.mkdir(parents=True, exist_ok=True)
         cwd = inside(workdir, spec.cwd or ".", "cwd")
@@ -235,18 +241,21 @@ class Executor:
         else:
             argv = with_backoff(spec.start_delay_seconds, with_pre_hooks(spec.hooks, job_argv(spec, workdir), workdir))
             write_post_hooks(spec.hooks, workdir)
-        devices, pulled = self._bind(spec), None
+        devices, pulled, note = self._bind(spec), None, ""
         try:
             if spec.image and self.runtime is not None and not transfer:
                 mounts = {location: path for location, path in bound.items() if location}
-                pulled = self.runtime.prepare(spec.image, list(mounts))
+                credential = parse_credential(image_secret) if image_secret else None
+                began = time.monotonic()
+                pulled = self.runtime.prepare(spec.image, list(mounts), credential, tell)
+                note = ready_text(spec.image, time.monotonic() - began, cached=not pulled.seconds)
                 argv = self.runtime.wrap(argv, pulled.rootfs, workdir, cwd, spec.network_isolated, devices or [],
                                          mounts)
             else:
                 self.volumes.link(workdir, bound)
             if user is not None:
                 hand_over(workdir, user)
-            env = job_environment(spec, user, workdir, devices, workdir=workdir)
+            env = env_in_image(self.runtime, pulled, job_environment(spec, user, workdir, devices, workdir=workdir))
             if transfer:  # where this node reaches the world: a hub mirror, an S3 endpoint, a proxy
                 env.update({k: os.environ[k] for k in TRANSFER_PASSED if k in os.environ})
             check_findable(argv[0], env, cwd)
@@ -257,6 +266,7 @@ class Executor:
                 self.runtime.cache.release(pulled)
             raise
         running.pulled, running.devices, running.ran_on_host = pulled, list(devices or []), bool(spec.image) and not pulled
+        running.image_note = note
         running.files.save(self._state(running))
         self._watch(running, on_output, on_exit)
         return running
@@ -350,6 +360,7 @@ class Executor:
         env = job_environment(spec, user, running.workdir, running.devices if self.binder else None,
                               workdir=running.workdir)
         env.update(ROVING_EXIT_CODE=str(code), ROVING_EXIT_REASON=reason)
+        env = env_in_image(self.runtime, running.pulled, env)
         for hook, argv in hooks:
             if running.pulled is not None and self.runtime is not None:
                 argv = self.runtime.wrap(argv, running.pulled.rootfs, running.workdir, cwd, spec.network_isolated)

@@ -220,6 +220,11 @@ class Workflow(TimedAggregate):
             raise WorkflowError(f"{stage} is a {state.template.kind}; only ingress and egress report progress")
         self._progressed(stage=stage, attempt=attempt, text=text[:300], by=by, at=at)
 
+    def image_progressed(self, stage: str, attempt: int, text: str, at: datetime, by: str = "agent") -> None:
+        """The node pulls the stage's image, or has it ready (the text is the agent's, at most 300 characters)."""
+        self._expect(stage, attempt, (StageStatus.STARTED, StageStatus.RUNNING), "report its image")
+        self._image_progressed(stage=stage, attempt=attempt, text=text[:300], by=by, at=at)
+
     def stage_stopped(self, stage: str, attempt: int, at: datetime, by: str = "agent") -> None:
         """A service stopped because nothing needs it any more: that is its normal end."""
         state = self._expect(stage, attempt, (StageStatus.STARTED, StageStatus.RUNNING), "stop")
@@ -367,6 +372,10 @@ class Workflow(TimedAggregate):
 
     @event("TransferProgressed")
     def _progressed(self, stage: str, attempt: int, text: str, by: str, at: datetime) -> None:
+        pass  # told, not kept: the activity stream shows it
+
+    @event("ImageProgressed")
+    def _image_progressed(self, stage: str, attempt: int, text: str, by: str, at: datetime) -> None:
         pass  # told, not kept: the activity stream shows it
 
     @event("StageRunning")

@@ -97,6 +97,7 @@ MESSAGES: dict[str, Callable[[Any, NodeName], str | None]] = {
     "Workflow.StageStarted": _started,
     "Workflow.StageRunning": _running,
     "Workflow.TransferProgressed": lambda e, n: e.text,
+    "Workflow.ImageProgressed": lambda e, n: e.text,
     "Workflow.ServiceUnready": lambda e, n: f"Unready (still running, out of its endpoint): {e.reason}",
     "Workflow.ServiceReadyAgain": lambda e, n: "Ready again: back in its endpoint",
     "Workflow.ServiceScaled": _scaled,

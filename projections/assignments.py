@@ -18,6 +18,7 @@ from domain.fuzzfile.restart import restart_delay
 from domain.fuzzfile.schema import Job, Service
 from domain.fuzzfile.transfers import TRANSFER_KINDS
 from domain.multinode import Peers, leader_port
+from domain.secrets.references import IMAGE_SECRET_VARIABLE
 from domain.workflow import Workflow
 from projections.nodes import NodesView
 from projections.queue import QueueView
@@ -98,7 +99,7 @@ def run_spec(a: Allocation, workflow: Workflow, queue: QueueView, peers: Peers |
     return {
         "allocation_id": str(a.id), "epoch": a.epoch, "workflow_id": str(a.workflow_id), "stage": a.stage,
         "job": spec.step, "task_id": spec.task_id, "kind": spec.kind, "image": spec.image, "script": spec.script,
-        "command": spec.command, "args": spec.args, "env": dict(spec.env), "cwd": spec.cwd,
+        "command": spec.command, "args": spec.args, "env": {**spec.env, **_image_secret(spec)}, "cwd": spec.cwd,
         "files": _files(workflow, step), "execute_timeout_seconds": spec.execute_timeout_seconds,
         "memory_bytes": spec.resources.memory_bytes, "cpu_cores": spec.resources.cpu_cores,
         "account_id": _account(queue, a), "readiness_probe": _probe(step, spec),
@@ -120,6 +121,13 @@ def _isolation(spec: Any, step: Any) -> dict:
     if isinstance(step, Job) and step.network is not None and step.network.isolated:
         found["network_isolated"] = True
     return found
+
+
+def _image_secret(spec: Any) -> dict:
+    """The image's registry secret rides in env, where the agent's answer resolves it (the agent takes it out of the
+    job's env again: adapters/registry_auth.py)."""
+    secret = getattr(spec, "image_secret", "")
+    return {IMAGE_SECRET_VARIABLE: secret} if secret and spec.image else {}
 
 
 def _backoff(spec: Any, attempt: int) -> dict:

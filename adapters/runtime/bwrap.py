@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from adapters.pull_progress import Tell
+from adapters.registry_auth import Credential
 from adapters.runtime.images import ImageCache, Pulled
 
 
@@ -21,9 +23,10 @@ class OciRuntime:
     def __init__(self, cache: ImageCache, workdir_root: Path, bwrap: str = "bwrap") -> None:
         self.cache, self.workdir_root, self.bwrap = cache, Path(workdir_root), bwrap
 
-    def prepare(self, image: str, mounts: list[str] = ()) -> Pulled:
+    def prepare(self, image: str, mounts: list[str] = (), credential: Credential | None = None,
+                tell: Tell | None = None) -> Pulled:
         """The image's root, with the mount points the read-only bind cannot create at run time (volumes' too)."""
-        pulled = self.cache.rootfs(image)
+        pulled = self.cache.rootfs(image, credential, tell)
         points = ["proc", "dev", "tmp", *(m.strip("/") for m in mounts if m.strip("/"))]
         if not self.workdir_root.is_relative_to("/tmp"):  # under /tmp it lands on that tmpfs
             points.append(str(self.workdir_root.relative_to("/")))

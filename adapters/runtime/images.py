@@ -26,10 +26,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from adapters.pull_progress import PullReport, Tell, layer_count, run_following, tool_answer
+from adapters.registry_auth import Credential, auth_file, inspect_auth, source_auth
 from adapters.runspec import SpecError
 from adapters.runtime.layers import LayerError, apply_layer
 
 PULL_TIMEOUT = 900.0
+INSPECT_TIMEOUT = 120.0
 
 
 class ImageError(SpecError):
@@ -75,25 +78,28 @@ class ImageCache:
             (self.directory / part).mkdir(parents=True, exist_ok=True, mode=0o711)
         self.directory.chmod(0o711)
 
-    def rootfs(self, image: str) -> Pulled:
-        """The unpacked root of `image` (`docker://REF`), pulled first when this node does not have it, held in
-        use (not evictable) until `release`."""
+    def rootfs(self, image: str, credential: Credential | None = None, tell: Tell | None = None) -> Pulled:
+        """The unpacked root of `image` (`docker://REF`), pulled first when this node does not have it (with the
+        job's registry `credential`, telling how far it is), held in use (not evictable) until `release`.
+
+        An image pulled with a credential is private: a later job gets it from the cache only once the registry
+        has let that job's own credential (or none) read its manifest."""
         if not image.startswith("docker://"):
             raise ImageError(f"image {image}: the oci runtime pulls docker:// references only")
         reference = image.removeprefix("docker://")
         key = hashlib.sha256(reference.encode()).hexdigest()
         if (held := self._held(self._cached(key))) is not None:
-            return held
+            return self._allowed(held, image, reference, key, credential)
         with open(self.directory / "locks" / f"{key}.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # whoever waited here finds the image the first puller left
             if (held := self._held(self._cached(key))) is not None:
-                return held
+                return self._allowed(held, image, reference, key, credential)
             started = time.monotonic()
-            digest = self._pull(image, reference, key)
+            digest = self._pull(image, reference, key, credential, PullReport(image, tell))
             pulled = self._held(Pulled(self.directory / "images" / digest / "rootfs", digest,
                                        time.monotonic() - started))
         if pulled is None:  # evicted by another agent between its unpacking and our lock: rare, and retried
-            return self.rootfs(image)
+            return self.rootfs(image, credential, tell)
         self.evict()
         return pulled
 
@@ -172,28 +178,55 @@ class ImageCache:
         rootfs = self.directory / "images" / digest / "rootfs"
         return Pulled(rootfs, digest, 0.0) if rootfs.is_dir() else None
 
-    def _pull(self, image: str, reference: str, key: str) -> str:
+    def _plain_http(self, reference: str) -> bool:
+        """Plain HTTP: a loopback registry, or one the admin declared (ROVING_INSECURE_REGISTRIES)."""
+        registry = registry_of(reference)
+        return is_loopback(registry) or registry in self.insecure
+
+    def _inspect(self, image: str, reference: str, auth: Path | None, anonymous: bool = False) -> str:
+        """The image's raw manifest, read with `auth` (ImageError with the registry's answer when refused)."""
+        argv = [self.skopeo, "inspect", "--raw", *inspect_auth(auth, anonymous)]
+        if self._plain_http(reference):
+            argv.append("--tls-verify=false")
+        try:
+            done = subprocess.run([*argv, f"docker://{reference}"], capture_output=True, text=True,
+                                  timeout=INSPECT_TIMEOUT, check=False)
+        except subprocess.TimeoutExpired:
+            raise ImageError(f"image {image} cannot be pulled: its registry did not answer in "
+                             f"{INSPECT_TIMEOUT:g}s") from None
+        if done.returncode != 0:
+            answer = tool_answer(done.stderr or done.stdout, done.returncode)
+            raise ImageError(f"image {image} cannot be pulled: {answer}")
+        return done.stdout
+
+    def _allowed(self, held: Pulled, image: str, reference: str, key: str, credential: Credential | None) -> Pulled:
+        """`held`, once this job may have it: a private image (pulled with a credential) only when the registry
+        answers this job's own credential, or its lack of one (the node's own auth files do not count)."""
+        if not (self.directory / "refs" / f"{key}.private").exists():
+            return held
+        try:
+            with auth_file(credential, registry_of(reference)) as auth:
+                self._inspect(image, reference, auth, anonymous=True)
+        except BaseException:
+            if held.lease is not None:
+                os.close(held.lease)
+            raise
+        return held
+
+    def _pull(self, image: str, reference: str, key: str, credential: Credential | None = None,
+              report: PullReport | None = None) -> str:
+        report = report or PullReport(image, None)
         scratch = Path(tempfile.mkdtemp(dir=self.directory / "tmp"))
         try:
             layout = scratch / "layout"
-            argv = [self.skopeo, "copy", "--quiet"]
-            registry = registry_of(reference)
-            if is_loopback(registry) or registry in self.insecure:
-                argv.append("--src-tls-verify=false")  # plain HTTP: loopback or declared by the admin
-            argv += [f"docker://{reference}", f"oci:{layout}:image"]
-            try:
-                done = subprocess.run(argv, capture_output=True, text=True, timeout=PULL_TIMEOUT, check=False)
-            except subprocess.TimeoutExpired:
-                raise ImageError(f"image {image} cannot be pulled: skopeo took longer than {PULL_TIMEOUT:g}s") from None
-            if done.returncode != 0:
-                answer = (done.stderr or done.stdout).strip().splitlines()[-1:] or [f"exit {done.returncode}"]
-                raise ImageError(f"image {image} cannot be pulled: {answer[0]}")
+            self._copy(image, reference, layout, credential, report)
             digest, layers = self._manifest(layout, image)
             target = self.directory / "images" / digest
             if not (target / "rootfs").is_dir():
                 rootfs = scratch / "rootfs"
                 rootfs.mkdir(mode=0o755)
-                for layer in layers:
+                for index, layer in enumerate(layers, 1):
+                    report.unpacking(index, len(layers))
                     try:
                         apply_layer(layer, rootfs)
                     except (LayerError, OSError) as error:
@@ -204,12 +237,31 @@ class ImageCache:
                     rootfs.rename(target / "rootfs")
                 except OSError:  # another reference to the same digest got there first: theirs is as good
                     pass
+            if credential is not None:  # before the reference: no moment where it is cached and looks public
+                (self.directory / "refs" / f"{key}.private").write_text(digest)
             tmp = self.directory / "refs" / f"{key}.tmp"
             tmp.write_text(digest)
             tmp.replace(self.directory / "refs" / key)
             return digest
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
+
+    def _copy(self, image: str, reference: str, layout: Path, credential: Credential | None,
+              report: PullReport) -> None:
+        """skopeo copy into an OCI layout, its blobs counted as they come (their number read from the manifest)."""
+        with auth_file(credential, registry_of(reference)) as auth:
+            report.blobs = layer_count(self._inspect(image, reference, auth))
+            report.started()
+            argv = [self.skopeo, "copy", *source_auth(auth)]
+            if self._plain_http(reference):
+                argv.append("--src-tls-verify=false")
+            argv += [f"docker://{reference}", f"oci:{layout}:image"]
+            try:
+                code, output = run_following(argv, report.line, PULL_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                raise ImageError(f"image {image} cannot be pulled: skopeo took longer than {PULL_TIMEOUT:g}s") from None
+        if code != 0:
+            raise ImageError(f"image {image} cannot be pulled: {tool_answer(output, code)}")
 
     @staticmethod
     def _manifest(layout: Path, image: str) -> tuple[str, list[Path]]:

@@ -23,7 +23,8 @@ from api.usage import UsageError, UsageParser
 from domain.durations import DurationError, parse_duration
 from domain.quantities import QuantityError, parse_memory
 
-RUNTIMES = ("host", "oci")
+RUNTIMES = ("host", "oci", "apptainer")
+APPTAINER_INSTALL = "https://apptainer.org/docs/admin/main/installation.html"
 PACKAGES = {"bwrap": "bubblewrap", "skopeo": "skopeo"}
 
 
@@ -40,8 +41,8 @@ class AgentConfig:
     workdir: Path = Path.home() / ".local/share/roving/work"
     job_user: JobUser | None = None  # None: jobs run as the agent's own user
     allow_root_jobs: bool = False
-    runtime: str = "host"  # host | oci
-    image_cache: Path | None = None  # oci: <workdir>/.roving-images unless given
+    runtime: str = "host"  # host | oci | apptainer
+    image_cache: Path | None = None  # oci: <workdir>/.roving-images, apptainer: <workdir>/.roving-sif unless given
     image_cache_bytes: int | None = None  # oci: least recently used images not in use go beyond this size
     insecure_registries: tuple[str, ...] = ()
     gpus: list[gpu_devices.Gpu] = field(default_factory=list)  # what the agent binds allocations to
@@ -202,9 +203,12 @@ def _primary_gid(uid: int) -> int:
 
 
 def runtime(name: str) -> str:
-    """`oci` needs bubblewrap and skopeo on this machine; say which Debian packages when they are missing."""
+    """`oci` needs bubblewrap and skopeo on this machine, `apptainer` apptainer; say how to install what is missing."""
     if name not in RUNTIMES:
         raise UsageError(f"ROVING_RUNTIME: {name!r} is not one of {', '.join(RUNTIMES)}")
+    if name == "apptainer" and machine_has("apptainer"):
+        raise UsageError(f"--runtime apptainer needs apptainer on PATH: install it ({APPTAINER_INSTALL}; "
+                         "Debian does not package it), or use --runtime oci")
     missing = machine_has("bwrap", "skopeo") if name == "oci" else []
     if missing:
         raise UsageError(f"--runtime oci needs {' and '.join(missing)} on PATH: apt-get install "

@@ -20,12 +20,14 @@ from adapters.executor import Executor, RunSpec, SpecError
 from adapters.logs import LogWriter
 from adapters.outbox import Entry, Outbox
 from adapters.probes import ProbeRunner, liveness
+from adapters.registry_auth import take_credential
 from api.agent.args import AgentConfig, UsageError, build_spec, parse_args
 from api.agent.logstream import close_job_logs, open_job_logs
 from api.agent.metrics import NodeMetrics
 from api.agent.node import build_executor
 from api.agent.poll import AssignmentFeed, follow
 from api.agent.progress import ProgressRelay
+from api.agent.pulls import ImagePulls
 from api.agent.reports import Outcome, Reporter
 from api.agent.slots import Slot, adopt_jobs, confirm_adopted
 
@@ -57,6 +59,7 @@ class Agent:
         self.wake = asyncio.Event()  # set by the executor's and probes' threads: something to drain
         self.reporter = Reporter(Outbox(state / "outbox"), self.call, self._fenced)
         self.progress = ProgressRelay()
+        self.pulls = ImagePulls(self.call, lambda: self.node_id, self.loop)
 
     async def run(self, stop: asyncio.Event) -> None:
         nc = beats = None
@@ -222,11 +225,13 @@ class Agent:
         if self.reporter.waiting(allocation_id, epoch, "exited"):
             return  # it ran here already; the exit is on its way
         try:
-            spec = build_spec(item)
+            env, image_secret = take_credential(item.get("env"))  # the registry's, never the job's
+            spec = build_spec({**item, "env": env})
             # off the loop: an image pull takes seconds to minutes, and leases and reports must not wait for it
             running = await asyncio.to_thread(self.executor.start, spec, self._forward_output(spec),
-                                              self._forward_exit(spec))
+                                              self._forward_exit(spec), image_secret, self.pulls.tell(spec))
         except (msgspec.ValidationError, ValueError, SpecError, OSError) as error:
+            self.pulls.relay.forget(allocation_id, epoch)
             self.finished.add((allocation_id, epoch))
             self.metrics.failures.labels("start").inc()
             code = 127 if isinstance(error, FileNotFoundError) else 126
@@ -236,6 +241,8 @@ class Agent:
         self.log.info("agent.started", allocation_id=spec.allocation_id, pid=running.pid)
         if not await self.report_slot(slot, "started"):
             return
+        if running.image_note:
+            await self.pulls.ready(spec, running.image_note)
         if running.ran_on_host:
             reason = f"image {spec.image} was not used: this node's runtime is host"
             await self.report_slot(slot, "ran_on_host", reason=reason)

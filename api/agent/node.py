@@ -6,9 +6,11 @@ from __future__ import annotations
 import hashlib
 import os
 import pwd
+import shutil
 from pathlib import Path
 
 from adapters import cgroups
+from adapters.apptainer import ApptainerRuntime, SifCache
 from adapters.executor import Executor
 from adapters.runtime.bwrap import OciRuntime
 from adapters.runtime.images import ImageCache
@@ -38,11 +40,16 @@ def build_executor(config: AgentConfig, log, detect=cgroups.detect) -> Executor:
     if config.job_user is None:
         log.warning("agent.jobs_run_as_agent_user", job_user=config.annotations[JOB_USER])
     config.annotations.setdefault(RUNTIME, config.runtime)
-    runtime = None
+    runtime: OciRuntime | ApptainerRuntime | None = None
     if config.runtime == "oci":
         cache = ImageCache(config.image_cache or Path(config.workdir) / ".roving-images", config.insecure_registries,
                            limit=config.image_cache_bytes)
         runtime = OciRuntime(cache, Path(config.workdir).resolve())
+    elif config.runtime == "apptainer":
+        apptainer = shutil.which("apptainer") or "apptainer"  # found at start: args.runtime refused it otherwise
+        sifs = SifCache(config.image_cache or Path(config.workdir) / ".roving-sif", apptainer,
+                        config.insecure_registries)
+        runtime = ApptainerRuntime(sifs, Path(config.workdir).resolve(), apptainer)
     if config.gpus:
         log.info("agent.gpus", indices=[gpu.index for gpu in config.gpus])
     return Executor(config.workdir, kill_grace=config.kill_grace, cgroups=hierarchy, user=config.job_user,

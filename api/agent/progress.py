@@ -29,6 +29,11 @@ class ProgressRelay:
             with self.lock:
                 self.latest[(spec.allocation_id, spec.epoch)] = lines[-1][:MAX_TEXT]
 
+    def told(self, allocation_id: str, epoch: int, text: str) -> None:
+        """A line said outright (an image pull's progress, from the executor's thread), kept as the latest."""
+        with self.lock:
+            self.latest[(allocation_id, epoch)] = text[:MAX_TEXT]
+
     def due(self, now: float | None = None) -> list[tuple[str, int, str]]:
         """(allocation, epoch, text) to report now: a new line, and the last report of that stage long enough ago."""
         now = time.monotonic() if now is None else now

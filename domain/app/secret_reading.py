@@ -19,6 +19,7 @@ from domain.app.unit_of_work import UnitOfWork
 from domain.fuzzfile import Problem
 from domain.secrets import (Cipher, CipherError, Reference, Scope, SecretError, SecretShelf, entry_id, parse_reference,
                             referenced, shelf_id, uses)
+from domain.secrets.references import IMAGE_SECRET_VARIABLE
 from domain.tenancy import Role
 from domain.tenancy.group import Group
 from domain.tenancy.permissions import Principal
@@ -115,7 +116,7 @@ class SecretReading:
     def resolve_env(self, env: dict[str, str], owner: dict[str, str]) -> dict[str, str]:
         """The env with each reference replaced by its value, read as the workflow's owner; Unresolvable if not."""
         reader = self.owner_reader(owner)
-        return {**env, **{k: self.open(k, text, reader) for k, text in referenced(env).items()}}
+        return {**env, **{k: self.open(_field(k), text, reader) for k, text in referenced(env).items()}}
 
     def open(self, variable: str, text: str, reader: Reader) -> str:
         try:
@@ -158,6 +159,11 @@ class SecretReading:
         return self.uow.repository.get(aggregate) if aggregate in self.uow.repository else None
 
 
+def _field(variable: str) -> str:
+    """How a failure names the reference: by its env variable, or as `image.secret` for the image's."""
+    return "image.secret" if variable == IMAGE_SECRET_VARIABLE else variable
+
+
 def check_references(uow: UnitOfWork, definition: Any, principal: Principal) -> None:
     """The submission check, for `WorkflowHandlers.submit_workflow` (it needs no key: it opens nothing)."""
     SecretReading(uow).check_references(definition, principal)
@@ -167,5 +173,5 @@ def refused_spec(spec: dict[str, Any], reason: str) -> dict[str, Any]:
     """The job, made to fail at once saying why (the reason names references, never values)."""
     message = "roving: " + reason.replace("'", "")
     env = {k: v for k, v in (spec.get("env") or {}).items() if not referenced({k: v})}
-    return {**spec, "env": env, "command": None, "args": None, "files": {},
+    return {**spec, "env": env, "command": None, "args": None, "files": {}, "image": "",  # pulls nothing
             "script": f"echo '{message}' >&2\nexit {REFUSED_EXIT}\n"}

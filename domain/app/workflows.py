@@ -92,6 +92,9 @@ class WorkflowHandlers:
         if event == "progress":
             self._progress(alloc, reason, at)
             return
+        if event == "image":
+            self._image(alloc, reason, at)
+            return
         if event == "exited" and alloc.multinode:
             return self._rank_exited(alloc, str(node), code, at)
         if event == "exited" and alloc.ended and alloc.exit_code == code:
@@ -112,6 +115,17 @@ class WorkflowHandlers:
         workflow = self.uow.load(Workflow, alloc.workflow_id, "workflow")
         try:
             workflow.transfer_progressed(alloc.stage, alloc.attempt, text, at=at)
+        except WorkflowError as error:
+            raise StaleEpoch(str(error)) from error
+        self.uow.save(workflow)
+
+    def _image(self, alloc: Allocation, text: str, at: datetime) -> None:
+        """How far the pull of a stage's image has come, or how it got ready, as an event of its workflow."""
+        if alloc.ended:
+            raise StaleEpoch(f"allocation {alloc.stage} attempt {alloc.attempt} already ended {alloc.state.value}")
+        workflow = self.uow.load(Workflow, alloc.workflow_id, "workflow")
+        try:
+            workflow.image_progressed(alloc.stage, alloc.attempt, text, at=at)
         except WorkflowError as error:
             raise StaleEpoch(str(error)) from error
         self.uow.save(workflow)

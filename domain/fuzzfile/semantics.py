@@ -103,7 +103,8 @@ def decide_exit(rule: RetryRule, code: int, retries_used: int) -> RetryDecision:
     return _within_budget(f"exit {code}", rule.attempts, retries_used)
 
 
-NAMED_CAUSES = ("readiness probe failed", "liveness probe failed", "execute timeout")  # how an agent's reasons naming them begin
+# how an agent's reasons naming them begin (an image that cannot be pulled: its name and the registry's answer)
+NAMED_CAUSES = ("readiness probe failed", "liveness probe failed", "execute timeout", "cannot start: image ")
 
 
 def with_named_cause(decision: RetryDecision, told: str, code: int) -> RetryDecision:

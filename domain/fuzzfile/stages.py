@@ -70,6 +70,7 @@ class Stage(msgspec.Struct, frozen=True, omit_defaults=True):
     task_id: int | None = None
     concurrency: int | None = None
     image: str = ""
+    image_secret: str = ""  # the `secret://` reference whose value opens a private registry (never the value)
     command: list[str] | None = None
     script: str | None = None
     args: list[str] | None = None
@@ -201,6 +202,7 @@ def _stage(name: str, kind: str, step: Container, layers: list[StepDefaults], fe
         retry=service_retry(step) if isinstance(step, Service) else retry_rule(policy),
         restart_backoff=backoff, restart_max_backoff=most,
         image=step.image.uri if step.image else "",
+        image_secret=(step.image.secret or "") if step.image else "",
         command=step.command,
         script=_with_shebang(step.script),
         args=step.args,

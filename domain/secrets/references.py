@@ -31,6 +31,9 @@ class Reference(msgspec.Struct, frozen=True):
         return f"{PREFIX}{self.scope.value}/{group}{self.name}"
 
 
+IMAGE_SECRET_VARIABLE = "ROVING_IMAGE_SECRET"  # how an image's registry secret travels to the agent (never to the job)
+
+
 class Use(msgspec.Struct, frozen=True):
     """One env entry holding a reference: where it is (`jobs.train.env[0]`), its variable and the reference."""
 
@@ -60,8 +63,8 @@ def parse_reference(text: str) -> Reference:
 
 
 def uses(definition: Any) -> Iterator[Use]:
-    """Every env entry of the definition (defaults, jobs, services) whose value is a `secret://` reference, and every
-    secret a volume's transfer names."""
+    """Every env entry of the definition (defaults, jobs, services) whose value is a `secret://` reference, every
+    secret an image names (its registry's credentials), and every secret a volume's transfer names."""
     defaults = getattr(definition, "defaults", None)
     if defaults is not None:
         yield from _env_uses("defaults.env", defaults.env)
@@ -71,6 +74,9 @@ def uses(definition: Any) -> Iterator[Use]:
     for section in ("jobs", "services"):
         for name, step in (getattr(definition, section, None) or {}).items():
             yield from _env_uses(f"{section}.{name}.env", step.env)
+            image = getattr(step, "image", None)
+            if image is not None and image.secret:
+                yield Use(f"{section}.{name}.image.secret", "image", image.secret)
     yield from _transfer_uses(getattr(definition, "volumes", None) or {})
 
 

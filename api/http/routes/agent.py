@@ -47,7 +47,7 @@ class Report(msgspec.Struct):
     node_id: UUID
     allocation_id: UUID
     epoch: int
-    event: Literal["started", "ready", "unready", "exited", "ran_on_host", "progress"]
+    event: Literal["started", "ready", "unready", "exited", "ran_on_host", "progress", "image"]
     exit_code: int | None = None
     reason: str = ""
     ports: list[int | dict] = []
