@@ -185,7 +185,8 @@ class Workflow(TimedAggregate):
         """A running ingress or egress says how far it has come (the text is the agent's, at most 300 characters)."""
         state = self._expect(stage, attempt, (StageStatus.STARTED,), "report progress")
         if state.template.kind not in (*TRANSFER_KINDS, BUILD):
-            raise WorkflowError(f"{stage} is a {state.template.kind}; only ingress, egress and builds report progress")
+            raise WorkflowError(f"{stage} is a {state.template.kind}; "
+                                "only ingress and egress report progress (and builds their steps)")
         self._progressed(stage=stage, attempt=attempt, text=text[:300], by=by, at=at)
 
     def stage_stopped(self, stage: str, attempt: int, at: datetime, by: str = "agent") -> None:
