@@ -5,6 +5,7 @@ in `fuzzball://user/NAME`; the same recipe on another node is served from the ca
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import tempfile
 import time
@@ -27,6 +28,7 @@ from tests.integration.test_executor import run, spec
 from tests.integration.test_isolation_image import image  # noqa: F401 - the registry fixture
 
 ALICE, BOB, LAB = "user-alice", "user-bob", "group-lab"
+HOST_FILE = f"/var/tmp/roving-host-file-{os.getpid()}"
 
 TOOLS = """
 version: v4
@@ -44,6 +46,12 @@ images:
   broken:
     from: {base}
     post: echo failing; exit 3
+  extra:
+    from: fuzzball://user/tools
+    post: test -x /opt/tool.sh && echo extra > /opt/extra
+  nosy:
+    from: {base}
+    post: test ! -e {{host_file}} && echo "host file unseen" && test "$(id -u)" = 0
 jobs:
   use:
     image: {{uri: fuzzball://user/tools}}
@@ -89,7 +97,7 @@ def node(server):
 
 
 def plan(base: str, name: str, scope: str = "user") -> dict:
-    parsed = parse_fuzzfile(TOOLS.format(base=base, scope=scope))
+    parsed = parse_fuzzfile(TOOLS.format(base=base, scope=scope).replace("{host_file}", HOST_FILE))
     assert parsed.errors == [], parsed.errors
     return msgspec.to_builtins(build_plan(parsed.definition, name))
 
@@ -160,3 +168,22 @@ def test_the_agent_role_may_use_the_bucket_but_not_delete_it(server):
             await nc.close()
 
     assert asyncio.run(attempt()) != "deleted"
+
+
+def test_an_image_built_from_an_earlier_build_starts_from_its_result(image, node):  # noqa: F811
+    _, base = image
+    executor = node()
+    assert run(executor, build_spec(base), timeout=120)[1][0] == 0
+    recorder, (code, reason) = run(node(), build_spec(base, "extra"), timeout=120)
+    assert code == 0 and reason.startswith("image extra built and stored ("), (reason, recorder.text("stderr"))
+
+
+def test_the_post_script_sees_nothing_of_the_host(image, node):  # noqa: F811
+    _, base = image
+    Path(HOST_FILE).write_text("the node's own file")
+    try:
+        recorder, (code, reason) = run(node(), build_spec(base, "nosy"), timeout=120)
+    finally:
+        os.unlink(HOST_FILE)
+    assert code == 0, (reason, recorder.text(), recorder.text("stderr"))
+    assert "host file unseen" in recorder.text()
