@@ -25,6 +25,7 @@ FROM_SCHEMES = ("docker://", USER_PREFIX)
 SCOPES = ("user", "group")
 IMAGE_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
 FILE = "file://"
+RUNTIME_ANNOTATION = "roving.io/runtime"  # every agent says which runtime it has; builds need `oci`
 
 
 class BuildPlan(msgspec.Struct, frozen=True, omit_defaults=True):

@@ -10,7 +10,15 @@ import msgspec
 
 from domain.fuzzfile.graph import dependencies, topological_order
 from domain.fuzzfile.hooks import hook_seconds
-from domain.fuzzfile.images import BUILD, BuildPlan, build_plan, build_stage_name, image_order, own_image
+from domain.fuzzfile.images import (
+    BUILD,
+    RUNTIME_ANNOTATION,
+    BuildPlan,
+    build_plan,
+    build_stage_name,
+    image_order,
+    own_image,
+)
 from domain.fuzzfile.policy import RetryRule, execute_timeout, retry_rule
 from domain.fuzzfile.replicas import port_env, replica_count
 from domain.fuzzfile.restart import backoff_seconds, service_retry
@@ -149,13 +157,14 @@ def _transfer(workflow: Workflow, kind: str, volume: str, needs: list[Needs]) ->
 
 
 def _build(workflow: Workflow, image: str) -> Stage:
-    """`build:NAME`, placed like a one-core job; after the build of its base when that is the workflow's own."""
+    """`build:NAME`, placed like a one-core job on a node with the oci runtime; after the build of its base when that
+    is the workflow's own."""
     plan = build_plan(workflow, image)
     base = own_image(workflow, plan.source)
     needs = [Needs(build_stage_name(base), "FINISHED")] if base is not None else []
     name = build_stage_name(image)
-    return Stage(name=name, kind=BUILD, step=name, resources=Resources(), dependencies=needs, image=plan.source,
-                 build=plan)
+    return Stage(name=name, kind=BUILD, step=name, resources=Resources(annotations={RUNTIME_ANNOTATION: "oci"}),
+                 dependencies=needs, image=plan.source, build=plan)
 
 
 def _after_build(workflow: Workflow, step: Step) -> Step:

@@ -11,6 +11,7 @@ from domain.app import Invalid
 from domain.app.ids import allocation_id
 from domain.fuzzfile import list_stages, parse_fuzzfile
 from domain.fuzzfile.images import build_plan
+from domain.scheduler.snapshot import Definition, NodeShape
 from tests.unit.app.builders import ADMIN, T0, app, later, user
 from tests.unit.workflow.workflow_builders import at, submit
 
@@ -143,3 +144,15 @@ def test_submission_with_images_readies_the_first_build_only():
     roving.submit_workflow(wid, "tools", TOOLS, 0, None, user(), T0)
     assert roving.repository.get(allocation_id(wid, "build:tools", 1)).state is QueueState.READY
     assert allocation_id(wid, "use", 1) not in roving.repository
+
+
+def test_a_build_is_placed_only_where_a_node_runs_images_and_refused_where_none_does():
+    host = Definition(id="host-pool", max_nodes=2, annotations={"roving.io/runtime": "host"},
+                      shape=NodeShape(cpu=8, memory=1 << 34))
+    oci = Definition(id="oci-pool", max_nodes=2, annotations={"roving.io/runtime": "oci"},
+                     shape=NodeShape(cpu=8, memory=1 << 34))
+    with pytest.raises(Invalid) as refused:
+        app().submit_workflow(uuid4(), "tools", TOOLS, 0, None, user(), T0, definitions=[host])
+    assert {p.path for p in refused.value.problems} == {"images.tools", "images.extra"}
+    assert "annotation roving.io/runtime=oci not offered" in refused.value.problems[0].message
+    app().submit_workflow(uuid4(), "tools", TOOLS, 0, None, user(), T0, definitions=[host, oci])
