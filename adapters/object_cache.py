@@ -21,6 +21,7 @@ from typing import IO, Any
 import nats
 import nats.js.api
 import nats.js.errors
+from nats.nuid import NUID
 
 from adapters.nats_tls import connect_options
 
@@ -154,7 +155,7 @@ class ImageStore:
 
     async def name(self, place: str, entry: Entry) -> None:
         """Points `place` (ref/...) at `entry`: a meta-only object, rolled up over the previous one."""
-        info = nats.js.api.ObjectInfo(name=place, bucket=BUCKET, nuid=self.nc._nuid.next().decode(), size=0,
+        info = nats.js.api.ObjectInfo(name=place, bucket=BUCKET, nuid=NUID().next().decode(), size=0,
                                       chunks=0, digest=EMPTY_DIGEST, description=entry.text(),
                                       mtime=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
         subject = f"$O.{BUCKET}.M.{base64.urlsafe_b64encode(place.encode()).decode()}"
