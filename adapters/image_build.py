@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
@@ -182,6 +183,8 @@ async def _main(job: dict[str, Any]) -> str:
 
 
 def main(plan_path: str) -> int:
+    # a canceled build is TERMed: unwind (killing the post script, removing the scratch copy) rather than vanish
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     job = json.loads(Path(plan_path).read_text())
     reason = Path(job["reason_file"])
     try:

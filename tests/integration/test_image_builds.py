@@ -24,7 +24,7 @@ from adapters.runtime.bwrap import OciRuntime
 from adapters.runtime.images import ImageCache
 from domain.fuzzfile import parse_fuzzfile
 from domain.fuzzfile.images import build_plan
-from tests.integration.test_executor import run, spec
+from tests.integration.test_executor import Recorder, run, spec
 from tests.integration.test_isolation_image import image  # noqa: F401 - the registry fixture
 
 ALICE, BOB, LAB = "user-alice", "user-bob", "group-lab"
@@ -49,6 +49,9 @@ images:
   extra:
     from: fuzzball://user/tools
     post: test -x /opt/tool.sh && echo extra > /opt/extra
+  slow:
+    from: {base}
+    post: echo sleeping; sleep 30
   nosy:
     from: {base}
     post: test ! -e {{host_file}} && echo "host file unseen" && test "$(id -u)" = 0
@@ -187,3 +190,16 @@ def test_the_post_script_sees_nothing_of_the_host(image, node):  # noqa: F811
         os.unlink(HOST_FILE)
     assert code == 0, (reason, recorder.text(), recorder.text("stderr"))
     assert "host file unseen" in recorder.text()
+
+
+def test_a_canceled_build_leaves_no_scratch_copy_behind(image, node):  # noqa: F811
+    _, base = image
+    executor = node()
+    recorder = Recorder()
+    running = executor.start(build_spec(base, "slow"), recorder.output, recorder.exit)
+    deadline = time.monotonic() + 60
+    while "sleeping" not in recorder.text() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    running.cancel("workflow stopped")
+    assert running.wait(30) == (143, "workflow stopped")
+    assert list((executor.runtime.cache.directory / "tmp").iterdir()) == []
