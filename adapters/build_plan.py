@@ -25,9 +25,9 @@ def build_env(url: str | None) -> dict[str, str]:
     return {"PYTHONPATH": str(CODE_ROOT), **({URL_ENV: url} if url else {})}
 
 
-def build_argv(spec: RunSpec, workdir: Path, runtime: OciRuntime | None, reason_file: Path) -> list[str]:
+def build_argv(spec: RunSpec, workdir: Path, runtime: object, reason_file: Path) -> list[str]:
     """Writes the plan (the recipe, whose image it is, the node's image cache) and returns the command."""
-    if runtime is None:
+    if not isinstance(runtime, OciRuntime):  # the host runtime, or apptainer: nothing confines a post script
         raise SpecError(f"{spec.stage}: image builds need the oci runtime on the node (roving agent --runtime oci)")
     if not spec.build:
         raise SpecError(f"{spec.stage}: the control plane sent no build plan")

@@ -297,7 +297,7 @@ class Executor:
 
     def _prepare(self, spec: RunSpec, mounts: list[str]):
         """The job's image: pulled from its registry, or a workflow's build fetched from the object store."""
-        if spec.image.startswith("fuzzball://") and self.runtime is not None:
+        if spec.image.startswith("fuzzball://") and isinstance(self.runtime, OciRuntime):
             built = BuiltImages(self.runtime.cache, self.images_url)
             return self.runtime.points(built.rootfs(spec.image, spec.image_owner, spec.image_group), mounts)
         return self.runtime.prepare(spec.image, mounts)
