@@ -195,6 +195,7 @@ def test_the_post_script_sees_nothing_of_the_host(image, node):  # noqa: F811
 def test_a_canceled_build_leaves_no_scratch_copy_behind(image, node):  # noqa: F811
     _, base = image
     executor = node()
+    executor.kill_grace = 10.0  # as an agent gives it: time to unwind before KILL
     recorder = Recorder()
     running = executor.start(build_spec(base, "slow"), recorder.output, recorder.exit)
     deadline = time.monotonic() + 60
