@@ -182,9 +182,15 @@ async def _main(job: dict[str, Any]) -> str:
         await store.close()
 
 
+def _unwind(*_: object) -> None:
+    """A canceled build is TERMed (by its process group and again by its cgroup): unwind once, killing the post
+    script and removing the scratch copy, with any later TERM ignored so it cannot cut the cleanup short."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    sys.exit(128 + signal.SIGTERM)
+
+
 def main(plan_path: str) -> int:
-    # a canceled build is TERMed: unwind (killing the post script, removing the scratch copy) rather than vanish
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+    signal.signal(signal.SIGTERM, _unwind)
     job = json.loads(Path(plan_path).read_text())
     reason = Path(job["reason_file"])
     try:
