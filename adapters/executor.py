@@ -24,8 +24,10 @@ from adapters.hooks import (
     write_post_hooks,
 )
 from adapters.apptainer import ApptainerRuntime, env_in_image
+from adapters.build_plan import BUILD, build_argv, build_env
 from adapters.pull_progress import Tell, ready_text
 from adapters.registry_auth import parse_credential
+from adapters.runtime.built import BuiltImages
 from adapters.runtime.bwrap import OciRuntime
 from adapters.stage_dir import check_findable, hand_over, job_argv, write_files
 from adapters.transfer_plan import REASON_FILE, TRANSFER_KINDS, transfer_argv
@@ -150,6 +152,8 @@ class Running:
             return "ended while no agent watched it, and its exit status was not recorded"
         if code != 0 and self.spec.kind in TRANSFER_KINDS and (told := _told_reason(self.workdir)):
             return told
+        if self.spec.kind == BUILD and (told := _told_reason(self.workdir)):  # built, cached, or why not
+            return told
         if code < 0:
             return f"killed by signal {signal.Signals(-code).name}"
         if code - 128 in SIGNALS:  # the wrapper's shell reports a job killed by signal N as 128+N
@@ -201,6 +205,7 @@ class Executor:
         self.state_root = Path(state_root) if state_root else self.workdir_root / ".roving-agent" / "jobs"
         self.kill_grace, self.cgroups, self.user, self.pids_limit = kill_grace, cgroups, user, pids_limit
         self.runtime, self.allow_root = runtime, allow_root
+        self.images_url: str | None = None  # the object store of built images (the agent role's NATS URL)
         self.volumes = Volumes(self.workdir_root, user)
         self.binder = DeviceBinder(gpus) if gpus else None
         if user is not None:  # searchable, not listable: a job finds its own directory and no one else's
@@ -236,18 +241,21 @@ class Executor:
         write_files(spec, workdir)
         bound = self.volumes.prepare(spec, user)
         transfer = spec.kind in TRANSFER_KINDS
+        own_program = transfer or spec.kind == BUILD  # our code, run as the agent, in no image
         if transfer:
             argv = transfer_argv(spec, workdir, bound, user)
+        elif spec.kind == BUILD:
+            argv = build_argv(spec, workdir, self.runtime, workdir / REASON_FILE)
         else:
             argv = with_backoff(spec.start_delay_seconds, with_pre_hooks(spec.hooks, job_argv(spec, workdir), workdir))
             write_post_hooks(spec.hooks, workdir)
         devices, pulled, note = self._bind(spec), None, ""
         try:
-            if spec.image and self.runtime is not None and not transfer:
+            if spec.image and self.runtime is not None and not own_program:
                 mounts = {location: path for location, path in bound.items() if location}
                 credential = parse_credential(image_secret) if image_secret else None
                 began = time.monotonic()
-                pulled = self.runtime.prepare(spec.image, list(mounts), credential, tell)
+                pulled = self._prepare(spec, list(mounts), credential, tell)
                 note = ready_text(spec.image, time.monotonic() - began, cached=not pulled.seconds)
                 argv = self.runtime.wrap(argv, pulled.rootfs, workdir, cwd, spec.network_isolated, devices or [],
                                          mounts)
@@ -258,6 +266,8 @@ class Executor:
             env = env_in_image(self.runtime, pulled, job_environment(spec, user, workdir, devices, workdir=workdir))
             if transfer:  # where this node reaches the world: a hub mirror, an S3 endpoint, a proxy
                 env.update({k: os.environ[k] for k in TRANSFER_PASSED if k in os.environ})
+            if spec.kind == BUILD:
+                env.update(build_env(self.images_url))
             check_findable(argv[0], env, cwd)
             running = self._launch(spec, argv, cwd, env, workdir, user)
         except BaseException:
@@ -265,7 +275,8 @@ class Executor:
             if pulled is not None:
                 self.runtime.cache.release(pulled)
             raise
-        running.pulled, running.devices, running.ran_on_host = pulled, list(devices or []), bool(spec.image) and not pulled
+        ran_on_host = bool(spec.image) and not pulled and not own_program
+        running.pulled, running.devices, running.ran_on_host = pulled, list(devices or []), ran_on_host
         running.image_note = note
         running.files.save(self._state(running))
         self._watch(running, on_output, on_exit)
@@ -281,7 +292,7 @@ class Executor:
             readers = files.open_readers()
             # a transfer is our code, run as the agent (the job user may not reach the agent's interpreter); it
             # stays inside the volume and gives what it writes to the job user (adapters/transfer.py)
-            user = None if spec.kind in TRANSFER_KINDS else job_user
+            user = None if spec.kind in (*TRANSFER_KINDS, BUILD) else job_user
             proc = self._spawn(argv, cwd, env, child_setup(cgroup, spec.memory, user), files)
         except BaseException:
             for fd in readers.values():
@@ -293,6 +304,13 @@ class Executor:
         running = Running(spec, proc, workdir, self.kill_grace, cgroup, files=files)
         running.readers = readers
         return running
+
+    def _prepare(self, spec: RunSpec, mounts: list[str], credential, tell: Tell | None):
+        """The job's image: pulled from its registry, or a workflow's build fetched from the object store."""
+        if spec.image.startswith("fuzzball://") and isinstance(self.runtime, OciRuntime):
+            built = BuiltImages(self.runtime.cache, self.images_url)
+            return self.runtime.points(built.rootfs(spec.image, spec.image_owner, spec.image_group), mounts)
+        return self.runtime.prepare(spec.image, mounts, credential, tell)
 
     def _bind(self, spec: RunSpec) -> list[str] | None:
         """The GPUs this job may see (None on a node without any); refused when too few are free."""

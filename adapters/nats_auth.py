@@ -1,12 +1,12 @@
 """Who may use the log: per-role NATS users, the subjects each may touch, and client URLs that carry them.
 
 `roving up` keeps one password per role in `<store>/credentials/<role>.creds` (mode 0600) and writes an
-`authorization` block that refuses anonymous clients. The control plane may do anything; an agent may only
-append job output (`roving_logs.<cluster>.>`) and look up its log stream, so it can never publish an event
-(`roving.<cluster>.>`) or touch the JetStream API that writes one; a reader may only read; federation may only
-keep the hub's `ROVING_FEDERATED` stream and ask members' domains about their streams (and is the hub's leaf
-credential). Everyone but the control plane receives replies on `_INBOX.>` only: the control plane uses its own
-inbox prefix, so no agent can read the control plane's replies or forge them.
+`authorization` block that refuses anonymous clients. The control plane may do anything; an agent may only append
+job output (`roving_logs.<cluster>.>`), look up its log stream and use the built-images object store, so it can
+never publish an event (`roving.<cluster>.>`) or touch the JetStream API that writes one; a reader may only read;
+federation may only keep the hub's `ROVING_FEDERATED` stream and ask members' domains about their streams (and is
+the hub's leaf credential). Everyone but the control plane receives replies on `_INBOX.>` only: the control plane
+uses its own inbox prefix, so no agent can read the control plane's replies or forge them.
 """
 
 from __future__ import annotations
@@ -23,6 +23,12 @@ ROLES = ("control", "agent", "federation", "reader")
 CONTROL_INBOX = "_ROVING_CONTROL"  # the control plane's reply subjects; no other role may subscribe to them
 REPLIES = "_INBOX.>"
 FEDERATED_STREAM = "ROVING_FEDERATED"
+# built images (adapters.object_cache): an agent writes chunks and names, reads them back through an ordered
+# consumer it makes and drops, and may not delete, purge or reconfigure the bucket
+IMAGE_STORE = ["$O.ROVING_IMAGES.>", "$JS.API.STREAM.INFO.OBJ_ROVING_IMAGES",
+               "$JS.API.STREAM.MSG.GET.OBJ_ROVING_IMAGES", "$JS.API.CONSUMER.CREATE.OBJ_ROVING_IMAGES",
+               "$JS.API.CONSUMER.CREATE.OBJ_ROVING_IMAGES.>", "$JS.API.CONSUMER.DELETE.OBJ_ROVING_IMAGES.>",
+               "$JS.FC.OBJ_ROVING_IMAGES.>"]
 
 
 class CredentialsError(ValueError):
@@ -105,8 +111,8 @@ def permissions(role: str, clusters: Iterable[str] = ()) -> dict | None:
     if role == "control":
         return None
     if role == "agent":
-        return {"publish": [f"roving_logs.{c}.>" for c in names] + [f"$JS.API.STREAM.INFO.{s}" for s in streams],
-                "subscribe": [REPLIES]}
+        return {"publish": [f"roving_logs.{c}.>" for c in names] + [f"$JS.API.STREAM.INFO.{s}" for s in streams]
+                + IMAGE_STORE, "subscribe": [REPLIES]}
     if role == "reader":
         return {"publish": ["$JS.API.INFO", "$JS.API.STREAM.NAMES", "$JS.API.STREAM.INFO.*",
                             "$JS.API.DIRECT.GET.*", "$JS.API.DIRECT.GET.*.>"],

@@ -24,7 +24,7 @@ class RunSpec(msgspec.Struct, kw_only=True):
     workflow_id: str
     stage: str
     attempt: int = 1
-    kind: str = "job"  # job | service | task | ingress | egress
+    kind: str = "job"  # job | service | task | ingress | egress | build
     job_name: str = ""
     task_id: int | None = None
     account_id: str = ""
@@ -50,6 +50,9 @@ class RunSpec(msgspec.Struct, kw_only=True):
     mounts: dict[str, str] = {}  # path in the job -> volume name (the workflow's volume on this node)
     volume: str = ""  # an ingress or egress stage: the volume it moves files into or out of
     transfers: list[dict[str, str]] = []  # an ingress or egress stage: {source, destination} URIs
+    build: dict[str, Any] | None = None  # a build stage: the image's build plan (domain.fuzzfile.images.BuildPlan)
+    image_owner: str = ""  # a build, or a job in a fuzzball:// image: whose (user id) the built image is
+    image_group: str = ""  # ... and the group whose members share a `scope: group` image
     peers: Peers | None = None  # a multinode job: this node's rank and every rank's address
     uid: int | None = None  # its owner's POSIX ids (a root agent runs it as them); None: submitted before ids
     gid: int | None = None

@@ -21,6 +21,7 @@ from domain.fuzzfile.semantics import (
     RetryDecision, StageStatus, condition, decide_exit, decide_node_loss, with_named_cause,
 )
 from domain.fuzzfile.stages import list_steps
+from domain.fuzzfile.images import BUILD
 from domain.fuzzfile.transfers import TRANSFER_KINDS, mounted_volumes
 from domain.workflow_stages import ReadyStage, StageBook, StageState, StageView, StepState
 
@@ -200,11 +201,12 @@ class Workflow(TimedAggregate):
         timeout is named beside the exit code."""
         state = self._expect(stage, attempt, (StageStatus.STARTED, StageStatus.RUNNING), "exit")
         if exit_code == 0:
-            self._finished(stage=stage, attempt=attempt, exit_code=0, reason="Finished", by=by, at=at)
+            said = f"Finished: {told}" if told and state.template.kind == BUILD else "Finished"  # built or cached
+            self._finished(stage=stage, attempt=attempt, exit_code=0, reason=said, by=by, at=at)
         else:
             decision = with_named_cause(decide_exit(state.template.retry, exit_code, state.retries_used), told, exit_code)
             if told and not decision.retry:
-                if state.template.kind in TRANSFER_KINDS:
+                if state.template.kind in (*TRANSFER_KINDS, BUILD):
                     decision = RetryDecision(False, f"Failed: {told}")
                 elif told.startswith(PRE_HOOK_REASON):
                     decision = RetryDecision(False, f"Failed: {told} (exit {exit_code})")
@@ -216,8 +218,9 @@ class Workflow(TimedAggregate):
     def transfer_progressed(self, stage: str, attempt: int, text: str, at: datetime, by: str = "agent") -> None:
         """A running ingress or egress says how far it has come (the text is the agent's, at most 300 characters)."""
         state = self._expect(stage, attempt, (StageStatus.STARTED,), "report progress")
-        if state.template.kind not in TRANSFER_KINDS:
-            raise WorkflowError(f"{stage} is a {state.template.kind}; only ingress and egress report progress")
+        if state.template.kind not in (*TRANSFER_KINDS, BUILD):
+            raise WorkflowError(f"{stage} is a {state.template.kind}; "
+                                "only ingress and egress report progress (and builds their steps)")
         self._progressed(stage=stage, attempt=attempt, text=text[:300], by=by, at=at)
 
     def image_progressed(self, stage: str, attempt: int, text: str, at: datetime, by: str = "agent") -> None:

@@ -109,7 +109,20 @@ def run_spec(a: Allocation, workflow: Workflow, queue: QueueView, peers: Peers |
         **({"peers": msgspec.to_builtins(peers)} if peers is not None else {}),
         **_identity(queue, a, tenancy),
         **_isolation(spec, step),
+        **_built_image(queue, a, spec),
     }
+
+
+def _built_image(queue: QueueView, a: Allocation, spec: Any) -> dict:
+    """A build's plan, and for it or a job in a built image whose image it is (its owner's, shared with their
+    group); nothing for other work, whose answer (and its ETag) stays."""
+    if spec.build is None and not spec.image.startswith("fuzzball://"):
+        return {}
+    owner = queue.owner(a.workflow_id)
+    found: dict[str, Any] = {"image_owner": owner.user_id, "image_group": owner.group_id}
+    if spec.build is not None:
+        found["build"] = msgspec.to_builtins(spec.build)
+    return found
 
 
 def _isolation(spec: Any, step: Any) -> dict:

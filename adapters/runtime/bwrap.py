@@ -26,7 +26,10 @@ class OciRuntime:
     def prepare(self, image: str, mounts: list[str] = (), credential: Credential | None = None,
                 tell: Tell | None = None) -> Pulled:
         """The image's root, with the mount points the read-only bind cannot create at run time (volumes' too)."""
-        pulled = self.cache.rootfs(image, credential, tell)
+        return self.points(self.cache.rootfs(image, credential, tell), mounts)
+
+    def points(self, pulled: Pulled, mounts: list[str] = ()) -> Pulled:
+        """Makes the mount points in an image's root (one pulled, or one a workflow built)."""
         points = ["proc", "dev", "tmp", *(m.strip("/") for m in mounts if m.strip("/"))]
         if not self.workdir_root.is_relative_to("/tmp"):  # under /tmp it lands on that tmpfs
             points.append(str(self.workdir_root.relative_to("/")))

@@ -164,6 +164,7 @@ class Agent:
         response = await self.call("GET", "/v4/agent/config")
         answer = response.json() if response is not None and response.status_code == 200 else {}
         nc, self.logs = await open_job_logs(answer, self.log)
+        self.executor.images_url = answer.get("nats_url") or None  # builds and built images: the same credentials
         return nc
 
     async def keep_lease(self, stop: asyncio.Event) -> None:

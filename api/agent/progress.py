@@ -1,11 +1,13 @@
 """Transfer progress from a node to the log: the latest progress line an ingress or egress stage printed, sent as a
-`progress` report at most every EVERY seconds per stage (best effort: a lost one is simply superseded)."""
+`progress` report at most every EVERY seconds per stage (best effort: a lost one is simply superseded). An image
+build's steps are few and each is worth an event: every `build ...` line is sent."""
 
 from __future__ import annotations
 
 import threading
 import time
 
+from adapters.build_plan import BUILD
 from adapters.runspec import RunSpec
 from adapters.transfer_plan import TRANSFER_KINDS
 
@@ -19,13 +21,17 @@ class ProgressRelay:
         self.lock = threading.Lock()
         self.latest: dict[tuple[str, int], str] = {}
         self.sent: dict[tuple[str, int], float] = {}
+        self.steps: list[tuple[str, int, str]] = []  # build steps, each sent
 
     def seen(self, spec: RunSpec, stream: str, chunk: bytes) -> None:
         """From an output reader thread: remember the last whole progress line of a transfer stage."""
-        if spec.kind not in TRANSFER_KINDS or stream != "stdout":
+        if spec.kind not in (*TRANSFER_KINDS, BUILD) or stream != "stdout":
             return
         lines = [line for line in chunk.decode(errors="replace").splitlines() if line.startswith(spec.kind + " ")]
-        if lines:
+        if lines and spec.kind == BUILD:
+            with self.lock:
+                self.steps += [(spec.allocation_id, spec.epoch, line[:MAX_TEXT]) for line in lines]
+        elif lines:
             with self.lock:
                 self.latest[(spec.allocation_id, spec.epoch)] = lines[-1][:MAX_TEXT]
 
@@ -39,6 +45,7 @@ class ProgressRelay:
         now = time.monotonic() if now is None else now
         found = []
         with self.lock:
+            found, self.steps = self.steps, []
             for key, text in list(self.latest.items()):
                 if now - self.sent.get(key, -self.every) >= self.every:
                     found.append((*key, text))
@@ -50,3 +57,4 @@ class ProgressRelay:
         with self.lock:
             self.latest.pop((allocation_id, epoch), None)
             self.sent.pop((allocation_id, epoch), None)
+            self.steps = [step for step in self.steps if step[:2] != (allocation_id, epoch)]

@@ -75,10 +75,12 @@ class LogReader:
 
     def __init__(self, connection: Connection, cluster: str) -> None:
         from adapters.logs import Logs
+        from adapters.object_cache import ensure_bucket
 
         self.connection = connection
         self.logs = Logs(connection.client.js, cluster)
         connection.run(self.logs.ensure)
+        connection.run(lambda: ensure_bucket(connection.client.js))  # built images: agents use it, never make it
 
     def read(self, workflow_id: str, stage: str) -> bytes:
         return self.connection.run(lambda: self.logs.read(workflow_id, stage))

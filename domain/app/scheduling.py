@@ -78,6 +78,8 @@ class SchedulingHandlers:
         for state in workflow.stages.values():
             spec = state.spec
             path = f"{'services' if spec.kind == 'service' else 'jobs'}.{spec.step}.resource"
+            if spec.build is not None:
+                path = f"images.{spec.build.name}"
             if path in seen:
                 continue
             refused = check_feasible(_request(workflow, spec), definitions, ignored)

@@ -46,6 +46,9 @@ class WorkflowHandlers:
             raise Invalid(parsed.errors)
         if (problem := check_workflow_priority(priority)) is not None:
             raise invalid("priority", problem)
+        if parsed.definition.images and not self.scheduling.config.scheduler_config().image_builds:
+            raise invalid("images", "image builds are turned off on this cluster (images.builds: false); "
+                                    "use a registry image instead")
         check_references(self.uow, parsed.definition, principal)
         owner = owner_of(principal)
         spec = with_endpoint_env(self.profiles.bind(parsed.definition), self.endpoints.base_url)

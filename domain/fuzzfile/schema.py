@@ -244,6 +244,26 @@ class Volume(Spec):
     egress: list[Transfer] | None = None
 
 
+class ImageFile(Spec):
+    """A file an image build writes: inline `content`, or `source: file://NAME` (a top-level `files` entry)."""
+
+    content: str | None = None
+    source: str | None = None
+    mode: int | None = None
+
+
+class ImageBuild(Spec):
+    """One entry of the top-level `images:` (Roving builds it as stage `build:NAME`; jobs run it as
+    fuzzball://user/NAME)."""
+
+    from_: str = msgspec.field(name="from")
+    files: dict[str, ImageFile] | None = None
+    post: str | None = None
+    scope: str | None = None
+    ttl: str | int | float | None = None
+    network: bool | None = None
+
+
 class StepDefaults(Spec):
     env: list[str] | None = None
     mounts: dict[str, str | Mount] | None = None
@@ -266,6 +286,7 @@ class Workflow(Spec):
     annotations: dict[str, str] | None = None
     files: dict[str, str] | None = None
     volumes: dict[str, Volume] | None = None
+    images: dict[str, ImageBuild] | None = None
     jobs: dict[str, Job] | None = None
     services: dict[str, Service] | None = None
     preemptible: bool | None = None

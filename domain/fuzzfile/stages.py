@@ -10,6 +10,15 @@ import msgspec
 
 from domain.fuzzfile.graph import dependencies, topological_order
 from domain.fuzzfile.hooks import hook_seconds
+from domain.fuzzfile.images import (
+    BUILD,
+    RUNTIME_ANNOTATION,
+    BuildPlan,
+    build_plan,
+    build_stage_name,
+    image_order,
+    own_image,
+)
 from domain.fuzzfile.policy import RetryRule, execute_timeout, retry_rule
 from domain.fuzzfile.replicas import port_env, replica_count
 from domain.fuzzfile.restart import backoff_seconds, service_retry
@@ -87,6 +96,7 @@ class Stage(msgspec.Struct, frozen=True, omit_defaults=True):
     volume: str = ""  # the volume an ingress or egress stage moves files into or out of
     transfers: list[Move] = []
     replica_ports: dict[str, int] = {}  # a replicated service's declared ports: replica i serves each + i - 1
+    build: BuildPlan | None = None  # a `build:NAME` stage: the image it builds
 
 
 class Step(msgspec.Struct, frozen=True):
@@ -123,15 +133,17 @@ class Step(msgspec.Struct, frozen=True):
 
 
 def list_steps(workflow: Workflow) -> list[Step]:
-    """Every volume's ingress, then every job, service and task array in dependency order (each in constant size),
-    then every volume's egress."""
+    """Every image build (each after its base), every volume's ingress, then every job, service and task array in
+    dependency order (each in constant size), then every volume's egress."""
     fed = set(ingress_volumes(workflow))
-    steps = [Step(_transfer(workflow, INGRESS, volume, [])) for volume in ingress_volumes(workflow)]
+    steps = [Step(_build(workflow, image)) for image in image_order(workflow)]
+    steps += [Step(_transfer(workflow, INGRESS, volume, [])) for volume in ingress_volumes(workflow)]
     for name in topological_order(workflow):
         if name in (workflow.jobs or {}):
-            steps.append(_job_step(name, workflow.jobs[name], workflow.defaults, fed))
+            step = _job_step(name, workflow.jobs[name], workflow.defaults, fed)
         else:
-            steps.append(_service_step(name, workflow.services[name], workflow.defaults, fed))
+            step = _service_step(name, workflow.services[name], workflow.defaults, fed)
+        steps.append(_after_build(workflow, step))
     for volume in egress_volumes(workflow):
         writers = [s.template.step for s in steps if s.template.kind != "service" and volume in s.template.mounts.values()]
         needs = [Needs(name, "FINISHED") for name in writers + ([transfer_stage_name(INGRESS, volume)] if volume in fed else [])]
@@ -143,6 +155,26 @@ def _transfer(workflow: Workflow, kind: str, volume: str, needs: list[Needs]) ->
     name = transfer_stage_name(kind, volume)
     return Stage(name=name, kind=kind, step=name, resources=Resources(), dependencies=needs, volume=volume,
                  transfers=moves(getattr((workflow.volumes or {})[volume], kind)))
+
+
+def _build(workflow: Workflow, image: str) -> Stage:
+    """`build:NAME`, placed like a one-core job on a node with the oci runtime; after the build of its base when that
+    is the workflow's own."""
+    plan = build_plan(workflow, image)
+    base = own_image(workflow, plan.source)
+    needs = [Needs(build_stage_name(base), "FINISHED")] if base is not None else []
+    name = build_stage_name(image)
+    return Stage(name=name, kind=BUILD, step=name, resources=Resources(annotations={RUNTIME_ANNOTATION: "oci"}),
+                 dependencies=needs, image=plan.source, build=plan)
+
+
+def _after_build(workflow: Workflow, step: Step) -> Step:
+    """A step whose image the workflow builds waits for that build."""
+    image = own_image(workflow, step.template.image)
+    if image is None:
+        return step
+    needs = [Needs(build_stage_name(image), "FINISHED"), *step.template.dependencies]
+    return msgspec.structs.replace(step, template=msgspec.structs.replace(step.template, dependencies=needs))
 
 
 def list_stages(workflow: Workflow) -> list[Stage]:

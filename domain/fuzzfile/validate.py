@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 
 from domain.fuzzfile.decode import join
-from domain.fuzzfile.graph import check_dependencies
+from domain.fuzzfile.graph import check_dependencies, steps
 from domain.fuzzfile.hooks import check_roving_keys
+from domain.fuzzfile.images import check_images
 from domain.fuzzfile.limits import (
     MAX_CONCURRENCY,
     MAX_CORES,
@@ -66,6 +67,7 @@ def validate(workflow: Workflow) -> Report:
     _check_defaults(workflow, volumes, report)
     _check_volumes(workflow, report)
     report.add(check_dependencies(workflow))
+    report.errors += check_images(workflow, set(steps(workflow)))
     return report
 
 

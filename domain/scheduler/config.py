@@ -34,6 +34,7 @@ class SchedulerConfig(msgspec.Struct, frozen=True, kw_only=True):
     uid_range: tuple[int, int] = (100000, 199999)  # posix.*: where new users' and groups' ids come from
     gid_range: tuple[int, int] = (200000, 299999)
     allow_root_jobs: bool = False
+    image_builds: bool = True  # images.builds: workflows may build their own images (`images:`)
 
 
 class ConfigProblem(msgspec.Struct, frozen=True, kw_only=True):
@@ -137,6 +138,7 @@ KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "posix.uidRange": ("uid_range", _id_range),
     "posix.gidRange": ("gid_range", _id_range),
     "posix.allowRootJobs": ("allow_root_jobs", _bool),
+    "images.builds": ("image_builds", _bool),
 }
 
 RETIRED: dict[str, str] = {

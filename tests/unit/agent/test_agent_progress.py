@@ -23,3 +23,12 @@ def test_a_jobs_output_is_never_taken_for_progress():
     relay.seen(spec("job"), "stdout", b"ingress of my own making\n")
     relay.seen(spec("egress"), "stderr", b"egress of https://x failed: HTTP 500\n")
     assert relay.due(now=100) == []
+
+
+def test_every_step_of_an_image_build_goes_at_once_and_the_post_scripts_output_does_not():
+    relay = ProgressRelay(every=5)
+    relay.seen(spec("build"), "stdout", b"build pulling base docker://busybox\nmy post says hi\nbuild running post\n")
+    relay.seen(spec("build"), "stdout", b"build storing 1.2 MB\n")
+    assert relay.due(now=100) == [("a1", 2, "build pulling base docker://busybox"), ("a1", 2, "build running post"),
+                                  ("a1", 2, "build storing 1.2 MB")]
+    assert relay.due(now=101) == []

@@ -142,3 +142,34 @@ def test_a_job_without_devices_gets_none_bound():
     placed(feed, ONE_JOB, "main", n1)
     [spec] = feed.views.assignments(n1.id)["start"]
     assert "devices" not in spec and "network_isolated" not in spec
+
+
+BUILDS = (
+    "version: v4\nimages:\n  tools: {from: 'docker://busybox:1', post: 'touch /opt/t', scope: group}\n"
+    "jobs:\n  use: {image: {uri: 'fuzzball://user/tools'}, command: [/opt/t]}\n"
+)
+
+
+def test_a_build_is_started_with_its_plan_and_whose_image_it_becomes():
+    feed, n1 = Feed(), node("node-1")
+    feed.save(n1)
+    placed(feed, BUILDS, "build:tools", n1)
+    [spec] = feed.views.assignments(n1.id)["start"]
+    assert (spec["kind"], spec["build"]["name"], spec["build"]["post"], spec["build"]["scope"]) == (
+        "build", "tools", "touch /opt/t", "group")
+    assert (spec["image_owner"], spec["image_group"]) == (str(uid("alice")), str(uid("group")))
+
+
+def test_a_job_in_a_built_image_is_told_whose_image_to_look_up():
+    feed, n1 = Feed(), node("node-1")
+    feed.save(n1)
+    workflow = submit(BUILDS)
+    workflow.stage_started("build:tools", 1, "node-1", at(1))
+    workflow.stage_exited("build:tools", 1, 0, at(2), told="image tools built and stored (1.0 MB)")
+    allocation = request(workflow, "use", minute=2)
+    allocation.place([str(n1.id)], by="scheduler", at=at(3))
+    feed.save(workflow, allocation)
+    [spec] = feed.views.assignments(str(n1.id))["start"]
+    assert (spec["image"], spec["image_owner"], spec["image_group"]) == (
+        "fuzzball://user/tools", str(uid("alice")), str(uid("group")))
+    assert "build" not in spec
