@@ -16,6 +16,15 @@ from domain.multinode import HOSTFILE, Peers, environment
 PASSED_THROUGH = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "USER", "LOGNAME", "TMPDIR")
 
 
+class PersistentVolume(msgspec.Struct, frozen=True):
+    """A persistent volume's directory on the node (the storage provisioner's), its owner's ids and mode."""
+
+    path: str
+    uid: int
+    gid: int
+    mode: int
+
+
 class RunSpec(msgspec.Struct, kw_only=True):
     """What the control plane placed on this node: one stage attempt, as the assignments route sends it."""
 
@@ -49,6 +58,7 @@ class RunSpec(msgspec.Struct, kw_only=True):
     mounts: dict[str, str] = {}  # path in the job -> volume name (the workflow's volume on this node)
     volume: str = ""  # an ingress or egress stage: the volume it moves files into or out of
     transfers: list[dict[str, str]] = []  # an ingress or egress stage: {source, destination} URIs
+    persistent: dict[str, PersistentVolume] = {}  # volume name -> where a persistent volume lives (else ephemeral)
     peers: Peers | None = None  # a multinode job: this node's rank and every rank's address
     uid: int | None = None  # its owner's POSIX ids (a root agent runs it as them); None: submitted before ids
     gid: int | None = None

@@ -126,6 +126,20 @@ class Workflow(TimedAggregate):
         workflow restored from a snapshot taken before volumes existed has it too)."""
         return self.__dict__.setdefault("_volume_nodes", {})
 
+    @property
+    def volume_bindings(self) -> dict[str, dict[str, Any]]:
+        """Persistent volume name -> its binding (domain.volumes.Binding as a dict), fixed at submission."""
+        return self.__dict__.setdefault("_volume_bindings", {})
+
+    def bind_volumes(self, bindings: dict[str, dict[str, Any]], by: str, at: datetime) -> None:
+        """Record where the persistent volumes live (a VolumesBound event; none, no event)."""
+        if bindings:
+            self._volumes_bound(bindings=bindings, by=by, at=at)
+
+    @event("VolumesBound")
+    def _volumes_bound(self, bindings: dict[str, dict[str, Any]], by: str, at: datetime) -> None:
+        self.__dict__["_volume_bindings"] = dict(bindings)
+
     def stage_started(self, stage: str, attempt: int, node: str, at: datetime, by: str = "agent") -> None:
         state = self._expect(stage, attempt, (StageStatus.READY,), "start")
         for volume in volumes_of(state.template):

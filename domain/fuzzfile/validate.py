@@ -7,6 +7,7 @@ import re
 from domain.fuzzfile.decode import join
 from domain.fuzzfile.graph import check_dependencies
 from domain.fuzzfile.hooks import check_roving_keys
+from domain.fuzzfile.ignored import ignored_keys
 from domain.fuzzfile.limits import (
     MAX_CONCURRENCY,
     MAX_CORES,
@@ -23,8 +24,8 @@ from domain.fuzzfile.policy import check_policy
 from domain.fuzzfile.schema import Container, Job, Mount, Problem, Resource, Workflow
 from domain.fuzzfile.services import check_service
 from domain.fuzzfile.transfer_checks import check_transfers
-from domain.fuzzfile.transfers import EPHEMERAL
 from domain.quantities import QuantityError, parse_memory
+from domain.volumes import parse_reference
 
 IMAGE_SCHEMES = ("docker://", "oras://", "fuzzball://", "fb://")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -66,6 +67,7 @@ def validate(workflow: Workflow) -> Report:
     _check_defaults(workflow, volumes, report)
     _check_volumes(workflow, report)
     report.add(check_dependencies(workflow))
+    report.warnings += ignored_keys(workflow)
     return report
 
 
@@ -192,11 +194,8 @@ def _check_volumes(workflow: Workflow, report: Report) -> None:
     report.add(check_transfers(workflow))
     for name, volume in (workflow.volumes or {}).items():
         path = join("volumes", name)
-        if volume.reference is not None and not volume.reference.startswith("volume://"):
-            report.error(f"{path}.reference", "a volume reference looks like volume://user/ephemeral")
-        elif volume.reference is not None and volume.reference != EPHEMERAL:
-            report.warn(f"{path}.reference", f"{volume.reference}: this cluster has no storage provisioner yet, so "
-                                             f"it runs as {EPHEMERAL}: its files are removed when the workflow ends")
+        if volume.reference is not None and isinstance(problem := parse_reference(volume.reference), str):
+            report.error(f"{path}.reference", problem)
         if volume.reference is None and volume.use is None:
             report.error(path, "set `reference`, e.g. reference: volume://user/ephemeral")
         if volume.use is not None and volume.reference is None:
