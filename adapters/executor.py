@@ -24,7 +24,7 @@ from adapters.hooks import (
     write_post_hooks,
 )
 from adapters.runtime.bwrap import OciRuntime
-from adapters.stage_dir import check_findable, hand_over, job_argv, write_files
+from adapters.stage_dir import check_findable, hand_over, image_files, job_argv, write_files
 from adapters.transfer_plan import REASON_FILE, TRANSFER_KINDS, transfer_argv
 from adapters.volumes import Volumes
 from adapters.runspec import (  # noqa: F401 - RunSpec, SpecError and unreachable are the executor's vocabulary too
@@ -225,11 +225,14 @@ class Executor:
         the agent's state directory, and its state is written there: a restarted agent can adopt it."""
         user, workdir = self.job_user(spec), self.workdir(spec)
         workdir.mkdir(parents=True, exist_ok=True)
-        cwd = inside(workdir, spec.cwd or ".", "cwd")
-        cwd.mkdir(parents=True, exist_ok=True)
+        transfer = spec.kind in TRANSFER_KINDS
+        in_image = bool(spec.image) and self.runtime is not None and not transfer
+        cwd = host_cwd = inside(workdir, spec.cwd or ".", "cwd")
+        if in_image and Path(spec.cwd or ".").is_absolute():  # a path in the image (a volume's, say): bubblewrap
+            host_cwd = workdir                                 # enters it; the node makes nothing outside workdir
+        host_cwd.mkdir(parents=True, exist_ok=True)
         write_files(spec, workdir)
         bound = self.volumes.prepare(spec, user)
-        transfer = spec.kind in TRANSFER_KINDS
         if transfer:
             argv = transfer_argv(spec, workdir, bound, user)
         else:
@@ -237,9 +240,10 @@ class Executor:
             write_post_hooks(spec.hooks, workdir)
         devices, pulled = self._bind(spec), None
         try:
-            if spec.image and self.runtime is not None and not transfer:
+            if in_image:
                 mounts = {location: path for location, path in bound.items() if location}
                 pulled = self.runtime.prepare(spec.image, list(mounts))
+                mounts.update(image_files(spec, workdir, pulled.rootfs))
                 argv = self.runtime.wrap(argv, pulled.rootfs, workdir, cwd, spec.network_isolated, devices or [],
                                          mounts)
             else:
@@ -249,8 +253,8 @@ class Executor:
             env = job_environment(spec, user, workdir, devices, workdir=workdir)
             if transfer:  # where this node reaches the world: a hub mirror, an S3 endpoint, a proxy
                 env.update({k: os.environ[k] for k in TRANSFER_PASSED if k in os.environ})
-            check_findable(argv[0], env, cwd)
-            running = self._launch(spec, argv, cwd, env, workdir, user)
+            check_findable(argv[0], env, host_cwd)
+            running = self._launch(spec, argv, host_cwd, env, workdir, user)
         except BaseException:
             self._unbind(spec)
             if pulled is not None:
