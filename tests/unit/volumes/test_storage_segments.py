@@ -117,3 +117,11 @@ def test_the_agent_is_told_where_the_persistent_volume_lives_and_whose_it_is():
     assert spec["mounts"] == {"/hot": "hot"}
     assert spec["persistent"] == {"hot": {"path": "/srv/v/org/user/100000/hot", "uid": 100000, "gid": 100000,
                                           "mode": 0o700}}
+
+
+def test_a_persistent_volume_pins_no_stage_to_the_node_that_first_used_it():
+    workflow = submit(ONE.replace("script: date > hot/stamp", "script: date > hot/stamp\n    task-array: {start: 1, end: 2}"))
+    workflow.bind_volumes({"hot": BINDING}, by="alice", at=at(0))
+    workflow.stage_started("write[1]", 1, "fast-1", at(1))
+    workflow.stage_started("write[2]", 1, "fast-2", at(1))  # an ephemeral volume would refuse this: it lives on fast-1
+    assert workflow.volume_nodes == {}
