@@ -19,6 +19,7 @@ from domain.app.secret_reading import check_references
 from domain.app.unit_of_work import UnitOfWork, command
 from domain.app.volumes import VolumeHandlers
 from domain.fuzzfile import Problem, parse_fuzzfile
+from domain.fuzzfile.schema import Workflow as Fuzzfile
 from domain.fuzzfile.semantics import StageStatus
 from domain.scheduler.priority import check_workflow_priority
 from domain.scheduler.snapshot import Definition
@@ -51,7 +52,7 @@ class WorkflowHandlers:
         check_references(self.uow, parsed.definition, principal)
         owner = owner_of(principal)
         spec = with_endpoint_env(self.profiles.bind(parsed.definition), self.endpoints.base_url)
-        warnings = parsed.warnings + self.volumes.warnings(parsed.definition)
+        warnings = parsed.warnings + self.cluster_warnings(parsed.definition)
         if workflow_id in self.uow.repository:  # the same submission again (Idempotency-Key): the first answer
             self._check_resubmission(workflow_id, spec, owner)
             return warnings
@@ -75,7 +76,12 @@ class WorkflowHandlers:
         if parsed.errors:
             return {"errors": parsed.errors, "warnings": parsed.warnings}
         _, refused = self.volumes.resolve(parsed.definition, owner_of(principal), principal)
-        return {"errors": refused, "warnings": parsed.warnings + self.volumes.warnings(parsed.definition)}
+        return {"errors": refused, "warnings": parsed.warnings + self.cluster_warnings(parsed.definition)}
+
+    def cluster_warnings(self, definition: Fuzzfile) -> list[Problem]:
+        """What this cluster will not do as the definition says (each naming its field), beyond what the parser
+        knows: answered by validate and by submission, which still accepts it."""
+        return self.volumes.warnings(definition)
 
     @command
     def stop_workflow(self, workflow_id: UUID, principal: Principal, at: datetime) -> None:
