@@ -128,8 +128,9 @@ def bwa_values(web) -> dict:
 
 
 def test_the_bwa_template_as_published_fails_at_its_index_job_because_nothing_unpacks_the_reference(stack, web):
-    """The template's ingress writes reference.fa.gz, and its index job exits 1 unless reference.fa exists: no
-    cluster can run it as written. Roving runs the three ingresses and reports the index job's exit."""
+    """The template's ingress writes reference.fa.gz, and its index job exits 1 unless reference.fa exists: where
+    ingress stores files as fetched (Roving's does), it cannot succeed as written. Roving runs the three ingresses
+    and reports the index job's exit."""
     workflow_id = stack.submit(rendered("bwa_alignment", **bwa_values(web)), "bwa-as-published")
     done = stack.wait_status(workflow_id, ENDED, timeout=180)
     stages = {s["name"]: (s["status"], s.get("exit_code")) for s in done["stages"]}
