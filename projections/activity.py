@@ -86,12 +86,19 @@ def _ended(e: Any, names: NodeName) -> str | None:
     return f"{e.state.capitalize()}: {e.reason}"
 
 
+def _volumes_bound(e: Any, names: NodeName) -> str:
+    """Where each persistent volume lives: a user finds their files there after the workflow."""
+    return "Persistent volumes: " + "; ".join(f"{name} is {b['reference']} at {b['path']}"
+                                               for name, b in sorted(e.bindings.items()))
+
+
 MESSAGES: dict[str, Callable[[Any, NodeName], str | None]] = {
     "Workflow.Submitted": _submitted,
     "Workflow.StageReadied": _readied,
     "Workflow.StageStarted": _started,
     "Workflow.StageRunning": _running,
     "Workflow.TransferProgressed": lambda e, n: e.text,
+    "Workflow.VolumesBound": _volumes_bound,
     "Workflow.ServiceUnready": lambda e, n: f"Unready (still running, out of its endpoint): {e.reason}",
     "Workflow.ServiceReadyAgain": lambda e, n: "Ready again: back in its endpoint",
     "Workflow.StageFinished": _finished,

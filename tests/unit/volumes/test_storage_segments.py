@@ -125,3 +125,12 @@ def test_a_persistent_volume_pins_no_stage_to_the_node_that_first_used_it():
     workflow.stage_started("write[1]", 1, "fast-1", at(1))
     workflow.stage_started("write[2]", 1, "fast-2", at(1))  # an ephemeral volume would refuse this: it lives on fast-1
     assert workflow.volume_nodes == {}
+
+
+def test_the_workflows_events_say_where_its_persistent_volumes_live():
+    feed = Feed()
+    workflow = submit(ONE)
+    workflow.bind_volumes({"hot": BINDING}, by="alice", at=at(0))
+    feed.save(workflow)
+    messages = [row.message for row in feed.views.workflows.events(workflow.id)]
+    assert "Persistent volumes: hot is volume://user/fast/hot at /srv/v/org/user/100000/hot" in messages
