@@ -61,6 +61,7 @@ class Owner(msgspec.Struct, frozen=True, kw_only=True):
     uid: int | None
     group: str = ""  # the workflow's group's name, "" when the submitter is in none
     gid: int | None = None
+    member: bool = False  # the submitter is (still) a member of that group
 
 
 class Binding(msgspec.Struct, frozen=True, kw_only=True):
@@ -119,14 +120,23 @@ def bind(workflow: Workflow, storage: Storage, owner: Owner) -> tuple[dict[str, 
         field = f"volumes.{name}.reference"
         if owner.uid is None:
             problems.append(Problem(field, f"user {owner.username} has no POSIX uid, so no persistent volume can be "
-                                           f"theirs; a cluster admin sets one with `roving user set-uid`"))
+                                           f"theirs; a cluster admin sets one with `roving user update USER --uid auto`"))
             continue
-        if ref.scope == "group" and owner.gid is None:
-            problems.append(Problem(field, f"{PREFIX}group/... belongs to the workflow's group, and {owner.username} "
-                                           "is a member of no group with a gid"))
+        if ref.scope == "group" and (why := _not_member(owner)):
+            problems.append(Problem(field, f"{PREFIX}group/... belongs to the workflow's group, and {why}"))
             continue
         bindings[name] = _binding(ref, storage, owner)
     return bindings, problems
+
+
+def _not_member(owner: Owner) -> str:
+    if not owner.group:
+        return f"{owner.username} is a member of no group"
+    if not owner.member:
+        return f"{owner.username} is not a member of group {owner.group}"
+    if owner.gid is None:
+        return f"group {owner.group} has no POSIX gid; a cluster admin sets one with `roving group update GROUP --gid auto`"
+    return ""
 
 
 def _binding(ref: Reference, storage: Storage, owner: Owner) -> Binding:

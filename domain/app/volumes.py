@@ -57,8 +57,10 @@ class VolumeHandlers:
     def _owner(self, owner: dict[str, str], principal: Principal) -> Owner:
         user = self._get(User, owner.get("user_id", ""))
         group = self._get(Group, owner.get("group_id", ""))
+        member = group is not None and user is not None and user.id in group.members
         return Owner(organization=owner.get("organization_id", ""), username=principal.username,
-                     uid=getattr(user, "uid", None), group=getattr(group, "name", ""), gid=getattr(group, "gid", None))
+                     uid=getattr(user, "uid", None), group=getattr(group, "name", ""), gid=getattr(group, "gid", None),
+                     member=member)
 
     def _get(self, kind: type, text: str) -> Any:
         try:

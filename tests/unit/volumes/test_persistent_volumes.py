@@ -143,3 +143,15 @@ def test_a_bad_storage_setting_is_refused_naming_the_key(settings, key, reason):
     with pytest.raises(Invalid) as refused:
         app().change_config(settings, ADMIN, T0)
     assert any(p.path == key and reason in p.message for p in refused.value.problems), refused.value.problems
+
+
+def test_a_group_volume_is_refused_for_a_submitter_no_longer_in_the_group_naming_the_field():
+    roving = provisioned()
+    _, alice = tenant(roving)
+    group, = alice.group_ids
+    roving.remove_member(group, alice.user_id, ADMIN, later(1))  # her token still names the group
+    with pytest.raises(Invalid) as refused:
+        submit(roving, alice, "volume://group/persistent/shared")
+    problem, = refused.value.problems
+    assert problem.path == "volumes.data.reference"
+    assert "alice is not a member of group physics" in problem.message
