@@ -14,17 +14,14 @@ restricts every stage that mounts the volume to nodes in that segment.
 
 from __future__ import annotations
 
-import re
-
 import msgspec
 
 from domain.fuzzfile.schema import Problem, Workflow
+from domain.fuzzfile.volume_refs import EPHEMERAL_CLASS, PREFIX, Reference, parse_reference, references
 
-PREFIX = "volume://"
-EPHEMERAL_CLASS = "ephemeral"
+__all__ = ["Binding", "Owner", "Reference", "Storage", "bind", "parse_reference", "storage_warnings"]
+
 DEFAULT_CLASS = "persistent"
-SCOPES = ("user", "group")
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 USER_MODE, GROUP_MODE = 0o700, 0o2770
 
 
@@ -41,16 +38,6 @@ class Storage(msgspec.Struct, frozen=True, kw_only=True):
         if storage_class in self.classes:
             return self.classes[storage_class]
         return "" if storage_class == DEFAULT_CLASS else None
-
-
-class Reference(msgspec.Struct, frozen=True):
-    scope: str
-    storage_class: str
-    name: str = ""
-
-    @property
-    def ephemeral(self) -> bool:
-        return self.storage_class == EPHEMERAL_CLASS
 
 
 class Owner(msgspec.Struct, frozen=True, kw_only=True):
@@ -73,31 +60,6 @@ class Binding(msgspec.Struct, frozen=True, kw_only=True):
     gid: int
     mode: int
     segment: str = ""
-
-
-def parse_reference(text: str) -> Reference | str:
-    """The reference's parts, or why it is not one (a message for the `reference` field)."""
-    if not text.startswith(PREFIX):
-        return "a volume reference looks like volume://user/ephemeral or volume://group/persistent/NAME"
-    parts = text.removeprefix(PREFIX).split("/")
-    if parts[0] not in SCOPES or len(parts) < 2 or len(parts) > 3 or not all(parts[1:]):
-        return f"{text}: expected volume://user/CLASS[/NAME] or volume://group/CLASS/NAME"
-    bad = [p for p in parts[1:] if not NAME.match(p)]
-    if bad:
-        return f"{text}: `{bad[0]}` may hold only letters, digits, `_`, `.` and `-`"
-    if parts[0] == "group" and len(parts) == 2 and parts[1] != EPHEMERAL_CLASS:
-        return f"{text}: a group volume needs a name, e.g. volume://group/{parts[1]}/shared"
-    return Reference(parts[0], parts[1], parts[2] if len(parts) == 3 else "")
-
-
-def references(workflow: Workflow) -> dict[str, Reference]:
-    """Volume name -> its parsed reference, for every volume whose reference parses (validation names the rest)."""
-    found = {}
-    for name, volume in (workflow.volumes or {}).items():
-        parsed = parse_reference(volume.reference) if volume.reference else None
-        if isinstance(parsed, Reference):
-            found[name] = parsed
-    return found
 
 
 def unsupported(ref: Reference, storage: Storage) -> str | None:

@@ -24,8 +24,8 @@ from domain.fuzzfile.policy import check_policy
 from domain.fuzzfile.schema import Container, Job, Mount, Problem, Resource, Workflow
 from domain.fuzzfile.services import check_service
 from domain.fuzzfile.transfer_checks import check_transfers
+from domain.fuzzfile.volume_refs import parse_reference
 from domain.quantities import QuantityError, parse_memory
-from domain.volumes import parse_reference
 
 IMAGE_SCHEMES = ("docker://", "oras://", "fuzzball://", "fb://")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
