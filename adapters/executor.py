@@ -29,7 +29,7 @@ from adapters.pull_progress import Tell, ready_text
 from adapters.registry_auth import parse_credential
 from adapters.runtime.built import BuiltImages
 from adapters.runtime.bwrap import OciRuntime
-from adapters.stage_dir import check_findable, hand_over, job_argv, write_files
+from adapters.stage_dir import check_findable, hand_over, image_files, job_argv, write_files
 from adapters.transfer_plan import REASON_FILE, TRANSFER_KINDS, transfer_argv
 from adapters.volumes import Volumes
 from adapters.runspec import (  # noqa: F401 - RunSpec, SpecError and unreachable are the executor's vocabulary too
@@ -236,12 +236,15 @@ class Executor:
         is pulled with `image_secret` (the value of the image's registry secret), its progress told to `tell`."""
         user, workdir = self.job_user(spec), self.workdir(spec)
         workdir.mkdir(parents=True, exist_ok=True)
-        cwd = inside(workdir, spec.cwd or ".", "cwd")
-        cwd.mkdir(parents=True, exist_ok=True)
-        write_files(spec, workdir)
-        bound = self.volumes.prepare(spec, user)
         transfer = spec.kind in TRANSFER_KINDS
         own_program = transfer or spec.kind == BUILD  # our code, run as the agent, in no image
+        in_image = bool(spec.image) and self.runtime is not None and not own_program
+        cwd = host_cwd = inside(workdir, spec.cwd or ".", "cwd")
+        if in_image and Path(spec.cwd or ".").is_absolute():  # a path in the image (a volume's, say): bubblewrap
+            host_cwd = workdir                                 # enters it; the node makes nothing outside workdir
+        host_cwd.mkdir(parents=True, exist_ok=True)
+        write_files(spec, workdir)
+        bound = self.volumes.prepare(spec, user)
         if transfer:
             argv = transfer_argv(spec, workdir, bound, user)
         elif spec.kind == BUILD:
@@ -251,12 +254,13 @@ class Executor:
             write_post_hooks(spec.hooks, workdir)
         devices, pulled, note = self._bind(spec), None, ""
         try:
-            if spec.image and self.runtime is not None and not own_program:
+            if in_image:
                 mounts = {location: path for location, path in bound.items() if location}
                 credential = parse_credential(image_secret) if image_secret else None
                 began = time.monotonic()
                 pulled = self._prepare(spec, list(mounts), credential, tell)
                 note = ready_text(spec.image, time.monotonic() - began, cached=not pulled.seconds)
+                mounts.update(image_files(spec, workdir, pulled.rootfs))
                 argv = self.runtime.wrap(argv, pulled.rootfs, workdir, cwd, spec.network_isolated, devices or [],
                                          mounts)
             else:
@@ -268,8 +272,8 @@ class Executor:
                 env.update({k: os.environ[k] for k in TRANSFER_PASSED if k in os.environ})
             if spec.kind == BUILD:
                 env.update(build_env(self.images_url))
-            check_findable(argv[0], env, cwd)
-            running = self._launch(spec, argv, cwd, env, workdir, user)
+            check_findable(argv[0], env, host_cwd)
+            running = self._launch(spec, argv, host_cwd, env, workdir, user)
         except BaseException:
             self._unbind(spec)
             if pulled is not None:

@@ -16,6 +16,15 @@ from domain.multinode import HOSTFILE, Peers, environment
 PASSED_THROUGH = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "USER", "LOGNAME", "TMPDIR")
 
 
+class PersistentVolume(msgspec.Struct, frozen=True):
+    """A persistent volume's directory on the node (the storage provisioner's), its owner's ids and mode."""
+
+    path: str
+    uid: int
+    gid: int
+    mode: int
+
+
 class RunSpec(msgspec.Struct, kw_only=True):
     """What the control plane placed on this node: one stage attempt, as the assignments route sends it."""
 
@@ -53,6 +62,7 @@ class RunSpec(msgspec.Struct, kw_only=True):
     build: dict[str, Any] | None = None  # a build stage: the image's build plan (domain.fuzzfile.images.BuildPlan)
     image_owner: str = ""  # a build, or a job in a fuzzball:// image: whose (user id) the built image is
     image_group: str = ""  # ... and the group whose members share a `scope: group` image
+    persistent: dict[str, PersistentVolume] = {}  # volume name -> where a persistent volume lives (else ephemeral)
     peers: Peers | None = None  # a multinode job: this node's rank and every rank's address
     uid: int | None = None  # its owner's POSIX ids (a root agent runs it as them); None: submitted before ids
     gid: int | None = None

@@ -21,6 +21,22 @@ def write_files(spec: RunSpec, workdir: Path) -> None:
         (workdir / HOSTFILE).write_text(hostfile(spec.peers))
 
 
+def image_files(spec: RunSpec, workdir: Path, rootfs: Path) -> dict[str, Path]:
+    """In an image, each `files` entry at an absolute path is bound there from its copy in the stage's directory
+    (as Fuzzball puts it: `/tmp/x.py` is /tmp/x.py in the job). Its mount point is made in the image's root unless
+    it lands on the job's private /tmp, which bubblewrap makes writable."""
+    found = {}
+    for name in spec.files or {}:
+        if not name.startswith("/") or ".." in Path(name).parts:
+            continue
+        found[name] = inside(workdir, name.lstrip("/"), "file")
+        point = rootfs / name.lstrip("/")
+        if not Path(name).is_relative_to("/tmp") and not point.exists():
+            point.parent.mkdir(parents=True, exist_ok=True)
+            point.touch()
+    return found
+
+
 def job_argv(spec: RunSpec, workdir: Path) -> list[str]:
     """The script (given `#!/bin/sh` when it has no shebang) or command + args, never through a shell."""
     if spec.script is not None:

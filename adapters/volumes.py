@@ -1,5 +1,8 @@
 """Workflow volumes on a node: `<work root>/<workflow>/.volumes/<name>`, made before the first stage that uses one
-starts here, owned by the job user, bound at each stage's mount paths, and removed once the workflow has ended."""
+starts here, owned by the job user, bound at each stage's mount paths, and removed once the workflow has ended.
+
+A persistent volume (the run spec's `persistent`) is the storage provisioner's directory instead: made on first use
+with its owner's ids and mode, its parents searchable only, and never removed here."""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ import re
 import shutil
 from pathlib import Path
 
-from adapters.runspec import JobUser, RunSpec, inside
+from adapters.runspec import JobUser, PersistentVolume, RunSpec, inside
 
 UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_.\-\[\]]")
 FOLDER = ".volumes"
@@ -30,9 +33,14 @@ class Volumes:
         wanted = {location: name for location, name in spec.mounts.items()}
         if spec.volume:
             wanted[""] = spec.volume
-        found = {location: self.path(spec.workflow_id, name) for location, name in wanted.items()}
-        for directory in found.values():
-            self._make(directory, user or self.user)
+        found: dict[str, Path] = {}
+        for location, name in wanted.items():
+            kept = spec.persistent.get(name)
+            found[location] = Path(kept.path) if kept is not None else self.path(spec.workflow_id, name)
+            if kept is not None:
+                make_persistent(kept, as_root=(user or self.user) is not None)
+            else:
+                self._make(found[location], user or self.user)
         return found
 
     def _make(self, directory: Path, user: JobUser | None) -> None:
@@ -66,3 +74,21 @@ class Volumes:
                 shutil.rmtree(folder, ignore_errors=True)
                 removed.append(folder.parent.name)
         return removed
+
+
+def make_persistent(volume: PersistentVolume, as_root: bool) -> Path:
+    """The volume's directory, made on first use: its parents (the provisioner's root, the organization, the user
+    or group folder) searchable and not listable, the volume its owner's with its mode. An agent that runs jobs as
+    their owners (root) gives it their ids; one that runs them as itself keeps it its own."""
+    directory = Path(volume.path)
+    if directory.is_dir():
+        return directory
+    missing = [p for p in reversed(directory.parents) if not p.exists()]
+    for parent in missing:
+        parent.mkdir(mode=0o711, exist_ok=True)
+        parent.chmod(0o711)  # mkdir's mode is cut by the umask
+    directory.mkdir(exist_ok=True)
+    if as_root:
+        os.chown(directory, volume.uid, volume.gid)
+    directory.chmod(volume.mode)
+    return directory

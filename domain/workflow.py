@@ -161,9 +161,29 @@ class Workflow(TimedAggregate):
         workflow restored from a snapshot taken before volumes existed has it too)."""
         return self.__dict__.setdefault("_volume_nodes", {})
 
+    @property
+    def volume_bindings(self) -> dict[str, dict[str, Any]]:
+        """Persistent volume name -> its binding (domain.volumes.Binding as a dict), fixed at submission."""
+        return self.__dict__.setdefault("_volume_bindings", {})
+
+    def bind_volumes(self, bindings: dict[str, dict[str, Any]], by: str, at: datetime) -> None:
+        """Record where the persistent volumes live (a VolumesBound event; none, no event)."""
+        if bindings:
+            self._volumes_bound(bindings=bindings, by=by, at=at)
+
+    def _node_volumes(self, spec: Stage) -> list[str]:
+        """The volumes that live on one node (ephemeral ones): a persistent volume is the provisioner's directory,
+        which every node that may run the stage sees, so it pins no stage anywhere."""
+        bound = self.volume_bindings
+        return [v for v in volumes_of(spec) if v not in bound]
+
+    @event("VolumesBound")
+    def _volumes_bound(self, bindings: dict[str, dict[str, Any]], by: str, at: datetime) -> None:
+        self.__dict__["_volume_bindings"] = dict(bindings)
+
     def stage_started(self, stage: str, attempt: int, node: str, at: datetime, by: str = "agent") -> None:
         state = self._expect(stage, attempt, (StageStatus.READY,), "start")
-        for volume in volumes_of(state.template):
+        for volume in self._node_volumes(state.template):
             held = self.volume_nodes.get(volume, node)
             if held != node:
                 raise WorkflowError(f"{stage} mounts volume {volume}, which lives on node {held}, not {node}")
@@ -368,7 +388,7 @@ class Workflow(TimedAggregate):
     @event("StageStarted")
     def _started(self, stage: str, attempt: int, node: str, by: str, at: datetime) -> None:
         state = self.book.touch(stage)
-        for volume in volumes_of(state.template):
+        for volume in self._node_volumes(state.template):
             self.volume_nodes.setdefault(volume, node)
         state.node, state.reason = node, ""
         self.book.move(state, StageStatus.STARTED)

@@ -91,6 +91,12 @@ def _ended(e: Any, names: NodeName) -> str | None:
     return f"{e.state.capitalize()}: {e.reason}"
 
 
+def _volumes_bound(e: Any, names: NodeName) -> str:
+    """Where each persistent volume lives: a user finds their files there after the workflow."""
+    return "Persistent volumes: " + "; ".join(f"{name} is {b['reference']} at {b['path']}"
+                                               for name, b in sorted(e.bindings.items()))
+
+
 MESSAGES: dict[str, Callable[[Any, NodeName], str | None]] = {
     "Workflow.Submitted": _submitted,
     "Workflow.StageReadied": _readied,
@@ -98,6 +104,7 @@ MESSAGES: dict[str, Callable[[Any, NodeName], str | None]] = {
     "Workflow.StageRunning": _running,
     "Workflow.TransferProgressed": lambda e, n: e.text,
     "Workflow.ImageProgressed": lambda e, n: e.text,
+    "Workflow.VolumesBound": _volumes_bound,
     "Workflow.ServiceUnready": lambda e, n: f"Unready (still running, out of its endpoint): {e.reason}",
     "Workflow.ServiceReadyAgain": lambda e, n: "Ready again: back in its endpoint",
     "Workflow.ServiceScaled": _scaled,

@@ -19,7 +19,7 @@ from domain.fuzzfile.schema import Job, Service
 from domain.fuzzfile.transfers import TRANSFER_KINDS
 from domain.multinode import Peers, leader_port
 from domain.secrets.references import IMAGE_SECRET_VARIABLE
-from domain.workflow import Workflow
+from domain.workflow import Workflow, volumes_of
 from projections.nodes import NodesView
 from projections.queue import QueueView
 from projections.tenancy import TenancyView
@@ -106,6 +106,7 @@ def run_spec(a: Allocation, workflow: Workflow, queue: QueueView, peers: Peers |
         "ports": _ports(step, spec),
         "mounts": dict(spec.mounts), **_profile(spec), **_backoff(spec, a.attempt), **_transfer(spec),
         **_liveness(step, spec),
+        **_persistent(workflow, spec),
         **({"peers": msgspec.to_builtins(peers)} if peers is not None else {}),
         **_identity(queue, a, tenancy),
         **_isolation(spec, step),
@@ -166,6 +167,14 @@ def _transfer(spec: Any) -> dict:
     env = {f"ROVING_TRANSFER_SECRET_{i}": m.secret for i, m in enumerate(spec.transfers) if m.secret}
     return {"volume": spec.volume, "env": env,
             "transfers": [{"source": m.source, "destination": m.destination} for m in spec.transfers]}
+
+
+def _persistent(workflow: Workflow, spec: Any) -> dict:
+    """The persistent volumes this stage uses, as bound at submission: each one's directory, owner and mode."""
+    bindings = workflow.volume_bindings
+    found = {name: {k: bindings[name][k] for k in ("path", "uid", "gid", "mode")}
+             for name in volumes_of(spec) if name in bindings}
+    return {"persistent": found} if found else {}
 
 
 def _step(workflow: Workflow, name: str, kind: str) -> Any:

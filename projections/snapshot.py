@@ -8,6 +8,7 @@ from datetime import datetime
 from domain.allocation import Allocation, QueueState
 from domain.node import to_node_view
 from domain.scheduler import sanity
+from domain.scheduler.segments import stage_segments
 from domain.fuzzfile.transfers import TRANSFER_KINDS
 from domain.workflow import Workflow, volumes_of
 from domain.scheduler.snapshot import (
@@ -44,6 +45,8 @@ def _queued(a: Allocation, queue: QueueView, workflows: WorkflowsView,
     extra: dict = {}
     if state is not None and (node := volume_node(workflow, state.template)):
         extra["volume_node"] = node
+    if state is not None and (segments := volume_segments(workflow, state.template)):
+        extra["segments"] = segments
     if earlier := preemptions.get((a.workflow_id, a.stage), ()):
         extra["preemptions"] = earlier
     if kind is Kind.SERVICE and (ports := host_ports(workflow, state.spec.step)):
@@ -61,6 +64,14 @@ def volume_node(workflow: Workflow, spec) -> str:
     """The node holding the volumes this stage uses, once one of the workflow's stages started there."""
     nodes = workflow.volume_nodes
     return next((nodes[v] for v in volumes_of(spec) if v in nodes), "") if nodes else ""
+
+
+def volume_segments(workflow: Workflow, spec) -> tuple[str, ...]:
+    """The storage segments of the persistent volumes this stage uses: it runs only on a node in that segment."""
+    bindings = workflow.volume_bindings
+    if not bindings:
+        return ()
+    return stage_segments(volumes_of(spec), {name: b.get("segment", "") for name, b in bindings.items()})
 
 
 def host_ports(workflow: Workflow, service: str) -> tuple[int, ...]:
@@ -92,6 +103,13 @@ def node_definitions(nodes: NodesView) -> list[Definition]:
     """The definitions the registered nodes form, without building a whole snapshot (submission check)."""
     with nodes.lock:
         return definitions([to_node_view(n) for n in nodes.nodes()])
+
+
+def node_segments(nodes: NodesView) -> set[str] | None:
+    """The storage segments registered nodes are in ("" for none); None before any node registered."""
+    with nodes.lock:
+        found = {n.capacity.segment for n in nodes.nodes()}
+    return found or None
 
 
 def definitions(views: list[NodeView]) -> list[Definition]:

@@ -6,6 +6,7 @@ import argparse
 import grp
 import os
 import pwd
+import re
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ class AgentConfig:
     memory: int
     devices: dict[str, int]
     annotations: dict[str, str] = field(default_factory=dict)
+    segment: str = ""  # the storage segment this node is in: stages mounting that segment's volumes run here
     definition: str | None = None
     workdir: Path = Path.home() / ".local/share/roving/work"
     job_user: JobUser | None = None  # None: jobs run as the agent's own user
@@ -99,6 +101,22 @@ def _pair(text: str) -> tuple[str, str]:
     return key, value
 
 
+SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+
+
+def _segment(text: str) -> str:
+    if text and not SEGMENT.match(text):
+        raise ValueError(f"{text!r} is not a segment name (letters, digits, _ . -)")
+    return text
+
+
+def _env_segment(env: Mapping[str, str]) -> str:
+    try:
+        return _segment(env.get("ROVING_SEGMENT", ""))
+    except ValueError as error:
+        raise UsageError(f"ROVING_SEGMENT: {error}") from None
+
+
 def _device(text: str) -> tuple[str, int]:
     name, count = _pair(text)
     if not count.isdigit():
@@ -128,6 +146,7 @@ def _parser() -> UsageParser:
     p.add_argument("--device", type=_typed("device", _device), action="append", default=[])
     p.add_argument("--gpus", type=_typed("gpus", gpu_devices.parse_declared))
     p.add_argument("--annotation", type=_typed("annotation", _pair), action="append", default=[])
+    p.add_argument("--segment", type=_typed("segment", _segment), default="")
     p.add_argument("--definition")
     p.add_argument("--workdir", type=Path)
     p.add_argument("--allow-root-jobs", action="store_true")
@@ -239,7 +258,7 @@ def parse_args(argv: list[str], env: dict[str, str] | None = None, detect=sysinf
     return AgentConfig(
         node=ns.node, api=ns.api.rstrip("/"), token=_token(ns.token_file, env),
         cpus=ns.cpus or found.cpu, memory=ns.memory if ns.memory is not None else found.memory,
-        devices=devices, gpus=gpus, annotations=dict(ns.annotation),
+        devices=devices, gpus=gpus, annotations=dict(ns.annotation), segment=ns.segment or _env_segment(env),
         definition=ns.definition, workdir=workdir, metrics_port=ns.metrics_port, heartbeat=ns.heartbeat,
         poll=ns.poll, poll_wait=_env_poll_wait(ns.poll_wait, env), kill_grace=ns.kill_grace, address=ns.address,
         sys_root=ns.sys_root or Path(env.get("ROVING_SYS_ROOT") or "/sys"),

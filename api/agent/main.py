@@ -130,7 +130,8 @@ class Agent:
     async def register(self, stop: asyncio.Event) -> None:
         c = self.config
         body = {"name": c.node, "cpu": c.cpus, "memory": c.memory, "devices": c.devices, "annotations": c.annotations,
-                "definition": c.definition or "", "address": c.address, "metrics_port": c.metrics_port}
+                "definition": c.definition or "", "address": c.address, "metrics_port": c.metrics_port,
+                **({"segment": c.segment} if c.segment else {})}
         while not stop.is_set():
             response = await self.call("POST", "/v4/agent/register", json=body)
             if self.own_token_refused(response):

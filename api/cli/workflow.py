@@ -162,15 +162,24 @@ def stop(args: argparse.Namespace, client: Client) -> Any:
 
 
 def validate(args: argparse.Namespace, client: Client) -> Any:
-    """Checked locally with the same parser the server uses; exit 1 when it has errors."""
+    """Parsed locally with the same parser the server uses, then (unless --offline) checked by the cluster: what
+    submission would refuse and what this cluster would not do as written. Exit 1 when it has errors."""
+    from api.cli.client import ApiError
     from domain.fuzzfile import parse_fuzzfile
 
-    parsed = parse_fuzzfile(read_file(args.file))
-    for problem in parsed.warnings:
-        print(f"warning: {problem.path}: {problem.message}", file=sys.stderr)
-    for problem in parsed.errors:
-        print(f"error: {problem.path}: {problem.message}", file=sys.stderr)
-    if parsed.errors:
+    text = read_file(args.file)
+    parsed = parse_fuzzfile(text)
+    found = {"errors": [{"path": p.path, "message": p.message} for p in parsed.errors],
+             "warnings": [{"path": p.path, "message": p.message} for p in parsed.warnings]}
+    if not parsed.errors and not args.offline:
+        try:
+            found = client.post("/v4/workflows:validate", {"definition": text})
+        except ApiError as error:
+            print(f"note: checked locally only, not against the cluster: {error}", file=sys.stderr)
+    for kind in ("warnings", "errors"):
+        for problem in found[kind]:
+            print(f"{kind[:-1]}: {problem['path']}: {problem['message']}", file=sys.stderr)
+    if found["errors"]:
         return 1
     return {"valid": True, "file": args.file}
 
@@ -217,4 +226,5 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     p.set_defaults(handler=why, columns=["stage", "reason", "detail", "allocation_id"])
     p = sub.add_parser("validate", parents=[common], help="check a Fuzzfile without submitting it")
     p.add_argument("file").complete = FILES  # type: ignore[attr-defined]
+    p.add_argument("--offline", action="store_true", help="only the Fuzzfile's own checks, without asking the cluster")
     p.set_defaults(handler=validate)

@@ -114,13 +114,14 @@ class Stack:
         nats_url = self.settings.nats_url or self._start_nats()
         cluster = self.settings.cluster
         env = {"PERSISTENCE_MODULE": "adapters.jetstream", "ROVING_NATS_URL": nats_url, "ROVING_CLUSTER": cluster}
-        from projections.snapshot import node_definitions
+        from projections.snapshot import node_definitions, node_segments
         from projections.views import Views
 
         self.views = Views()
         read_models = ReadModelFunctions(definitions=lambda: node_definitions(self.views.nodes),
                                          priorities=self.views.tenancy.owner_priorities,
-                                         allocations_of_owner=self.views.queue.live_allocations_of)
+                                         allocations_of_owner=self.views.queue.live_allocations_of,
+                                         segments=lambda: node_segments(self.views.nodes))
         self.roving = Roving(env=env, passwords=ScryptPasswords(), read_models=read_models)
         self.key = load_or_create_key(self.data_dir / "signing.key")
         self._bootstrap_admin()

@@ -27,11 +27,11 @@ class NodeHandlers:
     def register_node(self, name: str, cpu: int, memory: int, devices: dict[str, int], annotations: dict[str, str],
                       definition: str, address: str, metrics_port: int | None, at: datetime,
                       credential: tuple[str, datetime] | None = None,
-                      principal: Principal | None = None) -> tuple[UUID, int]:
+                      principal: Principal | None = None, *, segment: str = "") -> tuple[UUID, int]:
         """(Re)register a node; `credential` (token id, expiry) is the token its agent is given for it. A fenced
         node registers again only by a cluster admin's hand, which lifts the fence."""
         capacity = Capacity(cpu=cpu, memory=memory, devices=dict(devices), annotations=dict(annotations),
-                            agent_address=address, agent_port=metrics_port)
+                            segment=segment, agent_address=address, agent_port=metrics_port)
         nid = node_id(name)
         try:
             if nid in self.uow.repository:

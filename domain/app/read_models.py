@@ -7,6 +7,8 @@ hands it the views' answers through this one interface:
   are accepted and wait for nodes.
 - `owner_priorities(owner)`: organization, group and user priorities of a workflow's owner, so a submission
   reads no tenancy aggregate; None, the application loads the aggregates.
+- `node_segments()` (optional): the storage segments registered nodes are in, so a volume of a segment no node
+  provides is refused at submission; absent or None, only conflicting segments are.
 - `live_allocations_of(kind, owner_id)`: the queued and running allocations of an organization, group or
   user; none, a priority change records only the tenancy event.
 """
@@ -49,6 +51,11 @@ class ReadModelFunctions:
     definitions: Callable[[], Sequence[Definition]] | None = None
     priorities: Callable[[dict[str, str]], dict[str, int]] | None = None
     allocations_of_owner: Callable[[str, UUID], Iterable[UUID]] | None = None
+    segments: Callable[[], set[str] | None] | None = None
+
+    def node_segments(self) -> set[str] | None:
+        """The storage segments registered nodes are in; None: not known (segments are then not checked)."""
+        return self.segments() if self.segments is not None else None
 
     def node_definitions(self) -> Sequence[Definition]:
         return self.definitions() if self.definitions is not None else ()

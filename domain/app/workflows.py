@@ -17,7 +17,9 @@ from domain.app.profiles import ProfileHandlers
 from domain.app.scheduling import SchedulingHandlers
 from domain.app.secret_reading import check_references
 from domain.app.unit_of_work import UnitOfWork, command
-from domain.fuzzfile import parse_fuzzfile
+from domain.app.volumes import VolumeHandlers
+from domain.fuzzfile import Problem, parse_fuzzfile
+from domain.fuzzfile.schema import Workflow as Fuzzfile
 from domain.fuzzfile.semantics import StageStatus
 from domain.scheduler.priority import check_workflow_priority
 from domain.scheduler.snapshot import Definition
@@ -30,6 +32,7 @@ class WorkflowHandlers:
                  scheduling: SchedulingHandlers, profiles: ProfileHandlers | None = None) -> None:
         self.uow, self.allocations, self.endpoints, self.scheduling = uow, allocations, endpoints, scheduling
         self.profiles = profiles or ProfileHandlers(uow)
+        self.volumes = VolumeHandlers(uow, scheduling.config, scheduling.read_models)
 
     @command
     def submit_workflow(self, workflow_id: UUID, name: str, definition: str | dict, priority: int,
@@ -52,18 +55,36 @@ class WorkflowHandlers:
         check_references(self.uow, parsed.definition, principal)
         owner = owner_of(principal)
         spec = with_endpoint_env(self.profiles.bind(parsed.definition), self.endpoints.base_url)
+        warnings = parsed.warnings + self.cluster_warnings(parsed.definition)
         if workflow_id in self.uow.repository:  # the same submission again (Idempotency-Key): the first answer
             self._check_resubmission(workflow_id, spec, owner)
-            return parsed.warnings
+            return warnings
         try:
             workflow = Workflow.submit(workflow_id, name or "workflow", spec, owner, priority,
                                        preemptible, by=principal.username, at=at)
         except WorkflowError as error:
             raise invalid("definition", str(error)) from error
         self.scheduling.check_feasible_submission(workflow, definitions)
+        self.volumes.bind(workflow, principal, at)
         bound = self.endpoints.bind(workflow, spec, principal, at, endpoint_strategy)
         self.uow.save(workflow, *self.allocations.request_ready(workflow, principal.username, at, fresh=True), *bound)
-        return parsed.warnings
+        return warnings
+
+    def validate_workflow(self, definition: str | dict, principal: Principal) -> dict[str, list[Problem]]:
+        """`roving workflow validate` against this cluster: the parser's errors and warnings, what submission would
+        refuse for this caller (volumes, segments) and what this cluster would not do as written."""
+        access.submitter(principal)
+        text = definition if isinstance(definition, str) else msgspec.json.encode(definition).decode()
+        parsed = parse_fuzzfile(text)
+        if parsed.errors:
+            return {"errors": parsed.errors, "warnings": parsed.warnings}
+        _, refused = self.volumes.resolve(parsed.definition, owner_of(principal), principal)
+        return {"errors": refused, "warnings": parsed.warnings + self.cluster_warnings(parsed.definition)}
+
+    def cluster_warnings(self, definition: Fuzzfile) -> list[Problem]:
+        """What this cluster will not do as the definition says (each naming its field), beyond what the parser
+        knows: answered by validate and by submission, which still accepts it."""
+        return self.volumes.warnings(definition)
 
     @command
     def stop_workflow(self, workflow_id: UUID, principal: Principal, at: datetime) -> None:

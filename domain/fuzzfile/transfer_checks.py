@@ -67,4 +67,4 @@ def _common(transfer: Transfer, where: str, errors: list[Problem], warnings: lis
 def _legacy(volume: Volume, path: str, warnings: list[Problem]) -> None:
     for key in ("type", "path"):
         if getattr(volume, key) is not None:
-            warnings.append(Problem(f"{path}.{key}", f"`{key}` is ignored: the volume is per-workflow ephemeral"))
+            warnings.append(Problem(f"{path}.{key}", f"`{key}` is ignored: a volume is what its `reference` names"))

@@ -7,6 +7,7 @@ import re
 from domain.fuzzfile.decode import join
 from domain.fuzzfile.graph import check_dependencies, steps
 from domain.fuzzfile.hooks import check_roving_keys
+from domain.fuzzfile.ignored import ignored_keys
 from domain.fuzzfile.images import check_images
 from domain.fuzzfile.limits import (
     MAX_CONCURRENCY,
@@ -24,7 +25,7 @@ from domain.fuzzfile.policy import check_policy
 from domain.fuzzfile.schema import Container, Job, Mount, Problem, Resource, Workflow
 from domain.fuzzfile.services import check_service
 from domain.fuzzfile.transfer_checks import check_transfers
-from domain.fuzzfile.transfers import EPHEMERAL
+from domain.fuzzfile.volume_refs import parse_reference
 from domain.quantities import QuantityError, parse_memory
 
 IMAGE_SCHEMES = ("docker://", "oras://", "fuzzball://", "fb://")
@@ -68,6 +69,7 @@ def validate(workflow: Workflow) -> Report:
     _check_volumes(workflow, report)
     report.add(check_dependencies(workflow))
     report.errors += check_images(workflow, set(steps(workflow)))
+    report.warnings += ignored_keys(workflow)
     return report
 
 
@@ -194,11 +196,8 @@ def _check_volumes(workflow: Workflow, report: Report) -> None:
     report.add(check_transfers(workflow))
     for name, volume in (workflow.volumes or {}).items():
         path = join("volumes", name)
-        if volume.reference is not None and not volume.reference.startswith("volume://"):
-            report.error(f"{path}.reference", "a volume reference looks like volume://user/ephemeral")
-        elif volume.reference is not None and volume.reference != EPHEMERAL:
-            report.warn(f"{path}.reference", f"{volume.reference}: this cluster has no storage provisioner yet, so "
-                                             f"it runs as {EPHEMERAL}: its files are removed when the workflow ends")
+        if volume.reference is not None and isinstance(problem := parse_reference(volume.reference), str):
+            report.error(f"{path}.reference", problem)
         if volume.reference is None and volume.use is None:
             report.error(path, "set `reference`, e.g. reference: volume://user/ephemeral")
         if volume.use is not None and volume.reference is None:

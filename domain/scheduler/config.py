@@ -35,6 +35,8 @@ class SchedulerConfig(msgspec.Struct, frozen=True, kw_only=True):
     gid_range: tuple[int, int] = (200000, 299999)
     allow_root_jobs: bool = False
     image_builds: bool = True  # images.builds: workflows may build their own images (`images:`)
+    storage_root: str = ""  # storage.*: the local provisioner's root ("" none) and its classes (name -> segment)
+    storage_classes: dict[str, str] = {}
 
 
 class ConfigProblem(msgspec.Struct, frozen=True, kw_only=True):
@@ -110,6 +112,35 @@ def _names(value: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _root(value: Any) -> str:
+    if not isinstance(value, str) or (value and (not value.startswith("/") or ".." in value.split("/"))):
+        raise Invalid(f"expected an absolute directory such as /srv/roving/volumes (or \"\" for none), got {value!r}")
+    return value.rstrip("/") or ("/" if value else "")
+
+
+_CLASS = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+
+
+def _classes(value: Any) -> dict[str, str]:
+    """{NAME: {segment: SEGMENT, driver: local}}: each class's segment ("" for none)."""
+    if not isinstance(value, Mapping):
+        raise Invalid(f"expected {{NAME: {{segment: SEGMENT}}}}, got {value!r}")
+    found = {}
+    for name, spec in value.items():
+        spec = {} if spec is None else spec
+        if not isinstance(name, str) or not _CLASS.match(name) or name == "ephemeral":
+            raise Invalid(f"{name!r} is not a storage class name (letters, digits, _ . -; not `ephemeral`)")
+        if not isinstance(spec, Mapping) or set(spec) - {"segment", "driver"}:
+            raise Invalid(f"class {name}: expected {{segment: SEGMENT, driver: local}}, got {spec!r}")
+        if spec.get("driver", "local") != "local":
+            raise Invalid(f"class {name}: driver {spec['driver']!r} does not exist; this cluster has `local`")
+        segment = spec.get("segment") or ""
+        if not isinstance(segment, str):
+            raise Invalid(f"class {name}: segment must be a name, got {segment!r}")
+        found[name] = segment
+    return found
+
+
 def _expression(value: Any) -> str:
     if not isinstance(value, str):
         raise Invalid(f"expected a CEL expression string, got {value!r}")
@@ -139,6 +170,8 @@ KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "posix.gidRange": ("gid_range", _id_range),
     "posix.allowRootJobs": ("allow_root_jobs", _bool),
     "images.builds": ("image_builds", _bool),
+    "storage.local.root": ("storage_root", _root),
+    "storage.classes": ("storage_classes", _classes),
 }
 
 RETIRED: dict[str, str] = {

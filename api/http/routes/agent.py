@@ -35,6 +35,7 @@ class Register(msgspec.Struct):
     definition: str = ""
     address: str = ""
     metrics_port: int | None = None
+    segment: str = ""  # the storage segment the node is in (`roving agent --segment`)
 
 
 class Heartbeat(msgspec.Struct):
@@ -70,7 +71,7 @@ async def register(request: Request) -> Response:
     credential_id, ttl = secrets_module.token_urlsafe(12), NODE_TOKEN_TTL
     node, epoch = await c.call(svc.roving.register_node, b.name, b.cpu, b.memory, b.devices, b.annotations,
                                b.definition, b.address, b.metrics_port, now, (credential_id, now + ttl),
-                               c.principal(request))
+                               c.principal(request), segment=b.segment)
     identity = Identity(user_id=None, username=access.NODE_PREFIX + b.name, role=Role.USER, organization_id=None,
                         source=Source.AGENT)
     token = issue(identity, svc.key, ttl, now, token_id=credential_id)

@@ -52,6 +52,7 @@ def node_answer(row: Any, seen: Callable[[str], bool] = lambda allocation: True)
              for h in row.holds]
     return {"id": row.id, "name": row.name, "status": row.status, "status_reason": row.status_reason,
             "cpu": row.cpu, "memory": row.memory, "devices": row.devices, "annotations": row.annotations,
+            "segment": row.segment,
             "definition": row.definition, "epoch": row.epoch, "allocations": [a for a in row.allocations if seen(a)],
             "accepts_new_work": row.accepts_new_work, "removed": row.removed, "holds": holds}
 

@@ -16,6 +16,7 @@ from api.http.routes import common as c
 PUBLIC = {"/healthz", "/readyz", "/metrics", "/v4/auth/login", "/v4/auth/refresh", "/v4/openapi.json"}
 BODIES: dict[tuple[str, str], type] = {
     ("POST", "/v4/workflows"): workflows.Submit,
+    ("POST", "/v4/workflows:validate"): workflows.Submit,
     ("POST", "/v4/nodes/{id}/cordon"): nodes.Reason,
     ("POST", "/v4/nodes/{id}/evict"): nodes.Reason,
     ("POST", "/v4/nodes/{id}/deprovision"): nodes.Deprovision,

@@ -80,6 +80,15 @@ async def submit(request: Request) -> Response:
     return c.json({"id": str(workflow_id), "warnings": notes}, status=201)
 
 
+async def validate(request: Request) -> Response:
+    """The submission's checks against this cluster without submitting: 200 {"valid", "errors", "warnings"}, each
+    problem naming its field (what submission would refuse, what this cluster would not do as written)."""
+    wanted, svc = await submission(request), c.services(request)
+    found = await c.call(svc.roving.validate_workflow, wanted.definition, c.principal(request))
+    notes = {kind: [{"path": p.path, "message": p.message} for p in problems] for kind, problems in found.items()}
+    return c.json({"valid": not found["errors"], **notes})
+
+
 def submission_id(request: Request) -> UUID:
     key = request.headers.get("idempotency-key")
     if key is None:
@@ -271,6 +280,7 @@ async def explain(request: Request) -> Response:
 routes = [
     Route("/v4/workflows", submit, methods=["POST"]),
     Route("/v4/workflows", list_workflows, methods=["GET"]),
+    Route("/v4/workflows:validate", validate, methods=["POST"]),
     Route("/v4/workflows/{id}:stop", stop, methods=["PATCH", "POST"]),
     Route("/v4/workflows/{id}", describe, methods=["GET"]),
     Route("/v4/workflows/{id}/events", events, methods=["GET"]),

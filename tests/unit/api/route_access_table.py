@@ -70,6 +70,7 @@ ROUTES = [
         "current_password": PASSWORD, "new_password": PASSWORD + "-next"}, fresh=True)),
     Row("POST", "/v4/workflows", EVERYONE, lambda w: Call("/v4/workflows", {"definition": JOB})),
     Row("GET", "/v4/workflows", EVERYONE),
+    Row("POST", "/v4/workflows:validate", EVERYONE, lambda w: Call("/v4/workflows:validate", {"definition": JOB})),
     Row("PATCH POST", "/v4/workflows/{id}:stop", EVERYONE, lambda w: Call(f"/v4/workflows/{w.submit()}:stop"),
         lambda w: Call(f"/v4/workflows/{w.b.workflow}:stop")),
     Row("GET", "/v4/workflows/{id}", EVERYONE, **both("/v4/workflows/{t.workflow}")),
