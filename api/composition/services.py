@@ -7,6 +7,7 @@ scheduler's runner, the long-poll waiters or the secret store); routes check for
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -14,6 +15,7 @@ if TYPE_CHECKING:
     from adapters.audit_log import AuditLog
     from api.composition.settings import Settings
     from api.composition.wakeups import AssignmentWaiters
+    from api.http.positions import PositionWaiters
     from api.scheduler.runner import SchedulerRunner
     from domain.app import Roving
     from domain.app.secrets import SecretHandlers
@@ -52,3 +54,5 @@ class Services:
     audit: AuditLog | None = None
     waiters: AssignmentWaiters | None = None
     secrets: SecretHandlers | None = None
+    positions: PositionWaiters | None = None  # read-your-writes by log position (api.http.positions)
+    audit_owner: Callable[[], str | None] | None = None  # where the audit runs, when another worker holds it
