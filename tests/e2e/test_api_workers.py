@@ -64,14 +64,21 @@ def test_workflows_submitted_concurrently_through_both_workers_all_finish(stack)
 
 
 def test_a_write_through_one_connection_is_read_at_once_through_another(stack):
-    for index in range(20):
+    readers = [fresh(stack) for _ in range(4)]  # open, on either worker, before the writes
+    try:
+        for reader in readers:
+            reader.get("/healthz")
         with fresh(stack) as writer:
-            made = writer.post("/v4/organizations", json={"name": f"ryw-{index}"})
-        assert made.status_code == 201, made.text
-        assert int(made.headers["Roving-Position"]) > 0
-        with fresh(stack) as reader:
-            seen = reader.get(f"/v4/organizations/{made.json()['id']}")
-        assert seen.status_code == 200, seen.text
+            for index in range(30):
+                made = writer.post("/v4/organizations", json={"name": f"ryw-{index}"})
+                assert made.status_code == 201, made.text
+                assert int(made.headers["Roving-Position"]) > 0
+                for reader in readers:
+                    seen = reader.get(f"/v4/organizations/{made.json()['id']}")
+                    assert seen.status_code == 200, seen.text
+    finally:
+        for reader in readers:
+            reader.close()
 
 
 def test_a_read_naming_a_later_position_waits_for_it_and_a_bad_one_is_refused(stack):
