@@ -131,8 +131,9 @@ def _run(local_agents: bool, monitoring: dict[str, str] | None = None, workers: 
     if workers is not None:
         settings = msgspec.structs.replace(settings, api_workers=workers)
     from api.logs import configure_logging
+    from api.up.workers import log_level
 
-    configure_logging(os.environ.get("ROVING_LOG_FORMAT", ""))
+    configure_logging(os.environ.get("ROVING_LOG_FORMAT", ""), log_level())
     _exit_on_sigterm()
     if settings.api_workers > 1:
         return _run_workers(settings, local_agents, monitoring)

@@ -12,6 +12,7 @@ The parent (`roving up`, `roving api`) holds the port, keeps the workers with th
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import signal
 import socket
@@ -43,6 +44,11 @@ def listening_socket(host: str, port: int) -> socket.socket:
         sock.close()
         raise
     return sock
+
+
+def log_level() -> int:
+    """ROVING_LOG_LEVEL (debug, info, warning, error; default info): a benchmark turns the access log off."""
+    return logging.getLevelNamesMapping().get(os.environ.get("ROVING_LOG_LEVEL", "").strip().upper(), logging.INFO)
 
 
 def ready_file(data_dir: Path, index: int) -> Path:
@@ -107,7 +113,7 @@ def worker_main(argv: list[str]) -> int:
     except SettingsError as error:
         print(f"roving: {error}", file=sys.stderr)
         return 2
-    configure_logging(os.environ.get("ROVING_LOG_FORMAT", ""))
+    configure_logging(os.environ.get("ROVING_LOG_FORMAT", ""), log_level())
     structlog.contextvars.bind_contextvars(worker=args.index)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     private = listening_socket(settings.host, 0)  # this worker alone: where the others forward audit reads
