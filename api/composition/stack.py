@@ -14,6 +14,7 @@ from pathlib import Path
 
 import structlog
 import uvicorn
+from eventsourcing.persistence import OperationalError
 
 from adapters.auth.password_hash import hash_password, verify_password
 from adapters.auth.tokens import Identity, issue, issue_webhook, load_or_create_key
@@ -181,6 +182,8 @@ class Stack:
             return
         try:
             self.snapshots.save(self.views)
+        except OperationalError as error:  # the log went first (an API worker whose parent and NATS were killed)
+            log.warning("stack.view_snapshot_skipped", reason=str(error))
         except Exception:  # noqa: BLE001 - the next start rebuilds from the log instead
             log.exception("stack.view_snapshot_failed")
 
