@@ -71,8 +71,9 @@ class Workers:
     def start(self) -> Workers:
         run = self.data_dir / "run"
         run.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, "ROVING_NATS_URL": self.nats_url, "ROVING_LISTEN": f"{self.settings.host}:{self.port}",
-               "ROVING_API_WORKERS": str(self.count)}
+        env = {**os.environ, "ROVING_LISTEN": f"{self.settings.host}:{self.port}", "ROVING_API_WORKERS": str(self.count)}
+        if not self.settings.nats_url:  # the embedded server; a site's URL, credentials and TLS reach them as given
+            env["ROVING_NATS_URL"] = self.nats_url
         for index in range(1, self.count + 1):
             ready_file(self.data_dir, index).unlink(missing_ok=True)
             argv = [sys.executable, "-c", WORKER_START, "--index", str(index)]
