@@ -117,6 +117,7 @@ def worker_main(argv: list[str]) -> int:
     configure_logging(os.environ.get("ROVING_LOG_FORMAT", ""), log_level())
     structlog.contextvars.bind_contextvars(worker=args.index)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    threading.Thread(target=_orphaned, args=(os.getppid(),), daemon=True, name="roving-parent-watch").start()
     private = listening_socket(settings.host, 0)  # this worker alone: where the others forward audit reads
     stack = Stack(settings, embedded_nats=False, audit="lease", internal_url=internal_url(settings, private))
     try:
@@ -138,6 +139,14 @@ def internal_url(settings, private: socket.socket) -> str:
     if host in ("0.0.0.0", "::", ""):
         host = socket.gethostname()
     return f"{settings.scheme}://{f'[{host}]' if ':' in host else host}:{port}"
+
+
+def _orphaned(parent: int, every: float = 0.2) -> None:
+    """A worker whose parent was killed exits at once, as the single process would have: no graceful stop
+    against a log that died with the parent, and no agent kept waiting on answers that cannot come."""
+    while os.getppid() == parent:
+        time.sleep(every)
+    os._exit(1)
 
 
 def _announce(stack, path: Path) -> None:
