@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import structlog
+from eventsourcing.persistence import OperationalError
 
 log = structlog.get_logger("roving.audit_lease")
 CHECK_SECONDS = 1.0
@@ -73,5 +74,7 @@ class AuditByLease:
         while not self._stopping.wait(self.check_seconds):
             try:
                 self.check()
+            except (OperationalError, TimeoutError, OSError) as error:  # the log is away: the next check tries again
+                log.warning("audit_lease.check_failed", error=str(error) or type(error).__name__)
             except Exception:  # noqa: BLE001 - the check runs again; the audit must not stop for good
                 log.exception("audit_lease.check_failed")
