@@ -146,3 +146,20 @@ def test_the_audit_runs_while_this_worker_leads_and_is_handed_over_when_it_stops
     lease.check()
     store, _, feed = opened[-1]
     assert not lease.running and published[-1] is None and store.closed and feed.stopped
+
+
+def test_the_cli_sends_the_furthest_position_it_was_answered_with():
+    seen: list[str | None] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request.headers.get("Roving-Position"))
+        position = {"/v4/workflows": "42", "/v4/nodes": "40"}.get(request.url.path, "41")
+        return httpx.Response(200, json={}, headers={"Roving-Position": position})
+
+    from api.cli.client import Client
+
+    client = Client("http://roving.test", "token", transport=httpx.MockTransport(answer))
+    client.post("/v4/workflows", {})
+    client.get("/v4/nodes")
+    client.get("/v4/queue")
+    assert seen == [None, "42", "42"]
