@@ -177,10 +177,12 @@ def _run_workers(settings, local_agents: bool, monitoring: dict[str, str] | None
         nats_url = settings.nats_url or stack.start_nats()
         load_or_create_key(stack.data_dir / "signing.key")  # made once, before any worker signs with it
         pool = Workers(settings, nats_url, preexec=death_signal(os.getpid())).start()
-        pool.wait_ready()
-        if local_agents:
+        pool.wait_ready(at_least=1)
+        if local_agents:  # as soon as one worker serves, as the single process starts them when it serves: a
+            # restarted stack's nodes must rejoin before work is placed on what their last run left behind
             stack.start_local_agents(settings.local_nodes, settings.local_node_cpus, settings.local_node_memory,
                                      metrics=monitoring is not None)
+        pool.wait_ready()
         if monitoring is not None:
             _start_monitoring(stack, monitoring)
         print(greeting(stack.url, stack.data_dir) + f"\n({settings.api_workers} API workers)", flush=True)

@@ -84,10 +84,11 @@ class Workers:
     def pids(self) -> list[int]:
         return [process.pid for process in self.keeper.processes]
 
-    def wait_ready(self, timeout: float = CATCH_UP_SECONDS) -> None:
-        """Until every worker serves; RuntimeError when one exits first (its reason is in the parent's output)."""
-        deadline = time.monotonic() + timeout
-        while not all(ready_file(self.data_dir, i).exists() for i in range(1, self.count + 1)):
+    def wait_ready(self, at_least: int | None = None, timeout: float = CATCH_UP_SECONDS) -> None:
+        """Until `at_least` workers (default all) serve; RuntimeError when one exits first (its reason is in the
+        parent's output)."""
+        deadline, wanted = time.monotonic() + timeout, at_least or self.count
+        while sum(ready_file(self.data_dir, i).exists() for i in range(1, self.count + 1)) < wanted:
             exited = [p for p in self.keeper.processes if p.poll() is not None]
             if exited:
                 raise RuntimeError(f"an API worker exited while starting (exit code {exited[0].returncode})")

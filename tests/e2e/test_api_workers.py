@@ -63,6 +63,23 @@ def test_workflows_submitted_concurrently_through_both_workers_all_finish(stack)
         assert stack.wait_status(workflow_id, ("FINISHED", "FAILED"), timeout=90)["status"] == "FINISHED"
 
 
+def test_commands_racing_on_one_node_through_both_workers_all_land(stack):
+    """Each hold is a write to the same Node aggregate: a worker that loses the race reloads and decides again."""
+    def place(index: int) -> str:
+        with fresh(stack) as client:
+            answer = client.post("/v4/nodes/local-2/holds", json={"effect": "cordon", "reason": f"race {index}"})
+        assert answer.status_code == 201, answer.text
+        return answer.json()["hold_id"]
+
+    with ThreadPoolExecutor(4) as pool:
+        placed = set(pool.map(place, range(16)))
+    with fresh(stack) as client:
+        holds = client.get("/v4/nodes/local-2/holds").json()["holds"]
+        assert placed <= {hold["id"] for hold in holds} and len(placed) == 16
+        for hold_id in placed:
+            assert client.delete(f"/v4/nodes/local-2/holds/{hold_id}").status_code == 200
+
+
 def test_a_write_through_one_connection_is_read_at_once_through_another(stack):
     readers = [fresh(stack) for _ in range(4)]  # open, on either worker, before the writes
     try:
