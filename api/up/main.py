@@ -35,7 +35,7 @@ Settings come from the environment:
   ROVING_BODY_TIMEOUT        the longest wait for the next piece of a request body, else 408 (default 30s)
   ROVING_TRUSTED_PROXIES     reverse proxies whose X-Forwarded-Proto/-For are believed (default 127.0.0.1,::1)
   ROVING_MAX_BODY_BYTES      the largest request body, e.g. 16MiB (default 4MiB; not for /endpoints/ uploads)
-  ROVING_API_WORKERS         API processes sharing the port (default: the core count, at most 8; or --workers);
+  ROVING_API_WORKERS         API processes sharing the port (default 1; `auto`: one a core, at most 8; or --workers);
                              one of them runs the scheduler and the audit feed, by the scheduler's lease
 The embedded server refuses anonymous clients: its users' credentials are in $ROVING_DATA_DIR/nats/credentials
 (control, agent, federation, reader; mode 0600) and its store is encrypted with $ROVING_DATA_DIR/nats/store.key.
@@ -89,13 +89,17 @@ def api_main(argv: list[str]) -> int:
 
 def _workers_option(parser: argparse.ArgumentParser) -> None:
     def count(raw: str) -> int:
-        if not raw.strip().isdigit() or int(raw) < 1:
-            raise argparse.ArgumentTypeError(f"--workers must be a whole number of at least 1, got {raw!r}")
-        return int(raw)
+        from api.composition.settings import SettingsError, api_workers
+
+        try:
+            return api_workers(raw)
+        except SettingsError:
+            raise argparse.ArgumentTypeError(f"--workers must be a whole number of at least 1 or auto, got {raw!r}") \
+                from None
 
     parser.add_argument("--workers", type=count, default=None, metavar="N",
-                        help="API processes sharing the port (default ROVING_API_WORKERS, else the core count, "
-                             "at most 8)")
+                        help="API processes sharing the port (default ROVING_API_WORKERS, else 1; auto: one a "
+                             "core, at most 8)")
 
 
 def _start_monitoring(stack, binaries: dict[str, str]) -> None:

@@ -23,8 +23,9 @@ from api.up.main import _workers_option
 from api.up.workers import listening_socket
 
 
-def test_workers_default_to_the_core_count_up_to_eight_and_must_be_at_least_one():
-    assert load_settings({}).api_workers == max(1, min(os.cpu_count() or 1, 8))
+def test_workers_default_to_one_auto_is_the_core_count_up_to_eight_and_fewer_than_one_is_refused():
+    assert load_settings({}).api_workers == 1
+    assert load_settings({"ROVING_API_WORKERS": "auto"}).api_workers == max(1, min(os.cpu_count() or 1, 8))
     assert load_settings({"ROVING_API_WORKERS": "3"}).api_workers == 3
     with pytest.raises(SettingsError, match="ROVING_API_WORKERS"):
         load_settings({"ROVING_API_WORKERS": "0"})
@@ -34,6 +35,7 @@ def test_the_workers_flag_refuses_a_count_below_one():
     parser = argparse.ArgumentParser(exit_on_error=False)
     _workers_option(parser)
     assert parser.parse_args(["--workers", "4"]).workers == 4
+    assert parser.parse_args(["--workers", "auto"]).workers == max(1, min(os.cpu_count() or 1, 8))
     with pytest.raises(argparse.ArgumentError, match="at least 1"):
         parser.parse_args(["--workers", "0"])
 
