@@ -5,9 +5,9 @@ name the position it must see.
 position N; every answer carries `Roving-Position` (what this process has written or applied, whichever is
 further), which a client sends back on its next request (the CLI does). With several API workers
 (ROVING_API_WORKERS > 1), a request without the header waits for the log's end as it stood when the request
-arrived (one stream-info round trip), so even a client that passes nothing along reads what anyone wrote before
-it asked; the agents' own routes, health and metrics skip that (their pollers tolerate a view some milliseconds
-old, and a long poll wakes when the batch lands).
+arrived (one stream-info round trip, shared by the requests arriving meanwhile: `LogEnd`), so even a client that
+passes nothing along reads what anyone wrote before it asked; the agents' own routes, health and metrics skip that
+(their pollers tolerate a view some milliseconds old, and a long poll wakes when the batch lands).
 """
 
 from __future__ import annotations
@@ -78,6 +78,7 @@ class PositionMiddleware:
 
     def __init__(self, app: ASGIApp, workers: int = 1) -> None:
         self.app, self.workers = app, workers
+        self.log_end = LogEnd()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -90,7 +91,7 @@ class PositionMiddleware:
             await problem(400, str(error), "Roving-Position")(scope, receive, send)
             return
         if wanted is None and self.workers > 1 and not scope["path"].startswith(UNSYNCED):
-            wanted = await log_end(services)
+            wanted = await self.log_end.now(services)
         if wanted:
             await reach(services, wanted)
 
@@ -114,16 +115,39 @@ def requested(scope: Scope) -> int | None:
     return None
 
 
-async def log_end(services: Any) -> int | None:
-    """The log's last position now; None when the log cannot say (the request then answers from the views)."""
-    recorder = getattr(services.roving, "recorder", None)
-    if recorder is None:
-        return None
-    try:
-        return await run_in_threadpool(recorder.max_notification_id)
-    except Exception as error:  # noqa: BLE001 - an unreachable log is answered by the routes themselves
-        log.warning("positions.log_end_unknown", error=str(error))
-        return None
+class LogEnd:
+    """The log's last position, asked once for every request waiting when the question is sent (as group commit
+    does for writes): a request joins only a question sent after it arrived, so its answer is at least the log's
+    end at its arrival; under load, one stream-info round trip serves all the requests of its time."""
+
+    def __init__(self) -> None:
+        self._next: asyncio.Future | None = None  # what requests arriving now will be answered with
+        self._asking = False
+
+    async def now(self, services: Any) -> int | None:
+        """None when the log cannot say (the request then answers from the views)."""
+        recorder = getattr(services.roving, "recorder", None)
+        if recorder is None:
+            return None
+        if self._next is None:
+            self._next = asyncio.get_running_loop().create_future()
+        answer = self._next
+        if not self._asking:
+            self._asking = True
+            asyncio.ensure_future(self._ask(recorder))
+        return await asyncio.shield(answer)
+
+    async def _ask(self, recorder: Any) -> None:
+        try:
+            while self._next is not None:
+                answer, self._next = self._next, None  # later arrivals wait for the next question
+                try:
+                    answer.set_result(await run_in_threadpool(recorder.max_notification_id))
+                except Exception as error:  # noqa: BLE001 - an unreachable log is answered by the routes themselves
+                    log.warning("positions.log_end_unknown", error=str(error))
+                    answer.set_result(None)
+        finally:
+            self._asking = False
 
 
 async def reach(services: Any, position: int) -> None:

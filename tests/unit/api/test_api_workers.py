@@ -7,6 +7,7 @@ import asyncio
 import os
 import socket
 import threading
+import time
 from types import SimpleNamespace
 
 import httpx
@@ -18,7 +19,7 @@ from starlette.routing import Route
 
 from api.composition.audit_lease import AuditByLease
 from api.composition.settings import SettingsError, load_settings
-from api.http.positions import PositionMiddleware, PositionWaiters
+from api.http.positions import LogEnd, PositionMiddleware, PositionWaiters
 from api.up.main import _workers_option
 from api.up.workers import listening_socket
 
@@ -165,3 +166,24 @@ def test_the_cli_sends_the_furthest_position_it_was_answered_with():
     client.get("/v4/nodes")
     client.get("/v4/queue")
     assert seen == [None, "42", "42"]
+
+
+def test_requests_waiting_together_share_one_question_to_the_log_and_none_joins_an_earlier_one():
+    asked: list[int] = []
+
+    def max_notification_id() -> int:
+        asked.append(len(asked) + 1)
+        time.sleep(0.05)  # a round trip; requests arriving meanwhile wait for the next question
+        return 10 * len(asked)
+
+    services = SimpleNamespace(roving=SimpleNamespace(recorder=SimpleNamespace(max_notification_id=max_notification_id)))
+    end = LogEnd()
+
+    async def burst() -> list[int | None]:
+        first = asyncio.ensure_future(end.now(services))
+        await asyncio.sleep(0.01)  # the first question is on its way: these join the next one
+        rest = await asyncio.gather(*(end.now(services) for _ in range(20)))
+        return [await first, *rest]
+
+    answers = asyncio.run(burst())
+    assert answers == [10] + [20] * 20 and len(asked) == 2
