@@ -187,3 +187,22 @@ def test_requests_waiting_together_share_one_question_to_the_log_and_none_joins_
 
     answers = asyncio.run(burst())
     assert answers == [10] + [20] * 20 and len(asked) == 2
+
+
+def test_a_standby_scheduler_asks_for_the_lease_on_its_own_pace_not_on_every_wake():
+    from api.scheduler.runner import SchedulerRunner
+
+    class Held:
+        ttl, asked, free = 10.0, 0, False
+
+        def hold_leadership(self, holder: str) -> bool:
+            self.asked += 1
+            return self.free
+
+    leases = Held()
+    runner = SchedulerRunner(None, None, None, leases)
+    assert [runner.lead() for _ in range(50)] == [False] * 50
+    assert leases.asked == 1  # another worker leads: one question, then quiet for a quarter of the TTL
+    runner._standby_until = 0.0  # that quarter passed, and the leader is gone
+    leases.free = True
+    assert runner.lead() and leases.asked == 2
