@@ -113,7 +113,10 @@ def api_workers(raw: str | None) -> int:
     work is then evicted: tests/e2e/test_restart.py fails about half the time with 2 workers)."""
     if raw is not None and raw.strip().lower() == "auto":
         return max(1, min(os.cpu_count() or 1, MAX_AUTO_WORKERS))
-    return _count({"ROVING_API_WORKERS": raw or ""}, "ROVING_API_WORKERS", DEFAULT_WORKERS, minimum=1)
+    try:
+        return _count({"ROVING_API_WORKERS": raw or ""}, "ROVING_API_WORKERS", DEFAULT_WORKERS, minimum=1)
+    except SettingsError as error:
+        raise SettingsError(f"{error} (or auto: one a core)") from None
 
 
 def _tls(env: Mapping[str, str]) -> dict[str, Path | None]:
