@@ -44,6 +44,20 @@ class Leases:
             return entry is not None and entry.value is not None
         return self.connection.run(get)
 
+    def announce(self, name: str, value: str) -> None:
+        """Say where something runs (e.g. the audit's owner); it lapses one TTL after the last announcement."""
+        self.connection.run(lambda: self._kv.put(_announcement(name), value.encode()))
+
+    def announced(self, name: str) -> str | None:
+        """What was last announced for `name`, while it has not lapsed."""
+        async def get() -> str | None:
+            try:
+                entry = await self._kv.get(_announcement(name))
+            except nats.js.errors.KeyNotFoundError:
+                return None
+            return entry.value.decode() if entry is not None and entry.value else None
+        return self.connection.run(get)
+
     def hold_leadership(self, holder: str) -> bool:
         """Take the leader lease if free, or renew it if ours; False while another holder's lease lives."""
         try:
@@ -61,6 +75,10 @@ class Leases:
         except (nats.js.errors.KeyWrongLastSequenceError, nats.js.errors.BadRequestError, nats.js.errors.APIError):
             self._leader_revision = None
             return False
+
+
+def _announcement(name: str) -> str:
+    return "announce." + name.replace(".", "_")
 
 
 def _key(node: str) -> str:

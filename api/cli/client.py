@@ -105,8 +105,17 @@ class Client:
     def __init__(self, api: str, token: str = "", timeout: float = 30.0, transport: Any = None,
                  renew: Callable[[str], str] | None = None) -> None:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self.http = httpx.Client(base_url=api, headers=headers, timeout=timeout, transport=transport)
+        self.http = httpx.Client(base_url=api, headers=headers, timeout=timeout, transport=transport,
+                                 event_hooks={"response": [self._remember_position]})
         self.token, self.renew = token, renew
+        self.position = 0  # the furthest log position an answer reflected; sent along, so reads see earlier writes
+
+    def _remember_position(self, response: httpx.Response) -> None:
+        """Several API workers share the address: the next request, whichever answers it, waits for this position."""
+        raw = response.headers.get("roving-position", "")
+        if raw.isdigit() and int(raw) > self.position:
+            self.position = int(raw)
+            self.http.headers["Roving-Position"] = raw
 
     def request(self, method: str, path: str, **kwargs: Any) -> Any:
         response = self._send(method, path, **kwargs)

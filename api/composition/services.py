@@ -7,6 +7,7 @@ scheduler's runner, the long-poll waiters or the secret store); routes check for
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -15,6 +16,7 @@ if TYPE_CHECKING:
     from adapters.traffic import EndpointTraffic
     from api.composition.settings import Settings
     from api.composition.wakeups import AssignmentWaiters
+    from api.http.positions import PositionWaiters
     from api.scheduler.runner import SchedulerRunner
     from domain.app import Roving
     from domain.app.secrets import SecretHandlers
@@ -54,3 +56,5 @@ class Services:
     waiters: AssignmentWaiters | None = None
     secrets: SecretHandlers | None = None
     traffic: EndpointTraffic | None = None  # requests through the endpoint proxy, which the autoscaler reads
+    positions: PositionWaiters | None = None  # read-your-writes by log position (api.http.positions)
+    audit_owner: Callable[[], str | None] | None = None  # where the audit runs, when another worker holds it

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import structlog
 import uvicorn
+from eventsourcing.persistence import OperationalError
 
 from adapters.auth.password_hash import hash_password, verify_password
 from adapters.auth.tokens import Identity, issue, issue_webhook, load_or_create_key
@@ -24,8 +25,10 @@ from adapters.nats_owner import death_signal
 from adapters.nats_server import NatsServer, free_port
 from adapters.nats_supervisor import Supervisor
 from adapters.secret_store import open_secret_store
+from api.composition.audit_lease import AuditByLease
 from api.composition.services import Services
 from api.composition.wakeups import AssignmentWaiters, LogSignals
+from api.http.positions import PositionWaiters
 from api.scheduler.runner import SchedulerRunner
 from api.up.local_agents import LocalAgents
 from domain.app import Conflict, ReadModelFunctions, Roving
@@ -35,6 +38,7 @@ from domain.tenancy.permissions import Principal
 
 log = structlog.get_logger("roving.stack")
 TOKEN_TTL = timedelta(days=30)
+AUDIT_OWNER = "audit-owner"
 AGENT_START = "import sys; from api.agent.main import agent_main; sys.exit(agent_main(sys.argv[1:]))"
 
 
@@ -58,8 +62,8 @@ class ScryptPasswords:
 
 
 def write_secret(path: Path, text: str) -> None:
-    """A file only its owner can read (0600), replaced atomically."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
+    """A file only its owner can read (0600), replaced atomically (API workers may write it at once)."""
+    tmp = path.with_suffix(f"{path.suffix}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as handle:
         handle.write(text + "\n")
@@ -89,7 +93,10 @@ class LogReader:
 class Stack:
     """Everything one control-plane process runs; `roving up` adds the embedded server and local agents."""
 
-    def __init__(self, settings, embedded_nats: bool = True, scheduler: bool = True, audit: bool = True) -> None:
+    def __init__(self, settings, embedded_nats: bool = True, scheduler: bool = True,
+                 audit: bool | str = True, internal_url: str = "") -> None:
+        """`audit`: feed the audit here (True), not at all (False), or while this scheduler leads ("lease");
+        `internal_url`: where other workers reach this one's API (audit reads are forwarded there)."""
         self.settings = settings
         self.data_dir = Path(settings.data_dir)
         self.embedded_nats = embedded_nats and not settings.nats_url
@@ -101,8 +108,11 @@ class Stack:
         self.server: uvicorn.Server | None = None
         self.audit_store = self.audit_feed = self.audit = None
         self.with_audit = audit
+        self.internal_url = internal_url
         self.monitoring = None
         self.autoscaler = None
+        self.runner = self.tailer = self.leases = self.roving = None  # what start() builds; stop() skips what is None
+        self.audit_lease: AuditByLease | None = None  # audit="lease": the audit runs while this runner leads
 
     @property
     def url(self) -> str:
@@ -111,7 +121,7 @@ class Stack:
 
     def start(self) -> Stack:
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        nats_url = self.settings.nats_url or self._start_nats()
+        nats_url = self.settings.nats_url or self.start_nats()
         cluster = self.settings.cluster
         env = {"PERSISTENCE_MODULE": "adapters.jetstream", "ROVING_NATS_URL": nats_url, "ROVING_CLUSTER": cluster}
         from projections.snapshot import node_definitions, node_segments
@@ -136,13 +146,15 @@ class Stack:
         self.signals = LogSignals.attach(self.tailer)  # agents' long polls and the scheduler wake as batches land
         self.waiters = AssignmentWaiters(self.views)
         self.signals.listen(self.waiters.observe)
+        self.positions = PositionWaiters(self.views)  # requests naming a log position (read-your-writes)
+        self.signals.listen(self.positions.observe)
         self.tailer.start()
         self.leases = Leases(Connection(nats_url, cluster), ttl=self.settings.node_lease_seconds)
         self.runner = None
         if self.with_scheduler:
             self.runner = SchedulerRunner(self.roving, self.views, self.tailer, self.leases,
                                           signals=self.signals).start()
-        if self.with_audit:
+        if self.with_audit and self.with_audit != "lease":
             self._start_audit(cluster)
         from adapters.traffic import EndpointTraffic
         from api.composition.autoscaling import AutoscalerLoop
@@ -155,9 +167,24 @@ class Stack:
             logs=self._logs(nats_url, cluster), settings=self.settings, nats_url=nats_url, cluster=cluster,
             agent_nats_url=agent_log_url(nats_url, self.data_dir, self.settings.nats_agent_creds) or "",
             runner=self.runner, audit=self.audit, waiters=self.waiters,
-            secrets=open_secret_store(self.roving, self.data_dir), traffic=self.traffic,
+            secrets=open_secret_store(self.roving, self.data_dir), traffic=self.traffic, positions=self.positions,
         )
+        if self.with_audit == "lease" and self.runner is not None:
+            self._follow_audit_lease(cluster)
         return self
+
+    def _follow_audit_lease(self, cluster: str) -> None:
+        """The audit runs in whichever worker's runner leads; the others forward audit reads to its private
+        address (`internal_url`), which it announces while it holds the audit."""
+        leases, services = self.leases, self.services
+
+        def publish(audit) -> None:
+            services.audit = audit
+            if audit is not None and self.internal_url:
+                leases.announce(AUDIT_OWNER, self.internal_url)
+
+        services.audit_owner = lambda: leases.announced(AUDIT_OWNER)
+        self.audit_lease = AuditByLease(self.runner, lambda: self._open_audit(cluster), publish).start()
 
     def _save_views(self) -> None:
         """A stopping control plane leaves its views behind, so the next start replays only what follows."""
@@ -165,21 +192,25 @@ class Stack:
             return
         try:
             self.snapshots.save(self.views)
+        except OperationalError as error:  # the log went first (an API worker whose parent and NATS were killed)
+            log.warning("stack.view_snapshot_skipped", reason=str(error))
         except Exception:  # noqa: BLE001 - the next start rebuilds from the log instead
             log.exception("stack.view_snapshot_failed")
 
     def _start_audit(self, cluster: str) -> None:
         """The audit table in $ROVING_DATA_DIR/audit.duckdb, fed from the log; DuckDB allows one process."""
+        self.audit_store, self.audit, self.audit_feed = self._open_audit(cluster)
+
+    def _open_audit(self, cluster: str) -> tuple:
         from adapters.audit_feed import AuditFeed
         from adapters.audit_log import AuditLog
         from adapters.duckdb_store import AuditStore
         from projections.audit import AuditProjection
 
-        self.audit_store = AuditStore(self.data_dir / "audit.duckdb")
-        self.audit = AuditLog(self.audit_store)
-        self.audit_feed = AuditFeed(self.roving.recorder, AuditProjection(self.audit_store, cluster)).start()
+        store = AuditStore(self.data_dir / "audit.duckdb")
+        return store, AuditLog(store), AuditFeed(self.roving.recorder, AuditProjection(store, cluster)).start()
 
-    def _start_nats(self) -> str:
+    def start_nats(self) -> str:
         """Ours dies with us (a SIGKILLed control plane leaves no server behind) and comes back when it dies."""
         from api.metrics import NATS_RESTARTS
 
@@ -214,14 +245,15 @@ class Stack:
 
         return create_app(self.settings, self.services)
 
-    def serve(self, in_thread: bool = False) -> None:
+    def serve(self, in_thread: bool = False, sockets: list | None = None) -> None:
+        """Serve the API on `settings.listen`, or on `sockets` already bound (a worker's shared port)."""
         from api.http.serving import uvicorn_config
 
         self.server = uvicorn.Server(uvicorn_config(self.app(), self.settings))
         if not in_thread:
-            self.server.run()
+            self.server.run(sockets=sockets)
             return
-        threading.Thread(target=self.server.run, name="roving-http", daemon=True).start()
+        threading.Thread(target=self.server.run, kwargs={"sockets": sockets}, name="roving-http", daemon=True).start()
         deadline = time.monotonic() + 20
         while not self.server.started and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -265,9 +297,11 @@ class Stack:
         self.agents.stop()
         if self.server is not None:
             self.server.should_exit = True
-        for part in (self.autoscaler, self.runner, self.tailer, self.audit_feed):
+        for part in (self.autoscaler, self.audit_lease, self.runner, self.tailer, self.audit_feed):
             if part is not None:
                 part.stop()
+        if self.roving is None:  # a parent of API workers: it started no control plane of its own
+            return
         self._save_views()
         if self.audit_store is not None:
             self.audit_store.close()

@@ -13,6 +13,7 @@ from api.composition.services import Services
 from api.http.auth import AuthMiddleware
 from api.http.errors import HANDLERS
 from api.http.limits import DEFAULT_MAX_BODY_BYTES, BodyLimitMiddleware, BodyTooLarge, on_too_large
+from api.http.positions import PositionMiddleware
 from api.http.routes import all_routes
 from api.http.routes.metrics import observe
 from api.http.security import SecurityMiddleware
@@ -36,6 +37,8 @@ def create_app(settings: Any, services: Services) -> Starlette:
         Middleware(SecurityMiddleware, observe=observe),
         Middleware(BodyLimitMiddleware, limit=limit),  # before auth: an oversized body costs no token check
         Middleware(BodyTimeoutMiddleware, seconds=getattr(settings, "body_timeout_seconds", 30.0)),
+        # before auth, which reads users and revoked tokens from the views: they must have reached the position
+        Middleware(PositionMiddleware, workers=getattr(settings, "api_workers", 1)),
         Middleware(UiGate),  # /ui/ pages check their own session cookie; every other path goes on to bearer auth
         Middleware(AuthMiddleware, key=services.key, views=services.views),
     ]

@@ -62,6 +62,7 @@ class SchedulerRunner:
         self.announced: dict[str, Why] = {}  # the causes already written as SchedulingBlocked events
         self.refused: dict[str, str] = {}  # this pass's placements the log refused, with the reason
         self._renewed = self._leases_checked = float("-inf")  # monotonic times of the last renewal and check
+        self._standby_until = float("-inf")  # not leading: when to ask for the lease again
         self._config: tuple[int, object] | None = None  # (config generation, the scheduler config read then)
         self._config_generation = 0  # counts ClusterConfig events applied: the cached config is stale when it moved
         self._thread = threading.Thread(target=self._run, name="roving-scheduler", daemon=True)
@@ -134,8 +135,11 @@ class SchedulerRunner:
         asked = time.monotonic()
         if self.leading and asked - self._renewed < self.leases.ttl * RENEW_AFTER:
             return True
+        if not self.leading and asked < self._standby_until:  # a standby (another API worker) asks on its pace,
+            return False                                      # not on every batch the log delivers
         self.leading = self.leases.hold_leadership(self.holder)
         self._renewed = asked if self.leading else float("-inf")
+        self._standby_until = float("-inf") if self.leading else asked + self.leases.ttl * RENEW_AFTER
         return self.leading
 
     def _lease_period(self) -> float:

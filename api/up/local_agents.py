@@ -1,5 +1,7 @@
 """The local pool's agents as `roving up` keeps them: started, watched, and started again when one dies.
 
+The same keeper holds `roving up`'s API workers (api.up.workers), with `kind="worker"`.
+
 An agent that exits while the stack runs (killed, crashed) is started again with the same command line; its
 running jobs were left running and its successor adopts them. One that keeps dying is started again after a
 growing pause (1 s doubling to 30 s), so a broken agent does not spin; the pause resets once one has lived a minute.
@@ -24,7 +26,8 @@ FIRST_PAUSE, LONGEST_PAUSE, STEADY_SECONDS, CHECK_EVERY = 1.0, 30.0, 60.0, 0.5
 class Kept:
     name: str
     argv: list[str]
-    log_path: Path
+    log_path: Path | None  # None: the keeper's own output
+    env: dict[str, str] | None = None  # None: the keeper's own environment
     process: subprocess.Popen | None = None
     started: float = 0.0
     pause: float = FIRST_PAUSE
@@ -34,15 +37,16 @@ class Kept:
 
 class LocalAgents:
     def __init__(self, preexec: Callable[[], None] | None = None, check_every: float = CHECK_EVERY,
-                 restart: bool = True) -> None:
+                 restart: bool = True, kind: str = "agent") -> None:
         self.kept: list[Kept] = []
+        self.kind = kind
         self.preexec, self.check_every, self.restart = preexec, check_every, restart
         self.stopping = threading.Event()
         self.lock = threading.Lock()
         self.thread = threading.Thread(target=self._watch, name="roving-local-agents", daemon=True)
 
-    def add(self, name: str, argv: list[str], log_path: Path) -> None:
-        kept = Kept(name, argv, log_path, pause=FIRST_PAUSE)
+    def add(self, name: str, argv: list[str], log_path: Path | None, env: dict[str, str] | None = None) -> None:
+        kept = Kept(name, argv, log_path, env=env, pause=FIRST_PAUSE)
         with self.lock:
             self._start(kept)
             self.kept.append(kept)
@@ -67,9 +71,12 @@ class LocalAgents:
                 process.kill()
 
     def _start(self, kept: Kept) -> None:
-        with open(kept.log_path, "ab") as output:  # the child keeps its own copy of the descriptor
-            kept.process = subprocess.Popen(kept.argv, stdout=output, stderr=subprocess.STDOUT,
-                                            preexec_fn=self.preexec)
+        if kept.log_path is None:
+            kept.process = subprocess.Popen(kept.argv, env=kept.env, preexec_fn=self.preexec)
+        else:
+            with open(kept.log_path, "ab") as output:  # the child keeps its own copy of the descriptor
+                kept.process = subprocess.Popen(kept.argv, stdout=output, stderr=subprocess.STDOUT,
+                                                env=kept.env, preexec_fn=self.preexec)
         kept.started = time.monotonic()
 
     def _watch(self) -> None:
@@ -87,9 +94,9 @@ class LocalAgents:
             if lived >= STEADY_SECONDS:
                 kept.pause = FIRST_PAUSE
             kept.due, kept.pause = now + kept.pause, min(kept.pause * 2, LONGEST_PAUSE)
-            log.warning("stack.agent_died", node=kept.name, exit_code=process.returncode, lived_s=round(lived, 1),
+            log.warning(f"stack.{self.kind}_died", node=kept.name, exit_code=process.returncode, lived_s=round(lived, 1),
                         restart_in_s=round(kept.due - now, 1))
         if now >= kept.due:
             kept.due, kept.restarts = 0.0, kept.restarts + 1
             self._start(kept)
-            log.info("stack.agent_restarted", node=kept.name, restarts=kept.restarts)
+            log.info(f"stack.{self.kind}_restarted", node=kept.name, restarts=kept.restarts)

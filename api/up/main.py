@@ -8,6 +8,8 @@ import signal
 import sys
 from pathlib import Path
 
+import msgspec
+
 from adapters.monitoring import MonitoringError
 from adapters.nats_server import NatsServerError
 
@@ -33,6 +35,8 @@ Settings come from the environment:
   ROVING_BODY_TIMEOUT        the longest wait for the next piece of a request body, else 408 (default 30s)
   ROVING_TRUSTED_PROXIES     reverse proxies whose X-Forwarded-Proto/-For are believed (default 127.0.0.1,::1)
   ROVING_MAX_BODY_BYTES      the largest request body, e.g. 16MiB (default 4MiB; not for /endpoints/ uploads)
+  ROVING_API_WORKERS         API processes sharing the port (default 1; `auto`: one a core, at most 8; or --workers);
+                             one of them runs the scheduler and the audit feed, by the scheduler's lease
 The embedded server refuses anonymous clients: its users' credentials are in $ROVING_DATA_DIR/nats/credentials
 (control, agent, federation, reader; mode 0600) and its store is encrypted with $ROVING_DATA_DIR/nats/store.key.
 The cluster admin's token is written to $ROVING_DATA_DIR/admin.token (mode 0600).
@@ -62,6 +66,7 @@ def up_main(argv: list[str]) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--monitoring", action="store_true",
                         help="also run Prometheus and Alertmanager with Roving's rules and webhook route")
+    _workers_option(parser)
     args = parser.parse_args(argv)
     binaries = None
     if args.monitoring:
@@ -72,13 +77,29 @@ def up_main(argv: list[str]) -> int:
         except MonitoringError as error:
             print(f"roving: {error}", file=sys.stderr)
             return 1
-    return _run(local_agents=True, monitoring=binaries)
+    return _run(local_agents=True, monitoring=binaries, workers=args.workers)
 
 
 def api_main(argv: list[str]) -> int:
-    argparse.ArgumentParser(prog="roving api", description="Run the HTTP API, read models and scheduler "
-                            "against ROVING_NATS_URL (no embedded server, no local agents).").parse_args(argv)
-    return _run(local_agents=False)
+    parser = argparse.ArgumentParser(prog="roving api", description="Run the HTTP API, read models and scheduler "
+                                     "against ROVING_NATS_URL (no embedded server, no local agents).")
+    _workers_option(parser)
+    return _run(local_agents=False, workers=parser.parse_args(argv).workers)
+
+
+def _workers_option(parser: argparse.ArgumentParser) -> None:
+    def count(raw: str) -> int:
+        from api.composition.settings import SettingsError, api_workers
+
+        try:
+            return api_workers(raw)
+        except SettingsError:
+            raise argparse.ArgumentTypeError(f"--workers must be a whole number of at least 1 or auto, got {raw!r}") \
+                from None
+
+    parser.add_argument("--workers", type=count, default=None, metavar="N",
+                        help="API processes sharing the port (default ROVING_API_WORKERS, else 1; auto: one a "
+                             "core, at most 8)")
 
 
 def _start_monitoring(stack, binaries: dict[str, str]) -> None:
@@ -107,14 +128,19 @@ def _exit_on_sigterm() -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
 
 
-def _run(local_agents: bool, monitoring: dict[str, str] | None = None) -> int:
+def _run(local_agents: bool, monitoring: dict[str, str] | None = None, workers: int | None = None) -> int:
     from api.composition.stack import Stack
 
     settings = _settings()
+    if workers is not None:
+        settings = msgspec.structs.replace(settings, api_workers=workers)
     from api.logs import configure_logging
+    from api.up.workers import log_level
 
-    configure_logging(os.environ.get("ROVING_LOG_FORMAT", ""))
+    configure_logging(os.environ.get("ROVING_LOG_FORMAT", ""), log_level())
     _exit_on_sigterm()
+    if settings.api_workers > 1:
+        return _run_workers(settings, local_agents, monitoring)
     try:
         stack = Stack(settings, embedded_nats=local_agents).start()
     except NatsServerError as error:
@@ -138,3 +164,45 @@ def _run(local_agents: bool, monitoring: dict[str, str] | None = None) -> int:
     finally:
         stack.stop()
     return 0
+
+
+def _run_workers(settings, local_agents: bool, monitoring: dict[str, str] | None) -> int:
+    """The parent of ROVING_API_WORKERS API processes on one port (api.up.workers): it runs the embedded NATS,
+    the local agents and monitoring, keeps the workers, and stops them all on SIGTERM or SIGINT."""
+    from adapters.auth.tokens import load_or_create_key
+    from adapters.nats_owner import death_signal
+    from api.composition.stack import Stack
+    from api.up.workers import Workers
+
+    stack = Stack(settings, embedded_nats=local_agents)  # not started: the parent runs no control plane itself
+    pool: Workers | None = None
+    try:
+        stack.data_dir.mkdir(parents=True, exist_ok=True)
+        nats_url = settings.nats_url or stack.start_nats()
+        load_or_create_key(stack.data_dir / "signing.key")  # made once, before any worker signs with it
+        pool = Workers(settings, nats_url, preexec=death_signal(os.getpid())).start()
+        pool.wait_ready(at_least=1)
+        if local_agents:  # as soon as one worker serves, as the single process starts them when it serves: a
+            # restarted stack's nodes must rejoin before work is placed on what their last run left behind
+            stack.start_local_agents(settings.local_nodes, settings.local_node_cpus, settings.local_node_memory,
+                                     metrics=monitoring is not None)
+        pool.wait_ready()
+        if monitoring is not None:
+            _start_monitoring(stack, monitoring)
+        print(greeting(stack.url, stack.data_dir) + f"\n({settings.api_workers} API workers)", flush=True)
+        while True:
+            signal.pause()
+    except (NatsServerError, MonitoringError, RuntimeError) as error:
+        print(f"roving: {error}", file=sys.stderr)
+        return 1
+    except OSError as error:
+        print(f"roving: cannot listen on {settings.listen}: {error.strerror or error}; set ROVING_LISTEN",
+              file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        stack.agents.stop()  # agents before the workers they talk to, and NATS last
+        if pool is not None:
+            pool.stop()
+        stack.stop()

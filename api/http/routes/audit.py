@@ -22,6 +22,7 @@ from starlette.routing import Route
 
 from adapters.sql_guard import RefusedQuery
 from api.http.errors import BadRequest, problem
+from api.http.audit_forward import to_audit_owner
 from api.http.routes import common as c
 from domain.app import access
 from domain.tenancy.permissions import Principal
@@ -115,7 +116,7 @@ async def export_parquet(request: Request) -> Response:
 
 
 routes = [
-    Route("/v4/audit", list_rows, methods=["GET"]),
-    Route("/v4/audit/query", query, methods=["POST"]),
-    Route("/v4/audit/export.parquet", export_parquet, methods=["GET"]),
+    Route("/v4/audit", to_audit_owner(list_rows), methods=["GET"]),
+    Route("/v4/audit/query", to_audit_owner(query), methods=["POST"]),
+    Route("/v4/audit/export.parquet", to_audit_owner(export_parquet), methods=["GET"]),
 ]

@@ -3,6 +3,7 @@ while the log is reachable (a load balancer stops sending commands that could on
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from starlette.requests import Request
@@ -44,8 +45,16 @@ async def readyz(request: Request) -> Response:
     svc = c.services(request)
     reason = not_ready_because(svc)
     position = svc.views.position
-    body = {"ready": reason is None, "position": position, **({"reason": reason} if reason else {})}
+    body = {"ready": reason is None, "position": position, **({"reason": reason} if reason else {}),
+            "process": this_process(svc)}
     return c.json(body, status=200 if reason is None else 503)
+
+
+def this_process(svc: Any) -> dict[str, Any]:
+    """Which API process answered (several may share the port: ROVING_API_WORKERS) and what it runs."""
+    runner = svc.runner
+    return {"pid": os.getpid(), "leads_scheduler": bool(runner is not None and runner.leading),
+            "holds_audit": svc.audit is not None}
 
 
 routes = [
