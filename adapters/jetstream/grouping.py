@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,7 +34,7 @@ COMMITS = Counter("roving_log_commits_total", "Commits in those batches (more th
 @dataclass
 class Waiting:
     parts: list[Part]
-    future: asyncio.Future = field(repr=False)
+    future: asyncio.Future | Reply = field(repr=False)
     expected: dict[object, int] = field(default_factory=dict)
 
     @property
@@ -45,7 +46,28 @@ class Waiting:
         return {part.originator_id for part in self.parts}
 
 
-def _settle(future: asyncio.Future, result: Any = None, error: BaseException | None = None) -> None:
+class Reply:
+    """A synchronous caller's end of a commit (see `loop.LoopThread.call`): settling it calls `done` at once,
+    in the turn the ack was read, where a Future would wake its waiter one turn later."""
+
+    __slots__ = ("_done", "_settled")
+
+    def __init__(self, done: Callable[[Any, BaseException | None], None]) -> None:
+        self._done, self._settled = done, False
+
+    def done(self) -> bool:
+        return self._settled
+
+    def set_result(self, result: Any) -> None:
+        self._settled = True
+        self._done(result, None)
+
+    def set_exception(self, error: BaseException) -> None:
+        self._settled = True
+        self._done(None, error)
+
+
+def _settle(future: asyncio.Future | Reply, result: Any = None, error: BaseException | None = None) -> None:
     if future.done():  # its caller gave up (cancelled); the commit's outcome is still what it is
         return
     if error is not None:
@@ -67,10 +89,14 @@ class CommitQueue:
         self.commits = COMMITS.labels(committer.stream)
 
     async def commit(self, parts: list[Part]) -> list[int]:
-        waiting = Waiting(parts, asyncio.get_running_loop().create_future())
-        self.waiting.append(waiting)
+        future = asyncio.get_running_loop().create_future()
+        self.submit(parts, future)
+        return await future
+
+    def submit(self, parts: list[Part], reply: asyncio.Future | Reply) -> None:
+        """On the loop thread: queue a commit; `reply` is settled with its sequences or its error."""
+        self.waiting.append(Waiting(parts, reply))
         self._kick()
-        return await waiting.future
 
     def _kick(self) -> None:
         if self.waiting and (self.flusher is None or self.flusher.done()):

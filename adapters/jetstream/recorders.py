@@ -48,6 +48,8 @@ class JetStreamAggregateRecorder(AggregateRecorder):
     def _insert(self, stored_events: Sequence[StoredEvent], tracking: Tracking | None) -> list[int]:
         if not stored_events and tracking is None:
             return []
+        if tracking is None and self.committer.queue is not None:  # the light hop: no task, no Future
+            return self.connection.loop.call(lambda done: self.committer.submit(stored_events, done))
         return self.connection.loop.run(self.committer.commit(stored_events, tracking))
 
     def select_events(
