@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import uuid
+from collections.abc import Callable
 
 import nats
 import nats.errors
@@ -16,8 +18,9 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.js.api import StorageType, StreamConfig
 
-from adapters.jetstream import headers
-from adapters.jetstream.inbox import Ack, Batch, Inbox, RawMsg
+from adapters.jetstream import headers, wire
+from adapters.jetstream.inbox import Ack, Answer, Batch, Inbox, RawMsg
+from adapters.jetstream.loop import outcome
 from adapters.nats_auth import CONTROL_INBOX
 from adapters.nats_tls import connect_options
 
@@ -64,6 +67,31 @@ class ServerRefused(Exception):
 def _raw(msg: Msg) -> RawMsg:
     headers = msg.headers or {}
     return RawMsg(int(headers["Nats-Sequence"]), headers["Nats-Subject"], headers, msg.data)
+
+
+def _sequence_in(data: bytes) -> int:
+    """The stream sequence in a publish's ack, or its refusal as a typed error."""
+    if not data:
+        raise nats.errors.NoRespondersError
+    answer = json.loads(data)
+    if "error" in answer:
+        error = answer["error"]
+        raise _refusal(error.get("err_code"), error.get("description", "refused"))
+    return int(answer["seq"])
+
+
+def _frames(messages: list[tuple[str, bytes, dict[str, str]]], batch_id: str | None, reply: str) -> list[bytes]:
+    """One message with its reply; or the frames of an atomic batch: replies on the first and the last."""
+    if batch_id is None:
+        subject, data, headers = messages[0]
+        return [wire.frame(subject, reply, headers, data)]
+    last, frames = len(messages), []
+    for number, (subject, data, headers) in enumerate(messages, start=1):
+        headers = {**headers, "Nats-Batch-Id": batch_id, "Nats-Batch-Sequence": str(number)}
+        if number == last:
+            headers["Nats-Batch-Commit"] = "1"
+        frames.append(wire.frame(subject, reply if number in (1, last) else "", headers, data))
+    return frames
 
 
 def _refusal(code: int | None, description: str) -> Exception:
@@ -209,13 +237,38 @@ class JetStreamClient:
 
     async def _acknowledged(self, ack: Ack, timeout: float) -> int:
         _, data = await asyncio.wait_for(ack.done, timeout)
-        if not data:
-            raise nats.errors.NoRespondersError
-        answer = json.loads(data)
-        if "error" in answer:
-            error = answer["error"]
-            raise _refusal(error.get("err_code"), error.get("description", "refused"))
-        return int(answer["seq"])
+        return _sequence_in(data)
+
+    def send(self, messages: list[tuple[str, bytes, dict[str, str]]], timeout: float,
+             done: Callable[[int | None, BaseException | None], None]) -> None:
+        """On the loop, without awaiting: publish a commit (one message alone, more as an atomic batch) and
+        call `done(last_sequence, None)` or `done(None, error)` in the turn its ack is read. Its frames are
+        written in this turn when the connection allows (see `wire`), else through `publish`/`publish_batch`."""
+        loop = asyncio.get_running_loop()
+        batch_id = uuid.uuid4().hex if len(messages) > 1 else None
+        if len(messages) > MAX_BATCH or not wire.writable(self.nc, [data for _, data, _ in messages]):
+            single = messages[0]
+            coro = (self.publish(*single, timeout) if batch_id is None
+                    else self.publish_batch(batch_id, messages, timeout))
+            loop.create_task(coro).add_done_callback(lambda task: outcome(task, done))
+            return
+
+        def answered(_: dict[str, str], data: bytes, error: BaseException | None) -> None:
+            self.inbox.close(key)
+            if error is not None:
+                done(None, error)
+                return
+            try:
+                seq = _sequence_in(data)
+            except Exception as refused:  # noqa: BLE001 - a refusal is the commit's outcome, not the loop's
+                done(None, refused)
+            else:
+                done(seq, None)
+
+        answer = Answer(answered)
+        reply, key = self.inbox.open(answer)
+        wire.write(self.nc, _frames(messages, batch_id, reply))
+        answer.timer = loop.call_later(timeout, answer.expire)
 
     async def direct_batch(
         self, stream: str, subject_filter: str, start_seq: int, batch: int, timeout: float

@@ -154,6 +154,10 @@ class Committer:
             return await self.client.publish(subject, data, headers, self.op_timeout)
         return await self.client.publish_batch(uuid.uuid4().hex, messages, self.op_timeout)
 
+    def send(self, messages, done: Callable[[int | None, BaseException | None], None]) -> None:
+        """`publish` for the group commit: on the loop, without awaiting; `done` gets the last sequence."""
+        self.client.send(messages, self.op_timeout, done)
+
     def remember(self, parts: list[Part], last_seq: int, count: int) -> list[int]:
         seqs = list(range(last_seq - count + 1, last_seq + 1))
         position = 0

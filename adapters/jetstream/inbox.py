@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from nats.aio.client import Client
@@ -65,6 +66,33 @@ class Ack:
             self.done.set_result((headers, data))
 
 
+class Answer:
+    """Like `Ack`, for a caller that is not a coroutine: `on_answer(headers, data, error)` is called in the
+    turn the reply is read, or with a TimeoutError once `expire` runs first (its timer is set by the caller)."""
+
+    __slots__ = ("on_answer", "timer", "answered")
+
+    def __init__(self, on_answer: Callable[[dict[str, str], bytes, BaseException | None], None]) -> None:
+        self.on_answer = on_answer
+        self.timer: asyncio.TimerHandle | None = None
+        self.answered = False
+
+    def add(self, data: bytes, raw_headers: bytes | None) -> None:
+        if self.answered:
+            return
+        headers = parse_headers(raw_headers)
+        if _STATUS in headers or data:
+            self.answered = True
+            if self.timer is not None:
+                self.timer.cancel()
+            self.on_answer(headers, data, None)
+
+    def expire(self) -> None:
+        if not self.answered:
+            self.answered = True
+            self.on_answer({}, b"", asyncio.TimeoutError())
+
+
 class Batch:
     """Collects a direct-get batch until its closing status (204 end of batch, 404, 408, 503). Its messages'
     `headers` hold only the names in READ."""
@@ -92,7 +120,7 @@ class Inbox:
     def __init__(self, nc: Client) -> None:
         self.nc = nc
         self.prefix = nc.new_inbox()
-        self._waiters: dict[bytes, Ack | Batch] = {}
+        self._waiters: dict[bytes, Ack | Answer | Batch] = {}
         self._tokens = itertools.count()
         self._sid: int | None = None
 
@@ -114,7 +142,7 @@ class Inbox:
         if waiter is not None:
             waiter.add(data, headers)
 
-    def open(self, waiter: Ack | Batch) -> tuple[str, bytes]:
+    def open(self, waiter: Ack | Answer | Batch) -> tuple[str, bytes]:
         """The reply subject for `waiter`, and the token to `close` it with."""
         token = str(next(self._tokens))
         key = token.encode()

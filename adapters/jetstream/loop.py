@@ -67,7 +67,7 @@ class LoopThread:
         def start(done: Done) -> None:
             nonlocal started
             started = True
-            self.loop.create_task(coro).add_done_callback(lambda task: _outcome(task, done))
+            self.loop.create_task(coro).add_done_callback(lambda task: outcome(task, done))
 
         try:
             return self.call(start, timeout)
@@ -125,7 +125,8 @@ def _begin(start: Callable[[Done], None], call: _Call) -> None:
         call.finish(None, error)
 
 
-def _outcome(task: asyncio.Task, done: Done) -> None:
+def outcome(task: asyncio.Task, done: Done) -> None:
+    """Pass a finished task's result or error to `done`."""
     if task.cancelled():
         done(None, asyncio.CancelledError())
     elif (error := task.exception()) is not None:
