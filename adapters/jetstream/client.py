@@ -148,6 +148,7 @@ class JetStreamClient:
         self.down_grace = down_grace
         self.js = nc.jetstream()
         self.inbox = Inbox(nc)
+        self.background: set[asyncio.Task] = set()  # held until done: the loop keeps only weak references
 
     @classmethod
     async def connect(cls, url: str, name: str = "roving", down_grace: float = DOWN_GRACE,

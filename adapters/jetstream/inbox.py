@@ -19,9 +19,16 @@ from dataclasses import dataclass
 from nats.aio.client import Client
 
 _STATUS = "Status"
-# The headers the recorders read of a stored message; a batch message carries only these (see `Batch`)
+Handler = Callable[[bytes, bytes, bytes, "bytes | None"], None]
+# The headers the recorders read of a stored message; a message of a page of the log carries only these
 READ = ("Nats-Sequence", "Nats-Subject", "Roving-Topic", "Roving-Version", "Roving-Id-Type")
 _READ = re.compile("\n(" + "|".join(READ) + "): *([^\r]*)")
+
+
+def read_headers(raw: bytes | None) -> dict[str, str]:
+    """The READ headers of a stored message: one scan for the few names read, not a dict of all fifteen
+    (that was most of replay's time)."""
+    return dict(_READ.findall(raw.decode("utf-8", "replace"))) if raw else {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,8 +116,7 @@ class Batch:
         if raw_headers is None or raw_headers[8:9] == b" ":  # `NATS/1.0 204 EOB`: the batch's end
             self.done.set_result(parse_headers(raw_headers))
             return
-        # one scan for the few names read, not a dict of all fifteen: most of replay's time otherwise
-        headers = dict(_READ.findall(raw_headers.decode("utf-8", "replace")))
+        headers = read_headers(raw_headers)
         self.messages.append(RawMsg(int(headers["Nats-Sequence"]), headers["Nats-Subject"], headers, data))
 
 
@@ -122,22 +128,30 @@ class Inbox:
         self.prefix = nc.new_inbox()
         self._waiters: dict[bytes, Ack | Answer | Batch] = {}
         self._tokens = itertools.count()
-        self._sid: int | None = None
+        self._handlers: dict[int, Handler] = {}
 
     async def install(self) -> None:
-        sub = await self.nc.subscribe(self.prefix + ".*")
-        self._sid = sub._id
         passthrough = self.nc._process_msg
+        handlers = self._handlers
 
         async def process(sid: int, subject: bytes, reply: bytes, data: bytes, headers: bytes) -> None:
-            if sid == self._sid:
-                self._deliver(subject, data, headers)
+            handler = handlers.get(sid)
+            if handler is not None:
+                handler(subject, reply, data, headers)
             else:
                 await passthrough(sid, subject, reply, data, headers)
 
         self.nc._process_msg = process  # type: ignore[method-assign]
+        await self.subscribe(self.prefix + ".*", self._deliver)
 
-    def _deliver(self, subject: bytes, data: bytes, headers: bytes | None) -> None:
+    async def subscribe(self, subject: str, handler: Handler) -> int:
+        """A subscription whose messages go to `handler(subject, reply, data, raw_headers)` as they are read,
+        in the reading turn (it must not block). Returns its sid."""
+        sub = await self.nc.subscribe(subject)
+        self._handlers[sub._id] = handler
+        return sub._id
+
+    def _deliver(self, subject: bytes, reply: bytes, data: bytes, headers: bytes | None) -> None:
         waiter = self._waiters.get(subject[subject.rfind(b".") + 1:])
         if waiter is not None:
             waiter.add(data, headers)
