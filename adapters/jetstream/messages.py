@@ -16,6 +16,7 @@ from adapters.jetstream.client import RawMsg
 from adapters.jetstream.subjects import TRACKING_KIND
 
 _HEX = re.compile("[0-9a-f]{32}")
+_UNKNOWN = SafeUUID.unknown
 
 
 def originator_of(msg: RawMsg) -> UUID | str:
@@ -33,7 +34,7 @@ def _uuid(text: str) -> UUID:
         return UUID(unquote(text))
     uuid = object.__new__(UUID)
     object.__setattr__(uuid, "int", int(digits, 16))
-    object.__setattr__(uuid, "is_safe", SafeUUID.unknown)
+    object.__setattr__(uuid, "is_safe", _UNKNOWN)
     return uuid
 
 
