@@ -26,8 +26,13 @@ log = structlog.get_logger("roving.nats")
 def sequence_of(reply: bytes) -> int:
     """The stream sequence in a `$JS.ACK` subject: `$JS.ACK.<stream>.<consumer>.<delivered>.<sseq>...`, or
     with a domain and an account hash after `ACK` (12 tokens)."""
+    return ack_of(reply)[1]
+
+
+def ack_of(reply: bytes) -> tuple[bytes, int]:
+    """The consumer and the stream sequence a `$JS.ACK` subject names."""
     tokens = reply.split(b".")
-    return int(tokens[5] if len(tokens) == 9 else tokens[7])
+    return (tokens[3], int(tokens[5])) if len(tokens) == 9 else (tokens[5], int(tokens[7]))
 
 
 class Pull:
@@ -39,7 +44,7 @@ class Pull:
         self.done: asyncio.Future[str] = loop.create_future()
         self.messages: list[RawMsg] = []
         self.count = count
-        self.consumer = b"." + consumer.encode() + b"."
+        self.consumer = consumer.encode()
 
     def add(self, subject: bytes, reply: bytes, data: bytes, raw_headers: bytes | None) -> None:
         if self.done.done():
@@ -47,10 +52,10 @@ class Pull:
         if not reply:
             self.done.set_result(parse_headers(raw_headers).get("Status", ""))
             return
-        if self.consumer not in reply:  # a late message of a consumer given up on
+        consumer, seq = ack_of(reply)
+        if consumer != self.consumer:  # a late message of a consumer given up on
             return
-        headers = read_headers(raw_headers)
-        self.messages.append(RawMsg(sequence_of(reply), subject.decode(), headers, data))
+        self.messages.append(RawMsg(seq, subject.decode(), read_headers(raw_headers), data))
         if len(self.messages) == self.count:
             self.done.set_result("")
 

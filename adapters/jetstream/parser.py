@@ -37,24 +37,26 @@ class FastParser(Parser):
         `buf` to their handlers, and drop them from it (also those taken before a handler raised). True when
         what remains is empty or an `HMSG` frame (ours or not) not complete yet."""
         pos, handlers, size = 0, self.handlers, len(buf)
+        view = memoryview(buf)  # slices of it copy once; released before the buffer is cut
         try:
             while buf.startswith(_HMSG, pos):
                 end = buf.find(_CRLF, pos)
                 if end < 0:  # the line is still coming (unless it is too long to be one: nats-py's to refuse)
                     return size - pos <= MAX_CONTROL_LINE_SIZE
-                args = bytes(buf[pos + 5:end]).split()
+                args = bytes(view[pos + 5:end]).split()
                 if len(args) not in (4, 5) or (handler := handlers.get(int(args[1]))) is None:
                     return False
                 start, total = end + 2, int(args[-1])
                 if size < start + total + 2:
                     return True
                 header_size = int(args[-2])
-                headers = bytes(buf[start:start + header_size]) if header_size else None
-                payload = bytes(buf[start + header_size:start + total])
+                headers = bytes(view[start:start + header_size]) if header_size else None
+                payload = bytes(view[start + header_size:start + total])
                 pos = start + total + 2
                 handler(args[0], args[2] if len(args) == 5 else b"", payload, headers)
             return pos == size
         finally:
+            view.release()
             if pos:
                 del buf[:pos]
 

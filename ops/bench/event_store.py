@@ -9,7 +9,9 @@ Baselines measured in the same run, with plain nats-py on its own connection: `r
 log, each message a nats-py `Msg`). The targets are ratios to them: saves >= 0.5x a raw publish, and replay
 >= 50,000 events/s. `--compare DIR` also measures saves and replay with the recorder code of another
 checkout (e.g. `--compare /work/main` for the code before a change) against the same server, in a
-subprocess, and adds its figures under `before` with the speedups. Saves and reads are measured in rounds,
+subprocess, and adds its figures under `before` with the speedups. Reads also report the CPU each side (this
+process, the nats-server) spends per event, and the events one free core would read at that cost: figures
+a shared machine's load moves much less than the rates. Saves and reads are measured in rounds,
 each figure once a round, and ratios are medians of the ratios within rounds: a shared machine's load comes
 and goes.
 """
@@ -44,6 +46,7 @@ from nats.js.api import StreamConfig  # noqa: E402
 from adapters.nats_server import NatsServer  # noqa: E402
 from adapters.transcoder import MsgspecTranscoder  # noqa: E402
 
+EVENTS = 100_000  # in the log that reads and replay read
 PAYLOAD = "x" * 200  # with ids, version and timestamp the stored state is about 300 bytes
 
 
@@ -188,7 +191,7 @@ class Store:
         self.saver = app_for(url, f"{tag}save")
         save_rate(self.saver, 200)  # warm-up
         self.reader = app_for(url, f"{tag}read")
-        self.target = fill_log(self.reader, 100_000, 1000)
+        self.target = fill_log(self.reader, EVENTS, 1000)
 
     def saves(self, count: int) -> float:
         return save_rate(self.saver, count)
@@ -242,6 +245,38 @@ def serve(url: str) -> None:
               file=answers, flush=True)
 
 
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU of a process (all its threads) so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class CpuPerEvent:
+    """CPU each side spends on a read of EVENTS events: figures a shared machine's load does not move much,
+    where the wall-clock rate does."""
+
+    def __init__(self, server_pid: int) -> None:
+        self.server_pid = server_pid
+        self.found: dict[str, list[tuple[float, float]]] = {}
+
+    def measure(self, name: str, read, client_pid: int | None = None):
+        def measured() -> float:
+            client = client_pid or os.getpid()
+            before = cpu_seconds(client), cpu_seconds(self.server_pid)
+            rate = read()
+            after = cpu_seconds(client), cpu_seconds(self.server_pid)
+            self.found.setdefault(name, []).append(
+                ((after[0] - before[0]) / EVENTS * 1e6, (after[1] - before[1]) / EVENTS * 1e6))
+            return rate
+        return measured
+
+    def figures(self, name: str) -> dict[str, float]:
+        client = statistics.median(c for c, _ in self.found[name])
+        server = statistics.median(s for _, s in self.found[name])
+        return {"client_us": round(client, 1), "server_us": round(server, 1),
+                "events_per_cpu_s": round(1e6 / (client + server))}
+
+
 def rounds(measures: dict[str, object], count: int) -> dict[str, list[float]]:
     """Each measure once a round, one after another: a load that comes and goes on a shared machine weighs
     on every figure of a round alike, so ratios are taken within rounds."""
@@ -271,11 +306,13 @@ def main() -> None:
         publishes = itertools.count()
         save_measures = {"raw": lambda: raw_publish_rate(server.url, 1000, f"RAW{next(publishes)}"),
                          "saves": lambda: store.saves(1000)}
-        read_measures = {"raw": lambda: raw_read_rate(server.url, store.reader.recorder.stream, subjects),
-                         "replay": store.replay}
+        cpu = CpuPerEvent(server.process.pid)
+        read_measures = {"raw": cpu.measure("raw", lambda: raw_read_rate(server.url, store.reader.recorder.stream,
+                                                                         subjects)),
+                         "replay": cpu.measure("replay", store.replay)}
         if other is not None:
             save_measures["before"] = lambda: other.saves(1000)
-            read_measures["before"] = other.replay
+            read_measures["before"] = cpu.measure("before", other.replay, other.process.pid)
         saved, read = rounds(save_measures, args.rounds), rounds(read_measures, max(2, args.rounds // 2))
         threaded = threaded_save_rate(store.saver, threads=8, per_thread=500)
         read_ms = median_ms(lambda: store.reader.recorder.select_events(store.target))
@@ -294,6 +331,8 @@ def main() -> None:
         "raw_read_events_per_s": median["read_raw"],
         "replay_events_per_s": median["read_replay"],
         "replay_vs_raw_read_ratio": ratio(read, "replay", "raw"),
+        "raw_read_cpu_per_event": cpu.figures("raw"),
+        "replay_cpu_per_event": cpu.figures("replay"),
         "targets_met": {"saves_ge_half_raw_publish": ratio(saved, "saves", "raw") >= 0.5,
                         "replay_ge_50k_per_s": median["read_replay"] >= 50_000},
         **transcoders(),
@@ -306,6 +345,7 @@ def main() -> None:
             "replay_events_per_s": median["read_before"],
             "saves_speedup": ratio(saved, "saves", "before"),
             "replay_speedup": ratio(read, "replay", "before"),
+            "replay_cpu_per_event": cpu.figures("before"),
         }
     print(json.dumps(figures))
 
