@@ -108,3 +108,12 @@ def test_where_consumers_are_refused_a_long_read_uses_direct_gets(recorder, monk
     assert as_tuples(recorder.select_notifications(1, 1000)) == expected
     assert not recorder.cursor.usable and consumers(recorder) == 0
     assert as_tuples(recorder.select_notifications(1, 1000)) == expected
+
+
+def test_a_consumer_lost_between_pages_is_made_again(recorder):
+    fill(recorder, 70)
+    first = recorder.select_notifications(1, 100)
+    client = recorder.connection.client
+    recorder.connection.run(lambda: client.js.delete_consumer(recorder.stream, recorder.cursor.consumer))
+    rest = recorder.select_notifications(first[-1].id + 1, 1000)
+    assert as_tuples(first + rest) == as_tuples(direct(recorder)) and len(first + rest) == 210
