@@ -105,7 +105,7 @@ class Committer:
         """On the loop thread, for a synchronous caller (`LoopThread.call`): a commit without tracking joins the
         group commit, and `done` is called with its sequences as soon as its batch is acknowledged."""
         assert self.queue is not None, "submit needs the group commit (GROUPING on)"
-        self.queue.submit(group(stored_events), Reply(done))
+        self.queue.submit(group(stored_events), Reply(done), at_once=True)
 
     def expectations(self, parts: list[Part]) -> dict[object, int]:
         """Each aggregate's last sequence as far as this writer knows (0: none known); a known version at or

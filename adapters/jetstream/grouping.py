@@ -97,10 +97,15 @@ class CommitQueue:
         self.submit(parts, future)
         return await future
 
-    def submit(self, parts: list[Part], reply: asyncio.Future | Reply) -> None:
-        """On the loop thread: queue a commit; `reply` is settled with its sequences or its error."""
+    def submit(self, parts: list[Part], reply: asyncio.Future | Reply, at_once: bool = False) -> None:
+        """On the loop thread: queue a commit; `reply` is settled with its sequences or its error. `at_once`:
+        when nothing is in flight, send it in this turn instead of the next (a caller on another thread hands
+        over one commit a turn, so waiting a turn groups it with nothing and costs a turn of the loop)."""
         self.waiting.append(Waiting(parts, reply))
-        self._kick()
+        if at_once and not self.in_flight and self.scheduled is None:
+            self._send_next()
+        else:
+            self._kick()
 
     def _kick(self) -> None:
         if self.waiting and not self.in_flight and self.scheduled is None:
