@@ -15,7 +15,7 @@ import asyncio
 import itertools
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from nats.aio.client import Client
 
@@ -34,8 +34,7 @@ def read_headers(raw: bytes | None) -> dict[str, str]:
     return dict(_READ.findall(raw.decode("utf-8", "replace"))) if raw else {}
 
 
-@dataclass(frozen=True, slots=True)
-class RawMsg:
+class RawMsg(NamedTuple):  # a tuple: built for every message of a replay, at half a frozen dataclass's cost
     seq: int
     subject: str
     headers: dict[str, str]
