@@ -4,10 +4,10 @@ connection down for longer than a grace becomes LogUnavailable at once."""
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 import time
-from dataclasses import dataclass
+import uuid
+from collections.abc import Callable
 
 import nats
 import nats.errors
@@ -18,7 +18,9 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.js.api import StorageType, StreamConfig
 
-from adapters.jetstream import headers
+from adapters.jetstream import headers, wire
+from adapters.jetstream.inbox import Ack, Answer, Batch, Inbox, RawMsg
+from adapters.jetstream.loop import outcome
 from adapters.nats_auth import CONTROL_INBOX
 from adapters.nats_tls import connect_options
 
@@ -62,17 +64,34 @@ class ServerRefused(Exception):
         self.err_code = err_code
 
 
-@dataclass(frozen=True, slots=True)
-class RawMsg:
-    seq: int
-    subject: str
-    headers: dict[str, str]
-    data: bytes
-
-
 def _raw(msg: Msg) -> RawMsg:
     headers = msg.headers or {}
     return RawMsg(int(headers["Nats-Sequence"]), headers["Nats-Subject"], headers, msg.data)
+
+
+def _sequence_in(data: bytes) -> int:
+    """The stream sequence in a publish's ack, or its refusal as a typed error."""
+    if not data:
+        raise nats.errors.NoRespondersError
+    answer = json.loads(data)
+    if "error" in answer:
+        error = answer["error"]
+        raise _refusal(error.get("err_code"), error.get("description", "refused"))
+    return int(answer["seq"])
+
+
+def _frames(messages: list[tuple[str, bytes, dict[str, str]]], batch_id: str | None, reply: str) -> list[bytes]:
+    """One message with its reply; or the frames of an atomic batch: replies on the first and the last."""
+    if batch_id is None:
+        subject, data, headers = messages[0]
+        return [wire.frame(subject, reply, headers, data)]
+    last, frames = len(messages), []
+    for number, (subject, data, headers) in enumerate(messages, start=1):
+        headers = {**headers, "Nats-Batch-Id": batch_id, "Nats-Batch-Sequence": str(number)}
+        if number == last:
+            headers["Nats-Batch-Commit"] = "1"
+        frames.append(wire.frame(subject, reply if number in (1, last) else "", headers, data))
+    return frames
 
 
 def _refusal(code: int | None, description: str) -> Exception:
@@ -120,26 +139,6 @@ class Link:
 
 
 
-class _Collector:
-    """Replies to one request on the shared inbox, until a status (or an ack) ends them."""
-
-    __slots__ = ("messages", "done", "until_data")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, until_data: bool) -> None:
-        self.messages: list[Msg] = []
-        self.done: asyncio.Future[Msg] = loop.create_future()
-        self.until_data = until_data
-
-    def add(self, msg: Msg) -> None:
-        if self.done.done():
-            return
-        status = (msg.headers or {}).get("Status")
-        if status is not None or (self.until_data and msg.data):
-            self.done.set_result(msg)
-        elif not self.until_data:
-            self.messages.append(msg)
-
-
 class JetStreamClient:
     """One nats-py connection and the few JetStream operations the recorders need."""
 
@@ -148,10 +147,8 @@ class JetStreamClient:
         self.link = link or Link()
         self.down_grace = down_grace
         self.js = nc.jetstream()
-        self._inbox = nc.new_inbox()
-        self._waiters: dict[str, _Collector] = {}
-        self._tokens = itertools.count()
-        self._sub = None
+        self.inbox = Inbox(nc)
+        self.background: set[asyncio.Task] = set()  # held until done: the loop keeps only weak references
 
     @classmethod
     async def connect(cls, url: str, name: str = "roving", down_grace: float = DOWN_GRACE,
@@ -167,7 +164,7 @@ class JetStreamClient:
         )
         link.nc = headers.install(nc)
         client = cls(nc, link, down_grace)
-        client._sub = await nc.subscribe(client._inbox + ".*", cb=client._route)
+        await client.inbox.install()
         return client
 
     @property
@@ -186,16 +183,6 @@ class JetStreamClient:
             if down >= self.down_grace:
                 raise LogUnavailable(f"the log (NATS JetStream) has been unreachable for {down:.1f}s")
             await asyncio.sleep(min(0.05, self.down_grace - down))
-
-    async def _route(self, msg: Msg) -> None:
-        collector = self._waiters.get(msg.subject.rsplit(".", 1)[1])
-        if collector is not None:
-            collector.add(msg)
-
-    def _open(self, until_data: bool) -> tuple[str, _Collector]:
-        token = str(next(self._tokens))
-        self._waiters[token] = _Collector(asyncio.get_running_loop(), until_data)
-        return token, self._waiters[token]
 
     async def close(self) -> None:
         if not self.nc.is_closed:
@@ -218,12 +205,16 @@ class JetStreamClient:
                 raise
 
     async def publish(self, subject: str, data: bytes, headers: dict[str, str], timeout: float) -> int:
+        """One message, acknowledged on our own inbox (not nats-py's request: its ack takes three more
+        turns of the loop to reach us). Returns its stream sequence."""
         await self.available()
+        ack = Ack(asyncio.get_running_loop())
+        reply, key = self.inbox.open(ack)
         try:
-            ack = await self.js.publish(subject, data, timeout=timeout, headers=headers)
-        except nats.js.errors.APIError as error:
-            raise _refusal(error.err_code, error.description or str(error)) from error
-        return ack.seq
+            await self.nc.publish(subject, data, reply=reply, headers=headers)
+            return await self._acknowledged(ack, timeout)
+        finally:
+            self.inbox.close(key)
 
     async def publish_batch(
         self, batch_id: str, messages: list[tuple[str, bytes, dict[str, str]]], timeout: float
@@ -232,8 +223,8 @@ class JetStreamClient:
         if len(messages) > MAX_BATCH:
             raise ServerRefused(10199, f"a commit holds at most {MAX_BATCH} events, not {len(messages)}")
         await self.available()
-        token, replies = self._open(until_data=True)
-        reply = f"{self._inbox}.{token}"
+        ack = Ack(asyncio.get_running_loop())
+        reply, key = self.inbox.open(ack)
         try:
             last = len(messages)
             for number, (subject, data, headers) in enumerate(messages, start=1):
@@ -241,19 +232,44 @@ class JetStreamClient:
                 if number == last:
                     headers["Nats-Batch-Commit"] = "1"
                 await self.nc.publish(subject, data, reply=reply if number in (1, last) else "", headers=headers)
-            return await self._batch_ack(replies, timeout)
+            return await self._acknowledged(ack, timeout)
         finally:
-            self._waiters.pop(token, None)
+            self.inbox.close(key)
 
-    async def _batch_ack(self, replies: _Collector, timeout: float) -> int:
-        msg = await asyncio.wait_for(replies.done, timeout)
-        if not msg.data:
-            raise nats.errors.NoRespondersError
-        answer = json.loads(msg.data)
-        if "error" in answer:
-            error = answer["error"]
-            raise _refusal(error.get("err_code"), error.get("description", "refused"))
-        return int(answer["seq"])
+    async def _acknowledged(self, ack: Ack, timeout: float) -> int:
+        _, data = await asyncio.wait_for(ack.done, timeout)
+        return _sequence_in(data)
+
+    def send(self, messages: list[tuple[str, bytes, dict[str, str]]], timeout: float,
+             done: Callable[[int | None, BaseException | None], None]) -> None:
+        """On the loop, without awaiting: publish a commit (one message alone, more as an atomic batch) and
+        call `done(last_sequence, None)` or `done(None, error)` in the turn its ack is read. Its frames are
+        written in this turn when the connection allows (see `wire`), else through `publish`/`publish_batch`."""
+        loop = asyncio.get_running_loop()
+        batch_id = uuid.uuid4().hex if len(messages) > 1 else None
+        if len(messages) > MAX_BATCH or not wire.writable(self.nc, [data for _, data, _ in messages]):
+            single = messages[0]
+            coro = (self.publish(*single, timeout) if batch_id is None
+                    else self.publish_batch(batch_id, messages, timeout))
+            loop.create_task(coro).add_done_callback(lambda task: outcome(task, done))
+            return
+
+        def answered(_: dict[str, str], data: bytes, error: BaseException | None) -> None:
+            self.inbox.close(key)
+            if error is not None:
+                done(None, error)
+                return
+            try:
+                seq = _sequence_in(data)
+            except Exception as refused:  # noqa: BLE001 - a refusal is the commit's outcome, not the loop's
+                done(None, refused)
+            else:
+                done(seq, None)
+
+        answer = Answer(answered)
+        reply, key = self.inbox.open(answer)
+        wire.write(self.nc, _frames(messages, batch_id, reply))
+        answer.timer = loop.call_later(timeout, answer.expire)
 
     async def direct_batch(
         self, stream: str, subject_filter: str, start_seq: int, batch: int, timeout: float
@@ -261,18 +277,17 @@ class JetStreamClient:
         """Up to `batch` messages from `start_seq` matching the filter; also how many remain."""
         await self.available()
         request = {"seq": max(start_seq, 1), "next_by_subj": subject_filter, "batch": batch}
-        token, replies = self._open(until_data=False)
+        replies = Batch(asyncio.get_running_loop())
+        reply, key = self.inbox.open(replies)
         try:
-            await self.nc.publish(
-                f"$JS.API.DIRECT.GET.{stream}", json.dumps(request).encode(), reply=f"{self._inbox}.{token}"
-            )
+            await self.nc.publish(f"$JS.API.DIRECT.GET.{stream}", json.dumps(request).encode(), reply=reply)
             end = await asyncio.wait_for(replies.done, timeout)
-            if end.headers.get("Status") == "503":
+            if end.get("Status") == "503":
                 raise nats.errors.NoRespondersError
-            pending = int(end.headers.get("Nats-Num-Pending", 0) or 0)
-            return [_raw(m) for m in replies.messages], pending
+            pending = int(end.get("Nats-Num-Pending", 0) or 0)
+            return replies.messages, pending
         finally:
-            self._waiters.pop(token, None)
+            self.inbox.close(key)
 
     async def direct_last(self, stream: str, subject: str, timeout: float) -> RawMsg | None:
         await self.available()

@@ -6,13 +6,14 @@ import asyncio
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from eventsourcing.persistence import IntegrityError, OperationalError, StoredEvent, Tracking
 
 from adapters.jetstream.client import TRANSIENT, DuplicateBatch, JetStreamClient, RawMsg, WrongLastSequence
-from adapters.jetstream.grouping import CommitQueue
+from adapters.jetstream.grouping import CommitQueue, Reply
 from adapters.jetstream.messages import version_of
 from adapters.jetstream.parts import Part, group
 from adapters.jetstream.subjects import StreamNames, kind_of
@@ -100,6 +101,12 @@ class Committer:
             return await self.queue.commit(parts)
         return await self.commit_parts(parts, self.expectations(parts), tracking)
 
+    def submit(self, stored_events: Sequence[StoredEvent], done: Callable[[Any, BaseException | None], None]) -> None:
+        """On the loop thread, for a synchronous caller (`LoopThread.call`): a commit without tracking joins the
+        group commit, and `done` is called with its sequences as soon as its batch is acknowledged."""
+        assert self.queue is not None, "submit needs the group commit (GROUPING on)"
+        self.queue.submit(group(stored_events), Reply(done), at_once=True)
+
     def expectations(self, parts: list[Part]) -> dict[object, int]:
         """Each aggregate's last sequence as far as this writer knows (0: none known); a known version at or
         past the commit's first is a conflict at once, without a round trip."""
@@ -146,6 +153,10 @@ class Committer:
             subject, data, headers = messages[0]
             return await self.client.publish(subject, data, headers, self.op_timeout)
         return await self.client.publish_batch(uuid.uuid4().hex, messages, self.op_timeout)
+
+    def send(self, messages, done: Callable[[int | None, BaseException | None], None]) -> None:
+        """`publish` for the group commit: on the loop, without awaiting; `done` gets the last sequence."""
+        self.client.send(messages, self.op_timeout, done)
 
     def remember(self, parts: list[Part], last_seq: int, count: int) -> list[int]:
         seqs = list(range(last_seq - count + 1, last_seq + 1))

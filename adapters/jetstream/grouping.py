@@ -2,7 +2,7 @@
 
 The nats-server stages every atomic batch of a one-replica file stream in a file store of its own, so a
 batch costs it about 2 ms of CPU whatever its size (ops/bench/batch_cost.py), and one stream takes only a
-few hundred batches a second. So one flusher publishes at a time, and the commits that arrived meanwhile
+few hundred batches a second. So one batch is in flight at a time, and the commits that arrived meanwhile
 share its next batch. Each keeps its own message ids, its expectations are read from the heads when its
 batch is formed (so a commit that follows another of the same aggregate expects that one's sequence), and
 each learns its own sequences from the batch's last one. Commits touching the same aggregate never share a
@@ -10,7 +10,7 @@ batch (the server allows one expectation per subject in a batch).
 
 A batch is all or nothing. When it is refused, or its ack is lost, each of its commits is retried on its
 own, in a task of its own: the retry finds out whether that commit was the cause, or whether the lost ack
-hid its landing. Meanwhile the flusher goes on with commits of other aggregates; those of the aggregates
+hid its landing. Meanwhile the queue goes on with commits of other aggregates; those of the aggregates
 being retried wait for the retry, so their order holds and a slow retry holds up nothing else.
 """
 
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,7 +34,7 @@ COMMITS = Counter("roving_log_commits_total", "Commits in those batches (more th
 @dataclass
 class Waiting:
     parts: list[Part]
-    future: asyncio.Future = field(repr=False)
+    future: asyncio.Future | Reply = field(repr=False)
     expected: dict[object, int] = field(default_factory=dict)
 
     @property
@@ -45,7 +46,28 @@ class Waiting:
         return {part.originator_id for part in self.parts}
 
 
-def _settle(future: asyncio.Future, result: Any = None, error: BaseException | None = None) -> None:
+class Reply:
+    """A synchronous caller's end of a commit (see `loop.LoopThread.call`): settling it calls `done` at once,
+    in the turn the ack was read, where a Future would wake its waiter one turn later."""
+
+    __slots__ = ("_done", "_settled")
+
+    def __init__(self, done: Callable[[Any, BaseException | None], None]) -> None:
+        self._done, self._settled = done, False
+
+    def done(self) -> bool:
+        return self._settled
+
+    def set_result(self, result: Any) -> None:
+        self._settled = True
+        self._done(result, None)
+
+    def set_exception(self, error: BaseException) -> None:
+        self._settled = True
+        self._done(None, error)
+
+
+def _settle(future: asyncio.Future | Reply, result: Any = None, error: BaseException | None = None) -> None:
     if future.done():  # its caller gave up (cancelled); the commit's outcome is still what it is
         return
     if error is not None:
@@ -55,36 +77,65 @@ def _settle(future: asyncio.Future, result: Any = None, error: BaseException | N
 
 
 class CommitQueue:
-    """Commits without tracking, published by one flusher task on the connection's loop."""
+    """Commits without tracking, published one batch at a time on the connection's loop.
+
+    No task carries a batch: it is written in the turn after its first commit arrived (so every commit handed
+    over in that turn shares it) and settled in the turn its ack is read, which then sends the next."""
 
     def __init__(self, committer: PartCommitter) -> None:
         self.committer = committer
         self.waiting: deque[Waiting] = deque()
         self.busy: set[object] = set()  # aggregates of commits being retried on their own
         self.retries: set[asyncio.Task] = set()
-        self.flusher: asyncio.Task | None = None
+        self.in_flight = False
+        self.scheduled: asyncio.Handle | None = None
         self.batches = BATCHES.labels(committer.stream)
         self.commits = COMMITS.labels(committer.stream)
 
     async def commit(self, parts: list[Part]) -> list[int]:
-        waiting = Waiting(parts, asyncio.get_running_loop().create_future())
-        self.waiting.append(waiting)
-        self._kick()
-        return await waiting.future
+        future = asyncio.get_running_loop().create_future()
+        self.submit(parts, future)
+        return await future
+
+    def submit(self, parts: list[Part], reply: asyncio.Future | Reply, at_once: bool = False) -> None:
+        """On the loop thread: queue a commit; `reply` is settled with its sequences or its error. `at_once`:
+        when nothing is in flight, send it in this turn instead of the next (a caller on another thread hands
+        over one commit a turn, so waiting a turn groups it with nothing and costs a turn of the loop)."""
+        self.waiting.append(Waiting(parts, reply))
+        if at_once and not self.in_flight and self.scheduled is None:
+            self._send_next()
+        else:
+            self._kick()
 
     def _kick(self) -> None:
-        if self.waiting and (self.flusher is None or self.flusher.done()):
-            self.flusher = asyncio.get_running_loop().create_task(self._flush())
+        if self.waiting and not self.in_flight and self.scheduled is None:
+            self.scheduled = asyncio.get_running_loop().call_soon(self._send_next)
 
-    async def _flush(self) -> None:
+    def _send_next(self) -> None:
+        self.scheduled = None
+        if self.in_flight or not (group := self._next_group()):
+            return
+        committer = self.committer
+        messages = [m for w in group for m in committer.messages(w.parts, w.expected, None, None)]
+        self.batches.inc()
+        self.commits.inc(len(group))
+        self.in_flight = True
         try:
-            while group := self._next_group():
-                await self._publish(group)
-        except asyncio.CancelledError:  # the loop is closing: nobody will publish what still waits
-            for waiting in self.waiting:
-                _settle(waiting.future, error=asyncio.CancelledError())
-            self.waiting.clear()
-            raise
+            committer.send(messages, lambda last, error: self._answered(group, len(messages), last, error))
+        except Exception as error:  # noqa: BLE001 - not even sent: each commit finds out on its own
+            self._answered(group, len(messages), None, error)
+
+    def _answered(self, group: list[Waiting], count: int, last: int | None, error: BaseException | None) -> None:
+        self.in_flight = False
+        if error is not None or last is None:  # refused or unacknowledged, whole: each finds out on its own
+            for waiting in group:
+                self._retry(waiting, retried=isinstance(error, TRANSIENT))
+        else:
+            position = last - count
+            for waiting in group:
+                position += waiting.size
+                _settle(waiting.future, self.committer.remember(waiting.parts, position, waiting.size))
+        self._send_next()  # what arrived meanwhile goes now, as one batch
 
     def _next_group(self) -> list[Waiting]:
         """The oldest commit not held back, and after it every waiting one that fits and touches none of the
@@ -107,22 +158,6 @@ class CommitQueue:
             size += waiting.size
         self.waiting = later
         return group
-
-    async def _publish(self, group: list[Waiting]) -> None:
-        committer = self.committer
-        messages = [m for w in group for m in committer.messages(w.parts, w.expected, None, None)]
-        self.batches.inc()
-        self.commits.inc(len(group))
-        try:
-            last = await committer.publish(messages)
-        except Exception as error:  # noqa: BLE001 - refused or unacknowledged, whole: each finds out on its own
-            for waiting in group:
-                self._retry(waiting, retried=isinstance(error, TRANSIENT))
-            return
-        position = last - len(messages)
-        for waiting in group:
-            position += waiting.size
-            _settle(waiting.future, committer.remember(waiting.parts, position, waiting.size))
 
     def _retry(self, waiting: Waiting, retried: bool) -> None:
         self.busy |= waiting.originators

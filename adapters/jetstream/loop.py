@@ -1,27 +1,53 @@
-"""One asyncio loop on its own thread, so synchronous eventsourcing code can await nats-py."""
+"""One asyncio loop on its own thread, so synchronous eventsourcing code can await nats-py.
+
+The hop is the cost of every synchronous save, so it is kept light: one `call_soon_threadsafe` and a plain
+lock the caller sleeps on, released by the loop thread the moment the answer is known (no
+`concurrent.futures.Future`, and for `call` no task either).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from eventsourcing.persistence import OperationalError
 
 T = TypeVar("T")
+Done = Callable[[Any, BaseException | None], None]
+
+
+class _Call:
+    """One caller waiting: the lock is held until the loop thread has put the outcome here."""
+
+    __slots__ = ("lock", "result", "error", "finished")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.lock.acquire()
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.finished = False
+
+    def finish(self, result: Any, error: BaseException | None = None) -> None:
+        if self.finished:  # a stop() already failed it
+            return
+        self.finished = True
+        self.result, self.error = result, error
+        self.lock.release()
 
 
 class LoopThread:
-    """Runs coroutines on a private event loop; `run` blocks the calling thread until done.
+    """Runs work on a private event loop; `run` and `call` block the calling thread until done.
 
     Stopping fails every call still waiting, so no caller blocks forever on a loop that will not run again.
     """
 
     def __init__(self, name: str = "roving-jetstream") -> None:
         self.loop = asyncio.new_event_loop()
-        self._pending: set[concurrent.futures.Future[Any]] = set()
+        self._pending: set[_Call] = set()
         self._lock = threading.Lock()
         self._stopped = False
         self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
@@ -32,24 +58,45 @@ class LoopThread:
         self.loop.run_forever()
 
     def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        """Await `coro` on the loop. A timeout leaves it running there (as `run_coroutine_threadsafe` did)."""
         if threading.current_thread() is self._thread:
             coro.close()
             raise RuntimeError("LoopThread.run called from its own loop: await the coroutine instead")
+        started = False
+
+        def start(done: Done) -> None:
+            nonlocal started
+            started = True
+            self.loop.create_task(coro).add_done_callback(lambda task: outcome(task, done))
+
+        try:
+            return self.call(start, timeout)
+        finally:
+            if not started:  # refused, or the loop stopped before it began: never leave it unawaited
+                coro.close()
+
+    def call(self, start: Callable[[Done], None], timeout: float | None = None) -> Any:
+        """Run `start(done)` on the loop; it (or what it starts there) calls `done(result, error)` once, on
+        the loop thread. Returns the result or raises the error."""
+        if threading.current_thread() is self._thread:
+            raise RuntimeError("LoopThread.call from its own loop: await the coroutine instead")
+        call = _Call()
         with self._lock:
             if self._stopped or self.loop.is_closed():
-                coro.close()
                 raise OperationalError("the JetStream connection is closed")
-            future = asyncio.run_coroutine_threadsafe(coro, self.loop)
-            self._pending.add(future)
+            self._pending.add(call)
         try:
-            return future.result(timeout)
-        except concurrent.futures.CancelledError:
-            if self._stopped:  # stop() cancelled it
-                raise OperationalError("the JetStream connection was closed during the call") from None
-            raise
+            self.loop.call_soon_threadsafe(_begin, start, call)
+            if not call.lock.acquire(timeout=-1 if timeout is None else timeout):
+                raise concurrent.futures.TimeoutError(f"no answer from the loop within {timeout}s")
         finally:
             with self._lock:
-                self._pending.discard(future)
+                self._pending.discard(call)
+        if call.error is not None:
+            if isinstance(call.error, asyncio.CancelledError) and self._stopped:
+                raise OperationalError("the JetStream connection was closed during the call") from None
+            raise call.error
+        return call.result
 
     def stop(self) -> None:
         with self._lock:
@@ -66,9 +113,26 @@ class LoopThread:
             if not self._thread.is_alive():
                 self.loop.close()
         with self._lock:
-            waiting = [f for f in self._pending if not f.done()]
-        for future in waiting:
-            future.set_exception(OperationalError("the JetStream connection was closed during the call"))
+            waiting = list(self._pending)
+        for call in waiting:
+            call.finish(None, OperationalError("the JetStream connection was closed during the call"))
+
+
+def _begin(start: Callable[[Done], None], call: _Call) -> None:
+    try:
+        start(call.finish)
+    except BaseException as error:  # noqa: BLE001 - the caller gets it, not the loop
+        call.finish(None, error)
+
+
+def outcome(task: asyncio.Task, done: Done) -> None:
+    """Pass a finished task's result or error to `done`."""
+    if task.cancelled():
+        done(None, asyncio.CancelledError())
+    elif (error := task.exception()) is not None:
+        done(None, error)
+    else:
+        done(task.result(), None)
 
 
 async def _cancel_others() -> None:

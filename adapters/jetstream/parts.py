@@ -6,7 +6,7 @@ to import the other.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -44,7 +44,7 @@ class PartCommitter(Protocol):
     def messages(self, parts: list[Part], expected: dict[object, int], tracking: Tracking | None,
                  track_expected: int | None) -> list[Any]: ...
 
-    async def publish(self, messages: list[Any]) -> int: ...
+    def send(self, messages: list[Any], done: Callable[[int | None, BaseException | None], None]) -> None: ...
 
     def remember(self, parts: list[Part], last_seq: int, count: int) -> list[int]: ...
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 from uuid import UUID
 
+import nats.js.errors
 from eventsourcing.persistence import (
     AggregateRecorder,
     ApplicationRecorder,
@@ -21,10 +22,13 @@ from eventsourcing.persistence import (
 from adapters.jetstream.client import RawMsg, WrongLastSequence
 from adapters.jetstream.commit import Committer, Heads
 from adapters.jetstream.connection import Connection
+from adapters.jetstream.cursor import Cursor
 from adapters.jetstream.messages import is_tracking, notification_of, version_of
 from adapters.jetstream.subscription import JetStreamSubscription
 
 PAGE = 1000
+BY_CURSOR = 100  # a read of fewer notifications is cheaper by direct get than by making a consumer
+Page = Callable[[int, int, float], Awaitable[tuple[list[RawMsg], bool]]]
 
 
 class JetStreamAggregateRecorder(AggregateRecorder):
@@ -48,6 +52,8 @@ class JetStreamAggregateRecorder(AggregateRecorder):
     def _insert(self, stored_events: Sequence[StoredEvent], tracking: Tracking | None) -> list[int]:
         if not stored_events and tracking is None:
             return []
+        if tracking is None and self.committer.queue is not None:  # the light hop: no task, no Future
+            return self.connection.loop.call(lambda done: self.committer.submit(stored_events, done))
         return self.connection.loop.run(self.committer.commit(stored_events, tracking))
 
     def select_events(
@@ -94,7 +100,12 @@ class JetStreamAggregateRecorder(AggregateRecorder):
 
 
 class JetStreamApplicationRecorder(JetStreamAggregateRecorder, ApplicationRecorder):
-    """The stream sequence is the notification id."""
+    """The stream sequence is the notification id. Long reads of the log go through a consumer (see
+    `cursor`), short ones by direct gets."""
+
+    def __init__(self, connection: Connection, purpose: str = "events") -> None:
+        super().__init__(connection, purpose)
+        self.cursor = Cursor(connection.client, self.stream, connection.names.prefix(purpose) + ".>")
 
     def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
         return self._insert(stored_events, kwargs.get("tracking"))
@@ -107,13 +118,26 @@ class JetStreamApplicationRecorder(JetStreamAggregateRecorder, ApplicationRecord
         return self.connection.run(lambda: self._notifications(first, limit, stop, frozenset(topics)))
 
     async def _notifications(self, first: int, limit: int, stop: int | None, topics: frozenset[str]):
-        found: list[Notification] = []
+        if limit >= BY_CURSOR and self.cursor.usable and not self.cursor.busy:
+            try:
+                return await self._notifications_from(self.cursor.page, first, limit, stop, topics)
+            except nats.js.errors.APIError:  # refused a consumer, or a pull: this read goes by direct gets
+                pass
+        return await self._notifications_from(self._direct_page, first, limit, stop, topics)
+
+    async def _direct_page(self, seq: int, page: int, timeout: float) -> tuple[list[RawMsg], bool]:
         subject = self.connection.names.prefix(self.purpose) + ".>"
+        msgs, pending = await self.connection.client.direct_batch(self.stream, subject, seq, page, timeout)
+        return msgs, pending > 0
+
+    async def _notifications_from(self, read: Page, first: int, limit: int, stop: int | None,
+                                  topics: frozenset[str]) -> list[Notification]:
+        """Notifications from `first` on, by pages `read(seq, count, timeout) -> (messages, more may follow)`."""
+        found: list[Notification] = []
         seq = first
         while len(found) < limit:
-            page = PAGE if topics else min(PAGE, limit - len(found) + 1)
-            msgs, pending = await self.connection.client.direct_batch(
-                self.stream, subject, seq, page, self.connection.op_timeout)
+            page = PAGE if topics else min(PAGE, limit - len(found))
+            msgs, more = await read(seq, page, self.connection.op_timeout)
             for msg in msgs:
                 if stop is not None and msg.seq > stop:
                     return found
@@ -122,7 +146,7 @@ class JetStreamApplicationRecorder(JetStreamAggregateRecorder, ApplicationRecord
                 found.append(notification_of(msg))
                 if len(found) == limit:
                     return found
-            if not msgs or pending == 0:
+            if not msgs or not more:
                 break
             seq = msgs[-1].seq + 1
         return found

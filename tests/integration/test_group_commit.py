@@ -137,16 +137,16 @@ def test_two_commits_of_one_aggregate_go_in_separate_batches_in_order(app: Ledge
 def test_a_lost_batch_ack_is_found_landed_by_each_commit_and_nothing_is_stored_twice(
         app: Ledgers, monkeypatch: pytest.MonkeyPatch):
     client = app.recorder.committer.client
-    real, calls = client.publish_batch, []
+    real, calls = client.send, []
 
-    async def ack_lost_once(batch_id, messages, timeout):
-        last = await real(batch_id, messages, timeout)  # the batch really lands
-        calls.append(len(messages))
-        if len(calls) == 1:
-            raise TimeoutError
-        return last
+    def ack_lost_once(messages, timeout, done):
+        def answered(last, error):  # the batch really landed
+            calls.append(len(messages))
+            done(*((None, TimeoutError()) if len(calls) == 1 else (last, error)))
 
-    monkeypatch.setattr(client, "publish_batch", ack_lost_once)
+        real(messages, timeout, answered)
+
+    monkeypatch.setattr(client, "send", ack_lost_once)
     ledgers = [ledger_with(2), ledger_with(0), ledger_with(4)]  # the one-event commit is retried as a single publish too
     results = commit_together(app, *(stored(app, ledger) for ledger in ledgers))
     assert calls[0] == 3 + 1 + 5
