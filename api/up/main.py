@@ -158,9 +158,7 @@ def _run(local_agents: bool, monitoring: dict[str, str] | None = None, workers: 
         print(f"roving: {error}", file=sys.stderr)
         return 1
     except OSError as error:
-        print(f"roving: cannot listen on {settings.listen}: {error.strerror or error}; set ROVING_LISTEN",
-              file=sys.stderr)
-        return 1
+        return _cannot_listen(settings, error)
     finally:
         stack.stop()
     return 0
@@ -196,9 +194,7 @@ def _run_workers(settings, local_agents: bool, monitoring: dict[str, str] | None
         print(f"roving: {error}", file=sys.stderr)
         return 1
     except OSError as error:
-        print(f"roving: cannot listen on {settings.listen}: {error.strerror or error}; set ROVING_LISTEN",
-              file=sys.stderr)
-        return 1
+        return _cannot_listen(settings, error)
     except KeyboardInterrupt:
         return 0
     finally:
@@ -206,3 +202,8 @@ def _run_workers(settings, local_agents: bool, monitoring: dict[str, str] | None
         if pool is not None:
             pool.stop()
         stack.stop()
+
+
+def _cannot_listen(settings, error: OSError) -> int:
+    print(f"roving: cannot listen on {settings.listen}: {error.strerror or error}; set ROVING_LISTEN", file=sys.stderr)
+    return 1

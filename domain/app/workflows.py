@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -134,22 +135,19 @@ class WorkflowHandlers:
 
     def _progress(self, alloc: Allocation, text: str, at: datetime) -> None:
         """How far an ingress or egress has come, as an event of its workflow (the agent sends one every few s)."""
-        if alloc.ended:
-            raise StaleEpoch(f"allocation {alloc.stage} attempt {alloc.attempt} already ended {alloc.state.value}")
-        workflow = self.uow.load(Workflow, alloc.workflow_id, "workflow")
-        try:
-            workflow.transfer_progressed(alloc.stage, alloc.attempt, text, at=at)
-        except WorkflowError as error:
-            raise StaleEpoch(str(error)) from error
-        self.uow.save(workflow)
+        self._tell(alloc, Workflow.transfer_progressed, text, at)
 
     def _image(self, alloc: Allocation, text: str, at: datetime) -> None:
         """How far the pull of a stage's image has come, or how it got ready, as an event of its workflow."""
+        self._tell(alloc, Workflow.image_progressed, text, at)
+
+    def _tell(self, alloc: Allocation, record: Callable[..., None], text: str, at: datetime) -> None:
+        """A line the agent tells about a live attempt, recorded on its workflow; an ended one is stale."""
         if alloc.ended:
             raise StaleEpoch(f"allocation {alloc.stage} attempt {alloc.attempt} already ended {alloc.state.value}")
         workflow = self.uow.load(Workflow, alloc.workflow_id, "workflow")
         try:
-            workflow.image_progressed(alloc.stage, alloc.attempt, text, at=at)
+            record(workflow, alloc.stage, alloc.attempt, text, at=at)
         except WorkflowError as error:
             raise StaleEpoch(str(error)) from error
         self.uow.save(workflow)

@@ -28,6 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from procstat import children, cpu_seconds  # noqa: E402 - ops/bench, beside this file
+from ready import wait_ready  # noqa: E402
 
 from adapters.nats_server import free_port  # noqa: E402
 
@@ -111,18 +112,8 @@ def serve(data_dir: str, port: int, grouping: bool) -> None:
 
 def started(data_dir: str, port: int, grouping: bool) -> subprocess.Popen:
     child = subprocess.Popen([sys.executable, __file__, "serve", data_dir, str(port), str(int(grouping))])
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if child.poll() is not None:
-            raise SystemExit(f"the control plane exited with {child.returncode}")
-        try:
-            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            connection.request("GET", "/readyz")
-            if connection.getresponse().status == 200 and (Path(data_dir) / "admin.token").exists():
-                return child
-        except OSError:
-            pass
-        time.sleep(0.1)
+    if wait_ready(child, data_dir, port, 60):
+        return child
     child.kill()
     raise SystemExit("the control plane was not ready within 60 s")
 

@@ -27,6 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from procstat import children, cpu_seconds  # noqa: E402 - ops/bench, beside this file
+from ready import wait_ready  # noqa: E402
 
 from adapters.nats_server import free_port  # noqa: E402
 
@@ -68,18 +69,8 @@ def start(data_dir: str, port: int, workers: int) -> subprocess.Popen:
     env.pop("ROVING_NATS_URL", None)
     child = subprocess.Popen([sys.executable, "-c", UP], env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
                              start_new_session=True)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if child.poll() is not None:
-            raise SystemExit(f"roving up exited with {child.returncode}")
-        try:
-            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            connection.request("GET", "/readyz")
-            if connection.getresponse().status == 200 and (Path(data_dir) / "admin.token").exists():
-                return child
-        except OSError:
-            pass
-        time.sleep(0.2)
+    if wait_ready(child, data_dir, port, 120, every=0.2):
+        return child
     os.killpg(child.pid, signal.SIGKILL)
     raise SystemExit("roving up was not ready within 120 s")
 
