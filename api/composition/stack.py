@@ -247,9 +247,11 @@ class Stack:
 
     def serve(self, in_thread: bool = False, sockets: list | None = None) -> None:
         """Serve the API on `settings.listen`, or on `sockets` already bound (a worker's shared port)."""
-        from api.http.serving import uvicorn_config
+        from api.http.serving import Server, uvicorn_config
 
-        self.server = uvicorn.Server(uvicorn_config(self.app(), self.settings))
+        waiters = getattr(self, "waiters", None)
+        self.server = Server(uvicorn_config(self.app(), self.settings),
+                             before_shutdown=waiters.close if waiters is not None else None)
         if not in_thread:
             self.server.run(sockets=sockets)
             return

@@ -62,6 +62,7 @@ class AssignmentWaiters:
         self.views = views
         self._events: dict[str, asyncio.Event] = {}  # touched on the loop only; read (atomically) by the tailer
         self._loop: asyncio.AbstractEventLoop | None = None
+        self.closing = False  # the server is stopping: every wait answers now, none starts to hold
 
     async def wait(self, node: Any, seconds: float, read: Callable[[], Awaitable[dict]],
                    news: Callable[[dict], bool] = lambda answer: bool(answer.get("start") or answer.get("stop"))) -> dict:
@@ -75,12 +76,20 @@ class AssignmentWaiters:
             event = self._events.setdefault(str(node), asyncio.Event())
             answer = await read()
             remaining = deadline - loop.time()
-            if news(answer) or remaining <= 0:
+            if news(answer) or remaining <= 0 or self.closing:
                 return answer
             try:
                 await asyncio.wait_for(event.wait(), remaining)
             except TimeoutError:
                 return await read()
+
+    def close(self) -> None:
+        """The server stops: held polls answer what they have at once (the agent asks again, of the next server),
+        instead of holding the stop until uvicorn's graceful timeout cancels them with a 500."""
+        self.closing = True
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._wake, ALL)
 
     def observe(self, batch: list[tuple[int, Any]]) -> None:
         """On the tailer's thread: wake the nodes whose assignments the batch may have changed."""

@@ -4,6 +4,7 @@ written by a forked child and the stack goes on answering."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from tests.e2e.stack import LocalStack
@@ -30,3 +31,14 @@ def test_a_restarted_stack_restores_its_views_from_the_snapshot_and_keeps_workin
         assert second.wait_status(after, ("FINISHED", "FAILED"))["status"] == "FINISHED"
     finally:
         second.stop()
+
+
+def test_a_stopped_stack_answers_its_agents_held_polls_at_once_and_fails_no_request(tmp_path):
+    stack = LocalStack(tmp_path, nodes=2).start()
+    time.sleep(1)  # both agents are now holding a long poll (they wait up to 10 s for news)
+    began = time.monotonic()
+    stack.stop()
+    took = time.monotonic() - began
+    text = (tmp_path / "stack.log").read_text()
+    assert took < 3, f"stopping took {took:.1f} s: held polls kept the server up until its graceful timeout"
+    assert "status=500" not in text and "Traceback" not in text
