@@ -5,16 +5,13 @@ runtime unchanged. The stubs check their inputs and write outputs of the right n
 
 from __future__ import annotations
 
-import gzip
-import hashlib
 import io
-import json
 import shutil
 import subprocess
 import tarfile
 from pathlib import Path
 
-from tests.integration.test_isolation_image import Registry, _blob
+from tests.integration.test_isolation_image import Registry, write_layout
 
 BASH = "#!/bin/sh\n# stand-in for bash: busybox's sh runs the catalog's scripts\nexec /bin/sh \"$@\"\n"
 APK = "#!/bin/sh\necho \"apk (stub): $* - busybox already has unzip\"\n"
@@ -90,21 +87,8 @@ def layer(programs: dict[str, str]) -> bytes:
     return buffer.getvalue()
 
 
-def write_layout(layout: Path, tag: str, programs: dict[str, str]) -> None:
-    (layout / "blobs" / "sha256").mkdir(parents=True)
-    raw = layer(programs)
-    blob = _blob(layout, gzip.compress(raw, mtime=0))
-    config = _blob(layout, json.dumps({
-        "architecture": "amd64", "os": "linux", "config": {"Cmd": ["/bin/sh"]},
-        "rootfs": {"type": "layers", "diff_ids": [f"sha256:{hashlib.sha256(raw).hexdigest()}"]}}).encode())
-    manifest = _blob(layout, json.dumps({
-        "schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
-        "config": {"mediaType": "application/vnd.oci.image.config.v1+json", **config},
-        "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", **blob}]}).encode())
-    (layout / "index.json").write_text(json.dumps({"schemaVersion": 2, "manifests": [{
-        "mediaType": "application/vnd.oci.image.manifest.v1+json", **manifest,
-        "annotations": {"org.opencontainers.image.ref.name": tag}}]}))
-    (layout / "oci-layout").write_text('{"imageLayoutVersion": "1.0.0"}')
+def write_programs_layout(layout: Path, tag: str, programs: dict[str, str]) -> None:
+    write_layout(layout, tag, layer(programs))
 
 
 class Mirror:
@@ -116,7 +100,7 @@ class Mirror:
         for index, (reference, programs) in enumerate(IMAGES.items()):
             repository, _, tag = reference.rpartition(":")
             layout = directory / f"layout-{index}"
-            write_layout(layout, tag, programs)
+            write_programs_layout(layout, tag, programs)
             self.registry.push(layout, tag, repository.split("/", 1)[1])
         conf = directory / "registries.conf"
         conf.write_text("".join(f'[[registry]]\nprefix = "{host}"\nlocation = "{host}"\n[[registry.mirror]]\n'

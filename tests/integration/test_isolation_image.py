@@ -55,9 +55,13 @@ def busybox_layer() -> bytes:
 
 
 def build_layout(layout: Path, tag: str) -> None:
-    """An OCI image layout: one gzip layer, a config, a manifest and index.json naming `tag`."""
+    """An OCI image layout of busybox: one gzip layer, a config, a manifest and index.json naming `tag`."""
+    write_layout(layout, tag, busybox_layer())
+
+
+def write_layout(layout: Path, tag: str, raw: bytes) -> None:
+    """An OCI image layout of the uncompressed layer `raw`, named `tag`."""
     (layout / "blobs" / "sha256").mkdir(parents=True)
-    raw = busybox_layer()
     layer = _blob(layout, gzip.compress(raw, mtime=0))
     config = _blob(layout, json.dumps({
         "architecture": "amd64", "os": "linux", "config": {"Cmd": ["/bin/sh"]},
