@@ -20,7 +20,10 @@ STDLIB_OWN_HANDLERS = ("uvicorn", "uvicorn.error", "uvicorn.access")
 def configure_logging(log_format: str = "", level: int = logging.INFO) -> None:
     """`json` or `console`; without a choice, a terminal gets console lines and anything else JSON."""
     console = log_format == "console" or (not log_format and sys.stderr.isatty())
-    renderer: Any = structlog.dev.ConsoleRenderer() if console else structlog.processors.JSONRenderer()
+    # plain tracebacks: structlog's default (rich, when installed) prints every frame's locals, which puts tokens and
+    # secret values in the log and took a stopping `roving up` over 30 s of CPU to render one request's failure
+    renderer: Any = (structlog.dev.ConsoleRenderer(exception_formatter=structlog.dev.plain_traceback) if console
+                     else structlog.processors.JSONRenderer())
     # ConsoleRenderer prints exc_info itself (and warns when format_exc_info ran first); JSON needs the text
     tracebacks = [] if console else [structlog.processors.format_exc_info]
     structlog.configure(

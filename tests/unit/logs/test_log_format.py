@@ -1,4 +1,5 @@
-"""JSON logs carry a failure's traceback as text, and standard-library loggers (uvicorn, nats) come out the same way."""
+"""JSON logs carry a failure's traceback as text, and standard-library loggers (uvicorn, nats) come out the same way;
+console logs print a traceback without the frames' local variables (they hold tokens and secret values)."""
 
 import json
 import logging
@@ -11,11 +12,20 @@ from api.logs import StderrHandler, configure_logging
 
 @pytest.fixture
 def json_logs():
+    yield from configured("json")
+
+
+@pytest.fixture
+def console_logs():
+    yield from configured("console")
+
+
+def configured(log_format: str):
     config, root = structlog.get_config(), logging.getLogger()
     handlers, level = list(root.handlers), root.level
     uvicorn = logging.getLogger("uvicorn.access")
     uvicorn_state = (list(uvicorn.handlers), uvicorn.propagate)
-    configure_logging("json", logging.INFO)
+    configure_logging(log_format, logging.INFO)
     yield
     structlog.configure(**config)
     for handler in [h for h in root.handlers if isinstance(h, StderrHandler)]:
@@ -51,3 +61,19 @@ def test_stdlib_loggers_come_out_as_structlog_json(json_logs, capsys):
     assert "timestamp" in access
     assert (nats["event"], nats["logger"]) == ("reconnecting", "nats.aio.client")
     assert "ConnectionResetError: nats went away" in nats["exception"] and "exc_info" not in nats
+
+
+def test_a_console_traceback_names_the_failure_but_not_the_locals_of_its_frames(console_logs, capsys):
+    def failing(token: str) -> None:
+        views = {"workflow": "w" * 10_000}  # what a request's frames hold: credentials, whole read models
+        raise PermissionError(f"refused after {len(views)} lookups")
+
+    secret = "-".join(["s3cr3t", "token", "value"])  # built, so the source line printed does not hold it
+    try:
+        failing(secret)
+    except PermissionError:
+        logging.getLogger("uvicorn.error").exception("Exception in ASGI application")
+    err = capsys.readouterr().err
+    assert "Exception in ASGI application" in err and "PermissionError: refused after 1 lookups" in err
+    assert 'in failing' in err  # the frame is named, with its line
+    assert secret not in err and "w" * 100 not in err
