@@ -12,6 +12,7 @@ is read from the file. The job never sees these paths, only the descriptors; the
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import re
 import shutil
@@ -166,21 +167,28 @@ class Orphan:
 
 
 class Registration:
-    """The node id and epoch this agent last registered with (`node.json`): what a restarted agent resumes."""
+    """The node id and epoch this agent last registered with, and a digest of what it registered (`node.json`):
+    what a restarted agent resumes, so long as it would register the same node again."""
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
 
-    def save(self, node_id: str, epoch: int) -> None:
+    def save(self, node_id: str, epoch: int, registered: str = "") -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        _write_private(self.path, msgspec.json.encode({"node_id": node_id, "epoch": epoch}))
+        _write_private(self.path, msgspec.json.encode({"node_id": node_id, "epoch": epoch, "registered": registered}))
 
-    def load(self) -> tuple[str, int] | None:
+    def load(self) -> tuple[str, int, str] | None:
+        """(node id, epoch, digest); a file from before digests were kept has an empty one."""
         try:
             found = msgspec.json.decode(self.path.read_bytes())
-            return str(found["node_id"]), int(found["epoch"])
-        except (OSError, msgspec.DecodeError, KeyError, TypeError, ValueError):
+            return str(found["node_id"]), int(found["epoch"]), str(found.get("registered") or "")
+        except (OSError, msgspec.DecodeError, KeyError, TypeError, ValueError, AttributeError):
             return None
+
+
+def registration_digest(body: dict) -> str:
+    """What a registration says of the node (capacity, devices, labels, addresses), as one comparable string."""
+    return hashlib.sha256(msgspec.json.encode(body, order="sorted")).hexdigest()
 
 
 def _write_private(path: Path, data: bytes) -> None:

@@ -15,7 +15,7 @@ import msgspec
 import structlog
 from prometheus_client import start_http_server
 
-from adapters.adoption import Registration
+from adapters.adoption import Registration, registration_digest
 from adapters.executor import Executor, RunSpec, SpecError
 from adapters.logs import LogWriter
 from adapters.outbox import Entry, Outbox
@@ -66,7 +66,7 @@ class Agent:
         try:
             adopted = self.adopt()
             await self.reporter.drain(time.monotonic() + OUTBOX_DRAIN_SECONDS, stop)
-            if adopted and await self.resume(stop):
+            if await self.resume(stop, bool(adopted)):
                 await self.watch_adopted(adopted)
             else:
                 if adopted:  # the control plane gave them up with the old registration: no copy may run on
@@ -86,12 +86,18 @@ class Agent:
         """Watch again every job a predecessor on this work directory left (api/agent/slots.adopt_jobs)."""
         return adopt_jobs(self.executor, self.slots, self._forward_output, self._forward_exit, self.log)
 
-    async def resume(self, stop: asyncio.Event) -> bool:
+    async def resume(self, stop: asyncio.Event, adopted: bool) -> bool:
         """Carry on under the predecessor's registration when the control plane still holds it (a heartbeat
-        with its epoch is accepted); registering anew would give up every allocation placed here."""
+        with its epoch is accepted); registering anew would give up every allocation placed here, those of jobs
+        it adopted and those placed while it was away (a restarted control plane places on a node it still
+        holds). With no job to keep, it resumes only a registration of the node as it is now (capacity,
+        devices, labels, addresses); a changed node registers anew, so the control plane learns the change."""
         if (saved := self.registration.load()) is None:
             return False
-        self.node_id, self.epoch = saved
+        node_id, epoch, registered = saved
+        if not adopted and registered != registration_digest(self.registration_body()):
+            return False
+        self.node_id, self.epoch = node_id, epoch
         while not stop.is_set():
             body = {"node_id": self.node_id, "epoch": self.epoch, "running": sorted(self.slots)}
             response = await self.call("POST", "/v4/agent/heartbeat", json=body)
@@ -127,11 +133,14 @@ class Agent:
             self.log.warning("agent.api_unreachable", path=path, error=repr(error))
             return None
 
-    async def register(self, stop: asyncio.Event) -> None:
+    def registration_body(self) -> dict[str, Any]:
         c = self.config
-        body = {"name": c.node, "cpu": c.cpus, "memory": c.memory, "devices": c.devices, "annotations": c.annotations,
+        return {"name": c.node, "cpu": c.cpus, "memory": c.memory, "devices": c.devices, "annotations": c.annotations,
                 "definition": c.definition or "", "address": c.address, "metrics_port": c.metrics_port,
                 **({"segment": c.segment} if c.segment else {})}
+
+    async def register(self, stop: asyncio.Event) -> None:
+        c, body = self.config, self.registration_body()
         while not stop.is_set():
             response = await self.call("POST", "/v4/agent/register", json=body)
             if self.own_token_refused(response):
@@ -141,7 +150,7 @@ class Agent:
                 self.node_id, self.epoch = answer["node_id"], answer["epoch"]
                 if answer.get("token"):  # the node's own credential, revocable by admins, from now on
                     self.http.headers["Authorization"] = f"Bearer {answer['token']}"
-                self.registration.save(self.node_id, self.epoch)
+                self.registration.save(self.node_id, self.epoch, registration_digest(body))
                 self.feed.forget()
                 self.log = log.bind(node=c.node, node_id=self.node_id, node_epoch=self.epoch)
                 self.log.info("agent.registered")

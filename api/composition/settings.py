@@ -110,9 +110,8 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
 def api_workers(raw: str | None) -> int:
     """ROVING_API_WORKERS: a count, or `auto` for one a core (at most MAX_AUTO_WORKERS); default DEFAULT_WORKERS.
 
-    The default stays 1 for now: a restarted stack with several workers becomes ready later than the one process,
-    after the scheduler's old lease has lapsed, and can place work on a local node before its agent rejoined (the
-    work is then evicted: tests/e2e/test_restart.py fails about half the time with 2 workers)."""
+    The default is 1: on a 2-core machine more processes only contend with nats-server and the scheduler for the
+    same cores (82 five-job submits/s with 1 worker, 48 with 2: ops/bench/workers.py, in the README)."""
     if raw is not None and raw.strip().lower() == "auto":
         return max(1, min(os.cpu_count() or 1, MAX_AUTO_WORKERS))
     try:

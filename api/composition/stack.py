@@ -22,7 +22,7 @@ from adapters.jetstream.connection import Connection
 from adapters.leases import Leases
 from adapters.nats_auth import agent_log_url
 from adapters.nats_owner import death_signal
-from adapters.nats_server import NatsServer, free_port
+from adapters.nats_server import NatsServer, free_port, port_is_taken
 from adapters.nats_supervisor import Supervisor
 from adapters.secret_store import open_secret_store
 from api.composition.audit_lease import AuditByLease
@@ -271,8 +271,21 @@ class Stack:
                     "--token-file", str(self.data_dir / "agent.token"), "--cpus", str(cpus), "--memory", str(memory),
                     "--definition", "local", "--workdir", str(workdir / f"local-{index}")]
             if metrics:
-                argv += ["--metrics-port", str(free_port()), "--address", "127.0.0.1"]
+                argv += ["--metrics-port", str(self.metrics_port(index)), "--address", "127.0.0.1"]
             self.agents.add(f"local-{index}", argv, self.data_dir / f"agent-local-{index}.log")
+
+    def metrics_port(self, index: int) -> int:
+        """The port local-<index> served its metrics on before a restart, while it is free: a node registered as it
+        was is resumed by its restarted agent (api/agent/main.resume), keeping what was placed on it meanwhile."""
+        path = self.data_dir / f"agent-local-{index}.metrics-port"
+        try:
+            port = int(path.read_text())
+        except (OSError, ValueError):
+            port = 0
+        if not 0 < port < 65536 or port_is_taken(port):
+            port = free_port()
+            path.write_text(str(port))
+        return port
 
     def start_monitoring(self, binaries: dict[str, str]):
         """Prometheus and Alertmanager (adapters.monitoring) watching this stack; they stop with it."""

@@ -23,7 +23,9 @@ def test_a_restarted_stack_restores_its_views_from_the_snapshot_and_keeps_workin
     finally:
         first.stop()
     assert (tmp_path / "views.snapshot").exists()
-    second = LocalStack(tmp_path, nodes=1).start()
+    # two API workers: the restarted stack is ready after the old scheduler lease lapsed, and places "after" on the
+    # node before its agent is back; the agent resumes the node's registration and runs it (registering anew evicted it)
+    second = LocalStack(tmp_path, nodes=1, settings={"ROVING_API_WORKERS": "2"}).start()
     try:
         assert second.workflow(before) == shown and second.events(before) == events
         assert "view_snapshot.restored" in (tmp_path / "stack.log").read_text()
