@@ -71,8 +71,8 @@ def context_renewer(api: str, path: Path | None = None, transport: Any = None) -
             if not found.get("refresh_token"):
                 raise ApiError("the access token has expired; log in again: roving context login USERNAME")
             try:
-                answer = Client(api, transport=transport).post("/v4/auth/refresh",
-                                                               {"refresh_token": found["refresh_token"]})
+                with Client(api, transport=transport) as client:
+                    answer = client.post("/v4/auth/refresh", {"refresh_token": found["refresh_token"]})
             except ApiError as error:
                 raise ApiError(f"{error}; log in again: roving context login USERNAME") from None
             found.update(token=answer["token"], refresh_token=answer["refresh_token"])
@@ -109,6 +109,17 @@ class Client:
                                  event_hooks={"response": [self._remember_position]})
         self.token, self.renew = token, renew
         self.position = 0  # the furthest log position an answer reflected; sent along, so reads see earlier writes
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Its connections go now: the response hook ties the two clients in a cycle, which only the garbage
+        collector would otherwise break (an in-process caller would hold the sockets open until then)."""
+        self.http.close()
 
     def _remember_position(self, response: httpx.Response) -> None:
         """Several API workers share the address: the next request, whichever answers it, waits for this position."""

@@ -18,7 +18,8 @@ def login(args: argparse.Namespace, client: Client) -> Any:
     data = load_contexts()
     name = args.name or data["current"]
     api = args.api or (data["contexts"].get(name) or {}).get("api") or current_context()["api"]
-    answer = Client(api).post("/v4/auth/login", {"username": args.username, "password": password(args)})
+    with Client(api) as client:
+        answer = client.post("/v4/auth/login", {"username": args.username, "password": password(args)})
     data["contexts"][name] = {"api": api, "token": answer["token"], "refresh_token": answer.get("refresh_token", ""),
                               "username": args.username}
     data["current"] = name

@@ -85,7 +85,8 @@ def execute(args: argparse.Namespace, client: Client | None = None) -> int:
     if client is None:
         found = current_context()
         renew = context_renewer(found["api"]) if found["refresh_token"] else None
-        client = Client(found["api"], found["token"], renew=renew)
+        with Client(found["api"], found["token"], renew=renew) as own:
+            return execute(args, own)
     wide = args.output == "wide"
     if wide:  # a handler shapes its rows for a person as for `table`; only the columns differ
         args.output = "table"
