@@ -77,6 +77,6 @@ class Connection:
         self._closed = True
         try:
             self.loop.run(self.client.close(), timeout=5)
-        except Exception:  # noqa: BLE001 - closing a dead connection is not an error worth raising
-            pass
+        except (Exception, asyncio.CancelledError):  # noqa: BLE001 - closing a dead connection is not an error
+            pass  # (nats-py's close, meeting its own reconnect on a server just gone, can end cancelled)
         self.loop.stop()
