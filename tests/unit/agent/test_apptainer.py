@@ -92,21 +92,24 @@ def fake_apptainer(tmp_path):
     return str(script), log
 
 
+PASSWORD = "hunter2-registry-pw"  # distinct: "pw" alone turned up by chance in a cache path of the argv
+
+
 def test_a_private_image_is_pulled_by_the_agent_with_the_credential_in_its_env_and_cached_per_credential(
         tmp_path, fake_apptainer):
     program, log = fake_apptainer
     cache = SifCache(tmp_path / "sif", apptainer=program)
     told: list[str] = []
-    first = cache.rootfs(IMAGE, parse_credential("robot:pw"), told.append)
+    first = cache.rootfs(IMAGE, parse_credential(f"robot:{PASSWORD}"), told.append)
     assert first.seconds > 0 and first.rootfs.read_text() == "SIF\n" and told == [f"pulling {IMAGE} with apptainer"]
     assert oct(first.rootfs.stat().st_mode & 0o777) == "0o644"  # the job's user reads it
-    again = cache.rootfs(IMAGE, parse_credential("robot:pw"))
+    again = cache.rootfs(IMAGE, parse_credential(f"robot:{PASSWORD}"))
     assert (again.rootfs, again.seconds) == (first.rootfs, 0.0)
     other = cache.rootfs(IMAGE, None)  # no credential: never the private SIF, a pull of its own
     assert other.rootfs != first.rootfs and other.seconds > 0
     calls = log.read_text().splitlines()
-    assert [line for line in calls if line.startswith("env")] == ["env robot:pw", "env :"]
-    assert not any("pw" in line for line in calls if line.startswith("argv"))
+    assert [line for line in calls if line.startswith("env")] == [f"env robot:{PASSWORD}", "env :"]
+    assert not any(PASSWORD in line for line in calls if line.startswith("argv"))
     assert os.listdir(tmp_path / "sif" / "tmp") == []
 
 
