@@ -25,12 +25,12 @@ def assignment(allocation_id: str, epoch: int = 1, **fields) -> dict:
             "kind": "job", "readiness_probe": None, "ports": []} | fields
 
 
-def drive(api: FakeApi, tmp_path: Path, until, timeout: float = 10.0) -> None:
+def drive(api: FakeApi, tmp_path: Path, until, timeout: float = 10.0, agent_config: AgentConfig | None = None) -> None:
     """Run the agent until `until()` holds (or time runs out), then stop it and wait for it to finish."""
 
     async def main() -> None:
         stop = asyncio.Event()
-        agent = asyncio.create_task(run_agent(config(api, tmp_path), stop))
+        agent = asyncio.create_task(run_agent(agent_config or config(api, tmp_path), stop))
         deadline = time.monotonic() + timeout
         while not until() and time.monotonic() < deadline and not agent.done():
             await asyncio.sleep(0.02)
