@@ -276,7 +276,7 @@ class Stack:
 
     def metrics_port(self, index: int) -> int:
         """The port local-<index> served its metrics on before a restart, while it is free: a node registered as it
-        was is resumed by its restarted agent (api/agent/main.resume), keeping what was placed on it meanwhile."""
+        was is resumed by its restarted agent (api/agent/agent.Agent.resume), keeping what was placed on it meanwhile."""
         path = self.data_dir / f"agent-local-{index}.metrics-port"
         try:
             port = int(path.read_text())
