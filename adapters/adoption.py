@@ -173,7 +173,7 @@ class Registration:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
 
-    def save(self, node_id: str, epoch: int, registered: str = "") -> None:
+    def save(self, node_id: str, epoch: int, registered: str) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         _write_private(self.path, msgspec.json.encode({"node_id": node_id, "epoch": epoch, "registered": registered}))
 
