@@ -17,24 +17,28 @@ import os
 import shutil
 import tempfile
 import zipfile
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from domain.catalog import Clock, TemplateFiles, build, render_fuzzfile
 from tests.e2e.catalog_images import Mirror
 from tests.e2e.stack import LocalStack, dump
 from tests.integration.test_isolation_image import needs
 from tests.integration.transfer_servers import Files, S3Server
 from tests.reference import fuzzball
-from tests.unit.fuzzfile.fuzzfile_gotemplate import load_values, render
 
 CATALOG = fuzzball("catalog")
 ENDED = ("FINISHED", "FAILED", "CANCELED")
 
 
 def rendered(name: str, **values) -> str:
-    found = load_values((CATALOG / f"{name}.values.yaml").read_text())
-    return render((CATALOG / f"{name}.template.yaml").read_text(), {**found, **values})
+    """The template rendered as the catalog renders it (values typed and checked against its values file)."""
+    files = TemplateFiles(name, (CATALOG / f"{name}.template.yaml").read_text(),
+                          (CATALOG / f"{name}.values.yaml").read_text())
+    clock = Clock(datetime.now(UTC), lambda low, high: low)
+    return render_fuzzfile(build(files, "reference", "", "cluster"), values, clock).fuzzfile
 
 
 @pytest.fixture(scope="module")

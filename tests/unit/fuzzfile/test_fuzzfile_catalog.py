@@ -1,11 +1,12 @@
 """Given each v4 catalog template rendered with its values file, it parses and its stages match the YAML."""
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 import yaml
-from fuzzfile_gotemplate import load_values, render
 
+from domain.catalog import Clock, fill, parse_inputs, render
 from domain.fuzzfile import list_stages, parse_fuzzfile
 from domain.fuzzfile.transfers import TRANSFER_KINDS
 from tests.reference import fuzzball
@@ -19,13 +20,14 @@ REQUIRED = {
     "UserPassword": "a-password",
     "ServerApiKey": "an-api-key",
 }
+CLOCK = Clock(datetime(2025, 1, 1, tzinfo=UTC), lambda low, high: low)
 TEMPLATES = sorted(p for p in CATALOG.glob("*.template.yaml") if "version: v4" in p.read_text())
 
 
 def rendered(template: Path) -> str:
-    values = load_values((CATALOG / template.name.replace(".template.", ".values.")).read_text())
-    values.update({k: v for k, v in REQUIRED.items() if k in values and not values[k]})
-    return render(template.read_text(), values)
+    inputs = parse_inputs((CATALOG / template.name.replace(".template.", ".values.")).read_text())
+    given = {i.name: REQUIRED[i.name] for i in inputs if i.name in REQUIRED and not i.default}
+    return render(template.read_text(), fill(inputs, given), CLOCK)
 
 
 def expected_stages(document: dict) -> dict[str, set[tuple[str, str]]]:
