@@ -13,6 +13,7 @@ from typing import Any
 from domain.scheduler.snapshot import Snapshot
 from projections.assignments import assignments
 from projections.base import Batch, Projection
+from projections.catalog import CatalogSourcesView
 from projections.endpoints import EndpointsView
 from projections.node_events import NodeEventsView
 from projections.nodes import NodesView
@@ -34,9 +35,10 @@ class Views:
         self.tenancy = TenancyView(self.lock)
         self.endpoints = EndpointsView(self.lock)
         self.node_events = NodeEventsView(self.lock)
+        self.catalog_sources = CatalogSourcesView(self.lock)
         self.why = WhyStore()
         self.projections: tuple[Projection, ...] = (self.workflows, self.queue, self.nodes, self.tenancy,
-                                                      self.endpoints, self.node_events)
+                                                      self.endpoints, self.node_events, self.catalog_sources)
         self.applied = threading.Condition(self.lock)
 
     @property

@@ -9,7 +9,20 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from api.cli import audit, completion, context, endpoints, federation, nodes, profile, queue, secret, tenancy, workflow
+from api.cli import (
+    audit,
+    catalog,
+    completion,
+    context,
+    endpoints,
+    federation,
+    nodes,
+    profile,
+    queue,
+    secret,
+    tenancy,
+    workflow,
+)
 from api.cli.client import ApiError, Client, context_renewer, current_context
 from api.cli.output import FORMAT_HELP, FORMATS, render
 
@@ -20,9 +33,11 @@ PROCESSES: dict[str, tuple[str, str, str]] = {
     "agent": ("api.agent.main", "agent_main", "run a node agent that registers this host and runs its work"),
     "federate": ("api.federate.main", "federate_main", "replicate clusters' logs into one federated stream"),
     "rotate-key": ("api.cli.rotate_key", "rotate_main", "sign new tokens with a new key (on the control plane's host)"),
+    "mcp": ("api.mcp.main", "mcp_main", "serve the Model Context Protocol on stdio, as your context (for assistants)"),
 }
 OWN_PACKAGES = ("api", "domain", "projections", "adapters")
-GROUPS = (workflow, queue, nodes, tenancy, secret, profile, audit, endpoints, federation, context, completion)
+GROUPS = (workflow, queue, nodes, tenancy, secret, profile, catalog, audit, endpoints, federation, context, completion)
+EXTRAS = {"mcp": "mcp"}  # a missing package -> the extra that brings it (the rest come with `server`)
 DESCRIPTION = """Roving: an event-sourced control plane for HPC/AI clusters.
 
 Every command talks to the HTTP API of the context in ~/.config/roving/config.yaml
@@ -75,8 +90,9 @@ def unavailable(error: Exception, entry: str) -> str:
     """Why a process cannot start; a missing package of the server's names the extra that brings it."""
     missing = error.name if isinstance(error, ModuleNotFoundError) else None
     if missing and missing.split(".")[0] not in OWN_PACKAGES:
-        return (f"needs the server's dependencies, which this installation lacks (no module {missing!r}); "
-                "install them with: pip install 'roving[server]'")
+        extra = EXTRAS.get(missing.split(".")[0], "server")
+        return (f"needs the {extra} extra's dependencies, which this installation lacks (no module {missing!r}); "
+                f"install them with: pip install 'roving[{extra}]'")
     return f"not available in this installation ({entry}: {error})"
 
 

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from api.http.positions import PositionWaiters
     from api.scheduler.runner import SchedulerRunner
     from domain.app import Roving
+    from domain.app.catalog import CatalogHandlers
     from domain.app.secrets import SecretHandlers
     from projections.views import Views
 
@@ -58,3 +59,4 @@ class Services:
     traffic: EndpointTraffic | None = None  # requests through the endpoint proxy, which the autoscaler reads
     positions: PositionWaiters | None = None  # read-your-writes by log position (api.http.positions)
     audit_owner: Callable[[], str | None] | None = None  # where the audit runs, when another worker holds it
+    catalog: CatalogHandlers | None = None  # catalog sources and templates (adapters.catalog_store.open_catalog)

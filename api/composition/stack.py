@@ -18,6 +18,7 @@ from eventsourcing.persistence import OperationalError
 
 from adapters.auth.password_hash import hash_password, verify_password
 from adapters.auth.tokens import Identity, issue, issue_webhook, load_or_create_key
+from adapters.catalog_store import open_catalog
 from adapters.jetstream.connection import Connection
 from adapters.leases import Leases
 from adapters.nats_auth import agent_log_url
@@ -168,6 +169,7 @@ class Stack:
             agent_nats_url=agent_log_url(nats_url, self.data_dir, self.settings.nats_agent_creds) or "",
             runner=self.runner, audit=self.audit, waiters=self.waiters,
             secrets=open_secret_store(self.roving, self.data_dir), traffic=self.traffic, positions=self.positions,
+            catalog=open_catalog(self.roving, self.views.catalog_sources.sources, self.data_dir),
         )
         if self.with_audit == "lease" and self.runner is not None:
             self._follow_audit_lease(cluster)

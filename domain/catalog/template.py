@@ -134,7 +134,18 @@ def upgraded_text(text: str) -> tuple[str, list[Problem]]:
     if problems or not isinstance(document, dict) or document.get("version") != "v1":
         return text, []
     upgraded, warnings = upgrade_v1(document)
-    return yaml.safe_dump(upgraded, sort_keys=False, width=1000, allow_unicode=True), warnings
+    return yaml.dump(upgraded, Dumper=_BlockDumper, sort_keys=False, width=1000, allow_unicode=True), warnings
+
+
+class _BlockDumper(yaml.SafeDumper):
+    """Scripts stay readable: a string with newlines is written as a `|` block, as template authors write them."""
+
+
+def _string(dumper: yaml.SafeDumper, text: str) -> yaml.ScalarNode:
+    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style="|" if "\n" in text else None)
+
+
+_BlockDumper.add_representer(str, _string)
 
 
 def summary(template: Template) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 
 from adapters.auth.tokens import Identity, issue, issue_webhook
+from adapters.catalog_store import open_catalog
 from adapters.secret_store import open_secret_store
 from api.composition.services import Services
 from api.composition.settings import load_settings
@@ -74,9 +75,11 @@ def services(wired: bool = False) -> Services:
                                      allocations_of_owner=views.queue.live_allocations_of) if wired else None
     roving = Roving(env=env, passwords=PlainHasher(), read_models=read_models)
     secrets = open_secret_store(roving, tempfile.mkdtemp(prefix="roving-secrets-"))  # its key ring is made on first use
+    catalog = open_catalog(roving, views.catalog_sources.sources, tempfile.mkdtemp(prefix="roving-catalog-"))
     return Services(roving=roving, views=views, tailer=SyncTailer(roving, views), key=KEY, logs=FakeLogs(),
                     leases=FakeLeases(), nats_url="nats://control:c0ntrol@127.0.0.1:4222",
-                    agent_nats_url="nats://agent:ag3nt@127.0.0.1:4222", cluster="test", secrets=secrets)
+                    agent_nats_url="nats://agent:ag3nt@127.0.0.1:4222", cluster="test", secrets=secrets,
+                    catalog=catalog)
 
 
 def token(username: str, role: Role = Role.USER, org: Any = None, source: Source = Source.ADMIN,

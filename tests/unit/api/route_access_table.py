@@ -134,6 +134,22 @@ ROUTES = [
     # a user-scope secret is its owner's alone: anyone else is told it does not exist
     Row("DELETE", "/v4/secrets/{id}", {USER}, lambda w: Call(w.secret("alice")), lambda w: Call(w.secret("bob"))),
     Row("POST", "/v4/secrets/-/rotate-key", ADMINS),
+    # catalog sources: the cluster's are every person's, an organization's its members' (its owners manage them);
+    # a folder source reads the control plane's disk, so only a cluster admin adds one
+    Row("GET", "/v4/catalog", EVERYONE),
+    Row("GET", "/v4/catalog/sources", EVERYONE),
+    Row("POST", "/v4/catalog/sources", ADMINS, lambda w: Call("/v4/catalog/sources", {
+        "name": w.fresh("src"), "location": w.catalog_folder(), "scope": "cluster"})),
+    Row("DELETE", "/v4/catalog/sources/{id}", OWNERS, lambda w: Call(f"/v4/catalog/sources/{w.catalog_source(w.a)}"),
+        lambda w: Call(f"/v4/catalog/sources/{w.b.source}")),
+    Row("GET", "/v4/catalog/templates/{name}", EVERYONE, lambda w: Call(f"/v4/catalog/templates/{w.a.app}"),
+        lambda w: Call(f"/v4/catalog/templates/{w.b.app}")),
+    Row("POST", "/v4/catalog/templates/{name}:render", EVERYONE,
+        lambda w: Call(f"/v4/catalog/templates/{w.shared_app}:render", {}),
+        lambda w: Call(f"/v4/catalog/templates/{w.b.app}:render", {})),
+    Row("POST", "/v4/catalog/templates/{name}:start", EVERYONE,
+        lambda w: Call(f"/v4/catalog/templates/{w.shared_app}:start", {}),
+        lambda w: Call(f"/v4/catalog/templates/{w.b.app}:start", {})),
     # profiles are the cluster's: cluster admins set and delete them, every user reads them (they hold no secrets)
     Row("GET", "/v4/profiles", EVERYONE),
     Row("PUT", "/v4/profiles/{name}", ADMINS, lambda w: Call(f"/v4/profiles/{w.fresh('p')}", {"env": {"A": "1"}}),

@@ -65,6 +65,10 @@ class World:
         self.a.endpoint = self.endpoint("alice", "acme-wiki", "organization")
         self.b.endpoint = self.endpoint("bob", "globex-wiki", "organization")
         self.b.public = self.endpoint("bob", "globex-www", "public")
+        self.scratch = scratch
+        self.shared_app = self.catalog_app("shared-app")  # a cluster source's template: every person's
+        self.a.app, self.a.source = self.catalog_app("acme-app", self.a), self.catalog_source(self.a)
+        self.b.app, self.b.source = self.catalog_app("globex-app", self.b), self.catalog_source(self.b)
         while feed.read_page():
             pass
 
@@ -75,6 +79,23 @@ class World:
         minted = call.fresh and caller in self.minters
         headers = {call.auth: f"Bearer {self.minters[caller]() if minted else self.tokens[caller]}"} if caller else {}
         return self.api.request(method, call.path, json=call.json, headers=headers)
+
+    def catalog_folder(self, app: str = "app") -> str:
+        """A folder with one catalog template named `app` (one job, no values)."""
+        folder = self.scratch / "catalog" / self.fresh(app)
+        folder.mkdir(parents=True)
+        (folder / f"{app}.template.yaml").write_text(JOB)
+        return str(folder)
+
+    def catalog_source(self, tenant: Any = None, app: str = "app") -> str:
+        """A new catalog source (its id) holding template `app`: the tenant's organization's, or the cluster's."""
+        scope = {"scope": "organization", "owner": tenant.org} if tenant is not None else {"scope": "cluster"}
+        body = {"name": self.fresh("src"), "location": self.catalog_folder(app), **scope}
+        return str(self.as_admin("POST", "/v4/catalog/sources", body)["id"])
+
+    def catalog_app(self, app: str, tenant: Any = None) -> str:
+        self.catalog_source(tenant, app)
+        return app
 
     def as_admin(self, method: str, path: str, body: Any = None) -> Any:
         answer = self.api.request(method, path, self.api.admin, json=body)
@@ -171,7 +192,8 @@ class World:
         """Every id and name of organization B's, by what it is (its public endpoint aside)."""
         b = self.b
         return {"org": b.org, "group": b.group, "bob": b.users["bob"], "bea": b.users["bea"], "workflow": b.workflow,
-                "allocation": b.allocation, "endpoint": b.endpoint.id, "endpoint_name": b.endpoint.name}
+                "allocation": b.allocation, "endpoint": b.endpoint.id, "endpoint_name": b.endpoint.name,
+                "catalog_source": b.source, "catalog_app": b.app}
 
 
 def opened(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:

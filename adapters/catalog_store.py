@@ -1,0 +1,129 @@
+"""Reading catalog sources: a folder on this host, or a git repository kept as a shallow checkout.
+
+A folder is read as it is on every request (templates are small; an edit shows at once). A git source is cloned
+into `<data dir>/catalog/<source id>` on first use and fetched again once its checkout is older than
+`refresh_seconds`; a fetch that fails keeps serving the last checkout and says so only when there is none. git runs
+without a terminal or credential prompts, with a time limit, limited to the https, http, ssh, git and file
+protocols. Each file a template name needs is read with a size cap; a directory with thousands of files is cut off.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import random
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from domain.app.catalog import CatalogHandlers, SourceUnreadable
+from domain.app.catalog_access import shown_location
+from domain.app.unit_of_work import UnitOfWork
+from domain.catalog import TemplateFiles
+from domain.catalog.source import CatalogSource, SourceKind
+
+SUFFIX = ".template.yaml"
+MAX_FILE_BYTES = 1024 * 1024
+MAX_TEMPLATES = 2000
+GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "/bin/true", "SSH_ASKPASS": "/bin/true",
+           "GIT_ALLOW_PROTOCOL": "https:http:ssh:git:file", "GIT_SSH_COMMAND": "ssh -o BatchMode=yes"}
+
+
+def open_catalog(uow: UnitOfWork, listed: Callable[[], Iterable[CatalogSource]], data_dir: Path | str,
+                 refresh_seconds: float = 60.0) -> CatalogHandlers:
+    """The catalog handlers for one control plane: git checkouts under `<data dir>/catalog`, randomness (sprig's
+    randInt, which templates use for ports and keys) from the operating system."""
+    rng = random.SystemRandom()
+    return CatalogHandlers(uow, CatalogStore(Path(data_dir) / "catalog", refresh_seconds), listed, rng.randrange)
+
+
+class CatalogStore:
+    def __init__(self, cache_dir: Path | str, refresh_seconds: float = 60.0, timeout: float = 60.0) -> None:
+        self.cache_dir, self.refresh_seconds, self.timeout = Path(cache_dir), refresh_seconds, timeout
+
+    def templates(self, source: CatalogSource) -> list[TemplateFiles]:
+        if source.kind is SourceKind.FOLDER:
+            return read_folder(Path(source.location))
+        key = hashlib.sha256(f"{source.id}\n{source.location}\n{source.ref}".encode()).hexdigest()[:24]
+        return read_folder(self._checkout(key, source.location, source.ref))
+
+    def check(self, kind: SourceKind, location: str, ref: str) -> None:
+        if kind is SourceKind.FOLDER:
+            read_folder(Path(location))
+            return
+        heads = self._git(["ls-remote", "--", location, *([ref] if ref else ["HEAD"])], None)
+        if ref and not heads.strip():
+            raise SourceUnreadable(f"{shown_location(location)} has no branch or tag {ref!r}")
+
+    def _checkout(self, key: str, location: str, ref: str) -> Path:
+        target = self.cache_dir / key
+        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.cache_dir / f"{key}.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # API workers share the data dir: one clone or fetch at a time
+            stamp = target / ".git" / "roving-fetched"
+            if stamp.exists() and time.time() - stamp.stat().st_mtime < self.refresh_seconds:
+                return target
+            try:
+                self._refresh(target, location, ref)
+            except SourceUnreadable:
+                if not stamp.exists():
+                    raise
+                return target  # the last checkout serves until the repository answers again
+            stamp.touch()
+            return target
+
+    def _refresh(self, target: Path, location: str, ref: str) -> None:
+        branch = ["--branch", ref] if ref else []
+        if not (target / ".git").is_dir():
+            shutil.rmtree(target, ignore_errors=True)
+            self._git(["clone", "--quiet", "--depth", "1", *branch, "--", location, str(target)], None)
+            return
+        self._git(["fetch", "--quiet", "--depth", "1", "origin", ref or "HEAD"], target)
+        self._git(["reset", "--quiet", "--hard", "FETCH_HEAD"], target)
+
+    def _git(self, args: list[str], cwd: Path | None) -> str:
+        try:
+            done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=self.timeout,
+                                  env={**os.environ, **GIT_ENV}, stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            raise SourceUnreadable(f"git {args[0]} took longer than {self.timeout:g} s") from None
+        except OSError as error:
+            raise SourceUnreadable(f"cannot run git: {error.strerror}") from None
+        if done.returncode != 0:
+            said = [line for line in done.stderr.splitlines() if line.strip()]
+            raise SourceUnreadable(f"git {args[0]} failed: {shown_location(said[-1] if said else 'no message')}")
+        return done.stdout
+
+
+def read_folder(root: Path) -> list[TemplateFiles]:
+    """Every `NAME.template.yaml` under `root` (not in dot-directories) with its `NAME.values.yaml` and optional
+    `NAME.metadata.yaml` beside it; a template without a values file is read with none (it takes no values)."""
+    if not root.is_dir():
+        raise SourceUnreadable(f"{root} is not a readable folder")
+    found = []
+    try:
+        paths = sorted(p for p in root.rglob(f"*{SUFFIX}") if not any(part.startswith(".") for part in
+                                                                       p.relative_to(root).parts))
+    except OSError as error:
+        raise SourceUnreadable(f"cannot list {root}: {error.strerror}") from None
+    for path in paths[:MAX_TEMPLATES]:
+        name = path.name.removesuffix(SUFFIX)
+        found.append(TemplateFiles(name, _read(path), _read(path.with_name(f"{name}.values.yaml")),
+                                   _read(path.with_name(f"{name}.metadata.yaml"))))
+    return found
+
+
+def _read(path: Path) -> str:
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
+    except FileNotFoundError:
+        return ""
+    except OSError as error:
+        raise SourceUnreadable(f"cannot read {path.name}: {error.strerror}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise SourceUnreadable(f"{path.name} is over {MAX_FILE_BYTES} bytes")
+    return data.decode("utf-8", errors="replace")
