@@ -15,7 +15,7 @@ MARKDOWN_APP = {
 jobs:
   greet:
     image: {uri: "{{ .Image }}"}
-    command: [/bin/sh, -c, "echo {{ .Greeting }} > /dev/stdout"]
+    command: [/bin/sh, -c, "echo {{ .Greeting }}"]
     resource: {cpu: {cores: {{ .Cores }}}, memory: {size: 64MiB}}
 """,
     "values": """values:

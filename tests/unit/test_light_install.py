@@ -76,3 +76,11 @@ def test_roving_up_without_the_server_packages_names_the_extra_to_install():
     done = run_without_server(["up"])
     assert done.returncode == 1
     assert "pip install 'roving[server]'" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_roving_mcp_without_the_sdk_names_the_mcp_extra():
+    script = BLOCKER.format(blocked=["mcp"], argv=["mcp"])
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                          env={**__import__("os").environ, "ROVING_API": "http://127.0.0.1:9", "ROVING_TOKEN": "x"})
+    assert done.returncode == 1
+    assert "pip install 'roving[mcp]'" in done.stderr and "Traceback" not in done.stderr

@@ -84,6 +84,9 @@ async def validate(request: Request) -> Response:
     """The submission's checks against this cluster without submitting: 200 {"valid", "errors", "warnings"}, each
     problem naming its field (what submission would refuse, what this cluster would not do as written)."""
     wanted, svc = await submission(request), c.services(request)
+    asked = request.query_params.get("cluster")
+    if asked and svc.cluster and asked != svc.cluster:  # `?cluster=` names the cluster the caller means to run on
+        raise BadRequest("cluster", f"this control plane is cluster {svc.cluster!r}, not {asked!r}: ask that cluster's API")
     found = await c.call(svc.roving.validate_workflow, wanted.definition, c.principal(request))
     notes = {kind: [{"path": p.path, "message": p.message} for p in problems] for kind, problems in found.items()}
     return c.json({"valid": not found["errors"], **notes})

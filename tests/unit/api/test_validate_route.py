@@ -79,3 +79,11 @@ def test_the_cli_prints_the_clusters_warnings_and_exits_0(api, alice, capsys, tm
     assert "warning: volumes.data.reference: volume://user/nvme: this cluster has no storage provisioner" in err
     code, _, err = run(api, alice, ["workflow", "validate", "--offline", str(path)], capsys)
     assert code == 0 and "volumes.data.reference" not in err and "cpu.affinity" in err
+
+
+def test_validate_for_another_cluster_is_refused_naming_the_cluster(api, alice):
+    other = api.request("POST", "/v4/workflows:validate?cluster=elsewhere", alice, json={"definition": FUZZFILE})
+    assert other.status_code == 400 and other.json()["errors"][0]["path"] == "cluster"
+    assert "this control plane is cluster 'test'" in other.json()["error"]
+    same = api.request("POST", "/v4/workflows:validate?cluster=test", alice, json={"definition": FUZZFILE})
+    assert same.status_code == 200 and same.json()["valid"] is True

@@ -1,0 +1,1 @@
+"""`roving mcp`: a Model Context Protocol server (stdio) over the HTTP API, as the caller's context."""
