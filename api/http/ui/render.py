@@ -16,7 +16,7 @@ TEMPLATES = Path(__file__).parent / "templates"
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'")
 NAV = (("Dashboard", "/ui/"), ("Workflows", "/ui/workflows"), ("Queue", "/ui/queue"), ("Nodes", "/ui/nodes"),
-       ("Endpoints", "/ui/endpoints"), ("Audit", "/ui/audit"), ("API", "/ui/api"))
+       ("Endpoints", "/ui/endpoints"), ("Catalog", "/ui/catalog"), ("Audit", "/ui/audit"), ("API", "/ui/api"))
 
 
 class Html(str):

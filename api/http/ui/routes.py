@@ -10,7 +10,7 @@ from starlette.routing import BaseRoute, Mount, Route, Router
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from api.http.ui import dashboard, login, nodes, pages, session, workflows
+from api.http.ui import catalog, dashboard, login, nodes, pages, session, workflows
 from api.http.ui.core import signed_in
 
 STATIC = Path(__file__).parent / "static"
@@ -44,6 +44,9 @@ def ui_routes() -> list[BaseRoute]:
         Route("/ui/nodes/{id}", signed_in(nodes.node_page), methods=["GET"]),
         Route("/ui/nodes/{id}/{action}", signed_in(nodes.act, post=True), methods=["POST"]),
         Route("/ui/queue", signed_in(pages.queue_page), methods=["GET"]),
+        Route("/ui/catalog", signed_in(catalog.catalog_page), methods=["GET"]),
+        Route("/ui/catalog/{name}", signed_in(catalog.template_page), methods=["GET"]),
+        Route("/ui/catalog/{name}/start", signed_in(catalog.start, post=True), methods=["POST"]),
         Route("/ui/endpoints", signed_in(pages.endpoints_page), methods=["GET"]),
         Route("/ui/api", signed_in(pages.api_page), methods=["GET"]),
         Route("/ui/audit", signed_in(pages.audit_page), methods=["GET"]),

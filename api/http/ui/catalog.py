@@ -1,0 +1,114 @@
+"""The Catalog pages: search the templates a person may use, a run form per template with its inputs grouped by
+display_category, and Start (the workflow's page follows).
+
+Descriptions are Markdown rendered with raw HTML off and links checked (markdown-it's commonmark: no javascript:,
+vbscript: or file: links), so a source's text cannot put a script or a live handler on the page; the page's CSP
+forbids inline scripts besides. The pages ask the catalog handlers the API routes ask, as the signed-in person.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+from urllib.parse import quote, urlencode
+from uuid import uuid4
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+
+from api.http.routes import catalog as routes
+from api.http.routes import common as c
+from api.http.ui import render
+from api.http.ui.core import Refused, api, csrf_for
+from domain.tenancy.permissions import Principal
+
+FIELD = "v."  # form fields holding values are named v.NAME
+MAX_QUERY = 200
+
+
+@cache
+def markdown() -> Any:
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
+
+
+def described(text: str) -> render.Html:
+    """A description's Markdown as HTML: raw HTML in it is shown as text, unsafe links are left as text."""
+    return render.Html(f'<div class="markdown">{markdown().render(text or "")}</div>')
+
+
+def template_href(row: dict[str, Any]) -> str:
+    return f"/ui/catalog/{quote(row['name'], safe='')}?{urlencode({'source': row['source']})}"
+
+
+async def catalog_page(request: Request, who: Principal) -> Response:
+    query = request.query_params.get("q", "")[:MAX_QUERY]
+    answer = await api(routes.list_templates, request, q=query)
+    cards = [render.fill("catalog_card", href=template_href(t), title=t["display_name"], key=t["key"],
+                         category=t["category"] or t["scope"], description=described(t["description"]))
+             for t in answer["templates"]]
+    warnings = render.Html("".join(source_warning(s) for s in answer["sources"] if s["error"] or s["problems"]))
+    empty = "No template matches." if query else "No catalog source you can see holds templates yet."
+    body = render.fill("catalog", query=query, warnings=warnings, count=len(cards),
+                       cards=render.Html("".join(cards)) if cards else render.Html(
+                           f'<p class="empty" id="catalog-empty">{render.esc(empty)}</p>'))
+    return render.page("Catalog", body, user=who, csrf=csrf_for(request), current="/ui/catalog")
+
+
+def source_warning(source: dict[str, Any]) -> render.Html:
+    """A source that could not be read (or some of whose templates could not): the others still show."""
+    what = (f"could not be read: {source['error']}" if source["error"] else "has templates that could not be read: "
+            + "; ".join(f"{p['path']}: {p['message']}" for p in source["problems"]))
+    return render.Html(f'<p class="error source-warning" role="alert">Catalog source {render.esc(source["name"])} '
+                       f"({render.esc(source['scope'])}) {render.esc(what)}</p>")
+
+
+def field(spec: dict[str, Any]) -> render.Html:
+    """One input of the run form, by kind: a choice, a whole number, true/false, or text (references too)."""
+    name, kind, default = spec["name"], spec["kind"], spec["default"]
+    attrs = f'id="input-{render.esc(name)}" name="{FIELD}{render.esc(name)}"'
+    if spec["options"]:
+        choices = "".join(f'<option{" selected" if o == default else ""}>{render.esc(o)}</option>' for o in spec["options"])
+        control = f"<select {attrs}>{choices}</select>"
+    elif kind == "bool":
+        choices = "".join(f'<option value="{v}"{" selected" if (v == "true") == bool(default) else ""}>{v}</option>'
+                          for v in ("true", "false"))
+        control = f"<select {attrs}>{choices}</select>"
+    elif kind == "uint":
+        control = f'<input type="number" min="0" step="1" {attrs} value="{render.esc(default)}">'
+    else:
+        hint = {"secret": "secret://user/NAME", "volume": "volume://user/ephemeral"}.get(kind, "")
+        control = f'<input type="text" {attrs} value="{render.esc(default)}" placeholder="{hint}">'
+    optional = ' <span class="hint">(optional: may be left empty)</span>' if spec.get("optional") else ""
+    label = render.esc(spec["display_name"] or name)
+    return render.Html(f'<label class="input"><span>{label}{optional} <code>{render.esc(name)}</code></span>'
+                       f"{control}</label>")
+
+
+async def template_page(request: Request, who: Principal) -> Response:
+    found = await api(routes.show_template, request, source=request.query_params.get("source", ""))
+    groups = "".join(f'<fieldset class="group" data-category="{render.esc(g["display_category"])}">'
+                     f'<legend>{render.esc(g["display_category"])}</legend>'
+                     + "".join(field(i) for i in g["inputs"]) + "</fieldset>" for g in found["groups"])
+    action = f"/ui/catalog/{quote(found['name'], safe='')}/start"
+    body = render.fill("catalog_template", key=found["key"], scope=found["scope"], category=found["category"],
+                       description=described(found["description"]), groups=render.Html(groups), action=action,
+                       source=found["source"], csrf=render.hidden_csrf(csrf_for(request)), name=found["name"],
+                       template=found["template"])
+    return render.page(found["display_name"], body, user=who, csrf=csrf_for(request), current="/ui/catalog")
+
+
+async def start(request: Request, who: Principal) -> Response:
+    """The run form's Start: the template rendered with its values and submitted as the signed-in person."""
+    fields = request.state.form
+    values = {k.removeprefix(FIELD): v for k, v in fields.items() if k.startswith(FIELD)}
+    workflow_name = fields.get("workflow_name", "").strip()
+    if len(workflow_name) > 256:
+        raise Refused(400, "workflow_name: expected at most 256 characters")
+    handlers = routes.catalog(request)
+    started = await c.call(handlers.start, who, request.path_params["name"], values, uuid4(), c.now(),
+                           workflow_name, fields.get("source", ""))
+    await c.settle(request)
+    return RedirectResponse(f"/ui/workflows/{started['id']}", status_code=303)
+
