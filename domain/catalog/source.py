@@ -24,6 +24,7 @@ NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 GIT_SCHEMES = ("https://", "http://", "ssh://", "git://", "file://")
 SCP_LIKE = re.compile(r"^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^/].*$")  # git@host:org/repo.git
 REF = re.compile(r"^[A-Za-z0-9._/-]{1,200}$")
+USERINFO = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://([^/@]*)@")
 
 
 class SourceScope(str, enum.Enum):
@@ -58,11 +59,21 @@ def check_source(name: str, kind: str, location: str, ref: str) -> SourceKind:
     if wanted is SourceKind.GIT and not (location.startswith(GIT_SCHEMES) or SCP_LIKE.match(location)):
         problems.append(Problem("location", f"a git source is a repository URL ({', '.join(GIT_SCHEMES)} or "
                                             f"user@host:path), got {location!r}"))
+    if wanted is SourceKind.GIT and _credentials(location):
+        problems.append(Problem("location", "a repository URL must not carry a password or token (it would be "
+                                            "stored in the event log); give the control plane's host access instead, "
+                                            "with an ssh deploy key or a git credential helper"))
     if ref and (wanted is SourceKind.FOLDER or not REF.match(ref) or ".." in ref or ref.startswith("-")):
         problems.append(Problem("ref", "a ref is a git branch or tag name (git sources only)"))
     if problems:
         raise CatalogError(problems)
     return wanted
+
+
+def _credentials(location: str) -> bool:
+    """A URL's userinfo is a credential unless it is a bare ssh user name (ssh://git@host/...)."""
+    found = USERINFO.match(location)
+    return found is not None and (":" in found.group(1) or not location.startswith("ssh://"))
 
 
 def is_local(kind: SourceKind, location: str) -> bool:
