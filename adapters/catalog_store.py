@@ -28,6 +28,7 @@ from domain.catalog.source import CatalogSource, SourceKind
 SUFFIX = ".template.yaml"
 MAX_FILE_BYTES = 1024 * 1024
 MAX_TEMPLATES = 2000
+MAX_DEPTH, MAX_ENTRIES = 4, 20_000
 GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "/bin/true", "SSH_ASKPASS": "/bin/true",
            "GIT_ALLOW_PROTOCOL": "https:http:ssh:git:file", "GIT_SSH_COMMAND": "ssh -o BatchMode=yes"}
 
@@ -104,16 +105,30 @@ def read_folder(root: Path) -> list[TemplateFiles]:
     if not root.is_dir():
         raise SourceUnreadable(f"{root} is not a readable folder")
     found = []
-    try:
-        paths = sorted(p for p in root.rglob(f"*{SUFFIX}") if not any(part.startswith(".") for part in
-                                                                       p.relative_to(root).parts))
-    except OSError as error:
-        raise SourceUnreadable(f"cannot list {root}: {error.strerror}") from None
-    for path in paths[:MAX_TEMPLATES]:
+    for path in _template_paths(root)[:MAX_TEMPLATES]:
         name = path.name.removesuffix(SUFFIX)
         found.append(TemplateFiles(name, _read(path), _read(path.with_name(f"{name}.values.yaml")),
                                    _read(path.with_name(f"{name}.metadata.yaml"))))
     return found
+
+
+def _template_paths(root: Path) -> list[Path]:
+    """The template files under `root`, at most MAX_DEPTH folders down, looking at no more than MAX_ENTRIES names:
+    a source pointed at a large tree (`/`, a home directory) is refused quickly instead of walked for minutes."""
+    found, seen = [], 0
+    for folder, dirs, files in os.walk(root, onerror=_unlistable):
+        depth = len(Path(folder).relative_to(root).parts)
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".")) if depth < MAX_DEPTH else []
+        seen += len(dirs) + len(files)
+        if seen > MAX_ENTRIES:
+            raise SourceUnreadable(f"{root} holds more than {MAX_ENTRIES} files and folders; point the source at "
+                                   "the catalog's own folder")
+        found += [Path(folder) / name for name in files if name.endswith(SUFFIX)]
+    return sorted(found)
+
+
+def _unlistable(error: OSError) -> None:
+    raise SourceUnreadable(f"cannot list {error.filename}: {error.strerror}")
 
 
 def _read(path: Path) -> str:

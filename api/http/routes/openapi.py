@@ -10,7 +10,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from api.http.routes import agent, audit, endpoints, nodes, sessions, tenancy, workflows
+from api.http.routes import agent, audit, catalog, endpoints, nodes, sessions, tenancy, workflows
 from api.http.routes import common as c
 
 PUBLIC = {"/healthz", "/readyz", "/metrics", "/v4/auth/login", "/v4/auth/refresh", "/v4/openapi.json"}
@@ -38,6 +38,9 @@ BODIES: dict[tuple[str, str], type] = {
     ("POST", "/v4/audit/query"): audit.Query,
     ("POST", "/v4/endpoints"): endpoints.CreateEndpoint,
     ("PUT", "/v4/admin/centralconfig"): dict[str, Any],
+    ("POST", "/v4/catalog/sources"): catalog.AddSource,
+    ("POST", "/v4/catalog/templates/{name}:render"): catalog.Values,
+    ("POST", "/v4/catalog/templates/{name}:start"): catalog.Values,
 }
 STRING, BOOLEAN, INTEGER, NUMBER = {"type": "string"}, {"type": "boolean"}, {"type": "integer"}, {"type": "number"}
 QUERIES: dict[tuple[str, str], dict[str, dict[str, Any]]] = {
@@ -45,6 +48,9 @@ QUERIES: dict[tuple[str, str], dict[str, dict[str, Any]]] = {
                                      "queue": STRING, "state": STRING,
                                      "limit": {"type": "integer", "minimum": 1, "maximum": 10_000}},
     ("GET", "/v4/workflows"): {"status": STRING, "order_by": STRING},
+    ("POST", "/v4/workflows:validate"): {"cluster": STRING},
+    ("GET", "/v4/catalog"): {"q": STRING, "category": STRING},
+    ("GET", "/v4/catalog/templates/{name}"): {"source": STRING},
     ("GET", "/v4/workflows/{id}/events"): {"follow": BOOLEAN},
     ("GET", "/v4/workflows/{id}/why"): {"all": BOOLEAN},
     ("GET", "/v4/agent/assignments"): {"node_id": {"type": "string", "format": "uuid"}},
@@ -58,7 +64,8 @@ QUERIES: dict[tuple[str, str], dict[str, dict[str, Any]]] = {
 }
 CREATED = {("POST", p) for p in ("/v4/workflows", "/v4/organizations", "/v4/organizations/{id}/users",
                                   "/v4/organizations/{id}/groups", "/v4/endpoints", "/v4/nodes/{id}/cordon",
-                                  "/v4/nodes/{id}/holds")}
+                                  "/v4/nodes/{id}/holds", "/v4/catalog/sources",
+                                  "/v4/catalog/templates/{name}:start")}
 TEXT = {"schema": {"type": "string"}}
 CONTENT: dict[tuple[str, str], dict[str, Any]] = {  # answers that are not JSON
     ("GET", "/metrics"): {"text/plain": TEXT},

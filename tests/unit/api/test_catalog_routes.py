@@ -190,3 +190,12 @@ def test_a_repository_url_carrying_a_credential_is_refused_without_echoing_it(wo
 def test_an_ssh_user_name_is_not_a_credential(world):
     refused = add(world, "r", "ssh://git@127.0.0.1:9/x.git", expect=400)  # refused for not answering, not for the user
     assert "cannot read the source" in refused["error"]
+
+
+def test_a_folder_source_pointed_at_a_large_tree_is_refused_quickly(world, monkeypatch):
+    from adapters import catalog_store
+
+    monkeypatch.setattr(catalog_store, "MAX_ENTRIES", 5)
+    folder = reference_folder(world.tmp / "big", "hello_world", "blender", "bwa_alignment")
+    refused = add(world, "big", folder, expect=400)
+    assert "holds more than 5 files and folders" in refused["error"]
