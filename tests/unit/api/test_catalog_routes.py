@@ -199,3 +199,27 @@ def test_a_folder_source_pointed_at_a_large_tree_is_refused_quickly(world, monke
     folder = reference_folder(world.tmp / "big", "hello_world", "blender", "bwa_alignment")
     refused = add(world, "big", folder, expect=400)
     assert "holds more than 5 files and folders" in refused["error"]
+
+
+def test_concurrent_adds_of_one_name_make_one_source_and_a_clear_refusal(world):
+    from concurrent.futures import ThreadPoolExecutor
+    from datetime import UTC, datetime
+
+    from domain.app.errors import Invalid
+    from domain.app.ids import user_id
+
+    folder = str(reference_folder(world.tmp / "ref", "hello_world"))
+    catalog = world.api.services.catalog
+    admin = world.api.services.views.tenancy.principal_for(user_id("admin"))
+
+    def attempt(_):
+        try:
+            catalog.add_source("race", "folder", folder, "", "cluster", "", admin, datetime.now(UTC))
+            return "added"
+        except Invalid as error:
+            return str(error)
+
+    with ThreadPoolExecutor(8) as pool:
+        outcomes = list(pool.map(attempt, range(8)))
+    assert outcomes.count("added") == 1
+    assert all("already exists" in o for o in outcomes if o != "added")
