@@ -65,8 +65,9 @@ class Committer:
     adapters.jetstream.grouping)."""
 
     def __init__(self, client: JetStreamClient, names: StreamNames, purpose: str, heads: Heads,
-                 op_timeout: float, retry_for: float) -> None:
+                 op_timeout: float, retry_for: float, anchors: Heads | None = None) -> None:
         self.client, self.names, self.purpose, self.heads = client, names, purpose, heads
+        self.anchors = anchors  # where a catch-up read may start: a write is a place in the subject too
         self.stream = names.stream(purpose)
         self.op_timeout, self.retry_for = op_timeout, retry_for
         self.queue = CommitQueue(self) if GROUPING else None
@@ -164,6 +165,8 @@ class Committer:
         for part in parts:
             position += len(part.events)
             self.heads.remember(part.originator_id, part.last.originator_version, seqs[position - 1])
+            if self.anchors is not None:
+                self.anchors.remember(part.originator_id, part.last.originator_version, seqs[position - 1])
         return seqs[:position]
 
     async def _tracking_expectation(self, tracking: Tracking) -> int:

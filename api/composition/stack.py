@@ -144,6 +144,8 @@ class Stack:
                                            every=self.settings.view_snapshot_every)
         self.tailer = Tailer(self.roving, self.views, snapshots=self.snapshots)
         self.signals = LogSignals.attach(self.tailer)  # agents' long polls and the scheduler wake as batches land
+        self.roving.repository.follow_log()  # commands trust memory: the tailer reports every event it sees
+        self.signals.listen(self.roving.repository.observe)
         self.waiters = AssignmentWaiters(self.views)
         self.signals.listen(self.waiters.observe)
         self.positions = PositionWaiters(self.views)  # requests naming a log position (read-your-writes)

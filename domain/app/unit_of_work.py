@@ -16,14 +16,16 @@ from __future__ import annotations
 
 import functools
 import threading
+from copy import deepcopy
 from collections.abc import Callable
 from typing import Any, TypeVar
 from uuid import UUID
 
-from eventsourcing.application import AggregateNotFoundError, Application
+from eventsourcing.application import AggregateNotFoundError, Application, project_aggregate
 from eventsourcing.persistence import IntegrityError, RecordConflictError
 
 from domain.app.errors import Busy, NotFound, WriteRace
+from domain.app.hot import HotState
 
 A = TypeVar("A")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -31,42 +33,115 @@ ATTEMPTS = 12  # each attempt reloads what it reads; contention that outlasts th
 
 
 class IdentityMap:
-    """The aggregates one command has loaded, by id."""
+    """The aggregates one command has loaded, by id, and those it saved (kept in memory when it ends)."""
 
     def __init__(self) -> None:
         self.loaded: dict[Any, Any] = {}
+        self.saved: dict[Any, Any] = {}
 
 
 class ScopedRepository:
-    """The application's repository, seen through the running command's identity map (if any)."""
+    """The application's repository, seen through the running command's identity map (if any), and once a
+    follower of the log reports to it (`follow_log`), answering from memory (domain.app.hot)."""
 
     def __init__(self, repository: Any) -> None:
         self._inner = repository
         self._local = threading.local()
+        self.hot = HotState()
 
     @property
     def scope(self) -> IdentityMap | None:
         return getattr(self._local, "scope", None)
 
+    def follow_log(self) -> None:
+        """A follower reports every event from now on (`observe`): memory is trusted, and reads stop."""
+        self.hot.enabled = True
+        self._inner.fastforward = False
+
+    def observe(self, batch: Any) -> None:
+        """The follower's batch of (position, event): a copy older than an event seen catches up before use."""
+        for _, event in batch:
+            self.hot.seen(_key(event.originator_id), event.originator_version)
+
     def get(self, aggregate_id: Any, **kwargs: Any) -> Any:
         scope = self.scope
-        if scope is None or kwargs:
+        if kwargs:
             return self._inner.get(aggregate_id, **kwargs)
         key = _key(aggregate_id)
-        if key not in scope.loaded:
-            scope.loaded[key] = self._inner.get(aggregate_id)
-        return scope.loaded[key]
+        if scope is not None and key in scope.loaded:
+            return scope.loaded[key]
+        found = self._get(key)
+        if scope is not None:
+            scope.loaded[key] = found
+        return found
+
+    def _get(self, key: UUID) -> Any:
+        if not self.hot.enabled:
+            return self._inner.get(key)  # the library's cache, caught up with the log on every get
+        if not self.hot.trusted:
+            self._drop(key)  # asked for the log: read it
+        elif self.hot.is_absent(key):
+            raise AggregateNotFoundError(key)
+        else:
+            self._catch_up(key)
+        try:
+            return self._inner.get(key)
+        except AggregateNotFoundError:
+            self.hot.mark_absent(key)
+            raise
+
+    def _catch_up(self, key: UUID) -> None:
+        """A copy in memory that may be behind the log takes the events after it (the log reads only those)."""
+        cache = self._inner.cache
+        try:
+            cached = cache.get(key)
+        except KeyError:
+            return
+        if not self.hot.is_stale(key, cached.version):
+            return
+        newer = self._inner.event_store.get(key, gt=cached.version)
+        cache.put(key, project_aggregate(deepcopy(cached), newer))
+        self.hot.caught_up(key)
 
     def __contains__(self, aggregate_id: Any) -> bool:
+        try:
+            self.get(aggregate_id)
+        except AggregateNotFoundError:
+            return False
+        return True
+
+    def saved(self, aggregates: dict[Any, Any]) -> None:
+        """A save landed: in a command, kept for its end; otherwise in memory at once."""
         scope = self.scope
-        if scope is not None and _key(aggregate_id) in scope.loaded:
-            return True
-        return aggregate_id in self._inner
+        for aggregate_id, aggregate in aggregates.items():
+            key = _key(aggregate_id)
+            self.hot.present(key)
+            if not self.hot.enabled:
+                continue
+            if scope is not None:
+                scope.saved[key] = aggregate
+            else:
+                self._keep(key, aggregate)
+
+    def refused(self, aggregates: list[Any]) -> None:
+        """A save was refused (someone wrote first): these copies catch up before they are used again."""
+        for aggregate in aggregates:
+            key = _key(aggregate.id)
+            self.hot.present(key)
+            self.hot.mark_stale(key)
 
     def forget(self) -> None:
-        """After a lost race: what the command holds is stale, so the next read goes to the log."""
-        if self.scope is not None:
-            self.scope.loaded.clear()
+        """After a lost race: what the command holds may be stale, so what it loads again catches up first."""
+        scope = self.scope
+        if scope is not None:
+            for key in (*scope.loaded, *scope.saved):
+                self.hot.mark_stale(key)
+            scope.loaded.clear()
+            scope.saved.clear()
+
+    def uncached(self) -> Any:
+        """`with repository.uncached():` lookups read the log (a token's revocation is never taken from memory)."""
+        return self.hot.uncached()
 
     def enter(self) -> bool:
         """Open a scope for this thread; False when one is already open (a nested command)."""
@@ -76,7 +151,25 @@ class ScopedRepository:
         return True
 
     def leave(self) -> None:
+        """The command is done with what it saved: those copies are the log's latest (unless changed since)."""
+        scope = self.scope
         self._local.scope = None
+        if scope is not None:
+            for key, aggregate in scope.saved.items():
+                self._keep(key, aggregate)
+
+    def _keep(self, key: UUID, aggregate: Any) -> None:
+        if aggregate.pending_events:  # changed after its save and not saved again: the copy in memory catches up
+            self.hot.mark_stale(key)
+        elif self._inner.cache is not None:
+            self._inner.cache.put(key, aggregate)
+            self.hot.caught_up(key)
+
+    def _drop(self, key: UUID) -> None:
+        try:
+            self._inner.cache.get(key, evict=True)
+        except (KeyError, AttributeError):  # not cached, or no cache at all
+            pass
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
@@ -93,10 +186,18 @@ class UnitOfWork(Application[UUID]):
         super().__init__(env={"AGGREGATE_CACHE_MAXSIZE": "5000", **(env or {})})
         self.last_position = 0
         self._position_lock = threading.Lock()
+        self._deferred = threading.local()
 
     def construct_repository(self) -> ScopedRepository:  # type: ignore[override]
         """The library's repository, seen through the running command's identity map (one load per command)."""
         return ScopedRepository(super().construct_repository())
+
+    def _record(self, processing_event: Any) -> Any:
+        """As the library records, but what is kept in memory is decided by the repository (see `saved`)."""
+        recordings = self.events.put(processing_event.events, tracking=processing_event.tracking,
+                                     **processing_event.saved_kwargs)
+        self.repository.saved(processing_event.aggregates)
+        return recordings
 
     def load(self, kind: type[A], aggregate_id: UUID, what: str) -> A:
         try:
@@ -107,18 +208,43 @@ class UnitOfWork(Application[UUID]):
             raise NotFound(what)
         return found
 
+    def deferring(self) -> _Deferred:
+        """`with uow.deferring():` the saves inside collect their aggregates, and leaving commits them all at once
+        (many agent reports of one request: one commit, not one each). Nothing is committed if the block raises."""
+        return _Deferred(self)
+
     def save(self, *objs: Any, **kwargs: Any):
         """Every change of one command in one atomic commit; a stale writer gets WriteRace (the command decides
         again), never a 500. An aggregate named twice is saved once."""
+        deferred = getattr(self._deferred, "objs", None)
+        if deferred is not None and not kwargs:
+            deferred.extend(obj for obj in objs if obj is not None)
+            return []
         unique = list({id(obj): obj for obj in objs if obj is not None}.values())
         try:
             recordings = super().save(*unique, **kwargs)
         except (IntegrityError, RecordConflictError) as error:
+            self.repository.refused(unique)
             raise WriteRace(f"someone changed this at the same time ({error})") from error
         if recordings:
             with self._position_lock:
                 self.last_position = max(self.last_position, recordings[-1].notification.id)
         return recordings
+
+
+class _Deferred:
+    def __init__(self, uow: UnitOfWork) -> None:
+        self.uow = uow
+
+    def __enter__(self) -> None:
+        if getattr(self.uow._deferred, "objs", None) is not None:
+            raise RuntimeError("deferring() does not nest")
+        self.uow._deferred.objs = []
+
+    def __exit__(self, kind: Any, *_: Any) -> None:
+        objs, self.uow._deferred.objs = self.uow._deferred.objs, None
+        if kind is None and objs:
+            self.uow.save(*objs)
 
 
 def command(method: F) -> F:

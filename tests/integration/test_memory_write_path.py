@@ -1,0 +1,126 @@
+"""The write path trusts memory once a follower reports to it: commands read nothing from a real log, yet another
+writer's change is never lost (its event evicts the copy, or the save meets a conflict and decides again)."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from adapters.tailer import Tailer
+from api.composition.wakeups import LogSignals
+from domain.app import Roving
+from domain.app.ids import node_id
+from domain.tenancy import Role
+from domain.tenancy.permissions import Principal
+from projections.views import Views
+from tests.unit.app.builders import PlainHasher
+
+ADMIN = Principal(user_id=None, username="root", role=Role.CLUSTER_ADMIN, organization_id=None, is_cluster_admin=True)
+T0 = datetime(2026, 12, 1, tzinfo=UTC)
+
+
+@pytest.fixture
+def writers(nats_url, request):
+    cluster = f"memory{abs(hash(request.node.name)) % 10**8}"
+    env = {"PERSISTENCE_MODULE": "adapters.jetstream", "ROVING_NATS_URL": nats_url, "ROVING_CLUSTER": cluster}
+    first, second = Roving(env=env, passwords=PlainHasher()), Roving(env=env, passwords=PlainHasher())
+    first.repository.follow_log()
+    yield first, second
+    first.close()
+    second.close()
+
+
+@pytest.fixture
+def followed(writers):
+    """`first` with its follower running, as the control plane has one."""
+    first, second = writers
+    views = Views()
+    tailer = Tailer(first, views)
+    LogSignals.attach(tailer).listen(first.repository.observe)
+    tailer.start()
+    yield first, second, tailer
+    tailer.stop()
+
+
+def counting_reads(roving: Roving) -> list[int]:
+    """Every read of an aggregate's events from the log, by how many it returned."""
+    recorder, reads = roving.recorder, []
+    original = recorder._read
+
+    async def counting(subject, start, limit):
+        found = await original(subject, start, limit)
+        reads.append(len(found))
+        return found
+
+    recorder._read = counting
+    return reads
+
+
+def registered(roving: Roving):
+    node, _ = roving.register_node("n1", 4, 1 << 30, {}, {}, "pool", "127.0.0.1", None, T0)
+    return node
+
+
+def caught_up(tailer: Tailer, roving: Roving) -> None:
+    assert tailer.wait_for(max(roving.last_position, 1), timeout=10)
+
+
+def test_commands_on_an_aggregate_this_process_wrote_read_nothing_from_the_log(followed):
+    first, _, _ = followed
+    node = registered(first)
+    reads = counting_reads(first)
+    for i in range(5):
+        first.cordon(node, f"hold {i}", ADMIN, T0 + timedelta(seconds=2 * i + 1))
+        first.uncordon(node, ADMIN, T0 + timedelta(seconds=2 * i + 2))
+    assert reads == []
+    assert first.repository.get(node).version == registered_version(first, node)
+
+
+def registered_version(roving: Roving, node) -> int:
+    return len(list(roving.repository.event_store.get(node)))
+
+
+def test_another_writers_event_reaches_the_follower_and_the_next_command_sees_it(followed):
+    first, second, tailer = followed
+    node = registered(first)
+    first.repository.get(node)
+    second.cordon(node, "written elsewhere", ADMIN, T0 + timedelta(minutes=1))
+    caught_up(tailer, second)
+    assert [h.reason for h in first.repository.get(node).holds.values()] == ["written elsewhere"]
+
+
+def test_a_command_deciding_on_a_stale_copy_meets_the_conflict_and_decides_again(writers):
+    first, second = writers  # no follower runs: the copy in memory stays stale until a save is refused
+    node = registered(first)
+    first.repository.get(node)
+    second.cordon(node, "elsewhere", ADMIN, T0 + timedelta(minutes=1))
+    first.cordon(node, "here", ADMIN, T0 + timedelta(minutes=2))
+    reasons = sorted(h.reason for h in second.repository.get(node).holds.values())
+    assert reasons == ["elsewhere", "here"]
+
+
+def test_an_id_found_absent_is_found_once_another_writer_made_it_and_the_follower_saw_it(followed):
+    first, second, tailer = followed
+    created = node_id("n2")
+    assert created not in first.repository
+    second.register_node("n2", 4, 1 << 30, {}, {}, "pool", "127.0.0.1", None, T0)
+    caught_up(tailer, second)
+    deadline = time.monotonic() + 5
+    while created not in first.repository and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert created in first.repository
+
+
+def test_a_copy_that_lost_a_race_catches_up_with_the_new_events_only_not_its_whole_history(writers):
+    first, second = writers  # no follower: the conflict is what tells `first` its copy is behind
+    node = registered(first)
+    for i in range(30):
+        first.cordon(node, f"hold {i}", ADMIN, T0 + timedelta(seconds=2 * i + 1))
+        first.uncordon(node, ADMIN, T0 + timedelta(seconds=2 * i + 2))
+    second.cordon(node, "elsewhere", ADMIN, T0 + timedelta(minutes=5))
+    reads = counting_reads(first)
+    first.cordon(node, "here", ADMIN, T0 + timedelta(minutes=6))
+    assert reads and max(reads) <= 2  # the event written elsewhere (and at most one more), not 61
+    assert sorted(h.reason for h in first.repository.get(node).holds.values()) == ["elsewhere", "here"]
