@@ -183,15 +183,21 @@ class Node(TimedAggregate):
 
     def place_allocation(self, placement: Placement, *, by: str, at: datetime) -> None:
         """Refuses work the node cannot take now, so a stale scheduler decision fails harmlessly."""
-        self._alive()
+        if (refused := self.placement_refusal(placement)) is not None:
+            raise NodeError(refused)
+        if placement.id not in self.allocations:
+            self._allocation_placed(placement=placement, by=by, at=at)
+
+    def placement_refusal(self, placement: Placement) -> str | None:
+        """Why the node cannot take `placement` now (None: it can, or holds it already); changes nothing."""
+        if self.removed:
+            return f"node {self.name} was removed; its agent may register it again under its name"
         if placement.id in self.allocations:
-            return
+            return None
         if not self.accepts_new_work:
-            raise NodeError(f"node {self.name} takes no new work: {self.why_no_new_work()}")
+            return f"node {self.name} takes no new work: {self.why_no_new_work()}"
         shortage = self._shortage(placement)
-        if shortage:
-            raise NodeError(f"node {self.name} cannot hold allocation {placement.id}: {shortage}")
-        self._allocation_placed(placement=placement, by=by, at=at)
+        return f"node {self.name} cannot hold allocation {placement.id}: {shortage}" if shortage else None
 
     def release_allocation(self, allocation_id: str, *, by: str, at: datetime) -> bool:
         """The allocation ended or left; an empty node under a deprovision hold is then deprovisioned."""

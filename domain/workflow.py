@@ -182,12 +182,20 @@ class Workflow(TimedAggregate):
         self.__dict__["_volume_bindings"] = dict(bindings)
 
     def stage_started(self, stage: str, attempt: int, node: str, at: datetime, by: str = "agent") -> None:
-        state = self._expect(stage, attempt, (StageStatus.READY,), "start")
-        for volume in self._node_volumes(state.template):
-            held = self.volume_nodes.get(volume, node)
-            if held != node:
-                raise WorkflowError(f"{stage} mounts volume {volume}, which lives on node {held}, not {node}")
+        if (refused := self.start_refusal(stage, attempt, node)) is not None:
+            raise WorkflowError(refused)
         self._started(stage=stage, attempt=attempt, node=node, by=by, at=at)
+
+    def start_refusal(self, stage: str, attempt: int, node: str) -> str | None:
+        """Why the stage's attempt cannot start on `node` now (None: it can); changes nothing."""
+        try:
+            state = self._expect(stage, attempt, (StageStatus.READY,), "start")
+        except WorkflowError as error:
+            return str(error)
+        for volume in self._node_volumes(state.template):
+            if (held := self.volume_nodes.get(volume, node)) != node:
+                return f"{stage} mounts volume {volume}, which lives on node {held}, not {node}"
+        return None
 
     def stage_running(self, stage: str, attempt: int, at: datetime, by: str = "agent") -> None:
         """A service passed its readiness probe; dependents waiting for RUNNING may go."""

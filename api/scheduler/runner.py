@@ -32,6 +32,7 @@ OWN_EVENTS = frozenset({"Allocation.Placed", "Allocation.SchedulingBlocked", "No
 WAKING_AGGREGATES = ("Workflow.", "Allocation.", "Node.", "ClusterConfig.")
 RESTART_GRACE_SECONDS = 10.0  # on top of one lease: agents retry their heartbeat every 2 s, each call up to 5 s
 MAX_BLOCKED_EVENTS_PER_PASS = 256  # the rest are written on the next passes, never lost
+PLACEMENTS_PER_COMMIT = 100  # a placement is about four events; an atomic batch holds at most 1,000
 RENEW_AFTER = 0.25  # of the lease TTL: a pass renews the leader lease only when this much of it has passed
 
 
@@ -169,11 +170,33 @@ class SchedulerRunner:
             if evicted:
                 metrics.BLOCKED_BEFORE_EVICTION.observe(self._waited(preemption.preemptor_id, now))
             self._place(preemption.preemptor_id, preemption.node_ids, now, metrics.PLACEMENTS)
-        for placement in decisions.placements:
-            self._place(placement.allocation_id, placement.node_ids, now, metrics.PLACEMENTS)
-        for backfill in decisions.backfills:
-            self._place(backfill.allocation_id, backfill.node_ids, now, metrics.BACKFILLS)
+        chosen = [(p.allocation_id, p.node_ids, metrics.PLACEMENTS) for p in decisions.placements]
+        chosen += [(b.allocation_id, b.node_ids, metrics.BACKFILLS) for b in decisions.backfills]
+        for start in range(0, len(chosen), PLACEMENTS_PER_COMMIT):
+            self._place_all(chosen[start:start + PLACEMENTS_PER_COMMIT], now)
         metrics.NEAR_MISSES.set(decisions.counters.near_miss_priority_gaps)
+
+    def _place_all(self, chosen: list, now: datetime) -> None:
+        """Placements in one commit (the log takes a batch for about what one commit costs); each refused one is
+        remembered with its reason. When the commit as a whole fails, each is placed on its own."""
+        waited = {allocation: self._waited(allocation, now) for allocation, _, _ in chosen}
+        try:
+            outcome = self.roving.place_all([(UUID(a), [UUID(n) for n in nodes]) for a, nodes, _ in chosen],
+                                            "scheduler", now)
+        except OperationalError:  # the log is down: the pass is retried, nothing was placed
+            raise
+        except Exception:  # noqa: BLE001 - one placement broke the batch: place them one by one
+            log.exception("scheduler.batch_placement_failed", placements=len(chosen))
+            for allocation, nodes, counter in chosen:
+                self._place(allocation, nodes, now, counter)
+            return
+        for allocation, _, counter in chosen:
+            result = outcome.get(UUID(allocation), "not placed")
+            if isinstance(result, str):
+                self._refused(allocation, result)
+            else:
+                counter.inc()
+                metrics.READY_WAIT.observe(waited[allocation])
 
     def _place(self, allocation: str, node_ids, now: datetime, counter) -> None:
         """Place one allocation; its wait since READY is observed only when the placement committed. A refused
@@ -182,12 +205,15 @@ class SchedulerRunner:
         try:
             self.roving.place(UUID(allocation), [UUID(n) for n in node_ids], "scheduler", now)
         except REFUSED as error:
-            metrics.STALE_DECISIONS.inc()
-            log.info("scheduler.placement_refused", allocation_id=allocation, reason=str(error))
-            self.refused[allocation] = str(error)
+            self._refused(allocation, str(error))
             return
         counter.inc()
         metrics.READY_WAIT.observe(waited)
+
+    def _refused(self, allocation: str, reason: str) -> None:
+        metrics.STALE_DECISIONS.inc()
+        log.info("scheduler.placement_refused", allocation_id=allocation, reason=reason)
+        self.refused[allocation] = reason
 
     def _explain_refusals(self, decisions) -> None:
         """`why` and the pass counters say what happened: a refused placement is not a placement."""

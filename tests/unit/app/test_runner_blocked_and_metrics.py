@@ -121,11 +121,11 @@ def test_a_placement_the_log_refuses_is_explained_and_counted_as_refused_not_pla
     roving.register_node("n1", 4, 4 * GiB, {}, {}, "pool", "127.0.0.1", 9100, T0)
     aid = submit(roving, cores=1)
 
-    def refuse(*args):
-        from domain.app import Conflict
-        raise Conflict("cannot place main: node n1 takes no new work: evict hold by admin")
+    def refuse(placements, by, at):  # the log moved on since the pass decided: the commit refuses this placement
+        return {allocation: "cannot place main: node n1 takes no new work: evict hold by admin"
+                for allocation, _ in placements}
 
-    roving.place = refuse
+    roving.place_all = refuse
     runner.tick()
     why = views.why.get(aid)
     assert why.reason is Reason.READY_TO_SCHEDULE
