@@ -23,7 +23,7 @@ from api.agent.metrics import NodeMetrics
 from api.agent.poll import AssignmentFeed, follow
 from api.agent.progress import ProgressRelay
 from api.agent.pulls import ImagePulls
-from api.agent.reports import Outcome, Reporter
+from api.agent.reports import Reporter
 from api.agent.slots import Slot, adopt_jobs, confirm_adopted
 
 log = structlog.get_logger("roving.agent")
@@ -216,7 +216,8 @@ class Agent:
         self.finished.add((allocation_id, epoch))
         if self.logs is not None and order.get("ranks"):  # its share of the log ends too: followers wait for it
             self.logs.end(order["workflow_id"], order["stage"], "not started", ranks=order["ranks"])
-        await self.report(allocation_id, epoch, "exited", exit_code=143, reason=f"not started: {order.get('reason')}")
+        self.reporter.queue(self._body(allocation_id, epoch, "exited", exit_code=143,
+                                       reason=f"not started: {order.get('reason')}"))
 
     async def sweep_volumes(self, live: set[str]) -> None:
         """Volumes of workflows that ended go, once none of their stages runs here any more."""
@@ -241,17 +242,16 @@ class Agent:
             self.finished.add((allocation_id, epoch))
             self.metrics.failures.labels("start").inc()
             code = 127 if isinstance(error, FileNotFoundError) else 126
-            await self.report(allocation_id, epoch, "exited", exit_code=code, reason=f"cannot start: {error}")
+            self.reporter.queue(self._body(allocation_id, epoch, "exited", exit_code=code, reason=f"cannot start: {error}"))
             return
         slot = self.slots[spec.allocation_id] = Slot(spec, running)
         self.log.info("agent.started", allocation_id=spec.allocation_id, pid=running.pid)
-        if not await self.report_slot(slot, "started"):
-            return
+        self.report_slot(slot, "started")  # sent with the round's other reports; a fence stops the copy then
         if running.image_note:
             await self.pulls.ready(spec, running.image_note)
         if running.ran_on_host:
             reason = f"image {spec.image} was not used: this node's runtime is host"
-            await self.report_slot(slot, "ran_on_host", reason=reason)
+            self.report_slot(slot, "ran_on_host", reason=reason)
         await self.serve(slot)
 
     async def serve(self, slot: Slot) -> None:
@@ -270,7 +270,7 @@ class Agent:
         elif spec.kind == "service" and delay:
             self.loop.call_later(delay, self._notify, ("ready", spec.allocation_id))
         elif spec.kind == "service":
-            await self.report_slot(slot, "ready", ports=spec.ports)
+            self.report_slot(slot, "ready", ports=spec.ports)
         if spec.kind == "service" and spec.liveness_probe is not None:
             self.watch_liveness(slot, spec.liveness_probe, delay)
 
@@ -298,10 +298,10 @@ class Agent:
             if slot is None:
                 continue
             if event == "ready":
-                await self.report_slot(slot, "ready", ports=slot.spec.ports, change=slot.changes)
+                self.report_slot(slot, "ready", ports=slot.spec.ports, change=slot.changes)
                 slot.changes += 1
             elif event == "unready":  # out of its endpoint, still running
-                await self.report_slot(slot, "unready", reason=rest[0], change=slot.changes)
+                self.report_slot(slot, "unready", reason=rest[0], change=slot.changes)
                 slot.changes += 1
             elif event == "exited":
                 await self.finish(slot, *rest)
@@ -319,19 +319,18 @@ class Agent:
         if self.logs is not None:
             self.logs.end(spec.workflow_id, spec.stage, reason, ranks=len(spec.peers.hosts) if spec.peers else 1)
         self.log.info("agent.exited", allocation_id=spec.allocation_id, exit_code=exit_code, reason=reason)
-        if not slot.fenced:
-            await self.report_slot(slot, "exited", exit_code=exit_code, reason=reason)
-        slot.running.release()  # the exit is in the outbox (or never to be said): the job's state may go
+        if slot.fenced:
+            slot.running.release()  # never to be said: the job's state may go
+        else:  # the job's state goes once its exit is in the outbox
+            self.report_slot(slot, "exited", then=slot.running.release, exit_code=exit_code, reason=reason)
 
-    async def report_slot(self, slot: Slot, event: str, **fields) -> bool:
-        """Report with the slot's epoch; False when fenced (a newer placement exists: this copy was killed)."""
-        return await self.report(slot.spec.allocation_id, slot.spec.epoch, event, **fields)
+    def report_slot(self, slot: Slot, event: str, then=None, **fields) -> None:
+        """Queue a report with the slot's epoch: on disk and sent with this round's others (`_tick`)."""
+        self.reporter.queue(self._body(slot.spec.allocation_id, slot.spec.epoch, event, **fields), then)
 
-    async def report(self, allocation_id, epoch, event, exit_code=None, reason="", ports=(), change=0) -> bool:
-        """Into the outbox, then sent; False only when the control plane answered that this placement is stale."""
-        body = {"node_id": self.node_id, "allocation_id": allocation_id, "epoch": epoch, "event": event,
+    def _body(self, allocation_id, epoch, event, exit_code=None, reason="", ports=(), change=0) -> dict[str, Any]:
+        return {"node_id": self.node_id, "allocation_id": allocation_id, "epoch": epoch, "event": event,
                 "exit_code": exit_code, "reason": reason, "ports": list(ports), **({"change": change} if change else {})}
-        return await self.reporter.report(body) is not Outcome.FENCED
 
     def _fenced(self, entry: Entry) -> None:
         """The control plane moved past this placement: the copy running here must stop, and say nothing more."""
@@ -348,6 +347,7 @@ class Agent:
         for slot in list(self.slots.values()):
             await asyncio.to_thread(slot.running.wait)
         await self.drain()
+        await self.reporter.flush(force=True)
 
     def _forward_output(self, spec: RunSpec):
         def forward(stream: str, chunk: bytes) -> None:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 from uuid import UUID
 
 import msgspec
@@ -13,7 +13,7 @@ from domain.allocation import Allocation, IllegalTransition, StaleFence
 from domain.app import access
 from domain.app.allocations import Allocations
 from domain.app.endpoints import EndpointHandlers, with_endpoint_env
-from domain.app.errors import Conflict, Invalid, StaleEpoch, invalid
+from domain.app.errors import AppError, Conflict, Invalid, NotFound, StaleEpoch, invalid
 from domain.app.profiles import ProfileHandlers
 from domain.app.scheduling import SchedulingHandlers
 from domain.app.secret_reading import check_references
@@ -26,6 +26,16 @@ from domain.scheduler.priority import check_workflow_priority
 from domain.scheduler.snapshot import Definition
 from domain.tenancy.permissions import Principal
 from domain.workflow import Workflow, WorkflowError
+
+
+class AgentReport(Protocol):
+    """What `report_all` reads of each report (the agent protocol's body)."""
+
+    allocation_id: UUID
+    epoch: int
+    event: str
+    exit_code: int | None
+    reason: str
 
 
 class WorkflowHandlers:
@@ -132,6 +142,21 @@ class WorkflowHandlers:
             self._ready(alloc, at)
         elif event == "unready":
             self._unready(alloc, reason or "readiness probe failed", at)
+
+    @command
+    def report_all(self, node: UUID, reports: Sequence[AgentReport], at: datetime) -> list[AppError | None]:
+        """Many reports of one node in one commit, in order: each one's refusal (StaleEpoch, NotFound, Invalid) or
+        None when recorded. Each report refuses before it changes anything, so a refused one never rides along."""
+        outcomes: list[AppError | None] = []
+        with self.uow.deferring():
+            for r in reports:
+                try:
+                    self.report(node, r.allocation_id, r.epoch, r.event, r.exit_code, r.reason, at)
+                except (StaleEpoch, NotFound, Invalid, Conflict) as refused:
+                    outcomes.append(refused)
+                else:
+                    outcomes.append(None)
+        return outcomes
 
     def _progress(self, alloc: Allocation, text: str, at: datetime) -> None:
         """How far an ingress or egress has come, as an event of its workflow (the agent sends one every few s)."""

@@ -18,6 +18,7 @@ from api.http.errors import BadRequest
 from api.http.routes import common as c
 from api.http.routes import secrets
 from domain.app import access
+from domain.app.errors import Conflict, NotFound, StaleEpoch
 from domain.app.ids import node_id
 from domain.tenancy import Role, Source
 
@@ -108,12 +109,31 @@ async def assignments(request: Request) -> Response:
 
     waiters = svc.waiters
     if seconds and waiters is not None:
-        answer = await waiters.wait(node, seconds, read, (lambda a: etag(a) != known) if known else _work)
+        answer = await waiters.wait(node, seconds, read, news_since(waiters, node, known))
     else:
         answer = await read()
     tag = etag(answer)  # of the references: a secret's value never shapes a header
+    if waiters is not None:
+        waiters.answered(node, tag, orders(answer))
     body = c.ENCODER.encode(await secrets.resolved(svc, answer))
     return Response(body, media_type="application/json", headers={"ETag": tag})
+
+
+def news_since(waiters, node: UUID, known: str | None):
+    """What ends a held poll. After an answer this process gave (its ETag), only an order the agent has not had:
+    a start or a stop it was not sent, or a change of its volumes; work that merely ended (the agent reported it)
+    is no news. After any other ETag, any change; with none, any work."""
+    if not known:
+        return _work
+    sent = waiters.sent(node, known)
+    if sent is None:
+        return lambda answer: etag(answer) != known
+    return lambda answer: not orders(answer) <= sent
+
+
+def orders(answer: dict) -> frozenset:
+    found = {(kind, item["allocation_id"], item["epoch"]) for kind in ("start", "stop") for item in answer[kind]}
+    return frozenset(found | {("volumes", tuple(answer.get("volumes") or ()), 0)})
 
 
 def _work(answer: dict) -> bool:
@@ -159,6 +179,44 @@ async def report(request: Request) -> Response:
     return c.json({"ok": True})
 
 
+class Reports(msgspec.Struct):
+    """Many reports of one node in one request (`POST /v4/agent/reports:batch`): one commit for all of them."""
+
+    node_id: UUID
+    reports: list[Report]
+
+
+MAX_REPORTS = 500  # per request; the agent sends at most 200
+
+
+async def reports(request: Request) -> Response:
+    """Each report answered in order as the single route would answer it: `{"results": [{"status": 200}, {"status":
+    409, "code": "stale_epoch", "error": ...}, ...]}`. A log outage or lasting contention fails the whole request
+    (503: every report is tried again); advisory reports the views show running are acknowledged from them."""
+    b, svc = await c.body(request, Reports), c.services(request)
+    agent_only(request, b.node_id)
+    if len(b.reports) > MAX_REPORTS:
+        raise BadRequest("reports", f"at most {MAX_REPORTS} reports a request, not {len(b.reports)}")
+    if any(r.node_id != b.node_id for r in b.reports):
+        raise BadRequest("reports", "every report must be of the node the request names")
+    advisory = await c.call(lambda: [r.event in ADVISORY and running_here(svc.views, r) for r in b.reports])
+    decided = [r for r, known in zip(b.reports, advisory, strict=True) if not known]
+    refusals = iter(await c.call(svc.roving.report_all, b.node_id, decided, c.now()) if decided else [])
+    results = [{"status": 200} if known else _result(next(refusals)) for known in advisory]
+    return c.json({"results": results})
+
+
+def _result(refused: Exception | None) -> dict:
+    if refused is None:
+        return {"status": 200}
+    status, code = next(((status, code) for kind, status, code in REFUSALS if isinstance(refused, kind)),
+                        (400, "invalid"))
+    return {"status": status, "code": code, "error": str(refused)}
+
+
+REFUSALS = ((StaleEpoch, 409, "stale_epoch"), (NotFound, 404, "not_found"), (Conflict, 409, "conflict"))
+
+
 def running_here(views, b: Report) -> bool:
     found = views.queue.allocation(b.allocation_id)
     return (found is not None and not found.ended and found.epoch == b.epoch
@@ -177,5 +235,6 @@ routes = [
     Route("/v4/agent/heartbeat", heartbeat, methods=["POST"]),
     Route("/v4/agent/assignments", assignments, methods=["GET"]),
     Route("/v4/agent/reports", report, methods=["POST"]),
+    Route("/v4/agent/reports:batch", reports, methods=["POST"]),
     Route("/v4/agent/config", config, methods=["GET"]),
 ]

@@ -35,6 +35,7 @@ BODIES: dict[tuple[str, str], type] = {
     ("POST", "/v4/agent/register"): agent.Register,
     ("POST", "/v4/agent/heartbeat"): agent.Heartbeat,
     ("POST", "/v4/agent/reports"): agent.Report,
+    ("POST", "/v4/agent/reports:batch"): agent.Reports,
     ("POST", "/v4/audit/query"): audit.Query,
     ("POST", "/v4/endpoints"): endpoints.CreateEndpoint,
     ("PUT", "/v4/admin/centralconfig"): dict[str, Any],

@@ -148,6 +148,8 @@ ROUTES = [
         "node_id": (n := w.node())["node_id"], "epoch": n["epoch"]})),
     Row("GET", "/v4/agent/assignments", AGENTS, lambda w: Call(f"/v4/agent/assignments?node_id={w.node()['node_id']}")),
     Row("POST", "/v4/agent/reports", AGENTS, lambda w: Call("/v4/agent/reports", w.running_report())),
+    Row("POST", "/v4/agent/reports:batch", AGENTS, lambda w: Call("/v4/agent/reports:batch", {
+        "node_id": (r := w.running_report())["node_id"], "reports": [r]})),
     Row("GET", "/v4/agent/config", AGENTS),
     Row("GET", "/v4/audit", OWNERS),
     Row("POST", "/v4/audit/query", OWNERS, lambda w: Call("/v4/audit/query", {"sql": "SELECT count(*) FROM audit"})),
