@@ -23,6 +23,7 @@ from adapters.hooks import (
 )
 from adapters.apptainer import ApptainerRuntime, env_in_image
 from adapters.build_plan import BUILD, build_argv, build_env
+from adapters.launch import launcher
 from adapters.pull_progress import Tell, ready_text
 from adapters.registry_auth import parse_credential
 from adapters.running import OnExit, OnOutput, Running, pump
@@ -169,7 +170,7 @@ class Executor:
             # a transfer is our code, run as the agent (the job user may not reach the agent's interpreter); it
             # stays inside the volume and gives what it writes to the job user (adapters/transfer.py)
             user = None if spec.kind in (*TRANSFER_KINDS, BUILD) else job_user
-            proc = self._spawn(argv, cwd, env, child_setup(cgroup, spec.memory, user), files)
+            proc = self._spawn(argv, cwd, env, cgroup, spec.memory, user, files)
         except BaseException:
             for fd in readers.values():
                 os.close(fd)
@@ -282,13 +283,17 @@ class Executor:
         return self.cgroups.create(f"{spec.allocation_id}-e{spec.epoch}", limits)
 
     @staticmethod
-    def _spawn(argv: list[str], cwd: Path, env: dict[str, str], setup, files: JobFiles) -> subprocess.Popen:
-        """The wrapped job: stdin is the exit file (the wrapper writes the code there), stdout and stderr the FIFOs."""
+    def _spawn(argv: list[str], cwd: Path, env: dict[str, str], cgroup: Cgroup | None, memory: int | None,
+               user: JobUser | None, files: JobFiles) -> subprocess.Popen:
+        """The wrapped job: stdin is the exit file (the wrapper writes the code there), stdout and stderr the FIFOs.
+        Set up by a launcher shell when it can (adapters/launch.py: vfork, not a fork of the agent)."""
         writers, exit_fd = files.open_writers(), files.open_exit()
+        launch = launcher(cgroup, memory, user)
+        setup = child_setup(cgroup, memory, user) if launch is None else None
         try:
             return subprocess.Popen(
-                wrapped(argv), cwd=cwd, env=env, stdin=exit_fd, stdout=writers["stdout"], stderr=writers["stderr"],
-                start_new_session=True, preexec_fn=setup, close_fds=True,  # noqa: PLW1509 - no locks taken in it
+                [*(launch or []), *wrapped(argv)], cwd=cwd, env=env, stdin=exit_fd, stdout=writers["stdout"],
+                stderr=writers["stderr"], start_new_session=True, preexec_fn=setup, close_fds=True,  # noqa: PLW1509
             )
         except subprocess.SubprocessError as error:  # preexec failed (cgroup gone, setuid refused): cannot start
             raise OSError(f"cannot set up the job's process: {error}") from error
