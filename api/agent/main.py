@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import signal
 import sys
@@ -39,6 +40,8 @@ def agent_main(argv: list[str]) -> int:
     from api.logs import configure_logging
 
     configure_logging(os.environ.get("ROVING_LOG_FORMAT", ""))
+    # a line per API call (httpx logs each at INFO) is the API's to log; here it cost the agent a tenth of its CPU
+    logging.getLogger("httpx").setLevel(logging.WARNING)
     try:
         config = parse_args(argv)
     except UsageError as error:
