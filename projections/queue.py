@@ -105,6 +105,7 @@ class QueueView(Projection):
         self._state_of: dict[UUID, str] = {}
         self._by_state: dict[str, set[UUID]] = {}
         self._of_workflow: dict[UUID, set[UUID]] = {}
+        self._on_node: dict[str, set[UUID]] = {}  # allocations placed on each node (assignments read only these)
         self._entries: dict[UUID, _Entry] = {}
         self._priorities: dict[UUID, float] = {}
         self._priced_at: datetime | None = None
@@ -133,6 +134,16 @@ class QueueView(Projection):
     def allocations(self) -> list[Allocation]:
         with self.lock:
             return self.mirror.values()
+
+    def on_node(self, node_id: UUID | str) -> list[Allocation]:
+        """The allocations ever placed on a node that its assignments may still name (see `settled`)."""
+        with self.lock:
+            return [self.mirror.items[i] for i in self._on_node.get(str(node_id), ())]
+
+    def settled(self, node_id: UUID | str, allocation_ids: list[UUID]) -> None:
+        """These allocations will never again be named to the node (ended, their workflow too): not read again."""
+        with self.lock:
+            self._on_node.get(str(node_id), set()).difference_update(allocation_ids)
 
     def owner(self, workflow_id: UUID) -> Owner:
         return self.owners.get(workflow_id, Owner())
@@ -305,6 +316,8 @@ class QueueView(Projection):
             self._by_state.setdefault(after, set()).add(a.id)
             self._state_of[a.id] = after
         self._of_workflow.setdefault(a.workflow_id, set()).add(a.id)
+        for node in a.nodes:
+            self._on_node.setdefault(str(node), set()).add(a.id)
         self._changed(a.id)
 
     @on("Allocation.Readied")
