@@ -50,7 +50,9 @@ def chain(length: int) -> str:
 class Stack:
     """`roving up` as a child process on a free port, in a throw-away data directory."""
 
-    def __init__(self, data_dir: Path, nodes: int = 2, cpus: int = 4, extra: dict[str, str] | None = None) -> None:
+    def __init__(self, data_dir: Path, nodes: int = 2, cpus: int = 4, extra: dict[str, str] | None = None,
+                 code: Path | None = None) -> None:
+        """`code`: a checkout to run instead of this one (an earlier commit's git worktree, for a baseline)."""
         self.data_dir, self.nodes = data_dir, nodes
         port = free_port()
         self.url = f"http://127.0.0.1:{port}"
@@ -59,7 +61,9 @@ class Stack:
                "ROVING_LOCAL_NODE_MEMORY": "4GiB", "ROVING_LOG_FORMAT": "console", **(extra or {})}
         env.pop("ROVING_NATS_URL", None)
         self.log = open(data_dir / "stack.log", "wb")  # noqa: SIM115 - closed in stop()
-        self.process = subprocess.Popen([sys.executable, "-c", UP], env=env, stdout=self.log,
+        if code is not None:  # `python -c` puts its working directory first on the path, then PYTHONPATH
+            env["PYTHONPATH"] = str(code)
+        self.process = subprocess.Popen([sys.executable, "-c", UP], env=env, stdout=self.log, cwd=code,
                                         stderr=subprocess.STDOUT, start_new_session=True)
 
     def start(self, timeout: float = 90) -> httpx.Client:

@@ -135,17 +135,17 @@ def main(argv: list[str] | None = None) -> int:
                         "in the same run, first; ratios compare the two (above 1: cheaper now)")
     args = parser.parse_args(argv)
     if args.baseline is None:
-        print(json.dumps(measure(args, {})))
+        print(json.dumps(measure(args, None)))
         return 0
-    base = measure(args, {"PYTHONPATH": str(args.baseline.resolve())})
-    now = measure(args, {})
+    base = measure(args, args.baseline.resolve())
+    now = measure(args, None)
     print(json.dumps({**now, "baseline": base, "ratio_vs_baseline": ratios(now, base)}))
     return 0
 
 
-def measure(args: argparse.Namespace, extra: dict[str, str]) -> dict:
+def measure(args: argparse.Namespace, code: Path | None) -> dict:
     with tempfile.TemporaryDirectory(prefix="roving-job-cost-") as tmp:
-        stack = Stack(Path(tmp), nodes=1, cpus=4, extra={"ROVING_API_WORKERS": "1", **extra})
+        stack = Stack(Path(tmp), nodes=1, cpus=4, extra={"ROVING_API_WORKERS": "1"}, code=code)
         try:
             client = stack.start()
             run_jobs(client, 3)  # warm: the first job pays for imports and connections
