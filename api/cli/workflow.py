@@ -220,8 +220,9 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--follow", action="store_true", help="keep printing until the workflow ends")
     p.set_defaults(handler=events, columns=["time", "stage", "type", "message"])
     p = sub.add_parser("log", parents=[common], help="a stage's output")
-    p.add_argument("id")
-    p.add_argument("stage")
+    p.add_argument("id", help="the workflow's id (as `roving workflow list` shows it)")
+    p.add_argument("stage", help="the stage to read: a job or service by name (hello), one task of an array as "
+                                  "NAME[INDEX] ('shard[3]'); `roving workflow describe ID` lists them")
     p.add_argument("-f", "--follow", action="store_true", help="keep printing new output until the workflow ends")
     p.set_defaults(handler=log)
     p = sub.add_parser("why", parents=[common], help="why stages are waiting (or explain one allocation)")
