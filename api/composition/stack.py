@@ -110,7 +110,7 @@ class Stack:
         self.with_audit = audit
         self.internal_url = internal_url
         self.monitoring = None
-        self.autoscaler = None
+        self.autoscaler = self.refused_alerts = None
         self.runner = self.tailer = self.leases = self.roving = None  # what start() builds; stop() skips what is None
         self.audit_lease: AuditByLease | None = None  # audit="lease": the audit runs while this runner leads
 
@@ -154,6 +154,10 @@ class Stack:
         if self.with_scheduler:
             self.runner = SchedulerRunner(self.roving, self.views, self.tailer, self.leases,
                                           signals=self.signals).start()
+        if self.runner is not None:
+            from api.composition.refused_alerts import RefusedAlertsLoop
+
+            self.refused_alerts = RefusedAlertsLoop(self.roving, self.views, self.runner).start()
         if self.with_audit and self.with_audit != "lease":
             self._start_audit(cluster)
         from adapters.traffic import EndpointTraffic
@@ -312,7 +316,7 @@ class Stack:
         self.agents.stop()
         if self.server is not None:
             self.server.should_exit = True
-        for part in (self.autoscaler, self.audit_lease, self.runner, self.tailer, self.audit_feed):
+        for part in (self.autoscaler, self.refused_alerts, self.audit_lease, self.runner, self.tailer, self.audit_feed):
             if part is not None:
                 part.stop()
         if self.roving is None:  # a parent of API workers: it started no control plane of its own
