@@ -12,6 +12,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from api.http.answers import Holds, Node, NodeList, answers
 from api.http.routes import common as c
 from domain.app import access
 from domain.app.errors import NotFound
@@ -54,7 +55,10 @@ def node_answer(row: Any, seen: Callable[[str], bool] = lambda allocation: True)
             "cpu": row.cpu, "memory": row.memory, "devices": row.devices, "annotations": row.annotations,
             "segment": row.segment,
             "definition": row.definition, "epoch": row.epoch, "allocations": [a for a in row.allocations if seen(a)],
-            "accepts_new_work": row.accepts_new_work, "removed": row.removed, "holds": holds}
+            "accepts_new_work": row.accepts_new_work, "removed": row.removed, "holds": holds,
+            "allocated": {"cpu": row.allocated_cpu, "memory": row.allocated_memory, "devices": row.allocated_devices},
+            "free": {"cpu": row.cpu - row.allocated_cpu, "memory": row.memory - row.allocated_memory,
+                     "devices": {d: n - row.allocated_devices.get(d, 0) for d, n in row.devices.items()}}}
 
 
 def visible_work(request: Request) -> Callable[[str], bool]:
@@ -74,16 +78,19 @@ async def found(request: Request) -> Any:
     return row
 
 
+@answers(NodeList)
 async def list_nodes(request: Request) -> Response:
     rows = await c.call(c.services(request).views.nodes.list)
     seen = visible_work(request)
     return c.json({"nodes": [node_answer(r, seen) for r in rows]})
 
 
+@answers(Node)
 async def show(request: Request) -> Response:
     return c.json(node_answer(await found(request), visible_work(request)))
 
 
+@answers(Holds)
 async def holds(request: Request) -> Response:
     return c.json({"holds": node_answer(await found(request))["holds"]})
 

@@ -13,6 +13,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from adapters.auth.tokens import WEBHOOK_TTL, Identity
+from api.http.answers import TokenPair, Whoami, answers
 from api.http.routes import common as c
 from api.http.routes import sessions
 from api.http.routes.names import Names, names
@@ -228,6 +229,7 @@ def explainer_route(granted: bool):
     return set_explainer
 
 
+@answers(Whoami)
 async def whoami(request: Request) -> Response:
     who, known = c.principal(request), names(request)
     groups = sorted(str(g) for g in who.group_ids)
@@ -238,6 +240,7 @@ async def whoami(request: Request) -> Response:
                    "uid": account.uid if account is not None else None})
 
 
+@answers(TokenPair)
 async def login(request: Request) -> Response:
     """Password login; the answer is a short access token and its refresh token (api.http.routes.sessions); the password
     never leaves this function."""
