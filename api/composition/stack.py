@@ -299,6 +299,8 @@ class Stack:
         reachable = "127.0.0.1" if host in ("", "0.0.0.0", "::", "[::]") else host
         self.monitoring = Monitoring(self.data_dir, f"http://{reachable}:{port}", self.settings.monitoring_interval,
                                      self.settings.node_exporter_port, binaries).start()
+        if getattr(self, "services", None) is not None:
+            self.services.prometheus_url = self.monitoring.prometheus.url
         return self.monitoring
 
     def stop(self) -> None:
