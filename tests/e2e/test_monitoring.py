@@ -11,6 +11,7 @@ import signal
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from adapters.monitoring import MonitoringError, find_binaries
@@ -92,6 +93,14 @@ def refused(stack: LocalStack) -> float:
     text = stack.client.get("/metrics").text
     return sum(float(line.split()[-1]) for line in text.splitlines()
                if line.startswith("roving_monitoring_holds_refused_total"))
+
+
+def test_the_admin_dashboard_charts_history_from_prometheus(stack):
+    password = (stack.data_dir / "admin.password").read_text().strip()
+    with httpx.Client(base_url=stack.url, timeout=30) as people:
+        assert people.post("/ui/login", data={"username": "admin", "password": password}).status_code == 303
+        page = people.get("/ui/").text
+    assert "From Prometheus." in page and 'id="chart-queue"' in page and 'id="chart-cpu"' in page
 
 
 def test_prometheus_and_alertmanager_die_with_a_killed_roving_up(stack):

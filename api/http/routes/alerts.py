@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import structlog
@@ -36,12 +37,23 @@ def count_refusals(outcomes: list[str]) -> None:
 
 
 async def receive(request: Request) -> Response:
+    """One webhook call at a time in this process, each deciding on the views after the last one settled:
+    Alertmanager posts each node's group at once, and two holds decided on the same view would both pass a
+    ceiling that allows one (each saves only its own node, so no write race catches it)."""
     svc, payload = c.services(request), await request.body()
-    rows = await c.call(svc.views.nodes.list)
-    outcomes = await c.call(svc.roving.apply_alerts, payload, c.principal(request), c.now(), peers(rows))
+    async with one_at_a_time(request):
+        rows = await c.call(svc.views.nodes.list)
+        outcomes = await c.call(svc.roving.apply_alerts, payload, c.principal(request), c.now(), peers(rows))
+        await c.settle(request)
     count_refusals(outcomes)
-    await c.settle(request)
     return c.json({"outcomes": outcomes})
+
+
+def one_at_a_time(request: Request) -> asyncio.Lock:
+    state = request.app.state
+    if getattr(state, "alerts_lock", None) is None:
+        state.alerts_lock = asyncio.Lock()
+    return state.alerts_lock
 
 
 routes = [Route("/v4/alerts", receive, methods=["POST"])]

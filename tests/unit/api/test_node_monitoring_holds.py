@@ -1,6 +1,7 @@
 """Monitoring holds through the webhook: the ceiling says why it refused and is counted; an alert's
 `fb_release: admin` hold is released by an admin with force, and by no one else."""
 
+import asyncio
 import json
 from datetime import UTC, datetime
 
@@ -116,3 +117,19 @@ def test_an_admin_releases_it_with_force_from_the_cli(api, kept, capsys):
     printed = "".join(line for line in capsys.readouterr().out.splitlines(True) if " request " not in line)
     assert json.loads(printed) == {"released": [kept]}
     assert api.request("GET", "/v4/nodes/n1/holds", api.admin).json()["holds"] == []
+
+
+def test_two_nodes_alerted_at_once_are_decided_one_after_the_other_so_the_ceiling_holds():
+    api = Api()
+    register(api, "n1")
+    register(api, "n2")
+
+    async def both():
+        transport = httpx.ASGITransport(app=api.app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://roving.test") as client:
+            headers = {"Authorization": f"Bearer {MONITORING}"}
+            return await asyncio.gather(*(client.post("/v4/alerts", json=alert("firing", node=n), headers=headers)
+                                          for n in ("n1", "n2")))
+    outcomes = sorted(o for answer in asyncio.run(both()) for o in answer.json()["outcomes"])
+    assert [o.split(": ")[1] for o in outcomes].count("placed") == 1, outcomes
+    assert sum(bool(holds_of(api, n)) for n in ("n1", "n2")) == 1
