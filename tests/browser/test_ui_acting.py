@@ -159,3 +159,13 @@ def test_a_user_sees_no_audit_link_and_a_dashboard_of_their_own_with_charts(brow
     browser.get(stack.url + "/ui/nodes")
     row = browser.find_element(By.ID, "node-local-1").find_element(By.XPATH, "./ancestor::tr").text
     assert re.search(r"\d+ of 2 used, \d+ free", row), row
+
+
+def test_the_try_it_page_renders_every_operation_from_the_package_served_files(browser, stack):
+    browser.get(stack.url + "/v4/docs")
+    wait(browser, 30).until(lambda b: len(b.find_elements(By.CSS_SELECTOR, ".opblock")) > 50)
+    assert "listWorkflows" in browser.find_element(By.ID, "swagger-ui").text
+    assert browser.find_elements(By.CSS_SELECTOR, ".btn.authorize") != []  # paste a token, then "Try it out"
+    hosts = browser.execute_script("return [...new Set(performance.getEntriesByType('resource')"
+                                   ".map((r) => new URL(r.name).host))]")
+    assert hosts == [stack.url.split("//")[1]]  # nothing from a CDN
