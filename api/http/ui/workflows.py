@@ -115,14 +115,15 @@ def attempts_made(stage: dict[str, Any]) -> Any:
 
 
 def duration(stage: dict[str, Any], now: datetime) -> str:
-    """How long the current attempt ran (or has run so far), e.g. `1h 02m 03s`; empty before it started."""
+    """How long the current attempt ran (or has run so far): `0.4s`, `05m 09s`, `1h 02m 03s`; empty before it started."""
     if not stage.get("started_at"):
         return ""
     started = datetime.fromisoformat(str(stage["started_at"]).replace("Z", "+00:00"))
     ended = datetime.fromisoformat(str(stage["ended_at"]).replace("Z", "+00:00")) if stage.get("ended_at") else now
-    seconds = max(0, int((ended - started).total_seconds()))
-    hours, rest = divmod(seconds, 3600)
-    text = (f"{hours}h " if hours else "") + (f"{rest // 60:02d}m " if hours or rest >= 60 else "") + f"{rest % 60:02d}s"
+    took = max(0.0, (ended - started).total_seconds())
+    hours, rest = divmod(int(took), 3600)
+    text = (f"{took:.1f}s" if took < 60 else
+            (f"{hours}h " if hours else "") + f"{rest // 60:02d}m {rest % 60:02d}s")
     return text if stage.get("ended_at") else f"{text} so far"
 
 
