@@ -184,3 +184,198 @@ class Whoami(Answer):
 
 class QueueStats(Answer):
     depth: dict[str, int]
+
+
+class ActivityEvent(Answer):
+    time: datetime
+    type: str
+    stage: str | None
+    message: str
+
+
+class WorkflowEvents(Answer):
+    events: list[ActivityEvent]
+
+
+class WhyStage(Answer):
+    stage: str
+    allocation_id: str | None
+    reason: str
+    detail: str
+    facts: dict[str, Any]
+
+
+class WhyAnswer(Answer):
+    stages: list[WhyStage]
+
+
+class QueuePage(Answer):
+    queue: list[dict[str, Any]]  # one allocation each: ids, stage, state, priority and its inputs, nodes, times
+    mine: bool
+    total: int | None = None
+    limit: int | None = None
+
+
+class NodeEvent(Answer):
+    position: int
+    at: datetime
+    type: str
+    by: str
+    message: str
+    allocation: str | None
+
+
+class NodeEvents(Answer):
+    node: str
+    events: list[NodeEvent]
+
+
+class HoldCreated(Answer):
+    hold_id: str
+
+
+class Released(Answer):
+    released: list[str]
+
+
+class Evicted(Answer):
+    evicted: list[str]  # the allocations taken off the node
+
+
+class Removed(Answer):
+    removed: bool
+
+
+class Credential(Answer):
+    id: str
+    issued_at: datetime
+    expires: datetime
+    revoked_at: datetime | None
+    revoked_by: str | None
+    reason: str | None
+
+
+class Credentials(Answer):
+    credentials: list[Credential]
+
+
+class CredentialRevoked(Answer):
+    revoked: str
+    fenced: bool
+    lost: list[str]
+
+
+class Readmitted(Answer):
+    readmitted: bool
+
+
+class TargetGroup(Answer):
+    targets: list[str]
+    labels: dict[str, str]
+
+
+class Endpoint(Answer):
+    """A persistent endpoint; a create answered before the views caught up names only its id and name."""
+
+    id: str
+    name: str
+    owner_kind: str = ""
+    owner_id: str = ""
+    scope: str = ""
+    path: str = ""
+    url: str = ""
+    status: str = ""
+    workflow_id: str | None = None
+    service: str | None = None
+    target: str | None = None
+    targets: list[str] = []
+    pending_workflow_id: str | None = None
+    reason: str | None = None
+    last_failure: str | None = None
+
+
+class EndpointList(Answer):
+    endpoints: list[Endpoint]
+
+
+class Deleted(Answer):
+    id: str
+    deleted: bool
+
+
+class Created(Answer):
+    """A new organization or group (`name`), or a new user (`username`)."""
+
+    id: str
+    name: str | None = None
+    username: str | None = None
+
+
+class Organization(Answer):
+    id: str
+    name: str
+    priority: int
+    owners: list[str]
+    owner_names: list[str]
+
+
+class Organizations(Answer):
+    organizations: list[Organization]
+
+
+class User(Answer):
+    id: str
+    organization_id: str | None
+    username: str
+    email: str
+    role: str
+    priority: int
+    disabled: bool
+    groups: list[str]
+    group_names: list[str]
+    uid: int | None = None
+
+
+class Users(Answer):
+    users: list[User]
+
+
+class Group(Answer):
+    id: str
+    organization_id: str
+    name: str
+    priority: int
+    preempt: list[str]
+    members: dict[str, str]  # user id -> role
+    explainers: list[str]
+    preempt_names: list[str]
+    member_names: dict[str, str]
+    gid: int | None = None
+
+
+class Groups(Answer):
+    groups: list[Group]
+
+
+class PriorityChanged(Answer):
+    id: str
+    priority: int
+
+
+class PosixId(Answer):
+    id: str
+    uid: int | None = None
+    gid: int | None = None
+
+
+class PreemptList(Answer):
+    id: str
+    preempt: list[str]
+
+
+class Membership(Answer):
+    group: str
+    user: str
+    role: str | None = None
+    removed: bool | None = None
+    explain_allocation: bool | None = None

@@ -93,7 +93,8 @@ def operation(method: str, path: str, endpoint: Any, refs: dict[Any, dict]) -> d
         "parameters": params,
         "responses": {"201" if (method, path) in CREATED else "200": {
                           "description": "Created" if (method, path) in CREATED else "OK",
-                          "content": CONTENT.get((method, path), success)},
+                          "content": {**CONTENT.get((method, path), success),
+                                      **(success if answer is not None else {})}},
                       "400": {"description": "Bad input", "content": {"application/json": {"schema": ERROR}}},
                       "404": {"description": "Not found", "content": {"application/json": {"schema": ERROR}}},
                       "503": {"description": "A part of the control plane this needs is not running or not configured",

@@ -13,6 +13,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from adapters.auth.tokens import WEBHOOK_TTL, Identity
+from api.http import answers as shapes
 from api.http.answers import TokenPair, Whoami, answers
 from api.http.routes import common as c
 from api.http.routes import sessions
@@ -90,6 +91,7 @@ def own_org(request: Request) -> UUID:
     return org
 
 
+@answers(shapes.Created)
 async def create_organization(request: Request) -> Response:
     wanted = await c.body(request, Named)
     org = await c.call(c.services(request).roving.create_organization, wanted.name, c.principal(request), c.now())
@@ -97,6 +99,7 @@ async def create_organization(request: Request) -> Response:
     return c.json({"id": org, "name": wanted.name}, status=201)
 
 
+@answers(shapes.Organizations)
 async def list_organizations(request: Request) -> Response:
     who, tenancy = c.principal(request), c.services(request).views.tenancy
     rows = await c.call(tenancy.organizations)
@@ -109,6 +112,7 @@ def with_owner_names(row: Any, known: Names) -> dict[str, Any]:
     return {**msgspec.structs.asdict(row), "owner_names": [known.user(u) or str(u) for u in row.owners]}
 
 
+@answers(shapes.Organization)
 async def show_organization(request: Request) -> Response:
     row = await c.call(c.services(request).views.tenancy.organization, own_org(request))
     if row is None:
@@ -116,6 +120,7 @@ async def show_organization(request: Request) -> Response:
     return c.json(with_owner_names(row, names(request)))
 
 
+@answers(shapes.Created)
 async def create_user(request: Request) -> Response:
     wanted = await c.body(request, NewUser)
     uid = await c.call(c.services(request).roving.create_user, c.uuid_param(request, "id", "organization"),
@@ -124,12 +129,14 @@ async def create_user(request: Request) -> Response:
     return c.json({"id": uid, "username": wanted.username}, status=201)
 
 
+@answers(shapes.Users)
 async def list_users(request: Request) -> Response:
     rows, known = await c.call(c.services(request).views.tenancy.users, own_org(request)), names(request)
     return c.json({"users": [{**msgspec.structs.asdict(r), "group_names": [known.group(g) or str(g) for g in r.groups]}
                              for r in rows]})
 
 
+@answers(shapes.Created)
 async def create_group(request: Request) -> Response:
     wanted = await c.body(request, Named)
     gid = await c.call(method(request, "create_group"), c.uuid_param(request, "id", "organization"), wanted.name,
@@ -138,6 +145,7 @@ async def create_group(request: Request) -> Response:
     return c.json({"id": gid, "name": wanted.name}, status=201)
 
 
+@answers(shapes.Groups)
 async def list_groups(request: Request) -> Response:
     rows, known = await c.call(c.services(request).views.tenancy.groups, own_org(request)), names(request)
     return c.json({"groups": [with_group_names(r, known) for r in rows]})
@@ -149,6 +157,7 @@ def with_group_names(row: Any, known: Names) -> dict[str, Any]:
             "member_names": {known.user(u) or u: role for u, role in row.members.items()}}
 
 
+@answers(shapes.Group)
 async def show_group(request: Request) -> Response:
     row = await c.call(c.services(request).views.tenancy.group, c.uuid_param(request, "id", "group"))
     if row is None:
@@ -157,6 +166,7 @@ async def show_group(request: Request) -> Response:
     return c.json(with_group_names(row, names(request)))
 
 
+@answers(shapes.User)
 async def show_user(request: Request) -> Response:
     """One account as its organization sees it (its uid and groups; never its password hash)."""
     who = c.principal(request)
@@ -174,6 +184,7 @@ def posix_id_route(kind: str, what: str, body: type[Uid] | type[Gid]):
     the next free one of the configured range, for accounts made before ids existed)."""
     field = "uid" if body is Uid else "gid"
 
+    @answers(shapes.PosixId)
     async def set_posix_id(request: Request) -> Response:
         wanted = await c.body(request, body)
         target = c.uuid_param(request, "id", what)
@@ -186,6 +197,7 @@ def posix_id_route(kind: str, what: str, body: type[Uid] | type[Gid]):
 
 
 def priority_route(kind: str, what: str):
+    @answers(shapes.PriorityChanged)
     async def set_priority(request: Request) -> Response:
         wanted = await c.body(request, Priority)
         target = c.uuid_param(request, "id", what)
@@ -196,6 +208,7 @@ def priority_route(kind: str, what: str):
     return set_priority
 
 
+@answers(shapes.PreemptList)
 async def set_preempt(request: Request) -> Response:
     wanted = await c.body(request, PreemptList)
     group = c.uuid_param(request, "id", "group")
@@ -204,6 +217,7 @@ async def set_preempt(request: Request) -> Response:
     return c.json({"id": group, "preempt": wanted.groups})
 
 
+@answers(shapes.Membership)
 async def add_member(request: Request) -> Response:
     wanted = await c.body(request, Membership)
     group, user = c.uuid_param(request, "id", "group"), c.uuid_param(request, "user", "user")
@@ -212,6 +226,7 @@ async def add_member(request: Request) -> Response:
     return c.json({"group": group, "user": user, "role": wanted.role})
 
 
+@answers(shapes.Membership)
 async def remove_member(request: Request) -> Response:
     group, user = c.uuid_param(request, "id", "group"), c.uuid_param(request, "user", "user")
     await c.call(method(request, "remove_member"), group, user, c.principal(request), c.now())
@@ -221,6 +236,7 @@ async def remove_member(request: Request) -> Response:
 
 def explainer_route(granted: bool):
     """PUT grants `explain_allocation` on the group to the user, DELETE revokes it (organization owners)."""
+    @answers(shapes.Membership)
     async def set_explainer(request: Request) -> Response:
         group, user = c.uuid_param(request, "id", "group"), c.uuid_param(request, "user", "user")
         await c.call(method(request, "set_explainer"), group, user, granted, c.principal(request), c.now())

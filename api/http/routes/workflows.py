@@ -23,7 +23,7 @@ from adapters.federation import FederationError
 from adapters.hub_log import read_member_log
 from api.http.errors import BadRequest, problem
 from api.http.fanout import Located, locate
-from api.http.answers import Problem, Stopped, Validation, WorkflowCreated, WorkflowDetail, WorkflowList, answers
+from api.http.answers import Problem, Stopped, Validation, WhyAnswer, WorkflowCreated, WorkflowDetail, WorkflowEvents, WorkflowList, answers
 from api.http.routes import common as c
 from api.http.routes import federation as hub_routes
 from api.http.routes.names import names
@@ -168,6 +168,7 @@ def event_answer(row: Any) -> dict[str, Any]:
     return {"time": row.time, "type": row.type, "stage": row.stage, "message": row.message}
 
 
+@answers(WorkflowEvents)
 async def events(request: Request) -> Response:
     found = await located(request)
     detail = found.detail
@@ -260,6 +261,7 @@ def why_answer(stage: Any, why: Any) -> dict[str, Any]:
             "detail": why.message or reason, "facts": why.detail}
 
 
+@answers(WhyAnswer)
 async def why(request: Request) -> Response:
     found = await located(request)
     detail = found.detail

@@ -7,10 +7,12 @@ from __future__ import annotations
 import re
 from importlib import metadata
 
+import msgspec
 import pytest
 
 from api.http.operations import OPERATIONS
-from tests.unit.api.harness import JOB, Api
+from domain.tenancy import Role, Source
+from tests.unit.api.harness import JOB, Api, token
 
 TYPED = {("post", "/v4/workflows"): "WorkflowCreated", ("post", "/v4/workflows:validate"): "Validation",
          ("get", "/v4/workflows"): "WorkflowList", ("get", "/v4/workflows/{id}"): "WorkflowDetail",
@@ -77,3 +79,48 @@ def test_a_described_workflow_encodes_its_answer_type(api):
     assert created.status_code == 201 and set(created.json()) == {"id", "warnings"}
     [stage] = api.request("GET", f"/v4/workflows/{created.json()['id']}", api.admin).json()["stages"]
     assert stage["started_at"] is None and stage["ended_at"] is None
+
+
+def declared(api, method: str, path: str):
+    """The answer type a route names with @answers, as the OpenAPI document reads it."""
+    for route in api.app.routes:
+        if getattr(route, "path", None) == path and method in (getattr(route, "methods", None) or ()):
+            return route.endpoint.answer
+    raise AssertionError(f"no route {method} {path}")
+
+
+def test_real_answers_decode_as_the_types_their_routes_declare(api):
+    agent = token("agent", Role.USER, source=Source.AGENT)
+    body = {"name": "n1", "cpu": 2, "memory": 2**30, "devices": {"nvidia.com/gpu": 1}, "annotations": {},
+            "definition": "local", "address": "127.0.0.1", "metrics_port": 9100}
+    assert api.request("POST", "/v4/agent/register", agent, json=body).status_code == 200
+    workflow = api.request("POST", "/v4/workflows", api.admin, json={"name": "w", "definition": JOB}).json()["id"]
+    calls = [("GET", "/v4/nodes", "/v4/nodes"), ("GET", "/v4/nodes/{id}", "/v4/nodes/n1"),
+             ("GET", "/v4/nodes/{id}/events", "/v4/nodes/n1/events"),
+             ("GET", "/v4/nodes/{id}/credentials", "/v4/nodes/n1/credentials"),
+             ("GET", "/v4/nodes/-/sd_config", "/v4/nodes/-/sd_config"),
+             ("POST", "/v4/nodes/{id}/cordon", "/v4/nodes/n1/cordon"),
+             ("GET", "/v4/nodes/{id}/holds", "/v4/nodes/n1/holds"),
+             ("POST", "/v4/nodes/{id}/uncordon", "/v4/nodes/n1/uncordon"),
+             ("GET", "/v4/workflows", "/v4/workflows"), ("GET", "/v4/workflows/{id}", f"/v4/workflows/{workflow}"),
+             ("GET", "/v4/workflows/{id}/events", f"/v4/workflows/{workflow}/events"),
+             ("GET", "/v4/workflows/{id}/why", f"/v4/workflows/{workflow}/why?all=true"),
+             ("GET", "/v4/scheduler/queue", "/v4/scheduler/queue"), ("GET", "/v4/scheduler/stats", "/v4/scheduler/stats"),
+             ("GET", "/v4/auth/whoami", "/v4/auth/whoami"), ("GET", "/v4/endpoints", "/v4/endpoints"),
+             ("POST", "/v4/workflows/{id}:stop", f"/v4/workflows/{workflow}:stop")]
+    org, _ = api.organization_with_user("typed-org", "typed-user")
+    group = api.request("POST", f"/v4/organizations/{org}/groups", api.admin, json={"name": "g"}).json()["id"]
+    user = api.request("GET", f"/v4/organizations/{org}/users", api.admin).json()["users"][0]["id"]
+    calls += [("GET", "/v4/organizations", "/v4/organizations"), ("GET", "/v4/organizations/{id}", f"/v4/organizations/{org}"),
+              ("GET", "/v4/organizations/{id}/users", f"/v4/organizations/{org}/users"),
+              ("GET", "/v4/organizations/{id}/groups", f"/v4/organizations/{org}/groups"),
+              ("GET", "/v4/groups/{id}", f"/v4/groups/{group}"), ("GET", "/v4/users/{id}", f"/v4/users/{user}")]
+    bodies = {"/v4/groups/{id}/members/{user}": {"role": "member"}, "/v4/groups/{id}/priority": {"priority": -1}}
+    calls += [("PUT", "/v4/groups/{id}/members/{user}", f"/v4/groups/{group}/members/{user}"),
+              ("PUT", "/v4/groups/{id}/priority", f"/v4/groups/{group}/priority"),
+              ("DELETE", "/v4/groups/{id}/members/{user}", f"/v4/groups/{group}/members/{user}")]
+    for method, route, url in calls:
+        sent = bodies.get(route, {"reason": "typed"}) if method in ("POST", "PUT") else None
+        answer = api.request(method, url, api.admin, json=sent)
+        assert answer.status_code in (200, 201), (url, answer.text)
+        msgspec.convert(answer.json(), declared(api, method, route), strict=False)  # raises naming the field
