@@ -379,3 +379,41 @@ class Membership(Answer):
     role: str | None = None
     removed: bool | None = None
     explain_allocation: bool | None = None
+
+
+class Outcomes(Answer):
+    outcomes: list[str]  # per alert: `NODE: placed | already held | refused: WHY | released | ...`
+
+
+class Revoked(Answer):
+    revoked: str  # the token's id (jti)
+    already: bool | None = None
+
+
+class Changed(Answer):
+    changed: bool
+
+
+class Unlocked(Answer):
+    id: str
+    unlocked: bool
+
+
+class SecretCreated(Answer):
+    id: str
+
+
+class Secret(Answer):
+    """A secret's name and scope, never its value."""
+
+    id: str
+    name: str
+    scope: str
+    group: str
+    reference: str
+    created_by: str
+    created_at: datetime
+
+
+class Secrets(Answer):
+    secrets: list[Secret]

@@ -11,6 +11,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from api import metrics
+from api.http import answers as shapes
+from api.http.answers import answers
 from api.http.routes import common as c
 from domain.alerts import REFUSED
 from domain.holds import NodeSummary
@@ -36,6 +38,7 @@ def count_refusals(outcomes: list[str]) -> None:
             log.warning("alerts.monitoring_hold_refused", node=node, reason=what.removeprefix(REFUSED))
 
 
+@answers(shapes.Outcomes)
 async def receive(request: Request) -> Response:
     """One webhook call at a time in this process, each deciding on the views after the last one settled:
     Alertmanager posts each node's group at once, and two holds decided on the same view would both pass a

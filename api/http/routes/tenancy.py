@@ -270,6 +270,7 @@ async def login(request: Request) -> Response:
     return c.json(sessions.token_pair(request, identity, at))
 
 
+@answers(shapes.Changed)
 async def change_password(request: Request) -> Response:
     """The caller's own password; the current one is asked for again, so a stolen token cannot take the account."""
     wanted = await c.body(request, PasswordChange)
@@ -279,6 +280,7 @@ async def change_password(request: Request) -> Response:
     return c.json({"changed": True})
 
 
+@answers(shapes.Unlocked)
 async def unlock_user(request: Request) -> Response:
     """Lift a login lock before it runs out (cluster admins and the owners of the user's organization)."""
     user = c.uuid_param(request, "id", "user")
@@ -287,6 +289,7 @@ async def unlock_user(request: Request) -> Response:
     return c.json({"id": user, "unlocked": True})
 
 
+@answers(shapes.Revoked)
 async def logout(request: Request) -> Response:
     """Revoke the token this request carries, and its login's refresh token: from the answer on, every API process
     refuses them."""
@@ -300,6 +303,7 @@ async def logout(request: Request) -> Response:
     return c.json({"revoked": claims.jti})
 
 
+@answers(shapes.Revoked)
 async def revoke(request: Request) -> Response:
     """A cluster admin revokes any token by its id (`jti`, as the audit and the token's holder can tell)."""
     wanted = await c.body(request, Revocation)

@@ -118,7 +118,9 @@ def test_real_answers_decode_as_the_types_their_routes_declare(api):
     bodies = {"/v4/groups/{id}/members/{user}": {"role": "member"}, "/v4/groups/{id}/priority": {"priority": -1}}
     calls += [("PUT", "/v4/groups/{id}/members/{user}", f"/v4/groups/{group}/members/{user}"),
               ("PUT", "/v4/groups/{id}/priority", f"/v4/groups/{group}/priority"),
-              ("DELETE", "/v4/groups/{id}/members/{user}", f"/v4/groups/{group}/members/{user}")]
+              ("DELETE", "/v4/groups/{id}/members/{user}", f"/v4/groups/{group}/members/{user}"),
+              ("POST", "/v4/secrets", "/v4/secrets"), ("GET", "/v4/secrets", "/v4/secrets")]
+    bodies["/v4/secrets"] = {"name": "typed", "value": "never shown"}
     for method, route, url in calls:
         sent = bodies.get(route, {"reason": "typed"}) if method in ("POST", "PUT") else None
         answer = api.request(method, url, api.admin, json=sent)
