@@ -63,7 +63,7 @@ ROUTES = [
     Row("GET", "/v4/version", PUBLIC),
     Row("GET", "/v4/docs", PUBLIC),
     Row("GET", "/v4/docs/start.js", PUBLIC),
-    Row("GET", "/v4/docs/static/{file}", PUBLIC, lambda w: Call("/v4/docs/static/swagger-ui.css")),
+    Row("GET", "/v4/docs/static/{file}", PUBLIC, lambda w: Call("/v4/docs/static/swagger-ui.css"), foreign=CLUSTER),
     Row("POST", "/v4/auth/login", PUBLIC, lambda w: Call("/v4/auth/login", {"username": "erin", "password": PASSWORD})),
     Row("POST", "/v4/auth/refresh", PUBLIC, lambda w: Call("/v4/auth/refresh", {"refresh_token": refresh_token(w)})),
     Row("GET", "/v4/auth/whoami", EVERYONE),
