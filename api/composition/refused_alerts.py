@@ -8,6 +8,7 @@ decides again on the node as stored, so a stale view places nothing wrong."""
 
 from __future__ import annotations
 
+import inspect
 import threading
 from datetime import UTC, datetime
 from typing import Any
@@ -18,11 +19,25 @@ from domain.holds import REFUSAL_FRESH_FOR, NodeSummary, monitoring_hold_allowed
 
 log = structlog.get_logger("roving.refused_alerts")
 DEFAULT_INTERVAL = 2.0
+SETTLE_SECONDS = 5.0
+# Monitoring holds are decided one at a time in a process, each on views that show the last one (the webhook,
+# api.http.routes.alerts, takes it too): each hold saves only its own node, so two decided on one view would both
+# pass a ceiling that allows one, and no write race would catch it.
+DECIDING = threading.Lock()
+
+
+def settled(follower: Any, roving: Any) -> None:
+    """Wait until the views show the application's last save (read-your-writes for the next decision)."""
+    position = roving.last_position
+    if position and follower is not None and not inspect.iscoroutinefunction(follower.wait_for):
+        follower.wait_for(position, timeout=SETTLE_SECONDS)
 
 
 class RefusedAlertsLoop:
-    def __init__(self, roving: Any, views: Any, runner: Any, interval: float = DEFAULT_INTERVAL) -> None:
+    def __init__(self, roving: Any, views: Any, runner: Any, interval: float = DEFAULT_INTERVAL,
+                 follower: Any = None) -> None:
         self.roving, self.views, self.runner, self.interval = roving, views, runner, interval
+        self.follower = follower  # what feeds the views (its wait_for): a decision waits for the last one to show
         self.stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="roving-refused-alerts", daemon=True)
 
@@ -46,6 +61,13 @@ class RefusedAlertsLoop:
 
     def tick(self, now: datetime) -> list[str]:
         """Retry every node whose refused hold now fits; returns the holds placed."""
+        with DECIDING:
+            placed = self._retry(now)
+            if placed:
+                settled(self.follower, self.roving)
+        return placed
+
+    def _retry(self, now: datetime) -> list[str]:
         nodes = [n for n in self.views.nodes.nodes() if not n.removed]
         waiting = [n for n in nodes if any(now - r.at <= REFUSAL_FRESH_FOR for r in n.refused_holds.values())]
         if not waiting:

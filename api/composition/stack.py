@@ -157,7 +157,7 @@ class Stack:
         if self.runner is not None:
             from api.composition.refused_alerts import RefusedAlertsLoop
 
-            self.refused_alerts = RefusedAlertsLoop(self.roving, self.views, self.runner).start()
+            self.refused_alerts = RefusedAlertsLoop(self.roving, self.views, self.runner, follower=self.tailer).start()
         if self.with_audit and self.with_audit != "lease":
             self._start_audit(cluster)
         from adapters.traffic import EndpointTraffic

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import structlog
@@ -13,6 +12,7 @@ from starlette.routing import Route
 from api import metrics
 from api.http import answers as shapes
 from api.http.answers import answers
+from api.composition.refused_alerts import DECIDING, settled
 from api.http.routes import common as c
 from domain.alerts import REFUSED
 from domain.holds import NodeSummary
@@ -40,23 +40,20 @@ def count_refusals(outcomes: list[str]) -> None:
 
 @answers(shapes.Outcomes)
 async def receive(request: Request) -> Response:
-    """One webhook call at a time in this process, each deciding on the views after the last one settled:
-    Alertmanager posts each node's group at once, and two holds decided on the same view would both pass a
-    ceiling that allows one (each saves only its own node, so no write race catches it)."""
-    svc, payload = c.services(request), await request.body()
-    async with one_at_a_time(request):
-        rows = await c.call(svc.views.nodes.list)
-        outcomes = await c.call(svc.roving.apply_alerts, payload, c.principal(request), c.now(), peers(rows))
-        await c.settle(request)
+    """Decided under the lock the refused-alerts loop takes too (api.composition.refused_alerts.DECIDING), each on
+    views that show the last decision: Alertmanager posts each node's group at once."""
+    svc, payload, who, at = c.services(request), await request.body(), c.principal(request), c.now()
+    outcomes = await c.call(decide, svc, payload, who, at)
     count_refusals(outcomes)
     return c.json({"outcomes": outcomes})
 
 
-def one_at_a_time(request: Request) -> asyncio.Lock:
-    state = request.app.state
-    if getattr(state, "alerts_lock", None) is None:
-        state.alerts_lock = asyncio.Lock()
-    return state.alerts_lock
+def decide(svc: Any, payload: bytes, who: Any, at: Any) -> list[str]:
+    with DECIDING:
+        rows = svc.views.nodes.list()
+        outcomes = svc.roving.apply_alerts(payload, who, at, peers(rows))
+        settled(svc.tailer if svc.tailer is not None and hasattr(svc.tailer, "wait_for") else svc.views, svc.roving)
+    return outcomes
 
 
 routes = [Route("/v4/alerts", receive, methods=["POST"])]
