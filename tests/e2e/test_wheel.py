@@ -65,6 +65,8 @@ def test_the_installed_wheel_runs_roving_up_serves_the_ui_and_runs_a_job(install
         ui = httpx.get(stack.url + "/ui/", timeout=10, follow_redirects=True)
         assert ui.status_code == 200 and "<html" in ui.text.lower()
         assert httpx.get(stack.url + "/ui/static/ui.css", timeout=10).status_code == 200
+        assert httpx.get(stack.url + "/v4/docs/static/swagger-ui-bundle.js", timeout=10).status_code == 200
+        assert httpx.get(stack.url + "/v4/version", timeout=10).json()["version"] != "0+unknown"
         job = ("version: v4\njobs:\n  hi:\n    image: {uri: docker://alpine:3.20}\n    command: [echo, hi]\n"
                "    resource: {cpu: {cores: 1}, memory: {size: 64MiB}}\n")
         workflow = stack.submit(job, name="from-the-wheel")
