@@ -15,6 +15,7 @@ from domain.holds import (
     Hold,
     HoldError,
     NodeSummary,
+    RefusedHold,
     ReleaseRefused,
     Source,
     UnknownHold,
@@ -108,6 +109,11 @@ class Node(TimedAggregate):
     def summary(self) -> NodeSummary:
         """What the monitoring ceiling counts of this node."""
         return NodeSummary(id=str(self.id), monitoring_held=any(h.source is Source.MONITORING for h in self.holds.values()))
+
+    @property
+    def refused_holds(self) -> dict[str, RefusedHold]:
+        """Monitoring holds the ceiling refused whose alerts have not resolved (domain.alerts retries them)."""
+        return self.__dict__.setdefault("refused", {})  # a node loaded from before this state existed has none
 
     @property
     def fence(self) -> str:
@@ -351,6 +357,7 @@ class Node(TimedAggregate):
     @event("HoldPlaced")
     def _hold_placed(self, hold_id: str, effect: Effect, source: Source, reason: str, evict: bool, by: str, at: datetime) -> None:
         self.holds[hold_id] = Hold(id=hold_id, effect=effect, source=source, reason=reason, by=by, at=at, evict=evict)
+        self.refused_holds.pop(hold_id, None)
 
     @event("HoldReleased")
     def _hold_released(self, hold_id: str, releaser_source: Source, forced: bool, by: str, at: datetime) -> None:
@@ -359,6 +366,12 @@ class Node(TimedAggregate):
     @event("MonitoringHoldRefused")
     def _monitoring_refused(self, hold_id: str, effect: Effect, hold_reason: str, refusal: str, by: str, at: datetime) -> None:
         self.last_refusal = refusal
+        self.refused_holds[hold_id] = RefusedHold(id=hold_id, effect=effect, reason=hold_reason, by=by, at=at)
+
+    @event("MonitoringRefusalWithdrawn")
+    def withdraw_refusal(self, hold_id: str, by: str, at: datetime) -> None:
+        """The refused hold's alert resolved: it no longer waits for room under the ceiling."""
+        self.refused_holds.pop(hold_id, None)
 
     @event("NodeRemoved")
     def _removed(self, forced: bool, lost: list[str], by: str, at: datetime) -> None:

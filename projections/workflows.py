@@ -56,6 +56,8 @@ class StageRow(msgspec.Struct, frozen=True, kw_only=True):
     reason: str
     allocation_id: UUID | None
     priority: dict[str, int] | None
+    started_at: datetime | None = None  # the current attempt's start on a node (None: it has not started)
+    ended_at: datetime | None = None  # when it finished, failed or was canceled after starting
 
 
 class WorkflowDetail(WorkflowRow, frozen=True, kw_only=True):
@@ -90,6 +92,7 @@ class WorkflowsView(Projection):
         self.current: dict[UUID, dict[str, StageAllocation]] = {}
         self.allocation_stage: dict[UUID, tuple[UUID, str]] = {}
         self.node_names: dict[str, str] = {}
+        self.times: dict[UUID, dict[str, list[datetime | None]]] = {}  # stage -> [started, ended] of its attempt
 
     def workflow(self, workflow_id: UUID | str) -> Workflow | None:
         """The mirrored aggregate (read-only: the assignments and snapshot read stage specs from it)."""
@@ -136,6 +139,21 @@ class WorkflowsView(Projection):
         self.mirror.apply(event)
         self.updated[event.originator_id] = getattr(event, "at", None) or event.timestamp
         self._record(event.originator_id, event, getattr(event, "stage", None) or getattr(event, "service", None))
+        self._time(event)
+
+    def _time(self, event: Any) -> None:
+        """A stage's start and end: a retried or preempted stage starts again with its next attempt."""
+        kind, stage = type(event).__name__, getattr(event, "stage", None)
+        times = self.times.setdefault(event.originator_id, {})
+        if kind == "StageStarted":
+            times[stage] = [event.at, None]
+        elif kind in ("StageRetried", "StagePreempted"):
+            times.pop(stage, None)
+        elif kind in ("StageFinished", "StageFailed", "StageSkipped") and stage in times:
+            times[stage][1] = event.at
+        elif kind == "Canceled":
+            for started_ended in times.values():
+                started_ended[1] = started_ended[1] or event.at
 
     @on("Allocation.Requested")
     def _requested(self, event: Any) -> None:
@@ -187,4 +205,6 @@ class WorkflowsView(Projection):
             exit_code=view.exit_code, node=self.node_name(view.node) if view.node else None, reason=view.reason,
             allocation_id=allocation.id if allocation else None,
             priority=dict(allocation.priority) if allocation else None,
+            started_at=times[0] if (times := self.times.get(w.id, {}).get(view.name)) else None,
+            ended_at=times[1] if times else None,
         )

@@ -135,10 +135,17 @@ class Client:
             self.http.headers["Authorization"] = f"Bearer {self.token}"
             response = self._send(method, path, **kwargs)
         if response.status_code >= 400:
-            raise ApiError(f"{message_of(response)} (HTTP {response.status_code})")
+            raise ApiError(self.refusal(response))
         if response.headers.get("content-type", "").startswith("application/json"):
             return response.json()
         return response.text
+
+    def refusal(self, response: httpx.Response) -> str:
+        """The server's words; with no token at all, what to do about it rather than which header is missing."""
+        if response.status_code == 401 and not self.token:
+            return (f"not signed in to {self.http.base_url}: run `roving context login USERNAME --api "
+                    f"{self.http.base_url}` (or set ROVING_TOKEN) (HTTP 401)")
+        return f"{message_of(response)} (HTTP {response.status_code})"
 
     def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         try:
@@ -164,7 +171,7 @@ class Client:
             with self.http.stream("GET", path, timeout=None) as response:
                 if response.status_code >= 400:
                     response.read()
-                    raise ApiError(f"{message_of(response)} (HTTP {response.status_code})")
+                    raise ApiError(self.refusal(response))
                 yield from response.iter_lines()
         except httpx.HTTPError as error:
             raise ApiError(f"cannot reach {self.http.base_url}: {error}") from None

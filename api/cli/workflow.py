@@ -29,12 +29,17 @@ def read_file(path: str) -> str:
         raise
 
 
+def located(problem: dict[str, str]) -> str:
+    """`jobs.a.image: required`, or the message alone for a problem of the whole file (invalid YAML)."""
+    return f"{problem['path']}: {problem['message']}" if problem.get("path") else problem["message"]
+
+
 def start(args: argparse.Namespace, client: Client) -> Any:
     body = {"name": args.name or Path(args.file).stem, "definition": read_file(args.file),
             "priority": args.priority, "preemptible": args.preemptible, "endpoint_strategy": args.strategy}
     answer = client.post("/v4/workflows", body)
     for warning in answer.get("warnings", []):
-        print(f"warning: {warning['path']}: {warning['message']}", file=sys.stderr)
+        print(f"warning: {located(warning)}", file=sys.stderr)
     if args.watch:
         return watch(client, answer["id"])
     return {"id": answer["id"]}
@@ -178,7 +183,7 @@ def validate(args: argparse.Namespace, client: Client) -> Any:
             print(f"note: checked locally only, not against the cluster: {error}", file=sys.stderr)
     for kind in ("warnings", "errors"):
         for problem in found[kind]:
-            print(f"{kind[:-1]}: {problem['path']}: {problem['message']}", file=sys.stderr)
+            print(f"{kind[:-1]}: {located(problem)}", file=sys.stderr)
     if found["errors"]:
         return 1
     return {"valid": True, "file": args.file}
@@ -215,8 +220,9 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--follow", action="store_true", help="keep printing until the workflow ends")
     p.set_defaults(handler=events, columns=["time", "stage", "type", "message"])
     p = sub.add_parser("log", parents=[common], help="a stage's output")
-    p.add_argument("id")
-    p.add_argument("stage")
+    p.add_argument("id", help="the workflow's id (as `roving workflow list` shows it)")
+    p.add_argument("stage", help="the stage to read: a job or service by name (hello), one task of an array as "
+                                  "NAME[INDEX] ('shard[3]'); `roving workflow describe ID` lists them")
     p.add_argument("-f", "--follow", action="store_true", help="keep printing new output until the workflow ends")
     p.set_defaults(handler=log)
     p = sub.add_parser("why", parents=[common], help="why stages are waiting (or explain one allocation)")

@@ -58,3 +58,4 @@ class Services:
     traffic: EndpointTraffic | None = None  # requests through the endpoint proxy, which the autoscaler reads
     positions: PositionWaiters | None = None  # read-your-writes by log position (api.http.positions)
     audit_owner: Callable[[], str | None] | None = None  # where the audit runs, when another worker holds it
+    prometheus_url: str = ""  # `roving up --monitoring`'s Prometheus: the dashboard's charts ask it for history

@@ -110,7 +110,7 @@ class Stack:
         self.with_audit = audit
         self.internal_url = internal_url
         self.monitoring = None
-        self.autoscaler = None
+        self.autoscaler = self.refused_alerts = None
         self.runner = self.tailer = self.leases = self.roving = None  # what start() builds; stop() skips what is None
         self.audit_lease: AuditByLease | None = None  # audit="lease": the audit runs while this runner leads
 
@@ -156,6 +156,10 @@ class Stack:
         if self.with_scheduler:
             self.runner = SchedulerRunner(self.roving, self.views, self.tailer, self.leases,
                                           signals=self.signals).start()
+        if self.runner is not None:
+            from api.composition.refused_alerts import RefusedAlertsLoop
+
+            self.refused_alerts = RefusedAlertsLoop(self.roving, self.views, self.runner, follower=self.tailer).start()
         if self.with_audit and self.with_audit != "lease":
             self._start_audit(cluster)
         from adapters.traffic import EndpointTraffic
@@ -297,6 +301,8 @@ class Stack:
         reachable = "127.0.0.1" if host in ("", "0.0.0.0", "::", "[::]") else host
         self.monitoring = Monitoring(self.data_dir, f"http://{reachable}:{port}", self.settings.monitoring_interval,
                                      self.settings.node_exporter_port, binaries).start()
+        if getattr(self, "services", None) is not None:
+            self.services.prometheus_url = self.monitoring.prometheus.url
         return self.monitoring
 
     def stop(self) -> None:
@@ -314,7 +320,7 @@ class Stack:
         self.agents.stop()
         if self.server is not None:
             self.server.should_exit = True
-        for part in (self.autoscaler, self.audit_lease, self.runner, self.tailer, self.audit_feed):
+        for part in (self.autoscaler, self.refused_alerts, self.audit_lease, self.runner, self.tailer, self.audit_feed):
             if part is not None:
                 part.stop()
         if self.roving is None:  # a parent of API workers: it started no control plane of its own

@@ -14,7 +14,9 @@ from domain.tenancy import Role, Source
 from domain.tenancy.permissions import Principal
 from domain.tenancy.revocation import family_jti
 
-PUBLIC = frozenset({"/healthz", "/readyz", "/metrics", "/v4/auth/login", "/v4/auth/refresh", "/v4/openapi.json"})
+PUBLIC = frozenset({"/healthz", "/readyz", "/metrics", "/v4/auth/login", "/v4/auth/refresh", "/v4/openapi.json",
+                    "/v4/version", "/v4/docs", "/v4/docs/start.js"})
+DOCS_STATIC = "/v4/docs/static/"  # the try-it page's Swagger UI files (api.http.routes.openapi)
 WEBHOOK_OR_ACCESS = frozenset({"/v4/alerts", "/v4/nodes/-/sd_config"})
 
 
@@ -82,7 +84,7 @@ class AuthMiddleware:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # the endpoint proxy checks its own callers (token in FB-Authorization; public endpoints need none),
         # so a service's own Authorization header can pass through untouched
-        if scope["type"] != "http" or scope["path"] in PUBLIC or scope["path"].startswith("/endpoints/"):
+        if scope["type"] != "http" or scope["path"] in PUBLIC or scope["path"].startswith(("/endpoints/", DOCS_STATIC)):
             await self.app(scope, receive, send)
             return
         try:

@@ -50,7 +50,7 @@ FACE = {
     "scheduling": ("place", "place_all", "preempt", "record_blocked", "check_feasible_submission"),
     "nodes": ("register_node", "check_agent", "node_lost", "cordon", "add_hold", "uncordon", "release_hold",
               "evict", "deprovision", "remove_node", "apply_alerts", "node_credentials", "revoke_node_credential",
-              "readmit_node"),
+              "readmit_node", "retry_refused_holds"),
     "endpoints": ("create_endpoint", "delete_endpoint"),
     "tenancy": ("create_organization", "create_user", "login", "set_priority", "create_group", "set_preempt_list",
                 "add_member", "remove_member", "set_explainer", "set_posix_id"),

@@ -19,7 +19,9 @@ UP = "import sys; from api.up.main import up_main; sys.exit(up_main(sys.argv[1:]
 
 class LocalStack:
     def __init__(self, data_dir: Path, nodes: int = 2, lease_seconds: float = 3.0,
-                 settings: dict[str, str] | None = None, args: tuple[str, ...] = ()) -> None:
+                 settings: dict[str, str] | None = None, args: tuple[str, ...] = (),
+                 command: tuple[str, ...] | None = None) -> None:
+        """`command` starts the stack (an installed `roving up`, say); by default this checkout's code does."""
         self.data_dir = data_dir
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -29,8 +31,9 @@ class LocalStack:
                "ROVING_NODE_LEASE": str(lease_seconds), "ROVING_LOG_FORMAT": "console", **(settings or {})}
         env.pop("ROVING_NATS_URL", None)
         self.log = open(data_dir / "stack.log", "wb")  # noqa: SIM115 - closed in stop()
-        self.process = subprocess.Popen([sys.executable, "-c", UP, *args], env=env, stdout=self.log,
-                                        stderr=subprocess.STDOUT, start_new_session=True)
+        argv = [*(command or (sys.executable, "-c", UP)), *args]
+        self.process = subprocess.Popen(argv, env=env, stdout=self.log, stderr=subprocess.STDOUT,
+                                        start_new_session=True, cwd=data_dir if command else None)
         self.client: httpx.Client | None = None
 
     def start(self, timeout: float = 60) -> LocalStack:

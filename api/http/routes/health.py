@@ -4,12 +4,15 @@ while the log is reachable (a load balancer stops sending commands that could on
 from __future__ import annotations
 
 import os
+import platform
+from importlib import metadata
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from api.http.answers import Health, Readiness, Version, answers
 from api.http.routes import common as c
 
 
@@ -37,10 +40,24 @@ def not_ready_because(svc: Any) -> str | None:
     return None
 
 
+@answers(Health)
 async def healthz(request: Request) -> Response:
-    return c.json({"status": "ok"})
+    return c.json(Health(status="ok"))
 
 
+@answers(Version)
+async def version(request: Request) -> Response:
+    return c.json(Version(version=package_version(), api="v4", python=platform.python_version()))
+
+
+def package_version() -> str:
+    try:
+        return metadata.version("roving")
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return "0+unknown"
+
+
+@answers(Readiness)
 async def readyz(request: Request) -> Response:
     svc = c.services(request)
     reason = not_ready_because(svc)
@@ -60,4 +77,5 @@ def this_process(svc: Any) -> dict[str, Any]:
 routes = [
     Route("/healthz", healthz, methods=["GET"]),
     Route("/readyz", readyz, methods=["GET"]),
+    Route("/v4/version", version, methods=["GET"]),
 ]

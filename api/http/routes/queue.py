@@ -17,6 +17,7 @@ from starlette.routing import Route
 
 from api.http.errors import BadRequest
 from api.http.fanout import Fanout, fanout
+from api.http.answers import QueuePage, QueueStats, answers
 from api.http.routes import common as c
 from api.http.routes.names import Names, names
 from domain.app import access
@@ -51,6 +52,7 @@ def state(request: Request) -> str | None:
     return raw.upper() if raw else None
 
 
+@answers(QueuePage)
 async def queue(request: Request) -> Response:
     """Non-admins always get `mine=true`: the server decides, whatever the client asked."""
     who = c.principal(request)
@@ -98,6 +100,7 @@ async def cluster_page(fan: Fanout, cluster: str, who: Any, filters: dict[str, A
              "group": known.group(r.group_id)} for r in found], total
 
 
+@answers(QueueStats)
 async def stats(request: Request) -> Response:
     fan = await fanout(request)
     if fan is None:

@@ -23,6 +23,7 @@ from adapters.federation import FederationError
 from adapters.hub_log import read_member_log
 from api.http.errors import BadRequest, problem
 from api.http.fanout import Located, locate
+from api.http.answers import Problem, Stopped, Validation, WhyAnswer, WorkflowCreated, WorkflowDetail, WorkflowEvents, WorkflowList, answers
 from api.http.routes import common as c
 from api.http.routes import federation as hub_routes
 from api.http.routes.names import names
@@ -67,6 +68,7 @@ async def submission(request: Request) -> Submit:
                   priority=c.query_int(request, "priority") or 0, preemptible=preemptible, endpoint_strategy=strategy)
 
 
+@answers(WorkflowCreated)
 async def submit(request: Request) -> Response:
     """`Idempotency-Key`: the same caller's same key names the same workflow, so a retried submit (after a lost
     answer or a control-plane restart) returns the first answer instead of creating a second workflow."""
@@ -76,17 +78,18 @@ async def submit(request: Request) -> Response:
                             wanted.priority, wanted.preemptible, c.principal(request), c.now(),
                             endpoint_strategy=wanted.endpoint_strategy)
     await c.settle(request)
-    notes = [{"path": w.path, "message": w.message} for w in warnings or []]
-    return c.json({"id": str(workflow_id), "warnings": notes}, status=201)
+    notes = [Problem(path=w.path, message=w.message) for w in warnings or []]
+    return c.json(WorkflowCreated(id=str(workflow_id), warnings=notes), status=201)
 
 
+@answers(Validation)
 async def validate(request: Request) -> Response:
     """The submission's checks against this cluster without submitting: 200 {"valid", "errors", "warnings"}, each
     problem naming its field (what submission would refuse, what this cluster would not do as written)."""
     wanted, svc = await submission(request), c.services(request)
     found = await c.call(svc.roving.validate_workflow, wanted.definition, c.principal(request))
-    notes = {kind: [{"path": p.path, "message": p.message} for p in problems] for kind, problems in found.items()}
-    return c.json({"valid": not found["errors"], **notes})
+    notes = {kind: [Problem(path=p.path, message=p.message) for p in problems] for kind, problems in found.items()}
+    return c.json(Validation(valid=not found["errors"], errors=notes["errors"], warnings=notes["warnings"]))
 
 
 def submission_id(request: Request) -> UUID:
@@ -104,6 +107,7 @@ async def located(request: Request) -> Located:
     return await locate(request, c.uuid_param(request, "id", "workflow"))
 
 
+@answers(WorkflowList)
 async def list_workflows(request: Request) -> Response:
     who, views = c.principal(request), c.services(request).views
 
@@ -121,9 +125,11 @@ async def list_workflows(request: Request) -> Response:
 def stage_answer(stage: Any) -> dict[str, Any]:
     return {"name": stage.name, "kind": stage.kind, "status": stage.status, "attempts": stage.attempts,
             "exit_code": stage.exit_code, "node": stage.node, "reason": stage.reason,
-            "allocation_id": stage.allocation_id, "priority": stage.priority}
+            "allocation_id": stage.allocation_id, "priority": stage.priority,
+            "started_at": getattr(stage, "started_at", None), "ended_at": getattr(stage, "ended_at", None)}
 
 
+@answers(WorkflowDetail)
 async def describe(request: Request) -> Response:
     found = await located(request)
     d = found.detail
@@ -137,6 +143,7 @@ def owner_names(request: Request, found: Located) -> dict[str, Any]:
     return names(request, found.views).owner(found.detail.owner)
 
 
+@answers(Stopped)
 async def stop(request: Request) -> Response:
     workflow_id = c.uuid_param(request, "id", "workflow")
     try:
@@ -161,6 +168,7 @@ def event_answer(row: Any) -> dict[str, Any]:
     return {"time": row.time, "type": row.type, "stage": row.stage, "message": row.message}
 
 
+@answers(WorkflowEvents)
 async def events(request: Request) -> Response:
     found = await located(request)
     detail = found.detail
@@ -253,6 +261,7 @@ def why_answer(stage: Any, why: Any) -> dict[str, Any]:
             "detail": why.message or reason, "facts": why.detail}
 
 
+@answers(WhyAnswer)
 async def why(request: Request) -> Response:
     found = await located(request)
     detail = found.detail

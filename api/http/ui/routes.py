@@ -10,7 +10,7 @@ from starlette.routing import BaseRoute, Mount, Route, Router
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from api.http.ui import dashboard, login, nodes, pages, session, workflows
+from api.http.ui import dashboard, login, nodes, pages, session, submit, workflows
 from api.http.ui.core import signed_in
 
 STATIC = Path(__file__).parent / "static"
@@ -35,7 +35,12 @@ def ui_routes() -> list[BaseRoute]:
         Route("/ui/login", login.sign_in, methods=["POST"]),
         Route("/ui/logout", login.sign_out, methods=["POST"]),
         Route("/ui/workflows", signed_in(workflows.list_page), methods=["GET"]),
+        Route("/ui/submit", signed_in(submit.submit_page), methods=["GET"]),
+        Route("/ui/submit", signed_in(submit.submit, post=True), methods=["POST"]),
+        Route("/ui/submit/validate", signed_in(submit.validate, post=True), methods=["POST"]),
         Route("/ui/workflows/{id}", signed_in(workflows.detail_page), methods=["GET"]),
+        Route("/ui/workflows/{id}/stop", signed_in(submit.stop, post=True), methods=["POST"]),
+        Route("/ui/workflows/{id}/resubmit", signed_in(submit.resubmit, post=True), methods=["POST"]),
         Route("/ui/workflows/{id}/summary", signed_in(workflows.summary_fragment), methods=["GET"]),
         Route("/ui/workflows/{id}/events", signed_in(workflows.follow), methods=["GET"]),
         Route("/ui/workflows/{id}/logs/{stage}.txt", signed_in(workflows.log_raw), methods=["GET"]),

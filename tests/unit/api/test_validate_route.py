@@ -79,3 +79,19 @@ def test_the_cli_prints_the_clusters_warnings_and_exits_0(api, alice, capsys, tm
     assert "warning: volumes.data.reference: volume://user/nvme: this cluster has no storage provisioner" in err
     code, _, err = run(api, alice, ["workflow", "validate", "--offline", str(path)], capsys)
     assert code == 0 and "volumes.data.reference" not in err and "cpu.affinity" in err
+
+
+def test_validate_refuses_a_key_given_twice_naming_both_lines(api, alice):
+    text = FUZZFILE.replace("    script: echo render\n", "    script: echo render\n    script: echo again\n")
+    found = validate(api, alice, text).json()
+    assert found["valid"] is False
+    [error] = found["errors"]
+    assert "duplicate key `script`" in error["message"] and "line 9" in error["message"] and "line 10" in error["message"]
+
+
+def test_the_cli_names_invalid_yaml_without_an_empty_field(api, alice, capsys, tmp_path):
+    path = tmp_path / "broken.yaml"
+    path.write_text("version: v4\njobs: [unclosed\n")
+    code, _, err = run(api, alice, ["workflow", "validate", str(path)], capsys)
+    assert code == 1
+    assert err.startswith("error: not valid YAML: line 3") and "error: :" not in err
