@@ -69,6 +69,8 @@ OPERATIONS: dict[tuple[str, str], tuple[str, str]] = {
     ("POST", "/v4/agent/heartbeat"): ("agentHeartbeat", "A node agent keeps its lease"),
     ("GET", "/v4/agent/assignments"): ("agentAssignments", "What a node's agent should start and stop"),
     ("POST", "/v4/agent/reports"): ("agentReports", "A node agent reports starts, exits and readiness"),
+    ("POST", "/v4/agent/reports:batch"): ("agentReportBatch",
+                                          "A node agent reports many starts, exits and readiness changes at once"),
     ("GET", "/v4/agent/config"): ("agentConfig", "Where a node agent sends its logs"),
     ("GET", "/v4/audit"): ("listAuditRows", "Audit rows by filter, newest first"),
     ("POST", "/v4/audit/query"): ("queryAudit", "A read-only SQL query over the audit table"),
