@@ -103,6 +103,24 @@ class ScopedRepository:
         cache.put(key, project_aggregate(deepcopy(cached), newer))
         self.hot.caught_up(key)
 
+    def presumed_new(self, aggregate_id: Any) -> bool:
+        """True when an id (a fresh submission's, say) may be taken as unused without asking the log: memory is
+        trusted, nothing of it is in memory, the follower never saw it, and no save of it was refused. If it was
+        used after all, creating it meets a conflict (a new aggregate's save expects an empty subject), and the
+        command, deciding again, looks it up."""
+        key = _key(aggregate_id)
+        scope = self.scope
+        if not self.hot.trusted or (scope is not None and key in scope.loaded):
+            return False
+        if self.hot.newest_seen(key) or self.hot.is_stale(key, 0) or self.hot.is_absent(key):
+            return False
+        cache = self._inner.cache
+        try:
+            cache.get(key)
+        except (KeyError, AttributeError):
+            return True
+        return False
+
     def __contains__(self, aggregate_id: Any) -> bool:
         try:
             self.get(aggregate_id)

@@ -67,7 +67,9 @@ class WorkflowHandlers:
         owner = owner_of(principal)
         spec = with_endpoint_env(self.profiles.bind(parsed.definition), self.endpoints.base_url)
         warnings = parsed.warnings + self.cluster_warnings(parsed.definition)
-        if workflow_id in self.uow.repository:  # the same submission again (Idempotency-Key): the first answer
+        repository = self.uow.repository
+        # the same submission again (Idempotency-Key) gets the first answer; a fresh id is not looked up
+        if not repository.presumed_new(workflow_id) and workflow_id in repository:
             self._check_resubmission(workflow_id, spec, owner)
             return warnings
         try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime, timedelta
+from uuid import uuid4
 
 import pytest
 
@@ -124,3 +125,20 @@ def test_a_copy_that_lost_a_race_catches_up_with_the_new_events_only_not_its_who
     first.cordon(node, "here", ADMIN, T0 + timedelta(minutes=6))
     assert reads and max(reads) <= 2  # the event written elsewhere (and at most one more), not 61
     assert sorted(h.reason for h in first.repository.get(node).holds.values()) == ["elsewhere", "here"]
+
+
+JOB = "version: v4\njobs:\n  j:\n    image: {uri: docker://alpine}\n    command: ['true']\n"
+OWNER = Principal(user_id=uuid4(), username="alice", role=Role.USER, organization_id=uuid4())
+
+
+def test_a_fresh_submission_is_not_looked_up_and_one_made_elsewhere_is_answered_as_the_first(writers):
+    first, second = writers
+    workflow = uuid4()
+    first.submit_workflow(uuid4(), "w", JOB, 0, None, OWNER, T0, definitions=[])  # its owner and config now known
+    reads = counting_reads(first)
+    first.submit_workflow(uuid4(), "w", JOB, 0, None, OWNER, T0, definitions=[])
+    assert reads == []  # a fresh id costs no read of the log
+    second.submit_workflow(workflow, "w", JOB, 0, None, OWNER, T0, definitions=[])
+    first.submit_workflow(workflow, "w", JOB, 0, None, OWNER, T0, definitions=[])  # the same key, on another process
+    events = [type(e).__qualname__ for e in second.repository.event_store.get(workflow)]
+    assert events.count("Workflow.Submitted") == 1
