@@ -32,6 +32,9 @@ OWN_EVENTS = frozenset({"Allocation.Placed", "Allocation.SchedulingBlocked", "No
 WAKING_AGGREGATES = ("Workflow.", "Allocation.", "Node.", "ClusterConfig.")
 RESTART_GRACE_SECONDS = 10.0  # on top of one lease: agents retry their heartbeat every 2 s, each call up to 5 s
 MAX_BLOCKED_EVENTS_PER_PASS = 256  # the rest are written on the next passes, never lost
+# A pass woken by events starts at least this long after the last one ended: a stream of submissions and reports
+# is taken by fewer passes (each reads the whole queue), while an idle cluster's next pass starts at once.
+PASS_GAP = 0.01
 PLACEMENTS_PER_COMMIT = 100  # a placement is about four events; an atomic batch holds at most 1,000
 RENEW_AFTER = 0.25  # of the lease TTL: a pass renews the leader lease only when this much of it has passed
 
@@ -63,6 +66,7 @@ class SchedulerRunner:
         self.announced: dict[str, Why] = {}  # the causes already written as SchedulingBlocked events
         self.refused: dict[str, str] = {}  # this pass's placements the log refused, with the reason
         self._renewed = self._leases_checked = float("-inf")  # monotonic times of the last renewal and check
+        self._passed = float("-inf")  # monotonic time the last pass ended
         self._standby_until = float("-inf")  # not leading: when to ask for the lease again
         self._config: tuple[int, object] | None = None  # (config generation, the scheduler config read then)
         self._config_generation = 0  # counts ClusterConfig events applied: the cached config is stale when it moved
@@ -100,6 +104,8 @@ class SchedulerRunner:
         while not self.stopping.is_set():
             backstop = max(0.0, last_pass + period - time.monotonic())
             signalled = self.wake.wait(timeout=backstop if self.signals is not None else POLL_SECONDS)
+            if signalled:  # passes back to back under a stream of events: let the next one take them all
+                self.stopping.wait(max(0.0, self._passed + PASS_GAP - time.monotonic()))
             self.wake.clear()
             try:  # the log may be down (the config is read from it): the thread must outlive any outage
                 interval = float(self.config(fresh=not signalled).interval_seconds)
@@ -117,6 +123,12 @@ class SchedulerRunner:
                 log.exception("scheduler.tick_failed")
 
     def tick(self, cause: str = "manual") -> None:
+        try:
+            self._tick(cause)
+        finally:
+            self._passed = time.monotonic()
+
+    def _tick(self, cause: str) -> None:
         if not self.lead():
             self.announced = {}  # another leader writes them meanwhile; the allocation skips repeats
             return

@@ -38,7 +38,8 @@ from adapters.nats_auth import read_credentials  # noqa: E402
 from adapters.nats_tls import connect_options, with_tls  # noqa: E402
 
 SAMPLE = re.compile(r'^(roving_log_commits_total|roving_log_batches_total|roving_log_requests_total|'
-                    r'roving_http_requests_total)\{([^}]*)\} ([0-9.e+]+)$', re.M)
+                    r'roving_http_requests_total|roving_scheduler_pass_seconds_count|roving_scheduler_pass_seconds_sum)'
+                    r'(?:\{([^}]*)\})? ([0-9.e+]+)$', re.M)
 
 
 def counters(client: httpx.Client) -> Counter:
@@ -49,6 +50,8 @@ def counters(client: httpx.Client) -> Counter:
             route = re.search(r'route="([^"]*)"', labels)
             who = "agent" if route and route.group(1).startswith("/v4/agent") else "other"
             found[f"http_{who}"] += float(value)
+        elif name.startswith("roving_scheduler_pass_seconds"):
+            found["passes" if name.endswith("count") else "pass_seconds"] += float(value)
         elif name == "roving_log_requests_total":
             found["log_" + re.search(r'kind="([^"]*)"', labels).group(1)] += float(value)
         else:
@@ -116,6 +119,9 @@ def burst(stack: Stack, client: httpx.Client, count: int) -> dict:
 def per_job(before: Counter, after: Counter, n: int) -> dict:
     keys = ("commits", "batches", "http_agent")
     figures = {f"{key}_per_job": round((after[key] - before[key]) / n, 2) for key in keys}
+    passes = after["passes"] - before["passes"]
+    figures["scheduler_passes_per_job"] = round(passes / n, 2)
+    figures["scheduler_pass_ms"] = round((after["pass_seconds"] - before["pass_seconds"]) * 1000 / max(passes, 1), 2)
     figures["log_requests_per_job"] = {key.removeprefix("log_"): round((after[key] - before[key]) / n, 2)
                                        for key in sorted(after) if key.startswith("log_") and after[key] != before[key]}
     return figures
