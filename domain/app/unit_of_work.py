@@ -128,6 +128,13 @@ class ScopedRepository:
             return False
         return True
 
+    def hold(self, aggregates: list[Any]) -> None:
+        """Aggregates the running command made or changed and will save later: its lookups answer these."""
+        scope = self.scope
+        if scope is not None:
+            for aggregate in aggregates:
+                scope.loaded[_key(aggregate.id)] = aggregate
+
     def saved(self, aggregates: dict[Any, Any]) -> None:
         """A save landed: in a command, kept for its end; otherwise in memory at once."""
         scope = self.scope
@@ -141,19 +148,23 @@ class ScopedRepository:
             else:
                 self._keep(key, aggregate)
 
-    def refused(self, aggregates: list[Any]) -> None:
-        """A save was refused (someone wrote first): these copies catch up before they are used again."""
+    def refused(self, aggregates: list[Any], moved: dict[Any, int] | None = None) -> None:
+        """A save was refused (someone wrote first): the aggregates the log names as moved on (all of the commit's
+        when it names none) catch up before they are used again; the others stay trusted."""
+        doubted = None if moved is None else {_key(oid) for oid in moved}
         for aggregate in aggregates:
             key = _key(aggregate.id)
             self.hot.present(key)
-            self.hot.mark_stale(key)
+            if doubted is None or key in doubted:
+                self.hot.mark_stale(key)
 
     def forget(self) -> None:
-        """After a lost race: what the command holds may be stale, so what it loads again catches up first."""
+        """After a lost race: the command starts again from memory (what the refusal doubted catches up first).
+        What it saved before the refused save landed: those copies are the log's."""
         scope = self.scope
         if scope is not None:
-            for key in (*scope.loaded, *scope.saved):
-                self.hot.mark_stale(key)
+            for key, aggregate in scope.saved.items():
+                self._keep(key, aggregate)
             scope.loaded.clear()
             scope.saved.clear()
 
@@ -236,18 +247,32 @@ class UnitOfWork(Application[UUID]):
         again), never a 500. An aggregate named twice is saved once."""
         deferred = getattr(self._deferred, "objs", None)
         if deferred is not None and not kwargs:
-            deferred.extend(obj for obj in objs if obj is not None)
+            held = [obj for obj in objs if obj is not None]
+            deferred.extend(held)
+            self.repository.hold(held)  # the command's later lookups find what it made, unsaved as it is
             return []
         unique = list({id(obj): obj for obj in objs if obj is not None}.values())
         try:
             recordings = super().save(*unique, **kwargs)
         except (IntegrityError, RecordConflictError) as error:
-            self.repository.refused(unique)
+            self.repository.refused(unique, getattr(error, "moved", None))
             raise WriteRace(f"someone changed this at the same time ({error})") from error
         if recordings:
+            position = recordings[-1].notification.id
             with self._position_lock:
-                self.last_position = max(self.last_position, recordings[-1].notification.id)
+                self.last_position = max(self.last_position, position)
+            _SAVED.position = max(getattr(_SAVED, "position", 0), position)
         return recordings
+
+
+_SAVED = threading.local()  # the log position of the last save made on each thread
+
+
+def saved_position() -> int:
+    """The log position of the last save this thread made since it last asked (0: none), for a caller that waits
+    until the views show its own writes (and not every write the process made since)."""
+    position, _SAVED.position = getattr(_SAVED, "position", 0), 0
+    return position
 
 
 class _Deferred:

@@ -48,3 +48,26 @@ def test_a_placement_of_an_allocation_that_ended_meanwhile_is_refused_and_the_re
     assert isinstance(outcome[stale], str) and "cannot become RUNNING" in outcome[stale]
     assert outcome[fresh] == 1
     assert roving.repository.get(node).allocations.keys() == {str(fresh)}
+
+
+ARRAY = "version: v4\njobs:\n  t:\n    image: {uri: docker://alpine}\n    command: ['true']\n" \
+        "    resource: {cpu: {cores: 1}}\n    task-array: {start: 1, end: 4, concurrency: 2}\n"
+
+
+def test_two_task_ends_reported_together_start_the_next_two_tasks_once_each():
+    roving = app()
+    roving.register_node("n1", 4, 4 * GiB, {}, {}, "pool", "127.0.0.1", 9100, T0)
+    node, wid, now = node_id("n1"), uuid4(), datetime.now(UTC)
+    roving.submit_workflow(wid, "w", ARRAY, 0, None, user(), now)
+    running = [allocation_id(wid, name, 1) for name in sorted(roving.repository.get(wid).stages)[:2]]
+    epochs = roving.place_all([(a, [node]) for a in running], "scheduler", now)
+
+    class Exit:
+        def __init__(self, allocation):
+            self.allocation_id, self.epoch, self.event, self.exit_code, self.reason = allocation, epochs[allocation], \
+                "exited", 0, ""
+
+    assert roving.report_all(node, [Exit(a) for a in running], now) == [None, None]
+    following = [allocation_id(wid, name, 1) for name in sorted(roving.repository.get(wid).stages)[2:]]
+    for allocation in following:  # each made once: the second end saw the allocation the first had made
+        assert events_of(roving, allocation).count("Allocation.Requested") == 1
