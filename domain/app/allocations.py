@@ -42,7 +42,8 @@ class Allocations:
         priorities = self.owner_priorities(workflow.owner) if ready_stages else {}  # a stage that ended has none
         for ready in ready_stages:
             aid = allocation_id(workflow.id, ready.stage.name, ready.attempt)
-            if not fresh and aid in self.uow.repository:
+            repository = self.uow.repository
+            if not fresh and not repository.presumed_new(aid) and aid in repository:
                 continue
             alloc = Allocation.request(
                 aid, workflow.id, ready.stage.name, ready.attempt, msgspec.to_builtins(ready.stage.resources),
