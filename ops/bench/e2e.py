@@ -142,15 +142,21 @@ def at(text: str) -> float:
 
 
 def one_job_burst(stack: Stack, client: httpx.Client, count: int, threads: int, budget: float) -> dict:
+    """Each thread submits over its own kept-alive connection, as a script or an SDK does. (Until 2026-12-05 each
+    submit made a new httpx client, whose construction, in this bench's own process, capped the rate near 30/s.)"""
     token = stack.data_dir / "admin.token"
+    clients = [stack.client(token) for _ in range(threads)]
 
-    def one(_: int) -> str:
-        with stack.client(token) as own:
-            return submit(own, ONE_JOB, "burst")
+    def one(number: int) -> str:
+        return submit(clients[number % threads], ONE_JOB, "burst")
 
     began = time.time()
-    with ThreadPoolExecutor(threads) as pool:
-        ids = set(pool.map(one, range(count)))
+    try:
+        with ThreadPoolExecutor(threads) as pool:
+            ids = set(pool.map(one, range(count)))
+    finally:
+        for own in clients:
+            own.close()
     submitted = time.time() - began
     found, timed_out = wait_ended(client, ids, budget)
     ended = [w for w in found if w["status"] in ENDED]
@@ -206,19 +212,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, default=60.0, help="seconds each workload may take (default 60)")
     parser.add_argument("--no-baseline", action="store_true",
                         help="skip the same run's baseline (agents polling every 0.5 s, no long poll)")
+    parser.add_argument("--baseline-code", type=Path,
+                        help="the baseline is this checkout (an earlier commit's git worktree) run as it is, first")
     args = parser.parse_args(argv)
+    base = None
+    if args.baseline_code is not None:
+        base = run_workloads(args, {}, args.baseline_code.resolve())
     result = {"bench": "e2e", "nodes": "2x4", **run_workloads(args, {})}
-    if not args.no_baseline:
+    if base is None and not args.no_baseline:
         base = run_workloads(args, {"ROVING_AGENT_POLL_WAIT": "0"})
-        result["baseline_plain_polling"] = base
+    if base is not None:
+        result["baseline_code" if args.baseline_code else "baseline_plain_polling"] = base
         result["ratio_vs_baseline"] = ratios(result, base)
     print(json.dumps(result), flush=True)
     return 0
 
 
-def run_workloads(args: argparse.Namespace, extra: dict[str, str]) -> dict:
+def run_workloads(args: argparse.Namespace, extra: dict[str, str], code: Path | None = None) -> dict:
     with tempfile.TemporaryDirectory(prefix="roving-bench-e2e-") as tmp:
-        stack = Stack(Path(tmp), extra=extra)
+        stack = Stack(Path(tmp), extra=extra, code=code)
         try:
             client = stack.start()
             began = time.monotonic()
