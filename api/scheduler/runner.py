@@ -247,9 +247,13 @@ class SchedulerRunner:
         """A `SchedulingBlocked` event per allocation whose cause is new; the same cause stays quiet."""
         fresh = blocked_events(self.announced, reasons)
         later = set(fresh[MAX_BLOCKED_EVENTS_PER_PASS:])
-        for allocation in fresh[:MAX_BLOCKED_EVENTS_PER_PASS]:
-            if self._try(self.roving.record_blocked, UUID(allocation), reasons[allocation], "scheduler", now):
-                metrics.BLOCKED_EVENTS.inc()
+        written = [(UUID(allocation), reasons[allocation]) for allocation in fresh[:MAX_BLOCKED_EVENTS_PER_PASS]]
+        if written:  # one commit for the pass's new causes, not one each
+            try:
+                metrics.BLOCKED_EVENTS.inc(self.roving.record_blocked_all(written, "scheduler", now))
+            except REFUSED as error:
+                metrics.STALE_DECISIONS.inc()
+                log.info("scheduler.decision_refused", command="record_blocked_all", reason=str(error))
         self.announced = {k: v for k, v in reasons.items() if k not in later}
 
     def _try(self, command, *args) -> bool:

@@ -47,7 +47,7 @@ class Roving(UnitOfWork):
 # Which handler answers each name callers use (`roving.submit_workflow(...)` is `roving.workflows.submit_workflow`).
 FACE = {
     "workflows": ("submit_workflow", "stop_workflow", "report", "report_all", "validate_workflow"),
-    "scheduling": ("place", "place_all", "preempt", "record_blocked", "check_feasible_submission"),
+    "scheduling": ("place", "place_all", "preempt", "record_blocked", "record_blocked_all", "check_feasible_submission"),
     "nodes": ("register_node", "check_agent", "node_lost", "cordon", "add_hold", "uncordon", "release_hold",
               "evict", "deprovision", "remove_node", "apply_alerts", "node_credentials", "revoke_node_credential",
               "readmit_node", "retry_refused_holds"),

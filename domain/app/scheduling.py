@@ -93,6 +93,23 @@ class SchedulingHandlers:
         self.uow.save(alloc)
         return True
 
+    @command
+    def record_blocked_all(self, blocked: Sequence[tuple[UUID, Why]], by: str, at: datetime) -> int:
+        """A pass's new causes in one commit: how many allocations got a `SchedulingBlocked` event (one that ended
+        or went meanwhile is passed over)."""
+        touched = []
+        for allocation, why in blocked:
+            try:
+                alloc = self.uow.load(Allocation, allocation, "allocation")
+            except NotFound:
+                continue
+            reason, detail = why.cause()
+            if not alloc.ended and alloc.record_blocked(reason.value, why.message, f"{reason.value}:{detail}",
+                                                        by=by, at=at):
+                touched.append(alloc)
+        self.uow.save(*touched)
+        return len(touched)
+
     def check_feasible_submission(self, workflow: Workflow, definitions: Sequence[Definition] | None) -> None:
         """Refuse stages no node of any definition could hold even when idle; no definitions: accept."""
         if definitions is None:
