@@ -36,6 +36,13 @@ class WorkflowError(Exception):
 
 
 class Workflow(TimedAggregate):
+    unchanging = ("definition", "owner")  # the parsed definition and the owner never change after submission
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Any:
+        for step in self.book.order:  # each step's parsed definition is the submission's, shared
+            memo[id(step.definition)] = step.definition
+        return super().__deepcopy__(memo)
+
     @event("Submitted")
     def __init__(
         self, id: UUID, name: str, definition: dict[str, Any], owner: dict[str, str],
@@ -56,6 +63,7 @@ class Workflow(TimedAggregate):
         preemptible: bool | None = None, *, by: str, at: datetime,
     ) -> Workflow:
         """Start a workflow from a validated definition; stages whose conditions hold become READY at once."""
+
         if priority > 0:
             raise WorkflowError(f"workflow priority must be 0 or lower, got {priority}")
         workflow = cls(id=id, name=name, definition=msgspec.to_builtins(definition), owner=dict(owner),

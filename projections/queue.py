@@ -135,6 +135,12 @@ class QueueView(Projection):
         with self.lock:
             return self.mirror.values()
 
+    def in_states(self, *states: QueueState) -> list[Allocation]:
+        """The allocations in these queue states, from the state index: a pass reads the live queue, not every
+        allocation the log ever held."""
+        with self.lock:
+            return [self.mirror.items[i] for state in states for i in self._by_state.get(state.value, ())]
+
     def on_node(self, node_id: UUID | str) -> list[Allocation]:
         """The allocations ever placed on a node that its assignments may still name (see `settled`)."""
         with self.lock:
@@ -170,9 +176,8 @@ class QueueView(Projection):
         """Queued and running allocations of an organization, group or user (the priority change provider)."""
         wanted = str(owner_id)
         with self.lock:
-            live = self._live_ids()
-            return [a.id for a in self.mirror.values() if a.id in live
-                    and getattr(self.owner(a.workflow_id), f"{kind}_id", None) == wanted]
+            live = (self.mirror.items[i] for i in self._live_ids())
+            return [a.id for a in live if getattr(self.owner(a.workflow_id), f"{kind}_id", None) == wanted]
 
     def get(self, allocation_id: UUID | str, now: datetime | None = None) -> QueueRow | None:
         with self.lock:

@@ -23,14 +23,9 @@ from projections.workflows import WorkflowsView
 def scheduler_snapshot(now: datetime, queue: QueueView, workflows: WorkflowsView, nodes: NodesView,
                        tenancy: TenancyView) -> Snapshot:
     """READY allocations queue; RUNNING ones hold their nodes until their execute timeout's deadline."""
-    allocations = queue.allocations()
-    preemptions = _preemptions(allocations)
-    queued, running = [], []
-    for a in allocations:
-        if a.state is QueueState.READY:
-            queued.append(_queued(a, queue, workflows, preemptions))
-        elif a.state is QueueState.RUNNING:
-            running.append(_running(a, _queued(a, queue, workflows, preemptions)))
+    preemptions = _preemptions(queue.in_states(QueueState.PREEMPTED))
+    queued = [_queued(a, queue, workflows, preemptions) for a in queue.in_states(QueueState.READY)]
+    running = [_running(a, _queued(a, queue, workflows, preemptions)) for a in queue.in_states(QueueState.RUNNING)]
     views = [to_node_view(n) for n in nodes.nodes()]
     return Snapshot(queued=tuple(queued), running=tuple(running), nodes=tuple(views),
                     definitions=tuple(definitions(views)), group_policies=tuple(group_policies(tenancy)))
