@@ -74,3 +74,21 @@ def test_reports_an_older_agent_left_one_file_each_are_taken_in_order_and_sent(t
     assert [e.key[2] for e in Outbox(tmp_path).pending()] == ["started", "exited"]
     assert not list(tmp_path.glob("*.json"))
     assert [e.key[2] for e in Outbox(tmp_path).pending()] == ["started", "exited"]
+
+
+def test_an_exit_signalled_while_the_last_answer_was_applied_is_handled_at_once_not_at_the_next_poll():
+    import asyncio
+    import time
+
+    from api.agent.poll import _idle
+
+    async def scenario() -> float:
+        stop, wake = asyncio.Event(), asyncio.Event()
+        held = asyncio.ensure_future(asyncio.sleep(30))  # a long poll the server holds
+        wake.set()  # a job ended while the agent was busy applying the last answer
+        began = time.monotonic()
+        await _idle(stop, wake, held, interval=5.0)
+        held.cancel()
+        return time.monotonic() - began
+
+    assert asyncio.run(scenario()) < 0.5
