@@ -137,6 +137,16 @@ def wait_ended(client: httpx.Client, ids: set[str], budget: float, every: float 
         time.sleep(every)
 
 
+def drained(client: httpx.Client, budget: float) -> None:
+    """Until no allocation waits or runs, asked of the queue's counts (cheap, unlike a listing of workflows)."""
+    deadline = time.monotonic() + budget
+    while time.monotonic() < deadline:
+        depth = client.get("/v4/scheduler/stats").json()["depth"]
+        if not any(depth.get(state) for state in ("PENDING", "READY", "RUNNING")):
+            return
+        time.sleep(0.1)
+
+
 def at(text: str) -> float:
     return datetime.fromisoformat(text).timestamp()
 

@@ -32,7 +32,7 @@ import nats
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from e2e import ENDED, ONE_JOB, Stack, submit, wait_ended  # noqa: E402 - ops/bench, beside this file
+from e2e import ENDED, ONE_JOB, Stack, drained, submit, wait_ended  # noqa: E402 - ops/bench, beside this file
 
 from adapters.nats_auth import read_credentials  # noqa: E402
 from adapters.nats_tls import connect_options, with_tls  # noqa: E402
@@ -115,16 +115,6 @@ def burst(stack: Stack, client: httpx.Client, count: int) -> dict:
     return {**per_job(before, after, count),
             "cpu_ms_per_job": {who: round((cpu1[who] - cpu0[who]) * 1000 / count, 1) for who in cpu0},
             "cpu_ms_per_job_total": round(sum(cpu1[w] - cpu0[w] for w in cpu0) * 1000 / count, 1)}
-
-
-def drained(client: httpx.Client, budget: float) -> None:
-    """Until no allocation waits or runs, asked of the queue's counts (cheap, unlike a listing of workflows)."""
-    deadline = time.monotonic() + budget
-    while time.monotonic() < deadline:
-        depth = client.get("/v4/scheduler/stats").json()["depth"]
-        if not any(depth.get(state) for state in ("PENDING", "READY", "RUNNING")):
-            return
-        time.sleep(0.1)
 
 
 def per_job(before: Counter, after: Counter, n: int) -> dict:

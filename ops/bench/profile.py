@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from e2e import ENDED, ONE_JOB, Stack, _cmdline, submit, wait_ended  # noqa: E402 - ops/bench, beside this file
+from e2e import ENDED, ONE_JOB, Stack, _cmdline, drained, submit, wait_ended  # noqa: E402 - ops/bench, beside this file
 from procstat import children, cpu_seconds  # noqa: E402
 
 # Frames that are a thread waiting, not working: left out of the tables (py-spy --idle is off, but a blocking
@@ -65,6 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=int, default=20)
     parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "roving-profile")
+    parser.add_argument("--sequential", action="store_true",
+                        help="one job at a time (each submitted once the last ended), as job_cost.py runs them")
     args = parser.parse_args(argv)
     if not shutil.which("py-spy"):
         print("py-spy is not on PATH: pip install py-spy", file=sys.stderr)
@@ -79,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
             pids = processes(stack)
             cpu0 = {name: cpu_seconds(pid) for name, pid in pids.items()}
             spies = {name: record(pid, args.seconds, args.out / f"{name}.txt") for name, pid in pids.items()}
-            submitted = load(stack, args.seconds)
+            submitted = (one_by_one if args.sequential else load)(stack, args.seconds)
             for spy in spies.values():
                 spy.wait()
             cpu1 = {name: cpu_seconds(pid) for name, pid in pids.items()}
@@ -94,6 +96,18 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def one_by_one(stack: Stack, seconds: float) -> set[str]:
+    """One-job workflows one after the other; the end is polled every 20 ms (the bench's own cost stays small)."""
+    stop, ids = time.monotonic() + seconds, set()
+    with stack.client(stack.data_dir / "admin.token") as client:
+        while time.monotonic() < stop:
+            wid = submit(client, ONE_JOB, "profile")
+            ids.add(wid)
+            while client.get(f"/v4/workflows/{wid}").json()["status"] not in ENDED:
+                time.sleep(0.02)
+    return ids
+
+
 def load(stack: Stack, seconds: float) -> set[str]:
     """Waves of 100 one-job workflows, submitted from 4 threads, each wave waited for, until the time is up: the
     queue stays short, as in e2e.py's 200-job burst, so a pass's cost is not a long queue's."""
@@ -103,7 +117,7 @@ def load(stack: Stack, seconds: float) -> set[str]:
         with ThreadPoolExecutor(4) as pool:
             while time.monotonic() < stop:
                 wave = set(pool.map(lambda n: submit(clients[n % 4], ONE_JOB, "profile"), range(100)))
-                wait_ended(clients[0], wave, 60, every=0.1)
+                drained(clients[0], 60)
                 ids |= wave
     finally:
         for client in clients:
