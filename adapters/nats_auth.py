@@ -12,12 +12,13 @@ uses its own inbox prefix, so no agent can read the control plane's replies or f
 from __future__ import annotations
 
 import json
-import os
 import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
+
+from adapters.private_files import create_private, write_private
 
 ROLES = ("control", "agent", "federation", "reader")
 CONTROL_INBOX = "_ROVING_CONTROL"  # the control plane's reply subjects; no other role may subscribe to them
@@ -91,13 +92,7 @@ def read_credentials(path: Path) -> Credentials:
 
 def write_secret(path: Path, text: str) -> None:
     """A file only its owner may read (0600), replaced atomically; its directory is made 0700."""
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(text)
-    os.chmod(tmp, 0o600)
-    os.replace(tmp, path)
+    write_private(path, text, dir_mode=0o700)
 
 
 def stream_token(cluster: str) -> str:
@@ -136,8 +131,7 @@ class NatsAuth:
     def load_or_create(self) -> NatsAuth:
         for role in ROLES:
             path = self.path(role)
-            if not path.exists():
-                write_secret(path, Credentials(f"roving-{role}", secrets.token_urlsafe(24)).text())
+            create_private(path, Credentials(f"roving-{role}", secrets.token_urlsafe(24)).text(), dir_mode=0o700)
             self.users[role] = read_credentials(path)
         return self
 

@@ -24,6 +24,7 @@ from adapters.nats_auth import agent_log_url
 from adapters.nats_owner import death_signal
 from adapters.nats_server import NatsServer, free_port, port_is_taken
 from adapters.nats_supervisor import Supervisor
+from adapters.private_files import write_private
 from adapters.secret_store import open_secret_store
 from api.composition.audit_lease import AuditByLease
 from api.composition.services import Services
@@ -63,11 +64,7 @@ class ScryptPasswords:
 
 def write_secret(path: Path, text: str) -> None:
     """A file only its owner can read (0600), replaced atomically (API workers may write it at once)."""
-    tmp = path.with_suffix(f"{path.suffix}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(text + "\n")
-    os.replace(tmp, path)
+    write_private(path, text + "\n")
 
 
 def strong_password() -> str:
