@@ -54,17 +54,24 @@ def roving_principal(request: HTTPConnection) -> tuple[Any, bool]:
     """The caller, and whether `Authorization` must be stripped because it held a Roving token.
 
     The token belongs in `FB-Authorization`; a Roving token sent in `Authorization` by mistake is honoured
-    but never forwarded. Any other `Authorization` is the service's own and passes through untouched."""
+    but never forwarded, whether or not `FB-Authorization` came too (clients that send the token in both are
+    common). Any other `Authorization` is the service's own and passes through untouched."""
+    carried = holds_roving_token(request.headers.get("authorization", ""))
     value = request.headers.get(ROVING_AUTH)
     if value:
         scheme, _, token = value.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             raise Unauthorized("malformed FB-Authorization header; expected Bearer <token>")
-        return _principal(request, token.strip()), False
+        return _principal(request, token.strip()), carried
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
     if scheme.lower() == "bearer" and token.strip().startswith(ROVING_TOKEN_PREFIX):
         return _principal(request, token.strip()), True
-    return None, False
+    return None, carried
+
+
+def holds_roving_token(value: str) -> bool:
+    """Whether a header value carries something shaped like a Roving token, under any scheme or none."""
+    return any(part.startswith(ROVING_TOKEN_PREFIX) for part in value.replace(",", " ").split())
 
 
 def _principal(request: HTTPConnection, token: str) -> Any:

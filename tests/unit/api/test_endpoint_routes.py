@@ -256,3 +256,12 @@ def test_a_submission_may_ask_for_a_start_takeover_and_a_wrong_strategy_is_named
     wrong = api.request("POST", "/v4/workflows?endpoint_strategy=sideways", alice, content=definition(service),
                         headers={"content-type": "application/yaml"})
     assert wrong.status_code == 400 and wrong.json()["errors"][0]["path"] == "endpoint_strategy", wrong.text
+
+
+def test_a_roving_token_sent_in_both_headers_is_never_forwarded(service):
+    api, alice = bound_api(service)
+    for sent in (f"Bearer {alice}", f"bearer {alice}", f"Token {alice}", alice):
+        (answer,) = through(api.app, ("/endpoints/llm/", {"FB-Authorization": f"Bearer {alice}", "Authorization": sent}))
+        assert answer.status_code == 200, answer.text
+        seen = answer.json()["headers"]
+        assert "authorization" not in seen and alice not in json.dumps(seen), sent
