@@ -21,6 +21,7 @@ from api.agent.args import AgentConfig, build_spec
 from api.agent.logstream import close_job_logs, open_job_logs
 from api.agent.metrics import NodeMetrics
 from api.agent.poll import AssignmentFeed, follow
+from api.agent.ports import PortWatch, listening_of
 from api.agent.progress import ProgressRelay
 from api.agent.pulls import ImagePulls
 from api.agent.reports import Outcome, Reporter
@@ -55,6 +56,7 @@ class Agent:
         self.reporter = Reporter(Outbox(state / "outbox"), self.call, self._fenced)
         self.progress = ProgressRelay()
         self.pulls = ImagePulls(self.call, lambda: self.node_id, self.loop)
+        self.ports = PortWatch(self.report_ports)
 
     async def run(self, stop: asyncio.Event) -> None:
         nc = beats = None
@@ -193,6 +195,7 @@ class Agent:
 
     async def _tick(self) -> None:
         await self.drain()
+        await self.ports.check(self.slots)
         await self.reporter.flush()
 
     async def apply(self, answer: dict[str, Any]) -> None:
@@ -270,7 +273,7 @@ class Agent:
         elif spec.kind == "service" and delay:
             self.loop.call_later(delay, self._notify, ("ready", spec.allocation_id))
         elif spec.kind == "service":
-            await self.report_slot(slot, "ready", ports=spec.ports)
+            await self.report_ports(slot, await listening_of(slot))
         if spec.kind == "service" and spec.liveness_probe is not None:
             self.watch_liveness(slot, spec.liveness_probe, delay)
 
@@ -298,9 +301,9 @@ class Agent:
             if slot is None:
                 continue
             if event == "ready":
-                await self.report_slot(slot, "ready", ports=slot.spec.ports, change=slot.changes)
-                slot.changes += 1
+                await self.report_ports(slot, await listening_of(slot))
             elif event == "unready":  # out of its endpoint, still running
+                slot.listening = None
                 await self.report_slot(slot, "unready", reason=rest[0], change=slot.changes)
                 slot.changes += 1
             elif event == "exited":
@@ -323,14 +326,22 @@ class Agent:
             await self.report_slot(slot, "exited", exit_code=exit_code, reason=reason)
         slot.running.release()  # the exit is in the outbox (or never to be said): the job's state may go
 
+    async def report_ports(self, slot: Slot, listening: list[int]) -> None:
+        """Ready (again), naming the ports the service's processes listen on now."""
+        slot.listening = listening
+        await self.report_slot(slot, "ready", ports=slot.spec.ports, listening=listening, change=slot.changes)
+        slot.changes += 1
+
     async def report_slot(self, slot: Slot, event: str, **fields) -> bool:
         """Report with the slot's epoch; False when fenced (a newer placement exists: this copy was killed)."""
         return await self.report(slot.spec.allocation_id, slot.spec.epoch, event, **fields)
 
-    async def report(self, allocation_id, epoch, event, exit_code=None, reason="", ports=(), change=0) -> bool:
+    async def report(self, allocation_id, epoch, event, exit_code=None, reason="", ports=(), change=0,
+                     listening=None) -> bool:
         """Into the outbox, then sent; False only when the control plane answered that this placement is stale."""
         body = {"node_id": self.node_id, "allocation_id": allocation_id, "epoch": epoch, "event": event,
-                "exit_code": exit_code, "reason": reason, "ports": list(ports), **({"change": change} if change else {})}
+                "exit_code": exit_code, "reason": reason, "ports": list(ports), **({"change": change} if change else {}),
+                **({"listening": listening} if listening is not None else {})}
         return await self.reporter.report(body) is not Outcome.FENCED
 
     def _fenced(self, entry: Entry) -> None:

@@ -20,6 +20,7 @@ class Slot:
     liveness: ProbeRunner | None = None  # watches a service for as long as it runs
     fenced: bool = False
     changes: int = 0  # readiness changes after the first readiness (unready, ready again, ...)
+    listening: list[int] | None = None  # the ports its last readiness named; None while not ready (api/agent/ports.py)
 
 
 def adopt_jobs(executor: Executor, slots: dict[str, Slot], forward_output: Callable[[RunSpec], Any],

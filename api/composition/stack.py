@@ -266,9 +266,9 @@ class Stack:
         for index in range(1, count + 1):
             argv = [sys.executable, "-c", AGENT_START, "--node", f"local-{index}", "--api", self.url,
                     "--token-file", str(self.data_dir / "agent.token"), "--cpus", str(cpus), "--memory", str(memory),
-                    "--definition", "local", "--workdir", str(workdir / f"local-{index}")]
-            if metrics:
-                argv += ["--metrics-port", str(self.metrics_port(index)), "--address", "127.0.0.1"]
+                    "--definition", "local", "--workdir", str(workdir / f"local-{index}"), "--address", "127.0.0.1"]
+            if metrics:  # the address is where the endpoint proxy reaches their services, too
+                argv += ["--metrics-port", str(self.metrics_port(index))]
             self.agents.add(f"local-{index}", argv, self.data_dir / f"agent-local-{index}.log")
 
     def metrics_port(self, index: int) -> int:
