@@ -16,7 +16,7 @@ import structlog
 import uvicorn
 from eventsourcing.persistence import OperationalError
 
-from adapters.auth.password_hash import hash_password, verify_password
+from adapters.auth.password_hash import ScryptPasswords
 from adapters.auth.tokens import Identity, issue, issue_webhook, load_or_create_key
 from adapters.jetstream.connection import Connection
 from adapters.leases import Leases
@@ -52,19 +52,15 @@ def local_work_dir(data_dir: Path, cluster: str) -> Path:
     return Path(tempfile.gettempdir()) / f"roving-work-{cluster}-{digest}"
 
 
-class ScryptPasswords:
-    """The password hasher the application is given: scrypt, salted, constant-time verification."""
-
-    def hash(self, password: str) -> str:
-        return hash_password(password)
-
-    def verify(self, password: str, stored: str) -> bool:
-        return verify_password(password, stored)
-
-
 def write_secret(path: Path, text: str) -> None:
     """A file only its owner can read (0600), replaced atomically (API workers may write it at once)."""
     write_private(path, text + "\n")
+
+
+def password_hasher() -> ScryptPasswords:
+    """The hasher the application is given: at most one hash per core in memory at once (128 MiB each), and a
+    weaker stored hash made again at its next right login."""
+    return ScryptPasswords()
 
 
 def strong_password() -> str:
@@ -129,7 +125,7 @@ class Stack:
                                          priorities=self.views.tenancy.owner_priorities,
                                          allocations_of_owner=self.views.queue.live_allocations_of,
                                          segments=lambda: node_segments(self.views.nodes))
-        self.roving = Roving(env=env, passwords=ScryptPasswords(), read_models=read_models)
+        self.roving = Roving(env=env, passwords=password_hasher(), read_models=read_models)
         self.key = load_or_create_key(self.data_dir / "signing.key")
         self._bootstrap_admin()
         from adapters.tailer import Tailer
