@@ -20,6 +20,7 @@ from adapters.auth.password_hash import ScryptPasswords
 from adapters.auth.tokens import Identity, issue, issue_webhook, load_or_create_key
 from adapters.jetstream.connection import Connection
 from adapters.leases import Leases
+from adapters.log_probe import LogProbe
 from adapters.nats_auth import agent_log_url
 from adapters.nats_owner import death_signal
 from adapters.nats_server import NatsServer, free_port, port_is_taken
@@ -105,6 +106,7 @@ class Stack:
         self.monitoring = None
         self.autoscaler = None
         self.runner = self.tailer = self.leases = self.roving = None  # what start() builds; stop() skips what is None
+        self.log_probe: LogProbe | None = None
         self.audit_lease: AuditByLease | None = None  # audit="lease": the audit runs while this runner leads
 
     @property
@@ -143,6 +145,7 @@ class Stack:
         self.signals.listen(self.positions.observe)
         self.tailer.start()
         self.leases = Leases(Connection(nats_url, cluster), ttl=self.settings.node_lease_seconds)
+        self.log_probe = LogProbe(self.leases.connection, store=self._embedded_store()).start()
         self.runner = None
         if self.with_scheduler:
             self.runner = SchedulerRunner(self.roving, self.views, self.tailer, self.leases,
@@ -161,6 +164,7 @@ class Stack:
             agent_nats_url=agent_log_url(nats_url, self.data_dir, self.settings.nats_agent_creds) or "",
             runner=self.runner, audit=self.audit, waiters=self.waiters,
             secrets=open_secret_store(self.roving, self.data_dir), traffic=self.traffic, positions=self.positions,
+            log_probe=self.log_probe,
         )
         if self.with_audit == "lease" and self.runner is not None:
             self._follow_audit_lease(cluster)
@@ -210,6 +214,11 @@ class Stack:
         self.nats = NatsServer(self.data_dir / "nats", port=self.settings.nats_port, die_with_parent=True).start()
         self.supervisor = Supervisor(self.nats, on_restart=NATS_RESTARTS.inc).start()
         return self.nats.url
+
+    def _embedded_store(self) -> Path | None:
+        """The store of `roving up`'s own server (this process's, or its parent's for an API worker), if any."""
+        store = self.data_dir / "nats"
+        return store if not self.settings.nats_url or (store / "jetstream").is_dir() else None
 
     def _logs(self, nats_url: str, cluster: str) -> LogReader:
         return LogReader(self.leases.connection, cluster)
@@ -305,7 +314,7 @@ class Stack:
         self.agents.stop()
         if self.server is not None:
             self.server.should_exit = True
-        for part in (self.autoscaler, self.audit_lease, self.runner, self.tailer, self.audit_feed):
+        for part in (self.log_probe, self.autoscaler, self.audit_lease, self.runner, self.tailer, self.audit_feed):
             if part is not None:
                 part.stop()
         if self.roving is None:  # a parent of API workers: it started no control plane of its own

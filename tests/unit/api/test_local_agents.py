@@ -46,7 +46,7 @@ def test_an_agent_that_keeps_dying_waits_twice_as_long_each_time(tmp_path, monke
     try:
         assert wait_until(lambda: agents.kept[0].restarts >= 3)
         assert time.monotonic() - began >= 0.05 + 0.1 + 0.2  # three pauses, each twice the one before
-        assert agents.kept[0].pause in (0.4, 0.8)  # the next pause (0.8 once the fourth death was seen)
+        assert agents.kept[0].backoff.pause in (0.4, 0.8)  # the next pause (0.8 once the fourth death was seen)
     finally:
         agents.stop()
 
