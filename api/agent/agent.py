@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -25,10 +26,11 @@ from api.agent.ports import PortWatch, listening_of
 from api.agent.progress import ProgressRelay
 from api.agent.pulls import ImagePulls
 from api.agent.reports import Outcome, Reporter
-from api.agent.slots import Slot, adopt_jobs, confirm_adopted
+from api.agent.slots import Slot, adopt_jobs, confirm_adopted, stop_probes
 
 log = structlog.get_logger("roving.agent")
 OUTBOX_DRAIN_SECONDS = 120.0  # a restarted agent delivers what its predecessor left before registering anew
+DETACH = signal.SIGUSR1  # stop, leaving the jobs running for the next agent to adopt (`roving up`'s graceful stop)
 
 
 class Agent:
@@ -58,7 +60,7 @@ class Agent:
         self.pulls = ImagePulls(self.call, lambda: self.node_id, self.loop)
         self.ports = PortWatch(self.report_ports)
 
-    async def run(self, stop: asyncio.Event) -> None:
+    async def run(self, stop: asyncio.Event, detach: asyncio.Event | None = None) -> None:
         nc = beats = None
         try:
             adopted = self.adopt()
@@ -76,7 +78,10 @@ class Agent:
             if beats is not None:
                 beats.cancel()
                 await asyncio.gather(beats, return_exceptions=True)
-            await self.stop_all("agent stopped", report=True)
+            if detach is not None and detach.is_set():
+                await self.detach()
+            else:
+                await self.stop_all("agent stopped", report=True)
             await self.close_logs(nc)
 
     def adopt(self) -> list[Slot]:
@@ -314,9 +319,7 @@ class Agent:
         del self.slots[spec.allocation_id]
         self.finished.add((spec.allocation_id, spec.epoch))
         self.progress.forget(spec.allocation_id, spec.epoch)
-        for probe in (slot.probe, slot.liveness):
-            if probe is not None:
-                await asyncio.to_thread(probe.stop)
+        await stop_probes([slot])
         if exit_code != 0:
             self.metrics.failures.labels("exit").inc()
         if self.logs is not None:
@@ -350,6 +353,14 @@ class Agent:
         if slot is not None and slot.spec.epoch == entry.key[1] and not slot.fenced:
             slot.fenced = True
             slot.running.cancel(f"fenced: epoch {slot.spec.epoch} is stale")
+
+    async def detach(self) -> None:
+        """Leave every job running, its state on disk, for the next agent on this work directory to adopt (as after
+        a crash, but with the reports due sent first); its probes stop here and start again in the next agent."""
+        await self.drain()
+        await stop_probes(self.slots.values())
+        await self.reporter.flush()
+        self.log.info("agent.detached", allocations=sorted(self.slots))
 
     async def stop_all(self, reason: str, report: bool) -> None:
         """Cancel every process and wait for them; their exits are reported only when `report`."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
+import signal
 import sys
 import tempfile
 import threading
@@ -268,13 +269,16 @@ class Stack:
         node metrics on a free loopback port, which service discovery hands to Prometheus."""
         self.data_dir.chmod(0o700)
         workdir = local_work_dir(self.data_dir, self.settings.cluster)
+        # the token by environment, not a path in the command line: every user's `ps` shows command lines, while
+        # a process's environment is its own user's (and root's) to read
+        env = {**os.environ, "ROVING_TOKEN": (self.data_dir / "agent.token").read_text().strip()}
         for index in range(1, count + 1):
             argv = [sys.executable, "-c", AGENT_START, "--node", f"local-{index}", "--api", self.url,
-                    "--token-file", str(self.data_dir / "agent.token"), "--cpus", str(cpus), "--memory", str(memory),
+                    "--cpus", str(cpus), "--memory", str(memory),
                     "--definition", "local", "--workdir", str(workdir / f"local-{index}"), "--address", "127.0.0.1"]
             if metrics:  # the address is where the endpoint proxy reaches their services, too
                 argv += ["--metrics-port", str(self.metrics_port(index))]
-            self.agents.add(f"local-{index}", argv, self.data_dir / f"agent-local-{index}.log")
+            self.agents.add(f"local-{index}", argv, self.data_dir / f"agent-local-{index}.log", env=env)
 
     def metrics_port(self, index: int) -> int:
         """The port local-<index> served its metrics on before a restart, while it is free: a node registered as it
@@ -310,8 +314,26 @@ class Stack:
             if self.nats is not None:
                 self.nats.stop()
 
+    def stop_local_agents(self) -> None:
+        """A graceful stop: the local agents detach and their jobs run on, for the next `roving up` on this data dir
+        to adopt (ROVING_STOP_LOCAL_JOBS=true stops the jobs too, each ending with exit 143)."""
+        from api.agent.agent import DETACH
+
+        detach = not self.settings.stop_local_jobs
+        running = [name for name, count in self.local_jobs().items() if count] if detach else []
+        self.agents.stop(signum=DETACH if detach else signal.SIGTERM)
+        if running:
+            print(f"roving: jobs keep running on {', '.join(running)}; the next `roving up` on this data dir adopts "
+                  f"them (ROVING_STOP_LOCAL_JOBS=true stops them with the stack)", file=sys.stderr, flush=True)
+
+    def local_jobs(self) -> dict[str, int]:
+        """Local node name -> jobs its agent runs, from the agents' own job directories."""
+        workdir = local_work_dir(self.data_dir, self.settings.cluster)
+        return {kept.name: sum(1 for _ in (workdir / kept.name / ".roving-agent" / "jobs").glob("*"))
+                for kept in self.agents.kept}
+
     def _stop_parts(self) -> None:
-        self.agents.stop()
+        self.stop_local_agents()
         if self.server is not None:
             self.server.should_exit = True
         for part in (self.log_probe, self.autoscaler, self.audit_lease, self.runner, self.tailer, self.audit_feed):

@@ -9,6 +9,7 @@ growing pause (1 s doubling to 30 s), so a broken agent does not spin; the pause
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import threading
 import time
@@ -60,12 +61,13 @@ class LocalAgents:
         with self.lock:
             return [k.process for k in self.kept if k.process is not None]
 
-    def stop(self, grace: float = 10.0) -> None:
+    def stop(self, grace: float = 10.0, signum: int = signal.SIGTERM) -> None:
+        """Stop them all with `signum` (an agent detaches on SIGUSR1: its jobs run on), killed after `grace` s."""
         self.stopping.set()
         with self.lock:
             running = [k.process for k in self.kept if k.process is not None and k.process.poll() is None]
         for process in running:
-            process.terminate()
+            process.send_signal(signum)
         for process in running:
             try:
                 process.wait(grace)
