@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
+from adapters.nats_tls import with_tls
 from adapters.private_files import create_private, write_private
 
 ROLES = ("control", "agent", "federation", "reader")
@@ -173,9 +174,28 @@ def agent_url(url: str | None, agent: Credentials | None) -> str | None:
 def agent_log_url(url: str | None, data_dir: Path, agent_creds: Path | None = None) -> str | None:
     """`agent_url` with the agent credentials of a site's own (`ROVING_NATS_AGENT_CREDS`), else those
     `roving up` made in the data dir."""
-    path = agent_creds or Path(data_dir) / "nats" / "credentials" / "agent.creds"
+    if agent_creds is None:
+        return agent_url(url, role_credentials(Path(data_dir) / "nats", "agent"))
     try:
-        agent = read_credentials(path)
+        agent = read_credentials(agent_creds)
     except CredentialsError:
         agent = None
     return agent_url(url, agent)
+
+
+def role_credentials(store: Path, role: str) -> Credentials | None:
+    """The credentials `roving up`'s embedded server keeps for `role` in its store, if it keeps any."""
+    try:
+        return read_credentials(Path(store) / "credentials" / f"{role}.creds")
+    except CredentialsError:
+        return None
+
+
+def role_url(address: str, store: Path, role: str, tls: bool | None = None, secure: bool = True) -> str:
+    """How `role` reaches the embedded server whose store is `store`: `address` with the role's credentials (unless
+    the server is not `secure`) and, when the server speaks TLS (`tls`; None: when the store has a CA), its CA. The
+    one builder of a role's URL (the server itself, the soak, the benches)."""
+    ca = Path(store) / "tls" / "ca.pem"
+    url = with_tls(address, ca) if (ca.exists() if tls is None else tls) else address
+    credentials = role_credentials(store, role) if secure else None
+    return credentials.url(url) if credentials is not None else url
