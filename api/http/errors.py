@@ -101,7 +101,7 @@ async def on_unauthorized(request: Request, error: Unauthorized | LoginRefused) 
     return problem(401, reason)
 
 
-async def on_log_unavailable(request: Request, error: OperationalError | ServerRefused) -> Response:
+async def on_log_unavailable(request: Request, error: OperationalError) -> Response:
     """The log could not be reached, did not acknowledge in time, or refused the write for a reason of its own (a
     full disk refuses an atomic batch as "incomplete"): try again soon (a write whose acknowledgement was lost may
     have landed; reading back tells). What the log probe knows of the cause is said too."""
@@ -127,5 +127,5 @@ HANDLERS = {
     Invalid: on_invalid, msgspec.ValidationError: on_decode, msgspec.DecodeError: on_decode,
     BadRequest: on_bad_request, NotFound: on_not_found, Forbidden: on_forbidden, Conflict: on_conflict,
     StaleEpoch: on_stale_epoch, Busy: on_busy, Denied: on_denied, Unauthorized: on_unauthorized, LoginRefused: on_unauthorized,
-    HTTPException: on_http, OperationalError: on_log_unavailable, ServerRefused: on_log_unavailable,
+    HTTPException: on_http, OperationalError: on_log_unavailable,
 }
