@@ -16,6 +16,7 @@ from adapters.adoption import JobFiles, Orphan
 from adapters.build_plan import BUILD
 from adapters.cgroups import Cgroup, size_text
 from adapters.hooks import pre_hook_failure
+from adapters.listening import group_members, listening_ports
 from adapters.runspec import RunSpec, exit_code_of, format_seconds
 from adapters.transfer_plan import REASON_FILE, TRANSFER_KINDS
 
@@ -62,6 +63,11 @@ class Running:
         """(exit code, reason) once the process exited and its output was read; None on timeout."""
         self._done.wait(timeout)
         return self.result
+
+    def listening_ports(self) -> tuple[int, ...]:
+        """The TCP ports its processes listen on in the node's network (adapters/listening.py)."""
+        members = self.cgroup.pids() if self.cgroup is not None else group_members(self.proc.pid)
+        return listening_ports({self.proc.pid, *members})
 
     def release(self) -> None:
         """Forget the job's state on disk: call once its end is reported (or will never be)."""

@@ -321,26 +321,31 @@ class Workflow(TimedAggregate):
         that order settles each at most once, with the events in the order a sweep over every stage gave."""
         steps = self.book.steps
         queue = sorted({step.index for step in changed} | {steps[d].index for s in changed for d in s.dependents})
-        queued = set(queue)
+        queued, skipped = set(queue), list[list[Any]]()
         while queue:
             step = self.book.order[heapq.heappop(queue)]
-            if self._settle(step, at):
+            if self._settle(step, at, skipped):
                 for index in (steps[d].index for d in step.dependents):
                     if index not in queued:
                         queued.add(index)
                         heapq.heappush(queue, index)
+        self._flush_skips(skipped, at)
 
-    def _settle(self, step: StepState, at: datetime) -> bool:
+    def _settle(self, step: StepState, at: datetime, skipped: list[list[Any]]) -> bool:
+        """Skip a step whose conditions can never hold (every stage of it not yet begun), or ready what may start.
+        Skips cascade down a chain in one pass: they are gathered into one StepsSkipped event (a 3,000-job chain's
+        failure is one event, where one event per stage overflowed a commit), saved before any readiness after it."""
         if step.next_free() is None:
             return False
         needs = step.definition.template.dependencies
         verdicts = [condition(n.name, n.status, self.book.outcome(n.name)) for n in needs]
         never = next((v for v in verdicts if v.never), None)
         if never is not None:
-            while (offset := step.next_free()) is not None:
-                self._skipped(stage=step.definition.stage_name(offset), reason=f"Canceled: {never.reason}",
-                              by_design=never.by_design, by="workflow", at=at)
+            reason = f"Canceled: {never.reason}"
+            self._skip_step(step, reason, never.by_design)  # now: the steps after it see it canceled
+            skipped.append([step.name, reason, never.by_design])
             return True
+        self._flush_skips(skipped, at)
         moved = False
         while all(v.holds for v in verdicts) and step.has_slot() and (offset := step.next_free()) is not None:
             self._readied(stage=step.definition.stage_name(offset), by="workflow", at=at)
@@ -465,10 +470,27 @@ class Workflow(TimedAggregate):
 
     @event("StageSkipped")
     def _skipped(self, stage: str, reason: str, by_design: bool, by: str, at: datetime) -> None:
-        state = self.book.touch(stage)
+        self._skip_stage(self.book.touch(stage), reason, by_design)
+
+    @event("StepsSkipped")
+    def _steps_skipped(self, steps: list[list[Any]], by: str, at: datetime) -> None:
+        """[step, reason, by design] of steps whose every stage not yet begun was canceled, in the order decided."""
+        for name, reason, by_design in steps:
+            self._skip_step(self.book.steps[name], reason, by_design)  # a no-op while deciding: done already
+
+    def _skip_step(self, step: StepState, reason: str, by_design: bool) -> None:
+        while (offset := step.next_free()) is not None:
+            self._skip_stage(self.book.touch(step.definition.stage_name(offset)), reason, by_design)
+
+    def _skip_stage(self, state: StageState, reason: str, by_design: bool) -> None:
         state.by_design, state.reason = by_design, reason
         self.book.accidental_skips += not by_design
         self.book.move(state, StageStatus.CANCELED)
+
+    def _flush_skips(self, skipped: list[list[Any]], at: datetime) -> None:
+        if skipped:
+            self._steps_skipped(steps=list(skipped), by="workflow", at=at)
+            skipped.clear()
 
     @event("Canceled")
     def _canceled(self, reason: str, by: str, at: datetime) -> None:

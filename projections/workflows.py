@@ -14,7 +14,7 @@ from uuid import UUID
 import msgspec
 
 from domain.workflow import Workflow
-from projections.activity import ActivityRow, activity
+from projections.activity import ActivityRow, activity, skipped_rows
 from projections.base import Mirror, Projection, as_uuid, on
 
 
@@ -138,6 +138,9 @@ class WorkflowsView(Projection):
     def _replay(self, event: Any) -> None:
         self.mirror.apply(event)
         self.updated[event.originator_id] = getattr(event, "at", None) or event.timestamp
+        if type(event).__qualname__ == "Workflow.StepsSkipped":  # a cascade: one line per step it canceled
+            self.activity.setdefault(event.originator_id, []).extend(skipped_rows(self.applying, event))
+            return
         self._record(event.originator_id, event, getattr(event, "stage", None) or getattr(event, "service", None))
         self._time(event)
 

@@ -62,8 +62,9 @@ class DuplicateBatch(Exception):
     """The server already holds a message id of this batch: it was committed before."""
 
 
-class ServerRefused(Exception):
-    """Any other refusal by the server, with its code."""
+class ServerRefused(OperationalError):
+    """Any other refusal by the server, with its code. An OperationalError: the store failed the write (a full disk
+    refuses an atomic batch as "incomplete", 10176), so callers treat it as the log being unavailable."""
 
     def __init__(self, err_code: int | None, description: str) -> None:
         super().__init__(f"{description} (err_code {err_code})")

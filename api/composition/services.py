@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from adapters.audit_log import AuditLog
+    from adapters.log_probe import LogProbe
     from adapters.traffic import EndpointTraffic
     from api.composition.settings import Settings
     from api.composition.wakeups import AssignmentWaiters
@@ -59,3 +60,4 @@ class Services:
     positions: PositionWaiters | None = None  # read-your-writes by log position (api.http.positions)
     audit_owner: Callable[[], str | None] | None = None  # where the audit runs, when another worker holds it
     prometheus_url: str = ""  # `roving up --monitoring`'s Prometheus: the dashboard's charts ask it for history
+    log_probe: LogProbe | None = None  # whether the log takes writes now (adapters/log_probe.py): /readyz

@@ -33,6 +33,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     local_node_cpus: int = 4
     local_node_memory: int = 8 * 2**30
     local_agent_restart: bool = True  # `roving up` starts a local agent again when it dies
+    stop_local_jobs: bool = False  # a graceful stop of `roving up` stops the local jobs too (default: they run on)
     nats_url: str | None = None  # with the control plane's credentials in it, when a site gives them
     nats_agent_creds: Path | None = None  # the user file agents get for the job log (ROVING_NATS_AGENT_CREDS)
     cluster: str = "local"
@@ -84,6 +85,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         local_node_cpus=_count(env, "ROVING_LOCAL_NODE_CPUS", defaults.local_node_cpus, minimum=1),
         local_node_memory=_memory(env.get("ROVING_LOCAL_NODE_MEMORY"), defaults.local_node_memory),
         local_agent_restart=_flag(env, "ROVING_LOCAL_AGENT_RESTART", defaults.local_agent_restart),
+        stop_local_jobs=_flag(env, "ROVING_STOP_LOCAL_JOBS", defaults.stop_local_jobs),
         nats_url=_nats_url(env),
         nats_agent_creds=_creds_path(env, "ROVING_NATS_AGENT_CREDS"),
         cluster=_cluster(env.get("ROVING_CLUSTER"), defaults.cluster),

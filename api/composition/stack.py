@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
+import signal
 import sys
 import tempfile
 import threading
@@ -16,14 +17,16 @@ import structlog
 import uvicorn
 from eventsourcing.persistence import OperationalError
 
-from adapters.auth.password_hash import hash_password, verify_password
+from adapters.auth.password_hash import ScryptPasswords
 from adapters.auth.tokens import Identity, issue, issue_webhook, load_or_create_key
 from adapters.jetstream.connection import Connection
 from adapters.leases import Leases
+from adapters.log_probe import LogProbe
 from adapters.nats_auth import agent_log_url
 from adapters.nats_owner import death_signal
 from adapters.nats_server import NatsServer, free_port, port_is_taken
 from adapters.nats_supervisor import Supervisor
+from adapters.private_files import write_private
 from adapters.secret_store import open_secret_store
 from api.composition.audit_lease import AuditByLease
 from api.composition.services import Services
@@ -51,23 +54,15 @@ def local_work_dir(data_dir: Path, cluster: str) -> Path:
     return Path(tempfile.gettempdir()) / f"roving-work-{cluster}-{digest}"
 
 
-class ScryptPasswords:
-    """The password hasher the application is given: scrypt, salted, constant-time verification."""
-
-    def hash(self, password: str) -> str:
-        return hash_password(password)
-
-    def verify(self, password: str, stored: str) -> bool:
-        return verify_password(password, stored)
-
-
 def write_secret(path: Path, text: str) -> None:
     """A file only its owner can read (0600), replaced atomically (API workers may write it at once)."""
-    tmp = path.with_suffix(f"{path.suffix}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(text + "\n")
-    os.replace(tmp, path)
+    write_private(path, text + "\n")
+
+
+def password_hasher() -> ScryptPasswords:
+    """The hasher the application is given: at most one hash per core in memory at once (128 MiB each), and a
+    weaker stored hash made again at its next right login."""
+    return ScryptPasswords()
 
 
 def strong_password() -> str:
@@ -112,6 +107,7 @@ class Stack:
         self.monitoring = None
         self.autoscaler = self.refused_alerts = None
         self.runner = self.tailer = self.leases = self.roving = None  # what start() builds; stop() skips what is None
+        self.log_probe: LogProbe | None = None
         self.audit_lease: AuditByLease | None = None  # audit="lease": the audit runs while this runner leads
 
     @property
@@ -132,7 +128,7 @@ class Stack:
                                          priorities=self.views.tenancy.owner_priorities,
                                          allocations_of_owner=self.views.queue.live_allocations_of,
                                          segments=lambda: node_segments(self.views.nodes))
-        self.roving = Roving(env=env, passwords=ScryptPasswords(), read_models=read_models)
+        self.roving = Roving(env=env, passwords=password_hasher(), read_models=read_models)
         self.key = load_or_create_key(self.data_dir / "signing.key")
         self._bootstrap_admin()
         from adapters.tailer import Tailer
@@ -152,6 +148,7 @@ class Stack:
         self.signals.listen(self.positions.observe)
         self.tailer.start()
         self.leases = Leases(Connection(nats_url, cluster), ttl=self.settings.node_lease_seconds)
+        self.log_probe = LogProbe(self.leases.connection, store=self._embedded_store()).start()
         self.runner = None
         if self.with_scheduler:
             self.runner = SchedulerRunner(self.roving, self.views, self.tailer, self.leases,
@@ -174,6 +171,7 @@ class Stack:
             agent_nats_url=agent_log_url(nats_url, self.data_dir, self.settings.nats_agent_creds) or "",
             runner=self.runner, audit=self.audit, waiters=self.waiters,
             secrets=open_secret_store(self.roving, self.data_dir), traffic=self.traffic, positions=self.positions,
+            log_probe=self.log_probe,
         )
         if self.with_audit == "lease" and self.runner is not None:
             self._follow_audit_lease(cluster)
@@ -224,6 +222,11 @@ class Stack:
         self.supervisor = Supervisor(self.nats, on_restart=NATS_RESTARTS.inc).start()
         return self.nats.url
 
+    def _embedded_store(self) -> Path | None:
+        """The store of `roving up`'s own server (this process's, or its parent's for an API worker), if any."""
+        store = self.data_dir / "nats"
+        return store if not self.settings.nats_url or (store / "jetstream").is_dir() else None
+
     def _logs(self, nats_url: str, cluster: str) -> LogReader:
         return LogReader(self.leases.connection, cluster)
 
@@ -272,13 +275,16 @@ class Stack:
         node metrics on a free loopback port, which service discovery hands to Prometheus."""
         self.data_dir.chmod(0o700)
         workdir = local_work_dir(self.data_dir, self.settings.cluster)
+        # the token by environment, not a path in the command line: every user's `ps` shows command lines, while
+        # a process's environment is its own user's (and root's) to read
+        env = {**os.environ, "ROVING_TOKEN": (self.data_dir / "agent.token").read_text().strip()}
         for index in range(1, count + 1):
             argv = [sys.executable, "-c", AGENT_START, "--node", f"local-{index}", "--api", self.url,
-                    "--token-file", str(self.data_dir / "agent.token"), "--cpus", str(cpus), "--memory", str(memory),
-                    "--definition", "local", "--workdir", str(workdir / f"local-{index}")]
-            if metrics:
-                argv += ["--metrics-port", str(self.metrics_port(index)), "--address", "127.0.0.1"]
-            self.agents.add(f"local-{index}", argv, self.data_dir / f"agent-local-{index}.log")
+                    "--cpus", str(cpus), "--memory", str(memory),
+                    "--definition", "local", "--workdir", str(workdir / f"local-{index}"), "--address", "127.0.0.1"]
+            if metrics:  # the address is where the endpoint proxy reaches their services, too
+                argv += ["--metrics-port", str(self.metrics_port(index))]
+            self.agents.add(f"local-{index}", argv, self.data_dir / f"agent-local-{index}.log", env=env)
 
     def metrics_port(self, index: int) -> int:
         """The port local-<index> served its metrics on before a restart, while it is free: a node registered as it
@@ -316,11 +322,30 @@ class Stack:
             if self.nats is not None:
                 self.nats.stop()
 
+    def stop_local_agents(self) -> None:
+        """A graceful stop: the local agents detach and their jobs run on, for the next `roving up` on this data dir
+        to adopt (ROVING_STOP_LOCAL_JOBS=true stops the jobs too, each ending with exit 143)."""
+        from api.agent.agent import DETACH
+
+        detach = not self.settings.stop_local_jobs
+        running = [name for name, count in self.local_jobs().items() if count] if detach else []
+        self.agents.stop(signum=DETACH if detach else signal.SIGTERM)
+        if running:
+            print(f"roving: jobs keep running on {', '.join(running)}; the next `roving up` on this data dir adopts "
+                  f"them (ROVING_STOP_LOCAL_JOBS=true stops them with the stack)", file=sys.stderr, flush=True)
+
+    def local_jobs(self) -> dict[str, int]:
+        """Local node name -> jobs its agent runs, from the agents' own job directories."""
+        workdir = local_work_dir(self.data_dir, self.settings.cluster)
+        return {kept.name: sum(1 for _ in (workdir / kept.name / ".roving-agent" / "jobs").glob("*"))
+                for kept in self.agents.kept}
+
     def _stop_parts(self) -> None:
-        self.agents.stop()
+        self.stop_local_agents()
         if self.server is not None:
             self.server.should_exit = True
-        for part in (self.autoscaler, self.refused_alerts, self.audit_lease, self.runner, self.tailer, self.audit_feed):
+        for part in (self.log_probe, self.autoscaler, self.refused_alerts, self.audit_lease, self.runner, self.tailer,
+                     self.audit_feed):
             if part is not None:
                 part.stop()
         if self.roving is None:  # a parent of API workers: it started no control plane of its own

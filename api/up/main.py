@@ -21,6 +21,8 @@ Settings come from the environment:
   ROVING_LISTEN              HTTP address (default 127.0.0.1:8080)
   ROVING_LOCAL_NODES         local agents to start (default 2)
   ROVING_LOCAL_AGENT_RESTART start a local agent again when it dies (default true; false to study node loss)
+  ROVING_STOP_LOCAL_JOBS     a stop of roving up stops the local jobs too (default false: they run on, and the
+                             next roving up on this data dir adopts them)
   ROVING_LOCAL_NODE_CPUS     cpus each local node declares (default 4)
   ROVING_LOCAL_NODE_MEMORY   memory each local node declares (default 8GiB)
   ROVING_NATS_URL            use this NATS (cluster) instead of starting one
@@ -198,7 +200,7 @@ def _run_workers(settings, local_agents: bool, monitoring: dict[str, str] | None
     except KeyboardInterrupt:
         return 0
     finally:
-        stack.agents.stop()  # agents before the workers they talk to, and NATS last
+        stack.stop_local_agents()  # agents before the workers they talk to, and NATS last
         if pool is not None:
             pool.stop()
         stack.stop()

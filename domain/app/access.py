@@ -13,6 +13,7 @@ from uuid import UUID
 
 from domain.app.errors import Forbidden, NotFound
 from domain.app.ids import node_id
+from domain.ids import as_uuid
 from domain.endpoint import Endpoint, OwnerKind
 from domain.tenancy import Role, Source
 from domain.tenancy.permissions import (
@@ -55,7 +56,7 @@ def check_visible(principal: Principal, thing: Resource | Endpoint | None, what:
 
 def work(owner: Any, kind: str = "workflow") -> Resource:
     """A workflow's or allocation's resource from its owner (a dict of ids, or a view's Struct)."""
-    org, group, user = (_uuid(_owner_field(owner, k)) for k in ("organization", "group", "user"))
+    org, group, user = (as_uuid(_owner_field(owner, k)) for k in ("organization", "group", "user"))
     return Resource(kind, org, group, user)
 
 
@@ -240,15 +241,6 @@ def _owner_field(owner: Any, key: str) -> Any:
     if isinstance(owner, dict):
         return owner.get(f"{key}_id") or owner.get(key)
     return getattr(owner, f"{key}_id", None)
-
-
-def _uuid(value: Any) -> UUID | None:
-    if value is None or isinstance(value, UUID):
-        return value
-    try:
-        return UUID(str(value))
-    except ValueError:
-        return None
 
 
 def posix_id_setter(principal: Principal) -> None:

@@ -97,8 +97,10 @@ class TenancyHandlers:
             reason, _ = self.strangers.fail(username, at)
             raise LoginRefused(reason)
         user = self.uow.repository.get(uid)
-        ok = self.passwords.verify(password, user.password_hash)
-        stale = self._needs_rehash(user.password_hash)
+        # A locked account refuses even the right password and says so to anyone: no hash to spend on it
+        locked = not user.disabled and user.is_locked(at)
+        ok = not locked and self.passwords.verify(password, user.password_hash)
+        stale = not locked and self._needs_rehash(user.password_hash)
         outcome = user.login(ok, at)
         if stale:  # a right password is stored again; a wrong one costs what a current hash would
             new_hash = self.passwords.hash(password)

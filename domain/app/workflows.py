@@ -22,6 +22,7 @@ from domain.app.volumes import VolumeHandlers
 from domain.fuzzfile import Problem, parse_fuzzfile
 from domain.fuzzfile.schema import Workflow as Fuzzfile
 from domain.fuzzfile.semantics import StageStatus
+from domain.node import Node
 from domain.scheduler.priority import check_workflow_priority
 from domain.scheduler.snapshot import Definition
 from domain.tenancy.permissions import Principal
@@ -36,6 +37,7 @@ class AgentReport(Protocol):
     event: str
     exit_code: int | None
     reason: str
+    listening: Sequence[int] | None
 
 
 class WorkflowHandlers:
@@ -119,9 +121,10 @@ class WorkflowHandlers:
 
     @command
     def report(self, node: UUID, allocation: UUID, epoch: int, event: str, exit_code: int | None,
-               reason: str, at: datetime) -> None:
+               reason: str, at: datetime, listening: tuple[int, ...] | None = None) -> None:
         """An agent's report, idempotent: the same report again is a no-op; one from a placement the control
-        plane has moved past (another epoch or node, or an allocation that ended otherwise) is StaleEpoch."""
+        plane has moved past (another epoch or node, or an allocation that ended otherwise) is StaleEpoch.
+        A service's `ready` carries `listening`, the TCP ports its own processes listen on (None: not said)."""
         alloc = self.uow.load(Allocation, allocation, "allocation")
         if str(node) not in alloc.nodes or alloc.epoch != epoch:
             raise StaleEpoch(f"allocation {allocation} is not running at epoch {epoch} on this node")
@@ -141,7 +144,7 @@ class WorkflowHandlers:
         if event == "exited":
             self._exited(alloc, code, at, reason)
         elif event == "ready":
-            self._ready(alloc, at)
+            self._ready(alloc, at, listening)
         elif event == "unready":
             self._unready(alloc, reason or "readiness probe failed", at)
 
@@ -153,7 +156,8 @@ class WorkflowHandlers:
         with self.uow.deferring():
             for r in reports:
                 try:
-                    self.report(node, r.allocation_id, r.epoch, r.event, r.exit_code, r.reason, at)
+                    listening = tuple(r.listening) if r.listening is not None else None
+                    self.report(node, r.allocation_id, r.epoch, r.event, r.exit_code, r.reason, at, listening)
                 except (StaleEpoch, NotFound, Invalid, Conflict) as refused:
                     outcomes.append(refused)
                 else:
@@ -179,18 +183,27 @@ class WorkflowHandlers:
             raise StaleEpoch(str(error)) from error
         self.uow.save(workflow)
 
-    def _ready(self, alloc: Allocation, at: datetime) -> None:
+    def _ready(self, alloc: Allocation, at: datetime, listening: tuple[int, ...] | None = None) -> None:
         workflow = self.uow.load(Workflow, alloc.workflow_id, "workflow")
         stage = workflow.stage(alloc.stage)
         if stage.status is StageStatus.RUNNING and stage.attempt == alloc.attempt:
-            self._ready_again(workflow, alloc, at)  # or readiness reported again: a no-op
+            self._ready_again(workflow, alloc, at, listening)  # or readiness (and its ports) reported again
             return
         try:
             workflow.stage_running(alloc.stage, alloc.attempt, at=at, by="agent")
         except WorkflowError as error:
             raise StaleEpoch(str(error)) from error
-        bound = self.endpoints.service_ready(workflow, alloc.stage, at)
+        bound = self.endpoints.service_ready(workflow, alloc.stage, at, self._node_host(alloc), listening)
         self.uow.save(workflow, *self.allocations.request_ready(workflow, "agent", at), *bound)
+
+    def _node_host(self, alloc: Allocation) -> str:
+        """Where the proxy reaches the allocation's service: the address its node's agent registered."""
+        if not alloc.nodes:
+            return ""
+        try:
+            return self.uow.load(Node, UUID(alloc.nodes[0]), "node").capacity.agent_address
+        except NotFound:  # the node was removed meanwhile: no target (the endpoint is not bound)
+            return ""
 
     def _rank_exited(self, alloc: Allocation, node: str, exit_code: int, at: datetime) -> None:
         """One rank of a multinode allocation: recorded once; the stage ends when the last rank has exited."""
@@ -206,10 +219,16 @@ class WorkflowHandlers:
             return self.uow.save(alloc)
         self._stage_ended(alloc, alloc.exit_code or 0, at, alloc.reason if alloc.exit_code else "")
 
-    def _ready_again(self, workflow: Workflow, alloc: Allocation, at: datetime) -> None:
-        """An unready service passes its probe again: back into its endpoint."""
-        if workflow.service_ready_again(alloc.stage, alloc.attempt, at=at):
-            self.uow.save(workflow, *self.endpoints.service_ready(workflow, alloc.stage, at))
+    def _ready_again(self, workflow: Workflow, alloc: Allocation, at: datetime,
+                     listening: tuple[int, ...] | None = None) -> None:
+        """An unready service passes its probe again: back into its endpoint. A ready one saying anew which ports
+        it listens on (it opened or closed one) updates its endpoints; the same news again changes nothing."""
+        again = workflow.service_ready_again(alloc.stage, alloc.attempt, at=at)
+        if not again and listening is None:
+            return
+        bound = self.endpoints.service_ready(workflow, alloc.stage, at, self._node_host(alloc), listening)
+        if again or bound:
+            self.uow.save(workflow, *bound)
 
     def _unready(self, alloc: Allocation, reason: str, at: datetime) -> None:
         """A ready service's probe fails: out of its endpoint (another replica serves, or the proxy answers 503),

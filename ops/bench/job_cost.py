@@ -34,8 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from e2e import ENDED, ONE_JOB, Stack, drained, submit, wait_ended  # noqa: E402 - ops/bench, beside this file
 
-from adapters.nats_auth import read_credentials  # noqa: E402
-from adapters.nats_tls import connect_options, with_tls  # noqa: E402
+from adapters.nats_auth import role_url  # noqa: E402
+from adapters.nats_tls import connect_options  # noqa: E402
 
 SAMPLE = re.compile(r'^(roving_log_commits_total|roving_log_batches_total|roving_log_requests_total|'
                     r'roving_http_requests_total|roving_scheduler_pass_seconds_count|roving_scheduler_pass_seconds_sum)'
@@ -63,10 +63,7 @@ async def stream_state(data_dir: Path) -> dict[str, tuple[int, int]]:
     """Each stream's messages and bytes, read as the control plane reads the log (its credentials, its CA)."""
     store = data_dir / "nats"
     port = re.search(r'listen: "127\.0\.0\.1:(\d+)"', (store / "roving.conf").read_text()).group(1)
-    url, ca = f"nats://127.0.0.1:{port}", store / "tls" / "ca.pem"
-    url = with_tls(url, ca) if ca.exists() else url
-    creds = store / "credentials" / "control.creds"
-    url = read_credentials(creds).url(url) if creds.exists() else url
+    url = role_url(f"nats://127.0.0.1:{port}", store, "control")
     nc = await nats.connect(**connect_options(url))
     try:
         return {info.config.name: (info.state.messages, info.state.bytes) for info in await nc.jsm().streams_info()}

@@ -46,13 +46,15 @@ def all_pids() -> list[int]:
 
 
 def owned(data_dir: Path) -> list[int]:
-    """Every live process whose command line or working directory names this data dir (jobs, agents, nats)."""
+    """Every live process whose command line, working directory or ROVING_DATA_DIR names this data dir (jobs,
+    agents, nats)."""
     root, mine = str(data_dir), os.getpid()
     found = []
     for pid in all_pids():
         if pid == mine:
             continue
-        if (any(root in part for part in cmdline(pid)) or cwd(pid).startswith(root)) and alive(pid):
+        named = any(root in part for part in cmdline(pid)) or cwd(pid).startswith(root)
+        if (named or environ(pid).get("ROVING_DATA_DIR") == root) and alive(pid):
             found.append(pid)
     return found
 
@@ -64,11 +66,11 @@ def nats_pids(data_dir: Path) -> list[int]:
 
 
 def agent_pids(data_dir: Path) -> dict[str, int]:
-    """node name -> pid of each live agent started with this data dir's agent token."""
-    token, found = str(data_dir / "agent.token"), {}
+    """node name -> pid of each live agent `roving up` started on this data dir."""
+    found = {}
     for pid in owned(data_dir):
         args = cmdline(pid)
-        if token in args and "--node" in args:
+        if "--node" in args and any("agent_main" in part for part in args):
             found[args[args.index("--node") + 1]] = pid
     return found
 

@@ -134,7 +134,7 @@ def histories(stack: SoakStack, tally: Tally, events: list[Event]) -> None:
 def run(seed: int, duration: float, kinds: tuple[str, ...], workers: int = 4, nodes: int = 3, lease: float = 3.0,
         settle_bound: float = 180.0, outstanding: int = 24, keep: bool = False) -> dict[str, Any]:
     root = Path(tempfile.mkdtemp(prefix=f"roving-soak-{seed}-"))
-    tally, stack = Tally(seed), SoakStack(root, nodes=nodes, lease=lease)
+    tally, stack = Tally(seed), SoakStack(root, nodes=nodes, lease=lease, own_store="diskfull" in kinds)
     began = time.monotonic()
     summary: dict[str, Any] = {"seed": seed, "duration_s": duration}
     injector = None

@@ -30,6 +30,7 @@ class LocalStack:
                "ROVING_LOCAL_NODES": str(nodes), "ROVING_LOCAL_NODE_CPUS": "2", "ROVING_LOCAL_NODE_MEMORY": "2GiB",
                "ROVING_NODE_LEASE": str(lease_seconds), "ROVING_LOG_FORMAT": "console", **(settings or {})}
         env.pop("ROVING_NATS_URL", None)
+        self.cluster = env.get("ROVING_CLUSTER") or "local"
         self.log = open(data_dir / "stack.log", "wb")  # noqa: SIM115 - closed in stop()
         argv = [*(command or (sys.executable, "-c", UP)), *args]
         self.process = subprocess.Popen(argv, env=env, stdout=self.log, stderr=subprocess.STDOUT,
@@ -108,7 +109,9 @@ class LocalStack:
     def events(self, workflow_id: str) -> list[dict]:
         return self.client.get(f"/v4/workflows/{workflow_id}/events").json()["events"]
 
-    def stop(self) -> None:
+    def stop(self, keep_jobs: bool = False) -> None:
+        """Stop `roving up` (gracefully: its agents detach and their jobs run on) and, unless `keep_jobs`, end
+        those jobs too, so no test leaves a process behind."""
         if self.client is not None:
             self.client.close()
         if self.process.poll() is None:
@@ -119,6 +122,31 @@ class LocalStack:
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait()
         self.log.close()
+        if not keep_jobs:
+            for pid in self.job_pids():
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+    @property
+    def work_dir(self) -> Path:
+        from api.composition.stack import local_work_dir
+
+        return local_work_dir(self.data_dir, self.cluster)
+
+    def job_pids(self) -> list[int]:
+        """The processes working under this stack's local work directory: its jobs (and their children)."""
+        root, found = str(self.work_dir), []
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                if os.readlink(f"/proc/{name}/cwd").startswith(root):
+                    found.append(int(name))
+            except OSError:
+                continue
+        return found
 
 
 def dump(value: object) -> str:

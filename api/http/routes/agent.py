@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import secrets as secrets_module
 from datetime import timedelta
-from typing import Literal
+from typing import Annotated, Literal
 from uuid import UUID
 
 import msgspec
@@ -25,6 +25,10 @@ from domain.tenancy import Role, Source
 MAX_WAIT_SECONDS = 30
 NODE_TOKEN_TTL = timedelta(days=30)  # as the shared agent token `roving up` writes
 ADVISORY = frozenset({"started", "ran_on_host"})  # reports the application records no event for
+
+
+Port = Annotated[int, msgspec.Meta(ge=1, le=65535)]
+MAX_LISTENING = 1024  # ports one readiness may name: each is stored in the endpoint's events
 
 
 class Register(msgspec.Struct):
@@ -53,6 +57,8 @@ class Report(msgspec.Struct):
     exit_code: int | None = None
     reason: str = ""
     ports: list[int | dict] = []
+    # `ready`: the TCP ports the service's own processes listen on, as the agent saw them (older agents: None)
+    listening: Annotated[list[Port], msgspec.Meta(max_length=MAX_LISTENING)] | None = None
 
 
 def agent_only(request: Request, node: UUID | None = None) -> None:
@@ -175,7 +181,9 @@ async def report(request: Request) -> Response:
     agent_only(request, b.node_id)
     if b.event in ADVISORY and await c.call(running_here, svc.views, b):
         return c.json({"ok": True})
-    await c.call(svc.roving.report, b.node_id, b.allocation_id, b.epoch, b.event, b.exit_code, b.reason, c.now())
+    listening = tuple(b.listening) if b.listening is not None else None
+    await c.call(svc.roving.report, b.node_id, b.allocation_id, b.epoch, b.event, b.exit_code, b.reason, c.now(),
+                 listening)
     return c.json({"ok": True})
 
 

@@ -1,5 +1,6 @@
 """Liveness and readiness: /healthz answers while the process serves; /readyz once the views caught up and
-while the log is reachable (a load balancer stops sending commands that could only fail)."""
+while the log takes writes (a load balancer stops sending commands that could only fail): 503 naming the cause
+within seconds of a full disk, a frozen or an unreachable server, and 200 again once writes land."""
 
 from __future__ import annotations
 
@@ -35,6 +36,9 @@ def log_connections(svc: Any) -> list[Any]:
 def not_ready_because(svc: Any) -> str | None:
     if any(not connection.reachable for connection in log_connections(svc)):
         return "the log (NATS JetStream) is unreachable"
+    probe = getattr(svc, "log_probe", None)  # a connection that is up may still take no writes (frozen, disk full)
+    if probe is not None and (failure := probe.failure()):
+        return failure
     if not caught_up(svc.tailer):
         return "the views are catching up with the log"
     return None

@@ -15,6 +15,7 @@ from starlette.routing import Route
 from adapters.auth.tokens import WEBHOOK_TTL, Identity
 from api.http import answers as shapes
 from api.http.answers import TokenPair, Whoami, answers
+from api.http import logins
 from api.http.routes import common as c
 from api.http.routes import sessions
 from api.http.routes.names import Names, names
@@ -262,7 +263,8 @@ async def login(request: Request) -> Response:
     never leaves this function."""
     wanted, svc = await c.body(request, Login), c.services(request)
     at = c.now()
-    user = await c.call(svc.roving.login, wanted.username, wanted.password, at)
+    user = await logins.gate(request).check(wanted.username, logins.address_of(request), svc.roving.login,
+                                            wanted.username, wanted.password, at)
     await c.settle(request)  # the token names an account: the views know it before the caller can use it
     known = svc.views.tenancy.principal_for(user.id)
     identity = Identity(user_id=user.id, username=user.username, role=user.role, organization_id=user.organization_id,
@@ -273,9 +275,10 @@ async def login(request: Request) -> Response:
 @answers(shapes.Changed)
 async def change_password(request: Request) -> Response:
     """The caller's own password; the current one is asked for again, so a stolen token cannot take the account."""
-    wanted = await c.body(request, PasswordChange)
-    await c.call(c.services(request).roving.tenancy.change_password, c.principal(request), wanted.current_password,
-                 wanted.new_password, c.now())
+    wanted, who = await c.body(request, PasswordChange), c.principal(request)
+    await logins.gate(request).check(who.username, logins.address_of(request),
+                                     c.services(request).roving.tenancy.change_password, who,
+                                     wanted.current_password, wanted.new_password, c.now())
     await c.settle(request)
     return c.json({"changed": True})
 

@@ -9,7 +9,6 @@ decisions as this cluster's work. Stop on another cluster's workflow is refused 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import time
 from typing import Annotated, Any, Literal
 from uuid import UUID, uuid4, uuid5
@@ -234,9 +233,9 @@ async def stage_log(request: Request) -> Response:
     logs = c.services(request).logs
     if logs is None:
         raise NotFound("logs (this control plane has no log stream)")
-    found = logs.read(str(detail.id), stage)
-    text = await found if inspect.isawaitable(found) else found
-    return PlainTextResponse(text.decode("utf-8", errors="replace") if isinstance(text, bytes) else str(text))
+    # off the loop: the reader blocks on the log, retrying for up to a minute while it is unreachable
+    text = await c.call(logs.read, str(detail.id), stage)
+    return PlainTextResponse(text.decode("utf-8", errors="replace"))
 
 
 async def member_log(found: Located, stage: str) -> Response:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from starlette.middleware.exceptions import ExceptionMiddleware
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route, Router
@@ -62,7 +63,9 @@ class UiGate:
     API's bearer-token auth untouched."""
 
     def __init__(self, app: ASGIApp) -> None:
-        self.app, self.router = app, Router(routes=ui_routes())
+        # Its own exception layer: these routes run ahead of the app's, so a static file's 404 (an HTTPException)
+        # would otherwise reach the server as an unhandled error, a 500
+        self.app, self.router = app, ExceptionMiddleware(Router(routes=ui_routes()))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")

@@ -49,10 +49,12 @@ class SyncTailer:
 
 
 class FakeLogs:
+    """The control plane's LogReader as the routes see it: a synchronous read (it may block, retrying an outage)."""
+
     def __init__(self) -> None:
         self.lines: dict[tuple[str, str], bytes] = {}
 
-    async def read(self, workflow_id: str, stage: str) -> bytes:
+    def read(self, workflow_id: str, stage: str) -> bytes:
         return self.lines.get((workflow_id, stage), b"")
 
 

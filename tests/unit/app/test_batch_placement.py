@@ -66,6 +66,7 @@ def test_two_task_ends_reported_together_start_the_next_two_tasks_once_each():
         def __init__(self, allocation):
             self.allocation_id, self.epoch, self.event, self.exit_code, self.reason = allocation, epochs[allocation], \
                 "exited", 0, ""
+            self.listening = None
 
     assert roving.report_all(node, [Exit(a) for a in running], now) == [None, None]
     following = [allocation_id(wid, name, 1) for name in sorted(roving.repository.get(wid).stages)[2:]]
