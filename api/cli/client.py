@@ -128,12 +128,17 @@ class Client:
             self.position = int(raw)
             self.http.headers["Roving-Position"] = raw
 
-    def request(self, method: str, path: str, **kwargs: Any) -> Any:
+    def send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        """The server's answer as it is (an expired access token renewed once); ApiError only if unreachable."""
         response = self._send(method, path, **kwargs)
         if self.renew is not None and expired(response):
             self.token = self.renew(self.token)
             self.http.headers["Authorization"] = f"Bearer {self.token}"
             response = self._send(method, path, **kwargs)
+        return response
+
+    def request(self, method: str, path: str, **kwargs: Any) -> Any:
+        response = self.send(method, path, **kwargs)
         if response.status_code >= 400:
             raise ApiError(f"{message_of(response)} (HTTP {response.status_code})")
         if response.headers.get("content-type", "").startswith("application/json"):

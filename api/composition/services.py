@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from adapters.audit_log import AuditLog
+    from adapters.object_store import ObjectStore
     from adapters.traffic import EndpointTraffic
     from api.composition.settings import Settings
     from api.composition.wakeups import AssignmentWaiters
@@ -58,3 +59,4 @@ class Services:
     traffic: EndpointTraffic | None = None  # requests through the endpoint proxy, which the autoscaler reads
     positions: PositionWaiters | None = None  # read-your-writes by log position (api.http.positions)
     audit_owner: Callable[[], str | None] | None = None  # where the audit runs, when another worker holds it
+    objects: ObjectStore | None = None  # people's objects (adapters.object_store), streamed through the API

@@ -169,9 +169,17 @@ class Stack:
             runner=self.runner, audit=self.audit, waiters=self.waiters,
             secrets=open_secret_store(self.roving, self.data_dir), traffic=self.traffic, positions=self.positions,
         )
+        self.services.objects = self._objects(cluster)
         if self.with_audit == "lease" and self.runner is not None:
             self._follow_audit_lease(cluster)
         return self
+
+    def _objects(self, cluster: str):
+        """People's objects (adapters.object_store), on the leases' connection and its loop."""
+        from adapters.object_store import ObjectStore
+
+        connection = self.leases.connection
+        return ObjectStore(connection.client.js, cluster, self.settings.object_max_bytes, loop=connection.loop.loop)
 
     def _follow_audit_lease(self, cluster: str) -> None:
         """The audit runs in whichever worker's runner leads; the others forward audit reads to its private

@@ -19,6 +19,7 @@ from domain.app.ids import user_id
 from domain.tenancy import Role, Source
 from domain.tenancy.permissions import Principal
 from projections.views import Views
+from tests.unit.api.memory_objects import MemoryObjects
 
 KEY = b"k" * 32
 PASSWORD = "Correct-Horse-9-battery"
@@ -76,7 +77,8 @@ def services(wired: bool = False) -> Services:
     secrets = open_secret_store(roving, tempfile.mkdtemp(prefix="roving-secrets-"))  # its key ring is made on first use
     return Services(roving=roving, views=views, tailer=SyncTailer(roving, views), key=KEY, logs=FakeLogs(),
                     leases=FakeLeases(), nats_url="nats://control:c0ntrol@127.0.0.1:4222",
-                    agent_nats_url="nats://agent:ag3nt@127.0.0.1:4222", cluster="test", secrets=secrets)
+                    agent_nats_url="nats://agent:ag3nt@127.0.0.1:4222", cluster="test", secrets=secrets,
+                    objects=MemoryObjects())
 
 
 def token(username: str, role: Role = Role.USER, org: Any = None, source: Source = Source.ADMIN,

@@ -1,0 +1,283 @@
+"""People's objects in JetStream's object store: one bucket per holder (a user or a group), streamed in and out.
+
+The layout is nats-py's own (and the `nats` CLI's): chunks on `$O.<bucket>.C.<nuid>`, each object's metadata, a
+JSON ObjectInfo, the last message on `$O.<bucket>.M.<base64 name>`. Two things are ours:
+
+- a put streams its chunks to a fresh nuid first, then commits by publishing the metadata with the sequence of
+  the metadata it decided against (`Nats-Expected-Last-Subject-Sequence`), so two puts of one name at once cannot
+  both win: the loser reloads and decides again (unchanged, conflict or replace). Chunks of a put that does not
+  commit are purged, and so are the replaced object's once the new one is in place;
+- chunks are read one direct get at a time, asked for when the reader wants the next: a multi-gigabyte object
+  passes through in 128 KiB pieces, never whole, and a slow HTTP client slows the read instead of filling memory.
+
+With `loop` given (the stack's connection loop), every public method runs there and may be awaited from another
+loop (uvicorn's): `adapters.loop_bridge`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import json
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import msgspec
+import nats.errors
+import nats.js.api
+import nats.js.errors
+from nats.js.api import DeliverPolicy, Header
+from nats.nuid import NUID
+
+from adapters.loop_bridge import on_loop, pulled
+from domain.objects.access import Holder, Verdict
+
+CHUNK = 128 * 1024
+WRONG_LAST_SEQUENCE = {10071}
+UPLOADER = "Roving-Uploaded-By"  # metadata headers: who put the object (user id, then name)
+UPLOADER_NAME = "Roving-Uploaded-By-Name"
+Decide = Callable[["ObjectMeta | None", str], Verdict]
+
+
+class TooLarge(Exception):
+    """A put over the size bound; nothing of it is kept."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"an object is at most {limit:,} bytes (ROVING_OBJECT_MAX_BYTES)")
+        self.limit = limit
+
+
+class Corrupt(Exception):
+    """An object whose chunks no longer add up to its metadata (replaced while being read, or damaged)."""
+
+
+class ObjectMeta(msgspec.Struct, frozen=True, kw_only=True):
+    name: str
+    size: int
+    digest: str  # "SHA-256=<base64url>", as nats-py writes it
+    modified: str
+    uploaded_by: str = ""
+    uploaded_by_name: str = ""
+    nuid: str = ""
+    chunks: int = 0
+    sequence: int = 0  # the metadata message's stream sequence: what a commit expects to find
+
+    @property
+    def sha256(self) -> str:
+        """The digest as hex, as `sha256sum` prints it."""
+        raw = self.digest.split("=", 1)[-1]
+        return base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4)).hex() if raw else ""
+
+    def shown(self) -> dict[str, Any]:
+        return {"name": self.name, "size": self.size, "sha256": self.sha256, "modified": self.modified,
+                "uploaded_by": self.uploaded_by_name or self.uploaded_by}
+
+
+def bucket_name(cluster: str, holder: Holder) -> str:
+    """`ROVING_OBJ_<cluster>_<u|g>_<id hex>`: a holder's bucket (cluster names are [a-z0-9_-], as buckets allow)."""
+    return f"ROVING_OBJ_{cluster}_{holder.scope.value[0]}_{holder.owner_id.hex}"
+
+
+def digest_text(sha: bytes) -> str:
+    return "SHA-256=" + base64.urlsafe_b64encode(sha).decode()
+
+
+class ObjectStore:
+    def __init__(self, js: Any, cluster: str, max_bytes: int, loop: asyncio.AbstractEventLoop | None = None,
+                 replicas: int = 1) -> None:
+        self.js, self.cluster, self.max_bytes, self.loop, self.replicas = js, cluster, max_bytes, loop, replicas
+        self._made: set[str] = set()
+
+    async def meta(self, holder: Holder, name: str) -> ObjectMeta | None:
+        return await on_loop(self.loop, self._meta(bucket_name(self.cluster, holder), name))
+
+    async def put(self, holder: Holder, name: str, chunks: AsyncIterator[bytes], decide: Decide,
+                  uploader: tuple[str, str]) -> tuple[Verdict, ObjectMeta]:
+        """Stream `chunks` in, then commit unless `decide` (given what is there and the new digest) says it is
+        unchanged or raises; (verdict, the object's metadata now)."""
+        source = pulled(None, chunks) if self.loop is None else pulled(asyncio.get_running_loop(), chunks)
+        return await on_loop(self.loop, self._put(bucket_name(self.cluster, holder), name, source, decide, uploader))
+
+    async def read(self, holder: Holder, meta: ObjectMeta) -> AsyncIterator[bytes]:
+        """The object's bytes in chunks, checked against its digest at the end (Corrupt if they do not match)."""
+        async for chunk in pulled(self.loop, self._read(bucket_name(self.cluster, holder), meta)):
+            yield chunk
+
+    async def list(self, holder: Holder, prefix: str = "") -> list[ObjectMeta]:
+        """Every live object whose name starts with `prefix`, by name."""
+        return await on_loop(self.loop, self._list(bucket_name(self.cluster, holder), prefix))
+
+    async def delete(self, holder: Holder, name: str, check: Callable[[ObjectMeta], None]) -> ObjectMeta | None:
+        """Deletes the object if `check` (given its metadata) does not raise; None if there was none."""
+        return await on_loop(self.loop, self._delete(bucket_name(self.cluster, holder), name, check))
+
+    # on the connection's loop from here on
+
+    async def _meta(self, bucket: str, name: str) -> ObjectMeta | None:
+        try:
+            raw = await self.js.get_msg(f"OBJ_{bucket}", subject=meta_subject(bucket, name), direct=True)
+        except (nats.js.errors.NotFoundError, nats.errors.NoRespondersError):
+            return None  # no such object, or no bucket yet (a direct get has no stream to answer it)
+        info = json.loads(raw.data or b"{}")
+        if info.get("deleted"):
+            return None
+        return meta_of(info, int(raw.seq or 0))
+
+    async def _put(self, bucket: str, name: str, chunks: AsyncIterator[bytes], decide: Decide,
+                   uploader: tuple[str, str]) -> tuple[Verdict, ObjectMeta]:
+        await self._ensure(bucket)
+        nuid = NUID().next().decode()
+        subject = f"$O.{bucket}.C.{nuid}"
+        try:
+            size, count, sha = await self._write_chunks(subject, chunks)
+            return await self._commit(bucket, name, nuid, size, count, digest_text(sha), decide, uploader)
+        except BaseException:
+            await asyncio.shield(self._purge(bucket, subject))
+            raise
+
+    async def _write_chunks(self, subject: str, chunks: AsyncIterator[bytes]) -> tuple[int, int, bytes]:
+        size, count, sha, pending = 0, 0, hashlib.sha256(), bytearray()
+        async for piece in chunks:
+            size += len(piece)
+            if size > self.max_bytes:
+                raise TooLarge(self.max_bytes)
+            sha.update(piece)
+            pending += piece
+            while len(pending) >= CHUNK:
+                await self.js.publish(subject, bytes(pending[:CHUNK]))
+                del pending[:CHUNK]
+                count += 1
+        if pending:
+            await self.js.publish(subject, bytes(pending))
+            count += 1
+        return size, count, sha.digest()
+
+    async def _commit(self, bucket: str, name: str, nuid: str, size: int, count: int, digest: str, decide: Decide,
+                      uploader: tuple[str, str]) -> tuple[Verdict, ObjectMeta]:
+        """Decide against what is there now and publish the metadata expecting it; a put that lands between the two
+        makes the publish fail, and this decides again against that one."""
+        while True:
+            existing = await self._meta_any(bucket, name)
+            live = existing[0] if existing and not existing[1] else None
+            verdict = decide(live, digest)
+            if verdict is Verdict.UNCHANGED and live is not None:
+                await self._purge(bucket, f"$O.{bucket}.C.{nuid}")
+                return verdict, live
+            info = {"name": name, "bucket": bucket, "nuid": nuid, "size": size, "chunks": count, "digest": digest,
+                    "mtime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                    "headers": {UPLOADER: [uploader[0]], UPLOADER_NAME: [uploader[1]]}}
+            expected = existing[0].sequence if existing else 0
+            try:
+                ack = await self.js.publish(meta_subject(bucket, name), json.dumps(info).encode(), headers={
+                    Header.ROLLUP: "sub", "Nats-Expected-Last-Subject-Sequence": str(expected)})
+            except nats.js.errors.APIError as error:
+                if error.err_code in WRONG_LAST_SEQUENCE:
+                    continue
+                raise
+            if live is not None:
+                await self._purge(bucket, f"$O.{bucket}.C.{live.nuid}")
+            return verdict, meta_of(info, ack.seq)
+
+    async def _meta_any(self, bucket: str, name: str) -> tuple[ObjectMeta, bool] | None:
+        """The last metadata message of `name`, deleted ones too (a commit expects its sequence), and if deleted."""
+        try:
+            raw = await self.js.get_msg(f"OBJ_{bucket}", subject=meta_subject(bucket, name), direct=True)
+        except nats.js.errors.NotFoundError:
+            return None
+        info = json.loads(raw.data or b"{}")
+        return meta_of(info, int(raw.seq or 0)), bool(info.get("deleted"))
+
+    async def _read(self, bucket: str, meta: ObjectMeta) -> AsyncIterator[bytes]:
+        subject, sequence, sha, seen = f"$O.{bucket}.C.{meta.nuid}", 0, hashlib.sha256(), 0
+        for _ in range(meta.chunks):
+            try:
+                raw = await self.js.get_msg(f"OBJ_{bucket}", seq=sequence + 1, subject=subject, next=True, direct=True)
+            except nats.js.errors.NotFoundError:
+                raise Corrupt(f"{meta.name}: chunks are missing (replaced or deleted while being read)") from None
+            sequence = int(raw.seq or 0)
+            data = raw.data or b""
+            sha.update(data)
+            seen += len(data)
+            yield data
+        if seen != meta.size or digest_text(sha.digest()) != meta.digest:
+            raise Corrupt(f"{meta.name}: its chunks do not match its digest")
+
+    async def _list(self, bucket: str, prefix: str) -> list[ObjectMeta]:
+        stream = f"OBJ_{bucket}"
+        try:
+            state = (await self.js.stream_info(stream, subjects_filter=f"$O.{bucket}.M.>")).state
+        except nats.js.errors.NotFoundError:
+            return []
+        wanted = len(state.subjects or {})
+        if not wanted:
+            return []
+        found: list[ObjectMeta] = []
+        sub = await self.js.subscribe(f"$O.{bucket}.M.>", stream=stream, ordered_consumer=True,
+                                      deliver_policy=DeliverPolicy.LAST_PER_SUBJECT)
+        try:
+            for _ in range(wanted):
+                msg = await sub.next_msg(timeout=10)
+                info = json.loads(msg.data or b"{}")
+                if not info.get("deleted") and str(info.get("name", "")).startswith(prefix):
+                    found.append(meta_of(info, msg.metadata.sequence.stream))
+                if msg.metadata.num_pending == 0:
+                    break
+        finally:
+            await sub.unsubscribe()
+        return sorted(found, key=lambda m: m.name)
+
+    async def _delete(self, bucket: str, name: str, check: Callable[[ObjectMeta], None]) -> ObjectMeta | None:
+        while True:
+            existing = await self._meta_any(bucket, name)
+            if existing is None or existing[1]:
+                return None
+            meta = existing[0]
+            check(meta)
+            info = {"name": name, "bucket": bucket, "nuid": meta.nuid, "size": 0, "chunks": 0, "digest": "",
+                    "deleted": True, "mtime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+            try:
+                await self.js.publish(meta_subject(bucket, name), json.dumps(info).encode(), headers={
+                    Header.ROLLUP: "sub", "Nats-Expected-Last-Subject-Sequence": str(meta.sequence)})
+            except nats.js.errors.APIError as error:
+                if error.err_code in WRONG_LAST_SEQUENCE:
+                    continue
+                raise
+            await self._purge(bucket, f"$O.{bucket}.C.{meta.nuid}")
+            return meta
+
+    async def _ensure(self, bucket: str) -> None:
+        """The holder's bucket, made on its first put (the server answers an existing one as it is)."""
+        if bucket in self._made:
+            return
+        try:
+            await self.js.stream_info(f"OBJ_{bucket}")
+        except nats.js.errors.NotFoundError:
+            await self.js.create_object_store(bucket, config=nats.js.api.ObjectStoreConfig(
+                bucket=bucket, description="roving objects", replicas=self.replicas,
+                storage=nats.js.api.StorageType.FILE))
+        self._made.add(bucket)
+
+    async def _purge(self, bucket: str, subject: str) -> None:
+        try:
+            await self.js.purge_stream(f"OBJ_{bucket}", subject=subject)
+        except nats.js.errors.Error:
+            pass  # a leftover chunk subject costs space, never correctness: no metadata points at it
+
+
+def meta_subject(bucket: str, name: str) -> str:
+    return f"$O.{bucket}.M.{base64.urlsafe_b64encode(name.encode()).decode()}"
+
+
+def meta_of(info: dict[str, Any], sequence: int) -> ObjectMeta:
+    headers = info.get("headers") or {}
+
+    def header(key: str) -> str:
+        value = headers.get(key) or [""]
+        return str(value[0] if isinstance(value, list) else value)
+
+    return ObjectMeta(name=str(info.get("name", "")), size=int(info.get("size") or 0), digest=str(info.get("digest") or ""),
+                      modified=str(info.get("mtime") or ""), uploaded_by=header(UPLOADER),
+                      uploaded_by_name=header(UPLOADER_NAME), nuid=str(info.get("nuid") or ""),
+                      chunks=int(info.get("chunks") or 0), sequence=sequence)
