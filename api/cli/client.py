@@ -46,11 +46,14 @@ def save_contexts(data: dict[str, Any], path: Path | None = None) -> Path:
 
 
 def current_context(environ: dict[str, str] | None = None, path: Path | None = None) -> dict[str, str]:
-    """The current context's `api` and `token`; ROVING_API and ROVING_TOKEN win over the file."""
+    """The current context's `api` and `token`; ROVING_API and ROVING_TOKEN (then FB_WORKFLOW_TOKEN) win over the
+    file."""
     env = os.environ if environ is None else environ
     data = load_contexts(path)
     found = dict(data["contexts"].get(data["current"]) or {})
-    token = env.get("ROVING_TOKEN")  # a token given by hand is used as it is: never refreshed
+    # a token given by hand is used as it is (never refreshed); inside a job, the workflow's own (FB_WORKFLOW_TOKEN)
+    # wins over any file, so a child workflow is the job's owner's and ends with it
+    token = env.get("ROVING_TOKEN") or env.get("FB_WORKFLOW_TOKEN")
     return {"api": env.get("ROVING_API") or found.get("api") or DEFAULT_API,
             "token": token or found.get("token") or "", "refresh_token": "" if token else found.get("refresh_token", "")}
 

@@ -78,6 +78,8 @@ ROUTES = [
     Row("GET", "/v4/workflows/{id}/events", EVERYONE, **both("/v4/workflows/{t.workflow}/events")),
     Row("GET", "/v4/workflows/{id}/log/{stage}", EVERYONE, **both("/v4/workflows/{t.workflow}/log/hello")),
     # explaining needs explain_allocation, which an organization's owner does not hold by owning it
+    # a workflow's token ends with it by its owner's (or a cluster admin's) word; a groupmate only sees the work
+    Row("POST", "/v4/workflows/{id}/token:revoke", {USER, ADMIN}, **both("/v4/workflows/{t.workflow}/token:revoke")),
     Row("GET", "/v4/workflows/{id}/why", {USER, ADMIN}, **both("/v4/workflows/{t.workflow}/why")),
     Row("GET", "/v4/workflows/{id}/allocations/{aid}/explain", {USER, ADMIN},
         **both("/v4/workflows/{t.workflow}/allocations/{t.allocation}/explain")),
