@@ -7,7 +7,7 @@ scheduler's runner, the long-poll waiters or the secret store); routes check for
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -31,9 +31,11 @@ class Follower(Protocol):
 
 
 class LogReader(Protocol):
-    """A stage's output, as its agent appended it to the log's output stream."""
+    """A stage's output, as its agent appended it to the log's output stream (`follow`: live, by stream)."""
 
     def read(self, workflow_id: str, stage: str) -> bytes: ...
+
+    def follow(self, workflow_id: str, stage: str) -> AsyncIterator[tuple[str, bytes]]: ...
 
 
 class NodeLeases(Protocol):

@@ -89,6 +89,12 @@ class LogReader:
     def read(self, workflow_id: str, stage: str) -> bytes:
         return self.connection.run(lambda: self.logs.read(workflow_id, stage))
 
+    def follow(self, workflow_id: str, stage: str):
+        """(stream, chunk) as the stage writes them, until its end, for a caller on another loop (the HTTP server's)."""
+        from adapters.loop_bridge import pulled
+
+        return pulled(self.connection.loop.loop, self.logs.follow_streams(workflow_id, stage))
+
 
 class Stack:
     """Everything one control-plane process runs; `roving up` adds the embedded server and local agents."""

@@ -56,6 +56,11 @@ class FakeLogs:
     async def read(self, workflow_id: str, stage: str) -> bytes:
         return self.lines.get((workflow_id, stage), b"")
 
+    async def follow(self, workflow_id: str, stage: str):
+        """What was written, as stdout, then the end (the real follow waits for the stage's end marker)."""
+        if text := self.lines.get((workflow_id, stage), b""):
+            yield "stdout", text
+
 
 class FakeLeases:
     def __init__(self) -> None:
