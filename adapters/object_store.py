@@ -7,8 +7,9 @@ JSON ObjectInfo, the last message on `$O.<bucket>.M.<base64 name>`. Two things a
   the metadata it decided against (`Nats-Expected-Last-Subject-Sequence`), so two puts of one name at once cannot
   both win: the loser reloads and decides again (unchanged, conflict or replace). Chunks of a put that does not
   commit are purged, and so are the replaced object's once the new one is in place;
-- chunks are read one direct get at a time, asked for when the reader wants the next: a multi-gigabyte object
-  passes through in 128 KiB pieces, never whole, and a slow HTTP client slows the read instead of filling memory.
+- chunks are read through a pull consumer, a few at a time, asked for when the reader has taken the last: a
+  multi-gigabyte object passes through in 128 KiB pieces (at most 1 MiB of it held), and a slow HTTP client slows
+  the read instead of filling memory. Puts keep at most 1 MiB of chunks awaiting their acks.
 
 With `loop` given (the stack's connection loop), every public method runs there and may be awaited from another
 loop (uvicorn's): `adapters.loop_bridge`.
@@ -22,19 +23,23 @@ import hashlib
 import json
 import time
 from collections.abc import AsyncIterator, Callable
+from contextlib import aclosing
 from typing import Any
 
 import msgspec
 import nats.errors
 import nats.js.api
 import nats.js.errors
-from nats.js.api import DeliverPolicy, Header
+from nats.js.api import AckPolicy, DeliverPolicy, Header
 from nats.nuid import NUID
 
 from adapters.loop_bridge import on_loop, pulled
 from domain.objects.access import Holder, Verdict
 
 CHUNK = 128 * 1024
+WINDOW = 8  # chunk publishes awaiting their acks at once: 1 MiB in flight
+READ_AHEAD = 8  # chunks a read asks for at once: 1 MiB waiting for a slow reader, no more
+ACK_SECONDS = FETCH_SECONDS = 10.0
 WRONG_LAST_SEQUENCE = {10071}
 UPLOADER = "Roving-Uploaded-By"  # metadata headers: who put the object (user id, then name)
 UPLOADER_NAME = "Roving-Uploaded-By-Name"
@@ -102,8 +107,9 @@ class ObjectStore:
 
     async def read(self, holder: Holder, meta: ObjectMeta) -> AsyncIterator[bytes]:
         """The object's bytes in chunks, checked against its digest at the end (Corrupt if they do not match)."""
-        async for chunk in pulled(self.loop, self._read(bucket_name(self.cluster, holder), meta)):
-            yield chunk
+        async with aclosing(pulled(self.loop, self._read(bucket_name(self.cluster, holder), meta))) as chunks:
+            async for chunk in chunks:  # a reader that stops early closes them: the read's consumer goes at once
+                yield chunk
 
     async def list(self, holder: Holder, prefix: str = "") -> list[ObjectMeta]:
         """Every live object whose name starts with `prefix`, by name."""
@@ -138,20 +144,35 @@ class ObjectStore:
             raise
 
     async def _write_chunks(self, subject: str, chunks: AsyncIterator[bytes]) -> tuple[int, int, bytes]:
+        """Chunks published in order on one connection, up to WINDOW awaiting their acks (about twice the rate of
+        one at a time); every ack is in before the put commits."""
         size, count, sha, pending = 0, 0, hashlib.sha256(), bytearray()
-        async for piece in chunks:
-            size += len(piece)
-            if size > self.max_bytes:
-                raise TooLarge(self.max_bytes)
-            sha.update(piece)
-            pending += piece
-            while len(pending) >= CHUNK:
-                await self.js.publish(subject, bytes(pending[:CHUNK]))
-                del pending[:CHUNK]
+        acks: list[asyncio.Future] = []
+
+        async def send(data: bytes) -> None:
+            acks.append(await self.js.publish_async(subject, data))
+            if len(acks) >= WINDOW:
+                await asyncio.wait_for(acks.pop(0), ACK_SECONDS)
+
+        try:
+            async for piece in chunks:
+                size += len(piece)
+                if size > self.max_bytes:
+                    raise TooLarge(self.max_bytes)
+                sha.update(piece)
+                pending += piece
+                while len(pending) >= CHUNK:
+                    await send(bytes(pending[:CHUNK]))
+                    del pending[:CHUNK]
+                    count += 1
+            if pending:
+                await send(bytes(pending))
                 count += 1
-        if pending:
-            await self.js.publish(subject, bytes(pending))
-            count += 1
+            for ack in acks:
+                await asyncio.wait_for(ack, ACK_SECONDS)
+        finally:
+            for ack in acks:  # a put that failed leaves none of its acks unread
+                ack.cancel()
         return size, count, sha.digest()
 
     async def _commit(self, bucket: str, name: str, nuid: str, size: int, count: int, digest: str, decide: Decide,
@@ -190,19 +211,41 @@ class ObjectStore:
         return meta_of(info, int(raw.seq or 0)), bool(info.get("deleted"))
 
     async def _read(self, bucket: str, meta: ObjectMeta) -> AsyncIterator[bytes]:
-        subject, sequence, sha, seen = f"$O.{bucket}.C.{meta.nuid}", 0, hashlib.sha256(), 0
-        for _ in range(meta.chunks):
-            try:
-                raw = await self.js.get_msg(f"OBJ_{bucket}", seq=sequence + 1, subject=subject, next=True, direct=True)
-            except nats.js.errors.NotFoundError:
-                raise Corrupt(f"{meta.name}: chunks are missing (replaced or deleted while being read)") from None
-            sequence = int(raw.seq or 0)
-            data = raw.data or b""
-            sha.update(data)
-            seen += len(data)
-            yield data
+        """Through a pull consumer of the object's chunks, READ_AHEAD at a time: at most that many wait in memory,
+        and the next batch is asked for only when the reader has taken these."""
+        stream, subject, sha, seen = f"OBJ_{bucket}", f"$O.{bucket}.C.{meta.nuid}", hashlib.sha256(), 0
+        if not meta.chunks:
+            sub = None
+        else:
+            sub = await self.js.pull_subscribe(subject, stream=stream, config=nats.js.api.ConsumerConfig(
+                ack_policy=AckPolicy.NONE, deliver_policy=DeliverPolicy.ALL, inactive_threshold=30.0,
+                mem_storage=True))
+        try:
+            remaining = meta.chunks
+            while remaining and sub is not None:
+                try:
+                    batch = await sub.fetch(min(READ_AHEAD, remaining), timeout=FETCH_SECONDS)
+                except nats.errors.TimeoutError:
+                    raise Corrupt(f"{meta.name}: chunks are missing (replaced or deleted while being read)") from None
+                for msg in batch:
+                    sha.update(msg.data)
+                    seen += len(msg.data)
+                    yield msg.data
+                remaining -= len(batch)
+        finally:
+            if sub is not None:
+                await self._drop(stream, sub)
         if seen != meta.size or digest_text(sha.digest()) != meta.digest:
             raise Corrupt(f"{meta.name}: its chunks do not match its digest")
+
+    async def _drop(self, stream: str, sub: Any) -> None:
+        """The read's consumer goes now (else the server drops it after 30 s idle)."""
+        try:
+            info = await sub.consumer_info()
+            await sub.unsubscribe()
+            await self.js.delete_consumer(stream, info.name)
+        except (nats.errors.Error, nats.js.errors.Error):
+            pass
 
     async def _list(self, bucket: str, prefix: str) -> list[ObjectMeta]:
         stream = f"OBJ_{bucket}"

@@ -12,6 +12,7 @@ from uuid import uuid4
 import nats
 import pytest
 
+from adapters import object_store
 from adapters.object_store import CHUNK, Corrupt, ObjectStore, TooLarge
 from domain.app.errors import Conflict
 from domain.objects.access import Holder, Verdict, decide_put
@@ -136,6 +137,20 @@ def test_list_pages_through_names_by_prefix_and_skips_deleted(nats_url):
     assert [m.name for m in under_b] == ["b/1", "b/2"]
 
 
+def test_a_read_leaves_no_consumer_behind(nats_url):
+    who = holder()
+
+    async def scenario(store):
+        await store.put(who, "x", pieces(os.urandom(20 * CHUNK)), decider("x"), ("u1", "alice"))
+        assert len(await read_all(store, who, "x")) == 20 * CHUNK
+        reader = store.read(who, await store.meta(who, "x"))
+        await reader.__anext__()
+        await reader.aclose()  # a client that went away mid-read
+        from adapters.object_store import bucket_name
+        return (await store.js.stream_info(f"OBJ_{bucket_name('test', who)}")).state.consumer_count
+    assert run(nats_url, scenario) == 0
+
+
 def test_a_holder_without_a_bucket_has_nothing(nats_url):
     async def scenario(store):
         who = holder()
@@ -143,15 +158,16 @@ def test_a_holder_without_a_bucket_has_nothing(nats_url):
     assert run(nats_url, scenario) == (None, [])
 
 
-def test_reading_an_object_replaced_meanwhile_fails_rather_than_mixing_contents(nats_url):
-    who = holder()
+def test_reading_an_object_replaced_meanwhile_fails_rather_than_mixing_contents(nats_url, monkeypatch):
+    monkeypatch.setattr(object_store, "FETCH_SECONDS", 0.5)
+    who, size = holder(), 3 * object_store.READ_AHEAD * CHUNK
 
     async def scenario(store):
-        await store.put(who, "x", pieces(b"1" * 3 * CHUNK), decider("x"), ("u1", "alice"))
+        await store.put(who, "x", pieces(b"1" * size), decider("x"), ("u1", "alice"))
         meta = await store.meta(who, "x")
         reader = store.read(who, meta)
         first = await reader.__anext__()
-        await store.put(who, "x", pieces(b"2" * 3 * CHUNK), decider("x", True), ("u1", "alice"))
+        await store.put(who, "x", pieces(b"2" * size), decider("x", True), ("u1", "alice"))
         with pytest.raises(Corrupt):
             async for _ in reader:
                 pass
