@@ -4,7 +4,8 @@ The answer streams what the stage wrote, from its start, as it writes it, with s
 ends when the stage's log ends (its agent marks the end when the process exits) or, for a stage that never
 wrote one (canceled before it ran), a few seconds after its workflow ended. Each chunk is framed as Docker's
 attach stream is: one byte for the stream (1 stdout, 2 stderr), three zero bytes, the length as four big-endian
-bytes, then the bytes themselves.
+bytes, then the bytes themselves. A quiet stage's stream carries an empty stdout frame every 15 s, so proxies in
+between do not take it for dead.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ MEDIA_TYPE = "application/vnd.roving.stream"
 STREAMS = {"stdout": 1, "stderr": 2}
 ENDED = frozenset({"FINISHED", "FAILED", "CANCELED"})
 TICK = 1.0  # how often a quiet stream looks whether its workflow has ended
+PING = 15.0  # an empty frame after this much quiet: proxies (nginx's proxy_read_timeout) keep a quiet job's stream
 GRACE = 1.5  # after the workflow ended, how long output (and the log's end) may still arrive (agents send every 0.2 s)
 
 
@@ -54,6 +56,7 @@ async def frames(source: AsyncIterator[tuple[str, bytes]], ended: Any) -> AsyncI
     """Each chunk framed, until `source` ends or `ended()` has held for GRACE seconds."""
     pending: asyncio.Future = asyncio.ensure_future(anext(source))
     ended_at: float | None = None
+    sent = time.monotonic()
     try:
         while True:
             done, _ = await asyncio.wait({pending}, timeout=TICK)
@@ -63,8 +66,12 @@ async def frames(source: AsyncIterator[tuple[str, bytes]], ended: Any) -> AsyncI
                 except StopAsyncIteration:
                     return
                 yield frame(stream, chunk)
+                sent = time.monotonic()
                 pending = asyncio.ensure_future(anext(source))
                 continue
+            if time.monotonic() - sent > PING:
+                yield frame("stdout", b"")
+                sent = time.monotonic()
             if ended_at is None and ended():
                 ended_at = time.monotonic()
             if ended_at is not None and time.monotonic() - ended_at > GRACE:

@@ -44,6 +44,18 @@ def test_a_stage_that_never_writes_an_end_stops_a_grace_after_its_workflow_ended
     assert time.monotonic() - began < 2 and closed == [True]
 
 
+def test_a_quiet_stage_sends_empty_frames_so_proxies_keep_the_stream(monkeypatch):
+    monkeypatch.setattr(log_follow, "TICK", 0.02)
+    monkeypatch.setattr(log_follow, "PING", 0.05)
+
+    async def slow():
+        await asyncio.sleep(0.3)
+        yield ("stdout", b"late")
+
+    out = collect(slow(), lambda: False)
+    assert out[-1] == frame("stdout", b"late") and frame("stdout", b"") in out[:-1]
+
+
 def test_the_route_streams_a_stages_output_and_names_a_missing_stage():
     api = Api()
     workflow = api.request("POST", "/v4/workflows", api.admin, json={"name": "w", "definition": JOB}).json()["id"]
