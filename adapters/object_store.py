@@ -18,7 +18,6 @@ loop (uvicorn's): `adapters.loop_bridge`.
 from __future__ import annotations
 
 import asyncio
-import base64
 import hashlib
 import json
 import time
@@ -26,7 +25,6 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
 from typing import Any
 
-import msgspec
 import nats.errors
 import nats.js.api
 import nats.js.errors
@@ -34,6 +32,7 @@ from nats.js.api import AckPolicy, DeliverPolicy, Header
 from nats.nuid import NUID
 
 from adapters.loop_bridge import on_loop, pulled
+from adapters.object_meta import UPLOADER, UPLOADER_NAME, ObjectMeta, bucket_name, digest_text, meta_of, meta_subject
 from domain.objects.access import Holder, Verdict
 
 CHUNK = 128 * 1024
@@ -41,8 +40,6 @@ WINDOW = 8  # chunk publishes awaiting their acks at once: 1 MiB in flight
 READ_AHEAD = 8  # chunks a read asks for at once: 1 MiB waiting for a slow reader, no more
 ACK_SECONDS = FETCH_SECONDS = 10.0
 WRONG_LAST_SEQUENCE = {10071}
-UPLOADER = "Roving-Uploaded-By"  # metadata headers: who put the object (user id, then name)
-UPLOADER_NAME = "Roving-Uploaded-By-Name"
 Decide = Callable[["ObjectMeta | None", str], Verdict]
 
 
@@ -56,37 +53,6 @@ class TooLarge(Exception):
 
 class Corrupt(Exception):
     """An object whose chunks no longer add up to its metadata (replaced while being read, or damaged)."""
-
-
-class ObjectMeta(msgspec.Struct, frozen=True, kw_only=True):
-    name: str
-    size: int
-    digest: str  # "SHA-256=<base64url>", as nats-py writes it
-    modified: str
-    uploaded_by: str = ""
-    uploaded_by_name: str = ""
-    nuid: str = ""
-    chunks: int = 0
-    sequence: int = 0  # the metadata message's stream sequence: what a commit expects to find
-
-    @property
-    def sha256(self) -> str:
-        """The digest as hex, as `sha256sum` prints it."""
-        raw = self.digest.split("=", 1)[-1]
-        return base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4)).hex() if raw else ""
-
-    def shown(self) -> dict[str, Any]:
-        return {"name": self.name, "size": self.size, "sha256": self.sha256, "modified": self.modified,
-                "uploaded_by": self.uploaded_by_name or self.uploaded_by}
-
-
-def bucket_name(cluster: str, holder: Holder) -> str:
-    """`ROVING_OBJ_<cluster>_<u|g>_<id hex>`: a holder's bucket (cluster names are [a-z0-9_-], as buckets allow)."""
-    return f"ROVING_OBJ_{cluster}_{holder.scope.value[0]}_{holder.owner_id.hex}"
-
-
-def digest_text(sha: bytes) -> str:
-    return "SHA-256=" + base64.urlsafe_b64encode(sha).decode()
 
 
 class ObjectStore:
@@ -307,20 +273,3 @@ class ObjectStore:
             await self.js.purge_stream(f"OBJ_{bucket}", subject=subject)
         except nats.js.errors.Error:
             pass  # a leftover chunk subject costs space, never correctness: no metadata points at it
-
-
-def meta_subject(bucket: str, name: str) -> str:
-    return f"$O.{bucket}.M.{base64.urlsafe_b64encode(name.encode()).decode()}"
-
-
-def meta_of(info: dict[str, Any], sequence: int) -> ObjectMeta:
-    headers = info.get("headers") or {}
-
-    def header(key: str) -> str:
-        value = headers.get(key) or [""]
-        return str(value[0] if isinstance(value, list) else value)
-
-    return ObjectMeta(name=str(info.get("name", "")), size=int(info.get("size") or 0), digest=str(info.get("digest") or ""),
-                      modified=str(info.get("mtime") or ""), uploaded_by=header(UPLOADER),
-                      uploaded_by_name=header(UPLOADER_NAME), nuid=str(info.get("nuid") or ""),
-                      chunks=int(info.get("chunks") or 0), sequence=sequence)
