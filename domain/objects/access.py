@@ -51,7 +51,7 @@ def holder_of(location: Location, principal: Principal, group_exists: Callable[[
     found = group_id(principal.organization_id, location.group) if principal.organization_id else None
     owner = principal.owns_organization(principal.organization_id)
     if found is None or not (found in principal.group_ids or (owner and group_exists(found))):
-        raise NotFound(f"group {location.group!r} (or you are not one of its members)")
+        raise NotFound(f"group {location.group!r}")  # as for a group that does not exist: members only learn of it
     return Holder(Scope.GROUP, found, location.group)
 
 

@@ -104,3 +104,14 @@ def test_delete_removes_the_object_and_a_second_delete_is_not_found(api, alice, 
     assert run(api, alice, ["object", "delete", "gone"], capsys)[0] == 0
     code, _, err = run(api, alice, ["object", "delete", "gone"], capsys)
     assert code == 1 and "object object://user/gone not found" in err
+
+
+def test_put_from_standard_input_streams_it_under_the_name_given(api, alice, capsys, monkeypatch, tmp_path):
+    import io
+    import sys
+    stdin = io.TextIOWrapper(io.BytesIO(b"piped bytes\n"))
+    monkeypatch.setattr(sys, "stdin", stdin)
+    code, out, _ = run(api, alice, ["object", "put", "-", "logs/piped.txt", "-o", "json"], capsys)
+    assert code == 0 and json.loads(out)["object"] == "object://user/logs/piped.txt"
+    code, _, _ = run(api, alice, ["object", "get", "logs/piped.txt", str(tmp_path / "piped.txt")], capsys)
+    assert (tmp_path / "piped.txt").read_bytes() == b"piped bytes\n"
