@@ -1,5 +1,6 @@
-"""The remote ends of a transfer: http(s) GET and PUT, S3 get and put (with an S3 secret), each streaming in chunks
-and counting bytes as they go. Errors that a retry cannot fix are `Permanent`."""
+"""The remote ends of a transfer: http(s) GET and PUT, S3 get and put (with an S3 secret), the object store's
+objects (adapters.transfer_objects), each streaming in chunks and counting bytes as they go. Errors that a retry
+cannot fix are `Permanent`."""
 
 from __future__ import annotations
 
@@ -35,6 +36,8 @@ def download(uri: str, target: Path, secret: str, count: Count) -> None:
     elif uri.startswith("s3://"):
         bucket, key = _bucket_key(uri)
         _s3_call(secret, lambda s3: s3.download_file(bucket, key, str(partial), Callback=count))
+    elif uri.startswith("object://"):
+        _objects(lambda objects: objects.download(uri, partial, count))
     else:
         raise Permanent(f"{uri.partition('://')[0]}:// ingress is not performed by this cluster yet")
     partial.replace(target)
@@ -60,6 +63,8 @@ def upload(path: Path, uri: str, secret: str, count: Count) -> None:
     elif uri.startswith("s3://"):
         bucket, key = _bucket_key(uri)
         _s3_call(secret, lambda s3: s3.upload_file(str(path), bucket, key, Callback=count))
+    elif uri.startswith("object://"):
+        _objects(lambda objects: objects.upload(path, uri, count))
     else:
         raise Permanent(f"egress to {uri.partition('://')[0]}:// is not performed by this cluster")
 
@@ -97,6 +102,16 @@ def _http_put(path: Path, uri: str, secret: str, count: Count) -> None:
 
     response = httpx.put(uri, content=chunks(), headers=headers, follow_redirects=True, timeout=60)
     _check(response)
+
+
+def _objects(call: Callable) -> None:
+    """An object:// transfer (adapters.transfer_objects), its lasting refusals as Permanent."""
+    from adapters import transfer_objects
+
+    try:
+        call(transfer_objects)
+    except transfer_objects.ObjectTransferError as error:
+        raise Permanent(str(error)) from None
 
 
 def _check(response: httpx.Response) -> None:

@@ -241,6 +241,8 @@ class Agent:
             return  # it ran here already; the exit is on its way
         try:
             env, image_secret = take_credential(item.get("env"))  # the registry's, never the job's
+            if isinstance(env, dict) and "FB_WORKFLOW_TOKEN" in env:  # the job's `roving` reaches the API as we do
+                env = {"ROVING_API": self.config.api, **env}
             spec = build_spec({**item, "env": env})
             # off the loop: an image pull takes seconds to minutes, and leases and reports must not wait for it
             running = await asyncio.to_thread(self.executor.start, spec, self._forward_output(spec),

@@ -166,6 +166,10 @@ def stop(args: argparse.Namespace, client: Client) -> Any:
     return client.request("PATCH", f"/v4/workflows/{args.id}:stop")
 
 
+def revoke_token(args: argparse.Namespace, client: Client) -> Any:
+    return client.post(f"/v4/workflows/{args.id}/token:revoke", {"reason": args.reason})
+
+
 def validate(args: argparse.Namespace, client: Client) -> Any:
     """Parsed locally with the same parser the server uses, then (unless --offline) checked by the cluster: what
     submission would refuse and what this cluster would not do as written. Exit 1 when it has errors."""
@@ -215,6 +219,13 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         p = sub.add_parser(name, parents=[common], help=text)
         p.add_argument("id", help="workflow id")
         p.set_defaults(handler=handler)
+    p = sub.add_parser("revoke-token", parents=[common], help="refuse the workflow's FB_WORKFLOW_TOKEN from now on",
+                       description="Its running stages' token (FB_WORKFLOW_TOKEN) is refused from now on, and stages "
+                                   "it starts later get none; the workflow itself runs on. Its owner or a cluster "
+                                   "admin. (A token also ends when its workflow ends.)")
+    p.add_argument("id", help="workflow id")
+    p.add_argument("--reason", default="revoked by the workflow's owner", help="recorded with the revocation")
+    p.set_defaults(handler=revoke_token)
     p = sub.add_parser("events", parents=[common], help="the workflow's activity, as sentences")
     p.add_argument("id")
     p.add_argument("--follow", action="store_true", help="keep printing until the workflow ends")

@@ -55,6 +55,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     body_timeout_seconds: float = 30.0  # the longest wait for the next piece of a request body
     trusted_proxies: str = "127.0.0.1,::1"  # whose X-Forwarded-Proto and -For are believed (uvicorn's forwarded_allow_ips)
     api_workers: int = 1  # API processes sharing the listening port (ROVING_API_WORKERS; see api_workers)
+    object_max_bytes: int = 16 * 2**30  # the largest object a put may store (ROVING_OBJECT_MAX_BYTES)
+    workflow_token_ttl_seconds: float = 7 * 86400.0  # FB_WORKFLOW_TOKEN's longest life; its workflow's end ends it sooner
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -106,6 +108,8 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         body_timeout_seconds=_ttl(env, "ROVING_BODY_TIMEOUT", defaults.body_timeout_seconds),
         trusted_proxies=(env.get("ROVING_TRUSTED_PROXIES") or "").strip() or defaults.trusted_proxies,
         api_workers=api_workers(env.get("ROVING_API_WORKERS")),
+        object_max_bytes=_size(env, "ROVING_OBJECT_MAX_BYTES", defaults.object_max_bytes),
+        workflow_token_ttl_seconds=_ttl(env, "ROVING_WORKFLOW_TOKEN_TTL", defaults.workflow_token_ttl_seconds),
     )
 
 
@@ -233,6 +237,20 @@ def _body_bytes(raw: str | None, default: int) -> int:
         raise SettingsError(f"ROVING_MAX_BODY_BYTES={raw!r}: {error}") from None
     if value < 64 * 1024:
         raise SettingsError(f"ROVING_MAX_BODY_BYTES={raw!r} must be at least 64KiB")
+    return value
+
+
+def _size(env: Mapping[str, str], name: str, default: int) -> int:
+    """A size such as 16GiB or 1000000, more than zero."""
+    raw = env.get(name)
+    if not raw:
+        return default
+    try:
+        value = parse_memory(raw)
+    except QuantityError as error:
+        raise SettingsError(f"{name}={raw!r}: {error}") from None
+    if value <= 0:
+        raise SettingsError(f"{name}={raw!r} must be more than zero")
     return value
 
 

@@ -84,6 +84,12 @@ class LogReader:
     def read(self, workflow_id: str, stage: str) -> bytes:
         return self.connection.run(lambda: self.logs.read(workflow_id, stage))
 
+    def follow(self, workflow_id: str, stage: str):
+        """(stream, chunk) as the stage writes them, until its end, for a caller on another loop (the HTTP server's)."""
+        from adapters.loop_bridge import pulled
+
+        return pulled(self.connection.loop.loop, self.logs.follow_streams(workflow_id, stage))
+
 
 class Stack:
     """Everything one control-plane process runs; `roving up` adds the embedded server and local agents."""
@@ -173,9 +179,17 @@ class Stack:
             secrets=open_secret_store(self.roving, self.data_dir), traffic=self.traffic, positions=self.positions,
             log_probe=self.log_probe,
         )
+        self.services.objects = self._objects(cluster)
         if self.with_audit == "lease" and self.runner is not None:
             self._follow_audit_lease(cluster)
         return self
+
+    def _objects(self, cluster: str):
+        """People's objects (adapters.object_store), on the leases' connection and its loop."""
+        from adapters.object_store import ObjectStore
+
+        connection = self.leases.connection
+        return ObjectStore(connection.client.js, cluster, self.settings.object_max_bytes, loop=connection.loop.loop)
 
     def _follow_audit_lease(self, cluster: str) -> None:
         """The audit runs in whichever worker's runner leads; the others forward audit reads to its private

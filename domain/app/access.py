@@ -88,7 +88,9 @@ def explain_workflow(principal: Principal, owner: Any) -> None:
 
 
 def submitter(principal: Principal) -> None:
-    if principal.source is not Source.ADMIN:  # agents and webhooks run work; people own it
+    """People submit, and their running workflows (FB_WORKFLOW_TOKEN: a child is its parent's owner's, as if the
+    owner had submitted it); agents and webhooks run work, they own none."""
+    if principal.source not in (Source.ADMIN, Source.WORKFLOW):
         raise Forbidden(f"workflows are submitted with a user's token, not with the {principal.source.value} token")
 
 

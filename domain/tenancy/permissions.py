@@ -232,4 +232,8 @@ RULES: dict[Action, tuple[Rule, str]] = {
     Action.AUDIT_ALL: (_admin, ADMIN),
     Action.RECEIVE_ALERTS: (_monitoring, "the monitoring webhook or a cluster admin"),
 }
-COMPONENT_ACTIONS: dict[Source, frozenset[Action]] = {Source.MONITORING: frozenset({Action.RECEIVE_ALERTS})}
+COMPONENT_ACTIONS: dict[Source, frozenset[Action]] = {
+    Source.MONITORING: frozenset({Action.RECEIVE_ALERTS}),
+    # a workflow's token acts for its owner on work only: never on tenancy, nodes, config or the audit
+    Source.WORKFLOW: frozenset({Action.VIEW_WORKFLOW, Action.STOP_WORKFLOW, Action.EXPLAIN_ALLOCATION}),
+}

@@ -17,6 +17,7 @@ from adapters.auth.tokens import Identity, issue
 from api.http.errors import BadRequest
 from api.http.routes import common as c
 from api.http.routes import secrets
+from api.http.workflow_tokens import with_workflow_tokens
 from domain.app import access
 from domain.app.errors import Conflict, NotFound, StaleEpoch
 from domain.app.ids import node_id
@@ -118,9 +119,10 @@ async def assignments(request: Request) -> Response:
         answer = await waiters.wait(node, seconds, read, news_since(waiters, node, known))
     else:
         answer = await read()
-    tag = etag(answer)  # of the references: a secret's value never shapes a header
+    tag = etag(answer)  # of the references: a secret's value (or a workflow's token) never shapes a header
     if waiters is not None:
         waiters.answered(node, tag, orders(answer))
+    answer = with_workflow_tokens(answer, svc.views, svc.key, token_ttl(request), c.now())
     body = c.ENCODER.encode(await secrets.resolved(svc, answer))
     return Response(body, media_type="application/json", headers={"ETag": tag})
 
@@ -140,6 +142,11 @@ def news_since(waiters, node: UUID, known: str | None):
 def orders(answer: dict) -> frozenset:
     found = {(kind, item["allocation_id"], item["epoch"]) for kind in ("start", "stop") for item in answer[kind]}
     return frozenset(found | {("volumes", tuple(answer.get("volumes") or ()), 0)})
+
+
+def token_ttl(request: Request) -> timedelta:
+    """FB_WORKFLOW_TOKEN's longest life (ROVING_WORKFLOW_TOKEN_TTL); its workflow's end refuses it sooner."""
+    return timedelta(seconds=getattr(c.settings(request), "workflow_token_ttl_seconds", 7 * 86400.0))
 
 
 def _work(answer: dict) -> bool:

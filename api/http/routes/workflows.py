@@ -25,6 +25,7 @@ from api.http.fanout import Located, locate
 from api.http.answers import Problem, Stopped, Validation, WhyAnswer, WorkflowCreated, WorkflowDetail, WorkflowEvents, WorkflowList, answers
 from api.http.routes import common as c
 from api.http.routes import federation as hub_routes
+from api.http.routes import log_follow
 from api.http.routes.names import names
 from domain.app import access
 from domain.app.errors import NotFound
@@ -228,6 +229,8 @@ async def stage_log(request: Request) -> Response:
     detail = found.detail
     if stage not in {s.name for s in detail.stages}:
         raise NotFound(f"stage {stage!r}")
+    if c.query_bool(request, "follow"):  # live, stdout and stderr apart (api.http.routes.log_follow)
+        return await log_follow.followed(request, found, stage)
     if found.fan is not None:
         return await member_log(found, stage)
     logs = c.services(request).logs

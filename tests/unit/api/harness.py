@@ -19,6 +19,7 @@ from domain.app.ids import user_id
 from domain.tenancy import Role, Source
 from domain.tenancy.permissions import Principal
 from projections.views import Views
+from tests.unit.api.memory_objects import MemoryObjects
 
 KEY = b"k" * 32
 PASSWORD = "Correct-Horse-9-battery"
@@ -57,6 +58,11 @@ class FakeLogs:
     def read(self, workflow_id: str, stage: str) -> bytes:
         return self.lines.get((workflow_id, stage), b"")
 
+    async def follow(self, workflow_id: str, stage: str):
+        """What was written, as stdout, then the end (the real follow waits for the stage's end marker)."""
+        if text := self.lines.get((workflow_id, stage), b""):
+            yield "stdout", text
+
 
 class FakeLeases:
     def __init__(self) -> None:
@@ -78,7 +84,8 @@ def services(wired: bool = False) -> Services:
     secrets = open_secret_store(roving, tempfile.mkdtemp(prefix="roving-secrets-"))  # its key ring is made on first use
     return Services(roving=roving, views=views, tailer=SyncTailer(roving, views), key=KEY, logs=FakeLogs(),
                     leases=FakeLeases(), nats_url="nats://control:c0ntrol@127.0.0.1:4222",
-                    agent_nats_url="nats://agent:ag3nt@127.0.0.1:4222", cluster="test", secrets=secrets)
+                    agent_nats_url="nats://agent:ag3nt@127.0.0.1:4222", cluster="test", secrets=secrets,
+                    objects=MemoryObjects())
 
 
 def token(username: str, role: Role = Role.USER, org: Any = None, source: Source = Source.ADMIN,

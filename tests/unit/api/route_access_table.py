@@ -18,6 +18,7 @@ PUBLIC, EVERYONE, OWNERS, ADMINS = {ANYONE}, {USER, OWNER, ADMIN}, {OWNER, ADMIN
 AGENTS, ALERTERS = {AGENT, ADMIN}, {WEBHOOK, ADMIN}
 CLUSTER = "nodes and federated workflows are the cluster's, not a tenant's"
 PROFILES = "application profiles are the cluster's, not a tenant's"
+OWN = "object://user/ names the caller's own objects: there is no one else's to name"
 PROXIED, FB = "DELETE GET OPTIONS PATCH POST PUT", "FB-Authorization"  # HEAD follows GET, as everywhere
 ALERT = {"version": "4", "status": "firing", "alerts": []}
 
@@ -81,6 +82,8 @@ ROUTES = [
     Row("GET", "/v4/workflows/{id}/events", EVERYONE, **both("/v4/workflows/{t.workflow}/events")),
     Row("GET", "/v4/workflows/{id}/log/{stage}", EVERYONE, **both("/v4/workflows/{t.workflow}/log/hello")),
     # explaining needs explain_allocation, which an organization's owner does not hold by owning it
+    # a workflow's token ends with it by its owner's (or a cluster admin's) word; a groupmate only sees the work
+    Row("POST", "/v4/workflows/{id}/token:revoke", {USER, ADMIN}, **both("/v4/workflows/{t.workflow}/token:revoke")),
     Row("GET", "/v4/workflows/{id}/why", {USER, ADMIN}, **both("/v4/workflows/{t.workflow}/why")),
     Row("GET", "/v4/workflows/{id}/allocations/{aid}/explain", {USER, ADMIN},
         **both("/v4/workflows/{t.workflow}/allocations/{t.allocation}/explain")),
@@ -138,6 +141,17 @@ ROUTES = [
     # a user-scope secret is its owner's alone: anyone else is told it does not exist
     Row("DELETE", "/v4/secrets/{id}", {USER}, lambda w: Call(w.secret("alice")), lambda w: Call(w.secret("bob"))),
     Row("POST", "/v4/secrets/-/rotate-key", ADMINS),
+    # object://user/ is always the caller's own; a group's objects are its members' and its organization's owners'
+    Row("GET", "/v4/objects", EVERYONE),
+    Row("PUT", "/v4/objects/user/{name:path}", EVERYONE, lambda w: Call(f"/v4/objects/user/{w.fresh('o')}"), OWN),
+    Row("GET", "/v4/objects/user/{name:path}", EVERYONE, lambda w: Call(w.own_objects()), OWN),
+    Row("DELETE", "/v4/objects/user/{name:path}", EVERYONE, lambda w: Call(w.own_objects()), OWN),
+    Row("PUT", "/v4/objects/group/{group}/{name:path}", {USER, OWNER},
+        lambda w: Call(f"/v4/objects/group/lab/{w.fresh('o')}"), lambda w: Call(f"/v4/objects/group/ops/{w.fresh('o')}")),
+    Row("GET", "/v4/objects/group/{group}/{name:path}", {USER, OWNER}, lambda w: Call(w.group_object("lab", "alice")),
+        lambda w: Call(w.group_object("ops", "bob"))),
+    Row("DELETE", "/v4/objects/group/{group}/{name:path}", {USER, OWNER},
+        lambda w: Call(w.group_object("lab", "alice")), lambda w: Call(w.group_object("ops", "bob"))),
     # profiles are the cluster's: cluster admins set and delete them, every user reads them (they hold no secrets)
     Row("GET", "/v4/profiles", EVERYONE),
     Row("PUT", "/v4/profiles/{name}", ADMINS, lambda w: Call(f"/v4/profiles/{w.fresh('p')}", {"env": {"A": "1"}}),

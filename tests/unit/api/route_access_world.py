@@ -128,6 +128,21 @@ class World:
         assert answer.status_code == 201, answer.text
         return f"/v4/secrets/{answer.json()['id']}"
 
+    def own_objects(self) -> str:
+        """The path of a new object that the user, the owner and the admin each put in their own scope."""
+        path = f"/v4/objects/user/{self.fresh('o')}"
+        for caller in (USER, OWNER, ADMIN):
+            answer = self.api.request("PUT", path, self.tokens[caller], content=b"mine")
+            assert answer.status_code == 201, answer.text
+        return path
+
+    def group_object(self, group: str, username: str) -> str:
+        """The path of a new object `username` put in `group`'s scope."""
+        path = f"/v4/objects/group/{group}/{self.fresh('o')}"
+        answer = self.api.request("PUT", path, self.tokens[username], content=b"ours")
+        assert answer.status_code == 201, answer.text
+        return path
+
     def profile(self) -> str:
         """A new application profile, set by a cluster admin: its path."""
         path = f"/v4/profiles/{self.fresh('p')}"
