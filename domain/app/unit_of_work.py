@@ -24,7 +24,7 @@ from uuid import UUID
 from eventsourcing.application import AggregateNotFoundError, Application, project_aggregate
 from eventsourcing.persistence import IntegrityError, RecordConflictError
 
-from domain.app.errors import Busy, NotFound, WriteRace
+from domain.app.errors import Busy, Conflict, NotFound, StaleEpoch, WriteRace
 from domain.app.hot import HotState
 
 A = TypeVar("A")
@@ -38,6 +38,12 @@ class IdentityMap:
     def __init__(self) -> None:
         self.loaded: dict[Any, Any] = {}
         self.saved: dict[Any, Any] = {}
+        self.remembered: set[Any] = set()  # answered from memory, unchecked against the log in this attempt
+        self.checked: set[Any] = set()  # read from (or caught up with) the log in this attempt
+
+    def clear(self) -> None:
+        for part in (self.loaded, self.saved, self.remembered, self.checked):
+            part.clear()
 
 
 class ScopedRepository:
@@ -78,30 +84,54 @@ class ScopedRepository:
     def _get(self, key: UUID) -> Any:
         if not self.hot.enabled:
             return self._inner.get(key)  # the library's cache, caught up with the log on every get
+        checked = True
         if not self.hot.trusted:
             self._drop(key)  # asked for the log: read it
         elif self.hot.is_absent(key):
+            self._note(key, checked=False)
             raise AggregateNotFoundError(key)
         else:
-            self._catch_up(key)
+            checked = self._catch_up(key)
         try:
-            return self._inner.get(key)
+            found = self._inner.get(key)
         except AggregateNotFoundError:
             self.hot.mark_absent(key)
+            self._note(key, checked=True)
             raise
+        self._note(key, checked)
+        return found
 
-    def _catch_up(self, key: UUID) -> None:
-        """A copy in memory that may be behind the log takes the events after it (the log reads only those)."""
+    def _catch_up(self, key: UUID) -> bool:
+        """A copy in memory that may be behind the log takes the events after it (the log reads only those). False
+        when the answer comes from memory unchecked; True when the log was read (or will be: nothing is kept)."""
         cache = self._inner.cache
         try:
             cached = cache.get(key)
         except KeyError:
-            return
+            return True
         if not self.hot.is_stale(key, cached.version):
-            return
+            return False
         newer = self._inner.event_store.get(key, gt=cached.version)
         cache.put(key, project_aggregate(deepcopy(cached), newer))
         self.hot.caught_up(key)
+        return True
+
+    def _note(self, key: UUID, checked: bool) -> None:
+        scope = self.scope
+        if scope is not None:
+            (scope.checked if checked else scope.remembered).add(key)
+
+    def doubt(self) -> bool:
+        """A refusal is about to be given (fenced, ended, moved on, not found): if the running command decided it on
+        copies taken from memory unchecked, those are marked to catch up with the log and True says so, for the
+        command to decide again. A refusal must stand on the log, never on a copy the follower has not caught up
+        (another API worker's write, a write whose acknowledgement was lost)."""
+        scope = self.scope
+        doubted = scope.remembered - scope.checked if scope is not None else set()
+        for key in doubted:
+            self.hot.present(key)
+            self.hot.mark_stale(key)
+        return bool(doubted)
 
     def presumed_new(self, aggregate_id: Any) -> bool:
         """True when an id (a fresh submission's, say) may be taken as unused without asking the log: memory is
@@ -165,8 +195,7 @@ class ScopedRepository:
         if scope is not None:
             for key, aggregate in scope.saved.items():
                 self._keep(key, aggregate)
-            scope.loaded.clear()
-            scope.saved.clear()
+            scope.clear()
 
     def uncached(self) -> Any:
         """`with repository.uncached():` lookups read the log (a token's revocation is never taken from memory)."""
@@ -290,6 +319,10 @@ class _Deferred:
             self.uow.save(*objs)
 
 
+class Recheck(WriteRace):
+    """A command decided on copies from memory that the log may have moved past: it decides again (see `doubt`)."""
+
+
 def command(method: F) -> F:
     """A handler's command (its handler holds the unit of work as `uow`), run in a unit of work, again from the
     start after a lost write race."""
@@ -307,6 +340,10 @@ def command(method: F) -> F:
                     repository.forget()
                     if attempt == ATTEMPTS:
                         raise Busy(f"{method.__name__} kept meeting concurrent writes ({race}); try again") from race
+                except (StaleEpoch, Conflict, NotFound):
+                    if not repository.doubt():
+                        raise  # decided on what the log says
+                    repository.forget()  # decided on memory: again, on copies caught up with the log
         finally:
             repository.leave()
         raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises

@@ -17,7 +17,7 @@ from domain.app.errors import AppError, Conflict, Invalid, NotFound, StaleEpoch,
 from domain.app.profiles import ProfileHandlers
 from domain.app.scheduling import SchedulingHandlers
 from domain.app.secret_reading import check_references
-from domain.app.unit_of_work import UnitOfWork, command
+from domain.app.unit_of_work import Recheck, UnitOfWork, command
 from domain.app.volumes import VolumeHandlers
 from domain.fuzzfile import Problem, parse_fuzzfile
 from domain.fuzzfile.schema import Workflow as Fuzzfile
@@ -159,6 +159,8 @@ class WorkflowHandlers:
                     listening = tuple(r.listening) if r.listening is not None else None
                     self.report(node, r.allocation_id, r.epoch, r.event, r.exit_code, r.reason, at, listening)
                 except (StaleEpoch, NotFound, Invalid, Conflict) as refused:
+                    if self.uow.repository.doubt():  # a refusal stands on the log, never on memory alone
+                        raise Recheck(f"report refused on copies from memory ({refused}); deciding again") from refused
                     outcomes.append(refused)
                 else:
                     outcomes.append(None)
@@ -253,7 +255,9 @@ class WorkflowHandlers:
         workflow = self.uow.load(Workflow, alloc.workflow_id, "workflow")
         try:
             workflow.stage_exited(alloc.stage, alloc.attempt, exit_code, at=at, by="agent", told=reason)
-        except WorkflowError:  # the workflow moved on; the allocation still ended and gives its resources back
+        except WorkflowError as error:  # the workflow moved on; the allocation still ended and gives its resources back
+            if self.uow.repository.doubt():  # ...as the log says, not as a copy in memory says
+                raise Recheck(f"{alloc.stage}: {error} (on copies from memory); deciding again") from error
             self.uow.save(alloc, *self.allocations.release(alloc, "agent", at))
             return
         touched = [alloc, workflow, *self.allocations.release(alloc, "agent", at)]

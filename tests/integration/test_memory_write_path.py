@@ -12,7 +12,8 @@ import pytest
 from adapters.tailer import Tailer
 from api.composition.wakeups import LogSignals
 from domain.app import Roving
-from domain.app.ids import node_id
+from domain.app.errors import StaleEpoch
+from domain.app.ids import allocation_id, node_id
 from domain.tenancy import Role
 from domain.tenancy.permissions import Principal
 from projections.views import Views
@@ -142,3 +143,28 @@ def test_a_fresh_submission_is_not_looked_up_and_one_made_elsewhere_is_answered_
     first.submit_workflow(workflow, "w", JOB, 0, None, OWNER, T0, definitions=[])  # the same key, on another process
     events = [type(e).__qualname__ for e in second.repository.event_store.get(workflow)]
     assert events.count("Workflow.Submitted") == 1
+
+
+def test_a_report_refused_on_a_stale_copy_is_decided_again_on_the_log_and_recorded(writers):
+    """Another API worker placed the allocation; this one's copy predates the placement. Refusing the agent's
+    report as fenced would have the agent kill a job the control plane placed."""
+    first, second = writers  # no follower runs: `first` keeps its copy from before the placement
+    node = registered(first)
+    workflow = uuid4()
+    first.submit_workflow(workflow, "w", JOB, 0, None, OWNER, T0, definitions=[])
+    allocation = allocation_id(workflow, "j", 1)
+    first.repository.get(allocation)  # in memory, READY, on no node
+    epoch = second.place(allocation, [node], "scheduler", T0 + timedelta(seconds=1))
+    first.report(node, allocation, epoch, "exited", 0, "", T0 + timedelta(seconds=2))
+    ended = second.repository.get(allocation)
+    assert (ended.state.value, ended.exit_code) == ("FINISHED", 0)
+
+
+def test_a_report_of_an_epoch_the_log_never_placed_is_still_refused(writers):
+    first, _ = writers
+    node = registered(first)
+    workflow = uuid4()
+    first.submit_workflow(workflow, "w", JOB, 0, None, OWNER, T0, definitions=[])
+    allocation = allocation_id(workflow, "j", 1)
+    with pytest.raises(StaleEpoch):
+        first.report(node, allocation, 7, "exited", 0, "", T0 + timedelta(seconds=2))
