@@ -49,3 +49,10 @@ def test_a_job_stopped_at_its_execute_timeout_names_the_timeout_when_retried_and
 def test_an_ordinary_exit_keeps_its_own_words():
     assert ended(SERVICE, "model", 143, "stopped by the control plane") == \
         "Failed: exit 143 (stopped by SIGTERM; never retried)"
+
+
+def test_a_job_killed_at_its_memory_limit_says_out_of_memory_not_only_its_exit_code():
+    oom = "out of memory: killed at its memory limit of 64MiB"
+    plain = TIMED.replace("policy: {timeout: {execute: 30s}, retry: {on: [137], attempts: 1}}", "")
+    assert ended(plain, "train", 137, oom).startswith(f"Failed: {oom} (exit 137)")
+    assert ended(TIMED, "train", 137, oom).startswith(f"Retried after {oom} (exit 137)")
