@@ -102,9 +102,10 @@ def submission_id(request: Request) -> UUID:
     return uuid5(IDEMPOTENCY_NAMESPACE, f"{who.user_id or who.username}\n{key}")
 
 
-async def located(request: Request) -> Located:
-    """The workflow (of this cluster, or of the member cluster that owns it), if the caller may see it."""
-    return await locate(request, c.uuid_param(request, "id", "workflow"))
+async def located(request: Request, allowed: Any = access.view_work) -> Located:
+    """The workflow (of this cluster, or of the member cluster that owns it), if the caller may see it (or do what
+    `allowed` checks)."""
+    return await locate(request, c.uuid_param(request, "id", "workflow"), allowed)
 
 
 @answers(WorkflowList)
@@ -265,9 +266,8 @@ def why_answer(stage: Any, why: Any) -> dict[str, Any]:
 
 @answers(WhyAnswer)
 async def why(request: Request) -> Response:
-    found = await located(request)
+    found = await located(request, access.explain_workflow)
     detail = found.detail
-    access.explain_workflow(c.principal(request), detail.owner)
     everything, store = c.query_bool(request, "all"), found.views.why
     chosen = [s for s in detail.stages if everything or s.status in WAITING]
     answers = [why_answer(s, store.get(s.allocation_id) if s.allocation_id else None) for s in chosen]
@@ -275,9 +275,8 @@ async def why(request: Request) -> Response:
 
 
 async def explain(request: Request) -> Response:
-    located_ = await located(request)
+    located_ = await located(request, access.explain_workflow)
     detail, views = located_.detail, located_.views
-    access.explain_workflow(c.principal(request), detail.owner)
     aid = c.uuid_param(request, "aid", "allocation")
     stage = next((s for s in detail.stages if s.allocation_id == aid), None)
     row = await c.call(views.queue.get, aid)
