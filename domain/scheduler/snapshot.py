@@ -110,7 +110,8 @@ class Definition(msgspec.Struct, frozen=True, kw_only=True):
     annotations: dict[str, str] = {}
     segment: str = ""
     max_nodes: int
-    shape: NodeShape
+    shape: NodeShape  # its largest node (what messages name)
+    shapes: tuple[NodeShape, ...] = ()  # every distinct node shape it holds (a GPU node beside bigger CPU-only ones)
 
 
 class GroupPolicy(msgspec.Struct, frozen=True, kw_only=True):
