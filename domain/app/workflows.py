@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Protocol
 from uuid import UUID
 
@@ -27,6 +27,9 @@ from domain.scheduler.priority import check_workflow_priority
 from domain.scheduler.snapshot import Definition
 from domain.tenancy.permissions import Principal
 from domain.workflow import Workflow, WorkflowError
+
+
+DRAFT, DRAFT_AT = UUID(int=0), datetime.fromtimestamp(0, UTC)  # the workflow `validate` builds to check, unsaved
 
 
 class AgentReport(Protocol):
@@ -94,7 +97,18 @@ class WorkflowHandlers:
         if parsed.errors:
             return {"errors": parsed.errors, "warnings": parsed.warnings}
         _, refused = self.volumes.resolve(parsed.definition, owner_of(principal), principal)
-        return {"errors": refused, "warnings": parsed.warnings + self.cluster_warnings(parsed.definition)}
+        return {"errors": refused + self._never_fits(parsed.definition, principal),
+                "warnings": parsed.warnings + self.cluster_warnings(parsed.definition)}
+
+    def _never_fits(self, definition: Fuzzfile, principal: Principal) -> list[Problem]:
+        """What submission would refuse as no node of this cluster could ever hold it (the same check)."""
+        try:
+            draft = Workflow.submit(DRAFT, "validate", self.profiles.bind(definition), owner_of(principal), 0, None,
+                                    by=principal.username, at=DRAFT_AT)  # never saved: its id and time are moot
+            self.scheduling.check_feasible_submission(draft, None)
+        except (Invalid, WorkflowError, Conflict) as refused:
+            return list(getattr(refused, "problems", [])) or [Problem(path="definition", message=str(refused))]
+        return []
 
     def cluster_warnings(self, definition: Fuzzfile) -> list[Problem]:
         """What this cluster will not do as the definition says (each naming its field), beyond what the parser

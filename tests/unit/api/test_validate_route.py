@@ -95,3 +95,4 @@ def test_the_cli_names_invalid_yaml_without_an_empty_field(api, alice, capsys, t
     code, _, err = run(api, alice, ["workflow", "validate", str(path)], capsys)
     assert code == 1
     assert err.startswith("error: not valid YAML: line 3") and "error: :" not in err
+
