@@ -282,10 +282,13 @@ class Workflow(TimedAggregate):
 
     def stage_lost_node(
         self, stage: str, attempt: int, at: datetime,
-        max_eviction_restarts: int = DEFAULT_MAX_EVICTION_RESTARTS, by: str = "agent",
+        max_eviction_restarts: int = DEFAULT_MAX_EVICTION_RESTARTS, by: str = "agent", cause: str = "",
     ) -> None:
+        """`cause`: why its node went (an eviction's hold reason, a removal), named instead of 'lost its node'."""
         state = self._expect(stage, attempt, (StageStatus.STARTED, StageStatus.RUNNING), "lose its node")
         decision = decide_node_loss(state.template.retry, state.retries_used, state.node_retries_used, max_eviction_restarts)
+        if cause and not decision.retry:
+            decision = RetryDecision(False, decision.reason.replace("lost its node", cause, 1))
         self._retry_or_fail(state, attempt, decision, "node", None, by, at)
         self._advance(at, state.step)
 

@@ -85,7 +85,8 @@ class Allocations:
             alloc.evict(reason, by=by, at=at)
             if workflow.stage(alloc.stage).status in (StageStatus.STARTED, StageStatus.RUNNING):
                 workflow.stage_lost_node(alloc.stage, alloc.attempt, at=at,
-                                         max_eviction_restarts=self.config.max_eviction_restarts(), by=by)
+                                         max_eviction_restarts=self.config.max_eviction_restarts(), by=by,
+                                         cause=reason)
                 if workflow.stage(alloc.stage).kind == "service":
                     touched += self.service_lost(workflow, alloc.stage, reason, at)
             touched += [alloc, *self.release(alloc, by, at)]
