@@ -142,11 +142,17 @@ def events(args: argparse.Namespace, client: Client) -> Any:
 def log(args: argparse.Namespace, client: Client, interval: float = 1.0) -> Any:
     """The stage's output; with --follow, what it writes next too, until its workflow ends."""
     path = f"/v4/workflows/{args.id}/log/{args.stage}"
+    structured = getattr(args, "output", "table") in ("json", "yaml")
+    if structured and not args.follow:  # one document, for scripts: -o json|yaml
+        return {"workflow_id": args.id, "stage": args.stage, "output": client.get(path)}
     written = 0
     while True:
         ended = not args.follow or client.get(f"/v4/workflows/{args.id}")["status"] in ENDED
         text = client.get(path)
-        sys.stdout.write(text[written:])
+        if structured and text[written:]:  # followed: one JSON object a line per new piece of output
+            sys.stdout.write(json.dumps({"workflow_id": args.id, "stage": args.stage, "output": text[written:]}) + "\n")
+        elif not structured:
+            sys.stdout.write(text[written:])
         sys.stdout.flush()
         written = len(text)
         if ended:  # read once more after the end was seen: output that landed just before it is not lost

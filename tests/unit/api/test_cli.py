@@ -198,3 +198,13 @@ def test_workflow_log_explains_its_positionals(capsys):
         main(["workflow", "log", "--help"])
     out = capsys.readouterr().out
     assert "the workflow's id" in out and "NAME[INDEX]" in out
+
+
+def test_workflow_log_with_o_json_prints_one_json_document_for_scripts(api, capsys):
+    wid = api.request("POST", "/v4/workflows", api.admin, json={"name": "w", "definition": JOB}).json()["id"]
+    api.services.logs.lines[(wid, "hello")] = b"line one\nline two\n"
+    code, out, _ = run(api, api.admin, ["workflow", "log", wid, "hello", "-o", "json"], capsys)
+    assert code == 0
+    assert json.loads(out) == {"workflow_id": wid, "stage": "hello", "output": "line one\nline two\n"}
+    code, out, _ = run(api, api.admin, ["workflow", "log", wid, "hello"], capsys)
+    assert out == "line one\nline two\n"
