@@ -82,6 +82,10 @@ def make_persistent(volume: PersistentVolume, as_root: bool) -> Path:
     their owners (root) gives it their ids; one that runs them as itself keeps it its own."""
     directory = Path(volume.path)
     if directory.is_dir():
+        # made earlier as the parent of a named volume (root's, searchable only): now the volume itself, its owner's
+        if as_root and directory.stat().st_uid != volume.uid:
+            os.chown(directory, volume.uid, volume.gid)
+            directory.chmod(volume.mode)
         return directory
     missing = [p for p in reversed(directory.parents) if not p.exists()]
     for parent in missing:
