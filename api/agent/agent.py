@@ -21,6 +21,7 @@ from adapters.registry_auth import take_credential
 from api.agent.args import AgentConfig, build_spec
 from api.agent.logstream import close_job_logs, open_job_logs
 from api.agent.metrics import NodeMetrics
+from api.agent.node import check_owner
 from api.agent.poll import AssignmentFeed, follow
 from api.agent.ports import PortWatch, listening_of
 from api.agent.progress import ProgressRelay
@@ -244,6 +245,7 @@ class Agent:
             if isinstance(env, dict) and "FB_WORKFLOW_TOKEN" in env:  # the job's `roving` reaches the API as we do
                 env = {"ROVING_API": self.config.api, **env}
             spec = build_spec({**item, "env": env})
+            check_owner(self.executor, self.config, spec)
             # off the loop: an image pull takes seconds to minutes, and leases and reports must not wait for it
             running = await asyncio.to_thread(self.executor.start, spec, self._forward_output(spec),
                                               self._forward_exit(spec), image_secret, self.pulls.tell(spec))

@@ -60,7 +60,7 @@ def test_run_exits_with_the_jobs_code_and_keeps_stdout_and_stderr_apart(stack):
 def test_run_mounts_an_ephemeral_volume_and_reads_standard_input(stack):
     # under ROVING_RUNTIME=host (roving up's) a volume mounted at /scratch is ./scratch in the job's directory
     done = roving(stack, "run", "-i", "--volume", "/scratch", "--", "sh", "-c",
-                  "cat > scratch/in && wc -l < scratch/in && ls scratch", stdin="one\ntwo\nthree\n")
+                  "cat > /scratch/in && wc -l < /scratch/in && ls /scratch", stdin="one\ntwo\nthree\n")
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["3", "in"]
 
@@ -153,7 +153,7 @@ volumes:
 jobs:
   show:
     image: {uri: docker://alpine:3.20}
-    script: cat data/in/input.txt
+    script: cat /data/in/input.txt
     mounts: {/data: {volume: data}}
 """
     workflow = stack.submit(definition, "ingress")
@@ -188,7 +188,7 @@ volumes:
 jobs:
   make:
     image: {{uri: docker://alpine:3.20}}
-    script: echo {text} > out/result.txt
+    script: echo {text} > /out/result.txt
     mounts: {{/out: {{volume: out}}}}
 """
         workflow = stack.submit(definition, "egress")

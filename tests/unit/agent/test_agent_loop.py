@@ -51,6 +51,7 @@ def test_the_agent_registers_its_capacity_then_reports_started_and_exited_with_t
     isolation = registered["annotations"].pop("roving.io/isolation")
     assert registered["annotations"].pop("roving.io/job-user").endswith(",agent")  # AgentConfig's default
     assert registered["annotations"].pop("roving.io/runtime") == "host"
+    assert registered["annotations"].pop("roving.io/sandbox") in ("bwrap", "none")  # bwrap where it is installed
     assert isolation in ("cgroup-v1", "cgroup-v2") if os.geteuid() == 0 else isolation == "none"
     assert registered | {"address": None} == {
         "name": "n1", "cpu": 4, "memory": 2**30, "devices": {}, "annotations": {"rack": "r1"},
