@@ -16,6 +16,7 @@ from domain.app.config import ConfigHandlers
 from domain.app.endpoints import EndpointHandlers, base_url
 from domain.app.nodes import NodeHandlers
 from domain.app.profiles import ProfileHandlers
+from domain.app.provisioners import ProvisionerHandlers
 from domain.app.read_models import NoReadModels, ReadModels
 from domain.app.scheduling import SchedulingHandlers
 from domain.app.tenancy import PasswordHasher, TenancyHandlers
@@ -42,6 +43,7 @@ class Roving(UnitOfWork):
         self.nodes = NodeHandlers(self, self.allocations, self.configuration)
         self.tenancy = TenancyHandlers(self, self.allocations, passwords, self.configuration)  # type: ignore[arg-type]
         self.autoscaling = AutoscaleHandlers(self, self.allocations, self.endpoints)
+        self.provisioners = ProvisionerHandlers(self, self.allocations)
 
 
 # Which handler answers each name callers use (`roving.submit_workflow(...)` is `roving.workflows.submit_workflow`).
@@ -57,6 +59,9 @@ FACE = {
     "configuration": ("config", "scheduler_config", "change_config"),
     "profiles": ("set_profile", "delete_profile", "profile", "list_profiles"),
     "autoscaling": ("scale_service",),
+    "provisioners": ("set_provisioner", "delete_provisioner", "request_nodes", "cancel_request", "start_create",
+                     "record_created", "record_create_failed", "record_up", "start_delete", "drain_node",
+                     "finish_delete"),
 }
 
 
