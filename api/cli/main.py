@@ -9,7 +9,20 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from api.cli import audit, completion, context, endpoints, federation, nodes, profile, queue, secret, tenancy, workflow
+from api.cli import (
+    audit,
+    completion,
+    context,
+    endpoints,
+    federation,
+    nodes,
+    profile,
+    provisioner,
+    queue,
+    secret,
+    tenancy,
+    workflow,
+)
 from api.cli.client import ApiError, Client, context_renewer, current_context
 from api.cli.output import FORMAT_HELP, FORMATS, render
 
@@ -22,7 +35,8 @@ PROCESSES: dict[str, tuple[str, str, str]] = {
     "rotate-key": ("api.cli.rotate_key", "rotate_main", "sign new tokens with a new key (on the control plane's host)"),
 }
 OWN_PACKAGES = ("api", "domain", "projections", "adapters")
-GROUPS = (workflow, queue, nodes, tenancy, secret, profile, audit, endpoints, federation, context, completion)
+GROUPS = (workflow, queue, nodes, tenancy, secret, profile, provisioner, audit, endpoints, federation, context,
+          completion)
 DESCRIPTION = """Roving: an event-sourced control plane for HPC/AI clusters.
 
 Every command talks to the HTTP API of the context in ~/.config/roving/config.yaml

@@ -12,6 +12,7 @@ from starlette.routing import Route
 
 from api.http.routes import agent, audit, endpoints, nodes, sessions, tenancy, workflows
 from api.http.routes import common as c
+from domain.provisioner_spec import ProvisionerBody
 
 PUBLIC = {"/healthz", "/readyz", "/metrics", "/v4/auth/login", "/v4/auth/refresh", "/v4/openapi.json"}
 BODIES: dict[tuple[str, str], type] = {
@@ -38,6 +39,7 @@ BODIES: dict[tuple[str, str], type] = {
     ("POST", "/v4/audit/query"): audit.Query,
     ("POST", "/v4/endpoints"): endpoints.CreateEndpoint,
     ("PUT", "/v4/admin/centralconfig"): dict[str, Any],
+    ("PUT", "/v4/provisioners/{name}"): ProvisionerBody,
 }
 STRING, BOOLEAN, INTEGER, NUMBER = {"type": "string"}, {"type": "boolean"}, {"type": "integer"}, {"type": "number"}
 QUERIES: dict[tuple[str, str], dict[str, dict[str, Any]]] = {
