@@ -6,12 +6,17 @@ e2e tests, and as a worked example of the protocol (docs/admin-guide.md, "Provis
 create starts `roving agent` in a session of its own (it outlives this program and the control plane, as a machine
 would) and prints {"instance": "<pid>"}; asked again for the same request while that agent lives, it answers the
 same instance. delete stops the agent and every process of its jobs, and removes its work directory.
+Calls for one request are serialized by a lock file, so a create asked again while the first still runs (the
+control plane restarted meanwhile) waits for it and answers with what it made: one machine per request. Each
+machine started is one line in STATE_DIR/launches.log.
 Faults, by files in STATE_DIR: `fail-creates` fails every create while it exists; `fail-first` fails each request's
-first attempt (exit 1, a message on stderr, as a cloud out of capacity would).
+first attempt (exit 1, a message on stderr, as a cloud out of capacity would); `delay-create` holds SECONDS: each
+create takes that long (a slow cloud).
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -29,9 +34,11 @@ def main(argv: list[str]) -> int:
     state = Path(argv[0]) if argv else Path(os.environ.get("ROVING_SCRIPTED_STATE", "scripted"))
     state.mkdir(parents=True, exist_ok=True)
     message = json.loads(sys.stdin.read())
-    if message["action"] == "create":
-        return create(state, message)
-    delete(state, message)
+    with open(state / f"{message['node']}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when this program ends, however it ends
+        if message["action"] == "create":
+            return create(state, message)
+        delete(state, message)
     print("{}")
     return 0
 
@@ -50,6 +57,9 @@ def create(state: Path, message: dict[str, Any]) -> int:
         marker.touch()
         print(f"no capacity for {node} (fail-first: the next attempt succeeds)", file=sys.stderr)
         return 1
+    delay = state / "delay-create"
+    if delay.exists():
+        time.sleep(float(delay.read_text() or 0))
     workdir = state / "work" / node
     workdir.mkdir(parents=True, exist_ok=True)
     argv = [*agent["command"], *agent["args"], "--token-file", agent["tokenFile"], "--workdir", str(workdir),
@@ -59,6 +69,8 @@ def create(state: Path, message: dict[str, Any]) -> int:
         process = subprocess.Popen(argv, stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                    start_new_session=True)
     (state / f"{node}.pid").write_text(str(process.pid))
+    with open(state / "launches.log", "a") as launches:
+        launches.write(f"{node} {process.pid} attempt {message['attempt']}\n")
     print(json.dumps({"instance": str(process.pid)}))
     return 0
 

@@ -3,6 +3,7 @@ remove them once idle (the issue's contract), and a failing command provider is 
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from adapters.nats_server import free_port
 from tests.e2e.stack import LocalStack
 
 REPO = Path(__file__).resolve().parents[2]
@@ -43,18 +45,27 @@ def stack(tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.fixture(scope="module")
 def scripted():
-    """The command provider's program (ops.soak.scripted_nodes) behind a wrapper, with its state directory; the
-    agents it starts outlive the stack by design (a cloud's machines), so they are stopped here at the end."""
+    """The command provider's program (ops.soak.scripted_nodes) whose first create of each request fails."""
+    with scripted_nodes() as (program, state):
+        (state / "fail-first").touch()
+        yield program
+
+
+@contextlib.contextmanager
+def scripted_nodes():
+    """The program behind a wrapper, with its state directory; the agents it starts outlive the stack by design (a
+    cloud's machines), so they are stopped here at the end."""
     state = Path(tempfile.mkdtemp(prefix="roving-scripted-"))  # jobs run as nobody: not under pytest's 0700 tmp
     state.chmod(0o755)
     program = state / "nodes.sh"
     program.write_text(f"#!/bin/sh\ncd {REPO}\nexec {sys.executable} -m ops.soak.scripted_nodes {state}\n")
     program.chmod(0o755)
-    (state / "fail-first").touch()
-    yield program
-    for pid_file in state.glob("*.pid"):
-        subprocess.run(["kill", "-9", pid_file.read_text().strip()], capture_output=True)
-    shutil.rmtree(state, ignore_errors=True)
+    try:
+        yield program, state
+    finally:
+        for pid_file in state.glob("*.pid"):
+            subprocess.run(["kill", "-9", pid_file.read_text().strip()], capture_output=True)
+        shutil.rmtree(state, ignore_errors=True)
 
 
 def node_names(stack: LocalStack) -> set[str]:
@@ -117,3 +128,32 @@ def test_a_failed_create_is_reported_retried_and_the_node_it_then_made_runs_the_
     assert 'roving_provisioner_failures_total{kind="create",provisioner="scripted"} 1.0' in metrics
     stack.wait(lambda: node not in node_names(stack), 5 + 30, f"{node} to be removed")
     stack.wait(lambda: deleted(stack, "scripted", node), 15, f"the delete program to delete {node}")
+
+
+def test_a_control_plane_killed_while_a_node_is_made_neither_loses_it_nor_makes_it_twice(tmp_path):
+    """roving up is killed -9 while a slow create runs (its program outlives it, as a cloud's call would); the
+    next control plane asks again under the same request id, and the program's answer is the machine it made."""
+    port = free_port()
+    first = second = None
+    with scripted_nodes() as (program, state):
+        (state / "delay-create").write_text("6")
+        try:
+            first = LocalStack(tmp_path, nodes=0, port=port).start()
+            body = {"provider": "command", "template": {"cpu": 2, "memory": "1GiB"}, "maxNodes": 2, "idleSeconds": 600,
+                    "settings": {"create": str(program), "delete": str(program)}}
+            assert first.client.put("/v4/provisioners/slow", json=body).status_code == 201
+            workflow = first.submit(ONE_JOB, "made-once")
+            first.wait(lambda: [n["state"] for n in made_by(first, "slow")] == ["CREATING"], 30, "the create to start")
+            first.process.kill()
+            first.process.wait()
+            second = LocalStack(tmp_path, nodes=0, port=port).start()
+            assert second.wait_status(workflow, ("FINISHED", "FAILED"), timeout=120)["status"] == "FINISHED"
+            [made] = made_by(second, "slow")
+            assert (made["node"], made["state"], made["attempts"]) == ("slow-1", "UP", 2)
+            assert stage_node(second, workflow) == "slow-1" and node_names(second) == {"slow-1"}
+            launches = (state / "launches.log").read_text().splitlines()
+            assert [line.split()[0] for line in launches] == ["slow-1"], launches
+        finally:
+            for stack in (second, first):
+                if stack is not None:
+                    stack.stop()
