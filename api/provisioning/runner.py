@@ -14,6 +14,7 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,18 +22,25 @@ import structlog
 from eventsourcing.persistence import OperationalError
 
 from adapters.leases import NamedLease
-from adapters.provisioners import AgentLaunch, Provider, ProviderError, order_for, provider_for
+from adapters.provisioners import AgentLaunch, Order, Provider, ProviderError, order_for, provider_for
 from api.provisioning import metrics
 from domain.app.errors import AppError
 from domain.provisioner import Provisioner, Request, State
 from domain.provisioner_lifecycle import Do, NodeFacts, Step, next_steps
+from domain.tenancy import Role, Source
+from domain.tenancy.permissions import Principal
 from projections.base import kind_of
 from projections.provisioners import node_facts
 
 log = structlog.get_logger("roving.provisioner")
 INTERVAL = 1.0
 MADE = frozenset({State.CREATED, State.UP, State.DRAINING})
+ADOPTED = frozenset({State.CREATED, State.UP})  # a draining node's agent is not started again: it is on its way out
+PRINCIPAL = Principal(user_id=None, username="provisioner", role=Role.USER, organization_id=None,
+                      source=Source.PROVISIONER)
 DELETE_RETRY_FIRST, DELETE_RETRY_LONGEST = 5.0, 120.0
+RENEW_AFTER = 0.25   # of the lease TTL, as the scheduler's leader lease
+LEAST_GAP = 0.2      # seconds between two looks however fast the log's news come
 
 
 def utcnow() -> datetime:
@@ -41,12 +49,15 @@ def utcnow() -> datetime:
 
 class ProvisionerRunner:
     def __init__(self, roving: Any, views: Any, leases: Any, launch: AgentLaunch, holder: str | None = None,
-                 signals: Any = None, interval: float = INTERVAL, preexec: Any = None) -> None:
+                 signals: Any = None, interval: float = INTERVAL, preexec: Any = None,
+                 clock: Callable[[], datetime] | None = None) -> None:
         self.roving, self.views, self.leases, self.launch = roving, views, leases, launch
+        self.clock = clock or utcnow
         self.holder = holder or f"{socket.gethostname()}:{os.getpid()}"
         self.interval, self.preexec = interval, preexec
         self.providers: dict[str, Provider] = {}
         self.held: dict[str, NamedLease] = {}
+        self.renewed: dict[str, float] = {}  # monotonic time of each lease's last renewal
         self.leading: set[str] = set()
         self.busy: set[str] = set()
         self.paused: dict[str, tuple[float, float]] = {}  # request -> (monotonic time to try again, pause)
@@ -74,9 +85,9 @@ class ProvisionerRunner:
     def _run(self) -> None:
         while not self.stopping.is_set():
             self.wake.wait(self.interval)
-            self.wake.clear()
-            if self.stopping.is_set():
+            if self.stopping.wait(LEAST_GAP):  # a burst of batches is one look
                 break
+            self.wake.clear()
             try:
                 self.tick()
             except OperationalError as error:
@@ -100,13 +111,21 @@ class ProvisionerRunner:
             if p.name not in self.leading:
                 self.leading.add(p.name)
                 self._adopt(p, provider)
-            self._reconcile(p, provider, now or utcnow())
+            self._reconcile(p, provider, now or self.clock())
+            self._sweep(p, provider)
 
     def _hold(self, name: str) -> bool:
+        """Hold the provisioner's lease, renewed once RENEW_AFTER of its TTL has passed (timed from before the
+        renewal, so the lease outlives the belief), not on every tick the log's news bring."""
         if self.leases is None:
             return True
+        asked = time.monotonic()
+        if name in self.leading and asked - self.renewed.get(name, float("-inf")) < self.leases.ttl * RENEW_AFTER:
+            return True
         lease = self.held.get(name) or self.held.setdefault(name, NamedLease(self.leases, f"provisioner.{name}"))
-        return lease.hold(self.holder)
+        holding = lease.hold(self.holder)
+        self.renewed[name] = asked if holding else float("-inf")
+        return holding
 
     def _provider(self, p: Provisioner) -> Provider:
         """One provider per provisioner, kept (the local one holds its agents' processes); settings follow changes."""
@@ -121,7 +140,7 @@ class ProvisionerRunner:
     def _adopt(self, p: Provisioner, provider: Provider) -> None:
         """Taking the lease: what the log says was made is this provider's to keep (or start again)."""
         for r in p.live():
-            if r.state in MADE:
+            if r.state in ADOPTED:
                 try:
                     provider.adopt(order_for(p, r))
                 except ProviderError as error:
@@ -137,6 +156,24 @@ class ProvisionerRunner:
                 self._in_thread(p, provider, step)
             else:
                 self._do(p, provider, step)
+
+    def _sweep(self, p: Provisioner, provider: Provider) -> None:
+        """A node registered under the provisioner's name whose request has ended (an agent that came back after its
+        node was deleted, say) is no node of it any more: deleted by the provider and removed, never left holding
+        capacity nobody manages. Requests are in the log before their nodes, so a node being made is never one."""
+        for row in self.views.nodes.list():
+            if row.definition != p.name or row.name in p.requests or row.name in self.busy:
+                continue
+            order = Order(provisioner=p.name, request=row.name, node=row.name, attempt=1, template=p.spec.template,
+                          settings=dict(p.spec.settings))
+            try:
+                provider.delete(order)
+                self.roving.remove_node(row.id, PRINCIPAL, self.clock(), force=True)
+            except (ProviderError, AppError) as error:
+                log.warning("provisioner.stray_not_removed", provisioner=p.name, node=row.name, error=str(error))
+                continue
+            metrics.FAILURES.labels(p.name, "stray").inc()
+            log.warning("provisioner.stray_removed", provisioner=p.name, node=row.name)
 
     def _nodes(self, p: Provisioner) -> dict[str, NodeFacts]:
         found = {}
@@ -169,23 +206,23 @@ class ProvisionerRunner:
                      reason=str(error))
 
     def _create(self, p: Provisioner, provider: Provider, r: Request, reason: str) -> None:
-        attempt = self.roving.start_create(p.name, r.id, utcnow())
+        attempt = self.roving.start_create(p.name, r.id, self.clock())
         if attempt is None:
             return
         try:
             instance = provider.create(order_for(p, r, attempt))
         except ProviderError as error:
-            retry = self.roving.record_create_failed(p.name, r.id, str(error), utcnow())
+            retry = self.roving.record_create_failed(p.name, r.id, str(error), self.clock())
             metrics.FAILURES.labels(p.name, "create").inc()
             log.warning("provisioner.create_failed", provisioner=p.name, request=r.id, attempt=attempt,
                         error=str(error), retry_at=retry.isoformat() if retry else None)
             return
-        self.roving.record_created(p.name, r.id, instance, utcnow())
+        self.roving.record_created(p.name, r.id, instance, self.clock())
         log.info("provisioner.created", provisioner=p.name, request=r.id, attempt=attempt, instance=instance)
 
     def _up(self, p: Provisioner, provider: Provider, r: Request, reason: str) -> None:
         row = self.views.nodes.by_name(r.id)
-        latency = self.roving.record_up(p.name, r.id, str(row.id), utcnow()) if row is not None else None
+        latency = self.roving.record_up(p.name, r.id, str(row.id), self.clock()) if row is not None else None
         if latency is not None:
             metrics.LATENCY.labels(p.name).observe(latency)
             log.info("provisioner.node_up", provisioner=p.name, request=r.id, seconds=round(latency, 2))
@@ -196,20 +233,20 @@ class ProvisionerRunner:
             provider.delete(order_for(p, r))
         except ProviderError as error:
             log.warning("provisioner.delete_failed", provisioner=p.name, request=r.id, error=str(error))
-        retry = self.roving.record_create_failed(p.name, r.id, reason, utcnow())
+        retry = self.roving.record_create_failed(p.name, r.id, reason, self.clock())
         metrics.FAILURES.labels(p.name, "boot_timeout").inc()
         log.warning("provisioner.node_not_up", provisioner=p.name, request=r.id, reason=reason,
                     retry_at=retry.isoformat() if retry else None)
 
     def _cancel(self, p: Provisioner, provider: Provider, r: Request, reason: str) -> None:
-        self.roving.cancel_request(p.name, r.id, reason, utcnow())
+        self.roving.cancel_request(p.name, r.id, reason, self.clock())
 
     def _drain(self, p: Provisioner, provider: Provider, r: Request, reason: str) -> None:
-        if self.roving.drain_node(p.name, r.id, reason, utcnow(), even_if_busy=p.deleted):
+        if self.roving.drain_node(p.name, r.id, reason, self.clock(), even_if_busy=p.deleted):
             log.info("provisioner.draining", provisioner=p.name, request=r.id, reason=reason)
 
     def _delete(self, p: Provisioner, provider: Provider, r: Request, reason: str) -> None:
-        if self.roving.start_delete(p.name, r.id, reason, utcnow()):
+        if self.roving.start_delete(p.name, r.id, reason, self.clock()):
             if reason.startswith("lost"):
                 metrics.FAILURES.labels(p.name, "lost").inc()
                 log.warning("provisioner.node_lost", provisioner=p.name, request=r.id, reason=reason)
@@ -226,7 +263,7 @@ class ProvisionerRunner:
             return
         with self.lock:
             self.paused.pop(r.id, None)
-        if self.roving.finish_delete(p.name, r.id, utcnow()):
+        if self.roving.finish_delete(p.name, r.id, self.clock()):
             log.info("provisioner.deleted", provisioner=p.name, request=r.id, reason=reason)
 
     def _pause(self, request_id: str) -> float:

@@ -45,6 +45,7 @@ class SoakStack:
             self.env.pop(name, None)
         self.process: subprocess.Popen | None = None
         self.starts = 0
+        self.spare = None  # pid -> True for processes that outlive `roving up` by design (a cloud's machines)
 
     @property
     def outputs(self) -> list[Path]:
@@ -150,8 +151,9 @@ class SoakStack:
         self.stop_up()
         # Agents of a crashed `roving up` get SIGTERM from the kernel and stop their jobs: give them that time.
         nats = set(procs.nats_pids(self.data_dir))
-        procs.wait_gone([p for p in procs.owned(self.data_dir) if p not in nats], 15)
-        leftovers = procs.reap_all(self.data_dir)
+        kept = self.spare or (lambda pid: False)
+        procs.wait_gone([p for p in procs.owned(self.data_dir) if p not in nats and not kept(p)], 15)
+        leftovers = procs.reap_all(self.data_dir, spare=self.spare)
         self.start(timeout)
         return leftovers
 
