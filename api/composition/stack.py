@@ -192,7 +192,7 @@ class Stack:
         launch = AgentLaunch(api=self.url, token_file=self.data_dir / "agent.token",
                              work_root=local_work_dir(self.data_dir, cluster), log_dir=self.data_dir)
         return ProvisionerRunner(self.roving, self.views, self.leases, launch, signals=self.signals,
-                                 preexec=death_signal(os.getpid())).start()
+                                 preexec=death_signal(os.getpid()), ready=self.tailer.caught_up.is_set).start()
 
     def _follow_audit_lease(self, cluster: str) -> None:
         """The audit runs in whichever worker's runner leads; the others forward audit reads to its private

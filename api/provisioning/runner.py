@@ -50,9 +50,10 @@ def utcnow() -> datetime:
 class ProvisionerRunner:
     def __init__(self, roving: Any, views: Any, leases: Any, launch: AgentLaunch, holder: str | None = None,
                  signals: Any = None, interval: float = INTERVAL, preexec: Any = None,
-                 clock: Callable[[], datetime] | None = None) -> None:
+                 clock: Callable[[], datetime] | None = None, ready: Callable[[], bool] | None = None) -> None:
         self.roving, self.views, self.leases, self.launch = roving, views, leases, launch
         self.clock = clock or utcnow
+        self.ready = ready or (lambda: True)  # the views caught up with the log: a restored snapshot is old news
         self.holder = holder or f"{socket.gethostname()}:{os.getpid()}"
         self.interval, self.preexec = interval, preexec
         self.providers: dict[str, Provider] = {}
@@ -100,6 +101,8 @@ class ProvisionerRunner:
                 stop()
 
     def tick(self, now: datetime | None = None) -> None:
+        if not self.ready():
+            return
         for p in self.views.provisioners.all(include_deleted=True):
             if p.deleted and not p.requests:
                 self.leading.discard(p.name)
@@ -140,7 +143,7 @@ class ProvisionerRunner:
     def _adopt(self, p: Provisioner, provider: Provider) -> None:
         """Taking the lease: what the log says was made is this provider's to keep (or start again)."""
         for r in p.live():
-            if r.state in ADOPTED:
+            if r.state in ADOPTED and self._current(p, r):
                 try:
                     provider.adopt(order_for(p, r))
                 except ProviderError as error:
@@ -161,8 +164,11 @@ class ProvisionerRunner:
         """A node registered under the provisioner's name whose request has ended (an agent that came back after its
         node was deleted, say) is no node of it any more: deleted by the provider and removed, never left holding
         capacity nobody manages. Requests are in the log before their nodes, so a node being made is never one."""
-        for row in self.views.nodes.list():
-            if row.definition != p.name or row.name in p.requests or row.name in self.busy:
+        strays = [row for row in self.views.nodes.list()
+                  if row.definition == p.name and row.name not in p.requests and row.name not in self.busy]
+        fresh = self.roving.provisioners.find(p.name) if strays else None
+        for row in strays:
+            if fresh is None or row.name in fresh.requests or self.roving.repository.get(row.id).removed:
                 continue
             order = Order(provisioner=p.name, request=row.name, node=row.name, attempt=1, template=p.spec.template,
                           settings=dict(p.spec.settings))
@@ -198,7 +204,16 @@ class ProvisionerRunner:
                 self.wake.set()
         threading.Thread(target=run, name=f"roving-provision-{step.request.id}", daemon=True).start()
 
+    def _current(self, p: Provisioner, r: Request) -> bool:
+        """Whether the log (not the view, which may lag it) still has the request as the step saw it: a provider
+        is never told to act on old news."""
+        fresh = self.roving.provisioners.find(p.name)
+        found = fresh.requests.get(r.id) if fresh is not None else None
+        return found is not None and found.state is r.state
+
     def _do(self, p: Provisioner, provider: Provider, step: Step) -> None:
+        if step.do in (Do.TIMED_OUT, Do.FINISH) and not self._current(p, step.request):
+            return  # the request moved on meanwhile: the next look decides on what is true then
         try:
             getattr(self, f"_{step.do.value}")(p, provider, step.request, step.reason)
         except AppError as error:  # the request moved on meanwhile: the next tick decides again

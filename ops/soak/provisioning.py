@@ -132,7 +132,8 @@ COUNTED = {"NodesRequested": "requested", "CreateFailed": "create_failed", "Node
 
 
 def check_log(events: list[Event], tally: Tally) -> dict[str, int]:
-    """Never more than maxNodes asked for at once; every provisioned node that registered was asked for. Returns
+    """Never more than maxNodes asked for at once; every provisioned node that registered was asked for, and none
+    came back after it was deleted. Returns
     how many requests, failed creates, nodes up, deleted and canceled the log holds."""
     live: dict[str, set[str]] = {}
     asked: set[str] = set()
@@ -150,7 +151,9 @@ def check_log(events: list[Event], tally: Tally) -> dict[str, int]:
         elif e.kind == "node" and e.name == "NodeRegistered":
             names[e.aggregate] = e.state.get("name", "")
         if e.kind == "node" and e.name in ("NodeRegistered", "NodeRejoined") and names.get(e.aggregate) in ended:
-            counts["rejoined_after_delete"] += 1  # an agent back after its node was deleted: swept as a stray
+            counts["rejoined_after_delete"] += 1  # a second life of a deleted node (the runner sweeps it)
+            tally.violation("node_back_after_delete", f"{names[e.aggregate]} registered again (seq {e.seq}) after "
+                            "its provisioner deleted it")
         elif e.kind == "node" and e.name == "NodeRegistered" and e.state.get("definition_id") in POOLS \
                 and e.state.get("name") not in asked:
             tally.violation("unasked_node", f"{e.state.get('name')} registered for {e.state['definition_id']} but "

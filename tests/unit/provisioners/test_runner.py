@@ -158,3 +158,30 @@ def test_a_node_registered_under_the_provisioner_that_it_did_not_ask_for_is_dele
     tick(6)
     assert ("delete", "elastic-9", 1) in provider.calls and ("delete", "elastic-1", 1) not in provider.calls
     assert roving.repository.get(stray).removed and not roving.repository.get(made).removed
+
+
+def test_a_view_that_lags_the_log_never_makes_a_provider_act_on_old_news(world):
+    """A restarted control plane's views start from a snapshot: one showing a node UP that the log has since deleted
+    must not start its agent again (it would come back as a node nobody manages)."""
+    roving, views, provider, tick = world
+    roving.request_nodes("elastic", ["a1"], later(1))
+    tick(2)
+    register(roving)
+    tick(6)
+    upto = views.position
+    provider.dead.add("elastic-1")
+    tick(8)
+    assert state(views) == ("DELETED", 1)
+    stale = Views()
+    records = roving.recorder.select_notifications(start=1, limit=upto)
+    stale.apply([(r.id, roving.mapper.to_domain_event(r)) for r in records])
+    assert stale.provisioners.get("elastic").requests["elastic-1"].state.value == "UP"
+    provider.calls.clear()
+    waiting = ProvisionerRunner(roving, stale, None, LAUNCH, clock=lambda: later(9), ready=lambda: False)
+    waiting.providers["elastic"] = provider
+    waiting.tick()
+    assert provider.calls == []  # not caught up: it does nothing at all
+    successor = ProvisionerRunner(roving, stale, None, LAUNCH, clock=lambda: later(9))
+    successor.providers["elastic"] = provider
+    successor.tick()
+    assert [c for c in provider.calls if c[0] == "adopt"] == []
