@@ -29,10 +29,10 @@ UNNEEDED_STATES = frozenset({"REQUESTED", "FAILED"})  # nothing made yet: such a
 class Virtual:
     """A node being made (a pending request) or one this pass would ask for, with what the pass packed on it."""
 
-    __slots__ = ("template", "request", "arrives", "cpu", "memory", "devices", "ports", "busy", "locked")
+    __slots__ = ("template", "request", "arrives", "cpu", "memory", "devices", "ports", "busy", "locked", "fresh")
 
-    def __init__(self, template: NodeTemplate, request: PendingNode | None, arrives: datetime):
-        self.template, self.request, self.arrives = template, request, arrives
+    def __init__(self, template: NodeTemplate, request: PendingNode | None, arrives: datetime, fresh: bool = False):
+        self.template, self.request, self.arrives, self.fresh = template, request, arrives, fresh
         self.cpu, self.memory, self.devices = template.cpu, template.memory, dict(template.devices)
         self.ports: set[int] = set()
         self.busy, self.locked = 0, False
@@ -83,6 +83,8 @@ class Provisioning:
         self.asked: dict[str, list[str]] = {}
         self.used: set[str] = set()
         self.waiting = 0
+        # Virtual capacity only shrinks during a pass: a shape that found no room on a template finds none later.
+        self._failed: set[tuple] = set()
 
     def _arrival(self, t: NodeTemplate, r: PendingNode | None) -> datetime:
         if r is None:
@@ -110,10 +112,12 @@ class Provisioning:
         given); None when none fits or none arrives in time."""
         best: tuple[datetime, str, NodeTemplate, list[Virtual]] | None = None
         for t in self.templates:
-            if not matches(t, a, self.ignored):
+            shape = (t.provisioner, a.cpu, a.memory, tuple(a.devices.items()), a.exclusive, a.nodes, a.host_ports)
+            if shape in self._failed or not matches(t, a, self.ignored):
                 continue
             chosen = self._pick(t, a)
             if chosen is None:
+                self._failed.add(shape)
                 continue
             arrives = max(v.arrives for v in chosen)
             if best is None or arrives < best[0]:
@@ -130,18 +134,21 @@ class Provisioning:
         fresh = a.nodes - len(chosen)
         if fresh > self.room[t.provisioner]:
             return None
-        chosen += [Virtual(t, None, self._arrival(t, None)) for _ in range(fresh)]
+        chosen += [Virtual(t, None, self._arrival(t, None), fresh=True) for _ in range(fresh)]
         return chosen
 
     def _commit(self, t: NodeTemplate, a: QueuedAllocation, chosen: list[Virtual]) -> None:
         for v in chosen:
-            if v.request is None and v not in self.virtual[t.provisioner]:
+            if v.fresh:  # asked for now: the next allocations may be packed onto it too
+                v.fresh = False
                 self.virtual[t.provisioner].append(v)
                 self.room[t.provisioner] -= 1
                 self.asked.setdefault(t.provisioner, []).append(a.id)
             elif v.request is not None:
                 self.used.add(v.request.request_id)
             v.take(a)
+            if v.locked or v.cpu <= 0 or v.memory <= 0:  # full: later scans need not pass over it
+                self.virtual[t.provisioner].remove(v)
 
     def _why(self, t: NodeTemplate, chosen: list[Virtual], arrives: datetime) -> Why:
         first = next((v.request for v in chosen if v.request is not None), None)

@@ -138,3 +138,13 @@ def test_a_new_blocked_event_only_when_the_request_or_its_state_changes():
     assert blocked_events(asked, requested) == ["j1"]
     assert blocked_events(requested, older) == []
     assert blocked_events(older, creating.reasons) == ["j1"]
+
+
+def test_a_shape_that_found_no_room_does_not_keep_smaller_work_off_a_node_being_made():
+    jobs = [job("j1", cpu=3, minutes_ago=3), job("j2", cpu=2, minutes_ago=2), job("j3", cpu=1, minutes_ago=1),
+            job("j4", cpu=2, minutes_ago=0)]
+    d = schedule(snap(jobs, templates=(template(cpu=4, max_nodes=1),)), CONFIG, T0)
+    assert d.provision == [ProvisionAsk(provisioner="elastic", reasons=("j1",))]
+    assert [d.reasons[j].reason for j in ("j1", "j2", "j3", "j4")] == [
+        Reason.WAITING_FOR_PROVISION, Reason.INSUFFICIENT_RESOURCES, Reason.WAITING_FOR_PROVISION,
+        Reason.INSUFFICIENT_RESOURCES]
