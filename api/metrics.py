@@ -7,6 +7,7 @@ from typing import Any
 
 from prometheus_client import Counter, Gauge, Histogram
 
+from api.provisioning import metrics as provisioning_metrics
 from domain.holds import NodeSummary, monitoring_hold_allowed
 
 PASS_SECONDS = Histogram("roving_scheduler_pass_seconds", "Duration of one scheduling pass",
@@ -50,6 +51,8 @@ def observe_views(views: Any, max_monitoring_percent: float) -> None:
     HOLD_CEILING.clear()
     for definition, reached in ceilings(rows, max_monitoring_percent).items():
         HOLD_CEILING.labels(definition).set(1 if reached else 0)
+    if hasattr(views, "provisioners"):
+        provisioning_metrics.observe(views)
 
 
 def ceilings(rows: Iterable[Any], percent: float) -> dict[str, bool]:

@@ -10,12 +10,15 @@ import threading
 from datetime import datetime
 from typing import Any
 
+import msgspec
+
 from domain.scheduler.snapshot import Snapshot
 from projections.assignments import assignments
 from projections.base import Batch, Projection
 from projections.endpoints import EndpointsView
 from projections.node_events import NodeEventsView
 from projections.nodes import NodesView
+from projections.provisioners import ProvisionersView
 from projections.queue import QueueView
 from projections.snapshot import scheduler_snapshot
 from projections.tenancy import TenancyView
@@ -34,9 +37,10 @@ class Views:
         self.tenancy = TenancyView(self.lock)
         self.endpoints = EndpointsView(self.lock)
         self.node_events = NodeEventsView(self.lock)
+        self.provisioners = ProvisionersView(self.lock)
         self.why = WhyStore()
         self.projections: tuple[Projection, ...] = (self.workflows, self.queue, self.nodes, self.tenancy,
-                                                      self.endpoints, self.node_events)
+                                                      self.endpoints, self.node_events, self.provisioners)
         self.applied = threading.Condition(self.lock)
 
     @property
@@ -78,4 +82,6 @@ class Views:
 
     def scheduler_snapshot(self, now: datetime) -> Snapshot:
         with self.lock:
-            return scheduler_snapshot(now, self.queue, self.workflows, self.nodes, self.tenancy)
+            snapshot = scheduler_snapshot(now, self.queue, self.workflows, self.nodes, self.tenancy)
+            templates = self.provisioners.templates()
+            return msgspec.structs.replace(snapshot, templates=templates) if templates else snapshot

@@ -18,6 +18,7 @@ from api.cli import (
     nodes,
     objects,
     profile,
+    provisioner,
     queue,
     run,
     secret,
@@ -36,7 +37,8 @@ PROCESSES: dict[str, tuple[str, str, str]] = {
     "rotate-key": ("api.cli.rotate_key", "rotate_main", "sign new tokens with a new key (on the control plane's host)"),
 }
 OWN_PACKAGES = ("api", "domain", "projections", "adapters")
-GROUPS = (workflow, run, queue, nodes, tenancy, secret, objects, profile, audit, endpoints, federation, context,
+GROUPS = (workflow, run, queue, nodes, tenancy, secret, objects, profile, provisioner, audit, endpoints, federation,
+          context,
           completion)
 DESCRIPTION = """Roving: an event-sourced control plane for HPC/AI clusters.
 

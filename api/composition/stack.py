@@ -95,7 +95,7 @@ class Stack:
     """Everything one control-plane process runs; `roving up` adds the embedded server and local agents."""
 
     def __init__(self, settings, embedded_nats: bool = True, scheduler: bool = True,
-                 audit: bool | str = True, internal_url: str = "") -> None:
+                 audit: bool | str = True, internal_url: str = "", provisioners: bool = True) -> None:
         """`audit`: feed the audit here (True), not at all (False), or while this scheduler leads ("lease");
         `internal_url`: where other workers reach this one's API (audit reads are forwarded there)."""
         self.settings = settings
@@ -115,6 +115,8 @@ class Stack:
         self.runner = self.tailer = self.leases = self.roving = None  # what start() builds; stop() skips what is None
         self.log_probe: LogProbe | None = None
         self.audit_lease: AuditByLease | None = None  # audit="lease": the audit runs while this runner leads
+        self.with_provisioners = provisioners
+        self.provisioner_runner = None
 
     @property
     def url(self) -> str:
@@ -126,11 +128,12 @@ class Stack:
         nats_url = self.settings.nats_url or self.start_nats()
         cluster = self.settings.cluster
         env = {"PERSISTENCE_MODULE": "adapters.jetstream", "ROVING_NATS_URL": nats_url, "ROVING_CLUSTER": cluster}
-        from projections.snapshot import node_definitions, node_segments
+        from projections.provisioners import pool_definitions
+        from projections.snapshot import node_segments
         from projections.views import Views
 
         self.views = Views()
-        read_models = ReadModelFunctions(definitions=lambda: node_definitions(self.views.nodes),
+        read_models = ReadModelFunctions(definitions=lambda: pool_definitions(self.views.nodes, self.views.provisioners),
                                          priorities=self.views.tenancy.owner_priorities,
                                          allocations_of_owner=self.views.queue.live_allocations_of,
                                          segments=lambda: node_segments(self.views.nodes))
@@ -163,6 +166,7 @@ class Stack:
             from api.composition.refused_alerts import RefusedAlertsLoop
 
             self.refused_alerts = RefusedAlertsLoop(self.roving, self.views, self.runner, follower=self.tailer).start()
+        self.provisioner_runner = self._start_provisioners(cluster)
         if self.with_audit and self.with_audit != "lease":
             self._start_audit(cluster)
         from adapters.traffic import EndpointTraffic
@@ -190,6 +194,22 @@ class Stack:
 
         connection = self.leases.connection
         return ObjectStore(connection.client.js, cluster, self.settings.object_max_bytes, loop=connection.loop.loop)
+    def _start_provisioners(self, cluster: str):
+        """Where the scheduler runs, its leader asks provisioners for nodes; a control plane that serves the API
+        also runs the providers, each under its provisioner's lease (api.provisioning)."""
+        if self.runner is None:
+            return None
+        from adapters.provisioners import AgentLaunch
+        from api.provisioning.asks import Asks
+        from api.provisioning.runner import ProvisionerRunner
+
+        self.runner.after_pass.append(Asks(self.roving))
+        if not self.with_provisioners:
+            return None
+        launch = AgentLaunch(api=self.url, token_file=self.data_dir / "agent.token",
+                             work_root=local_work_dir(self.data_dir, cluster), log_dir=self.data_dir)
+        return ProvisionerRunner(self.roving, self.views, self.leases, launch, signals=self.signals,
+                                 preexec=death_signal(os.getpid()), ready=self.tailer.caught_up.is_set).start()
 
     def _follow_audit_lease(self, cluster: str) -> None:
         """The audit runs in whichever worker's runner leads; the others forward audit reads to its private
@@ -361,7 +381,8 @@ class Stack:
         self.stop_local_agents()
         if self.server is not None:
             self.server.should_exit = True
-        for part in (self.log_probe, self.autoscaler, self.refused_alerts, self.audit_lease, self.runner, self.tailer,
+        for part in (self.log_probe, self.provisioner_runner, self.autoscaler, self.refused_alerts, self.audit_lease,
+                     self.runner, self.tailer,
                      self.audit_feed):
             if part is not None:
                 part.stop()

@@ -70,6 +70,7 @@ class SchedulerRunner:
         self._standby_until = float("-inf")  # not leading: when to ask for the lease again
         self._config: tuple[int, object] | None = None  # (config generation, the scheduler config read then)
         self._config_generation = 0  # counts ClusterConfig events applied: the cached config is stale when it moved
+        self.after_pass: list = []  # called with (decisions, now) after each pass's commits (api.provisioning.asks)
         self._thread = threading.Thread(target=self._run, name="roving-scheduler", daemon=True)
 
     def start(self) -> SchedulerRunner:
@@ -166,6 +167,8 @@ class SchedulerRunner:
         metrics.PASS_SECONDS.observe(elapsed)
         self.refused: dict[str, str] = {}
         self._commit(decisions, now)
+        for hook in self.after_pass:
+            hook(decisions, now)
         self._explain_refusals(decisions)
         self.views.why.set(decisions.reasons, now)
         self._announce_blocked(decisions.reasons, now)

@@ -17,6 +17,7 @@ from domain.app.config import ConfigHandlers
 from domain.app.endpoints import EndpointHandlers, base_url
 from domain.app.nodes import NodeHandlers
 from domain.app.profiles import ProfileHandlers
+from domain.app.provisioners import ProvisionerHandlers
 from domain.app.read_models import NoReadModels, ReadModels
 from domain.app.scheduling import SchedulingHandlers
 from domain.app.tenancy import PasswordHasher, TenancyHandlers
@@ -59,6 +60,7 @@ class Roving(UnitOfWork):
         self.nodes = NodeHandlers(self, self.allocations, self.configuration)
         self.tenancy = TenancyHandlers(self, self.allocations, passwords, self.configuration)  # type: ignore[arg-type]
         self.autoscaling = AutoscaleHandlers(self, self.allocations, self.endpoints)
+        self.provisioners = ProvisionerHandlers(self, self.allocations)
 
     # What callers call on the application (`roving.submit_workflow(...)`): each is one handler's method, typed as it.
     # workflows
@@ -115,3 +117,15 @@ class Roving(UnitOfWork):
     list_profiles = delegate("profiles", ProfileHandlers.list_profiles)
     # autoscaling
     scale_service = delegate("autoscaling", AutoscaleHandlers.scale_service)
+    # provisioners
+    set_provisioner = delegate("provisioners", ProvisionerHandlers.set_provisioner)
+    delete_provisioner = delegate("provisioners", ProvisionerHandlers.delete_provisioner)
+    request_nodes = delegate("provisioners", ProvisionerHandlers.request_nodes)
+    cancel_request = delegate("provisioners", ProvisionerHandlers.cancel_request)
+    start_create = delegate("provisioners", ProvisionerHandlers.start_create)
+    record_created = delegate("provisioners", ProvisionerHandlers.record_created)
+    record_create_failed = delegate("provisioners", ProvisionerHandlers.record_create_failed)
+    record_up = delegate("provisioners", ProvisionerHandlers.record_up)
+    start_delete = delegate("provisioners", ProvisionerHandlers.start_delete)
+    drain_node = delegate("provisioners", ProvisionerHandlers.drain_node)
+    finish_delete = delegate("provisioners", ProvisionerHandlers.finish_delete)

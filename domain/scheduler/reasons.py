@@ -24,6 +24,7 @@ class Reason(enum.Enum):
     BACKFILL_NO_FIT = "BACKFILL_NO_FIT"
     SERVICE_POOL_AT_CAPACITY = "SERVICE_POOL_AT_CAPACITY"
     PREEMPTION_PROTECTED = "PREEMPTION_PROTECTED"
+    WAITING_FOR_PROVISION = "WAITING_FOR_PROVISION"  # a node is being made for it (domain.scheduler.provisioning)
     INVALID_REQUEST = "INVALID_REQUEST"  # its stored numbers or its priority cannot be computed with: set aside
     RUNNING = "RUNNING"
     FINISHED = "FINISHED"
@@ -41,6 +42,7 @@ _CAUSE_KEYS: dict[Reason, tuple[str, ...]] = {
     Reason.NODE_ANNOTATIONS_MISMATCH: ("annotations",),
     Reason.PREEMPTION_PROTECTED: ("victims",),
     Reason.INVALID_REQUEST: ("field",),
+    Reason.WAITING_FOR_PROVISION: ("provisioner", "request", "state"),
 }
 
 

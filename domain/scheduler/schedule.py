@@ -17,6 +17,7 @@ from domain.scheduler.decisions import Backfilled, Decisions, Placement, Preempt
 from domain.scheduler.eligibility import Candidates, capacity_why, static_why
 from domain.scheduler.preemption import Outcome, Preemptor
 from domain.scheduler.priority import Evaluator, Unevaluable
+from domain.scheduler.provisioning import Provisioning, unreserve
 from domain.scheduler.reasons import Reason, Why
 from domain.scheduler.reservation import Reservation, reserve
 from domain.scheduler.sanity import set_aside, unusable
@@ -38,6 +39,8 @@ class _Pass:
         self._preemptor: Preemptor | None = None
         self._static: dict[tuple, Why | None] = {}
         self._capacity: dict[tuple, Why] = {}
+        self.provisioning = Provisioning(snapshot.templates, frozenset(config.ignored_annotations), now) \
+            if snapshot.templates else None
 
     def priority(self, a: QueuedAllocation) -> float:
         """A finite priority, or Unevaluable naming what the pass cannot compute with."""
@@ -75,6 +78,9 @@ class _Pass:
             d.reasons.setdefault(r.id, Why(reason=Reason.RUNNING))
         for negative, _, _, a in ranked:
             self.consider(a, -negative)
+        if self.provisioning is not None:
+            d.provision, d.unneeded = self.provisioning.asks(), self.provisioning.unneeded()
+            d.counters.waiting_for_provision = self.provisioning.waiting
         return d
 
     def consider(self, a: QueuedAllocation, p: float) -> None:
@@ -103,7 +109,9 @@ class _Pass:
             self._capacity[key] = capacity_why(c, a, service)
         return self._capacity[key]
 
-    def block(self, a: QueuedAllocation, why: Why) -> None:
+    def block(self, a: QueuedAllocation, why: Why, provision: bool = True) -> None:
+        if provision and self.provisioning is not None:  # a node a provisioner makes may take it instead
+            why = self.provisioning.consider(a, why)
         self.d.reasons[a.id] = why
         self.d.counters.blocked += 1
 
@@ -114,7 +122,10 @@ class _Pass:
         outcome = self.preempt(a, p, c)
         if outcome is not None and outcome.victims:
             return
-        res = self.reservation = reserve(self.cluster, c, a, self.now)
+        res = reserve(self.cluster, c, a, self.now)
+        if self.provision_instead(a, res):
+            return
+        self.reservation = res
         self.held = {slot.index for slot in res.slots}
         self.d.reservation = ReservationHeld(allocation_id=a.id, node_ids=res.node_ids(),
                                              estimated_start=res.start)
@@ -123,7 +134,16 @@ class _Pass:
         if outcome is not None and outcome.protected:
             why = _protected_why(outcome, self.config)
             detail = dict(detail, **why.detail)
-        self.block(a, Why(reason=why.reason, message=why.message, detail=detail))
+        self.block(a, Why(reason=why.reason, message=why.message, detail=detail), provision=False)
+
+    def provision_instead(self, a: QueuedAllocation, res: Reservation) -> bool:
+        """A node being made that arrives before real ones free up takes the head, which then holds no real node."""
+        waiting = self.provisioning.offer(a, res.start) if self.provisioning is not None else None
+        if waiting is None:
+            return False
+        unreserve(res)
+        self.block(a, waiting, provision=False)
+        return True
 
     def place(self, a: QueuedAllocation, p: float, slots: list[Slot]) -> None:
         self.cluster.place(a, slots, self.now)

@@ -65,15 +65,20 @@ class Simulator:
             self.result.passes += 1
             upcoming = [t for t in (self.ends[0][0] if self.ends else None,
                                     self.arrivals[cursor].allocation.submitted_at
-                                    if cursor < len(self.arrivals) else None) if t is not None]
+                                    if cursor < len(self.arrivals) else None, self._wakeup()) if t is not None]
             if not upcoming:
                 break
             now = max(now, min(upcoming))
         total_cpu = sum(n.cpu for n in self.nodes)
         span = max((t for t in self.result.finished.values()), default=first) - first
         self.result.makespan_seconds = span.total_seconds()
-        self.result.utilization = self.busy_cpu_seconds / (total_cpu * span.total_seconds()) if span else 0.0
+        self.result.utilization = self.busy_cpu_seconds / (total_cpu * span.total_seconds()) if span and total_cpu \
+            else 0.0
         return self.result
+
+    def _wakeup(self) -> datetime | None:
+        """The next moment something other than an arrival or an end happens (domain.scheduler.elastic_sim)."""
+        return None
 
     def _snapshot(self) -> Snapshot:
         return Snapshot(queued=tuple(self.queued.values()), running=tuple(self.running.values()),

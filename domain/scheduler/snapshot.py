@@ -114,6 +114,33 @@ class Definition(msgspec.Struct, frozen=True, kw_only=True):
     shapes: tuple[NodeShape, ...] = ()  # every distinct node shape it holds (a GPU node beside bigger CPU-only ones)
 
 
+class PendingNode(msgspec.Struct, frozen=True, kw_only=True):
+    """A node a provisioner was asked for and has not brought up yet (domain.provisioner's request)."""
+
+    request_id: str
+    state: str  # REQUESTED | CREATING | CREATED | FAILED
+    requested_at: datetime
+    expected_at: datetime
+    attempts: int = 0
+    last_error: str = ""
+    retry_at: datetime | None = None
+
+
+class NodeTemplate(msgspec.Struct, frozen=True, kw_only=True):
+    """A provisioner's node template: the scheduler treats it as virtual nodes arriving at their expected time."""
+
+    provisioner: str
+    cpu: int
+    memory: int
+    devices: dict[str, int] = {}
+    annotations: dict[str, str] = {}
+    segment: str = ""
+    max_nodes: int
+    nodes: int = 0  # made and not yet deleted (these are real nodes already, or on their way out)
+    pending: tuple[PendingNode, ...] = ()
+    expected_seconds: float = 60.0
+
+
 class GroupPolicy(msgspec.Struct, frozen=True, kw_only=True):
     """Which groups' running work this group may preempt; empty means none."""
 
@@ -127,6 +154,7 @@ class Snapshot(msgspec.Struct, frozen=True, kw_only=True):
     nodes: tuple[NodeView, ...] = ()
     definitions: tuple[Definition, ...] = ()
     group_policies: tuple[GroupPolicy, ...] = ()
+    templates: tuple[NodeTemplate, ...] = ()  # provisioners that may make nodes (domain.scheduler.provisioning)
 
 
 def label(allocation: QueuedAllocation) -> str:

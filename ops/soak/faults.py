@@ -9,6 +9,7 @@ import random
 import threading
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from ops.soak import procs
 from ops.soak.stack import SoakStack, StackError
@@ -21,15 +22,17 @@ NATS_BACK = 20.0      # seconds the nats-server gets to come back by itself befo
 RECOVERY = 45.0       # seconds a node or the API gets to come back after a fault
 
 
-def parse_kinds(text: str) -> tuple[str, ...]:
+def parse_kinds(text: str, extra: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """`extra`: the kinds a run's options add (ops.soak.provisioning's with --provision), part of `all` then."""
+    known = KINDS + extra
     if text == "all":
-        return KINDS
+        return known
     if text in ("none", ""):
         return ()
     wanted = tuple(k.strip() for k in text.split(",") if k.strip())
-    unknown = [k for k in wanted if k not in KINDS]
+    unknown = [k for k in wanted if k not in known]
     if unknown:
-        raise ValueError(f"unknown fault kinds {unknown}; choose from {', '.join(KINDS)}, all or none")
+        raise ValueError(f"unknown fault kinds {unknown}; choose from {', '.join(known)}, all or none")
     return wanted
 
 
@@ -58,8 +61,9 @@ class Injector(threading.Thread):
     """Runs the plan one fault at a time (each with its own recovery), then returns; `broken` if the stack died."""
 
     def __init__(self, stack: SoakStack, tally: Tally, schedule: list[Planned], submitted: list[str],
-                 lease: float) -> None:
+                 lease: float, provisioning: Any = None) -> None:
         super().__init__(name="soak-faults", daemon=True)
+        self.provisioning = provisioning
         self.stack, self.tally, self.schedule, self.submitted, self.lease = stack, tally, schedule, submitted, lease
         self.halt = threading.Event()
         self.broken: str | None = None
@@ -240,3 +244,24 @@ class Injector(threading.Thread):
                              f"{f' naming {naming!r}' if naming else ''} within {READYZ_CONTRACT:.0f}s "
                              f"(last: {found[0]} {found[1][:200]})")
         return False
+    def fault_provkill(self, fault: Planned, index: int) -> None:
+        """A provisioned node dies (agent and jobs, kill -9); its provisioner must delete it and its work go on."""
+        up = self.provisioning.up_nodes(self.api)
+        if not up:
+            return
+        node = up[int(fault.choice * len(up))]
+        if not self.provisioning.kill_node(node):
+            return
+        gone = time.monotonic() + RECOVERY + self.lease
+        while time.monotonic() < gone and not self.halt.is_set():
+            rows = (self.api.json("GET", "/v4/provisioners") or {}).get("provisioners")
+            if rows is not None and node not in {n["node"] for p in rows for n in p["nodes"]}:
+                return
+            time.sleep(0.5)
+        if not self.halt.is_set():
+            self.tally.violation("killed_node_not_deleted", f"{node} still a provisioner's node "
+                                                            f"{RECOVERY + self.lease:.0f}s after it was killed")
+
+    def fault_provfail(self, fault: Planned, index: int) -> None:
+        """The scripted pool's creates fail for a while (a cloud out of capacity); waiting work must still end."""
+        self.provisioning.fail_creates(self.api, fault.pause * 3)

@@ -92,9 +92,10 @@ def wait_gone(pids: list[int], timeout: float) -> list[int]:
     return left
 
 
-def reap_all(data_dir: Path, grace: float = 5.0) -> dict[int, str]:
-    """TERM then KILL everything tied to the data dir; returns what had to be ended (pid -> command line)."""
-    pids = owned(data_dir)
+def reap_all(data_dir: Path, grace: float = 5.0, spare=None) -> dict[int, str]:
+    """TERM then KILL everything tied to the data dir but what `spare(pid)` keeps; returns what had to be ended
+    (pid -> command line)."""
+    pids = [pid for pid in owned(data_dir) if spare is None or not spare(pid)]
     found = {pid: " ".join(cmdline(pid))[:160] for pid in pids}
     for pid in pids:
         kill(pid, signal.SIGTERM)

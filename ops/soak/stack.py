@@ -52,6 +52,7 @@ class SoakStack:
         self.starts = 0
         self.store = self.data_dir / "nats"
         self.store_mounted = own_store and os.geteuid() == 0 and _mount(self.store)
+        self.spare = None  # pid -> True for processes that outlive `roving up` by design (a cloud's machines)
 
     @property
     def outputs(self) -> list[Path]:
@@ -178,8 +179,9 @@ class SoakStack:
         self.stop_up()
         # Agents of a crashed `roving up` get SIGTERM from the kernel and stop their jobs: give them that time.
         nats = set(procs.nats_pids(self.data_dir))
-        procs.wait_gone([p for p in procs.owned(self.data_dir) if p not in nats], 15)
-        leftovers = procs.reap_all(self.data_dir)
+        kept = self.spare or (lambda pid: False)
+        procs.wait_gone([p for p in procs.owned(self.data_dir) if p not in nats and not kept(p)], 15)
+        leftovers = procs.reap_all(self.data_dir, spare=self.spare)
         self.start(timeout)
         return leftovers
 

@@ -80,9 +80,11 @@ def service(rng: random.Random, trace: str, index: int) -> dict[str, Any]:
     return spec
 
 
-def workflow(seed: int, index: int, trace: str) -> Planned:
-    """The index-th workflow of a seed: the same on every run, whichever thread submits it."""
-    rng = random.Random(f"{seed}:{index}")
+def workflow(seed: int, index: int, trace: str, pools: tuple[str, ...] = ()) -> Planned:
+    """The index-th workflow of a seed: the same on every run, whichever thread submits it. With `pools`
+    (provisioners' `pool` annotations), some jobs ask for one; their draws come from a random of their own, so a
+    seed's workflows are otherwise the same with and without."""
+    rng, pool_rng = random.Random(f"{seed}:{index}"), random.Random(f"{seed}:{index}:pool")
     jobs: dict[str, Any] = {}
     services: dict[str, Any] = {}
     if rng.random() < 0.25:
@@ -96,6 +98,8 @@ def workflow(seed: int, index: int, trace: str) -> Planned:
                                 "policy": {"timeout": {"execute": "60s"}}}
         if retry:
             spec["policy"]["retry"] = retry
+        if pools and pool_rng.random() < 0.3:
+            spec["resource"]["annotations"] = {"pool": pool_rng.choice(pools)}
         if rng.random() < 0.2:
             end = rng.randint(2, 5)
             spec["task-array"] = {"start": 1, "end": end, "concurrency": rng.randint(1, 3)}

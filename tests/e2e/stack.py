@@ -20,10 +20,11 @@ UP = "import sys; from api.up.main import up_main; sys.exit(up_main(sys.argv[1:]
 class LocalStack:
     def __init__(self, data_dir: Path, nodes: int = 2, lease_seconds: float = 3.0,
                  settings: dict[str, str] | None = None, args: tuple[str, ...] = (),
-                 command: tuple[str, ...] | None = None) -> None:
-        """`command` starts the stack (an installed `roving up`, say); by default this checkout's code does."""
+                 command: tuple[str, ...] | None = None, port: int | None = None) -> None:
+        """`command` starts the stack (an installed `roving up`, say); by default this checkout's code does. `port`:
+        a restart on the same port (agents started elsewhere still find it)."""
         self.data_dir = data_dir
-        self.port = free_port()
+        self.port = port or free_port()  # a restart on the same port: agents started elsewhere still find it
         self.url = f"http://127.0.0.1:{self.port}"
         self.nodes = nodes
         env = {**os.environ, "ROVING_DATA_DIR": str(data_dir), "ROVING_LISTEN": f"127.0.0.1:{self.port}",

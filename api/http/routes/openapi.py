@@ -18,6 +18,7 @@ from domain.app.errors import NotFound
 from api.http.operations import operation_names
 from api.http.routes import agent, audit, endpoints, nodes, sessions, tenancy, workflows
 from api.http.routes import common as c
+from domain.provisioner_spec import ProvisionerBody
 
 PUBLIC = {"/healthz", "/readyz", "/metrics", "/v4/auth/login", "/v4/auth/refresh", "/v4/openapi.json", "/v4/version",
           "/v4/docs"}
@@ -46,6 +47,7 @@ BODIES: dict[tuple[str, str], type] = {
     ("POST", "/v4/audit/query"): audit.Query,
     ("POST", "/v4/endpoints"): endpoints.CreateEndpoint,
     ("PUT", "/v4/admin/centralconfig"): dict[str, Any],
+    ("PUT", "/v4/provisioners/{name}"): ProvisionerBody,
 }
 STRING, BOOLEAN, INTEGER, NUMBER = {"type": "string"}, {"type": "boolean"}, {"type": "integer"}, {"type": "number"}
 QUERIES: dict[tuple[str, str], dict[str, dict[str, Any]]] = {

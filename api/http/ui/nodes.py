@@ -9,7 +9,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from api.http.routes import nodes
-from api.http.ui import render
+from api.http.ui import provisioned, render
 from api.http.ui.core import Refused, api, csrf_for
 from domain.tenancy.permissions import Principal
 
@@ -57,15 +57,18 @@ def memory(value: Any) -> str:
 async def nodes_page(request: Request, who: Principal) -> Response:
     rows, csrf = (await api(nodes.list_nodes, request))["nodes"], csrf_for(request)
     admin = who.is_cluster_admin
-    headers = ["Node", "Status", "CPU", "Memory", "Devices", "Allocations", "Accepts work", "Holds"] + (
+    made = provisioned.made_by(request)
+    headers = ["Node", "Status", "CPU", "Memory", "Devices", "Allocations", "Accepts work", "Holds", "Provisioner"] + (
         ["Actions"] if admin else [])
     table = render.table(headers, [
         [render.Html(f'<a id="node-{render.esc(n["name"])}" href="/ui/nodes/{quote(n["name"], safe="")}">'
                      f'{render.esc(n["name"])}</a>'),
          render.status(n["status"]), used(n, "cpu"), used(n, "memory"), used(n, "devices"), len(n["allocations"]),
-         "yes" if n["accepts_new_work"] else "no", holds_cell(n)] + ([actions(n, csrf)] if admin else [])
+         "yes" if n["accepts_new_work"] else "no", holds_cell(n), provisioned.cell(made, n["name"])]
+        + ([actions(n, csrf)] if admin else [])
         for n in rows], "No nodes have registered.", id="nodes")
-    return render.page("Nodes", render.Html(notice(request) + table), user=who, csrf=csrf, current="/ui/nodes")
+    body = notice(request) + table + provisioned.section(request)
+    return render.page("Nodes", render.Html(body), user=who, csrf=csrf, current="/ui/nodes")
 
 
 def notice(request: Request) -> render.Html:

@@ -18,6 +18,7 @@ from domain.app import ReadModelFunctions, Roving
 from domain.app.ids import user_id
 from domain.tenancy import Role, Source
 from domain.tenancy.permissions import Principal
+from projections.provisioners import pool_definitions
 from projections.views import Views
 from tests.unit.api.memory_objects import MemoryObjects
 
@@ -79,7 +80,9 @@ def services(wired: bool = False) -> Services:
            "TRANSCODER_TOPIC": "adapters.transcoder:MsgspecTranscoder"}
     views = Views()
     read_models = ReadModelFunctions(priorities=views.tenancy.owner_priorities,
-                                     allocations_of_owner=views.queue.live_allocations_of) if wired else None
+                                     allocations_of_owner=views.queue.live_allocations_of,
+                                     definitions=lambda: pool_definitions(views.nodes, views.provisioners)) \
+        if wired else None
     roving = Roving(env=env, passwords=PlainHasher(), read_models=read_models)
     secrets = open_secret_store(roving, tempfile.mkdtemp(prefix="roving-secrets-"))  # its key ring is made on first use
     return Services(roving=roving, views=views, tailer=SyncTailer(roving, views), key=KEY, logs=FakeLogs(),

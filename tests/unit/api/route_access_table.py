@@ -19,8 +19,10 @@ AGENTS, ALERTERS = {AGENT, ADMIN}, {WEBHOOK, ADMIN}
 CLUSTER = "nodes and federated workflows are the cluster's, not a tenant's"
 PROFILES = "application profiles are the cluster's, not a tenant's"
 OWN = "object://user/ names the caller's own objects: there is no one else's to name"
+PROVISIONERS = "provisioners are the cluster's, not a tenant's"
 PROXIED, FB = "DELETE GET OPTIONS PATCH POST PUT", "FB-Authorization"  # HEAD follows GET, as everywhere
 ALERT = {"version": "4", "status": "firing", "alerts": []}
+PROVISIONER = {"provider": "local", "template": {"cpu": 4, "memory": "4GiB"}, "maxNodes": 2, "idleSeconds": 20}
 
 
 class Row(NamedTuple):
@@ -158,6 +160,12 @@ ROUTES = [
         PROFILES),
     Row("GET", "/v4/profiles/{name}", EVERYONE, lambda w: Call(w.profile()), PROFILES),
     Row("DELETE", "/v4/profiles/{name}", ADMINS, lambda w: Call(w.profile()), PROFILES),
+    # provisioners are the cluster's: cluster admins define and delete them, every user reads them (as nodes)
+    Row("GET", "/v4/provisioners", EVERYONE),
+    Row("PUT", "/v4/provisioners/{name}", ADMINS, lambda w: Call(f"/v4/provisioners/{w.fresh('p')}", PROVISIONER),
+        PROVISIONERS),
+    Row("GET", "/v4/provisioners/{name}", EVERYONE, lambda w: Call(w.provisioner()), PROVISIONERS),
+    Row("DELETE", "/v4/provisioners/{name}", ADMINS, lambda w: Call(w.provisioner()), PROVISIONERS),
     Row("GET", "/v4/admin/centralconfig", ADMINS),
     Row("PUT", "/v4/admin/centralconfig", ADMINS, lambda w: Call("/v4/admin/centralconfig", {})),
     Row("POST", "/v4/agent/register", AGENTS, lambda w: Call("/v4/agent/register", {

@@ -149,6 +149,12 @@ class World:
         self.as_admin("PUT", path, {"env": {"LAB": "1"}})
         return path
 
+    def provisioner(self) -> str:
+        """A new provisioner, defined by a cluster admin: its path."""
+        path = f"/v4/provisioners/{self.fresh('p')}"
+        self.as_admin("PUT", path, {"provider": "local", "template": {"cpu": 2, "memory": "1GiB"}, "maxNodes": 1})
+        return path
+
     def node(self) -> dict[str, Any]:
         body = {"name": self.fresh("n"), "cpu": 4, "memory": 8 * 2**30, "definition": "local"}
         answer = self.api.request("POST", "/v4/agent/register", self.tokens[AGENT], json=body)
