@@ -36,3 +36,12 @@ def hold_id(node: UUID, effect: str, by: str, at_iso: str) -> str:
 
 
 MAX_POSIX_ID = 2**32 - 2  # the largest uid or gid: (uid_t)-1 means "no change" to chown and setreuid
+
+
+def project_id(path: str) -> UUID:
+    return uuid5(ROOT, f"project:{path}")
+
+
+def ledger_id(kind: str, name: str) -> UUID:
+    """The ledger of a project's quota (`project`, its path) or of a shared resource (`shared`, its name)."""
+    return uuid5(ROOT, f"ledger:{kind}:{name}")

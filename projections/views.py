@@ -16,6 +16,7 @@ from projections.base import Batch, Projection
 from projections.endpoints import EndpointsView
 from projections.node_events import NodeEventsView
 from projections.nodes import NodesView
+from projections.projects import ProjectsView
 from projections.queue import QueueView
 from projections.snapshot import scheduler_snapshot
 from projections.tenancy import TenancyView
@@ -34,9 +35,10 @@ class Views:
         self.tenancy = TenancyView(self.lock)
         self.endpoints = EndpointsView(self.lock)
         self.node_events = NodeEventsView(self.lock)
+        self.projects = ProjectsView(self.lock)
         self.why = WhyStore()
         self.projections: tuple[Projection, ...] = (self.workflows, self.queue, self.nodes, self.tenancy,
-                                                      self.endpoints, self.node_events)
+                                                      self.endpoints, self.node_events, self.projects)
         self.applied = threading.Condition(self.lock)
 
     @property
@@ -78,4 +80,4 @@ class Views:
 
     def scheduler_snapshot(self, now: datetime) -> Snapshot:
         with self.lock:
-            return scheduler_snapshot(now, self.queue, self.workflows, self.nodes, self.tenancy)
+            return scheduler_snapshot(now, self.queue, self.workflows, self.nodes, self.tenancy, self.projects)

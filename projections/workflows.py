@@ -22,13 +22,15 @@ class Owner(msgspec.Struct, frozen=True, kw_only=True):
     organization_id: str = ""
     group_id: str = ""
     user_id: str = ""
+    project: str = ""  # the project path its work counts toward ("" before projects existed)
 
 
 def owner_of(owner: dict[str, str]) -> Owner:
     """The owner dict a workflow was submitted with (`organization_id` or `organization` keys) as ids."""
     def pick(key: str) -> str:
         return str(owner.get(f"{key}_id") or owner.get(key) or "")
-    return Owner(organization_id=pick("organization"), group_id=pick("group"), user_id=pick("user"))
+    return Owner(organization_id=pick("organization"), group_id=pick("group"), user_id=pick("user"),
+                 project=str(owner.get("project") or ""))
 
 
 class WorkflowRow(msgspec.Struct, frozen=True, kw_only=True):

@@ -39,6 +39,7 @@ class Roving(UnitOfWork):
         self.endpoints = EndpointHandlers(self, self.allocations, base_url(self.env))
         self.allocations.service_lost = self.endpoints.service_stopped
         self.workflows = WorkflowHandlers(self, self.allocations, self.endpoints, self.scheduling, self.profiles)
+        self.projects = self.workflows.projects
         self.nodes = NodeHandlers(self, self.allocations, self.configuration)
         self.tenancy = TenancyHandlers(self, self.allocations, passwords, self.configuration)  # type: ignore[arg-type]
         self.autoscaling = AutoscaleHandlers(self, self.allocations, self.endpoints)
@@ -57,6 +58,7 @@ FACE = {
     "configuration": ("config", "scheduler_config", "change_config"),
     "profiles": ("set_profile", "delete_profile", "profile", "list_profiles"),
     "autoscaling": ("scale_service",),
+    "projects": ("put_project", "change_project", "delete_project", "set_group_project"),
 }
 
 

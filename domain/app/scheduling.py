@@ -45,7 +45,8 @@ class SchedulingHandlers:
             workflow.stage_started(alloc.stage, alloc.attempt, nodes[0].name, at=at, by=by)
         except (IllegalTransition, NodeError, WorkflowError) as error:
             raise Conflict(f"cannot place {alloc.stage}: {error}") from error
-        self.uow.save(alloc, *nodes, workflow)
+        ledgers = self.allocations.ledgers.charge(alloc, workflow, nodes, by, at)  # quotas, licenses: exact here
+        self.uow.save(alloc, *nodes, workflow, *ledgers)
         return epoch
 
     @command
