@@ -54,6 +54,11 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     body_timeout_seconds: float = 30.0  # the longest wait for the next piece of a request body
     trusted_proxies: str = "127.0.0.1,::1"  # whose X-Forwarded-Proto and -For are believed (uvicorn's forwarded_allow_ips)
     api_workers: int = 1  # API processes sharing the listening port (ROVING_API_WORKERS; see api_workers)
+    presets_dir: Path | None = None  # admin-deployed presets (ROVING_PRESETS_DIR); None: <data dir>/presets
+
+    @property
+    def presets(self) -> Path:
+        return self.presets_dir or self.data_dir / "presets"
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -104,6 +109,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         body_timeout_seconds=_ttl(env, "ROVING_BODY_TIMEOUT", defaults.body_timeout_seconds),
         trusted_proxies=(env.get("ROVING_TRUSTED_PROXIES") or "").strip() or defaults.trusted_proxies,
         api_workers=api_workers(env.get("ROVING_API_WORKERS")),
+        presets_dir=Path(env["ROVING_PRESETS_DIR"]) if (env.get("ROVING_PRESETS_DIR") or "").strip() else None,
     )
 
 

@@ -8,8 +8,8 @@ from starlette.routing import BaseRoute
 def all_routes() -> list[BaseRoute]:
     """Every route in matching order (specific paths before `{id}` patterns within a module)."""
     from api.http.routes import (agent, alerts, audit, config, endpoints, federation, health, metrics, nodes, openapi,
-                            profiles, proxy, proxy_ws, queue, secrets, sessions, tenancy, workflows)
+                            profiles, projects, proxy, proxy_ws, queue, secrets, sessions, tenancy, workflows)
 
     modules = (health, metrics, openapi, workflows, queue, nodes, alerts, tenancy, sessions, config, agent, audit, endpoints,
-               secrets, profiles, federation, proxy, proxy_ws)
+               secrets, profiles, projects, federation, proxy, proxy_ws)
     return [route for module in modules for route in module.routes]

@@ -10,7 +10,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from api.http.routes import agent, audit, endpoints, nodes, sessions, tenancy, workflows
+from api.http.routes import agent, audit, endpoints, nodes, projects, sessions, tenancy, workflows
 from api.http.routes import common as c
 
 PUBLIC = {"/healthz", "/readyz", "/metrics", "/v4/auth/login", "/v4/auth/refresh", "/v4/openapi.json"}
@@ -38,6 +38,9 @@ BODIES: dict[tuple[str, str], type] = {
     ("POST", "/v4/audit/query"): audit.Query,
     ("POST", "/v4/endpoints"): endpoints.CreateEndpoint,
     ("PUT", "/v4/admin/centralconfig"): dict[str, Any],
+    ("PUT", "/v4/projects/{path}"): projects.ProjectBody,
+    ("PATCH", "/v4/projects/{path}"): projects.ProjectChange,
+    ("PUT", "/v4/groups/{id}/project"): projects.GroupProject,
 }
 STRING, BOOLEAN, INTEGER, NUMBER = {"type": "string"}, {"type": "boolean"}, {"type": "integer"}, {"type": "number"}
 QUERIES: dict[tuple[str, str], dict[str, dict[str, Any]]] = {

@@ -18,6 +18,7 @@ PUBLIC, EVERYONE, OWNERS, ADMINS = {ANYONE}, {USER, OWNER, ADMIN}, {OWNER, ADMIN
 AGENTS, ALERTERS = {AGENT, ADMIN}, {WEBHOOK, ADMIN}
 CLUSTER = "nodes and federated workflows are the cluster's, not a tenant's"
 PROFILES = "application profiles are the cluster's, not a tenant's"
+PROJECTS = "projects and presets are the cluster's, not a tenant's"
 PROXIED, FB = "DELETE GET OPTIONS PATCH POST PUT", "FB-Authorization"  # HEAD follows GET, as everywhere
 ALERT = {"version": "4", "status": "firing", "alerts": []}
 
@@ -140,6 +141,17 @@ ROUTES = [
         PROFILES),
     Row("GET", "/v4/profiles/{name}", EVERYONE, lambda w: Call(w.profile()), PROFILES),
     Row("DELETE", "/v4/profiles/{name}", ADMINS, lambda w: Call(w.profile()), PROFILES),
+    # projects are cluster policy: admins make and change them; a user sees those they belong to (all are in common)
+    Row("GET", "/v4/projects", EVERYONE),
+    Row("GET", "/v4/projects/{path:path}", EVERYONE, lambda w: Call("/v4/projects/common"), PROJECTS),
+    Row("PUT", "/v4/projects/{path:path}", ADMINS, lambda w: Call(f"/v4/projects/{w.fresh('p')}", {
+        "quota": {"cpu": 4}, "members": ["alice"]}), PROJECTS),
+    Row("PATCH", "/v4/projects/{path:path}", ADMINS, lambda w: Call("/v4/projects/common", {}), PROJECTS),
+    Row("DELETE", "/v4/projects/{path:path}", ADMINS, lambda w: Call(w.project()), PROJECTS, ok=(204,)),
+    Row("PUT", "/v4/groups/{id}/project", OWNERS, **both("/v4/groups/{t.group}/project", lambda t: {"project": "common"})),
+    Row("GET", "/v4/scheduler/shared-resources", EVERYONE),
+    Row("GET", "/v4/presets", EVERYONE),
+    Row("GET", "/v4/presets/{name}", EVERYONE, lambda w: Call("/v4/presets/gpu"), PROJECTS),
     Row("GET", "/v4/admin/centralconfig", ADMINS),
     Row("PUT", "/v4/admin/centralconfig", ADMINS, lambda w: Call("/v4/admin/centralconfig", {})),
     Row("POST", "/v4/agent/register", AGENTS, lambda w: Call("/v4/agent/register", {
