@@ -25,7 +25,7 @@ from typing import Any
 
 import msgspec
 
-from domain.project import ProjectError, check_path
+from domain.project_paths import ProjectError, check_path
 
 NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 OPTIONS = ("project", "priority", "preemptible", "strategy", "annotations")

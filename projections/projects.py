@@ -13,7 +13,7 @@ import msgspec
 
 from domain.ids import ledger_id, project_id
 from domain.ledger import PROJECT, SHARED
-from domain.project import quota_view
+from domain.project_paths import quota_view
 from projections.base import Mirror, Projection, on
 
 

@@ -46,6 +46,7 @@ class WorkflowRow(msgspec.Struct, frozen=True, kw_only=True):
     updated_at: datetime
     stage_count: int
     stages_ended: int
+    annotations: dict[str, str] = {}  # the workflow's own (a preset start records its name and digest here)
 
 
 class StageRow(msgspec.Struct, frozen=True, kw_only=True):
@@ -180,6 +181,7 @@ class WorkflowsView(Projection):
             effective_inputs=total, preemptible=w.preemptible, submitted_by=w.submitted_by,
             submitted_at=w.submitted_at, updated_at=self.updated.get(w.id, w.submitted_at),
             stage_count=len(w.stages), stages_ended=w.stages_ended,
+            annotations=dict(w.definition.annotations or {}),
         )
 
     def _stage(self, w: Workflow, view: Any) -> StageRow:

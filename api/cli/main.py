@@ -9,6 +9,8 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
+import api.cli.preset as preset
+import api.cli.project as project
 from api.cli import audit, completion, context, endpoints, federation, nodes, profile, queue, secret, tenancy, workflow
 from api.cli.client import ApiError, Client, context_renewer, current_context
 from api.cli.output import FORMAT_HELP, FORMATS, render
@@ -23,6 +25,7 @@ PROCESSES: dict[str, tuple[str, str, str]] = {
 }
 OWN_PACKAGES = ("api", "domain", "projections", "adapters")
 GROUPS = (workflow, queue, nodes, tenancy, secret, profile, audit, endpoints, federation, context, completion)
+GROUPS += (project, preset)
 DESCRIPTION = """Roving: an event-sourced control plane for HPC/AI clusters.
 
 Every command talks to the HTTP API of the context in ~/.config/roving/config.yaml

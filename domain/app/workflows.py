@@ -23,7 +23,7 @@ from domain.app.volumes import VolumeHandlers
 from domain.fuzzfile import Problem, parse_fuzzfile
 from domain.fuzzfile.parse import ParseResult
 from domain.fuzzfile.stages import list_steps
-from domain.project import ProjectError, check_path
+from domain.project_paths import ProjectError, check_path
 from domain.fuzzfile.schema import Workflow as Fuzzfile
 from domain.fuzzfile.semantics import StageStatus
 from domain.scheduler.priority import check_workflow_priority

@@ -26,7 +26,7 @@ from domain.fuzzfile.schema import Container, Job, Mount, Problem, Resource, Wor
 from domain.fuzzfile.services import check_service
 from domain.fuzzfile.transfer_checks import check_transfers
 from domain.fuzzfile.volume_refs import parse_reference
-from domain.project import ProjectError, check_path
+from domain.project_paths import ProjectError, check_path
 from domain.quantities import QuantityError, parse_memory
 from domain.scheduler.config import MAX_SHARED
 

@@ -13,7 +13,7 @@ from typing import Any
 import msgspec
 
 from domain.ids import MAX_POSIX_ID
-from domain.project import ProjectError, check_path
+from domain.project_paths import ProjectError, check_path
 from domain.scheduler.priority import DEFAULT_PRIORITY, PriorityError, compile_priority
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from domain.project import ancestors
+from domain.project_paths import ancestors
 from domain.scheduler.reasons import Reason, Why
 from domain.scheduler.snapshot import NodeView, QueuedAllocation, Snapshot
 

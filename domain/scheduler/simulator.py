@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 
 import msgspec
 
-from domain.project import ancestors
+from domain.project_paths import ancestors
 from domain.scheduler.config import SchedulerConfig
 from domain.scheduler.decisions import Decisions
 from domain.scheduler.quotas import charge

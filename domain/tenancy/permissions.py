@@ -16,7 +16,7 @@ from uuid import UUID
 
 import msgspec
 
-from domain.project import within
+from domain.project_paths import within
 from domain.tenancy.common import Role, Source
 from domain.tenancy.group import Group
 from domain.tenancy.user import User

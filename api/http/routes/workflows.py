@@ -132,7 +132,8 @@ async def describe(request: Request) -> Response:
     d = found.detail
     return c.json({"id": d.id, "name": d.name, "status": d.status, "owner": d.owner, "priority": d.priority,
                    "preemptible": d.preemptible, "submitted_by": d.submitted_by, "submitted_at": d.submitted_at,
-                   "stages": [stage_answer(s) for s in d.stages], **owner_names(request, found), **found.label()})
+                   "annotations": getattr(d, "annotations", {}), "stages": [stage_answer(s) for s in d.stages],
+                   **owner_names(request, found), **found.label()})
 
 
 def owner_names(request: Request, found: Located) -> dict[str, Any]:
