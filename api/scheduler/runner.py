@@ -29,7 +29,7 @@ POLL_SECONDS = 0.2  # without log signals: how often the views' position is comp
 # work or capacity (readied, ended, requeued, a node or the config changed) wakes it.
 OWN_EVENTS = frozenset({"Allocation.Placed", "Allocation.SchedulingBlocked", "Node.AllocationPlaced",
                         "Workflow.StageStarted"})
-WAKING_AGGREGATES = ("Workflow.", "Allocation.", "Node.", "ClusterConfig.")
+WAKING_AGGREGATES = ("Workflow.", "Allocation.", "Node.", "ClusterConfig.", "Project.")  # Project: quota, members
 RESTART_GRACE_SECONDS = 10.0  # on top of one lease: agents retry their heartbeat every 2 s, each call up to 5 s
 MAX_BLOCKED_EVENTS_PER_PASS = 256  # the rest are written on the next passes, never lost
 RENEW_AFTER = 0.25  # of the lease TTL: a pass renews the leader lease only when this much of it has passed
@@ -49,8 +49,6 @@ class SchedulerRunner:
                  signals=None) -> None:
         self.roving, self.views, self.tailer, self.leases = roving, views, tailer, leases
         self.signals = signals
-        if signals is not None:
-            signals.listen(self.observe)
         self.holder = holder or f"{socket.gethostname()}:{os.getpid()}"
         self.wake = threading.Event()
         self.stopping = threading.Event()
@@ -66,6 +64,8 @@ class SchedulerRunner:
         self._config: tuple[int, object] | None = None  # (config generation, the scheduler config read then)
         self._config_generation = 0  # counts ClusterConfig events applied: the cached config is stale when it moved
         self._thread = threading.Thread(target=self._run, name="roving-scheduler", daemon=True)
+        if signals is not None:  # last: a batch may arrive on the tailer's thread at once, and observe reads the above
+            signals.listen(self.observe)
 
     def start(self) -> SchedulerRunner:
         self._thread.start()
