@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ops.soak import faults, invariants, workload
+from ops.soak import faults, invariants, limits, workload
 from ops.soak.eventlog import Event, read_log
 from ops.soak.stack import SoakStack, StackError
 from ops.soak.tally import Api, Tally
@@ -140,6 +140,9 @@ def run(seed: int, duration: float, kinds: tuple[str, ...], workers: int = 4, no
     injector = None
     try:
         stack.start()
+        setup = Api(stack.url, stack.token("admin"), tally)
+        limits.configure(setup, tally)
+        setup.close()
         load_began = time.monotonic()
         load = Load(stack, tally, seed, root / "trace.log", workers, load_began + duration, outstanding)
         schedule = faults.plan(seed, kinds, stack.nodes, duration, gap=(4.0, 10.0))
@@ -170,6 +173,7 @@ def run(seed: int, duration: float, kinds: tuple[str, ...], workers: int = 4, no
         capacity = invariants.check_nodes(model, nodes_now, tally)
         invariants.check_trace(model, invariants.read_trace(root / "trace.log"), tally)
         invariants.check_tracebacks(sorted(stack.data_dir.glob("*.log")), tally)
+        held = limits.check_limits(events, tally)
         if tally.violations:
             histories(stack, tally, events)
         planned = list(load.planned.values())
@@ -177,7 +181,7 @@ def run(seed: int, duration: float, kinds: tuple[str, ...], workers: int = 4, no
             "workflows": len(rows), "submitted": len(load.submitted), "jobs": sum(p.jobs for p in planned),
             "services": sum(p.services for p in planned),
             "statuses": dict(sorted(_count(r["status"] for r in rows).items())), "events": len(events),
-            "allocations": len(model.allocs), "settle_s": round(settled, 1), "capacity": capacity,
+            "allocations": len(model.allocs), "settle_s": round(settled, 1), "capacity": capacity, "limits": held,
         })
     except StackError as error:
         tally.violation("stack_failed", str(error)[-1500:])
