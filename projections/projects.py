@@ -11,7 +11,7 @@ from typing import Any
 
 import msgspec
 
-from domain.ids import ledger_id, project_id
+from domain.ids import ledger_id, project_id, user_id
 from domain.ledger import PROJECT, SHARED
 from domain.project_paths import quota_view
 from projections.base import Mirror, Projection, on
@@ -39,11 +39,23 @@ class SharedRow(msgspec.Struct, frozen=True, kw_only=True):
 class ProjectsView(Projection):
     """Projects by path, ledgers by id, and the config's shared resources and default project."""
 
+    transient = ("_limits",)
+
     def __init__(self, lock: Any = None) -> None:
         super().__init__(lock)
         self.projects, self.ledgers = Mirror(), Mirror()
         self.shared_totals: dict[str, int] = {}
         self.default_project = ""
+        self._limits: list[tuple[str, dict[str, int], tuple[str, ...]]] | None = None
+
+    def limits(self) -> list[tuple[str, dict[str, int], tuple[str, ...]]]:
+        """(path, quota, member user ids) of every live project, for each scheduler pass; made again only after a
+        Project event."""
+        with self.lock:
+            if self._limits is None:
+                self._limits = [(p.path, dict(p.quota), tuple(str(user_id(m)) for m in p.members))
+                                for p in self.live()]
+            return self._limits
 
     def paths(self) -> list[str]:
         """Every live project's path, sorted (parents before their children)."""
@@ -103,6 +115,7 @@ class ProjectsView(Projection):
     @on("Project.*")
     def _project(self, event: Any) -> None:
         self.projects.apply(event)
+        self._limits = None
 
     @on("Ledger.*")
     def _ledger(self, event: Any) -> None:

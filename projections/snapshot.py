@@ -7,7 +7,6 @@ from collections import defaultdict
 from datetime import datetime
 
 from domain.allocation import Allocation, QueueState
-from domain.ids import user_id
 from domain.node import to_node_view
 from domain.scheduler import sanity
 from domain.scheduler.segments import stage_segments
@@ -145,6 +144,8 @@ def group_policies(tenancy: TenancyView) -> list[GroupPolicy]:
 def project_limits(projects: ProjectsView, tenancy: TenancyView) -> tuple[ProjectLimit, ...]:
     """Each live project's limits and who may run work in it: its members, and cluster admins (who may submit into
     any project), by user id."""
-    admins = tuple(str(u.id) for u in tenancy.users() if u.role == "cluster_admin")
-    return tuple(ProjectLimit(path=p.path, limits=dict(p.quota),
-                              members=tuple(str(user_id(m)) for m in p.members) + admins) for p in projects.live())
+    found = projects.limits()
+    if not found:
+        return ()
+    admins = tenancy.admin_ids()
+    return tuple(ProjectLimit(path=path, limits=quota, members=members + admins) for path, quota, members in found)

@@ -116,6 +116,11 @@ class TenancyView(Projection):
                 return None
             return principal_for(user, self.groups_.values(), source, self.grants_of(user.username))
 
+    def admin_ids(self) -> tuple[str, ...]:
+        """The cluster admins' user ids (they may submit into any project)."""
+        with self.lock:
+            return tuple(str(u.id) for u in self.users_.values() if u.role.value == "cluster_admin" and not u.disabled)
+
     def grants_of(self, username: str) -> list[tuple[str, str]]:
         """(project path, permission) of every project grant the user holds."""
         wanted = username.lower()
