@@ -98,7 +98,8 @@ def list_workflows(args: argparse.Namespace, client: Client) -> Any:
     rows = client.get("/v4/workflows", order_by=args.order_by, status=args.status)["workflows"]
     if args.output != "table":
         return rows
-    return [{**r, **owner_names(r), "stages": f"{r.get('stages_ended', 0)}/{r.get('stage_count', 0)}"} for r in rows]
+    return [{**r, **owner_names(r), "project": (r.get("owner") or {}).get("project") or None,
+             "stages": f"{r.get('stages_ended', 0)}/{r.get('stage_count', 0)}"} for r in rows]
 
 
 def owner_names(row: dict[str, Any]) -> dict[str, Any]:
@@ -218,11 +219,12 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     p.set_defaults(handler=start)
     p = sub.add_parser("list", parents=[common], help="list workflows you can see",
                        description="Workflows you can see. -o wide adds the owner's user, group and organization "
-                                   "(by name; -o json keeps their ids), stages ended/total and preemptible.")
+                                   "(by name; -o json keeps their ids), its project, stages ended/total and "
+                                   "preemptible.")
     p.add_argument("--order-by", choices=["priority", "submitted", "-submitted", "name"])
     p.add_argument("--status", help="only workflows in this status")
     p.set_defaults(handler=list_workflows, columns=["id", "name", "status", "priority", "submitted_by", "submitted_at"],
-                   wide_columns=["group", "organization", "stages", "preemptible", "updated_at"])
+                   wide_columns=["group", "organization", "project", "stages", "preemptible", "updated_at"])
     for name, handler, text in (("describe", describe, "its owner by name; stages, nodes, attempts, exit codes"),
                                 ("stop", stop, "cancel a workflow and its running stages")):
         p = sub.add_parser(name, parents=[common], help=text)

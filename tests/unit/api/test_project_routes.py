@@ -123,3 +123,12 @@ def test_a_project_grant_lets_a_user_see_the_subtrees_work_in_their_own_organiza
     assert api.request("GET", f"/v4/workflows/{wid}", carol_token).status_code == 200
     assert api.request("GET", "/v4/projects/physics", carol_token).status_code == 200
     assert api.request("POST", f"/v4/workflows/{wid}:stop", carol_token).status_code == 403
+
+
+def test_validate_says_what_submission_would_refuse_for_the_project(api):
+    answer = api.request("POST", "/v4/workflows:validate", api.alice, json={"definition": job("physics", cores=6)})
+    assert answer.json()["valid"] is False
+    assert answer.json()["errors"] == [{"path": "jobs.work.resource", "message":
+                                        "can never run under project physics's quota: it asks cpu 6, the quota is 4"}]
+    other = api.request("POST", "/v4/workflows:validate", api.bob, json={"definition": job("physics")}).json()
+    assert other["valid"] is False and "not a member of project physics" in other["errors"][0]["message"]
