@@ -47,3 +47,12 @@ def as_uuid(value: Any) -> UUID | None:
         return UUID(str(value))
     except ValueError:
         return None
+
+
+def project_id(path: str) -> UUID:
+    return uuid5(ROOT, f"project:{path}")
+
+
+def ledger_id(kind: str, name: str) -> UUID:
+    """The ledger of a project's quota (`project`, its path) or of a shared resource (`shared`, its name)."""
+    return uuid5(ROOT, f"ledger:{kind}:{name}")

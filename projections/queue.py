@@ -56,6 +56,7 @@ class QueueRow(msgspec.Struct, frozen=True, kw_only=True):
     user_id: str
     exit_code: int | None
     reason: str
+    project: str = ""
 
 
 class _Entry:
@@ -81,6 +82,7 @@ def to_queued(a: Allocation, owner: Owner, inputs: dict[str, int], kind: Kind = 
         devices=dict(r.get("devices", {})), annotations=dict(r.get("annotations", {})),
         exclusive=bool(r.get("exclusive", False)), nodes=int(r.get("nodes", 1)),
         execute_timeout=int(timeout) if timeout is not None and math.isfinite(timeout) else timeout, preemptible=a.preemptible,
+        project=owner.project, shared=dict(r.get("shared") or {}),
     )
 
 
@@ -308,7 +310,7 @@ class QueueView(Projection):
             node_ids=list(a.nodes), epoch=a.epoch, preemptible=a.preemptible, resources=dict(a.resources),
             execute_timeout_seconds=a.execute_timeout_seconds, queued_at=a.requested_at, started_at=a.started_at,
             ended_at=a.ended_at, organization_id=owner.organization_id, group_id=owner.group_id,
-            user_id=owner.user_id, exit_code=a.exit_code, reason=a.reason,
+            user_id=owner.user_id, exit_code=a.exit_code, reason=a.reason, project=owner.project,
         )
 
     @on("Allocation.*")

@@ -22,13 +22,15 @@ class Owner(msgspec.Struct, frozen=True, kw_only=True):
     organization_id: str = ""
     group_id: str = ""
     user_id: str = ""
+    project: str = ""  # the project path its work counts toward ("" before projects existed)
 
 
 def owner_of(owner: dict[str, str]) -> Owner:
     """The owner dict a workflow was submitted with (`organization_id` or `organization` keys) as ids."""
     def pick(key: str) -> str:
         return str(owner.get(f"{key}_id") or owner.get(key) or "")
-    return Owner(organization_id=pick("organization"), group_id=pick("group"), user_id=pick("user"))
+    return Owner(organization_id=pick("organization"), group_id=pick("group"), user_id=pick("user"),
+                 project=str(owner.get("project") or ""))
 
 
 class WorkflowRow(msgspec.Struct, frozen=True, kw_only=True):
@@ -44,6 +46,7 @@ class WorkflowRow(msgspec.Struct, frozen=True, kw_only=True):
     updated_at: datetime
     stage_count: int
     stages_ended: int
+    annotations: dict[str, str] = {}  # the workflow's own (a preset start records its name and digest here)
 
 
 class StageRow(msgspec.Struct, frozen=True, kw_only=True):
@@ -199,6 +202,7 @@ class WorkflowsView(Projection):
             effective_inputs=total, preemptible=w.preemptible, submitted_by=w.submitted_by,
             submitted_at=w.submitted_at, updated_at=self.updated.get(w.id, w.submitted_at),
             stage_count=len(w.stages), stages_ended=w.stages_ended,
+            annotations=dict(w.definition.annotations or {}),
         )
 
     def _stage(self, w: Workflow, view: Any) -> StageRow:

@@ -17,7 +17,9 @@ from api.cli import (
     federation,
     nodes,
     objects,
+    preset,
     profile,
+    project,
     provisioner,
     queue,
     run,
@@ -37,9 +39,8 @@ PROCESSES: dict[str, tuple[str, str, str]] = {
     "rotate-key": ("api.cli.rotate_key", "rotate_main", "sign new tokens with a new key (on the control plane's host)"),
 }
 OWN_PACKAGES = ("api", "domain", "projections", "adapters")
-GROUPS = (workflow, run, queue, nodes, tenancy, secret, objects, profile, provisioner, audit, endpoints, federation,
-          context,
-          completion)
+GROUPS = (workflow, run, queue, nodes, tenancy, secret, objects, profile, provisioner, project, preset, audit, endpoints,
+          federation, context, completion)
 DESCRIPTION = """Roving: an event-sourced control plane for HPC/AI clusters.
 
 Every command talks to the HTTP API of the context in ~/.config/roving/config.yaml

@@ -35,9 +35,21 @@ def located(problem: dict[str, str]) -> str:
 
 
 def start(args: argparse.Namespace, client: Client) -> Any:
+    options = {"project": args.project, "priority": args.priority, "preemptible": args.preemptible,
+               "strategy": args.strategy}
+    if args.preset:
+        from api.cli.preset import Refused, find
+        from domain.presets import PresetError, expand
+
+        try:
+            options = expand(find(args.preset, client)[0], options)
+        except (Refused, PresetError) as error:
+            fail(f"--preset: {error}")
     body = {"name": args.name or Path(args.file).stem, "definition": read_file(args.file),
-            "priority": args.priority, "preemptible": args.preemptible, "endpoint_strategy": args.strategy}
-    answer = client.post("/v4/workflows", body)
+            "priority": options.get("priority") or 0, "preemptible": options.get("preemptible"),
+            "endpoint_strategy": options.get("strategy"), "project": options.get("project"),
+            "annotations": options.get("annotations")}
+    answer = client.post("/v4/workflows", {k: v for k, v in body.items() if v is not None})
     for warning in answer.get("warnings", []):
         print(f"warning: {located(warning)}", file=sys.stderr)
     if args.watch:
@@ -91,7 +103,8 @@ def list_workflows(args: argparse.Namespace, client: Client) -> Any:
     rows = client.get("/v4/workflows", order_by=args.order_by, status=args.status)["workflows"]
     if args.output != "table":
         return rows
-    return [{**r, **owner_names(r), "stages": f"{r.get('stages_ended', 0)}/{r.get('stage_count', 0)}"} for r in rows]
+    return [{**r, **owner_names(r), "project": (r.get("owner") or {}).get("project") or None,
+             "stages": f"{r.get('stages_ended', 0)}/{r.get('stage_count', 0)}"} for r in rows]
 
 
 def owner_names(row: dict[str, Any]) -> dict[str, Any]:
@@ -122,6 +135,8 @@ def describe(args: argparse.Namespace, client: Client) -> Any:
         return detail
     other_cluster(detail)
     where = f"\ncluster: {detail['cluster']}" if "cluster" in detail else ""
+    project = (detail.get("owner") or {}).get("project")
+    where += f"\nproject: {project}" if project else ""
     print(f"id: {detail['id']}\nname: {detail['name']}\nstatus: {detail['status']}\nowner: {owner_line(detail)}{where}")
     return table(detail["stages"], STAGE_COLUMNS)
 
@@ -206,8 +221,12 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     fuzzfile = p.add_argument("file", help="the Fuzzfile (YAML); - reads standard input")
     fuzzfile.complete = FILES  # type: ignore[attr-defined]  # shtab: complete file names
     p.add_argument("--name", help="workflow name (default: the file name)")
-    p.add_argument("--priority", type=int, default=0, help="the workflow's own priority (0 or lower)")
+    p.add_argument("--priority", type=int, help="the workflow's own priority (0 or lower; default 0)")
     p.add_argument("--preemptible", action="store_true", default=None, help="let higher-priority work preempt it")
+    p.add_argument("--project", metavar="PATH", help="the project its work counts toward (stands for the file's "
+                                                     "`project:`)")
+    p.add_argument("--preset", metavar="NAME", help="start with a preset's options (`roving preset list`); options "
+                                                   "given here win; the preset's name and digest are recorded")
     p.add_argument("--strategy", choices=["ready", "start"],
                    help="taking over a persistent endpoint in use: ready (default) keeps the old service serving "
                         "until the new one passes its readiness probe; start cancels the old workflow at once")
@@ -215,11 +234,12 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     p.set_defaults(handler=start)
     p = sub.add_parser("list", parents=[common], help="list workflows you can see",
                        description="Workflows you can see. -o wide adds the owner's user, group and organization "
-                                   "(by name; -o json keeps their ids), stages ended/total and preemptible.")
+                                   "(by name; -o json keeps their ids), its project, stages ended/total and "
+                                   "preemptible.")
     p.add_argument("--order-by", choices=["priority", "submitted", "-submitted", "name"])
     p.add_argument("--status", help="only workflows in this status")
     p.set_defaults(handler=list_workflows, columns=["id", "name", "status", "priority", "submitted_by", "submitted_at"],
-                   wide_columns=["group", "organization", "stages", "preemptible", "updated_at"])
+                   wide_columns=["group", "organization", "project", "stages", "preemptible", "updated_at"])
     for name, handler, text in (("describe", describe, "its owner by name; stages, nodes, attempts, exit codes"),
                                 ("stop", stop, "cancel a workflow and its running stages")):
         p = sub.add_parser(name, parents=[common], help=text)

@@ -57,6 +57,11 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     api_workers: int = 1  # API processes sharing the listening port (ROVING_API_WORKERS; see api_workers)
     object_max_bytes: int = 16 * 2**30  # the largest object a put may store (ROVING_OBJECT_MAX_BYTES)
     workflow_token_ttl_seconds: float = 7 * 86400.0  # FB_WORKFLOW_TOKEN's longest life; its workflow's end ends it sooner
+    presets_dir: Path | None = None  # admin-deployed presets (ROVING_PRESETS_DIR); None: <data dir>/presets
+
+    @property
+    def presets(self) -> Path:
+        return self.presets_dir or self.data_dir / "presets"
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -110,6 +115,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         api_workers=api_workers(env.get("ROVING_API_WORKERS")),
         object_max_bytes=_size(env, "ROVING_OBJECT_MAX_BYTES", defaults.object_max_bytes),
         workflow_token_ttl_seconds=_ttl(env, "ROVING_WORKFLOW_TOKEN_TTL", defaults.workflow_token_ttl_seconds),
+        presets_dir=Path(env["ROVING_PRESETS_DIR"]) if (env.get("ROVING_PRESETS_DIR") or "").strip() else None,
     )
 
 

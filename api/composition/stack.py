@@ -136,7 +136,9 @@ class Stack:
         read_models = ReadModelFunctions(definitions=lambda: pool_definitions(self.views.nodes, self.views.provisioners),
                                          priorities=self.views.tenancy.owner_priorities,
                                          allocations_of_owner=self.views.queue.live_allocations_of,
-                                         segments=lambda: node_segments(self.views.nodes))
+                                         segments=lambda: node_segments(self.views.nodes),
+                                         projects=self.views.projects.paths,
+                                         projects_of=self.views.projects.member_of)
         self.roving = Roving(env=env, passwords=password_hasher(), read_models=read_models)
         self.key = load_or_create_key(self.data_dir / "signing.key")
         self._bootstrap_admin()

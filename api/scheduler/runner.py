@@ -29,7 +29,7 @@ POLL_SECONDS = 0.2  # without log signals: how often the views' position is comp
 # work or capacity (readied, ended, requeued, a node or the config changed) wakes it.
 OWN_EVENTS = frozenset({"Allocation.Placed", "Allocation.SchedulingBlocked", "Node.AllocationPlaced",
                         "Workflow.StageStarted"})
-WAKING_AGGREGATES = ("Workflow.", "Allocation.", "Node.", "ClusterConfig.")
+WAKING_AGGREGATES = ("Workflow.", "Allocation.", "Node.", "ClusterConfig.", "Project.")  # Project: quota, members
 RESTART_GRACE_SECONDS = 10.0  # on top of one lease: agents retry their heartbeat every 2 s, each call up to 5 s
 MAX_BLOCKED_EVENTS_PER_PASS = 256  # the rest are written on the next passes, never lost
 # A pass woken by events starts at least this long after the last one ended: a stream of submissions and reports
@@ -53,8 +53,6 @@ class SchedulerRunner:
                  signals=None) -> None:
         self.roving, self.views, self.tailer, self.leases = roving, views, tailer, leases
         self.signals = signals
-        if signals is not None:
-            signals.listen(self.observe)
         self.holder = holder or f"{socket.gethostname()}:{os.getpid()}"
         self.wake = threading.Event()
         self.stopping = threading.Event()
@@ -72,6 +70,8 @@ class SchedulerRunner:
         self._config_generation = 0  # counts ClusterConfig events applied: the cached config is stale when it moved
         self.after_pass: list = []  # called with (decisions, now) after each pass's commits (api.provisioning.asks)
         self._thread = threading.Thread(target=self._run, name="roving-scheduler", daemon=True)
+        if signals is not None:  # last: a batch may arrive on the tailer's thread at once, and observe reads the above
+            signals.listen(self.observe)
 
     def start(self) -> SchedulerRunner:
         self._thread.start()

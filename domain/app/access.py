@@ -57,7 +57,8 @@ def check_visible(principal: Principal, thing: Resource | Endpoint | None, what:
 def work(owner: Any, kind: str = "workflow") -> Resource:
     """A workflow's or allocation's resource from its owner (a dict of ids, or a view's Struct)."""
     org, group, user = (as_uuid(_owner_field(owner, k)) for k in ("organization", "group", "user"))
-    return Resource(kind, org, group, user)
+    project = owner.get("project") if isinstance(owner, dict) else getattr(owner, "project", "")
+    return Resource(kind, org, group, user, project=str(project or ""))
 
 
 def view_work(principal: Principal, owner: Any) -> None:
@@ -134,6 +135,21 @@ def config_reader(principal: Principal) -> None:
 def config_changer(principal: Principal) -> None:
     if not principal.is_cluster_admin:
         raise Forbidden("the central configuration is changed by cluster admins only")
+
+
+def project_admin(principal: Principal) -> None:
+    """Projects (their quotas, members and grants) are cluster policy: cluster admins make and change them."""
+    if not principal.is_cluster_admin:
+        raise Forbidden("projects are made and changed by cluster admins only")
+
+
+def sees_project(principal: Principal, path: str, members: list[str]) -> bool:
+    """Cluster admins see every project; a user sees the projects they belong to, and those a `project:view` grant
+    covers (on the project or an ancestor)."""
+    if principal.is_cluster_admin:
+        return True
+    name = principal.username.lower()
+    return any(m.lower() == name for m in members) or principal.granted(path, "project:view") is not None
 
 
 def profile_changer(principal: Principal) -> None:

@@ -17,6 +17,7 @@ from domain.app.config import ConfigHandlers
 from domain.app.endpoints import EndpointHandlers, base_url
 from domain.app.nodes import NodeHandlers
 from domain.app.profiles import ProfileHandlers
+from domain.app.projects import ProjectHandlers
 from domain.app.provisioners import ProvisionerHandlers
 from domain.app.read_models import NoReadModels, ReadModels
 from domain.app.scheduling import SchedulingHandlers
@@ -57,6 +58,7 @@ class Roving(UnitOfWork):
         self.endpoints = EndpointHandlers(self, self.allocations, base_url(self.env))
         self.allocations.service_lost = self.endpoints.service_stopped
         self.workflows = WorkflowHandlers(self, self.allocations, self.endpoints, self.scheduling, self.profiles)
+        self.projects = self.workflows.projects
         self.nodes = NodeHandlers(self, self.allocations, self.configuration)
         self.tenancy = TenancyHandlers(self, self.allocations, passwords, self.configuration)  # type: ignore[arg-type]
         self.autoscaling = AutoscaleHandlers(self, self.allocations, self.endpoints)
@@ -129,3 +131,8 @@ class Roving(UnitOfWork):
     start_delete = delegate("provisioners", ProvisionerHandlers.start_delete)
     drain_node = delegate("provisioners", ProvisionerHandlers.drain_node)
     finish_delete = delegate("provisioners", ProvisionerHandlers.finish_delete)
+    # projects
+    put_project = delegate("projects", ProjectHandlers.put_project)
+    change_project = delegate("projects", ProjectHandlers.change_project)
+    delete_project = delegate("projects", ProjectHandlers.delete_project)
+    set_group_project = delegate("projects", ProjectHandlers.set_group_project)

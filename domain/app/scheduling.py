@@ -61,7 +61,8 @@ class SchedulingHandlers:
                               devices=dict(res.get("devices", {})))
         refusals = [alloc.placement_refusal([str(n) for n in node_ids]),
                     *(node.placement_refusal(placement) for node in nodes),
-                    workflow.start_refusal(alloc.stage, alloc.attempt, nodes[0].name) if nodes else None]
+                    workflow.start_refusal(alloc.stage, alloc.attempt, nodes[0].name) if nodes else None,
+                    self.allocations.ledgers.refusal(alloc, workflow, nodes, by, at)]  # quotas, licenses: exact here
         if (refused := next((r for r in refusals if r is not None), None)) is not None:
             raise Conflict(f"cannot place {alloc.stage}: {refused}")
         try:
@@ -69,9 +70,10 @@ class SchedulingHandlers:
             for node in nodes:
                 node.place_allocation(placement, by=by, at=at)
             workflow.stage_started(alloc.stage, alloc.attempt, nodes[0].name, at=at, by=by)
-        except (IllegalTransition, NodeError, WorkflowError) as error:  # checked above: a rule the checks missed
+            ledgers = self.allocations.ledgers.charge(alloc, workflow, nodes, by, at)
+        except (IllegalTransition, NodeError, WorkflowError, Conflict) as error:  # checked above: a rule they missed
             raise AssertionError(f"placing {alloc.stage} broke a rule its checks passed: {error}") from error
-        touched += [alloc, *nodes, workflow]
+        touched += [alloc, *nodes, workflow, *ledgers]
         return epoch
 
     @command

@@ -13,13 +13,17 @@ from domain.allocation import Allocation, IllegalTransition, StaleFence
 from domain.app import access
 from domain.app.allocations import Allocations
 from domain.app.endpoints import EndpointHandlers, with_endpoint_env
-from domain.app.errors import AppError, Conflict, Invalid, NotFound, StaleEpoch, invalid
+from domain.app.errors import AppError, Conflict, Forbidden, Invalid, NotFound, StaleEpoch, invalid
 from domain.app.profiles import ProfileHandlers
+from domain.app.projects import ProjectHandlers
 from domain.app.scheduling import SchedulingHandlers
 from domain.app.secret_reading import check_references
 from domain.app.unit_of_work import Recheck, UnitOfWork, command
 from domain.app.volumes import VolumeHandlers
 from domain.fuzzfile import Problem, parse_fuzzfile
+from domain.fuzzfile.parse import ParseResult
+from domain.fuzzfile.stages import list_steps
+from domain.project_paths import ProjectError, check_path
 from domain.fuzzfile.schema import Workflow as Fuzzfile
 from domain.fuzzfile.semantics import StageStatus
 from domain.node import Node
@@ -49,18 +53,21 @@ class WorkflowHandlers:
         self.uow, self.allocations, self.endpoints, self.scheduling = uow, allocations, endpoints, scheduling
         self.profiles = profiles or ProfileHandlers(uow)
         self.volumes = VolumeHandlers(uow, scheduling.config, scheduling.read_models)
+        self.projects = ProjectHandlers(uow, scheduling.config, scheduling.read_models)
 
     @command
     def submit_workflow(self, workflow_id: UUID, name: str, definition: str | dict, priority: int,
                         preemptible: bool | None, principal: Principal, at: datetime,
-                        definitions: list[Definition] | None = None, *, endpoint_strategy: str | None = None) -> list:
+                        definitions: list[Definition] | None = None, *, endpoint_strategy: str | None = None,
+                        project: str | None = None, annotations: dict[str, str] | None = None) -> list:
         """`definitions` (else the read models' node definitions) lets it refuse work no node could ever hold.
 
         Persistent endpoints of its services are claimed with `endpoint_strategy` (else the
-        `roving.endpoint-strategy` annotation, else `ready`)."""
+        `roving.endpoint-strategy` annotation, else `ready`). `project` (`--project`) stands for the definition's
+        own `project:`; `annotations` (the client's metadata, e.g. the preset it expanded) join its annotations."""
         access.submitter(principal)
-        text = definition if isinstance(definition, str) else msgspec.json.encode(definition).decode()
-        parsed = parse_fuzzfile(text)
+        parsed = with_options(parse_fuzzfile(definition if isinstance(definition, str)
+                                             else msgspec.json.encode(definition).decode()), project, annotations)
         if parsed.errors:
             raise Invalid(parsed.errors)
         if (problem := check_workflow_priority(priority)) is not None:
@@ -70,6 +77,8 @@ class WorkflowHandlers:
                                     "use a registry image instead")
         check_references(self.uow, parsed.definition, principal)
         owner = owner_of(principal)
+        if found := self.projects.resolve(parsed.definition, owner, principal):
+            owner["project"] = found
         spec = with_endpoint_env(self.profiles.bind(parsed.definition), self.endpoints.base_url)
         warnings = parsed.warnings + self.cluster_warnings(parsed.definition)
         repository = self.uow.repository
@@ -83,6 +92,7 @@ class WorkflowHandlers:
         except WorkflowError as error:
             raise invalid("definition", str(error)) from error
         self.scheduling.check_feasible_submission(workflow, definitions)
+        self.projects.check_fits(workflow, definitions)
         self.volumes.bind(workflow, principal, at)
         bound = self.endpoints.bind(workflow, spec, principal, at, endpoint_strategy)
         self.uow.save(workflow, *self.allocations.request_ready(workflow, principal.username, at, fresh=True), *bound)
@@ -96,7 +106,14 @@ class WorkflowHandlers:
         parsed = parse_fuzzfile(text)
         if parsed.errors:
             return {"errors": parsed.errors, "warnings": parsed.warnings}
-        _, refused = self.volumes.resolve(parsed.definition, owner_of(principal), principal)
+        owner = owner_of(principal)
+        _, refused = self.volumes.resolve(parsed.definition, owner, principal)
+        try:
+            project = self.projects.resolve(parsed.definition, owner, principal)
+        except (Invalid, Forbidden) as error:
+            refused.append(Problem(path="project", message=str(error).removeprefix("project: ")))
+            project = ""
+        refused += self.projects.problems(list_steps_specs(parsed.definition), project, None)
         return {"errors": refused + self._never_fits(parsed.definition, principal),
                 "warnings": parsed.warnings + self.cluster_warnings(parsed.definition)}
 
@@ -285,6 +302,31 @@ class WorkflowHandlers:
         first = self.uow.load(Workflow, workflow_id, "workflow")
         if first.owner.get("user_id") != owner["user_id"] or msgspec.to_builtins(first.definition) != msgspec.to_builtins(spec):
             raise Conflict("this Idempotency-Key was already used for a different submission; use a new key")
+
+
+def with_options(parsed: ParseResult, project: str | None, annotations: dict[str, str] | None) -> ParseResult:
+    """The submission's own options over its definition: `--project`, and annotations (checked like the Fuzzfile's)."""
+    if parsed.definition is None or (project is None and not annotations):
+        return parsed
+    problems = [Problem(path=f"annotations.{k}", message="annotation names and values are text of at most 256 "
+                                                         "and 4096 characters") for k, v in (annotations or {}).items()
+                if not (isinstance(k, str) and isinstance(v, str) and 0 < len(k) <= 256 and len(v) <= 4096)]
+    if project is not None:
+        try:
+            project = check_path(project)
+        except ProjectError as error:
+            problems.append(Problem(path="project", message=error.reason))
+    if problems:
+        return ParseResult(None, problems, parsed.warnings)
+    merged = {**(parsed.definition.annotations or {}), **(annotations or {})} or None
+    definition = msgspec.structs.replace(parsed.definition, annotations=merged,
+                                         project=project if project is not None else parsed.definition.project)
+    return ParseResult(definition, [], parsed.warnings)
+
+
+def list_steps_specs(definition: Fuzzfile) -> list[Any]:
+    """One spec per job, service and task array of a parsed definition (what `Workflow.step_specs` gives)."""
+    return [step.template for step in list_steps(definition)]
 
 
 def owner_of(principal: Principal) -> dict[str, str]:

@@ -56,6 +56,7 @@ class Resource(Spec):
     devices: dict[str, int] | None = None
     exclusive: bool | None = None
     annotations: dict[str, str] | None = None
+    shared: dict[str, int] | None = None  # Roving: cluster-wide counted resources (licenses) held while it runs
 
 
 class Mount(Spec):
@@ -301,3 +302,4 @@ class Workflow(Spec):
     jobs: dict[str, Job] | None = None
     services: dict[str, Service] | None = None
     preemptible: bool | None = None
+    project: str | None = None  # Roving: the project (path) its work counts toward

@@ -76,6 +76,8 @@ class QueuedAllocation(msgspec.Struct, frozen=True, kw_only=True):
     host_ports: tuple[int, ...] = ()
     waiting_on: Dependency | None = None
     preemptions: tuple[datetime, ...] = ()
+    project: str = ""  # the project path its workflow runs under ("" before any project existed)
+    shared: dict[str, int] = {}  # cluster-wide counted resources it holds while it runs (licenses), by name
 
 
 class RunningAllocation(QueuedAllocation, frozen=True, kw_only=True):
@@ -148,6 +150,15 @@ class GroupPolicy(msgspec.Struct, frozen=True, kw_only=True):
     may_preempt: tuple[str, ...] = ()
 
 
+class ProjectLimit(msgspec.Struct, frozen=True, kw_only=True):
+    """A project as the scheduler needs it: its quota's limits (`cpu`, `memory`, `devices.NAME`) and who may run
+    work in it (user ids)."""
+
+    path: str
+    limits: dict[str, int] = {}
+    members: tuple[str, ...] = ()
+
+
 class Snapshot(msgspec.Struct, frozen=True, kw_only=True):
     queued: tuple[QueuedAllocation, ...] = ()
     running: tuple[RunningAllocation, ...] = ()
@@ -155,6 +166,7 @@ class Snapshot(msgspec.Struct, frozen=True, kw_only=True):
     definitions: tuple[Definition, ...] = ()
     group_policies: tuple[GroupPolicy, ...] = ()
     templates: tuple[NodeTemplate, ...] = ()  # provisioners that may make nodes (domain.scheduler.provisioning)
+    projects: tuple[ProjectLimit, ...] = ()  # every live project; work of a project not here is held
 
 
 def label(allocation: QueuedAllocation) -> str:

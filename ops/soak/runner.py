@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ops.soak import faults, invariants, workload
+from ops.soak import faults, invariants, limits, workload
 from ops.soak.eventlog import Event, read_log
 from ops.soak.provisioning import KINDS as PROVISION_KINDS
 from ops.soak.provisioning import POOLS, Provisioning, check_log
@@ -148,6 +148,9 @@ def run(seed: int, duration: float, kinds: tuple[str, ...], workers: int = 4, no
         stack.start()
         if pools is not None:
             _define(stack, tally, pools)
+        setup = Api(stack.url, stack.token("admin"), tally)
+        limits.configure(setup, tally)
+        setup.close()
         load_began = time.monotonic()
         load = Load(stack, tally, seed, root / "trace.log", workers, load_began + duration, outstanding,
                     POOLS if pools is not None else ())
@@ -183,6 +186,7 @@ def run(seed: int, duration: float, kinds: tuple[str, ...], workers: int = 4, no
         if pools is not None:
             summary["provisioning"] = check_log(events, tally)
         invariants.check_tracebacks(sorted(stack.data_dir.glob("*.log")), tally)
+        held = limits.check_limits(events, tally)
         if tally.violations:
             histories(stack, tally, events)
         planned = list(load.planned.values())
@@ -190,7 +194,7 @@ def run(seed: int, duration: float, kinds: tuple[str, ...], workers: int = 4, no
             "workflows": len(rows), "submitted": len(load.submitted), "jobs": sum(p.jobs for p in planned),
             "services": sum(p.services for p in planned),
             "statuses": dict(sorted(_count(r["status"] for r in rows).items())), "events": len(events),
-            "allocations": len(model.allocs), "settle_s": round(settled, 1), "capacity": capacity,
+            "allocations": len(model.allocs), "settle_s": round(settled, 1), "capacity": capacity, "limits": held,
         })
     except StackError as error:
         tally.violation("stack_failed", str(error)[-1500:])

@@ -1,4 +1,5 @@
-"""Seeded workflows: DAGs of jobs and services, task arrays, retries, readiness, endpoints; each job traces itself.
+"""Seeded workflows: DAGs of jobs and services, task arrays, retries, readiness, endpoints, projects and licenses;
+each job traces itself.
 
 Every stage appends `start`, `tick` and `end` lines (stage key, time, work dir, pid) to one trace file, so the
 checker knows from the processes themselves where and when each stage attempt really ran.
@@ -80,6 +81,22 @@ def service(rng: random.Random, trace: str, index: int) -> dict[str, Any]:
     return spec
 
 
+PROJECTS = ("soak/a", "soak/a", "soak/b", None)  # None: the cluster's default project (ops.soak.limits)
+LICENSES = ({"lic": 1}, {"lic": 2}, {"seat": 1}, {"lic": 1, "seat": 1})
+
+
+def limited(seed: int, index: int, definition: dict[str, Any]) -> None:
+    """A project for the workflow and licenses for some jobs, from their own seeded stream (the rest of the
+    workflow is what it would be without them)."""
+    rng = random.Random(f"{seed}:{index}:limits")
+    project = rng.choice(PROJECTS)
+    if project is not None:
+        definition["project"] = project
+    for spec in definition["jobs"].values():
+        if rng.random() < 0.3:
+            spec["resource"]["shared"] = dict(rng.choice(LICENSES))
+
+
 def workflow(seed: int, index: int, trace: str, pools: tuple[str, ...] = ()) -> Planned:
     """The index-th workflow of a seed: the same on every run, whichever thread submits it. With `pools`
     (provisioners' `pool` annotations), some jobs ask for one; their draws come from a random of their own, so a
@@ -117,5 +134,6 @@ def workflow(seed: int, index: int, trace: str, pools: tuple[str, ...] = ()) -> 
     definition: dict[str, Any] = {"version": "v4", "jobs": jobs}
     if services:
         definition["services"] = services
+    limited(seed, index, definition)
     return Planned(index=index, definition=definition, jobs=runs, services=len(services),
                    name=f"soak-{seed}-{index}", kinds=kinds)

@@ -8,9 +8,9 @@ from starlette.routing import BaseRoute
 def all_routes() -> list[BaseRoute]:
     """Every route in matching order (specific paths before `{id}` patterns within a module)."""
     from api.http.routes import (agent, alerts, audit, config, endpoints, federation, health, metrics, nodes, objects,
-                            openapi, profiles, provisioners, proxy, proxy_ws, queue, secrets, sessions, tenancy,
-                            workflow_tokens, workflows)
+                            openapi, profiles, projects, provisioners, proxy, proxy_ws, queue, secrets, sessions,
+                            tenancy, workflow_tokens, workflows)
 
     modules = (health, metrics, openapi, workflows, queue, nodes, alerts, tenancy, sessions, config, agent, audit, endpoints,
-               secrets, profiles, provisioners, federation, proxy, proxy_ws, objects, workflow_tokens)
+               secrets, profiles, projects, provisioners, federation, proxy, proxy_ws, objects, workflow_tokens)
     return [route for module in modules for route in module.routes]

@@ -16,7 +16,7 @@ from starlette.routing import Route
 
 from domain.app.errors import NotFound
 from api.http.operations import operation_names
-from api.http.routes import agent, audit, endpoints, nodes, sessions, tenancy, workflows
+from api.http.routes import agent, audit, endpoints, nodes, projects, sessions, tenancy, workflows
 from api.http.routes import common as c
 from domain.provisioner_spec import ProvisionerBody
 
@@ -48,6 +48,9 @@ BODIES: dict[tuple[str, str], type] = {
     ("POST", "/v4/endpoints"): endpoints.CreateEndpoint,
     ("PUT", "/v4/admin/centralconfig"): dict[str, Any],
     ("PUT", "/v4/provisioners/{name}"): ProvisionerBody,
+    ("PUT", "/v4/projects/{path}"): projects.ProjectBody,
+    ("PATCH", "/v4/projects/{path}"): projects.ProjectChange,
+    ("PUT", "/v4/groups/{id}/project"): projects.GroupProject,
 }
 STRING, BOOLEAN, INTEGER, NUMBER = {"type": "string"}, {"type": "boolean"}, {"type": "integer"}, {"type": "number"}
 QUERIES: dict[tuple[str, str], dict[str, dict[str, Any]]] = {

@@ -103,8 +103,9 @@ async def cluster_page(fan: Fanout, cluster: str, who: Any, filters: dict[str, A
 @answers(QueueStats)
 async def stats(request: Request) -> Response:
     fan = await fanout(request)
+    shared = await c.call(shared_use, c.services(request).views)
     if fan is None:
-        return c.json(await c.call(c.services(request).views.queue.stats))
+        return c.json({**await c.call(c.services(request).views.queue.stats), "shared_resources": shared})
     clusters = []
     for cluster in fan.scope:
         views = fan.views(cluster)
@@ -116,7 +117,14 @@ async def stats(request: Request) -> Response:
             depth[name] = depth.get(name, 0) + count
     here = await c.call(c.services(request).views.queue.stats)  # this cluster's scheduler, as unfederated
     return c.json({"depth": depth, "total": sum(x["total"] or 0 for x in clusters), "priority": here["priority"],
-                   "last_pass": here["last_pass"], "clusters": clusters, "hub": fan.hub_answer()})
+                   "last_pass": here["last_pass"], "shared_resources": shared, "clusters": clusters,
+                   "hub": fan.hub_answer()})
+
+
+def shared_use(views: Any) -> list[dict[str, Any]]:
+    """This cluster's shared resources (licenses): total, in use, free and how many allocations hold some."""
+    found = getattr(views, "projects", None)
+    return msgspec.to_builtins(found.shared()) if found is not None else []
 
 
 routes = [

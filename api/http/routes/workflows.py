@@ -49,6 +49,8 @@ class Submit(msgspec.Struct, forbid_unknown_fields=True):
     priority: int = 0
     preemptible: bool | None = None
     endpoint_strategy: Literal["ready", "start"] | None = None  # a takeover of persistent endpoints in use
+    project: str | None = None  # stands for the definition's own `project:` (`workflow start --project`)
+    annotations: dict[str, str] | None = None  # joined to the definition's (a preset's name and digest)
 
 
 async def submission(request: Request) -> Submit:
@@ -64,8 +66,8 @@ async def submission(request: Request) -> Submit:
     name = request.query_params.get("name", "")
     if len(name) > MAX_NAME:
         raise BadRequest("name", f"expected at most {MAX_NAME} characters, got {len(name)}")
-    return Submit(definition=text, name=name,
-                  priority=c.query_int(request, "priority") or 0, preemptible=preemptible, endpoint_strategy=strategy)
+    return Submit(definition=text, name=name, priority=c.query_int(request, "priority") or 0, preemptible=preemptible,
+                  endpoint_strategy=strategy, project=request.query_params.get("project") or None)
 
 
 @answers(WorkflowCreated)
@@ -76,7 +78,8 @@ async def submit(request: Request) -> Response:
     workflow_id = submission_id(request)
     warnings = await c.call(svc.roving.submit_workflow, workflow_id, wanted.name, wanted.definition,
                             wanted.priority, wanted.preemptible, c.principal(request), c.now(),
-                            endpoint_strategy=wanted.endpoint_strategy)
+                            endpoint_strategy=wanted.endpoint_strategy, project=wanted.project,
+                            annotations=wanted.annotations)
     await c.settle(request)
     notes = [Problem(path=w.path, message=w.message) for w in warnings or []]
     return c.json(WorkflowCreated(id=str(workflow_id), warnings=notes), status=201)
@@ -136,7 +139,8 @@ async def describe(request: Request) -> Response:
     d = found.detail
     return c.json({"id": d.id, "name": d.name, "status": d.status, "owner": d.owner, "priority": d.priority,
                    "preemptible": d.preemptible, "submitted_by": d.submitted_by, "submitted_at": d.submitted_at,
-                   "stages": [stage_answer(s) for s in d.stages], **owner_names(request, found), **found.label()})
+                   "annotations": getattr(d, "annotations", {}), "stages": [stage_answer(s) for s in d.stages],
+                   **owner_names(request, found), **found.label()})
 
 
 def owner_names(request: Request, found: Located) -> dict[str, Any]:

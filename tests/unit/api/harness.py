@@ -79,10 +79,10 @@ def services(wired: bool = False) -> Services:
     env = {"PERSISTENCE_MODULE": "eventsourcing.popo", "ROVING_CLUSTER": "test",
            "TRANSCODER_TOPIC": "adapters.transcoder:MsgspecTranscoder"}
     views = Views()
-    read_models = ReadModelFunctions(priorities=views.tenancy.owner_priorities,
-                                     allocations_of_owner=views.queue.live_allocations_of,
-                                     definitions=lambda: pool_definitions(views.nodes, views.provisioners)) \
-        if wired else None
+    wiring = {"priorities": views.tenancy.owner_priorities,
+              "allocations_of_owner": views.queue.live_allocations_of,
+              "definitions": lambda: pool_definitions(views.nodes, views.provisioners)} if wired else {}
+    read_models = ReadModelFunctions(projects=views.projects.paths, projects_of=views.projects.member_of, **wiring)
     roving = Roving(env=env, passwords=PlainHasher(), read_models=read_models)
     secrets = open_secret_store(roving, tempfile.mkdtemp(prefix="roving-secrets-"))  # its key ring is made on first use
     return Services(roving=roving, views=views, tailer=SyncTailer(roving, views), key=KEY, logs=FakeLogs(),

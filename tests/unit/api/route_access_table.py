@@ -20,6 +20,7 @@ CLUSTER = "nodes and federated workflows are the cluster's, not a tenant's"
 PROFILES = "application profiles are the cluster's, not a tenant's"
 OWN = "object://user/ names the caller's own objects: there is no one else's to name"
 PROVISIONERS = "provisioners are the cluster's, not a tenant's"
+PROJECTS = "projects and presets are the cluster's, not a tenant's"
 PROXIED, FB = "DELETE GET OPTIONS PATCH POST PUT", "FB-Authorization"  # HEAD follows GET, as everywhere
 ALERT = {"version": "4", "status": "firing", "alerts": []}
 PROVISIONER = {"provider": "local", "template": {"cpu": 4, "memory": "4GiB"}, "maxNodes": 2, "idleSeconds": 20}
@@ -166,6 +167,17 @@ ROUTES = [
         PROVISIONERS),
     Row("GET", "/v4/provisioners/{name}", EVERYONE, lambda w: Call(w.provisioner()), PROVISIONERS),
     Row("DELETE", "/v4/provisioners/{name}", ADMINS, lambda w: Call(w.provisioner()), PROVISIONERS),
+    # projects are cluster policy: admins make and change them; a user sees those they belong to (all are in common)
+    Row("GET", "/v4/projects", EVERYONE),
+    Row("GET", "/v4/projects/{path:path}", EVERYONE, lambda w: Call("/v4/projects/common"), PROJECTS),
+    Row("PUT", "/v4/projects/{path:path}", ADMINS, lambda w: Call(f"/v4/projects/{w.fresh('p')}", {
+        "quota": {"cpu": 4}, "members": ["alice"]}), PROJECTS),
+    Row("PATCH", "/v4/projects/{path:path}", ADMINS, lambda w: Call("/v4/projects/common", {}), PROJECTS),
+    Row("DELETE", "/v4/projects/{path:path}", ADMINS, lambda w: Call(w.project()), PROJECTS, ok=(204,)),
+    Row("PUT", "/v4/groups/{id}/project", OWNERS, **both("/v4/groups/{t.group}/project", lambda t: {"project": "common"})),
+    Row("GET", "/v4/scheduler/shared-resources", EVERYONE),
+    Row("GET", "/v4/presets", EVERYONE),
+    Row("GET", "/v4/presets/{name}", EVERYONE, lambda w: Call("/v4/presets/gpu"), PROJECTS),
     Row("GET", "/v4/admin/centralconfig", ADMINS),
     Row("PUT", "/v4/admin/centralconfig", ADMINS, lambda w: Call("/v4/admin/centralconfig", {})),
     Row("POST", "/v4/agent/register", AGENTS, lambda w: Call("/v4/agent/register", {

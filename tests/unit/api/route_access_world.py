@@ -49,12 +49,20 @@ class World:
         self.store = AuditStore(scratch / "audit.duckdb")
         feed = AuditFeed(self.api.services.roving.recorder, AuditProjection(self.store, "test"))
         self.api.services.audit = AuditLog(self.store)
-        self.api.app.state.settings = msgspec.structs.replace(load_settings({}), federation_hub=HUB)
+        (scratch / "presets").mkdir()
+        (scratch / "presets" / "gpu.yaml").write_text("options: {priority: -1}\n")
+        self.api.app.state.settings = msgspec.structs.replace(load_settings({}), federation_hub=HUB,
+                                                              presets_dir=scratch / "presets")
         hub, self.hub_ids = hub_view()
         patch.setattr(federation, "load_view", lambda url: hub)
         self.a = self.tenant("acme", "olga", "lab", ["alice", "carol", "dave"], ["erin", "frank"])
         self.b = self.tenant("globex", "bea", "ops", ["bob"], [])
         self.grant_explain(self.a.group, "dave")
+        # Every account belongs to the cluster's default project, so work that names none still runs once the
+        # project rows have made more projects (open mode ends with the first one).
+        everyone = [u for t in (self.a, self.b) for u in t.users]
+        self.as_admin("PUT", "/v4/projects/common", {"members": everyone})
+        self.as_admin("PUT", "/v4/admin/centralconfig", {"projects.default": "common"})
         self.tokens = {**self.a.tokens, **self.b.tokens, USER: self.a.tokens["alice"], OWNER: self.a.tokens["olga"],
                        ADMIN: self.api.admin, AGENT: token("agent", source=Source.AGENT), WEBHOOK: webhook_token()}
         self.minters = {**self.a.minters, **self.b.minters, USER: self.a.minters["alice"],
@@ -141,6 +149,12 @@ class World:
         path = f"/v4/objects/group/{group}/{self.fresh('o')}"
         answer = self.api.request("PUT", path, self.tokens[username], content=b"ours")
         assert answer.status_code == 201, answer.text
+        return path
+
+    def project(self) -> str:
+        """A new project under `common`, made by a cluster admin: its path."""
+        path = f"/v4/projects/common/{self.fresh('p')}"
+        self.as_admin("PUT", path, {"quota": {"cpu": 2}})
         return path
 
     def profile(self) -> str:
