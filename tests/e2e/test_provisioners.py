@@ -148,6 +148,8 @@ def test_a_control_plane_killed_while_a_node_is_made_neither_loses_it_nor_makes_
             first.process.wait()
             second = LocalStack(tmp_path, nodes=0, port=port).start()
             assert second.wait_status(workflow, ("FINISHED", "FAILED"), timeout=120)["status"] == "FINISHED"
+            # the machine is marked UP when the provisioner's next pass sees its node joined: a job may end first
+            second.wait(lambda: [n["state"] for n in made_by(second, "slow")] == ["UP"], 30, "the node to be UP")
             [made] = made_by(second, "slow")
             assert (made["node"], made["state"], made["attempts"]) == ("slow-1", "UP", 2)
             assert stage_node(second, workflow) == "slow-1" and node_names(second) == {"slow-1"}

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from adapters.executor import Executor
-from tests.integration.test_executor import run, spec
+from tests.integration.test_executor import mounting_sandbox, run, spec
 from tests.integration.transfer_servers import Files, Hub, S3Server
 
 SECRET_VAR = "ROVING_TRANSFER_SECRET_0"
@@ -42,11 +42,12 @@ def transfer(kind: str, source: str, destination: str, **fields):
 
 
 def test_an_http_ingress_lands_in_the_volume_a_job_then_mounts(executor, web):
+    executor.sandbox = mounting_sandbox()
     web.files["/genome.fa"] = b">chr1\nACGT\n" * 1000
     recorder, result = run(executor, transfer("ingress", f"{web.url}/genome.fa", "file://inputs/genome.fa"))
     assert result == (0, "exited with code 0"), recorder.text("stderr")
     assert "ingress http://" in recorder.text() and "done, 11000 bytes" in recorder.text()
-    job, outcome = run(executor, spec(stage="count", mounts={"/data": "data"}, script="wc -c < data/inputs/genome.fa"))
+    job, outcome = run(executor, spec(stage="count", mounts={"/data": "data"}, script="wc -c < /data/inputs/genome.fa"))
     assert (outcome, job.text().strip()) == ((0, "exited with code 0"), "11000")
 
 
@@ -102,6 +103,7 @@ def test_a_transfer_cannot_leave_the_volume(executor, web):
 
 
 def test_the_volumes_of_ended_workflows_are_removed(executor, web):
+    executor.sandbox = mounting_sandbox()
     for workflow in ("wf-live", "wf-ended"):
         run(executor, spec(workflow_id=workflow, mounts={"/data": "data"}, command=["true"]))
     assert executor.volumes.keep_only({"wf-live"}) == ["wf-ended"]
