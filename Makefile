@@ -3,6 +3,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# Test files run on this many workers (xdist, a file's tests on one worker so its module fixtures are shared):
+# e2e and integration tests mostly wait on stacks and servers, so more workers than cores pays on 2 cores.
+PYTEST_WORKERS ?= 4
 
 .PHONY: up test bench soak clean screenshots
 
@@ -18,7 +21,7 @@ up: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	@for b in ops/bench/*.py; do echo "== $$b"; $(BIN)/python $$b; done

@@ -23,6 +23,7 @@ from typing import Any
 
 import msgspec
 
+from adapters.private_files import write_private
 from adapters.probes import with_kebab_probes
 from adapters.runspec import RunSpec
 
@@ -193,10 +194,4 @@ def registration_digest(body: dict) -> str:
 
 def _write_private(path: Path, data: bytes) -> None:
     """Whole or not at all (a temporary name, then a rename), readable by the agent only."""
-    tmp = path.with_suffix(".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.write(fd, data)
-    finally:
-        os.close(fd)
-    tmp.replace(path)
+    write_private(path, data, durable=False)  # as before: an agent's job state is rewritten on every start

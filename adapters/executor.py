@@ -23,11 +23,13 @@ from adapters.hooks import (
 )
 from adapters.apptainer import ApptainerRuntime, env_in_image
 from adapters.build_plan import BUILD, build_argv, build_env
+from adapters.launch import launcher
 from adapters.pull_progress import Tell, ready_text
 from adapters.registry_auth import parse_credential
 from adapters.running import OnExit, OnOutput, Running, pump
 from adapters.runtime.built import BuiltImages
 from adapters.runtime.bwrap import OciRuntime
+from adapters.runtime.host import INSTALL, HostSandbox
 from adapters.stage_dir import check_findable, hand_over, image_files, job_argv, write_files
 from adapters.transfer_plan import REASON_FILE, TRANSFER_KINDS, transfer_argv
 from adapters.volumes import Volumes
@@ -72,11 +74,14 @@ class Executor:
     def __init__(self, workdir_root: Path, kill_grace: float = 10.0, cgroups: Hierarchy | None = None,
                  user: JobUser | None = None, runtime: OciRuntime | ApptainerRuntime | None = None,
                  pids_limit: int = PIDS_PER_ALLOCATION, state_root: Path | None = None, gpus: list[Gpu] | None = None,
-                 allow_root: bool = False):
+                 allow_root: bool = False, sandbox: HostSandbox | None = None, confined: bool = False):
+        """`sandbox`: the host runtime's namespaces (adapters/runtime/host.py); `confined`: every host job runs in
+        them (an agent that runs jobs as its own user)."""
         self.workdir_root = Path(workdir_root).resolve()
         self.state_root = Path(state_root) if state_root else self.workdir_root / ".roving-agent" / "jobs"
         self.kill_grace, self.cgroups, self.user, self.pids_limit = kill_grace, cgroups, user, pids_limit
         self.runtime, self.allow_root = runtime, allow_root
+        self.sandbox, self.confined = sandbox, confined
         self.images_url: str | None = None  # the object store of built images (the agent role's NATS URL)
         self.volumes = Volumes(self.workdir_root, user)
         self.binder = DeviceBinder(gpus) if gpus else None
@@ -111,9 +116,10 @@ class Executor:
         transfer = spec.kind in TRANSFER_KINDS
         own_program = transfer or spec.kind == BUILD  # our code, run as the agent, in no image
         in_image = bool(spec.image) and self.runtime is not None and not own_program
+        sandboxed = not (own_program or in_image) and self._sandboxes(spec)
         cwd = host_cwd = inside(workdir, spec.cwd or ".", "cwd")
-        if in_image and Path(spec.cwd or ".").is_absolute():  # a path in the image (a volume's, say): bubblewrap
-            host_cwd = workdir                                 # enters it; the node makes nothing outside workdir
+        if (in_image or sandboxed) and Path(spec.cwd or ".").is_absolute():  # a path in its own root (a volume's,
+            host_cwd = workdir                            # say): bubblewrap enters it; the node makes nothing outside
         host_cwd.mkdir(parents=True, exist_ok=True)
         write_files(spec, workdir)
         bound = self.volumes.prepare(spec, user)
@@ -135,8 +141,12 @@ class Executor:
                 mounts.update(image_files(spec, workdir, pulled.rootfs))
                 argv = self.runtime.wrap(argv, pulled.rootfs, workdir, cwd, spec.network_isolated, devices or [],
                                          mounts)
-            else:
-                self.volumes.link(workdir, bound)
+            elif sandboxed:
+                mounts = {location: path for location, path in bound.items() if location}
+                argv = self.sandbox.wrap(argv, workdir, cwd, mounts, spec.network_isolated, hide=self.confined)
+            elif spec.mounts and not own_program:  # never a silent ./NAME: a Fuzzfile means the same on every node
+                raise SpecError(f"this node cannot mount volumes at their paths ({', '.join(sorted(spec.mounts))}): "
+                                f"{INSTALL}")
             if user is not None:
                 hand_over(workdir, user)
             env = env_in_image(self.runtime, pulled, job_environment(spec, user, workdir, devices, workdir=workdir))
@@ -158,6 +168,11 @@ class Executor:
         self._watch(running, on_output, on_exit)
         return running
 
+    def _sandboxes(self, spec: RunSpec) -> bool:
+        """A host job runs in its own namespaces when it mounts volumes (at their paths) or when this agent runs
+        jobs as its own user (they must not see the node's private paths: `confined`)."""
+        return self.sandbox is not None and (bool(spec.mounts) or self.confined)
+
     def _launch(self, spec: RunSpec, argv: list[str], cwd: Path, env: dict[str, str], workdir: Path,
                 job_user: JobUser | None) -> Running:
         """The wrapped process in its cgroup, with its FIFOs; nothing of it is left when it cannot start."""
@@ -169,7 +184,7 @@ class Executor:
             # a transfer is our code, run as the agent (the job user may not reach the agent's interpreter); it
             # stays inside the volume and gives what it writes to the job user (adapters/transfer.py)
             user = None if spec.kind in (*TRANSFER_KINDS, BUILD) else job_user
-            proc = self._spawn(argv, cwd, env, child_setup(cgroup, spec.memory, user), files)
+            proc = self._spawn(argv, cwd, env, cgroup, spec.memory, user, files)
         except BaseException:
             for fd in readers.values():
                 os.close(fd)
@@ -282,13 +297,17 @@ class Executor:
         return self.cgroups.create(f"{spec.allocation_id}-e{spec.epoch}", limits)
 
     @staticmethod
-    def _spawn(argv: list[str], cwd: Path, env: dict[str, str], setup, files: JobFiles) -> subprocess.Popen:
-        """The wrapped job: stdin is the exit file (the wrapper writes the code there), stdout and stderr the FIFOs."""
+    def _spawn(argv: list[str], cwd: Path, env: dict[str, str], cgroup: Cgroup | None, memory: int | None,
+               user: JobUser | None, files: JobFiles) -> subprocess.Popen:
+        """The wrapped job: stdin is the exit file (the wrapper writes the code there), stdout and stderr the FIFOs.
+        Set up by a launcher shell when it can (adapters/launch.py: vfork, not a fork of the agent)."""
         writers, exit_fd = files.open_writers(), files.open_exit()
+        launch = launcher(cgroup, memory, user)
+        setup = child_setup(cgroup, memory, user) if launch is None else None
         try:
             return subprocess.Popen(
-                wrapped(argv), cwd=cwd, env=env, stdin=exit_fd, stdout=writers["stdout"], stderr=writers["stderr"],
-                start_new_session=True, preexec_fn=setup, close_fds=True,  # noqa: PLW1509 - no locks taken in it
+                [*(launch or []), *wrapped(argv)], cwd=cwd, env=env, stdin=exit_fd, stdout=writers["stdout"],
+                stderr=writers["stderr"], start_new_session=True, preexec_fn=setup, close_fds=True,  # noqa: PLW1509
             )
         except subprocess.SubprocessError as error:  # preexec failed (cgroup gone, setuid refused): cannot start
             raise OSError(f"cannot set up the job's process: {error}") from error

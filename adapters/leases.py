@@ -77,6 +77,34 @@ class Leases:
             return False
 
 
+class NamedLease:
+    """A lease of its own in the leases bucket (e.g. one provisioner's provider): held by one holder at a time,
+    renewed by holding it again within the bucket's TTL, free for another once that lapses."""
+
+    def __init__(self, leases: Leases, name: str) -> None:
+        self.leases, self.key = leases, "lease." + name.replace(".", "_")
+        self._revision: int | None = None
+
+    def hold(self, holder: str) -> bool:
+        try:
+            return self.leases.connection.run(lambda: self._claim(holder))
+        except TRANSIENT:
+            self._revision = None
+            return False
+
+    async def _claim(self, holder: str) -> bool:
+        kv = self.leases._kv
+        try:
+            if self._revision is None:
+                self._revision = await kv.create(self.key, holder.encode())
+            else:
+                self._revision = await kv.update(self.key, holder.encode(), last=self._revision)
+            return True
+        except (nats.js.errors.KeyWrongLastSequenceError, nats.js.errors.BadRequestError, nats.js.errors.APIError):
+            self._revision = None
+            return False
+
+
 def _announcement(name: str) -> str:
     return "announce." + name.replace(".", "_")
 

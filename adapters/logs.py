@@ -63,7 +63,7 @@ class Logs:
         if await self.count(workflow_id, stage) == 0:
             return b""
         async with aclosing(self._messages(workflow_id, stage, streams)) as messages:
-            async for chunk, _, last in messages:
+            async for chunk, _, last, _ in messages:
                 out += chunk
                 if last:
                     break
@@ -74,18 +74,26 @@ class Logs:
     ) -> AsyncIterator[bytes]:
         """Chunks from the beginning, then live ones, until the stage's end marker arrives (a multinode job's: one
         from every rank)."""
+        async with aclosing(self.follow_streams(workflow_id, stage, streams)) as labelled:
+            async for _, chunk in labelled:
+                yield chunk
+
+    async def follow_streams(
+        self, workflow_id: str, stage: str, streams: tuple[str, ...] = ("stdout", "stderr")
+    ) -> AsyncIterator[tuple[str, bytes]]:
+        """As `follow`, each chunk with the stream it was written to (`roving run` keeps them apart)."""
         ends = 0
         async with aclosing(self._messages(workflow_id, stage, streams)) as messages:
-            async for chunk, ranks, _ in messages:
+            async for chunk, ranks, _, stream in messages:
                 ends += bool(ranks)
                 if ranks and ends >= ranks:
                     return
                 if chunk:
-                    yield chunk
+                    yield stream, chunk
 
     async def _messages(self, workflow_id: str, stage: str, streams: tuple[str, ...]):
-        """(chunk, ranks its end marker counts (0: not one), nothing pending) for each message of the stage, via an
-        ordered consumer."""
+        """(chunk, ranks its end marker counts (0: not one), nothing pending, its stream) for each message of the
+        stage, via an ordered consumer."""
         sub = await self.js.subscribe(
             self.subject(workflow_id, stage), ordered_consumer=True, deliver_policy=DeliverPolicy.ALL
         )
@@ -97,8 +105,9 @@ class Logs:
                     continue
                 headers = msg.headers or {}
                 ended = _ranks(headers.get(RANKS_HEADER)) if END_HEADER in headers else 0
-                chunk = msg.data if headers.get(STREAM_HEADER) in streams else b""
-                yield chunk, ended, msg.metadata.num_pending == 0
+                stream = headers.get(STREAM_HEADER, "")
+                chunk = msg.data if stream in streams else b""
+                yield chunk, ended, msg.metadata.num_pending == 0, stream
         finally:
             await sub.unsubscribe()
 

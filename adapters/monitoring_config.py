@@ -9,7 +9,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-SHIPPED_RULES = Path(__file__).resolve().parents[1] / "ops" / "prometheus" / "roving-rules.yml"
+import ops
+
+SHIPPED_RULES = ops.ROOT / "prometheus" / "roving-rules.yml"  # package data: in a source tree and a wheel alike
 ACTIONS = "cordon|evict|deprovision"
 
 

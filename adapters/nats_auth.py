@@ -12,12 +12,14 @@ uses its own inbox prefix, so no agent can read the control plane's replies or f
 from __future__ import annotations
 
 import json
-import os
 import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
+
+from adapters.nats_tls import with_tls
+from adapters.private_files import create_private, write_private
 
 ROLES = ("control", "agent", "federation", "reader")
 CONTROL_INBOX = "_ROVING_CONTROL"  # the control plane's reply subjects; no other role may subscribe to them
@@ -91,13 +93,7 @@ def read_credentials(path: Path) -> Credentials:
 
 def write_secret(path: Path, text: str) -> None:
     """A file only its owner may read (0600), replaced atomically; its directory is made 0700."""
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(text)
-    os.chmod(tmp, 0o600)
-    os.replace(tmp, path)
+    write_private(path, text, dir_mode=0o700)
 
 
 def stream_token(cluster: str) -> str:
@@ -136,8 +132,7 @@ class NatsAuth:
     def load_or_create(self) -> NatsAuth:
         for role in ROLES:
             path = self.path(role)
-            if not path.exists():
-                write_secret(path, Credentials(f"roving-{role}", secrets.token_urlsafe(24)).text())
+            create_private(path, Credentials(f"roving-{role}", secrets.token_urlsafe(24)).text(), dir_mode=0o700)
             self.users[role] = read_credentials(path)
         return self
 
@@ -179,9 +174,28 @@ def agent_url(url: str | None, agent: Credentials | None) -> str | None:
 def agent_log_url(url: str | None, data_dir: Path, agent_creds: Path | None = None) -> str | None:
     """`agent_url` with the agent credentials of a site's own (`ROVING_NATS_AGENT_CREDS`), else those
     `roving up` made in the data dir."""
-    path = agent_creds or Path(data_dir) / "nats" / "credentials" / "agent.creds"
+    if agent_creds is None:
+        return agent_url(url, role_credentials(Path(data_dir) / "nats", "agent"))
     try:
-        agent = read_credentials(path)
+        agent = read_credentials(agent_creds)
     except CredentialsError:
         agent = None
     return agent_url(url, agent)
+
+
+def role_credentials(store: Path, role: str) -> Credentials | None:
+    """The credentials `roving up`'s embedded server keeps for `role` in its store, if it keeps any."""
+    try:
+        return read_credentials(Path(store) / "credentials" / f"{role}.creds")
+    except CredentialsError:
+        return None
+
+
+def role_url(address: str, store: Path, role: str, tls: bool | None = None, secure: bool = True) -> str:
+    """How `role` reaches the embedded server whose store is `store`: `address` with the role's credentials (unless
+    the server is not `secure`) and, when the server speaks TLS (`tls`; None: when the store has a CA), its CA. The
+    one builder of a role's URL (the server itself, the soak, the benches)."""
+    ca = Path(store) / "tls" / "ca.pem"
+    url = with_tls(address, ca) if (ca.exists() if tls is None else tls) else address
+    credentials = role_credentials(store, role) if secure else None
+    return credentials.url(url) if credentials is not None else url

@@ -20,9 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from adapters.nats_auth import NatsAuth, write_secret
+from adapters.nats_auth import NatsAuth, role_url, write_secret
 from adapters.nats_owner import StoreInUse, StoreLock, death_signal
-from adapters.nats_tls import TlsFiles, local_ca, tls_block, with_tls
+from adapters.nats_tls import TlsFiles, local_ca, tls_block
 
 READY_LINE = "Server is ready"
 CIPHER = "chachapoly"
@@ -113,8 +113,8 @@ class NatsServer:
 
     def url_for(self, role: str) -> str:
         """The client URL carrying `role`'s credentials (adapters.nats_auth.ROLES), and the CA to trust."""
-        url = self.auth[role].url(self.address) if self.auth else self.address
-        return with_tls(url, self.tls_files.ca) if self.tls_files else url
+        _ = self.auth, self.tls_files  # made on first use: the credentials and the CA the URL names
+        return role_url(self.address, self.store_dir, role, tls=self.tls, secure=self.secure)
 
     @property
     def tls_files(self) -> TlsFiles | None:

@@ -1,21 +1,31 @@
 """Keeps the embedded nats-server alive: a dead server is started again on the same port and store.
 
-The clients (nats-py) reconnect by themselves, so a restart on the same port is all they need. Restarts
-back off from `first_delay` to `max_delay` while they keep failing (a port taken, a broken binary) and the
-backoff resets once a server has stayed up for `steady_after` seconds, so a crash loop cannot spin.
+The clients (nats-py) reconnect by themselves, so a restart on the same port is all they need. Restarts back off
+(adapters/backoff.py: from `first_delay` doubling to `max_delay`, back to short once a server stayed up for
+`steady_after` seconds), so a crash loop cannot spin.
+
+A full disk is the other way a server stops serving while it runs: its file store keeps the write error (every
+store fails, with no answer to the publisher) after the disk has room again, until the server starts again. So
+the supervisor watches the store's free space too: once it fell under `full_below` and is back over `room_above`,
+the server is stopped and started again, and the log takes writes without anyone restarting `roving up`.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
 
 import structlog
 
+from adapters.backoff import Backoff
 from adapters.nats_server import NatsServer, NatsServerError
 
 log = structlog.get_logger("roving.nats")
+FULL_BELOW = 16 * 2**20   # free bytes under which the store's disk counts as full
+ROOM_ABOVE = 64 * 2**20   # free bytes over which a disk that was full has room again
+STOP_GRACE = 5.0          # a server with a full disk may hang flushing as it stops
 
 
 class Supervisor:
@@ -23,9 +33,11 @@ class Supervisor:
 
     def __init__(self, server: NatsServer, on_restart: Callable[[], None] = lambda: None,
                  first_delay: float = 0.1, max_delay: float = 5.0, steady_after: float = 30.0,
-                 poll: float = 0.1) -> None:
-        self.server, self.on_restart = server, on_restart
-        self.first_delay, self.max_delay, self.steady_after, self.poll = first_delay, max_delay, steady_after, poll
+                 poll: float = 0.1, full_below: int = FULL_BELOW, room_above: int = ROOM_ABOVE) -> None:
+        self.server, self.on_restart, self.poll = server, on_restart, poll
+        self.backoff = Backoff(first_delay, max_delay, steady_after)
+        self.full_below, self.room_above = full_below, room_above
+        self.disk_was_full = False
         self.restarts = 0
         self.down_since: float | None = None
         self._delay = first_delay
@@ -52,11 +64,11 @@ class Supervisor:
 
     def _check(self) -> None:
         if self.serving:
-            if self._delay != self.first_delay and time.monotonic() - self._up_since > self.steady_after:
-                self._delay = self.first_delay
+            self._watch_disk()
             return
         if self.down_since is None:
             self.down_since = time.monotonic()
+            self._delay = self.backoff.after_death(self.down_since - self._up_since)
             process = self.server.process
             log.warning("nats.server_died", pid=process.pid if process else None,
                         exit_code=process.returncode if process else None, port=self.server.port,
@@ -65,15 +77,41 @@ class Supervisor:
             return
         self._restart()
 
+    def _watch_disk(self) -> None:
+        """A store whose disk was full and has room again: stop the server (the next check starts it again)."""
+        try:
+            found = os.statvfs(self.server.store_dir)
+        except OSError:
+            return
+        free = found.f_bavail * found.f_frsize
+        if free < self.full_below:
+            if not self.disk_was_full:
+                log.error("nats.disk_full", store=str(self.server.store_dir), free_bytes=free)
+            self.disk_was_full = True
+        elif self.disk_was_full and free > self.room_above:
+            self.disk_was_full = False
+            log.warning("nats.restarting_after_disk_full", store=str(self.server.store_dir), free_bytes=free)
+            self._stop_server()
+
+    def _stop_server(self) -> None:
+        process = self.server.process
+        if process is None:
+            return
+        process.terminate()
+        try:
+            process.wait(STOP_GRACE)
+        except Exception:  # noqa: BLE001 - TimeoutExpired: it hangs on its broken store
+            process.kill()
+            process.wait()
+
     def _restart(self) -> None:
-        delay, self._delay = self._delay, min(self._delay * 2, self.max_delay)
         try:
             self.server.start(cancelled=self._stopping.is_set)
         except NatsServerError as error:
             if self._stopping.is_set():  # cancelled by stop(): not a failure
                 return
-            log.error("nats.restart_failed", error=str(error), port=self.server.port, waited=delay,
-                      next_in=self._delay)
+            self._delay = self.backoff.after_death(0.0)
+            log.error("nats.restart_failed", error=str(error), port=self.server.port, next_in=self._delay)
             return
         down = time.monotonic() - (self.down_since or time.monotonic())
         self.down_since, self._up_since = None, time.monotonic()

@@ -1,11 +1,15 @@
 """The agent's durable outbox: every report is on disk before it is sent, and leaves only once answered.
 
-One JSON file per report, named `<sequence>-<allocation>-<epoch>-<kind>.json`, written to a temporary name,
-flushed and renamed, so a crash at any moment leaves either the whole report or none of it. The key
-(allocation, epoch, kind) makes a report idempotent: putting it again while it waits changes nothing, and the
-control plane answers a report it already recorded as a success. Files are read back in sequence order, so the
-reports of one allocation (started, ready, exited) reach the control plane in the order they happened, across
-agent restarts.
+Reports are lines of one append-only journal, `journal.jsonl`: `{"put": N, "body": {...}}` when a report is
+made, `{"done": N}` when it was answered. `put_many` writes the reports of a round with one write and one fsync,
+so an agent reporting many ends pays for one flush, not one per report (and no file is made and removed per
+report). A crash at any moment leaves each report whole or absent: a torn last line is skipped. A `done` line is
+not flushed on its own: losing one only means the report is sent again, and reports are idempotent, keyed by
+(allocation, epoch, kind): putting one again while it waits changes nothing, and the control plane answers a
+report it already recorded as a success. The journal is emptied once nothing waits, and rewritten (to a new file,
+flushed, then renamed) when it grows long with reports still waiting. Reads keep the order reports were made in,
+so the reports of one allocation (started, ready, exited) reach the control plane in order, across restarts.
+Reports an older agent left as one file each (`<sequence>-<allocation>-<epoch>-<kind>.json`) are taken in first.
 """
 
 from __future__ import annotations
@@ -18,11 +22,12 @@ from pathlib import Path
 from typing import Any
 
 BACKOFF_FIRST, BACKOFF_MAX = 0.2, 30.0
+JOURNAL = "journal.jsonl"
+REWRITE_AFTER = 4 << 20  # bytes of journal, with reports still waiting, before it is rewritten to what waits
 
 
 @dataclass
 class Entry:
-    path: Path
     sequence: int
     key: tuple[str, int, str]
     body: dict[str, Any]
@@ -55,56 +60,114 @@ class Outbox:
     def __init__(self, directory: Path) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.path = self.directory / JOURNAL
         self.entries: dict[tuple[str, int, str], Entry] = {}
         self.sequence = 0
         for entry in sorted(self._read_all(), key=lambda e: e.sequence):
             self.entries[entry.key] = entry
             self.sequence = max(self.sequence, entry.sequence)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        self._adopt_files()
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
 
     def put(self, body: dict[str, Any]) -> Entry:
-        key = key_of(body)
-        if key in self.entries:
-            return self.entries[key]
-        self.sequence += 1
-        path = self.directory / f"{self.sequence:012d}-{key[0]}-{key[1]}-{key[2]}.json"
-        _write_durably(path, json.dumps(body).encode())
-        entry = self.entries[key] = Entry(path, self.sequence, key, body)
-        return entry
+        return self.put_many([body])[0]
+
+    def put_many(self, bodies: list[dict[str, Any]]) -> list[Entry]:
+        """Each report on disk (one write, one fsync for all) before any is handed out; one already waiting is
+        the entry it was."""
+        found, lines = [], []
+        for body in bodies:
+            key = key_of(body)
+            if key not in self.entries:
+                self.sequence += 1
+                self.entries[key] = Entry(self.sequence, key, body)
+                lines.append({"put": self.sequence, "body": body})
+            found.append(self.entries[key])
+        if lines:
+            self._append(lines, durable=True)
+        return found
 
     def pending(self) -> list[Entry]:
         return sorted(self.entries.values(), key=lambda e: e.sequence)
 
     def done(self, entry: Entry) -> None:
-        self.entries.pop(entry.key, None)
-        entry.path.unlink(missing_ok=True)
+        self.done_many([entry])
+
+    def done_many(self, entries: list[Entry]) -> None:
+        gone = [e for e in entries if self.entries.pop(e.key, None) is not None]
+        if not gone:
+            return
+        if not self.entries:
+            os.ftruncate(self._fd, 0)  # nothing waits: the journal starts again empty (O_APPEND writes at its end)
+            return
+        self._append([{"done": e.sequence} for e in gone], durable=False)
+        if os.fstat(self._fd).st_size > REWRITE_AFTER:
+            self._rewrite()
 
     def __len__(self) -> int:
         return len(self.entries)
 
+    def _append(self, lines: list[dict[str, Any]], durable: bool) -> None:
+        os.write(self._fd, b"".join(json.dumps(line, separators=(",", ":")).encode() + b"\n" for line in lines))
+        if durable:
+            os.fdatasync(self._fd)
+
+    def _rewrite(self) -> None:
+        """What still waits, to a new journal that replaces the long one whole."""
+        tmp = self.path.with_suffix(".tmp")
+        data = b"".join(json.dumps({"put": e.sequence, "body": e.body}).encode() + b"\n" for e in self.pending())
+        _write_durably(tmp, data)
+        os.replace(tmp, self.path)
+        _sync_directory(self.directory)
+        os.close(self._fd)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND, 0o600)
+
     def _read_all(self) -> list[Entry]:
-        found = []
+        for stale in self.directory.glob("*.tmp"):
+            stale.unlink(missing_ok=True)  # a write that never finished: nothing of it was handed out
+        if not self.path.exists():
+            return []
+        made: dict[int, Entry] = {}
+        for line in self.path.read_bytes().splitlines():
+            try:
+                record = json.loads(line)
+                if "done" in record:
+                    made.pop(int(record["done"]), None)
+                else:
+                    made[int(record["put"])] = Entry(int(record["put"]), key_of(record["body"]), record["body"])
+            except (ValueError, KeyError, TypeError):
+                continue  # a torn last line: its report was never handed out
+        return list(made.values())
+
+    def _adopt_files(self) -> None:
+        """Reports an older agent left one file each: into the journal (after what it holds), then the files go."""
+        legacy = []
         for path in self.directory.glob("*.json"):
             try:
-                body = json.loads(path.read_bytes())
-                key = key_of(body)
-                found.append(Entry(path, int(path.name.split("-", 1)[0]), key, body))
-            except (OSError, ValueError, KeyError):
+                legacy.append((int(path.name.split("-", 1)[0]), json.loads(path.read_bytes()), path))
+            except (OSError, ValueError):
                 path.rename(path.with_suffix(".unreadable"))  # kept for an admin to look at, never resent
-        for stale in self.directory.glob("*.tmp"):
-            stale.unlink(missing_ok=True)  # a write that never finished: its report was never handed out
-        return found
+        self.put_many([body for _, body, _ in sorted(legacy, key=lambda item: item[0])])
+        for _, _, path in legacy:
+            path.unlink(missing_ok=True)
 
 
 def _write_durably(path: Path, data: bytes) -> None:
-    tmp = path.with_suffix(".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
         os.write(fd, data)
         os.fsync(fd)
     finally:
         os.close(fd)
-    os.replace(tmp, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
+
+
+def _sync_directory(directory: Path) -> None:
+    dir_fd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(dir_fd)
     finally:

@@ -4,6 +4,7 @@ process group (and cgroup) killed when it ends, and its exit reported once with 
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import threading
@@ -15,6 +16,7 @@ from adapters.adoption import JobFiles, Orphan
 from adapters.build_plan import BUILD
 from adapters.cgroups import Cgroup, size_text
 from adapters.hooks import pre_hook_failure
+from adapters.listening import group_members, listening_ports
 from adapters.runspec import RunSpec, exit_code_of, format_seconds
 from adapters.transfer_plan import REASON_FILE, TRANSFER_KINDS
 
@@ -62,6 +64,11 @@ class Running:
         self._done.wait(timeout)
         return self.result
 
+    def listening_ports(self) -> tuple[int, ...]:
+        """The TCP ports its processes listen on in the node's network (adapters/listening.py)."""
+        members = self.cgroup.pids() if self.cgroup is not None else group_members(self.proc.pid)
+        return listening_ports({self.proc.pid, *members})
+
     def release(self) -> None:
         """Forget the job's state on disk: call once its end is reported (or will never be)."""
         if self.files is not None:
@@ -81,11 +88,15 @@ class Running:
         timeout = self.spec.execute_timeout
         ran = max(0.0, time.time() - self.started_at)  # an adopted job has run for a while already
         deadline = time.monotonic() + timeout - ran if timeout and timeout > 0 else None
-        while self.proc.poll() is None and not self._stop.is_set():
-            if deadline is not None and time.monotonic() >= deadline:
-                self.cancel(f"execute timeout of {format_seconds(timeout)} reached")
-                break
-            self._stop.wait(POLL)
+        exited = _exit_watch(self.proc)
+        try:
+            while self.proc.poll() is None and not self._stop.is_set():
+                if deadline is not None and time.monotonic() >= deadline:
+                    self.cancel(f"execute timeout of {format_seconds(timeout)} reached")
+                    break
+                exited(self._stop, POLL)
+        finally:
+            exited.close()
         if self._stop.is_set() and not self._wait_for_exit(self.grace):
             self._signal(signal.SIGKILL)
             self.proc.wait()
@@ -128,6 +139,30 @@ class Running:
         if code - 128 in SIGNALS:  # the wrapper's shell reports a job killed by signal N as 128+N
             return f"killed by signal {SIGNALS[code - 128]}"
         return f"exited with code {code}"
+
+
+class _exit_watch:
+    """Waits up to a poll interval for the process to exit: on its pidfd, so a short job's end is seen at once (not
+    at the next poll); an adopted job (not our child) or a kernel without pidfds waits on the stop event instead."""
+
+    def __init__(self, proc: subprocess.Popen | Orphan) -> None:
+        self.fd = -1
+        if isinstance(proc, subprocess.Popen):
+            try:
+                self.fd = os.pidfd_open(proc.pid)
+            except (AttributeError, OSError):  # Linux before 5.3, or the process is already reaped
+                self.fd = -1
+
+    def __call__(self, stop: threading.Event, seconds: float) -> None:
+        if self.fd < 0:
+            stop.wait(seconds)
+        else:
+            select.select([self.fd], [], [], seconds)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
 
 
 def _told_reason(workdir: Path) -> str:

@@ -32,6 +32,7 @@ class RunSpec(msgspec.Struct, kw_only=True):
     epoch: int
     workflow_id: str
     stage: str
+    owner_id: str = ""  # the workflow owner's user id (an agent that cannot confine jobs runs only its admin's)
     attempt: int = 1
     kind: str = "job"  # job | service | task | ingress | egress | build
     job_name: str = ""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-import os
+import fcntl
 import secrets
 import stat
 import threading
@@ -19,6 +19,7 @@ from pathlib import Path
 import msgspec
 from Crypto.Cipher import AES
 
+from adapters.private_files import create_private, write_private
 from domain.secrets import CipherError, Sealed
 
 KEY_BYTES, NONCE_BYTES, TAG_BYTES = 32, 12, 16
@@ -29,7 +30,10 @@ class KeyRingError(CipherError):
     """The ring is unusable: readable by others, malformed, or missing the key a ciphertext names."""
 
 
-class KeyRing(msgspec.Struct):
+class SealingKeys(msgspec.Struct):
+    """The keys secret values are sealed with (AES-256-GCM): every key by id, and the current one. Not the token
+    signing ring (adapters/auth/keyring.KeyRing): those keys sign, live one file each, and retire by age."""
+
     current: str
     keys: dict[str, str]  # key id -> base64 of 32 bytes
 
@@ -43,12 +47,12 @@ def new_key_id() -> str:
     return "k" + secrets.token_hex(4)
 
 
-def load_ring(path: Path) -> KeyRing:
+def load_ring(path: Path) -> SealingKeys:
     mode = path.stat().st_mode
     if mode & (stat.S_IRWXG | stat.S_IRWXO):
         raise KeyRingError(f"{path} is mode {stat.S_IMODE(mode):04o}; a key ring must be 0600 (chmod 600 {path})")
     try:
-        ring = msgspec.json.decode(path.read_bytes(), type=KeyRing)
+        ring = msgspec.json.decode(path.read_bytes(), type=SealingKeys)
         if len(ring.key(ring.current)) != KEY_BYTES:
             raise KeyRingError(f"{path}: key {ring.current} is not {KEY_BYTES} bytes")
     except (msgspec.DecodeError, binascii.Error) as error:
@@ -56,29 +60,34 @@ def load_ring(path: Path) -> KeyRing:
     return ring
 
 
-def save_ring(path: Path, ring: KeyRing) -> None:
+def save_ring(path: Path, ring: SealingKeys) -> None:
     """Replaced atomically, 0600 from its first byte."""
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(msgspec.json.encode(ring))
-    os.replace(tmp, path)
+    write_private(path, msgspec.json.encode(ring))
 
 
-def load_or_create_ring(path: Path) -> KeyRing:
+def load_or_create_ring(path: Path) -> SealingKeys:
+    """The ring at `path`, made once: processes starting together all use the first one's key (a second key made
+    at the same moment would replace it, and what was sealed with it would no longer open)."""
     if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
         key_id = new_key_id()
-        save_ring(path, KeyRing(current=key_id, keys={key_id: _b64(secrets.token_bytes(KEY_BYTES))}))
+        create_private(path, msgspec.json.encode(SealingKeys(current=key_id, keys={key_id: _new_key()})), dir_mode=0o700)
     return load_ring(path)
 
 
 def rotate_key(path: Path) -> str:
-    """A new current key; the old ones stay for what they sealed. Returns the new key id."""
-    ring = load_or_create_ring(path)
-    key_id = new_key_id()
-    save_ring(path, KeyRing(current=key_id, keys={**ring.keys, key_id: _b64(secrets.token_bytes(KEY_BYTES))}))
+    """A new current key; the old ones stay for what they sealed. Returns the new key id. Rotations are taken
+    one at a time (a lock file beside the ring), so two at once both land and neither drops the other's key."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with open(path.with_name(path.name + ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        ring = load_or_create_ring(path)
+        key_id = new_key_id()
+        save_ring(path, SealingKeys(current=key_id, keys={**ring.keys, key_id: _new_key()}))
     return key_id
+
+
+def _new_key() -> str:
+    return _b64(secrets.token_bytes(KEY_BYTES))
 
 
 class AesGcmCipher:
@@ -118,7 +127,7 @@ class AesGcmCipher:
             raise KeyRingError(f"a secret sealed with key {sealed.key_id} does not open: it was altered or moved") \
                 from None
 
-    def ring(self) -> KeyRing:
+    def ring(self) -> SealingKeys:
         """The ring as the file has it now (another process's rotation is seen without a restart)."""
         with self._lock:
             stamp = self._mtime()

@@ -1,5 +1,6 @@
-"""The remote ends of a transfer: http(s) GET and PUT, S3 get and put (with an S3 secret), each streaming in chunks
-and counting bytes as they go. Errors that a retry cannot fix are `Permanent`."""
+"""The remote ends of a transfer: http(s) GET and PUT, S3 get and put (with an S3 secret), the object store's
+objects (adapters.transfer_objects), each streaming in chunks and counting bytes as they go. Errors that a retry
+cannot fix are `Permanent`."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import httpx
@@ -34,7 +35,9 @@ def download(uri: str, target: Path, secret: str, count: Count) -> None:
         _http_get(uri, partial, count)
     elif uri.startswith("s3://"):
         bucket, key = _bucket_key(uri)
-        _s3_call(lambda: _s3(secret).download_file(bucket, key, str(partial), Callback=count))
+        _s3_call(secret, lambda s3: s3.download_file(bucket, key, str(partial), Callback=count))
+    elif uri.startswith("object://"):
+        _objects(lambda objects: objects.download(uri, partial, count))
     else:
         raise Permanent(f"{uri.partition('://')[0]}:// ingress is not performed by this cluster yet")
     partial.replace(target)
@@ -59,7 +62,9 @@ def upload(path: Path, uri: str, secret: str, count: Count) -> None:
         _http_put(path, uri, secret, count)
     elif uri.startswith("s3://"):
         bucket, key = _bucket_key(uri)
-        _s3_call(lambda: _s3(secret).upload_file(str(path), bucket, key, Callback=count))
+        _s3_call(secret, lambda s3: s3.upload_file(str(path), bucket, key, Callback=count))
+    elif uri.startswith("object://"):
+        _objects(lambda objects: objects.upload(path, uri, count))
     else:
         raise Permanent(f"egress to {uri.partition('://')[0]}:// is not performed by this cluster")
 
@@ -69,7 +74,8 @@ def _http_get(uri: str, partial: Path, count: Count) -> None:
     try:
         response = urllib.request.urlopen(uri, timeout=60)  # noqa: S310 - the scheme was checked: http(s) only
     except urllib.error.HTTPError as error:
-        _check_status(error.code, str(error.reason))
+        with error:  # it holds the answer's connection open: a refusal must not leave it to the garbage collector
+            _check_status(error.code, str(error.reason))
         raise
     with response, partial.open("wb") as out:
         size = response.headers.get("content-length")
@@ -96,6 +102,16 @@ def _http_put(path: Path, uri: str, secret: str, count: Count) -> None:
 
     response = httpx.put(uri, content=chunks(), headers=headers, follow_redirects=True, timeout=60)
     _check(response)
+
+
+def _objects(call: Callable) -> None:
+    """An object:// transfer (adapters.transfer_objects), its lasting refusals as Permanent."""
+    from adapters import transfer_objects
+
+    try:
+        call(transfer_objects)
+    except transfer_objects.ObjectTransferError as error:
+        raise Permanent(str(error)) from None
 
 
 def _check(response: httpx.Response) -> None:
@@ -147,11 +163,14 @@ def _s3(secret: str):
     return boto3.client("s3", config=Config(retries={"max_attempts": 1}), **options)
 
 
-def _s3_call(call: Callable[[], None]) -> None:
+def _s3_call(secret: str, call: Callable[[Any], None]) -> None:
+    """`call` with an S3 client made from `secret`, closed after (its pool holds connections open otherwise)."""
     from botocore.exceptions import BotoCoreError, ClientError
 
+    client = None
     try:
-        call()
+        client = _s3(secret)
+        call(client)
     except ClientError as error:
         code = str(error.response.get("Error", {}).get("Code", ""))
         status = int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
@@ -161,3 +180,6 @@ def _s3_call(call: Callable[[], None]) -> None:
         raise Permanent(text) from None
     except BotoCoreError as error:
         raise OSError(str(error)) from None
+    finally:
+        if client is not None:
+            client.close()

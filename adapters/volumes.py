@@ -11,7 +11,7 @@ import re
 import shutil
 from pathlib import Path
 
-from adapters.runspec import JobUser, PersistentVolume, RunSpec, inside
+from adapters.runspec import JobUser, PersistentVolume, RunSpec
 
 UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_.\-\[\]]")
 FOLDER = ".volumes"
@@ -53,18 +53,6 @@ class Volumes:
         if user is not None:
             os.chown(directory, user.uid, user.gid)
 
-    def link(self, workdir: Path, bound: dict[str, Path]) -> None:
-        """The host runtime has no mount namespace: each mount path is re-rooted in the stage's directory as a
-        symlink to its volume (as `files` are), so `data/...` from the job's directory reaches `/data`."""
-        for location, directory in bound.items():
-            if not location:
-                continue
-            link = inside(workdir, location.lstrip("/"), "mount")
-            link.parent.mkdir(parents=True, exist_ok=True)
-            if link.is_symlink() or link.exists():
-                continue
-            link.symlink_to(directory)
-
     def keep_only(self, workflows: set[str]) -> list[str]:
         """Remove the volumes of every workflow not in `workflows` (ids); the ids whose volumes went."""
         keep = {safe(w) for w in workflows}
@@ -82,6 +70,10 @@ def make_persistent(volume: PersistentVolume, as_root: bool) -> Path:
     their owners (root) gives it their ids; one that runs them as itself keeps it its own."""
     directory = Path(volume.path)
     if directory.is_dir():
+        # made earlier as the parent of a named volume (root's, searchable only): now the volume itself, its owner's
+        if as_root and directory.stat().st_uid != volume.uid:
+            os.chown(directory, volume.uid, volume.gid)
+            directory.chmod(volume.mode)
         return directory
     missing = [p for p in reversed(directory.parents) if not p.exists()]
     for parent in missing:

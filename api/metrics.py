@@ -7,6 +7,7 @@ from typing import Any
 
 from prometheus_client import Counter, Gauge, Histogram
 
+from api.provisioning import metrics as provisioning_metrics
 from domain.holds import NodeSummary, monitoring_hold_allowed
 
 PASS_SECONDS = Histogram("roving_scheduler_pass_seconds", "Duration of one scheduling pass",
@@ -30,6 +31,8 @@ HOLD_CEILING = Gauge("roving_node_hold_ceiling_reached",
                      ["definition"])
 QUEUE_DEPTH = Gauge("roving_queue_allocations", "Allocations by queue state", ["state"])
 NODES = Gauge("roving_nodes", "Nodes (removed ones left out) by status", ["status"])
+CPU_TOTAL = Gauge("roving_cpu_cores", "CPU cores of the nodes that are not removed")
+CPU_ALLOCATED = Gauge("roving_cpu_cores_allocated", "CPU cores the allocations placed on those nodes asked for")
 NODES_HELD = Gauge("roving_nodes_held", "Nodes under a hold, by the hold's source and effect", ["source", "effect"])
 NATS_RESTARTS = Counter("roving_nats_restarts_total", "Times the embedded nats-server was restarted after it died")
 NODE_STATUSES = ("READY", "NOT_READY", "OFFLINE")
@@ -42,10 +45,14 @@ def observe_views(views: Any, max_monitoring_percent: float) -> None:
         QUEUE_DEPTH.labels(state).set(depth)
     rows = views.nodes.list()
     _count(NODES, [(r.status,) for r in rows], [(s,) for s in NODE_STATUSES])
+    CPU_TOTAL.set(sum(r.cpu for r in rows))
+    CPU_ALLOCATED.set(sum(r.allocated_cpu for r in rows))
     _count(NODES_HELD, [key for r in rows for key in {(h.source, h.effect) for h in r.holds}])
     HOLD_CEILING.clear()
     for definition, reached in ceilings(rows, max_monitoring_percent).items():
         HOLD_CEILING.labels(definition).set(1 if reached else 0)
+    if hasattr(views, "provisioners"):
+        provisioning_metrics.observe(views)
 
 
 def ceilings(rows: Iterable[Any], percent: float) -> dict[str, bool]:

@@ -3,7 +3,8 @@
 A firing alert labelled `fb_action` (cordon | evict | deprovision) and `node` places a monitoring hold whose
 id comes from the alert's fingerprint and node, so Alertmanager's repeated notifications place it once.
 A resolved alert releases that hold, unless the alert is labelled `fb_release: admin` (then an admin
-releases it, with force). Alerts without `fb_action` are not ours and are skipped.
+releases it, with force). Alerts without `fb_action` are not ours and are skipped. A hold the ceiling refused
+waits on its node (`refused_holds`) until `retry_refused` finds room or the alert resolves.
 """
 
 from __future__ import annotations
@@ -15,7 +16,14 @@ from typing import Any
 
 import msgspec
 
-from domain.holds import DEFAULT_MAX_MONITORING_HELD_PERCENT, Effect, NodeSummary, Source
+from domain.holds import (
+    DEFAULT_MAX_MONITORING_HELD_PERCENT,
+    REFUSAL_FRESH_FOR,
+    Effect,
+    NodeSummary,
+    Source,
+    monitoring_hold_allowed,
+)
 from domain.node import Node
 
 ACTIONS = {e.value: e for e in Effect}
@@ -93,12 +101,34 @@ def apply_alert(
                                peers=peers, max_monitoring_percent=max_monitoring_percent)
         return "placed" if hold else f"{REFUSED}{node.last_refusal}"
     if command.hold_id not in node.holds:
+        if command.hold_id in node.refused_holds:
+            node.withdraw_refusal(command.hold_id, by=by, at=at)
+            return "withdrawn: the ceiling had refused its hold, which will not be placed now"
         return "already released"
     if isinstance(command, AwaitAdminRelease):
         return ("kept: fb_release is admin, so an admin releases it with force "
                 "(roving node hold release NODE HOLD --force)")
     node.release_hold(command.hold_id, by=by, at=at, releaser_source=Source.MONITORING)
     return "released"
+
+
+def retry_refused(
+    node: Node, *, peers: list[NodeSummary], at: datetime,
+    max_monitoring_percent: float = DEFAULT_MAX_MONITORING_HELD_PERCENT,
+) -> list[str]:
+    """Place the holds the ceiling refused on `node` while their alerts still fire, now that the ceiling or the node
+    set allows it: Alertmanager would resend them only after its repeat interval (an hour). Returns the holds placed;
+    one the ceiling still refuses stays waiting, with no new refusal on record."""
+    placed = []
+    for refused in list(node.refused_holds.values()):
+        if at - refused.at > REFUSAL_FRESH_FOR:
+            continue  # its alert stopped repeating without a resolution reaching us: it has ended
+        if not monitoring_hold_allowed([*peers, node.summary()], str(node.id), max_monitoring_percent)[0]:
+            break
+        node.place_hold(refused.id, refused.effect, Source.MONITORING, refused.reason, by=refused.by, at=at,
+                        peers=peers, max_monitoring_percent=max_monitoring_percent)
+        placed.append(refused.id)
+    return placed
 
 
 def _decode(payload: bytes | str | Mapping[str, Any], problems: list[str]) -> Any:

@@ -111,9 +111,8 @@ class Allocation(TimedAggregate):
 
     def place(self, nodes: list[str], by: str, at: datetime) -> int:
         """Place (or re-place) on nodes; returns the new fencing epoch the agent must echo in its reports."""
-        if not nodes:
-            raise IllegalTransition(f"allocation {self.id} needs at least one node to be placed")
-        self._check(QueueState.RUNNING)
+        if (refused := self.placement_refusal(nodes)) is not None:
+            raise IllegalTransition(refused)
         self._placed(nodes=list(nodes), epoch=self.epoch + 1, by=by, at=at)
         return self.epoch
 
@@ -195,13 +194,22 @@ class Allocation(TimedAggregate):
         self._priority_updated(kind=kind, old=old, new=new, by=by, at=at)
         return True
 
+    def placement_refusal(self, nodes: list[str]) -> str | None:
+        """Why it cannot be placed on `nodes` now (None: it can); changes nothing."""
+        if not nodes:
+            return f"allocation {self.id} needs at least one node to be placed"
+        return self._illegal(QueueState.RUNNING)
+
     def _check(self, target: QueueState) -> None:
-        if target not in LEGAL.get(self.state, set()):
-            allowed = ", ".join(sorted(s.value for s in LEGAL.get(self.state, set()))) or "nothing (it has ended)"
-            raise IllegalTransition(
-                f"allocation {self.stage} attempt {self.attempt} is {self.state.value}; "
-                f"it cannot become {target.value} (from {self.state.value} it can become {allowed})"
-            )
+        if (illegal := self._illegal(target)) is not None:
+            raise IllegalTransition(illegal)
+
+    def _illegal(self, target: QueueState) -> str | None:
+        if target in LEGAL.get(self.state, set()):
+            return None
+        allowed = ", ".join(sorted(s.value for s in LEGAL.get(self.state, set()))) or "nothing (it has ended)"
+        return (f"allocation {self.stage} attempt {self.attempt} is {self.state.value}; "
+                f"it cannot become {target.value} (from {self.state.value} it can become {allowed})")
 
     def _fence(self, epoch: int) -> None:
         if epoch != self.epoch:

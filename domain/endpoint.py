@@ -17,6 +17,7 @@ from uuid import UUID
 import msgspec
 from eventsourcing.domain import event
 
+from domain.endpoint_reach import event_ports, kept, refusal, replica_order
 from domain.timed import TimedAggregate
 
 NAME = re.compile(r"^[a-z0-9_-]+$")
@@ -51,6 +52,8 @@ class Binding(msgspec.Struct, frozen=True, kw_only=True):
     host: str = ""
     port: int = 0
     bound_at: datetime | None = None
+    # The TCP ports the service's own processes listened on when its agent reported it ready (None: not said)
+    listening: tuple[int, ...] | None = None
 
     @property
     def target(self) -> str:
@@ -137,13 +140,40 @@ class Endpoint(TimedAggregate):
         """Replicas of the bound service out of the endpoint: stage name -> why."""
         return self.__dict__.setdefault("_unready", {})
 
+    @property
+    def listening(self) -> dict[str, tuple[int, ...] | None]:
+        """Ready replicas: stage name -> the ports its own processes listen on, as its agent last said."""
+        return self.__dict__.setdefault("_listening", {})
+
+    def reachable_targets(self) -> list[str]:
+        """The ready targets the proxy may reach: each one's port is one its own service bound on its node."""
+        return [target for target, refusal in self._checked() if not refusal]
+
+    def unreachable_reason(self) -> str:
+        """Why no ready target may be reached (the proxy's 502), "" when one may."""
+        refusals = [refusal for _, refusal in self._checked()]
+        return "" if not refusals or not all(refusals) else "; ".join(refusals)
+
+    def _checked(self) -> list[tuple[str, str]]:
+        """(target, why the proxy must not reach it or "") for every ready target."""
+        if self.binding is None or self.deleted:
+            return []
+        if not self.tracks_replicas:
+            return [(self.binding.target, refusal(self.binding.service, self.binding.port, self.binding.listening))]
+        found = []
+        for name in sorted(self.members, key=replica_order):
+            target = self.members[name]
+            port = int(target.rpartition(":")[2] or 0)
+            found.append((target, refusal(name, port, self.listening.get(name))))
+        return found
+
     def serving_targets(self) -> list[str]:
         """host:port of every ready replica of the bound service, in replica order."""
         if self.deleted or self.binding is None:
             return []
         if not self.tracks_replicas:
             return [self.binding.target]
-        return [self.members[name] for name in sorted(self.members, key=_replica_order)]
+        return [self.members[name] for name in sorted(self.members, key=replica_order)]
 
     def serving_target(self) -> Binding | None:
         """The binding requests go to while one of its replicas is ready, or None (then `not_serving_reason` is
@@ -205,20 +235,21 @@ class Endpoint(TimedAggregate):
         return Decision()
 
     def service_ready(self, workflow_id: UUID, service: str, host: str, port: int, *, by: str, at: datetime,
-                      replica: str = "") -> Decision:
+                      replica: str = "", listening: tuple[int, ...] | None = None) -> Decision:
         """The pending service (its first ready `replica`) passed its readiness probe: bind it, and retire the old
         workflow if any. A replica of the bound service joins it; a repeated readiness is no news."""
         self._alive()
         replica = replica or service
         if self._is_bound(workflow_id, service):
-            self.replica_ready(workflow_id, service, replica, host, port, by=by, at=at)
+            self.replica_ready(workflow_id, service, replica, host, port, by=by, at=at, listening=listening)
             return Decision()
         self._expect_pending(workflow_id, service)
         _check_target(self.name, host, port)
         pending, old = self.pending, self.binding
-        self._bound(workflow_id=workflow_id, service=service, host=host, port=port, by=by, at=at)
+        self._bound(workflow_id=workflow_id, service=service, host=host, port=port, by=by, at=at,
+                    listening=event_ports(listening))
         if replica != service:  # a lone service is its binding's own target
-            self._replica_ready(replica=replica, host=host, port=port, by=by, at=at)
+            self._replica_ready(replica=replica, host=host, port=port, by=by, at=at, listening=event_ports(listening))
         if pending.replaces is None:
             return Decision()
         self._takeover_completed(old_workflow_id=pending.replaces, workflow_id=workflow_id, by=by, at=at)
@@ -227,15 +258,20 @@ class Endpoint(TimedAggregate):
         return Decision(cancel_workflow=old.workflow_id, reason=f"endpoint {self.name} taken over by workflow {workflow_id}")
 
     def replica_ready(self, workflow_id: UUID, service: str, replica: str, host: str, port: int, *, by: str,
-                      at: datetime) -> bool:
-        """A replica of the bound service is ready (again): requests may go to it. False when nothing changed."""
+                      at: datetime, listening: tuple[int, ...] | None = None) -> bool:
+        """A replica of the bound service is ready (again), or says anew which ports it listens on: requests may go
+        to it. False when nothing changed."""
         self._alive()
         _check_target(self.name, host, port)
-        target = f"{host}:{port}"
-        known = self.members.get(replica) == target if self.tracks_replicas else self.binding_target() == target
+        target, ports = f"{host}:{port}", event_ports(listening)
+        if self.tracks_replicas:
+            known = self.members.get(replica) == target and self.listening.get(replica) == kept(ports)
+        else:
+            known = self.binding_target() == target and self.binding is not None and \
+                self.binding.listening == kept(ports)
         if not self._is_bound(workflow_id, service) or known:
             return False
-        self._replica_ready(replica=replica, host=host, port=port, by=by, at=at)
+        self._replica_ready(replica=replica, host=host, port=port, by=by, at=at, listening=ports)
         return True
 
     def replica_unready(self, workflow_id: UUID, service: str, replica: str, reason: str, *, by: str,
@@ -287,28 +323,37 @@ class Endpoint(TimedAggregate):
         self.pending = Pending(workflow_id=workflow_id, service=service, strategy=strategy, requested_at=at,
                                replaces=old_workflow_id)
 
+    # `listening` is absent from events written before the proxy checked ports: None, "not said"
     @event("EndpointBound")
-    def _bound(self, workflow_id: UUID, service: str, host: str, port: int, by: str, at: datetime) -> None:
-        self.binding = Binding(workflow_id=workflow_id, service=service, host=host, port=port, bound_at=at)
+    def _bound(self, workflow_id: UUID, service: str, host: str, port: int, by: str, at: datetime,
+               listening: list[int] | None = None) -> None:
+        self.binding = Binding(workflow_id=workflow_id, service=service, host=host, port=port, bound_at=at,
+                               listening=kept(listening))
         self.pending, self.last_failure = None, ""
         self.tracks_replicas = False  # until its ReplicaReady: a new binding starts with no replica of its own
         self.members.clear()
         self.unready.clear()
+        self.listening.clear()
 
     @event("ReplicaReady")
-    def _replica_ready(self, replica: str, host: str, port: int, by: str, at: datetime) -> None:
+    def _replica_ready(self, replica: str, host: str, port: int, by: str, at: datetime,
+                       listening: list[int] | None = None) -> None:
         if not self.tracks_replicas:  # the first one: the binding's own target was the only one until now
             self.members.clear()
+            self.listening.clear()
         self.tracks_replicas = True
         self.members[replica] = f"{host}:{port}"
+        self.listening[replica] = kept(listening)
         self.unready.pop(replica, None)
 
     @event("ReplicaUnready")
     def _replica_unready(self, replica: str, reason: str, by: str, at: datetime) -> None:
         if not self.tracks_replicas and self.binding is not None:
             self.members[self.binding.service] = self.binding.target
+            self.listening[self.binding.service] = self.binding.listening
         self.tracks_replicas = True
         self.members.pop(replica, None)
+        self.listening.pop(replica, None)
         self.unready[replica] = reason
 
     @event("TakeoverCompleted")
@@ -333,12 +378,6 @@ class Endpoint(TimedAggregate):
 def _check_target(name: str, host: str, port: int) -> None:
     if not host or not 0 < port < 65536:
         raise EndpointError(f"endpoint {name} needs a target host and a port 1-65535 (got {host!r}:{port})")
-
-
-def _replica_order(stage: str) -> tuple[int, str]:
-    """`web[2]` before `web[10]`: replicas by their FB_TASK_ID."""
-    _, _, tail = stage.partition("[")
-    return (int(tail[:-1]) if tail[:-1].isdecimal() else 0, stage)
 
 
 def _choice(kind: type[enum.Enum], value: Any, what: str) -> Any:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import enum
-from datetime import datetime
+import math
+from datetime import datetime, timedelta
 
 import msgspec
 
@@ -11,6 +12,9 @@ from domain.scheduler import snapshot
 from domain.tenancy.common import Source
 
 DEFAULT_MAX_MONITORING_HELD_PERCENT = 20.0
+# Alertmanager resends a firing alert every hour (repeat_interval), and a resend that is refused again records a
+# fresh refusal: one older than two hours belongs to an alert that has ended without its resolution reaching us.
+REFUSAL_FRESH_FOR = timedelta(hours=2)
 
 
 class Effect(str, enum.Enum):
@@ -58,6 +62,16 @@ class Hold(msgspec.Struct, frozen=True, kw_only=True):
                              source=snapshot.HoldSource(self.source.value), reason=self.reason, by=self.by)
 
 
+class RefusedHold(msgspec.Struct, frozen=True, kw_only=True):
+    """A monitoring hold the ceiling refused while its alert fires: placed once the ceiling or the node set allows."""
+
+    id: str
+    effect: Effect
+    reason: str
+    by: str
+    at: datetime
+
+
 class NodeSummary(msgspec.Struct, frozen=True, kw_only=True):
     """What the monitoring ceiling needs to know about one node of a definition."""
 
@@ -91,6 +105,16 @@ def release_refusal(hold: Hold, releaser: Source, force: bool = False) -> str | 
     return None
 
 
+def monitoring_hold_limit(members: int, percent: float = DEFAULT_MAX_MONITORING_HELD_PERCENT) -> int:
+    """How many of a definition's `members` nodes monitoring may hold: `percent` of them rounded down, and at least
+    one once the definition has two nodes, so a small cluster can still take a failing node out (20%: 1 node of
+    2-9, 2 of 10-14, 20 of 100). A one-node definition is held only at 100%; 0% turns monitoring holds off."""
+    if percent <= 0 or members <= 0:
+        return 0
+    share = min(members, math.floor(members * percent / 100 + 1e-9))
+    return max(share, 1) if members >= 2 else share
+
+
 def monitoring_hold_allowed(
     definition_nodes: list[NodeSummary], node_id: str, percent: float = DEFAULT_MAX_MONITORING_HELD_PERCENT,
     name: str = "",
@@ -104,19 +128,20 @@ def monitoring_hold_allowed(
     if node_id in held:
         return True, f"node {name or node_id} is already held by monitoring"
     members = {n.id for n in definition_nodes} | {node_id}
-    after = len(held) + 1
-    if after * 100 > percent * len(members):
+    limit = monitoring_hold_limit(len(members), percent)
+    if len(held) + 1 > limit:
         return False, (
             f"monitoring already holds {len(held)} of {len(members)} nodes in this definition; holding "
-            f"{name or node_id} too would make {after * 100 / len(members):.0f}%, above "
-            f"nodeHealth.maxMonitoringHeldPercent ({percent:g}%)" + _none_allowed(len(members), percent)
+            f"{name or node_id} too would pass its limit of {limit} (nodeHealth.maxMonitoringHeldPercent "
+            f"{percent:g}% of {len(members)}, at least one from two nodes)" + _none_allowed(len(members), percent)
         )
-    return True, f"monitoring would hold {after} of {len(members)} nodes (limit {percent:g}%)"
+    return True, f"monitoring would hold {len(held) + 1} of {len(members)} nodes (limit {limit})"
 
 
 def _none_allowed(members: int, percent: float) -> str:
-    """A pool too small for the ceiling to allow even one hold says so, and what percent would allow one."""
-    if percent * members >= 100:
+    """A definition the ceiling lets monitoring hold nothing of says so, and what would allow one."""
+    if monitoring_hold_limit(members, percent) > 0:
         return ""
-    return (f"; with {members} node{'s' if members != 1 else ''} in this definition that ceiling allows no "
-            f"monitoring hold at all (raise it to {100 / members:g} or more to allow one)")
+    if percent <= 0:
+        return "; 0% turns monitoring holds off"
+    return "; a one-node definition is held by monitoring only at 100%"

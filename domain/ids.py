@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from typing import Any
 from uuid import NAMESPACE_URL, UUID, uuid5
 
 ROOT = uuid5(NAMESPACE_URL, "roving")
@@ -36,3 +37,22 @@ def hold_id(node: UUID, effect: str, by: str, at_iso: str) -> str:
 
 
 MAX_POSIX_ID = 2**32 - 2  # the largest uid or gid: (uid_t)-1 means "no change" to chown and setreuid
+
+
+def as_uuid(value: Any) -> UUID | None:
+    """An id from a URL, an owner dict or an event as a UUID; None when it is none (the one parser of loose ids)."""
+    if value is None or isinstance(value, UUID):
+        return value
+    try:
+        return UUID(str(value))
+    except ValueError:
+        return None
+
+
+def project_id(path: str) -> UUID:
+    return uuid5(ROOT, f"project:{path}")
+
+
+def ledger_id(kind: str, name: str) -> UUID:
+    """The ledger of a project's quota (`project`, its path) or of a shared resource (`shared`, its name)."""
+    return uuid5(ROOT, f"ledger:{kind}:{name}")

@@ -15,6 +15,7 @@ from domain.holds import (
     Hold,
     HoldError,
     NodeSummary,
+    RefusedHold,
     ReleaseRefused,
     Source,
     UnknownHold,
@@ -110,6 +111,11 @@ class Node(TimedAggregate):
         return NodeSummary(id=str(self.id), monitoring_held=any(h.source is Source.MONITORING for h in self.holds.values()))
 
     @property
+    def refused_holds(self) -> dict[str, RefusedHold]:
+        """Monitoring holds the ceiling refused whose alerts have not resolved (domain.alerts retries them)."""
+        return self.__dict__.setdefault("refused", {})  # a node loaded from before this state existed has none
+
+    @property
     def fence(self) -> str:
         """Why the node is fenced (its credential was revoked), or "" when it is not."""
         return getattr(self, "fenced", "")
@@ -183,15 +189,21 @@ class Node(TimedAggregate):
 
     def place_allocation(self, placement: Placement, *, by: str, at: datetime) -> None:
         """Refuses work the node cannot take now, so a stale scheduler decision fails harmlessly."""
-        self._alive()
+        if (refused := self.placement_refusal(placement)) is not None:
+            raise NodeError(refused)
+        if placement.id not in self.allocations:
+            self._allocation_placed(placement=placement, by=by, at=at)
+
+    def placement_refusal(self, placement: Placement) -> str | None:
+        """Why the node cannot take `placement` now (None: it can, or holds it already); changes nothing."""
+        if self.removed:
+            return f"node {self.name} was removed; its agent may register it again under its name"
         if placement.id in self.allocations:
-            return
+            return None
         if not self.accepts_new_work:
-            raise NodeError(f"node {self.name} takes no new work: {self.why_no_new_work()}")
+            return f"node {self.name} takes no new work: {self.why_no_new_work()}"
         shortage = self._shortage(placement)
-        if shortage:
-            raise NodeError(f"node {self.name} cannot hold allocation {placement.id}: {shortage}")
-        self._allocation_placed(placement=placement, by=by, at=at)
+        return f"node {self.name} cannot hold allocation {placement.id}: {shortage}" if shortage else None
 
     def release_allocation(self, allocation_id: str, *, by: str, at: datetime) -> bool:
         """The allocation ended or left; an empty node under a deprovision hold is then deprovisioned."""
@@ -345,6 +357,7 @@ class Node(TimedAggregate):
     @event("HoldPlaced")
     def _hold_placed(self, hold_id: str, effect: Effect, source: Source, reason: str, evict: bool, by: str, at: datetime) -> None:
         self.holds[hold_id] = Hold(id=hold_id, effect=effect, source=source, reason=reason, by=by, at=at, evict=evict)
+        self.refused_holds.pop(hold_id, None)
 
     @event("HoldReleased")
     def _hold_released(self, hold_id: str, releaser_source: Source, forced: bool, by: str, at: datetime) -> None:
@@ -353,6 +366,12 @@ class Node(TimedAggregate):
     @event("MonitoringHoldRefused")
     def _monitoring_refused(self, hold_id: str, effect: Effect, hold_reason: str, refusal: str, by: str, at: datetime) -> None:
         self.last_refusal = refusal
+        self.refused_holds[hold_id] = RefusedHold(id=hold_id, effect=effect, reason=hold_reason, by=by, at=at)
+
+    @event("MonitoringRefusalWithdrawn")
+    def withdraw_refusal(self, hold_id: str, by: str, at: datetime) -> None:
+        """The refused hold's alert resolved: it no longer waits for room under the ceiling."""
+        self.refused_holds.pop(hold_id, None)
 
     @event("NodeRemoved")
     def _removed(self, forced: bool, lost: list[str], by: str, at: datetime) -> None:

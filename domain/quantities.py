@@ -7,6 +7,7 @@ import re
 
 BINARY = {"KI": 2**10, "MI": 2**20, "GI": 2**30, "TI": 2**40, "PI": 2**50}
 DECIMAL = {"K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15}
+MAX_SHARED = 2**31 - 1  # a shared resource's (a license's) largest count, in a Fuzzfile and the scheduler's config
 SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([KMGTP]i?)?B?", re.IGNORECASE)
 
 

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from eventsourcing.domain import Aggregate
 
+from domain.copying import copied
+
 
 class TimedAggregate(Aggregate):
-    """Replays are deterministic: the event time is what the caller passed in as `at`."""
+    """Replays are deterministic: the event time is what the caller passed in as `at`. A command's copy shares
+    what never changes after the aggregate is made (`unchanging`: attributes set once, immutable by convention)."""
+
+    unchanging: ClassVar[tuple[str, ...]] = ()  # ClassVar: eventsourcing takes other annotations for event fields
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Any:
+        return copied(self, memo, self.unchanging)
 
     @classmethod
     def _create(cls, event_class: Any, *, id: Any = None, **kwargs: Any) -> Any:

@@ -4,9 +4,10 @@ lives, whom it belongs to, and the storage segment that restricts where the stag
 `volume://user/ephemeral` is the per-workflow directory on the node (adapters/volumes.py). Any other class is a
 storage class of `storage.classes` (`persistent` always exists once `storage.local.root` is set):
 
-- `volume://user/CLASS[/NAME]`: the submitter's own, `<root>/<organization>/user/<uid>[/NAME]`, mode 0700;
-- `volume://group/CLASS/NAME`: the workflow's group's, `<root>/<organization>/group/<gid>/NAME`, mode 2770 (files
-  made in it keep the group);
+- `volume://user/persistent[/NAME]`: the submitter's own, `<root>/<organization>/user/<uid>[/NAME]`, mode 0700;
+- `volume://group/persistent/NAME`: the workflow's group's, `<root>/<organization>/group/<gid>/NAME`, mode 2770
+  (files made in it keep the group);
+- another class's are the same under `<root>/<organization>/class/<CLASS>/`: two classes never share a directory;
 
 each made on first use with its owner's ids and never removed when a workflow ends. A class naming a segment
 restricts every stage that mounts the volume to nodes in that segment.
@@ -103,6 +104,8 @@ def _not_member(owner: Owner) -> str:
 
 def _binding(ref: Reference, storage: Storage, owner: Owner) -> Binding:
     base = f"{storage.root.rstrip('/')}/{owner.organization or '_'}"
+    if ref.storage_class != DEFAULT_CLASS:  # each class its own folder; `persistent` keeps the layout it always had
+        base = f"{base}/class/{ref.storage_class}"
     segment = storage.segment_of(ref.storage_class) or ""
     text = f"{PREFIX}{ref.scope}/{ref.storage_class}" + (f"/{ref.name}" if ref.name else "")
     if ref.scope == "user":

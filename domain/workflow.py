@@ -36,6 +36,13 @@ class WorkflowError(Exception):
 
 
 class Workflow(TimedAggregate):
+    unchanging = ("definition", "owner")  # the parsed definition and the owner never change after submission
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Any:
+        for step in self.book.order:  # each step's parsed definition is the submission's, shared
+            memo[id(step.definition)] = step.definition
+        return super().__deepcopy__(memo)
+
     @event("Submitted")
     def __init__(
         self, id: UUID, name: str, definition: dict[str, Any], owner: dict[str, str],
@@ -56,6 +63,7 @@ class Workflow(TimedAggregate):
         preemptible: bool | None = None, *, by: str, at: datetime,
     ) -> Workflow:
         """Start a workflow from a validated definition; stages whose conditions hold become READY at once."""
+
         if priority > 0:
             raise WorkflowError(f"workflow priority must be 0 or lower, got {priority}")
         workflow = cls(id=id, name=name, definition=msgspec.to_builtins(definition), owner=dict(owner),
@@ -182,12 +190,20 @@ class Workflow(TimedAggregate):
         self.__dict__["_volume_bindings"] = dict(bindings)
 
     def stage_started(self, stage: str, attempt: int, node: str, at: datetime, by: str = "agent") -> None:
-        state = self._expect(stage, attempt, (StageStatus.READY,), "start")
-        for volume in self._node_volumes(state.template):
-            held = self.volume_nodes.get(volume, node)
-            if held != node:
-                raise WorkflowError(f"{stage} mounts volume {volume}, which lives on node {held}, not {node}")
+        if (refused := self.start_refusal(stage, attempt, node)) is not None:
+            raise WorkflowError(refused)
         self._started(stage=stage, attempt=attempt, node=node, by=by, at=at)
+
+    def start_refusal(self, stage: str, attempt: int, node: str) -> str | None:
+        """Why the stage's attempt cannot start on `node` now (None: it can); changes nothing."""
+        try:
+            state = self._expect(stage, attempt, (StageStatus.READY,), "start")
+        except WorkflowError as error:
+            return str(error)
+        for volume in self._node_volumes(state.template):
+            if (held := self.volume_nodes.get(volume, node)) != node:
+                return f"{stage} mounts volume {volume}, which lives on node {held}, not {node}"
+        return None
 
     def stage_running(self, stage: str, attempt: int, at: datetime, by: str = "agent") -> None:
         """A service passed its readiness probe; dependents waiting for RUNNING may go."""
@@ -266,10 +282,13 @@ class Workflow(TimedAggregate):
 
     def stage_lost_node(
         self, stage: str, attempt: int, at: datetime,
-        max_eviction_restarts: int = DEFAULT_MAX_EVICTION_RESTARTS, by: str = "agent",
+        max_eviction_restarts: int = DEFAULT_MAX_EVICTION_RESTARTS, by: str = "agent", cause: str = "",
     ) -> None:
+        """`cause`: why its node went (an eviction's hold reason, a removal), named instead of 'lost its node'."""
         state = self._expect(stage, attempt, (StageStatus.STARTED, StageStatus.RUNNING), "lose its node")
         decision = decide_node_loss(state.template.retry, state.retries_used, state.node_retries_used, max_eviction_restarts)
+        if cause and not decision.retry:
+            decision = RetryDecision(False, decision.reason.replace("lost its node", cause, 1))
         self._retry_or_fail(state, attempt, decision, "node", None, by, at)
         self._advance(at, state.step)
 
@@ -305,26 +324,31 @@ class Workflow(TimedAggregate):
         that order settles each at most once, with the events in the order a sweep over every stage gave."""
         steps = self.book.steps
         queue = sorted({step.index for step in changed} | {steps[d].index for s in changed for d in s.dependents})
-        queued = set(queue)
+        queued, skipped = set(queue), list[list[Any]]()
         while queue:
             step = self.book.order[heapq.heappop(queue)]
-            if self._settle(step, at):
+            if self._settle(step, at, skipped):
                 for index in (steps[d].index for d in step.dependents):
                     if index not in queued:
                         queued.add(index)
                         heapq.heappush(queue, index)
+        self._flush_skips(skipped, at)
 
-    def _settle(self, step: StepState, at: datetime) -> bool:
+    def _settle(self, step: StepState, at: datetime, skipped: list[list[Any]]) -> bool:
+        """Skip a step whose conditions can never hold (every stage of it not yet begun), or ready what may start.
+        Skips cascade down a chain in one pass: they are gathered into one StepsSkipped event (a 3,000-job chain's
+        failure is one event, where one event per stage overflowed a commit), saved before any readiness after it."""
         if step.next_free() is None:
             return False
         needs = step.definition.template.dependencies
         verdicts = [condition(n.name, n.status, self.book.outcome(n.name)) for n in needs]
         never = next((v for v in verdicts if v.never), None)
         if never is not None:
-            while (offset := step.next_free()) is not None:
-                self._skipped(stage=step.definition.stage_name(offset), reason=f"Canceled: {never.reason}",
-                              by_design=never.by_design, by="workflow", at=at)
+            reason = f"Canceled: {never.reason}"
+            self._skip_step(step, reason, never.by_design)  # now: the steps after it see it canceled
+            skipped.append([step.name, reason, never.by_design])
             return True
+        self._flush_skips(skipped, at)
         moved = False
         while all(v.holds for v in verdicts) and step.has_slot() and (offset := step.next_free()) is not None:
             self._readied(stage=step.definition.stage_name(offset), by="workflow", at=at)
@@ -449,10 +473,27 @@ class Workflow(TimedAggregate):
 
     @event("StageSkipped")
     def _skipped(self, stage: str, reason: str, by_design: bool, by: str, at: datetime) -> None:
-        state = self.book.touch(stage)
+        self._skip_stage(self.book.touch(stage), reason, by_design)
+
+    @event("StepsSkipped")
+    def _steps_skipped(self, steps: list[list[Any]], by: str, at: datetime) -> None:
+        """[step, reason, by design] of steps whose every stage not yet begun was canceled, in the order decided."""
+        for name, reason, by_design in steps:
+            self._skip_step(self.book.steps[name], reason, by_design)  # a no-op while deciding: done already
+
+    def _skip_step(self, step: StepState, reason: str, by_design: bool) -> None:
+        while (offset := step.next_free()) is not None:
+            self._skip_stage(self.book.touch(step.definition.stage_name(offset)), reason, by_design)
+
+    def _skip_stage(self, state: StageState, reason: str, by_design: bool) -> None:
         state.by_design, state.reason = by_design, reason
         self.book.accidental_skips += not by_design
         self.book.move(state, StageStatus.CANCELED)
+
+    def _flush_skips(self, skipped: list[list[Any]], at: datetime) -> None:
+        if skipped:
+            self._steps_skipped(steps=list(skipped), by="workflow", at=at)
+            skipped.clear()
 
     @event("Canceled")
     def _canceled(self, reason: str, by: str, at: datetime) -> None:

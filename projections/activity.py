@@ -127,6 +127,13 @@ MESSAGES: dict[str, Callable[[Any, NodeName], str | None]] = {
 }
 
 
+def skipped_rows(position: int, event: Any) -> list[ActivityRow]:
+    """A StepsSkipped event as one line per step, read as the StageSkipped lines of older logs read."""
+    when = getattr(event, "at", None) or event.timestamp
+    return [ActivityRow(time=when, type="Workflow.StageSkipped", stage=step, message=reason, position=position)
+            for step, reason, _ in event.steps]
+
+
 def activity(position: int, event: Any, stage: str | None, names: NodeName) -> ActivityRow | None:
     """The row for one event, or None when the event tells a user nothing new."""
     kind = type(event).__qualname__

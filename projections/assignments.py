@@ -27,6 +27,7 @@ from projections.workflows import WorkflowsView
 
 ENDED = ("FINISHED", "FAILED", "CANCELED")
 KILLED = frozenset({QueueState.CANCELED, QueueState.PREEMPTED, QueueState.EVICTED})
+DONE = frozenset({QueueState.FINISHED, QueueState.FAILED})
 
 
 def assignments(node_id: Any, queue: QueueView, workflows: WorkflowsView, nodes: NodesView,
@@ -38,10 +39,15 @@ def assignments(node_id: Any, queue: QueueView, workflows: WorkflowsView, nodes:
     start: list[dict] = []
     stop: list[dict] = []
     volumes: set[str] = set()
-    for a in queue.allocations():
-        if wanted not in a.nodes:
+    settled: list = []
+    for a in queue.on_node(wanted):
+        if wanted not in a.nodes:  # placed elsewhere since (a placement here again lists it again)
+            settled.append(a.id)
             continue
         workflow = workflows.workflow(a.workflow_id)
+        if a.state in DONE and (workflow is None or workflow.status in ENDED):
+            settled.append(a.id)  # ended, and its workflow with it: nothing more to say to this node of it
+            continue
         if workflow is not None and node is not None and _holds_volumes(workflow, node.name):
             volumes.add(str(a.workflow_id))  # before the registration check: a volume outlives a re-registration
         if since is not None and a.started_at is not None and a.started_at < since:
@@ -55,6 +61,7 @@ def assignments(node_id: Any, queue: QueueView, workflows: WorkflowsView, nodes:
             start.append(run_spec(a, workflow, queue, _peers(a, wanted, workflow, nodes), tenancy))
         elif a.state in KILLED or (a.state is QueueState.RUNNING and canceled):
             stop.append(_stop(a, workflow))
+    queue.settled(wanted, settled)
     return {"start": start, "stop": stop, "volumes": sorted(volumes)}
 
 
@@ -102,7 +109,8 @@ def run_spec(a: Allocation, workflow: Workflow, queue: QueueView, peers: Peers |
         "command": spec.command, "args": spec.args, "env": {**spec.env, **_image_secret(spec)}, "cwd": spec.cwd,
         "files": _files(workflow, step), "execute_timeout_seconds": spec.execute_timeout_seconds,
         "memory_bytes": spec.resources.memory_bytes, "cpu_cores": spec.resources.cpu_cores,
-        "account_id": _account(queue, a), "readiness_probe": _probe(step, spec),
+        "account_id": _account(queue, a), "owner_id": queue.owner(a.workflow_id).user_id,
+        "readiness_probe": _probe(step, spec),
         "ports": _ports(step, spec),
         "mounts": dict(spec.mounts), **_profile(spec), **_backoff(spec, a.attempt), **_transfer(spec),
         **_liveness(step, spec),

@@ -14,6 +14,8 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate, DomainEventProtocol
 
+from domain.ids import as_uuid
+
 Batch = Iterable[tuple[int, DomainEventProtocol]]
 Handler = Callable[[Any, Any], None]
 
@@ -105,13 +107,3 @@ class Mirror:
 
     def values(self) -> list[Any]:
         return list(self.items.values())
-
-
-def as_uuid(value: UUID | str | None) -> UUID | None:
-    """An id from a URL or an owner dict as a UUID; None when it is not one."""
-    if value is None or isinstance(value, UUID):
-        return value
-    try:
-        return UUID(str(value))
-    except ValueError:
-        return None

@@ -41,11 +41,22 @@ class NodeRow(msgspec.Struct, frozen=True, kw_only=True):
     allocations: list[str]
     accepts_new_work: bool
     removed: bool
+    allocated_cpu: int = 0  # what the allocations placed on it use, so free = capacity - allocated
+    allocated_memory: int = 0
+    allocated_devices: dict[str, int] = {}
 
 
 def hold_row(hold: Any) -> HoldRow:
     return HoldRow(id=hold.id, effect=hold.effect.value, source=hold.source.value, reason=hold.reason,
                    by=str(hold.by), at=hold.at, evict=hold.evict)
+
+
+def allocated_devices(placements: Any) -> dict[str, int]:
+    used: dict[str, int] = {}
+    for placement in placements:
+        for device, count in placement.devices.items():
+            used[device] = used.get(device, 0) + count
+    return used
 
 
 class NodesView(Projection):
@@ -93,6 +104,9 @@ class NodesView(Projection):
             definition=n.definition_id, address=c.agent_address, port=c.agent_port, epoch=n.epoch,
             joined_at=self.joined[n.id], holds=[hold_row(h) for h in n.holds.values()],
             allocations=list(n.allocations), accepts_new_work=n.accepts_new_work, removed=n.removed,
+            allocated_cpu=sum(p.cpu for p in n.allocations.values()),
+            allocated_memory=sum(p.memory for p in n.allocations.values()),
+            allocated_devices=allocated_devices(n.allocations.values()),
         )
 
     @on("Node.*")

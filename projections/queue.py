@@ -56,6 +56,7 @@ class QueueRow(msgspec.Struct, frozen=True, kw_only=True):
     user_id: str
     exit_code: int | None
     reason: str
+    project: str = ""
 
 
 class _Entry:
@@ -81,6 +82,7 @@ def to_queued(a: Allocation, owner: Owner, inputs: dict[str, int], kind: Kind = 
         devices=dict(r.get("devices", {})), annotations=dict(r.get("annotations", {})),
         exclusive=bool(r.get("exclusive", False)), nodes=int(r.get("nodes", 1)),
         execute_timeout=int(timeout) if timeout is not None and math.isfinite(timeout) else timeout, preemptible=a.preemptible,
+        project=owner.project, shared=dict(r.get("shared") or {}),
     )
 
 
@@ -105,6 +107,7 @@ class QueueView(Projection):
         self._state_of: dict[UUID, str] = {}
         self._by_state: dict[str, set[UUID]] = {}
         self._of_workflow: dict[UUID, set[UUID]] = {}
+        self._on_node: dict[str, set[UUID]] = {}  # allocations placed on each node (assignments read only these)
         self._entries: dict[UUID, _Entry] = {}
         self._priorities: dict[UUID, float] = {}
         self._priced_at: datetime | None = None
@@ -134,6 +137,22 @@ class QueueView(Projection):
         with self.lock:
             return self.mirror.values()
 
+    def in_states(self, *states: QueueState) -> list[Allocation]:
+        """The allocations in these queue states, from the state index: a pass reads the live queue, not every
+        allocation the log ever held."""
+        with self.lock:
+            return [self.mirror.items[i] for state in states for i in self._by_state.get(state.value, ())]
+
+    def on_node(self, node_id: UUID | str) -> list[Allocation]:
+        """The allocations ever placed on a node that its assignments may still name (see `settled`)."""
+        with self.lock:
+            return [self.mirror.items[i] for i in self._on_node.get(str(node_id), ())]
+
+    def settled(self, node_id: UUID | str, allocation_ids: list[UUID]) -> None:
+        """These allocations will never again be named to the node (ended, their workflow too): not read again."""
+        with self.lock:
+            self._on_node.get(str(node_id), set()).difference_update(allocation_ids)
+
     def owner(self, workflow_id: UUID) -> Owner:
         return self.owners.get(workflow_id, Owner())
 
@@ -159,9 +178,8 @@ class QueueView(Projection):
         """Queued and running allocations of an organization, group or user (the priority change provider)."""
         wanted = str(owner_id)
         with self.lock:
-            live = self._live_ids()
-            return [a.id for a in self.mirror.values() if a.id in live
-                    and getattr(self.owner(a.workflow_id), f"{kind}_id", None) == wanted]
+            live = (self.mirror.items[i] for i in self._live_ids())
+            return [a.id for a in live if getattr(self.owner(a.workflow_id), f"{kind}_id", None) == wanted]
 
     def get(self, allocation_id: UUID | str, now: datetime | None = None) -> QueueRow | None:
         with self.lock:
@@ -292,7 +310,7 @@ class QueueView(Projection):
             node_ids=list(a.nodes), epoch=a.epoch, preemptible=a.preemptible, resources=dict(a.resources),
             execute_timeout_seconds=a.execute_timeout_seconds, queued_at=a.requested_at, started_at=a.started_at,
             ended_at=a.ended_at, organization_id=owner.organization_id, group_id=owner.group_id,
-            user_id=owner.user_id, exit_code=a.exit_code, reason=a.reason,
+            user_id=owner.user_id, exit_code=a.exit_code, reason=a.reason, project=owner.project,
         )
 
     @on("Allocation.*")
@@ -305,6 +323,8 @@ class QueueView(Projection):
             self._by_state.setdefault(after, set()).add(a.id)
             self._state_of[a.id] = after
         self._of_workflow.setdefault(a.workflow_id, set()).add(a.id)
+        for node in a.nodes:
+            self._on_node.setdefault(str(node), set()).add(a.id)
         self._changed(a.id)
 
     @on("Allocation.Readied")

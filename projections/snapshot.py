@@ -1,4 +1,5 @@
-"""The scheduler's input from the views: queued and running allocations, nodes, definitions, group policies."""
+"""The scheduler's input from the views: queued and running allocations, nodes, definitions, group policies and
+projects."""
 
 from __future__ import annotations
 
@@ -12,28 +13,25 @@ from domain.scheduler.segments import stage_segments
 from domain.fuzzfile.transfers import TRANSFER_KINDS
 from domain.workflow import Workflow, volumes_of
 from domain.scheduler.snapshot import (
-    Definition, GroupPolicy, Kind, NodeShape, NodeView, QueuedAllocation, RunningAllocation, Snapshot,
+    Definition, GroupPolicy, Kind, NodeShape, NodeView, ProjectLimit, QueuedAllocation, RunningAllocation, Snapshot,
 )
 from projections.nodes import NodesView
+from projections.projects import ProjectsView
 from projections.queue import QueueView, to_queued
 from projections.tenancy import TenancyView
 from projections.workflows import WorkflowsView
 
 
 def scheduler_snapshot(now: datetime, queue: QueueView, workflows: WorkflowsView, nodes: NodesView,
-                       tenancy: TenancyView) -> Snapshot:
+                       tenancy: TenancyView, projects: ProjectsView | None = None) -> Snapshot:
     """READY allocations queue; RUNNING ones hold their nodes until their execute timeout's deadline."""
-    allocations = queue.allocations()
-    preemptions = _preemptions(allocations)
-    queued, running = [], []
-    for a in allocations:
-        if a.state is QueueState.READY:
-            queued.append(_queued(a, queue, workflows, preemptions))
-        elif a.state is QueueState.RUNNING:
-            running.append(_running(a, _queued(a, queue, workflows, preemptions)))
+    preemptions = _preemptions(queue.in_states(QueueState.PREEMPTED))
+    queued = [_queued(a, queue, workflows, preemptions) for a in queue.in_states(QueueState.READY)]
+    running = [_running(a, _queued(a, queue, workflows, preemptions)) for a in queue.in_states(QueueState.RUNNING)]
     views = [to_node_view(n) for n in nodes.nodes()]
     return Snapshot(queued=tuple(queued), running=tuple(running), nodes=tuple(views),
-                    definitions=tuple(definitions(views)), group_policies=tuple(group_policies(tenancy)))
+                    definitions=tuple(definitions(views)), group_policies=tuple(group_policies(tenancy)),
+                    projects=project_limits(projects, tenancy) if projects is not None else ())
 
 
 def _queued(a: Allocation, queue: QueueView, workflows: WorkflowsView,
@@ -127,12 +125,24 @@ def _definition(definition_id: str, members: list[NodeView]) -> Definition:
     for view in members[1:]:
         common = {k: v for k, v in common.items() if view.annotations.get(k) == v}
     segments = {v.segment for v in members}
+    shapes = {(v.cpu, v.memory, tuple(sorted(v.devices.items()))) for v in members}
     return Definition(
         id=definition_id, annotations=common, segment=segments.pop() if len(segments) == 1 else "",
         max_nodes=len(members), shape=NodeShape(cpu=largest.cpu, memory=largest.memory, devices=dict(largest.devices)),
+        shapes=tuple(NodeShape(cpu=cpu, memory=memory, devices=dict(devices)) for cpu, memory, devices in sorted(shapes)),
     )
 
 
 def group_policies(tenancy: TenancyView) -> list[GroupPolicy]:
     return [GroupPolicy(group_id=str(g.id), may_preempt=tuple(str(p) for p in g.preempt))
             for g in tenancy.groups() if g.preempt]
+
+
+def project_limits(projects: ProjectsView, tenancy: TenancyView) -> tuple[ProjectLimit, ...]:
+    """Each live project's limits and who may run work in it: its members, and cluster admins (who may submit into
+    any project), by user id."""
+    found = projects.limits()
+    if not found:
+        return ()
+    admins = tenancy.admin_ids()
+    return tuple(ProjectLimit(path=path, limits=quota, members=members + admins) for path, quota, members in found)

@@ -1,7 +1,8 @@
 """The tenancy view: organizations, groups and users by id and name, mirrored from their aggregates.
 
 Builds the `Principal` a request acts as, with the same `principal_for` the domain uses, so an access
-decision made from this view is the one the aggregates would make.
+decision made from this view is the one the aggregates would make; its project grants come from the Project
+events, kept here by path and username.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ class GroupRow(msgspec.Struct, frozen=True, kw_only=True):
     members: dict[str, str]
     explainers: list[UUID]
     gid: int | None = None
+    default_project: str = ""
 
 
 class UserRow(msgspec.Struct, frozen=True, kw_only=True):
@@ -54,6 +56,8 @@ class TenancyView(Projection):
         super().__init__(lock)
         self.orgs, self.groups_, self.users_ = Mirror(), Mirror(), Mirror()
         self.revoked_: dict[str, datetime] = {}
+        self.project_paths: dict[UUID, str] = {}
+        self.project_grants: dict[str, dict[str, list[str]]] = {}  # path -> username (lowercase) -> permissions
 
     def is_revoked(self, jti: str) -> bool:
         """True once a `RevokedToken.Revoked` event named this token id."""
@@ -110,7 +114,18 @@ class TenancyView(Projection):
             user = self.users_.get(user_id)
             if user is None or user.disabled:
                 return None
-            return principal_for(user, self.groups_.values(), source)
+            return principal_for(user, self.groups_.values(), source, self.grants_of(user.username))
+
+    def admin_ids(self) -> tuple[str, ...]:
+        """The cluster admins' user ids (they may submit into any project)."""
+        with self.lock:
+            return tuple(str(u.id) for u in self.users_.values() if u.role.value == "cluster_admin" and not u.disabled)
+
+    def grants_of(self, username: str) -> list[tuple[str, str]]:
+        """(project path, permission) of every project grant the user holds."""
+        wanted = username.lower()
+        return [(path, permission) for path, users in self.__dict__.get("project_grants", {}).items()
+                for permission in users.get(wanted, ())]
 
     def owner_priorities(self, owner: dict[str, str]) -> dict[str, int]:
         """A workflow owner's priority inputs as allocations record them (`organization_priority`, ...)."""
@@ -143,7 +158,7 @@ class TenancyView(Projection):
     def _group(self, g: Any) -> GroupRow:
         return GroupRow(id=g.id, organization_id=g.organization_id, name=g.name, priority=g.priority,
                         preempt=list(g.preempt), members={str(k): v.value for k, v in g.members.items()},
-                        explainers=list(g.explainers), gid=g.gid)
+                        explainers=list(g.explainers), gid=g.gid, default_project=g.default_project)
 
     def _user(self, u: Any) -> UserRow:
         groups = [g.id for g in self.groups_.values() if u.id in g.members]
@@ -168,3 +183,23 @@ class TenancyView(Projection):
         revoked[event.jti] = event.expires
         for jti in [j for j, expires in revoked.items() if expires < event.at]:  # past expiry: refused anyway
             del revoked[jti]
+
+    @on("Project.Created")
+    def _project_created(self, event: Any) -> None:
+        self.project_paths[event.originator_id] = event.path
+
+    @on("Project.Granted", "Project.Revoked")
+    def _project_grant(self, event: Any) -> None:
+        path = self.project_paths.get(event.originator_id)
+        if path is None:
+            return
+        users = self.project_grants.setdefault(path, {})
+        held = users.get(event.username.lower(), [])
+        if type(event).__qualname__.endswith("Granted"):
+            users[event.username.lower()] = held + [p for p in event.permissions if p not in held]
+        else:
+            users[event.username.lower()] = [p for p in held if p not in event.permissions]
+
+    @on("Project.Deleted", "Project.Restored")
+    def _project_gone(self, event: Any) -> None:
+        self.project_grants.pop(self.project_paths.get(event.originator_id, ""), None)

@@ -10,6 +10,8 @@ import threading
 from datetime import datetime
 from typing import Any
 
+import msgspec
+
 from domain.scheduler.snapshot import Snapshot
 from projections.assignments import assignments
 from projections.base import Batch, Projection
@@ -17,6 +19,8 @@ from projections.catalog import CatalogSourcesView
 from projections.endpoints import EndpointsView
 from projections.node_events import NodeEventsView
 from projections.nodes import NodesView
+from projections.provisioners import ProvisionersView
+from projections.projects import ProjectsView
 from projections.queue import QueueView
 from projections.snapshot import scheduler_snapshot
 from projections.tenancy import TenancyView
@@ -36,9 +40,12 @@ class Views:
         self.endpoints = EndpointsView(self.lock)
         self.node_events = NodeEventsView(self.lock)
         self.catalog_sources = CatalogSourcesView(self.lock)
+        self.provisioners = ProvisionersView(self.lock)
+        self.projects = ProjectsView(self.lock)
         self.why = WhyStore()
         self.projections: tuple[Projection, ...] = (self.workflows, self.queue, self.nodes, self.tenancy,
-                                                      self.endpoints, self.node_events, self.catalog_sources)
+                                                      self.endpoints, self.node_events, self.catalog_sources,
+                                                      self.provisioners, self.projects)
         self.applied = threading.Condition(self.lock)
 
     @property
@@ -80,4 +87,6 @@ class Views:
 
     def scheduler_snapshot(self, now: datetime) -> Snapshot:
         with self.lock:
-            return scheduler_snapshot(now, self.queue, self.workflows, self.nodes, self.tenancy)
+            snapshot = scheduler_snapshot(now, self.queue, self.workflows, self.nodes, self.tenancy, self.projects)
+            templates = self.provisioners.templates()
+            return msgspec.structs.replace(snapshot, templates=templates) if templates else snapshot

@@ -14,7 +14,7 @@ from uuid import UUID
 import msgspec
 
 from domain.workflow import Workflow
-from projections.activity import ActivityRow, activity
+from projections.activity import ActivityRow, activity, skipped_rows
 from projections.base import Mirror, Projection, as_uuid, on
 
 
@@ -22,13 +22,15 @@ class Owner(msgspec.Struct, frozen=True, kw_only=True):
     organization_id: str = ""
     group_id: str = ""
     user_id: str = ""
+    project: str = ""  # the project path its work counts toward ("" before projects existed)
 
 
 def owner_of(owner: dict[str, str]) -> Owner:
     """The owner dict a workflow was submitted with (`organization_id` or `organization` keys) as ids."""
     def pick(key: str) -> str:
         return str(owner.get(f"{key}_id") or owner.get(key) or "")
-    return Owner(organization_id=pick("organization"), group_id=pick("group"), user_id=pick("user"))
+    return Owner(organization_id=pick("organization"), group_id=pick("group"), user_id=pick("user"),
+                 project=str(owner.get("project") or ""))
 
 
 class WorkflowRow(msgspec.Struct, frozen=True, kw_only=True):
@@ -44,6 +46,7 @@ class WorkflowRow(msgspec.Struct, frozen=True, kw_only=True):
     updated_at: datetime
     stage_count: int
     stages_ended: int
+    annotations: dict[str, str] = {}  # the workflow's own (a preset start records its name and digest here)
 
 
 class StageRow(msgspec.Struct, frozen=True, kw_only=True):
@@ -56,6 +59,8 @@ class StageRow(msgspec.Struct, frozen=True, kw_only=True):
     reason: str
     allocation_id: UUID | None
     priority: dict[str, int] | None
+    started_at: datetime | None = None  # the current attempt's start on a node (None: it has not started)
+    ended_at: datetime | None = None  # when it finished, failed or was canceled after starting
 
 
 class WorkflowDetail(WorkflowRow, frozen=True, kw_only=True):
@@ -90,6 +95,7 @@ class WorkflowsView(Projection):
         self.current: dict[UUID, dict[str, StageAllocation]] = {}
         self.allocation_stage: dict[UUID, tuple[UUID, str]] = {}
         self.node_names: dict[str, str] = {}
+        self.times: dict[UUID, dict[str, list[datetime | None]]] = {}  # stage -> [started, ended] of its attempt
 
     def workflow(self, workflow_id: UUID | str) -> Workflow | None:
         """The mirrored aggregate (read-only: the assignments and snapshot read stage specs from it)."""
@@ -135,7 +141,25 @@ class WorkflowsView(Projection):
     def _replay(self, event: Any) -> None:
         self.mirror.apply(event)
         self.updated[event.originator_id] = getattr(event, "at", None) or event.timestamp
+        if type(event).__qualname__ == "Workflow.StepsSkipped":  # a cascade: one line per step it canceled
+            self.activity.setdefault(event.originator_id, []).extend(skipped_rows(self.applying, event))
+            return
         self._record(event.originator_id, event, getattr(event, "stage", None) or getattr(event, "service", None))
+        self._time(event)
+
+    def _time(self, event: Any) -> None:
+        """A stage's start and end: a retried or preempted stage starts again with its next attempt."""
+        kind, stage = type(event).__name__, getattr(event, "stage", None)
+        times = self.times.setdefault(event.originator_id, {})
+        if kind == "StageStarted":
+            times[stage] = [event.at, None]
+        elif kind in ("StageRetried", "StagePreempted"):
+            times.pop(stage, None)
+        elif kind in ("StageFinished", "StageFailed", "StageSkipped") and stage in times:
+            times[stage][1] = event.at
+        elif kind == "Canceled":
+            for started_ended in times.values():
+                started_ended[1] = started_ended[1] or event.at
 
     @on("Allocation.Requested")
     def _requested(self, event: Any) -> None:
@@ -178,6 +202,7 @@ class WorkflowsView(Projection):
             effective_inputs=total, preemptible=w.preemptible, submitted_by=w.submitted_by,
             submitted_at=w.submitted_at, updated_at=self.updated.get(w.id, w.submitted_at),
             stage_count=len(w.stages), stages_ended=w.stages_ended,
+            annotations=dict(w.definition.annotations or {}),
         )
 
     def _stage(self, w: Workflow, view: Any) -> StageRow:
@@ -187,4 +212,6 @@ class WorkflowsView(Projection):
             exit_code=view.exit_code, node=self.node_name(view.node) if view.node else None, reason=view.reason,
             allocation_id=allocation.id if allocation else None,
             priority=dict(allocation.priority) if allocation else None,
+            started_at=times[0] if (times := self.times.get(w.id, {}).get(view.name)) else None,
+            ended_at=times[1] if times else None,
         )

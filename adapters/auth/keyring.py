@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import os
 import secrets
 import stat
 import time
 from collections.abc import Iterable
 from pathlib import Path
+
+from adapters.private_files import create_private, write_private
 
 KEY_BYTES = 32
 RETIRED_FOR_SECONDS = 366 * 86400  # the longest token (a webhook's) lives a year
@@ -81,10 +82,7 @@ def rotate_key(path: Path, now: float | None = None) -> KeyRing:
     retired = _retired_dir(path)
     retired.mkdir(mode=0o700, exist_ok=True)
     _create(retired / f"{current.kid}.key", bytes(current))
-    fresh = path.with_suffix(path.suffix + ".new")
-    fresh.unlink(missing_ok=True)
-    _create(fresh, secrets.token_bytes(KEY_BYTES))
-    os.replace(fresh, path)
+    write_private(path, secrets.token_bytes(KEY_BYTES))
     _prune(retired, now if now is not None else time.time())
     return load_or_create_key(path)
 
@@ -107,13 +105,8 @@ def _retired_dir(path: Path) -> Path:
 
 
 def _create(path: Path, key: bytes) -> None:
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return
-    with os.fdopen(fd, "wb") as out:
-        os.fchmod(out.fileno(), 0o600)  # the umask may have taken bits the mode asked for; never adds any
-        out.write(key)
+    """Made once, whole: a process starting beside the one making it never reads a key half written."""
+    create_private(path, key)
 
 
 def _read_key(path: Path) -> bytes:

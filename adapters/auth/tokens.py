@@ -1,12 +1,14 @@
 """Signed bearer tokens: HMAC-SHA256 over compact msgspec JSON claims, base64url, `rv1.<claims>.<signature>`.
 
-Three kinds: short-lived `access` tokens for people (CLI, web), their long-lived `refresh` tokens (exchanged
-once each for a new pair, `/v4/auth/refresh`), and long-lived `webhook` tokens for the Alertmanager principal
-(source monitoring). `verify` accepts only the kind it is asked for, so a webhook
-token never works as a login. Every token names the key that signed it (`kid`); the key ring
-(adapters.auth.keyring) signs with its newest key and verifies with any it still holds. A token's `jti`
-is what a revocation names (checked against the tenancy view on every request, api.http.auth); a login's tokens
-share a `fam` (family), so revoking the family ends the login's every access and refresh token.
+Four kinds: short-lived `access` tokens for people (CLI, web), their long-lived `refresh` tokens (exchanged
+once each for a new pair, `/v4/auth/refresh`), long-lived `webhook` tokens for the Alertmanager principal
+(source monitoring), and `workflow` tokens, which a running stage finds in FB_WORKFLOW_TOKEN: its workflow's
+owner (source workflow), naming the workflow (`wf`), refused once it ends (api.http.workflow_tokens). `verify`
+accepts only the kind it is asked for, so a webhook token never works as a login. Every token names the key that
+signed it (`kid`); the key ring (adapters.auth.keyring) signs with its newest key and verifies with any it still
+holds. A token's `jti` is what a revocation names (checked against the tenancy view on every request,
+api.http.auth); a login's tokens share a `fam` (family), so revoking the family ends the login's every access and
+refresh token.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from domain.tenancy import Principal, Role, Source
 
 __all__ = ["KEY_BYTES", "KeyFileError", "KeyRing", "load_or_create_key"]  # the key file lives in adapters.auth.keyring
 PREFIX = "rv1"
-ACCESS, REFRESH, WEBHOOK = "access", "refresh", "webhook"
+ACCESS, REFRESH, WEBHOOK, WORKFLOW = "access", "refresh", "webhook", "workflow"
 WEBHOOK_TTL = timedelta(days=365)
 
 
@@ -64,6 +66,7 @@ class Claims(msgspec.Struct, frozen=True):
     jti: str
     kid: str = ""  # tokens from before the key ring have none: any key of the ring may have signed them
     fam: str = ""  # the login a person's token belongs to; none for agents, webhooks and `roving up`'s token
+    wf: str = ""  # a workflow token's workflow
 
     def principal(self, owned_group_ids: frozenset[UUID] = frozenset(),
                   explain_group_ids: frozenset[UUID] = frozenset()) -> Principal:
@@ -76,7 +79,7 @@ class Claims(msgspec.Struct, frozen=True):
 
 
 def issue(claims: Identity, key: bytes, ttl: timedelta, now: datetime, *, kind: str = ACCESS,
-          token_id: str | None = None, family: str = "") -> str:
+          token_id: str | None = None, family: str = "", workflow: str = "") -> str:
     """A signed token for `claims`, valid from `now` for `ttl`."""
     if ttl <= timedelta(0):
         raise ValueError(f"ttl must be positive, got {ttl}")
@@ -84,7 +87,7 @@ def issue(claims: Identity, key: bytes, ttl: timedelta, now: datetime, *, kind: 
     payload = Claims(sub=claims.user_id, username=claims.username, role=claims.role, org=claims.organization_id,
                      groups=list(claims.group_ids), source=claims.source, kind=kind, iat=issued,
                      exp=issued + int(ttl.total_seconds()), jti=token_id or secrets.token_urlsafe(12), kid=ring.kid,
-                     fam=family)
+                     fam=family, wf=workflow)
     body = f"{PREFIX}.{_b64(msgspec.json.encode(payload))}"
     return f"{body}.{_b64(_sign(body, bytes(ring)))}"
 
@@ -122,6 +125,18 @@ def issue_webhook(name: str, key: bytes, now: datetime, ttl: timedelta = WEBHOOK
 
 def verify_webhook(token: str, key: bytes, now: datetime) -> Claims:
     return verify(token, key, now, kind=WEBHOOK)
+
+
+def workflow_jti(workflow_id: str) -> str:
+    """The id every token of one workflow carries: revoking it ends them all."""
+    return f"workflow:{workflow_id}"
+
+
+def issue_workflow(owner: Identity, workflow_id: str, key: bytes, ttl: timedelta, now: datetime) -> str:
+    """A running stage's token: its workflow's owner, as a workflow (never more than the owner may do)."""
+    identity = Identity(user_id=owner.user_id, username=owner.username, role=owner.role,
+                        organization_id=owner.organization_id, source=Source.WORKFLOW)
+    return issue(identity, key, ttl, now, kind=WORKFLOW, token_id=workflow_jti(workflow_id), workflow=workflow_id)
 
 
 def _signer(body: str, signature: bytes, ring: KeyRing, encoded_claims: str) -> str:

@@ -17,6 +17,7 @@ from eventsourcing.persistence import OperationalError
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.js.api import StorageType, StreamConfig
+from prometheus_client import Counter
 
 from adapters.jetstream import headers, wire
 from adapters.jetstream.inbox import Ack, Answer, Batch, Inbox, RawMsg
@@ -30,6 +31,11 @@ STREAM_NOT_FOUND = 10059
 MAX_BATCH = 1000
 DOWN_GRACE = 5.0  # seconds a call waits for a lost connection to come back (a supervised restart takes < 1)
 log = structlog.get_logger("roving.nats")
+# What the control plane asks of the server, by kind: a cached write path reads the log only when it must, and
+# ops/bench/job_cost.py reports these per job.
+REQUESTS = Counter("roving_log_requests_total", "Requests made to the log's server, by kind", ["kind"])
+_PUBLISH, _BATCH = REQUESTS.labels("publish"), REQUESTS.labels("atomic_batch")
+_READ, _LAST, _INFO = REQUESTS.labels("read"), REQUESTS.labels("read_last"), REQUESTS.labels("stream_info")
 TRANSIENT = (
     asyncio.TimeoutError,
     nats.errors.TimeoutError,
@@ -56,8 +62,9 @@ class DuplicateBatch(Exception):
     """The server already holds a message id of this batch: it was committed before."""
 
 
-class ServerRefused(Exception):
-    """Any other refusal by the server, with its code."""
+class ServerRefused(OperationalError):
+    """Any other refusal by the server, with its code. An OperationalError: the store failed the write (a full disk
+    refuses an atomic batch as "incomplete", 10176), so callers treat it as the log being unavailable."""
 
     def __init__(self, err_code: int | None, description: str) -> None:
         super().__init__(f"{description} (err_code {err_code})")
@@ -208,6 +215,7 @@ class JetStreamClient:
         """One message, acknowledged on our own inbox (not nats-py's request: its ack takes three more
         turns of the loop to reach us). Returns its stream sequence."""
         await self.available()
+        _PUBLISH.inc()
         ack = Ack(asyncio.get_running_loop())
         reply, key = self.inbox.open(ack)
         try:
@@ -223,6 +231,7 @@ class JetStreamClient:
         if len(messages) > MAX_BATCH:
             raise ServerRefused(10199, f"a commit holds at most {MAX_BATCH} events, not {len(messages)}")
         await self.available()
+        _BATCH.inc()
         ack = Ack(asyncio.get_running_loop())
         reply, key = self.inbox.open(ack)
         try:
@@ -268,6 +277,7 @@ class JetStreamClient:
 
         answer = Answer(answered)
         reply, key = self.inbox.open(answer)
+        (_PUBLISH if batch_id is None else _BATCH).inc()
         wire.write(self.nc, _frames(messages, batch_id, reply))
         answer.timer = loop.call_later(timeout, answer.expire)
 
@@ -276,6 +286,7 @@ class JetStreamClient:
     ) -> tuple[list[RawMsg], int]:
         """Up to `batch` messages from `start_seq` matching the filter; also how many remain."""
         await self.available()
+        _READ.inc()
         request = {"seq": max(start_seq, 1), "next_by_subj": subject_filter, "batch": batch}
         replies = Batch(asyncio.get_running_loop())
         reply, key = self.inbox.open(replies)
@@ -291,6 +302,7 @@ class JetStreamClient:
 
     async def direct_last(self, stream: str, subject: str, timeout: float) -> RawMsg | None:
         await self.available()
+        _LAST.inc()
         request = json.dumps({"last_by_subj": subject}).encode()
         try:
             msg = await self.nc.request(f"$JS.API.DIRECT.GET.{stream}", request, timeout=timeout)
@@ -306,6 +318,7 @@ class JetStreamClient:
     async def stream_identity(self, stream: str) -> tuple[str, int]:
         """`name@created` (a stream deleted and made again gets a new one) and its last sequence."""
         await self.available()
+        _INFO.inc()
         info = await self.js.stream_info(stream)
         return f"{stream}@{info.created}", info.state.last_seq
 

@@ -24,6 +24,15 @@ MAX_CONFLICT_ROUNDS = 8
 GROUPING = True  # commits share batches under load; benchmarks turn it off for their baseline
 
 
+class MovedOn(IntegrityError):
+    """A commit refused because these aggregates moved past what the writer knew: `moved` maps each to the version
+    the log holds, so the writer need doubt only these (and not every aggregate the commit touched)."""
+
+    def __init__(self, message: str, moved: dict[object, int]) -> None:
+        super().__init__(message)
+        self.moved = moved
+
+
 class Heads:
     """Bounded memory of each aggregate's last (version, sequence): saves need no read first."""
 
@@ -50,7 +59,8 @@ class Heads:
             return 0
         version, seq = head
         if version >= first_version:
-            raise IntegrityError(f"{originator_id} is at version {version}; cannot write {first_version} again")
+            raise MovedOn(f"{originator_id} is at version {version}; cannot write {first_version} again",
+                          {originator_id: version})
         return seq
 
 
@@ -65,8 +75,9 @@ class Committer:
     adapters.jetstream.grouping)."""
 
     def __init__(self, client: JetStreamClient, names: StreamNames, purpose: str, heads: Heads,
-                 op_timeout: float, retry_for: float) -> None:
+                 op_timeout: float, retry_for: float, anchors: Heads | None = None) -> None:
         self.client, self.names, self.purpose, self.heads = client, names, purpose, heads
+        self.anchors = anchors  # where a catch-up read may start: a write is a place in the subject too
         self.stream = names.stream(purpose)
         self.op_timeout, self.retry_for = op_timeout, retry_for
         self.queue = CommitQueue(self) if GROUPING else None
@@ -164,6 +175,8 @@ class Committer:
         for part in parts:
             position += len(part.events)
             self.heads.remember(part.originator_id, part.last.originator_version, seqs[position - 1])
+            if self.anchors is not None:
+                self.anchors.remember(part.originator_id, part.last.originator_version, seqs[position - 1])
         return seqs[:position]
 
     async def _tracking_expectation(self, tracking: Tracking) -> int:
@@ -179,6 +192,7 @@ class Committer:
         """After a refused commit: a real conflict, our own earlier attempt that landed, or stale heads."""
         expected: dict[object, int] = {}
         landed: list[int] = []
+        moved: dict[object, int] = {}
         for part in parts:
             last = await self.client.direct_last(
                 self.stream, self.names.aggregate_filter(self.purpose, part.originator_id), self.op_timeout
@@ -191,10 +205,10 @@ class Committer:
                 landed.append(last.seq)
             else:
                 self.heads.forget(part.originator_id)
-                raise IntegrityError(
-                    f"aggregate {part.originator_id} already has version {version_of(last)}; "
-                    f"this commit starts at {part.first}"
-                )
+                moved[part.originator_id] = version_of(last)
+        if moved:
+            raise MovedOn("; ".join(f"aggregate {oid} already has version {version}" for oid, version in moved.items())
+                          + ": this commit was decided on older versions", moved)
         track_expected = None
         if tracking is not None:
             last = await self.last_tracking(tracking.application_name)

@@ -18,6 +18,7 @@ import structlog
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from adapters.jetstream.inbox import read_headers, RawMsg, parse_headers
+from adapters.jetstream.client import REQUESTS
 
 IDLE = 30.0  # seconds the server keeps a consumer nobody reads from
 log = structlog.get_logger("roving.nats")
@@ -86,6 +87,7 @@ class Cursor:
         assert self.consumer is not None and self._inbox is not None
         pull = self._pull = Pull(asyncio.get_running_loop(), count, self.consumer)
         request = json.dumps({"batch": count, "no_wait": True}).encode()
+        REQUESTS.labels("pull").inc()
         try:
             await self.client.nc.publish(
                 f"$JS.API.CONSUMER.MSG.NEXT.{self.stream}.{self.consumer}", request, reply=self._inbox)

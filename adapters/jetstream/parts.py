@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from eventsourcing.persistence import StoredEvent, Tracking
+from eventsourcing.persistence import IntegrityError, StoredEvent, Tracking
 
 
 @dataclass
@@ -28,9 +28,16 @@ class Part:
 
 
 def group(stored_events: Sequence[StoredEvent]) -> list[Part]:
+    """The events of each aggregate, in order. Two copies of one aggregate in a commit (a version written twice)
+    are refused at once as the store's other recorders refuse them (IntegrityError), without asking the log: it would
+    refuse the batch as a duplicate, and reconciling that with the log only repeats the refusal."""
     parts: dict[object, Part] = {}
     for event in stored_events:
-        parts.setdefault(event.originator_id, Part(event.originator_id, [])).events.append(event)
+        part = parts.setdefault(event.originator_id, Part(event.originator_id, []))
+        if part.events and event.originator_version != part.events[-1].originator_version + 1:
+            raise IntegrityError(f"one commit holds aggregate {event.originator_id} twice (version "
+                                   f"{event.originator_version} after {part.events[-1].originator_version})")
+        part.events.append(event)
     return list(parts.values())
 
 

@@ -39,10 +39,12 @@ class JetStreamAggregateRecorder(AggregateRecorder):
         self.purpose = purpose
         self.stream = connection.ensure(purpose)
         self.heads = Heads()
-        self.anchors = Heads()  # (version, sequence) of the last event *read* per aggregate; writes never move it
+        # (version, sequence) of the last event read or written per aggregate: unlike the heads, a refused write
+        # leaves it, so a copy that lost a race catches up from where it was, not from the subject's start
+        self.anchors = Heads()
         self.committer = Committer(
             connection.client, connection.names, purpose, self.heads,
-            connection.op_timeout, connection.retry_for,
+            connection.op_timeout, connection.retry_for, anchors=self.anchors,
         )
 
     def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
@@ -81,10 +83,15 @@ class JetStreamAggregateRecorder(AggregateRecorder):
         return events[:limit] if limit is not None else events
 
     def _start_after(self, originator_id: UUID | str, gt: int | None) -> int:
-        """Where a read of events after version `gt` may start: past the last event read of that aggregate when
-        it is not newer than `gt` (a cached aggregate catching up reads only what is new), else the beginning."""
-        anchor = self.anchors.known(originator_id) if gt is not None else None
-        return anchor[1] + 1 if anchor is not None and anchor[0] <= gt else 1
+        """Where a read of events after version `gt` may start: past the last event written or read of that
+        aggregate when it is not newer than `gt` (a cached aggregate catching up reads only what is new), else the
+        beginning."""
+        if gt is None:
+            return 1
+        for known in (self.heads.known(originator_id), self.anchors.known(originator_id)):
+            if known is not None and known[0] <= gt:
+                return known[1] + 1
+        return 1
 
     async def _read(self, subject: str, start: int, limit: int | None) -> list[RawMsg]:
         found: list[RawMsg] = []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -20,14 +21,17 @@ from adapters.registry_auth import take_credential
 from api.agent.args import AgentConfig, build_spec
 from api.agent.logstream import close_job_logs, open_job_logs
 from api.agent.metrics import NodeMetrics
+from api.agent.node import check_owner
 from api.agent.poll import AssignmentFeed, follow
+from api.agent.ports import PortWatch, listening_of
 from api.agent.progress import ProgressRelay
 from api.agent.pulls import ImagePulls
-from api.agent.reports import Outcome, Reporter
-from api.agent.slots import Slot, adopt_jobs, confirm_adopted
+from api.agent.reports import Reporter
+from api.agent.slots import Slot, adopt_jobs, confirm_adopted, stop_probes
 
 log = structlog.get_logger("roving.agent")
 OUTBOX_DRAIN_SECONDS = 120.0  # a restarted agent delivers what its predecessor left before registering anew
+DETACH = signal.SIGUSR1  # stop, leaving the jobs running for the next agent to adopt (`roving up`'s graceful stop)
 
 
 class Agent:
@@ -55,8 +59,9 @@ class Agent:
         self.reporter = Reporter(Outbox(state / "outbox"), self.call, self._fenced)
         self.progress = ProgressRelay()
         self.pulls = ImagePulls(self.call, lambda: self.node_id, self.loop)
+        self.ports = PortWatch(self.report_ports)
 
-    async def run(self, stop: asyncio.Event) -> None:
+    async def run(self, stop: asyncio.Event, detach: asyncio.Event | None = None) -> None:
         nc = beats = None
         try:
             adopted = self.adopt()
@@ -74,7 +79,10 @@ class Agent:
             if beats is not None:
                 beats.cancel()
                 await asyncio.gather(beats, return_exceptions=True)
-            await self.stop_all("agent stopped", report=True)
+            if detach is not None and detach.is_set():
+                await self.detach()
+            else:
+                await self.stop_all("agent stopped", report=True)
             await self.close_logs(nc)
 
     def adopt(self) -> list[Slot]:
@@ -193,6 +201,7 @@ class Agent:
 
     async def _tick(self) -> None:
         await self.drain()
+        await self.ports.check(self.slots)
         await self.reporter.flush()
 
     async def apply(self, answer: dict[str, Any]) -> None:
@@ -216,7 +225,8 @@ class Agent:
         self.finished.add((allocation_id, epoch))
         if self.logs is not None and order.get("ranks"):  # its share of the log ends too: followers wait for it
             self.logs.end(order["workflow_id"], order["stage"], "not started", ranks=order["ranks"])
-        await self.report(allocation_id, epoch, "exited", exit_code=143, reason=f"not started: {order.get('reason')}")
+        self.reporter.queue(self._body(allocation_id, epoch, "exited", exit_code=143,
+                                       reason=f"not started: {order.get('reason')}"))
 
     async def sweep_volumes(self, live: set[str]) -> None:
         """Volumes of workflows that ended go, once none of their stages runs here any more."""
@@ -232,7 +242,10 @@ class Agent:
             return  # it ran here already; the exit is on its way
         try:
             env, image_secret = take_credential(item.get("env"))  # the registry's, never the job's
+            if isinstance(env, dict) and "FB_WORKFLOW_TOKEN" in env:  # the job's `roving` reaches the API as we do
+                env = {"ROVING_API": self.config.api, **env}
             spec = build_spec({**item, "env": env})
+            check_owner(self.executor, self.config, spec)
             # off the loop: an image pull takes seconds to minutes, and leases and reports must not wait for it
             running = await asyncio.to_thread(self.executor.start, spec, self._forward_output(spec),
                                               self._forward_exit(spec), image_secret, self.pulls.tell(spec))
@@ -241,17 +254,16 @@ class Agent:
             self.finished.add((allocation_id, epoch))
             self.metrics.failures.labels("start").inc()
             code = 127 if isinstance(error, FileNotFoundError) else 126
-            await self.report(allocation_id, epoch, "exited", exit_code=code, reason=f"cannot start: {error}")
+            self.reporter.queue(self._body(allocation_id, epoch, "exited", exit_code=code, reason=f"cannot start: {error}"))
             return
         slot = self.slots[spec.allocation_id] = Slot(spec, running)
         self.log.info("agent.started", allocation_id=spec.allocation_id, pid=running.pid)
-        if not await self.report_slot(slot, "started"):
-            return
+        self.report_slot(slot, "started")  # sent with the round's other reports; a fence stops the copy then
         if running.image_note:
             await self.pulls.ready(spec, running.image_note)
         if running.ran_on_host:
             reason = f"image {spec.image} was not used: this node's runtime is host"
-            await self.report_slot(slot, "ran_on_host", reason=reason)
+            self.report_slot(slot, "ran_on_host", reason=reason)
         await self.serve(slot)
 
     async def serve(self, slot: Slot) -> None:
@@ -270,7 +282,7 @@ class Agent:
         elif spec.kind == "service" and delay:
             self.loop.call_later(delay, self._notify, ("ready", spec.allocation_id))
         elif spec.kind == "service":
-            await self.report_slot(slot, "ready", ports=spec.ports)
+            await self.report_ports(slot, await listening_of(slot))
         if spec.kind == "service" and spec.liveness_probe is not None:
             self.watch_liveness(slot, spec.liveness_probe, delay)
 
@@ -298,10 +310,10 @@ class Agent:
             if slot is None:
                 continue
             if event == "ready":
-                await self.report_slot(slot, "ready", ports=slot.spec.ports, change=slot.changes)
-                slot.changes += 1
+                await self.report_ports(slot, await listening_of(slot))
             elif event == "unready":  # out of its endpoint, still running
-                await self.report_slot(slot, "unready", reason=rest[0], change=slot.changes)
+                slot.listening = None
+                self.report_slot(slot, "unready", reason=rest[0], change=slot.changes)
                 slot.changes += 1
             elif event == "exited":
                 await self.finish(slot, *rest)
@@ -311,27 +323,32 @@ class Agent:
         del self.slots[spec.allocation_id]
         self.finished.add((spec.allocation_id, spec.epoch))
         self.progress.forget(spec.allocation_id, spec.epoch)
-        for probe in (slot.probe, slot.liveness):
-            if probe is not None:
-                await asyncio.to_thread(probe.stop)
+        await stop_probes([slot])
         if exit_code != 0:
             self.metrics.failures.labels("exit").inc()
         if self.logs is not None:
             self.logs.end(spec.workflow_id, spec.stage, reason, ranks=len(spec.peers.hosts) if spec.peers else 1)
         self.log.info("agent.exited", allocation_id=spec.allocation_id, exit_code=exit_code, reason=reason)
-        if not slot.fenced:
-            await self.report_slot(slot, "exited", exit_code=exit_code, reason=reason)
-        slot.running.release()  # the exit is in the outbox (or never to be said): the job's state may go
+        if slot.fenced:
+            slot.running.release()  # never to be said: the job's state may go
+        else:  # the job's state goes once its exit is in the outbox
+            self.report_slot(slot, "exited", then=slot.running.release, exit_code=exit_code, reason=reason)
 
-    async def report_slot(self, slot: Slot, event: str, **fields) -> bool:
-        """Report with the slot's epoch; False when fenced (a newer placement exists: this copy was killed)."""
-        return await self.report(slot.spec.allocation_id, slot.spec.epoch, event, **fields)
+    async def report_ports(self, slot: Slot, listening: list[int]) -> None:
+        """Ready (again), naming the ports the service's processes listen on now (sent with the round's others)."""
+        slot.listening = listening
+        self.report_slot(slot, "ready", ports=slot.spec.ports, listening=listening, change=slot.changes)
+        slot.changes += 1
 
-    async def report(self, allocation_id, epoch, event, exit_code=None, reason="", ports=(), change=0) -> bool:
-        """Into the outbox, then sent; False only when the control plane answered that this placement is stale."""
-        body = {"node_id": self.node_id, "allocation_id": allocation_id, "epoch": epoch, "event": event,
-                "exit_code": exit_code, "reason": reason, "ports": list(ports), **({"change": change} if change else {})}
-        return await self.reporter.report(body) is not Outcome.FENCED
+    def report_slot(self, slot: Slot, event: str, then=None, **fields) -> None:
+        """Queue a report with the slot's epoch: on disk and sent with this round's others (`_tick`)."""
+        self.reporter.queue(self._body(slot.spec.allocation_id, slot.spec.epoch, event, **fields), then)
+
+    def _body(self, allocation_id, epoch, event, exit_code=None, reason="", ports=(), change=0,
+              listening=None) -> dict[str, Any]:
+        return {"node_id": self.node_id, "allocation_id": allocation_id, "epoch": epoch, "event": event,
+                "exit_code": exit_code, "reason": reason, "ports": list(ports), **({"change": change} if change else {}),
+                **({"listening": listening} if listening is not None else {})}
 
     def _fenced(self, entry: Entry) -> None:
         """The control plane moved past this placement: the copy running here must stop, and say nothing more."""
@@ -339,6 +356,14 @@ class Agent:
         if slot is not None and slot.spec.epoch == entry.key[1] and not slot.fenced:
             slot.fenced = True
             slot.running.cancel(f"fenced: epoch {slot.spec.epoch} is stale")
+
+    async def detach(self) -> None:
+        """Leave every job running, its state on disk, for the next agent on this work directory to adopt (as after
+        a crash, but with the reports due sent first); its probes stop here and start again in the next agent."""
+        await self.drain()
+        await stop_probes(self.slots.values())
+        await self.reporter.flush(force=True)
+        self.log.info("agent.detached", allocations=sorted(self.slots))
 
     async def stop_all(self, reason: str, report: bool) -> None:
         """Cancel every process and wait for them; their exits are reported only when `report`."""
@@ -348,6 +373,7 @@ class Agent:
         for slot in list(self.slots.values()):
             await asyncio.to_thread(slot.running.wait)
         await self.drain()
+        await self.reporter.flush(force=True)
 
     def _forward_output(self, spec: RunSpec):
         def forward(stream: str, chunk: bytes) -> None:

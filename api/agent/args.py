@@ -55,6 +55,8 @@ class AgentConfig:
     kill_grace: float = 10.0
     address: str = ""
     sys_root: Path = Path("/sys")  # where the node's error counters are read (ROVING_SYS_ROOT: a test's fake tree)
+    hide: tuple[Path, ...] = ()  # paths host jobs must not see (the control plane's data directory, say)
+    only_owner: str = ""  # a user id: without namespaces to confine jobs, run only this owner's (roving up's admin)
 
 
 def _typed(kind: str, parse):
@@ -160,6 +162,12 @@ def _parser() -> UsageParser:
     p.add_argument("--kill-grace", type=_typed("duration", parse_duration), default=10.0)
     p.add_argument("--address", default=socket.gethostname())
     p.add_argument("--sys-root", type=Path)
+    p.add_argument("--hide", type=Path, action="append", default=[],
+                   help="a path host jobs must not see (repeatable; also ROVING_AGENT_HIDE, paths joined by ':'; the "
+                        "agent's own state and token file always)")
+    p.add_argument("--only-owner", default="",
+                   help="where jobs cannot be confined (not root, no bubblewrap), run only this user id's work "
+                        "(also ROVING_AGENT_ONLY_OWNER)")
     return p
 
 
@@ -262,11 +270,17 @@ def parse_args(argv: list[str], env: dict[str, str] | None = None, detect=sysinf
         definition=ns.definition, workdir=workdir, metrics_port=ns.metrics_port, heartbeat=ns.heartbeat,
         poll=ns.poll, poll_wait=_env_poll_wait(ns.poll_wait, env), kill_grace=ns.kill_grace, address=ns.address,
         sys_root=ns.sys_root or Path(env.get("ROVING_SYS_ROOT") or "/sys"),
+        hide=(*ns.hide, *_env_paths(env.get("ROVING_AGENT_HIDE", "")), *((ns.token_file,) if ns.token_file else ())),
+        only_owner=ns.only_owner or env.get("ROVING_AGENT_ONLY_OWNER", ""),
         job_user=job_user(env, ns.allow_root_jobs, euid, workdir), allow_root_jobs=ns.allow_root_jobs,
         runtime=runtime(ns.runtime or env.get("ROVING_RUNTIME", "host")), image_cache=ns.image_cache,
         image_cache_bytes=_cache_bytes(ns.image_cache_bytes, env),
         insecure_registries=tuple(r.strip() for r in env.get("ROVING_INSECURE_REGISTRIES", "").split(",") if r.strip()),
     )
+
+
+def _env_paths(text: str) -> list[Path]:
+    return [Path(part) for part in text.split(os.pathsep) if part.strip()]
 
 
 def _cache_bytes(given: int | None, env: dict[str, str]) -> int | None:

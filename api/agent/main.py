@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import signal
 import sys
@@ -10,14 +11,15 @@ import sys
 import httpx
 from prometheus_client import start_http_server
 
-from api.agent.agent import Agent, log
+from api.agent.agent import DETACH, Agent, log
 from api.agent.args import AgentConfig, UsageError, parse_args
 from api.agent.metrics import NodeMetrics
 from api.agent.node import build_executor
 
 
-async def run_agent(config: AgentConfig, stop: asyncio.Event) -> None:
-    """Own the agent's resources (HTTP client, metrics server) for as long as it runs."""
+async def run_agent(config: AgentConfig, stop: asyncio.Event, detach: asyncio.Event | None = None) -> None:
+    """Own the agent's resources (HTTP client, metrics server) for as long as it runs. Stopping with `detach` set
+    leaves the jobs running for the next agent on this work directory to adopt."""
     metrics = NodeMetrics(config.sys_root)
     server = start_http_server(config.metrics_port, registry=metrics.registry) if config.metrics_port else None
     headers = {"Authorization": f"Bearer {config.token}"}
@@ -25,7 +27,7 @@ async def run_agent(config: AgentConfig, stop: asyncio.Event) -> None:
         async with httpx.AsyncClient(base_url=config.api, headers=headers, timeout=5.0) as http:
             executor = build_executor(config, log.bind(node=config.node))
             try:
-                await Agent(config, http, executor, metrics).run(stop)
+                await Agent(config, http, executor, metrics).run(stop, detach)
             finally:
                 executor.close()
     finally:
@@ -35,10 +37,13 @@ async def run_agent(config: AgentConfig, stop: asyncio.Event) -> None:
 
 
 def agent_main(argv: list[str]) -> int:
-    """Entry point of `roving agent`: 2 on bad arguments, 0 after a TERM or INT."""
+    """Entry point of `roving agent`: 2 on bad arguments, 0 after a TERM or INT (its jobs are stopped) or a USR1 (it
+    detaches: its jobs run on, and the next agent on this work directory adopts them; `roving up` stops so)."""
     from api.logs import configure_logging
 
     configure_logging(os.environ.get("ROVING_LOG_FORMAT", ""))
+    # a line per API call (httpx logs each at INFO) is the API's to log; here it cost the agent a tenth of its CPU
+    logging.getLogger("httpx").setLevel(logging.WARNING)
     try:
         config = parse_args(argv)
     except UsageError as error:
@@ -46,10 +51,11 @@ def agent_main(argv: list[str]) -> int:
         return 2
 
     async def main() -> None:
-        stop = asyncio.Event()
+        stop, detach, loop = asyncio.Event(), asyncio.Event(), asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
-            asyncio.get_running_loop().add_signal_handler(signum, stop.set)
-        await run_agent(config, stop)
+            loop.add_signal_handler(signum, stop.set)
+        loop.add_signal_handler(DETACH, lambda: (detach.set(), stop.set()))
+        await run_agent(config, stop, detach)
 
     asyncio.run(main())
     return 0

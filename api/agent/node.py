@@ -11,14 +11,16 @@ from pathlib import Path
 
 from adapters import cgroups
 from adapters.apptainer import ApptainerRuntime, SifCache
-from adapters.executor import Executor
+from adapters.executor import Executor, RunSpec, SpecError
 from adapters.runtime.bwrap import OciRuntime
+from adapters.runtime.host import INSTALL, HostSandbox
 from adapters.runtime.images import ImageCache
 from api.agent.args import AgentConfig
 
 ISOLATION = "roving.io/isolation"
 JOB_USER = "roving.io/job-user"
 RUNTIME = "roving.io/runtime"
+SANDBOX = "roving.io/sandbox"  # bwrap: host jobs get their own namespaces (volumes at their paths); none: they do not
 
 
 def agent_name(config: AgentConfig) -> str:
@@ -52,8 +54,24 @@ def build_executor(config: AgentConfig, log, detect=cgroups.detect) -> Executor:
         runtime = ApptainerRuntime(sifs, Path(config.workdir).resolve(), apptainer)
     if config.gpus:
         log.info("agent.gpus", indices=[gpu.index for gpu in config.gpus])
+    sandbox, confined = host_sandbox(config, log)
     return Executor(config.workdir, kill_grace=config.kill_grace, cgroups=hierarchy, user=config.job_user,
-                    runtime=runtime, gpus=config.gpus, allow_root=config.allow_root_jobs)
+                    runtime=runtime, gpus=config.gpus, allow_root=config.allow_root_jobs, sandbox=sandbox,
+                    confined=confined)
+
+
+def host_sandbox(config: AgentConfig, log) -> tuple[HostSandbox | None, bool]:
+    """The host runtime's namespaces (volumes at their paths; the agent's state, its token and --hide paths out of
+    sight) and whether every host job runs in them: when jobs run as the agent's own user, nothing else keeps them
+    from its files."""
+    confined = config.job_user is None and os.geteuid() != 0
+    hidden = (Path(config.workdir) / ".roving-agent", *config.hide)
+    sandbox = HostSandbox.found(hidden) if config.runtime == "host" else None
+    config.annotations.setdefault(SANDBOX, "bwrap" if sandbox is not None else "none")
+    if sandbox is None and config.runtime == "host":
+        log.warning("agent.no_sandbox", reason=f"volumes cannot be mounted at their paths: {INSTALL}",
+                    single_user=confined, only_owner=config.only_owner or None)
+    return sandbox, confined
 
 
 def job_user_text(config: AgentConfig) -> str:
@@ -67,3 +85,12 @@ def job_user_text(config: AgentConfig) -> str:
     except KeyError:
         name = str(uid)
     return f"{name}({uid}),agent"
+
+
+def check_owner(executor: Executor, config: AgentConfig, spec: RunSpec) -> None:
+    """An agent that runs jobs as its own user with no namespaces to confine them (no bubblewrap) keeps the node's
+    private files only by running nobody else's work: with --only-owner, another owner's work is refused."""
+    only = config.only_owner
+    if executor.confined and executor.sandbox is None and only and spec.owner_id != only:
+        raise SpecError("this node runs every job as its agent's own user and cannot keep jobs from its files (no "
+                        f"bubblewrap): it runs only its admin's work; {INSTALL} or run roving up as root")

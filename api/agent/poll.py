@@ -77,7 +77,12 @@ async def follow(feed: AssignmentFeed, node: Callable[[], str | None], apply: Ca
 
 
 async def _idle(stop: asyncio.Event, wake: asyncio.Event, fetch: asyncio.Task | None, interval: float) -> None:
-    """Until the poll answers, a job ends or starts being ready, the agent stops, or a poll interval passes."""
+    """Until the poll answers, a job ends or starts being ready, the agent stops, or a poll interval passes. A wake
+    that came while the last answer was applied is not lost: it returns at once (clearing it first made an exit
+    that came then wait for the next poll answer or interval: up to half a second)."""
+    if wake.is_set():
+        wake.clear()
+        return
     wake.clear()
     waiters = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(wake.wait())]
     await asyncio.wait([*waiters, *([fetch] if fetch is not None else [])], timeout=interval,

@@ -18,10 +18,13 @@ from typing import Any
 import httpx
 import structlog
 
-from adapters.outbox import Entry, Outbox
+from adapters.outbox import Entry, Outbox, key_of
 
 log = structlog.get_logger("roving.agent")
 Send = Callable[..., Awaitable[httpx.Response | None]]
+ADVISORY = frozenset({"started", "ran_on_host"})  # the control plane records nothing for these (only fences)
+LINGER = 0.2  # seconds advisory reports wait for an exit or another report to share their request
+BATCH = 200  # reports a request
 
 
 class Outcome(enum.Enum):
@@ -30,7 +33,7 @@ class Outcome(enum.Enum):
     PENDING = "pending"  # not answered yet: it stays in the outbox and is tried again
 
 
-def outcome_of(response: httpx.Response | None) -> Outcome | None:
+def outcome_of(response: httpx.Response | _Answer | None) -> Outcome | None:
     """The protocol's reading of an answer; None when the report can never be taken (it is dropped, logged)."""
     if response is None:
         return Outcome.PENDING
@@ -45,26 +48,110 @@ def outcome_of(response: httpx.Response | None) -> Outcome | None:
 
 
 class Reporter:
-    """Puts reports in the outbox and sends what is due, the reports of one allocation in order."""
+    """Puts reports in the outbox and sends what is due, the reports of one allocation in order.
+
+    Reports made in one round of the agent's loop (`queue`) go to disk together (one fsync) and to the control
+    plane together (one request, `POST /v4/agent/reports:batch`). A round holding only advisory reports (`started`,
+    `ran_on_host`: nothing is recorded for them) waits up to LINGER for company, so a short job's start and end
+    travel as one request. A control plane without the batch route is sent one report a request."""
 
     def __init__(self, outbox: Outbox, send: Send, on_fenced: Callable[[Entry], Any]) -> None:
         self.outbox, self.send, self.on_fenced = outbox, send, on_fenced
+        self.queued: list[tuple[dict[str, Any], Callable[[], Any] | None]] = []
+        self.batching = True
+        self._advisory_since: float | None = None
 
     def waiting(self, allocation_id: str, epoch: int, event: str) -> bool:
-        return (allocation_id, epoch, event) in self.outbox.entries
+        return (allocation_id, epoch, event) in self.outbox.entries or any(
+            key_of(body) == (allocation_id, epoch, event) for body, _ in self.queued)
+
+    def queue(self, body: dict[str, Any], then: Callable[[], Any] | None = None) -> None:
+        """A report of this round: on disk and sent at the next `flush`; `then` runs once it is on disk."""
+        self.queued.append((body, then))
 
     async def report(self, body: dict[str, Any]) -> Outcome:
-        entry = self.outbox.put(body)
-        outcomes = await self.flush()
-        return outcomes.get(entry.key, Outcome.PENDING)
+        """One report now: on disk, sent, and its outcome."""
+        self.queue(body)
+        outcomes = await self.flush(force=True)
+        return outcomes.get(key_of(body), Outcome.PENDING)
 
-    async def flush(self) -> dict[tuple, Outcome]:
-        """Send every due report once; an allocation whose earlier report is still waiting sends nothing later."""
+    async def flush(self, force: bool = False) -> dict[tuple, Outcome]:
+        """What was queued goes to disk; every due report is sent once, in one request; an allocation whose earlier
+        report is still waiting sends nothing later."""
+        self._persist()
+        due = self._due()
+        if not due or not (force or self._urgent(due)):
+            return {}
+        self._advisory_since = None
+        if self.batching:
+            outcomes = await self._send_batches(due)
+            if outcomes is not None:
+                return outcomes
+        return await self._send_each(due)
+
+    async def drain(self, deadline: float, stop: asyncio.Event) -> None:
+        """Before (re)registering: deliver what a previous run left, while its placements still hold."""
+        while len(self.outbox) and time.monotonic() < deadline and not stop.is_set():
+            await self.flush(force=True)
+            if len(self.outbox):
+                try:
+                    await asyncio.wait_for(stop.wait(), 0.2)
+                except TimeoutError:
+                    pass
+
+    def _persist(self) -> None:
+        if not self.queued:
+            return
+        queued, self.queued = self.queued, []
+        self.outbox.put_many([body for body, _ in queued])
+        for _, then in queued:
+            if then is not None:
+                then()
+
+    def _due(self) -> list[Entry]:
+        due: list[Entry] = []
+        held: set[str] = set()
+        now = time.monotonic()
+        for entry in self.outbox.pending():
+            if entry.allocation in held or now < entry.not_before:
+                held.add(entry.allocation)
+                continue
+            due.append(entry)
+        return due
+
+    def _urgent(self, due: list[Entry]) -> bool:
+        """Anything but advisory reports goes at once; advisory ones alone wait LINGER for company."""
+        if any(entry.key[2] not in ADVISORY for entry in due):
+            return True
+        now = time.monotonic()
+        self._advisory_since = self._advisory_since or now
+        return now - self._advisory_since >= LINGER
+
+    async def _send_batches(self, due: list[Entry]) -> dict[tuple, Outcome] | None:
+        """None when the control plane has no batch route (an older one): the caller sends each on its own."""
+        outcomes: dict[tuple, Outcome] = {}
+        for start in range(0, len(due), BATCH):
+            chunk = due[start:start + BATCH]
+            node = chunk[0].body.get("node_id")
+            response = await self.send("POST", "/v4/agent/reports:batch",
+                                       json={"node_id": node, "reports": [e.body for e in chunk]})
+            if response is not None and response.status_code in (404, 405) and not outcomes:
+                self.batching = False
+                return None
+            if response is None or response.status_code != 200:
+                for entry in chunk:
+                    outcomes[entry.key] = self._settle(entry, response)
+                continue
+            results = response.json().get("results", [])
+            for entry, result in zip(chunk, results, strict=False):
+                outcomes[entry.key] = self._settle(entry, _Answer(result))
+        return outcomes
+
+    async def _send_each(self, due: list[Entry]) -> dict[tuple, Outcome]:
         outcomes: dict[tuple, Outcome] = {}
         held: set[str] = set()
-        for entry in self.outbox.pending():
-            if entry.allocation in held or time.monotonic() < entry.not_before:
-                held.add(entry.allocation)
+        for entry in due:
+            if entry.allocation in held:
                 continue
             response = await self.send("POST", "/v4/agent/reports", json=entry.body)
             outcome = outcomes[entry.key] = self._settle(entry, response)
@@ -72,17 +159,7 @@ class Reporter:
                 held.add(entry.allocation)
         return outcomes
 
-    async def drain(self, deadline: float, stop: asyncio.Event) -> None:
-        """Before (re)registering: deliver what a previous run left, while its placements still hold."""
-        while len(self.outbox) and time.monotonic() < deadline and not stop.is_set():
-            await self.flush()
-            if len(self.outbox):
-                try:
-                    await asyncio.wait_for(stop.wait(), 0.2)
-                except TimeoutError:
-                    pass
-
-    def _settle(self, entry: Entry, response: httpx.Response | None) -> Outcome:
+    def _settle(self, entry: Entry, response: httpx.Response | _Answer | None) -> Outcome:
         outcome = outcome_of(response)
         fields = {"allocation_id": entry.allocation, "epoch": entry.key[1], "report": entry.key[2]}
         if outcome is None:
@@ -100,6 +177,15 @@ class Reporter:
             log.warning("agent.fenced", reason=response.text[:200], **fields)
             self.on_fenced(entry)
         return outcome
+
+
+class _Answer:
+    """One report's result inside a batch answer, read as a response of its own."""
+
+    def __init__(self, result: dict[str, Any]) -> None:
+        self.status_code = int(result.get("status", 500))
+        self.text = str(result.get("error", ""))
+        self.headers: dict[str, str] = {}
 
 
 def _honour_retry_after(entry: Entry, response: httpx.Response | None) -> None:

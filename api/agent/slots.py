@@ -3,7 +3,8 @@ from their state on disk, then kept only if the control plane still places them 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ class Slot:
     liveness: ProbeRunner | None = None  # watches a service for as long as it runs
     fenced: bool = False
     changes: int = 0  # readiness changes after the first readiness (unready, ready again, ...)
+    listening: list[int] | None = None  # the ports its last readiness named; None while not ready (api/agent/ports.py)
 
 
 def adopt_jobs(executor: Executor, slots: dict[str, Slot], forward_output: Callable[[RunSpec], Any],
@@ -50,3 +52,11 @@ def confirm_adopted(unconfirmed: dict[str, int], slots: dict[str, Slot], answer:
             slot.fenced = True
             slot.running.cancel("no longer placed on this node")
             log.warning("agent.adopted_job_not_placed", allocation_id=allocation_id, epoch=epoch)
+
+
+async def stop_probes(slots: Iterable[Slot]) -> None:
+    """Stop the readiness and liveness probes of these slots (a probe in flight finishes within its timeout)."""
+    for slot in slots:
+        for probe in (slot.probe, slot.liveness):
+            if probe is not None:
+                await asyncio.to_thread(probe.stop)

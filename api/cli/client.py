@@ -46,11 +46,14 @@ def save_contexts(data: dict[str, Any], path: Path | None = None) -> Path:
 
 
 def current_context(environ: dict[str, str] | None = None, path: Path | None = None) -> dict[str, str]:
-    """The current context's `api` and `token`; ROVING_API and ROVING_TOKEN win over the file."""
+    """The current context's `api` and `token`; ROVING_API and ROVING_TOKEN (then FB_WORKFLOW_TOKEN) win over the
+    file."""
     env = os.environ if environ is None else environ
     data = load_contexts(path)
     found = dict(data["contexts"].get(data["current"]) or {})
-    token = env.get("ROVING_TOKEN")  # a token given by hand is used as it is: never refreshed
+    # a token given by hand is used as it is (never refreshed); inside a job, the workflow's own (FB_WORKFLOW_TOKEN)
+    # wins over any file, so a child workflow is the job's owner's and ends with it
+    token = env.get("ROVING_TOKEN") or env.get("FB_WORKFLOW_TOKEN")
     return {"api": env.get("ROVING_API") or found.get("api") or DEFAULT_API,
             "token": token or found.get("token") or "", "refresh_token": "" if token else found.get("refresh_token", "")}
 
@@ -128,17 +131,29 @@ class Client:
             self.position = int(raw)
             self.http.headers["Roving-Position"] = raw
 
-    def request(self, method: str, path: str, **kwargs: Any) -> Any:
+    def send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        """The server's answer as it is (an expired access token renewed once); ApiError only if unreachable."""
         response = self._send(method, path, **kwargs)
         if self.renew is not None and expired(response):
             self.token = self.renew(self.token)
             self.http.headers["Authorization"] = f"Bearer {self.token}"
             response = self._send(method, path, **kwargs)
+        return response
+
+    def request(self, method: str, path: str, **kwargs: Any) -> Any:
+        response = self.send(method, path, **kwargs)
         if response.status_code >= 400:
-            raise ApiError(f"{message_of(response)} (HTTP {response.status_code})")
+            raise ApiError(self.refusal(response))
         if response.headers.get("content-type", "").startswith("application/json"):
             return response.json()
         return response.text
+
+    def refusal(self, response: httpx.Response) -> str:
+        """The server's words; with no token at all, what to do about it rather than which header is missing."""
+        if response.status_code == 401 and not self.token:
+            return (f"not signed in to {self.http.base_url}: run `roving context login USERNAME --api "
+                    f"{self.http.base_url}` (or set ROVING_TOKEN) (HTTP 401)")
+        return f"{message_of(response)} (HTTP {response.status_code})"
 
     def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         try:
@@ -164,7 +179,7 @@ class Client:
             with self.http.stream("GET", path, timeout=None) as response:
                 if response.status_code >= 400:
                     response.read()
-                    raise ApiError(f"{message_of(response)} (HTTP {response.status_code})")
+                    raise ApiError(self.refusal(response))
                 yield from response.iter_lines()
         except httpx.HTTPError as error:
             raise ApiError(f"cannot reach {self.http.base_url}: {error}") from None

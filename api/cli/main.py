@@ -17,8 +17,13 @@ from api.cli import (
     endpoints,
     federation,
     nodes,
+    objects,
+    preset,
     profile,
+    project,
+    provisioner,
     queue,
+    run,
     secret,
     tenancy,
     workflow,
@@ -36,7 +41,8 @@ PROCESSES: dict[str, tuple[str, str, str]] = {
     "mcp": ("api.mcp.main", "mcp_main", "serve the Model Context Protocol on stdio, as your context (for assistants)"),
 }
 OWN_PACKAGES = ("api", "domain", "projections", "adapters")
-GROUPS = (workflow, queue, nodes, tenancy, secret, profile, catalog, audit, endpoints, federation, context, completion)
+GROUPS = (workflow, run, queue, nodes, tenancy, secret, objects, profile, provisioner, project, preset, catalog, audit,
+          endpoints, federation, context, completion)
 EXTRAS = {"mcp": "mcp"}  # a missing package -> the extra that brings it (the rest come with `server`)
 DESCRIPTION = """Roving: an event-sourced control plane for HPC/AI clusters.
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from api.cli.client import Client
+from api.cli.client import ApiError, Client
 from api.cli.output import fail
 
-COLUMNS = ["name", "id", "status", "cpu", "memory", "holds"]
+COLUMNS = ["name", "id", "status", "cpu", "memory", "holds", "provisioner"]
 HOLD_COLUMNS = ["id", "effect", "source", "reason", "by", "at"]
 EVENT_COLUMNS = ["at", "type", "by", "message", "allocation"]
 CREDENTIAL_COLUMNS = ["id", "issued_at", "expires", "revoked_at", "revoked_by", "reason"]
@@ -16,10 +16,28 @@ CREDENTIAL_COLUMNS = ["id", "issued_at", "expires", "revoked_at", "revoked_by", 
 
 def list_nodes(args: argparse.Namespace, client: Client) -> Any:
     nodes = client.get("/v4/nodes")["nodes"]
+    made = provisioned(client)
     if args.output != "table":
-        return nodes
-    return [{**n, "memory": size(n.get("memory")), "holds": [f"{h['effect']}({h['source']})" for h in n["holds"]]}
-            for n in nodes]
+        return [{**n, "provisioner": made.get(n["name"])} for n in nodes]
+    return [{**n, "memory": size(n.get("memory")), "holds": [f"{h['effect']}({h['source']})" for h in n["holds"]],
+             "provisioner": _made_text(made.get(n["name"]))} for n in nodes]
+
+
+def provisioned(client: Client) -> dict[str, dict[str, Any]]:
+    """Node name -> the provisioner that made it, its request's state and its template (none from an older API)."""
+    try:
+        rows = client.get("/v4/provisioners")["provisioners"]
+    except ApiError:
+        return {}
+    return {n["node"]: {"name": p["name"], "state": n["state"], "template": p["template"]}
+            for p in rows for n in p["nodes"]}
+
+
+def _made_text(made: dict[str, Any] | None) -> str | None:
+    if made is None:
+        return None
+    t = made["template"]
+    return f"{made['name']} ({made['state']}, {t['cpu']}cpu/{size(t['memory'])})"
 
 
 def size(count: Any) -> Any:

@@ -78,6 +78,8 @@ def elapsed(row: dict[str, Any], now: datetime) -> str:
 
 def stats(args: argparse.Namespace, client: Client) -> Any:
     answer = ask(client, "/v4/scheduler/stats", cluster=scope(args))
+    if isinstance(answer, dict) and args.output == "table" and "shared_resources" in answer:
+        answer = {**answer, "shared_resources": shared_line(answer["shared_resources"])}
     if isinstance(answer, int) or "clusters" not in answer:
         return answer
     warn_stale(answer)
@@ -86,6 +88,12 @@ def stats(args: argparse.Namespace, client: Client) -> Any:
     args.columns = STATS_COLUMNS
     return [{"cluster": c["cluster"], "stale": c.get("stale"), "age": _age(c), "total": c.get("total"),
              **c.get("depth", {})} for c in answer["clusters"]]
+
+
+def shared_line(rows: list[dict[str, Any]]) -> str:
+    """`ansys 18/20 in use (3 jobs), fluent 0/4 in use`: the shared resources (licenses) as a person reads them."""
+    return ", ".join(f"{r['name']} {r['used']}/{r['total']} in use" + (f" ({r['holders']} jobs)" if r["holders"] else "")
+                     for r in rows) or "none"
 
 
 def _age(cluster: dict[str, Any]) -> str:

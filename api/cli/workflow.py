@@ -29,12 +29,29 @@ def read_file(path: str) -> str:
         raise
 
 
+def located(problem: dict[str, str]) -> str:
+    """`jobs.a.image: required`, or the message alone for a problem of the whole file (invalid YAML)."""
+    return f"{problem['path']}: {problem['message']}" if problem.get("path") else problem["message"]
+
+
 def start(args: argparse.Namespace, client: Client) -> Any:
+    options = {"project": args.project, "priority": args.priority, "preemptible": args.preemptible,
+               "strategy": args.strategy}
+    if args.preset:
+        from api.cli.preset import Refused, find
+        from domain.presets import PresetError, expand
+
+        try:
+            options = expand(find(args.preset, client)[0], options)
+        except (Refused, PresetError) as error:
+            fail(f"--preset: {error}")
     body = {"name": args.name or Path(args.file).stem, "definition": read_file(args.file),
-            "priority": args.priority, "preemptible": args.preemptible, "endpoint_strategy": args.strategy}
-    answer = client.post("/v4/workflows", body)
+            "priority": options.get("priority") or 0, "preemptible": options.get("preemptible"),
+            "endpoint_strategy": options.get("strategy"), "project": options.get("project"),
+            "annotations": options.get("annotations")}
+    answer = client.post("/v4/workflows", {k: v for k, v in body.items() if v is not None})
     for warning in answer.get("warnings", []):
-        print(f"warning: {warning['path']}: {warning['message']}", file=sys.stderr)
+        print(f"warning: {located(warning)}", file=sys.stderr)
     if args.watch:
         return watch(client, answer["id"])
     return {"id": answer["id"]}
@@ -86,7 +103,8 @@ def list_workflows(args: argparse.Namespace, client: Client) -> Any:
     rows = client.get("/v4/workflows", order_by=args.order_by, status=args.status)["workflows"]
     if args.output != "table":
         return rows
-    return [{**r, **owner_names(r), "stages": f"{r.get('stages_ended', 0)}/{r.get('stage_count', 0)}"} for r in rows]
+    return [{**r, **owner_names(r), "project": (r.get("owner") or {}).get("project") or None,
+             "stages": f"{r.get('stages_ended', 0)}/{r.get('stage_count', 0)}"} for r in rows]
 
 
 def owner_names(row: dict[str, Any]) -> dict[str, Any]:
@@ -117,6 +135,8 @@ def describe(args: argparse.Namespace, client: Client) -> Any:
         return detail
     other_cluster(detail)
     where = f"\ncluster: {detail['cluster']}" if "cluster" in detail else ""
+    project = (detail.get("owner") or {}).get("project")
+    where += f"\nproject: {project}" if project else ""
     print(f"id: {detail['id']}\nname: {detail['name']}\nstatus: {detail['status']}\nowner: {owner_line(detail)}{where}")
     return table(detail["stages"], STAGE_COLUMNS)
 
@@ -137,11 +157,17 @@ def events(args: argparse.Namespace, client: Client) -> Any:
 def log(args: argparse.Namespace, client: Client, interval: float = 1.0) -> Any:
     """The stage's output; with --follow, what it writes next too, until its workflow ends."""
     path = f"/v4/workflows/{args.id}/log/{args.stage}"
+    structured = getattr(args, "output", "table") in ("json", "yaml")
+    if structured and not args.follow:  # one document, for scripts: -o json|yaml
+        return {"workflow_id": args.id, "stage": args.stage, "output": client.get(path)}
     written = 0
     while True:
         ended = not args.follow or client.get(f"/v4/workflows/{args.id}")["status"] in ENDED
         text = client.get(path)
-        sys.stdout.write(text[written:])
+        if structured and text[written:]:  # followed: one JSON object a line per new piece of output
+            sys.stdout.write(json.dumps({"workflow_id": args.id, "stage": args.stage, "output": text[written:]}) + "\n")
+        elif not structured:
+            sys.stdout.write(text[written:])
         sys.stdout.flush()
         written = len(text)
         if ended:  # read once more after the end was seen: output that landed just before it is not lost
@@ -161,6 +187,10 @@ def stop(args: argparse.Namespace, client: Client) -> Any:
     return client.request("PATCH", f"/v4/workflows/{args.id}:stop")
 
 
+def revoke_token(args: argparse.Namespace, client: Client) -> Any:
+    return client.post(f"/v4/workflows/{args.id}/token:revoke", {"reason": args.reason})
+
+
 def validate(args: argparse.Namespace, client: Client) -> Any:
     """Parsed locally with the same parser the server uses, then (unless --offline) checked by the cluster: what
     submission would refuse and what this cluster would not do as written. Exit 1 when it has errors."""
@@ -178,7 +208,7 @@ def validate(args: argparse.Namespace, client: Client) -> Any:
             print(f"note: checked locally only, not against the cluster: {error}", file=sys.stderr)
     for kind in ("warnings", "errors"):
         for problem in found[kind]:
-            print(f"{kind[:-1]}: {problem['path']}: {problem['message']}", file=sys.stderr)
+            print(f"{kind[:-1]}: {located(problem)}", file=sys.stderr)
     if found["errors"]:
         return 1
     return {"valid": True, "file": args.file}
@@ -191,8 +221,12 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     fuzzfile = p.add_argument("file", help="the Fuzzfile (YAML); - reads standard input")
     fuzzfile.complete = FILES  # type: ignore[attr-defined]  # shtab: complete file names
     p.add_argument("--name", help="workflow name (default: the file name)")
-    p.add_argument("--priority", type=int, default=0, help="the workflow's own priority (0 or lower)")
+    p.add_argument("--priority", type=int, help="the workflow's own priority (0 or lower; default 0)")
     p.add_argument("--preemptible", action="store_true", default=None, help="let higher-priority work preempt it")
+    p.add_argument("--project", metavar="PATH", help="the project its work counts toward (stands for the file's "
+                                                     "`project:`)")
+    p.add_argument("--preset", metavar="NAME", help="start with a preset's options (`roving preset list`); options "
+                                                   "given here win; the preset's name and digest are recorded")
     p.add_argument("--strategy", choices=["ready", "start"],
                    help="taking over a persistent endpoint in use: ready (default) keeps the old service serving "
                         "until the new one passes its readiness probe; start cancels the old workflow at once")
@@ -200,23 +234,32 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     p.set_defaults(handler=start)
     p = sub.add_parser("list", parents=[common], help="list workflows you can see",
                        description="Workflows you can see. -o wide adds the owner's user, group and organization "
-                                   "(by name; -o json keeps their ids), stages ended/total and preemptible.")
+                                   "(by name; -o json keeps their ids), its project, stages ended/total and "
+                                   "preemptible.")
     p.add_argument("--order-by", choices=["priority", "submitted", "-submitted", "name"])
     p.add_argument("--status", help="only workflows in this status")
     p.set_defaults(handler=list_workflows, columns=["id", "name", "status", "priority", "submitted_by", "submitted_at"],
-                   wide_columns=["group", "organization", "stages", "preemptible", "updated_at"])
+                   wide_columns=["group", "organization", "project", "stages", "preemptible", "updated_at"])
     for name, handler, text in (("describe", describe, "its owner by name; stages, nodes, attempts, exit codes"),
                                 ("stop", stop, "cancel a workflow and its running stages")):
         p = sub.add_parser(name, parents=[common], help=text)
         p.add_argument("id", help="workflow id")
         p.set_defaults(handler=handler)
+    p = sub.add_parser("revoke-token", parents=[common], help="refuse the workflow's FB_WORKFLOW_TOKEN from now on",
+                       description="Its running stages' token (FB_WORKFLOW_TOKEN) is refused from now on, and stages "
+                                   "it starts later get none; the workflow itself runs on. Its owner or a cluster "
+                                   "admin. (A token also ends when its workflow ends.)")
+    p.add_argument("id", help="workflow id")
+    p.add_argument("--reason", default="revoked by the workflow's owner", help="recorded with the revocation")
+    p.set_defaults(handler=revoke_token)
     p = sub.add_parser("events", parents=[common], help="the workflow's activity, as sentences")
     p.add_argument("id")
     p.add_argument("--follow", action="store_true", help="keep printing until the workflow ends")
     p.set_defaults(handler=events, columns=["time", "stage", "type", "message"])
     p = sub.add_parser("log", parents=[common], help="a stage's output")
-    p.add_argument("id")
-    p.add_argument("stage")
+    p.add_argument("id", help="the workflow's id (as `roving workflow list` shows it)")
+    p.add_argument("stage", help="the stage to read: a job or service by name (hello), one task of an array as "
+                                  "NAME[INDEX] ('shard[3]'); `roving workflow describe ID` lists them")
     p.add_argument("-f", "--follow", action="store_true", help="keep printing new output until the workflow ends")
     p.set_defaults(handler=log)
     p = sub.add_parser("why", parents=[common], help="why stages are waiting (or explain one allocation)")

@@ -7,12 +7,14 @@ scheduler's runner, the long-poll waiters or the secret store); routes check for
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from adapters.audit_log import AuditLog
+    from adapters.log_probe import LogProbe
+    from adapters.object_store import ObjectStore
     from adapters.traffic import EndpointTraffic
     from api.composition.settings import Settings
     from api.composition.wakeups import AssignmentWaiters
@@ -31,9 +33,11 @@ class Follower(Protocol):
 
 
 class LogReader(Protocol):
-    """A stage's output, as its agent appended it to the log's output stream."""
+    """A stage's output, as its agent appended it to the log's output stream (`follow`: live, by stream)."""
 
     def read(self, workflow_id: str, stage: str) -> bytes: ...
+
+    def follow(self, workflow_id: str, stage: str) -> AsyncIterator[tuple[str, bytes]]: ...
 
 
 class NodeLeases(Protocol):
@@ -60,3 +64,6 @@ class Services:
     positions: PositionWaiters | None = None  # read-your-writes by log position (api.http.positions)
     audit_owner: Callable[[], str | None] | None = None  # where the audit runs, when another worker holds it
     catalog: CatalogHandlers | None = None  # catalog sources and templates (adapters.catalog_store.open_catalog)
+    prometheus_url: str = ""  # `roving up --monitoring`'s Prometheus: the dashboard's charts ask it for history
+    log_probe: LogProbe | None = None  # whether the log takes writes now (adapters/log_probe.py): /readyz
+    objects: ObjectStore | None = None  # people's objects (adapters.object_store), streamed through the API

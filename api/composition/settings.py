@@ -33,6 +33,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     local_node_cpus: int = 4
     local_node_memory: int = 8 * 2**30
     local_agent_restart: bool = True  # `roving up` starts a local agent again when it dies
+    stop_local_jobs: bool = False  # a graceful stop of `roving up` stops the local jobs too (default: they run on)
     nats_url: str | None = None  # with the control plane's credentials in it, when a site gives them
     nats_agent_creds: Path | None = None  # the user file agents get for the job log (ROVING_NATS_AGENT_CREDS)
     cluster: str = "local"
@@ -54,6 +55,13 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     body_timeout_seconds: float = 30.0  # the longest wait for the next piece of a request body
     trusted_proxies: str = "127.0.0.1,::1"  # whose X-Forwarded-Proto and -For are believed (uvicorn's forwarded_allow_ips)
     api_workers: int = 1  # API processes sharing the listening port (ROVING_API_WORKERS; see api_workers)
+    object_max_bytes: int = 16 * 2**30  # the largest object a put may store (ROVING_OBJECT_MAX_BYTES)
+    workflow_token_ttl_seconds: float = 7 * 86400.0  # FB_WORKFLOW_TOKEN's longest life; its workflow's end ends it sooner
+    presets_dir: Path | None = None  # admin-deployed presets (ROVING_PRESETS_DIR); None: <data dir>/presets
+
+    @property
+    def presets(self) -> Path:
+        return self.presets_dir or self.data_dir / "presets"
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -84,6 +92,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         local_node_cpus=_count(env, "ROVING_LOCAL_NODE_CPUS", defaults.local_node_cpus, minimum=1),
         local_node_memory=_memory(env.get("ROVING_LOCAL_NODE_MEMORY"), defaults.local_node_memory),
         local_agent_restart=_flag(env, "ROVING_LOCAL_AGENT_RESTART", defaults.local_agent_restart),
+        stop_local_jobs=_flag(env, "ROVING_STOP_LOCAL_JOBS", defaults.stop_local_jobs),
         nats_url=_nats_url(env),
         nats_agent_creds=_creds_path(env, "ROVING_NATS_AGENT_CREDS"),
         cluster=_cluster(env.get("ROVING_CLUSTER"), defaults.cluster),
@@ -104,6 +113,9 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         body_timeout_seconds=_ttl(env, "ROVING_BODY_TIMEOUT", defaults.body_timeout_seconds),
         trusted_proxies=(env.get("ROVING_TRUSTED_PROXIES") or "").strip() or defaults.trusted_proxies,
         api_workers=api_workers(env.get("ROVING_API_WORKERS")),
+        object_max_bytes=_size(env, "ROVING_OBJECT_MAX_BYTES", defaults.object_max_bytes),
+        workflow_token_ttl_seconds=_ttl(env, "ROVING_WORKFLOW_TOKEN_TTL", defaults.workflow_token_ttl_seconds),
+        presets_dir=Path(env["ROVING_PRESETS_DIR"]) if (env.get("ROVING_PRESETS_DIR") or "").strip() else None,
     )
 
 
@@ -231,6 +243,20 @@ def _body_bytes(raw: str | None, default: int) -> int:
         raise SettingsError(f"ROVING_MAX_BODY_BYTES={raw!r}: {error}") from None
     if value < 64 * 1024:
         raise SettingsError(f"ROVING_MAX_BODY_BYTES={raw!r} must be at least 64KiB")
+    return value
+
+
+def _size(env: Mapping[str, str], name: str, default: int) -> int:
+    """A size such as 16GiB or 1000000, more than zero."""
+    raw = env.get(name)
+    if not raw:
+        return default
+    try:
+        value = parse_memory(raw)
+    except QuantityError as error:
+        raise SettingsError(f"{name}={raw!r}: {error}") from None
+    if value <= 0:
+        raise SettingsError(f"{name}={raw!r} must be more than zero")
     return value
 
 

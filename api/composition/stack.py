@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
+import signal
 import sys
 import tempfile
 import threading
@@ -16,15 +17,17 @@ import structlog
 import uvicorn
 from eventsourcing.persistence import OperationalError
 
-from adapters.auth.password_hash import hash_password, verify_password
+from adapters.auth.password_hash import ScryptPasswords
 from adapters.auth.tokens import Identity, issue, issue_webhook, load_or_create_key
 from adapters.catalog_store import open_catalog
 from adapters.jetstream.connection import Connection
 from adapters.leases import Leases
+from adapters.log_probe import LogProbe
 from adapters.nats_auth import agent_log_url
 from adapters.nats_owner import death_signal
 from adapters.nats_server import NatsServer, free_port, port_is_taken
 from adapters.nats_supervisor import Supervisor
+from adapters.private_files import write_private
 from adapters.secret_store import open_secret_store
 from api.composition.audit_lease import AuditByLease
 from api.composition.services import Services
@@ -52,23 +55,15 @@ def local_work_dir(data_dir: Path, cluster: str) -> Path:
     return Path(tempfile.gettempdir()) / f"roving-work-{cluster}-{digest}"
 
 
-class ScryptPasswords:
-    """The password hasher the application is given: scrypt, salted, constant-time verification."""
-
-    def hash(self, password: str) -> str:
-        return hash_password(password)
-
-    def verify(self, password: str, stored: str) -> bool:
-        return verify_password(password, stored)
-
-
 def write_secret(path: Path, text: str) -> None:
     """A file only its owner can read (0600), replaced atomically (API workers may write it at once)."""
-    tmp = path.with_suffix(f"{path.suffix}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(text + "\n")
-    os.replace(tmp, path)
+    write_private(path, text + "\n")
+
+
+def password_hasher() -> ScryptPasswords:
+    """The hasher the application is given: at most one hash per core in memory at once (128 MiB each), and a
+    weaker stored hash made again at its next right login."""
+    return ScryptPasswords()
 
 
 def strong_password() -> str:
@@ -90,12 +85,18 @@ class LogReader:
     def read(self, workflow_id: str, stage: str) -> bytes:
         return self.connection.run(lambda: self.logs.read(workflow_id, stage))
 
+    def follow(self, workflow_id: str, stage: str):
+        """(stream, chunk) as the stage writes them, until its end, for a caller on another loop (the HTTP server's)."""
+        from adapters.loop_bridge import pulled
+
+        return pulled(self.connection.loop.loop, self.logs.follow_streams(workflow_id, stage))
+
 
 class Stack:
     """Everything one control-plane process runs; `roving up` adds the embedded server and local agents."""
 
     def __init__(self, settings, embedded_nats: bool = True, scheduler: bool = True,
-                 audit: bool | str = True, internal_url: str = "") -> None:
+                 audit: bool | str = True, internal_url: str = "", provisioners: bool = True) -> None:
         """`audit`: feed the audit here (True), not at all (False), or while this scheduler leads ("lease");
         `internal_url`: where other workers reach this one's API (audit reads are forwarded there)."""
         self.settings = settings
@@ -111,9 +112,12 @@ class Stack:
         self.with_audit = audit
         self.internal_url = internal_url
         self.monitoring = None
-        self.autoscaler = None
+        self.autoscaler = self.refused_alerts = None
         self.runner = self.tailer = self.leases = self.roving = None  # what start() builds; stop() skips what is None
+        self.log_probe: LogProbe | None = None
         self.audit_lease: AuditByLease | None = None  # audit="lease": the audit runs while this runner leads
+        self.with_provisioners = provisioners
+        self.provisioner_runner = None
 
     @property
     def url(self) -> str:
@@ -125,15 +129,18 @@ class Stack:
         nats_url = self.settings.nats_url or self.start_nats()
         cluster = self.settings.cluster
         env = {"PERSISTENCE_MODULE": "adapters.jetstream", "ROVING_NATS_URL": nats_url, "ROVING_CLUSTER": cluster}
-        from projections.snapshot import node_definitions, node_segments
+        from projections.provisioners import pool_definitions
+        from projections.snapshot import node_segments
         from projections.views import Views
 
         self.views = Views()
-        read_models = ReadModelFunctions(definitions=lambda: node_definitions(self.views.nodes),
+        read_models = ReadModelFunctions(definitions=lambda: pool_definitions(self.views.nodes, self.views.provisioners),
                                          priorities=self.views.tenancy.owner_priorities,
                                          allocations_of_owner=self.views.queue.live_allocations_of,
-                                         segments=lambda: node_segments(self.views.nodes))
-        self.roving = Roving(env=env, passwords=ScryptPasswords(), read_models=read_models)
+                                         segments=lambda: node_segments(self.views.nodes),
+                                         projects=self.views.projects.paths,
+                                         projects_of=self.views.projects.member_of)
+        self.roving = Roving(env=env, passwords=password_hasher(), read_models=read_models)
         self.key = load_or_create_key(self.data_dir / "signing.key")
         self._bootstrap_admin()
         from adapters.tailer import Tailer
@@ -145,16 +152,24 @@ class Stack:
                                            every=self.settings.view_snapshot_every)
         self.tailer = Tailer(self.roving, self.views, snapshots=self.snapshots)
         self.signals = LogSignals.attach(self.tailer)  # agents' long polls and the scheduler wake as batches land
+        self.roving.repository.follow_log()  # commands trust memory: the tailer reports every event it sees
+        self.signals.listen(self.roving.repository.observe)
         self.waiters = AssignmentWaiters(self.views)
         self.signals.listen(self.waiters.observe)
         self.positions = PositionWaiters(self.views)  # requests naming a log position (read-your-writes)
         self.signals.listen(self.positions.observe)
         self.tailer.start()
         self.leases = Leases(Connection(nats_url, cluster), ttl=self.settings.node_lease_seconds)
+        self.log_probe = LogProbe(self.leases.connection, store=self._embedded_store()).start()
         self.runner = None
         if self.with_scheduler:
             self.runner = SchedulerRunner(self.roving, self.views, self.tailer, self.leases,
                                           signals=self.signals).start()
+        if self.runner is not None:
+            from api.composition.refused_alerts import RefusedAlertsLoop
+
+            self.refused_alerts = RefusedAlertsLoop(self.roving, self.views, self.runner, follower=self.tailer).start()
+        self.provisioner_runner = self._start_provisioners(cluster)
         if self.with_audit and self.with_audit != "lease":
             self._start_audit(cluster)
         from adapters.traffic import EndpointTraffic
@@ -170,10 +185,35 @@ class Stack:
             runner=self.runner, audit=self.audit, waiters=self.waiters,
             secrets=open_secret_store(self.roving, self.data_dir), traffic=self.traffic, positions=self.positions,
             catalog=open_catalog(self.roving, self.views.catalog_sources.sources, self.data_dir),
+            log_probe=self.log_probe,
         )
+        self.services.objects = self._objects(cluster)
         if self.with_audit == "lease" and self.runner is not None:
             self._follow_audit_lease(cluster)
         return self
+
+    def _objects(self, cluster: str):
+        """People's objects (adapters.object_store), on the leases' connection and its loop."""
+        from adapters.object_store import ObjectStore
+
+        connection = self.leases.connection
+        return ObjectStore(connection.client.js, cluster, self.settings.object_max_bytes, loop=connection.loop.loop)
+    def _start_provisioners(self, cluster: str):
+        """Where the scheduler runs, its leader asks provisioners for nodes; a control plane that serves the API
+        also runs the providers, each under its provisioner's lease (api.provisioning)."""
+        if self.runner is None:
+            return None
+        from adapters.provisioners import AgentLaunch
+        from api.provisioning.asks import Asks
+        from api.provisioning.runner import ProvisionerRunner
+
+        self.runner.after_pass.append(Asks(self.roving))
+        if not self.with_provisioners:
+            return None
+        launch = AgentLaunch(api=self.url, token_file=self.data_dir / "agent.token",
+                             work_root=local_work_dir(self.data_dir, cluster), log_dir=self.data_dir)
+        return ProvisionerRunner(self.roving, self.views, self.leases, launch, signals=self.signals,
+                                 preexec=death_signal(os.getpid()), ready=self.tailer.caught_up.is_set).start()
 
     def _follow_audit_lease(self, cluster: str) -> None:
         """The audit runs in whichever worker's runner leads; the others forward audit reads to its private
@@ -219,6 +259,11 @@ class Stack:
         self.nats = NatsServer(self.data_dir / "nats", port=self.settings.nats_port, die_with_parent=True).start()
         self.supervisor = Supervisor(self.nats, on_restart=NATS_RESTARTS.inc).start()
         return self.nats.url
+
+    def _embedded_store(self) -> Path | None:
+        """The store of `roving up`'s own server (this process's, or its parent's for an API worker), if any."""
+        store = self.data_dir / "nats"
+        return store if not self.settings.nats_url or (store / "jetstream").is_dir() else None
 
     def _logs(self, nats_url: str, cluster: str) -> LogReader:
         return LogReader(self.leases.connection, cluster)
@@ -268,13 +313,19 @@ class Stack:
         node metrics on a free loopback port, which service discovery hands to Prometheus."""
         self.data_dir.chmod(0o700)
         workdir = local_work_dir(self.data_dir, self.settings.cluster)
+        # the token by environment, not a path in the command line: every user's `ps` shows command lines, while
+        # a process's environment is its own user's (and root's) to read
+        env = {**os.environ, "ROVING_TOKEN": (self.data_dir / "agent.token").read_text().strip(),
+               # its jobs never see this data directory (tokens, the signing key); where the agent cannot keep them
+               # from it (not root: jobs run as this user; no bubblewrap), it runs only the admin's work
+               "ROVING_AGENT_HIDE": str(self.data_dir), "ROVING_AGENT_ONLY_OWNER": str(user_id("admin"))}
         for index in range(1, count + 1):
             argv = [sys.executable, "-c", AGENT_START, "--node", f"local-{index}", "--api", self.url,
-                    "--token-file", str(self.data_dir / "agent.token"), "--cpus", str(cpus), "--memory", str(memory),
-                    "--definition", "local", "--workdir", str(workdir / f"local-{index}")]
-            if metrics:
-                argv += ["--metrics-port", str(self.metrics_port(index)), "--address", "127.0.0.1"]
-            self.agents.add(f"local-{index}", argv, self.data_dir / f"agent-local-{index}.log")
+                    "--cpus", str(cpus), "--memory", str(memory),
+                    "--definition", "local", "--workdir", str(workdir / f"local-{index}"), "--address", "127.0.0.1"]
+            if metrics:  # the address is where the endpoint proxy reaches their services, too
+                argv += ["--metrics-port", str(self.metrics_port(index))]
+            self.agents.add(f"local-{index}", argv, self.data_dir / f"agent-local-{index}.log", env=env)
 
     def metrics_port(self, index: int) -> int:
         """The port local-<index> served its metrics on before a restart, while it is free: a node registered as it
@@ -297,6 +348,8 @@ class Stack:
         reachable = "127.0.0.1" if host in ("", "0.0.0.0", "::", "[::]") else host
         self.monitoring = Monitoring(self.data_dir, f"http://{reachable}:{port}", self.settings.monitoring_interval,
                                      self.settings.node_exporter_port, binaries).start()
+        if getattr(self, "services", None) is not None:
+            self.services.prometheus_url = self.monitoring.prometheus.url
         return self.monitoring
 
     def stop(self) -> None:
@@ -310,11 +363,31 @@ class Stack:
             if self.nats is not None:
                 self.nats.stop()
 
+    def stop_local_agents(self) -> None:
+        """A graceful stop: the local agents detach and their jobs run on, for the next `roving up` on this data dir
+        to adopt (ROVING_STOP_LOCAL_JOBS=true stops the jobs too, each ending with exit 143)."""
+        from api.agent.agent import DETACH
+
+        detach = not self.settings.stop_local_jobs
+        running = [name for name, count in self.local_jobs().items() if count] if detach else []
+        self.agents.stop(signum=DETACH if detach else signal.SIGTERM)
+        if running:
+            print(f"roving: jobs keep running on {', '.join(running)}; the next `roving up` on this data dir adopts "
+                  f"them (ROVING_STOP_LOCAL_JOBS=true stops them with the stack)", file=sys.stderr, flush=True)
+
+    def local_jobs(self) -> dict[str, int]:
+        """Local node name -> jobs its agent runs, from the agents' own job directories."""
+        workdir = local_work_dir(self.data_dir, self.settings.cluster)
+        return {kept.name: sum(1 for _ in (workdir / kept.name / ".roving-agent" / "jobs").glob("*"))
+                for kept in self.agents.kept}
+
     def _stop_parts(self) -> None:
-        self.agents.stop()
+        self.stop_local_agents()
         if self.server is not None:
             self.server.should_exit = True
-        for part in (self.autoscaler, self.audit_lease, self.runner, self.tailer, self.audit_feed):
+        for part in (self.log_probe, self.provisioner_runner, self.autoscaler, self.refused_alerts, self.audit_lease,
+                     self.runner, self.tailer,
+                     self.audit_feed):
             if part is not None:
                 part.stop()
         if self.roving is None:  # a parent of API workers: it started no control plane of its own

@@ -61,6 +61,7 @@ class AssignmentWaiters:
     def __init__(self, views: Any) -> None:
         self.views = views
         self._events: dict[str, asyncio.Event] = {}  # touched on the loop only; read (atomically) by the tailer
+        self._sent: dict[str, tuple[str, frozenset]] = {}  # node -> (ETag, orders) of the last answer it was given
         self._loop: asyncio.AbstractEventLoop | None = None
         self.closing = False  # the server is stopping: every wait answers now, none starts to hold
 
@@ -82,6 +83,15 @@ class AssignmentWaiters:
                 await asyncio.wait_for(event.wait(), remaining)
             except TimeoutError:
                 return await read()
+
+    def answered(self, node: Any, tag: str, orders: frozenset) -> None:
+        """The answer a node was just given: its next poll, naming this ETag, waits for orders beyond these."""
+        self._sent[str(node)] = (tag, orders)
+
+    def sent(self, node: Any, tag: str) -> frozenset | None:
+        """The orders of the answer with this ETag, if it was this process's last answer to the node."""
+        found = self._sent.get(str(node))
+        return found[1] if found is not None and found[0] == tag else None
 
     def close(self) -> None:
         """The server stops: held polls answer what they have at once (the agent asks again, of the next server),

@@ -8,13 +8,16 @@ from typing import Any
 from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from adapters.auth.tokens import Claims, InvalidToken, verify, verify_webhook
+from adapters.auth.tokens import WORKFLOW, Claims, InvalidToken, verify, verify_webhook
 from api.http.errors import Unauthorized, problem
+from api.http.workflow_tokens import check_workflow_token
 from domain.tenancy import Role, Source
 from domain.tenancy.permissions import Principal
 from domain.tenancy.revocation import family_jti
 
-PUBLIC = frozenset({"/healthz", "/readyz", "/metrics", "/v4/auth/login", "/v4/auth/refresh", "/v4/openapi.json"})
+PUBLIC = frozenset({"/healthz", "/readyz", "/metrics", "/v4/auth/login", "/v4/auth/refresh", "/v4/openapi.json",
+                    "/v4/version", "/v4/docs", "/v4/docs/start.js"})
+DOCS_STATIC = "/v4/docs/static/"  # the try-it page's Swagger UI files (api.http.routes.openapi)
 WEBHOOK_OR_ACCESS = frozenset({"/v4/alerts", "/v4/nodes/-/sd_config"})
 
 
@@ -29,11 +32,19 @@ def bearer(headers: Any) -> str:
     return token.strip()
 
 
-def claims_for(token: str, key: bytes, now: datetime, path: str) -> Claims:
-    """Access tokens everywhere; the webhook token also on the Alertmanager and service-discovery paths."""
+def claims_for(token: str, key: bytes, now: datetime, path: str, workflow_tokens: bool = False) -> Claims:
+    """Access tokens everywhere; with `workflow_tokens` (API requests, whose middleware holds them to their few
+    routes; not the web UI or the endpoint proxy) a workflow's token too; the webhook token also on the
+    Alertmanager and service-discovery paths."""
     try:
         return verify(token, key, now)
     except InvalidToken as error:
+        if error.reason == "wrong kind" and workflow_tokens:
+            try:
+                return verify(token, key, now, kind=WORKFLOW)
+            except InvalidToken as workflow_error:
+                if workflow_error.reason != "wrong kind":
+                    raise Unauthorized(f"token refused: {workflow_error.reason}") from None
         if error.reason == "wrong kind" and path in WEBHOOK_OR_ACCESS:
             try:
                 return verify_webhook(token, key, now)
@@ -68,7 +79,7 @@ def principal_of(claims: Claims, tenancy: Any) -> Principal:
 def authenticate(scope: Scope, key: bytes, tenancy: Any, now: datetime | None = None) -> Principal:
     """The principal of a request scope, or Unauthorized; the token's claims go in the scope's state (logout)."""
     token = bearer(HTTPConnection(scope).headers)
-    claims = claims_for(token, key, now or datetime.now(UTC), scope["path"])
+    claims = claims_for(token, key, now or datetime.now(UTC), scope["path"], workflow_tokens=True)
     scope.setdefault("state", {})["claims"] = claims
     return principal_of(claims, tenancy)
 
@@ -82,13 +93,19 @@ class AuthMiddleware:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # the endpoint proxy checks its own callers (token in FB-Authorization; public endpoints need none),
         # so a service's own Authorization header can pass through untouched
-        if scope["type"] != "http" or scope["path"] in PUBLIC or scope["path"].startswith("/endpoints/"):
+        if scope["type"] != "http" or scope["path"] in PUBLIC or scope["path"].startswith(("/endpoints/", DOCS_STATIC)):
             await self.app(scope, receive, send)
             return
         try:
             principal = authenticate(scope, self.key, getattr(self.views, "tenancy", None))
+            claims = scope["state"]["claims"]
+            refused = check_workflow_token(claims, scope["method"], scope["path"], self.views) \
+                if claims.kind == WORKFLOW else None
         except Unauthorized as error:
             await problem(401, error.reason)(scope, receive, send)
+            return
+        if refused is not None:
+            await problem(403, refused)(scope, receive, send)
             return
         scope.setdefault("state", {})["principal"] = principal
         await self.app(scope, receive, send)

@@ -10,6 +10,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
+from adapters.jetstream.client import ServerRefused
 from domain.app.errors import Busy, Conflict, Forbidden, Invalid, LoginRefused, NotFound, StaleEpoch
 from domain.tenancy.permissions import Denied, Outcome
 
@@ -101,11 +102,21 @@ async def on_unauthorized(request: Request, error: Unauthorized | LoginRefused) 
 
 
 async def on_log_unavailable(request: Request, error: OperationalError) -> Response:
-    """The log could not be reached, or did not acknowledge in time: try again soon (a write whose
-    acknowledgement was lost may have landed; reading back tells)."""
-    answer = problem(503, f"the log is unavailable: {error}", "log", code="log_unavailable")
+    """The log could not be reached, did not acknowledge in time, or refused the write for a reason of its own (a
+    full disk refuses an atomic batch as "incomplete"): try again soon (a write whose acknowledgement was lost may
+    have landed; reading back tells). What the log probe knows of the cause is said too."""
+    what = "refused the write" if isinstance(error, ServerRefused) else "is unavailable"
+    cause = log_failure(request)
+    message = f"the log {what}: {error}" + (f" ({cause})" if cause else "")
+    answer = problem(503, message, "log", code="log_unavailable")
     answer.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
     return answer
+
+
+def log_failure(request: Request) -> str:
+    """Why the log takes no writes now, as this process's probe last saw (adapters/log_probe.py), or ""."""
+    probe = getattr(getattr(request.app.state, "services", None), "log_probe", None)
+    return probe.failure() if probe is not None else ""
 
 
 async def on_http(request: Request, error: HTTPException) -> Response:

@@ -3,7 +3,8 @@
 Routes read bodies whole (`await request.body()`), so without a cap one client can hold any amount of the
 API's memory. A declared Content-Length over the cap is refused before a byte is read; a body without one
 (chunked) is counted as it arrives and refused the moment it passes the cap. The endpoint proxy (`/endpoints/`)
-streams bodies to the service without holding them, so the service sets its own limit there.
+streams bodies to the service without holding them, so the service sets its own limit there; so does the object
+store (`/v4/objects/`), which streams a put into JetStream and caps it at ROVING_OBJECT_MAX_BYTES.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from api.http.errors import problem
 
 DEFAULT_MAX_BODY_BYTES = 4 * 2**20
-STREAMED = "/endpoints/"
+STREAMED = ("/endpoints/", "/v4/objects/")  # the object store caps its puts itself (ROVING_OBJECT_MAX_BYTES)
 
 
 class BodyTooLarge(Exception):

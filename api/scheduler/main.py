@@ -32,7 +32,7 @@ def scheduler_main(argv: list[str]) -> int:
     stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
     signal.signal(signal.SIGINT, lambda *_: stopping.set())
-    stack = Stack(settings, embedded_nats=False, audit=False).start()
+    stack = Stack(settings, embedded_nats=False, audit=False, provisioners=False).start()  # no API: no providers
     try:
         stopping.wait()
     finally:

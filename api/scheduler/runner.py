@@ -29,9 +29,13 @@ POLL_SECONDS = 0.2  # without log signals: how often the views' position is comp
 # work or capacity (readied, ended, requeued, a node or the config changed) wakes it.
 OWN_EVENTS = frozenset({"Allocation.Placed", "Allocation.SchedulingBlocked", "Node.AllocationPlaced",
                         "Workflow.StageStarted"})
-WAKING_AGGREGATES = ("Workflow.", "Allocation.", "Node.", "ClusterConfig.")
+WAKING_AGGREGATES = ("Workflow.", "Allocation.", "Node.", "ClusterConfig.", "Project.")  # Project: quota, members
 RESTART_GRACE_SECONDS = 10.0  # on top of one lease: agents retry their heartbeat every 2 s, each call up to 5 s
 MAX_BLOCKED_EVENTS_PER_PASS = 256  # the rest are written on the next passes, never lost
+# A pass woken by events starts at least this long after the last one ended: a stream of submissions and reports
+# is taken by fewer passes (each reads the whole queue), while an idle cluster's next pass starts at once.
+PASS_GAP = 0.01
+PLACEMENTS_PER_COMMIT = 100  # a placement is about four events; an atomic batch holds at most 1,000
 RENEW_AFTER = 0.25  # of the lease TTL: a pass renews the leader lease only when this much of it has passed
 
 
@@ -49,8 +53,6 @@ class SchedulerRunner:
                  signals=None) -> None:
         self.roving, self.views, self.tailer, self.leases = roving, views, tailer, leases
         self.signals = signals
-        if signals is not None:
-            signals.listen(self.observe)
         self.holder = holder or f"{socket.gethostname()}:{os.getpid()}"
         self.wake = threading.Event()
         self.stopping = threading.Event()
@@ -62,10 +64,14 @@ class SchedulerRunner:
         self.announced: dict[str, Why] = {}  # the causes already written as SchedulingBlocked events
         self.refused: dict[str, str] = {}  # this pass's placements the log refused, with the reason
         self._renewed = self._leases_checked = float("-inf")  # monotonic times of the last renewal and check
+        self._passed = float("-inf")  # monotonic time the last pass ended
         self._standby_until = float("-inf")  # not leading: when to ask for the lease again
         self._config: tuple[int, object] | None = None  # (config generation, the scheduler config read then)
         self._config_generation = 0  # counts ClusterConfig events applied: the cached config is stale when it moved
+        self.after_pass: list = []  # called with (decisions, now) after each pass's commits (api.provisioning.asks)
         self._thread = threading.Thread(target=self._run, name="roving-scheduler", daemon=True)
+        if signals is not None:  # last: a batch may arrive on the tailer's thread at once, and observe reads the above
+            signals.listen(self.observe)
 
     def start(self) -> SchedulerRunner:
         self._thread.start()
@@ -99,6 +105,8 @@ class SchedulerRunner:
         while not self.stopping.is_set():
             backstop = max(0.0, last_pass + period - time.monotonic())
             signalled = self.wake.wait(timeout=backstop if self.signals is not None else POLL_SECONDS)
+            if signalled:  # passes back to back under a stream of events: let the next one take them all
+                self.stopping.wait(max(0.0, self._passed + PASS_GAP - time.monotonic()))
             self.wake.clear()
             try:  # the log may be down (the config is read from it): the thread must outlive any outage
                 interval = float(self.config(fresh=not signalled).interval_seconds)
@@ -116,6 +124,12 @@ class SchedulerRunner:
                 log.exception("scheduler.tick_failed")
 
     def tick(self, cause: str = "manual") -> None:
+        try:
+            self._tick(cause)
+        finally:
+            self._passed = time.monotonic()
+
+    def _tick(self, cause: str) -> None:
         if not self.lead():
             self.announced = {}  # another leader writes them meanwhile; the allocation skips repeats
             return
@@ -153,6 +167,8 @@ class SchedulerRunner:
         metrics.PASS_SECONDS.observe(elapsed)
         self.refused: dict[str, str] = {}
         self._commit(decisions, now)
+        for hook in self.after_pass:
+            hook(decisions, now)
         self._explain_refusals(decisions)
         self.views.why.set(decisions.reasons, now)
         self._announce_blocked(decisions.reasons, now)
@@ -169,11 +185,33 @@ class SchedulerRunner:
             if evicted:
                 metrics.BLOCKED_BEFORE_EVICTION.observe(self._waited(preemption.preemptor_id, now))
             self._place(preemption.preemptor_id, preemption.node_ids, now, metrics.PLACEMENTS)
-        for placement in decisions.placements:
-            self._place(placement.allocation_id, placement.node_ids, now, metrics.PLACEMENTS)
-        for backfill in decisions.backfills:
-            self._place(backfill.allocation_id, backfill.node_ids, now, metrics.BACKFILLS)
+        chosen = [(p.allocation_id, p.node_ids, metrics.PLACEMENTS) for p in decisions.placements]
+        chosen += [(b.allocation_id, b.node_ids, metrics.BACKFILLS) for b in decisions.backfills]
+        for start in range(0, len(chosen), PLACEMENTS_PER_COMMIT):
+            self._place_all(chosen[start:start + PLACEMENTS_PER_COMMIT], now)
         metrics.NEAR_MISSES.set(decisions.counters.near_miss_priority_gaps)
+
+    def _place_all(self, chosen: list, now: datetime) -> None:
+        """Placements in one commit (the log takes a batch for about what one commit costs); each refused one is
+        remembered with its reason. When the commit as a whole fails, each is placed on its own."""
+        waited = {allocation: self._waited(allocation, now) for allocation, _, _ in chosen}
+        try:
+            outcome = self.roving.place_all([(UUID(a), [UUID(n) for n in nodes]) for a, nodes, _ in chosen],
+                                            "scheduler", now)
+        except OperationalError:  # the log is down: the pass is retried, nothing was placed
+            raise
+        except Exception:  # noqa: BLE001 - one placement broke the batch: place them one by one
+            log.exception("scheduler.batch_placement_failed", placements=len(chosen))
+            for allocation, nodes, counter in chosen:
+                self._place(allocation, nodes, now, counter)
+            return
+        for allocation, _, counter in chosen:
+            result = outcome.get(UUID(allocation), "not placed")
+            if isinstance(result, str):
+                self._refused(allocation, result)
+            else:
+                counter.inc()
+                metrics.READY_WAIT.observe(waited[allocation])
 
     def _place(self, allocation: str, node_ids, now: datetime, counter) -> None:
         """Place one allocation; its wait since READY is observed only when the placement committed. A refused
@@ -182,12 +220,15 @@ class SchedulerRunner:
         try:
             self.roving.place(UUID(allocation), [UUID(n) for n in node_ids], "scheduler", now)
         except REFUSED as error:
-            metrics.STALE_DECISIONS.inc()
-            log.info("scheduler.placement_refused", allocation_id=allocation, reason=str(error))
-            self.refused[allocation] = str(error)
+            self._refused(allocation, str(error))
             return
         counter.inc()
         metrics.READY_WAIT.observe(waited)
+
+    def _refused(self, allocation: str, reason: str) -> None:
+        metrics.STALE_DECISIONS.inc()
+        log.info("scheduler.placement_refused", allocation_id=allocation, reason=reason)
+        self.refused[allocation] = reason
 
     def _explain_refusals(self, decisions) -> None:
         """`why` and the pass counters say what happened: a refused placement is not a placement."""
@@ -209,9 +250,13 @@ class SchedulerRunner:
         """A `SchedulingBlocked` event per allocation whose cause is new; the same cause stays quiet."""
         fresh = blocked_events(self.announced, reasons)
         later = set(fresh[MAX_BLOCKED_EVENTS_PER_PASS:])
-        for allocation in fresh[:MAX_BLOCKED_EVENTS_PER_PASS]:
-            if self._try(self.roving.record_blocked, UUID(allocation), reasons[allocation], "scheduler", now):
-                metrics.BLOCKED_EVENTS.inc()
+        written = [(UUID(allocation), reasons[allocation]) for allocation in fresh[:MAX_BLOCKED_EVENTS_PER_PASS]]
+        if written:  # one commit for the pass's new causes, not one each
+            try:
+                metrics.BLOCKED_EVENTS.inc(self.roving.record_blocked_all(written, "scheduler", now))
+            except REFUSED as error:
+                metrics.STALE_DECISIONS.inc()
+                log.info("scheduler.decision_refused", command="record_blocked_all", reason=str(error))
         self.announced = {k: v for k, v in reasons.items() if k not in later}
 
     def _try(self, command, *args) -> bool:

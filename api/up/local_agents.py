@@ -9,14 +9,17 @@ growing pause (1 s doubling to 30 s), so a broken agent does not spin; the pause
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import structlog
+
+from adapters.backoff import Backoff
 
 log = structlog.get_logger("roving.stack")
 FIRST_PAUSE, LONGEST_PAUSE, STEADY_SECONDS, CHECK_EVERY = 1.0, 30.0, 60.0, 0.5
@@ -30,7 +33,7 @@ class Kept:
     env: dict[str, str] | None = None  # None: the keeper's own environment
     process: subprocess.Popen | None = None
     started: float = 0.0
-    pause: float = FIRST_PAUSE
+    backoff: Backoff = field(default_factory=lambda: Backoff(FIRST_PAUSE, LONGEST_PAUSE, STEADY_SECONDS))
     due: float = 0.0           # when a dead one may start again
     restarts: int = 0
 
@@ -46,7 +49,7 @@ class LocalAgents:
         self.thread = threading.Thread(target=self._watch, name="roving-local-agents", daemon=True)
 
     def add(self, name: str, argv: list[str], log_path: Path | None, env: dict[str, str] | None = None) -> None:
-        kept = Kept(name, argv, log_path, env=env, pause=FIRST_PAUSE)
+        kept = Kept(name, argv, log_path, env=env)
         with self.lock:
             self._start(kept)
             self.kept.append(kept)
@@ -58,12 +61,13 @@ class LocalAgents:
         with self.lock:
             return [k.process for k in self.kept if k.process is not None]
 
-    def stop(self, grace: float = 10.0) -> None:
+    def stop(self, grace: float = 10.0, signum: int = signal.SIGTERM) -> None:
+        """Stop them all with `signum` (an agent detaches on SIGUSR1: its jobs run on), killed after `grace` s."""
         self.stopping.set()
         with self.lock:
             running = [k.process for k in self.kept if k.process is not None and k.process.poll() is None]
         for process in running:
-            process.terminate()
+            process.send_signal(signum)
         for process in running:
             try:
                 process.wait(grace)
@@ -91,9 +95,7 @@ class LocalAgents:
             return
         if not kept.due:
             lived = now - kept.started
-            if lived >= STEADY_SECONDS:
-                kept.pause = FIRST_PAUSE
-            kept.due, kept.pause = now + kept.pause, min(kept.pause * 2, LONGEST_PAUSE)
+            kept.due = now + kept.backoff.after_death(lived)
             log.warning(f"stack.{self.kind}_died", node=kept.name, exit_code=process.returncode, lived_s=round(lived, 1),
                         restart_in_s=round(kept.due - now, 1))
         if now >= kept.due:

@@ -21,6 +21,8 @@ Settings come from the environment:
   ROVING_LISTEN              HTTP address (default 127.0.0.1:8080)
   ROVING_LOCAL_NODES         local agents to start (default 2)
   ROVING_LOCAL_AGENT_RESTART start a local agent again when it dies (default true; false to study node loss)
+  ROVING_STOP_LOCAL_JOBS     a stop of roving up stops the local jobs too (default false: they run on, and the
+                             next roving up on this data dir adopts them)
   ROVING_LOCAL_NODE_CPUS     cpus each local node declares (default 4)
   ROVING_LOCAL_NODE_MEMORY   memory each local node declares (default 8GiB)
   ROVING_NATS_URL            use this NATS (cluster) instead of starting one
@@ -123,6 +125,22 @@ def greeting(url: str, data_dir: Path) -> str:
     ])
 
 
+def pool_warning(local_agents: bool) -> str:
+    """What a local pool cannot promise here, said once at start: run as a normal user, its jobs share this user;
+    bubblewrap keeps them from the data directory and mounts volumes at their paths, and without it the pool runs
+    only the admin's work."""
+    if not local_agents:
+        return ""
+    from adapters.runtime.host import INSTALL, HostSandbox
+
+    if HostSandbox.found() is not None:
+        return ""
+    if os.geteuid() != 0:
+        return (f"warning: the local pool is single-user: its jobs run as you, and without bubblewrap nothing keeps "
+                f"them from this data directory, so it runs only the admin's work; {INSTALL}")
+    return f"note: the local pool cannot mount volumes at their Fuzzfile paths (stages that do are refused): {INSTALL}"
+
+
 def _exit_on_sigterm() -> None:
     """uvicorn re-raises the signal it caught after shutting down; ours turns it into a clean exit."""
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
@@ -152,7 +170,7 @@ def _run(local_agents: bool, monitoring: dict[str, str] | None = None, workers: 
                                      metrics=monitoring is not None)
         if monitoring is not None:
             _start_monitoring(stack, monitoring)
-        print(greeting(stack.url, stack.data_dir), flush=True)
+        print("\n".join(filter(None, [greeting(stack.url, stack.data_dir), pool_warning(local_agents)])), flush=True)
         stack.serve()
     except MonitoringError as error:
         print(f"roving: {error}", file=sys.stderr)
@@ -198,7 +216,7 @@ def _run_workers(settings, local_agents: bool, monitoring: dict[str, str] | None
     except KeyboardInterrupt:
         return 0
     finally:
-        stack.agents.stop()  # agents before the workers they talk to, and NATS last
+        stack.stop_local_agents()  # agents before the workers they talk to, and NATS last
         if pool is not None:
             pool.stop()
         stack.stop()

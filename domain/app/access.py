@@ -13,6 +13,7 @@ from uuid import UUID
 
 from domain.app.errors import Forbidden, NotFound
 from domain.app.ids import node_id
+from domain.ids import as_uuid
 from domain.endpoint import Endpoint, OwnerKind
 from domain.tenancy import Role, Source
 from domain.tenancy.permissions import (
@@ -55,8 +56,9 @@ def check_visible(principal: Principal, thing: Resource | Endpoint | None, what:
 
 def work(owner: Any, kind: str = "workflow") -> Resource:
     """A workflow's or allocation's resource from its owner (a dict of ids, or a view's Struct)."""
-    org, group, user = (_uuid(_owner_field(owner, k)) for k in ("organization", "group", "user"))
-    return Resource(kind, org, group, user)
+    org, group, user = (as_uuid(_owner_field(owner, k)) for k in ("organization", "group", "user"))
+    project = owner.get("project") if isinstance(owner, dict) else getattr(owner, "project", "")
+    return Resource(kind, org, group, user, project=str(project or ""))
 
 
 def view_work(principal: Principal, owner: Any) -> None:
@@ -87,7 +89,9 @@ def explain_workflow(principal: Principal, owner: Any) -> None:
 
 
 def submitter(principal: Principal) -> None:
-    if principal.source is not Source.ADMIN:  # agents and webhooks run work; people own it
+    """People submit, and their running workflows (FB_WORKFLOW_TOKEN: a child is its parent's owner's, as if the
+    owner had submitted it); agents and webhooks run work, they own none."""
+    if principal.source not in (Source.ADMIN, Source.WORKFLOW):
         raise Forbidden(f"workflows are submitted with a user's token, not with the {principal.source.value} token")
 
 
@@ -131,6 +135,21 @@ def config_reader(principal: Principal) -> None:
 def config_changer(principal: Principal) -> None:
     if not principal.is_cluster_admin:
         raise Forbidden("the central configuration is changed by cluster admins only")
+
+
+def project_admin(principal: Principal) -> None:
+    """Projects (their quotas, members and grants) are cluster policy: cluster admins make and change them."""
+    if not principal.is_cluster_admin:
+        raise Forbidden("projects are made and changed by cluster admins only")
+
+
+def sees_project(principal: Principal, path: str, members: list[str]) -> bool:
+    """Cluster admins see every project; a user sees the projects they belong to, and those a `project:view` grant
+    covers (on the project or an ancestor)."""
+    if principal.is_cluster_admin:
+        return True
+    name = principal.username.lower()
+    return any(m.lower() == name for m in members) or principal.granted(path, "project:view") is not None
 
 
 def profile_changer(principal: Principal) -> None:
@@ -240,15 +259,6 @@ def _owner_field(owner: Any, key: str) -> Any:
     if isinstance(owner, dict):
         return owner.get(f"{key}_id") or owner.get(key)
     return getattr(owner, f"{key}_id", None)
-
-
-def _uuid(value: Any) -> UUID | None:
-    if value is None or isinstance(value, UUID):
-        return value
-    try:
-        return UUID(str(value))
-    except ValueError:
-        return None
 
 
 def posix_id_setter(principal: Principal) -> None:

@@ -17,10 +17,10 @@ from domain.allocation import Allocation
 from domain.app.config import ConfigHandlers
 from domain.app.errors import Conflict
 from domain.app.ids import allocation_id
+from domain.app.ledgers import Ledgers
 from domain.app.read_models import ReadModels
 from domain.app.unit_of_work import UnitOfWork
 from domain.fuzzfile.semantics import StageStatus
-from domain.node import Node
 from domain.workflow import Workflow
 
 LIVE = (StageStatus.READY, StageStatus.STARTED, StageStatus.RUNNING)
@@ -30,6 +30,7 @@ SAVE_CHUNK = 256  # allocations per atomic save: JetStream caps an atomic batch 
 class Allocations:
     def __init__(self, uow: UnitOfWork, config: ConfigHandlers, read_models: ReadModels) -> None:
         self.uow, self.config, self.read_models = uow, config, read_models
+        self.ledgers = Ledgers(uow, config)
         # (workflow, stage, reason, at) -> what it touched: a service's endpoints stop sending to a lost node
         self.service_lost: Callable[[Workflow, str, str, datetime], list[Any]] = lambda *_: []
 
@@ -42,7 +43,8 @@ class Allocations:
         priorities = self.owner_priorities(workflow.owner) if ready_stages else {}  # a stage that ended has none
         for ready in ready_stages:
             aid = allocation_id(workflow.id, ready.stage.name, ready.attempt)
-            if not fresh and aid in self.uow.repository:
+            repository = self.uow.repository
+            if not fresh and not repository.presumed_new(aid) and aid in repository:
                 continue
             alloc = Allocation.request(
                 aid, workflow.id, ready.stage.name, ready.attempt, msgspec.to_builtins(ready.stage.resources),
@@ -62,14 +64,14 @@ class Allocations:
                     found.append(alloc)
         return found
 
-    def release(self, alloc: Allocation, by: str, at: datetime) -> list[Node]:
-        """The nodes that gave the allocation's resources back."""
-        nodes = []
+    def release(self, alloc: Allocation, by: str, at: datetime) -> list[Any]:
+        """The nodes that gave the allocation's resources back, and the ledgers of its quotas and shared resources."""
+        nodes: list[Any] = []
         for nid in alloc.nodes:
             node = self.uow.repository.get(UUID(nid))
             if node.release_allocation(str(alloc.id), by=by, at=at):
                 nodes.append(node)
-        return nodes
+        return nodes + self.ledgers.discharge(alloc, by, at)
 
     def lose(self, lost: list[str], reason: str, by: str, at: datetime) -> list:
         """Allocations whose node went away: evicted, their resources released, their stages retried or failed
@@ -84,7 +86,8 @@ class Allocations:
             alloc.evict(reason, by=by, at=at)
             if workflow.stage(alloc.stage).status in (StageStatus.STARTED, StageStatus.RUNNING):
                 workflow.stage_lost_node(alloc.stage, alloc.attempt, at=at,
-                                         max_eviction_restarts=self.config.max_eviction_restarts(), by=by)
+                                         max_eviction_restarts=self.config.max_eviction_restarts(), by=by,
+                                         cause=reason)
                 if workflow.stage(alloc.stage).kind == "service":
                     touched += self.service_lost(workflow, alloc.stage, reason, at)
             touched += [alloc, *self.release(alloc, by, at)]

@@ -112,15 +112,17 @@ class EndpointHandlers:
             touched += [found, *self._carry_out(decision, principal.username, at)]
         return touched
 
-    def service_ready(self, workflow: Workflow, stage: str, at: datetime) -> list[Any]:
+    def service_ready(self, workflow: Workflow, stage: str, at: datetime, host: str = LOCAL_HOST,
+                      listening: tuple[int, ...] | None = None) -> list[Any]:
         """A service (or one replica: `stage`) passed its readiness probe: bind its pending endpoints and retire
-        what they replace, or join the endpoints it is bound to already."""
+        what they replace, or join the endpoints it is bound to already. The target is the service's node
+        (`host`, where its agent registered) at its declared port; `listening` is what its processes bound."""
         service, touched = workflow.service_of(stage), []
         for endpoint, port in self._endpoints_for(workflow, service):
             before = endpoint.version
             try:
-                decision = endpoint.service_ready(workflow.id, service, LOCAL_HOST, replica_port(port, stage),
-                                                  by="agent", at=at, replica=stage)
+                decision = endpoint.service_ready(workflow.id, service, host, replica_port(port, stage),
+                                                  by="agent", at=at, replica=stage, listening=listening)
             except EndpointError:
                 continue  # superseded or deleted meanwhile: the service simply serves no endpoint
             if endpoint.version != before:

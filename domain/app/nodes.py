@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from uuid import UUID
 
-from domain.alerts import AlertPayloadError, apply_alert, parse_webhook
+from domain.alerts import AlertPayloadError, apply_alert, parse_webhook, retry_refused
 from domain.app import access
 from domain.app.allocations import Allocations
 from domain.app.config import ConfigHandlers
@@ -181,6 +181,17 @@ class NodeHandlers:
             self.uow.save(found)
             outcomes.append(f"{alert.node}: {outcome}")
         return outcomes
+
+
+    @command
+    def retry_refused_holds(self, node: UUID, peers: list[NodeSummary], at: datetime) -> list[str]:
+        """Place the monitoring holds the ceiling refused on `node` once it allows them (the refused-alerts loop)."""
+        found = self.uow.load(Node, node, "node")
+        placed = retry_refused(found, peers=[p for p in peers if p.id != str(node)], at=at,
+                               max_monitoring_percent=self.config.max_monitoring_percent())
+        if placed:
+            self.uow.save(found)
+        return placed
 
 
 class _hold_errors:

@@ -11,6 +11,8 @@ hands it the views' answers through this one interface:
   provides is refused at submission; absent or None, only conflicting segments are.
 - `live_allocations_of(kind, owner_id)`: the queued and running allocations of an organization, group or
   user; none, a priority change records only the tenancy event.
+- `project_paths()` and `member_projects(username)` (optional): the live projects, and those a user belongs to;
+  absent, the cluster is taken to be in open mode (work needs no project unless it names one).
 """
 
 from __future__ import annotations
@@ -52,6 +54,15 @@ class ReadModelFunctions:
     priorities: Callable[[dict[str, str]], dict[str, int]] | None = None
     allocations_of_owner: Callable[[str, UUID], Iterable[UUID]] | None = None
     segments: Callable[[], set[str] | None] | None = None
+    projects: Callable[[], list[str]] | None = None
+    projects_of: Callable[[str], list[str]] | None = None
+
+    def project_paths(self) -> list[str] | None:
+        """Every live project's path; None: not known (open mode)."""
+        return self.projects() if self.projects is not None else None
+
+    def member_projects(self, username: str) -> list[str]:
+        return self.projects_of(username) if self.projects_of is not None else []
 
     def node_segments(self) -> set[str] | None:
         """The storage segments registered nodes are in; None: not known (segments are then not checked)."""

@@ -11,7 +11,7 @@ from uuid import UUID
 from domain.allocation import Allocation, IllegalTransition
 from domain.app.allocations import Allocations
 from domain.app.config import ConfigHandlers
-from domain.app.errors import Conflict, Invalid
+from domain.app.errors import Conflict, Invalid, NotFound
 from domain.app.profiles import ProfileHandlers
 from domain.app.read_models import ReadModels
 from domain.app.unit_of_work import UnitOfWork, command
@@ -31,21 +31,49 @@ class SchedulingHandlers:
 
     @command
     def place(self, allocation: UUID, node_ids: list[UUID], by: str, at: datetime) -> int:
+        touched: list[Any] = []
+        epoch = self._place_one(allocation, node_ids, by, at, touched)
+        self.uow.save(*touched)
+        return epoch
+
+    @command
+    def place_all(self, placements: Sequence[tuple[UUID, list[UUID]]], by: str, at: datetime) -> dict[UUID, int | str]:
+        """A scheduler pass's placements in one commit: each one's epoch, or why it was refused (a refused placement
+        changes nothing; the others go ahead). A lost race decides every one again on fresh state."""
+        outcome: dict[UUID, int | str] = {}
+        touched: list[Any] = []
+        for allocation, node_ids in placements:
+            try:
+                outcome[allocation] = self._place_one(allocation, node_ids, by, at, touched)
+            except (Conflict, NotFound) as error:
+                outcome[allocation] = str(error)
+        self.uow.save(*touched)
+        return outcome
+
+    def _place_one(self, allocation: UUID, node_ids: list[UUID], by: str, at: datetime, touched: list[Any]) -> int:
+        """Place one allocation in the running command, or refuse it (Conflict) having changed nothing."""
         alloc = self.uow.load(Allocation, allocation, "allocation")
         workflow = self.uow.load(Workflow, alloc.workflow_id, "workflow")
         nodes = [self.uow.load(Node, n, "node") for n in node_ids]
         self.profiles.check_current(workflow.stages[alloc.stage].spec)  # moved: refused, it stays queued
         res = alloc.resources
+        placement = Placement(id=str(alloc.id), cpu=int(res.get("cpu_cores", 1)), memory=int(res.get("memory_bytes", 0)),
+                              devices=dict(res.get("devices", {})))
+        refusals = [alloc.placement_refusal([str(n) for n in node_ids]),
+                    *(node.placement_refusal(placement) for node in nodes),
+                    workflow.start_refusal(alloc.stage, alloc.attempt, nodes[0].name) if nodes else None,
+                    self.allocations.ledgers.refusal(alloc, workflow, nodes, by, at)]  # quotas, licenses: exact here
+        if (refused := next((r for r in refusals if r is not None), None)) is not None:
+            raise Conflict(f"cannot place {alloc.stage}: {refused}")
         try:
             epoch = alloc.place([str(n) for n in node_ids], by=by, at=at)
             for node in nodes:
-                node.place_allocation(Placement(id=str(alloc.id), cpu=int(res.get("cpu_cores", 1)),
-                                                memory=int(res.get("memory_bytes", 0)),
-                                                devices=dict(res.get("devices", {}))), by=by, at=at)
+                node.place_allocation(placement, by=by, at=at)
             workflow.stage_started(alloc.stage, alloc.attempt, nodes[0].name, at=at, by=by)
-        except (IllegalTransition, NodeError, WorkflowError) as error:
-            raise Conflict(f"cannot place {alloc.stage}: {error}") from error
-        self.uow.save(alloc, *nodes, workflow)
+            ledgers = self.allocations.ledgers.charge(alloc, workflow, nodes, by, at)
+        except (IllegalTransition, NodeError, WorkflowError, Conflict) as error:  # checked above: a rule they missed
+            raise AssertionError(f"placing {alloc.stage} broke a rule its checks passed: {error}") from error
+        touched += [alloc, *nodes, workflow, *ledgers]
         return epoch
 
     @command
@@ -66,6 +94,23 @@ class SchedulingHandlers:
             return False
         self.uow.save(alloc)
         return True
+
+    @command
+    def record_blocked_all(self, blocked: Sequence[tuple[UUID, Why]], by: str, at: datetime) -> int:
+        """A pass's new causes in one commit: how many allocations got a `SchedulingBlocked` event (one that ended
+        or went meanwhile is passed over)."""
+        touched = []
+        for allocation, why in blocked:
+            try:
+                alloc = self.uow.load(Allocation, allocation, "allocation")
+            except NotFound:
+                continue
+            reason, detail = why.cause()
+            if not alloc.ended and alloc.record_blocked(reason.value, why.message, f"{reason.value}:{detail}",
+                                                        by=by, at=at):
+                touched.append(alloc)
+        self.uow.save(*touched)
+        return len(touched)
 
     def check_feasible_submission(self, workflow: Workflow, definitions: Sequence[Definition] | None) -> None:
         """Refuse stages no node of any definition could hold even when idle; no definitions: accept."""

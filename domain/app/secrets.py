@@ -20,6 +20,7 @@ import msgspec
 
 from domain.app.errors import Conflict, Forbidden, NotFound, invalid
 from domain.app.ids import group_id
+from domain.ids import as_uuid
 from domain.app.secret_reading import SecretReading, context
 from domain.app.unit_of_work import UnitOfWork, command
 from domain.secrets import (INDEX_ID, Cipher, Scope, SecretError, SecretIndex, SecretShelf, check_name, check_scope,
@@ -133,7 +134,7 @@ class SecretHandlers(SecretReading):
             if len(owned) != 1:
                 raise invalid("group", f"name the group (you own {len(owned)} groups)")
             wanted = str(owned[0])
-        found = self.get(_as_uuid(wanted) or group_id(principal.organization_id or UUID(int=0), wanted))
+        found = self.get(as_uuid(wanted) or group_id(principal.organization_id or UUID(int=0), wanted))
         if not isinstance(found, Group) or not (principal.is_cluster_admin
                                                 or found.organization_id == principal.organization_id):
             raise NotFound("group")  # another organization's group is answered as an unknown one
@@ -172,13 +173,6 @@ class SecretHandlers(SecretReading):
 def person(principal: Principal) -> None:
     if principal.source is not Source.ADMIN or principal.user_id is None:
         raise Forbidden(f"secrets are written with a person's token, not with the {principal.source.value} token")
-
-
-def _as_uuid(text: str) -> UUID | None:
-    try:
-        return UUID(text)
-    except ValueError:
-        return None
 
 
 @contextlib.contextmanager

@@ -97,8 +97,10 @@ class TenancyHandlers:
             reason, _ = self.strangers.fail(username, at)
             raise LoginRefused(reason)
         user = self.uow.repository.get(uid)
-        ok = self.passwords.verify(password, user.password_hash)
-        stale = self._needs_rehash(user.password_hash)
+        # A locked account refuses even the right password and says so to anyone: no hash to spend on it
+        locked = not user.disabled and user.is_locked(at)
+        ok = not locked and self.passwords.verify(password, user.password_hash)
+        stale = not locked and self._needs_rehash(user.password_hash)
         outcome = user.login(ok, at)
         if stale:  # a right password is stored again; a wrong one costs what a current hash would
             new_hash = self.passwords.hash(password)
@@ -142,8 +144,9 @@ class TenancyHandlers:
         """Refuse one token from now on: its holder (logout) or a cluster admin. False when it already was."""
         if not principal.is_cluster_admin and (principal.user_id is None or subject != principal.user_id):
             raise Forbidden("only a cluster admin may revoke another principal's token")
-        if revocation_id(jti) in self.uow.repository:
-            return False
+        with self.uow.repository.uncached():  # revocations are read from the log, never from memory
+            if revocation_id(jti) in self.uow.repository:
+                return False
         with _tenancy_errors():
             revoked = RevokedToken.revoke(jti, str(subject or ""), expires, reason, by=principal.username, at=at)
         self.uow.save(revoked)
@@ -155,9 +158,11 @@ class TenancyHandlers:
         """Use a refresh token up (revoked from now on): None when the caller may have a new pair, else why not.
         A token already used up is a reuse (a stolen copy, or the thief got there first): the whole login's
         tokens are revoked, until `family_expires` (later than any token of the family can run)."""
-        if not family or revocation_id(family_jti(family)) in self.uow.repository:
-            return "revoked"
-        if revocation_id(jti) in self.uow.repository:
+        with self.uow.repository.uncached():  # a reused refresh token is told from the log, never from memory
+            if not family or revocation_id(family_jti(family)) in self.uow.repository:
+                return "revoked"
+            reused = revocation_id(jti) in self.uow.repository
+        if reused:
             with _tenancy_errors():
                 self.uow.save(RevokedToken.revoke(family_jti(family), str(subject), family_expires,
                                                   "refresh token reused", by="roving", at=at))

@@ -16,21 +16,57 @@ from domain.fuzzfile.schema import Problem
 _BASE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: several times faster
 
 
+LEADING_ZERO_TAG = "tag:roving,2026:leading-zero"
+YAML_1_1_ONLY = {"tag:yaml.org,2002:bool", "tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:int",
+                 "tag:yaml.org,2002:float"}
+
+
+class LeadingZero(str):
+    """A plain scalar such as `017`: YAML 1.1 reads it as octal (15), YAML 1.2 as 17. It stays the text it was (an
+    env value `01234` keeps its zero); where a number is expected the shape check says how to write one."""
+
+
+class DuplicateKey(yaml.MarkedYAMLError):
+    """A mapping that names a key twice; YAML libraries silently keep the last one."""
+
+
 class _Loader(_BASE_LOADER):  # type: ignore[misc, valid-type]  # a base chosen at run time (libyaml or not)
-    """YAML 1.2 booleans: only true/false. YAML 1.1 would turn the key `on` (retry.on) into True."""
+    """YAML 1.1 with its surprises taken out: booleans are only true/false (1.1 turns the key `on` of retry.on into
+    True), no timestamps, no sexagesimal numbers (`1:30` is text, not 90), no octal without `0o` (`017` is not 15),
+    and a key given twice in one mapping is an error naming both lines."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: dict[Any, yaml.Node] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # `<<:` merges are meant to be overridden by the mapping's own keys
+            key = self.construct_object(key_node, deep=True)
+            first = seen.setdefault(key, key_node) if isinstance(key, (str, int, float, bool)) else key_node
+            if first is not key_node:
+                raise DuplicateKey(None, None, f"duplicate key `{key}` (first at line {first.start_mark.line + 1},"
+                                   f" again at line {key_node.start_mark.line + 1}; only one may stay)",
+                                   key_node.start_mark)
+        return super().construct_mapping(node, deep=deep)
 
 
 _Loader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
+    first: [(tag, regexp) for tag, regexp in resolvers if tag not in YAML_1_1_ONLY]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
 _Loader.add_implicit_resolver(
     "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
 )
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in _Loader.yaml_implicit_resolvers.items()
-}
+_Loader.add_implicit_resolver(  # YAML 1.1's ints less base 60 and bare-zero octal; 0o17, 0x1f and 0b101 stay
+    "tag:yaml.org,2002:int",
+    re.compile(r"^[-+]?(?:0|[1-9][0-9_]*|0o[0-7_]+|0x[0-9a-fA-F_]+|0b[01_]+)$"), list("-+0123456789"),
+)
+_Loader.add_implicit_resolver(LEADING_ZERO_TAG, re.compile(r"^[-+]?0[0-9_]+$"), list("-+0"))
+_Loader.add_implicit_resolver(  # YAML 1.1's floats less base 60 (`1:30.5`)
+    "tag:yaml.org,2002:float",
+    re.compile(r"""^(?:[-+]?[0-9][0-9_]*\.[0-9_]*(?:[eE][-+]?[0-9]+)?|[-+]?\.[0-9_]+(?:[eE][-+]?[0-9]+)?
+                |[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$""", re.X), list("-+0123456789."),
+)
+_Loader.add_constructor(LEADING_ZERO_TAG, lambda loader, node: LeadingZero(node.value))
 
 KIND_NAMES = {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean", int: "a number", float: "a number"}
 PLAIN_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -110,6 +146,8 @@ def _check_union(value: Any, info: mi.UnionType, path: str, problems: list[Probl
         if _fits(value, option):
             _check(value, option, path, problems)
             return
+    if _leading_zero(value, options, path, problems):
+        return
     wanted = " or ".join(dict.fromkeys(_describe(t) for t in options))
     problems.append(Problem(path, f"expected {wanted}, got {_kind(value)}"))
 
@@ -138,7 +176,19 @@ def _unknown_key(key: str, valid: list[str]) -> str:
 def _check_scalar(value: Any, info: mi.Type, path: str, problems: list[Problem]) -> None:
     if isinstance(info, mi.AnyType) or _fits(value, info):
         return
+    if _leading_zero(value, [info], path, problems):
+        return
     problems.append(Problem(path, f"expected {_describe(info)}, got {_kind(value)}"))
+
+
+def _leading_zero(value: Any, options: list[mi.Type], path: str, problems: list[Problem]) -> bool:
+    """`017` where a number is expected: say how to write the number meant, whichever base that was."""
+    if not isinstance(value, LeadingZero) or not any(isinstance(t, (mi.IntType, mi.FloatType)) for t in options):
+        return False
+    digits = value.lstrip("+-").lstrip("0").replace("_", "") or "0"
+    problems.append(Problem(path, f"`{value}` has a leading zero, which YAML 1.1 reads as octal: write {digits}, "
+                                  f"or 0o{digits} if you mean octal"))
+    return True
 
 
 def _fits(value: Any, info: mi.Type) -> bool:
@@ -177,9 +227,20 @@ def _kind(value: Any) -> str:
     """The kind of a value, never the value itself (it may be a secret or an env value)."""
     if value is None:
         return "nothing (null)"
-    return KIND_NAMES.get(type(value), type(value).__name__)
+    return "a string" if isinstance(value, str) else KIND_NAMES.get(type(value), type(value).__name__)
 
 
 def convert(value: Any, struct_type: type) -> Any:
     """The checked data as structs (called only once check_shape found nothing)."""
-    return msgspec.convert(value, struct_type, str_keys=True)
+    return msgspec.convert(_plain(value), struct_type, str_keys=True)
+
+
+def _plain(value: Any) -> Any:
+    """LeadingZero back to str: it marks text for the shape check only (msgspec would keep, and not encode, it)."""
+    if isinstance(value, LeadingZero):
+        return str(value)
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    return value

@@ -67,7 +67,7 @@ def image_order(workflow: Workflow) -> list[str]:
     def visit(name: str) -> None:
         if name in order:
             return
-        base = own_image(workflow, images[name].from_)
+        base = own_image(workflow, images[name].base)
         if base is not None and base != name:
             visit(base)
         order.append(name)
@@ -81,7 +81,7 @@ def build_plan(workflow: Workflow, name: str) -> BuildPlan:
     image = (workflow.images or {})[name]
     files = {path: _content(workflow, f.content, f.source) for path, f in sorted((image.files or {}).items())}
     modes = {path: f.mode for path, f in sorted((image.files or {}).items()) if f.mode is not None}
-    plan = BuildPlan(name=name, source=image.from_, files=files, modes=modes, post=image.post or "",
+    plan = BuildPlan(name=name, source=image.base, files=files, modes=modes, post=image.post or "",
                      scope=image.scope or "user", ttl_seconds=_ttl(image.ttl), network=bool(image.network))
     recipe = msgspec.to_builtins(msgspec.structs.replace(plan, name="", scope="", ttl_seconds=None))
     digest = hashlib.sha256(json.dumps(recipe, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
@@ -116,9 +116,9 @@ def check_images(workflow: Workflow, steps: set[str]) -> list[Problem]:
 
 def _check_one(workflow: Workflow, image: ImageBuild, path: str) -> list[Problem]:
     problems = []
-    if not image.from_.startswith(FROM_SCHEMES):
-        problems.append(Problem(f"{path}.from", f"build from docker://REF or fuzzball://user/NAME; got "
-                                                f"`{image.from_}`"))
+    if not image.base.startswith(FROM_SCHEMES):
+        where = f"{path}.from" if isinstance(image.from_, str) else f"{path}.from.uri"
+        problems.append(Problem(where, f"build from docker://REF or fuzzball://user/NAME; got `{image.base}`"))
     if image.scope is not None and image.scope not in SCOPES:
         problems.append(Problem(f"{path}.scope", f"scope is user or group, not {image.scope}"))
     if image.ttl is not None:
@@ -146,7 +146,7 @@ def _cycles(workflow: Workflow) -> list[Problem]:
     problems, reported = [], set()
     for start in images:
         trail = [start]
-        while (base := own_image(workflow, images[trail[-1]].from_)) is not None and base not in trail:
+        while (base := own_image(workflow, images[trail[-1]].base)) is not None and base not in trail:
             trail.append(base)
         if base is not None and base in trail:
             cycle = trail[trail.index(base):] + [base]

@@ -8,6 +8,7 @@ number the pass cannot compute with (a timedelta past year 9999, a CEL int64 ove
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import msgspec
 
@@ -29,9 +30,11 @@ MAX_DEVICES = 1_024                      # resource.devices.<name>
 MAX_MEMORY_BYTES = 2**50                 # resource.memory.size (1 PiB), also after by-core is multiplied
 MAX_PROBE_SECONDS = DAY                  # readiness-probe delays, periods and timeouts
 MAX_PROBE_THRESHOLD = 1_000              # readiness-probe success and failure thresholds
-# A submission is saved as one atomic JetStream batch (at most 1,000 messages) of ~3 messages per stage made
-# ready at once (StageReadied, Allocation Requested, Readied) plus the Submitted event and endpoint claims.
+# A save is one atomic JetStream batch (at most 1,000 messages) of ~3 messages per stage it makes ready (StageReadied,
+# Allocation Requested, Readied) plus the event that caused it: at submission the stages with no dependency start,
+# later the end (or readiness) of one step starts its dependents. Skips cascading down a chain are one event.
 MAX_READY_STAGES = 300
+MAX_STEPS = 5_000  # jobs and services: a failure's cascade of skips names each (~100 bytes a step, one event)
 # The Submitted event carries the whole definition; JetStream refuses a message over its max_payload (1 MiB by
 # default), so the definition keeps ~100 KiB clear for the event's name, owner and headers.
 MAX_DEFINITION_BYTES = 900 * 1024
@@ -56,27 +59,46 @@ def bounded(problems: list[Problem], path: str, value: int | float | None, low: 
         problems.append(Problem(path, message))
 
 
-def ready_stage_count(workflow: Workflow) -> int:
-    """The most stages one save can make ready at once: every job and service, task arrays up to concurrency."""
-    count = len(workflow.services or {})
-    for job in (workflow.jobs or {}).values():
-        array = job.task_array
-        if array is None:
-            count += 1
-        else:
-            tasks = max(0, array.end - array.start + 1)
-            count += min(tasks, array.concurrency or tasks)
-    return count
+def ready_at_once(workflow: Workflow) -> tuple[int, str]:
+    """The most stages one save can make ready, and which step's end does it ("" for the submission: every step
+    with no dependency); a task array counts up to its concurrency, a service its replicas."""
+    steps: dict[str, Any] = {**(workflow.jobs or {}), **(workflow.services or {})}
+    sizes = {name: _slots(step) for name, step in steps.items()}
+    dependents: dict[str, set[str]] = {}
+    for name, step in steps.items():
+        for need in step.depends_on or []:
+            dependents.setdefault(need.name, set()).add(name)
+    worst = (sum(sizes[name] for name, step in steps.items() if not step.depends_on), "")
+    for name, after in dependents.items():
+        worst = max(worst, (sum(sizes.get(d, 0) for d in after), name))
+    return worst
+
+
+def _slots(step: Any) -> int:
+    array = getattr(step, "task_array", None)
+    if array is not None:
+        tasks = max(0, array.end - array.start + 1)
+        return min(tasks, array.concurrency or tasks)
+    return max(getattr(step, "replicas", None) or 1, 1)
 
 
 def check_size(workflow: Workflow) -> list[Problem]:
-    """Problems of a workflow too large to save as one submission: ready stages, then the event's size."""
-    count = ready_stage_count(workflow)
-    if count > MAX_READY_STAGES:
+    """Problems of a workflow too large to save: steps, stages one save starts, then the definition event's size."""
+    steps = len(workflow.jobs or {}) + len(workflow.services or {})
+    if steps > MAX_STEPS:
+        return [Problem("jobs", f"a workflow may have at most {MAX_STEPS:,} jobs and services, this one has "
+                                f"{steps:,}; split it into several workflows or use a task array")]
+    count, after = ready_at_once(workflow)
+    if count > MAX_READY_STAGES and not after:
         message = (f"a workflow may start at most {MAX_READY_STAGES} stages at once (jobs, services and "
-                   f"task-array tasks up to their concurrency), this one starts {count:,}; split it into several "
-                   f"workflows or set task-array concurrency")
+                   f"task-array tasks up to their concurrency), this one starts {count:,} at submission; chain "
+                   f"them with depends-on, split it into several workflows or set task-array concurrency")
         return [Problem("jobs", message)]
+    if count > MAX_READY_STAGES:
+        message = (f"at most {MAX_READY_STAGES} stages may start at once; when {after} ends, its {count:,} "
+                   f"dependents (task-array tasks up to their concurrency) would; chain them or set task-array "
+                   f"concurrency")
+        return [Problem(f"jobs.{after}" if after in (workflow.jobs or {}) else f"services.{after}", message)]
     size = len(msgspec.msgpack.encode(workflow))
     if size > MAX_DEFINITION_BYTES:
         message = (f"the definition is {size:,} bytes once encoded, over the {MAX_DEFINITION_BYTES:,}-byte limit "

@@ -56,6 +56,7 @@ class Resource(Spec):
     devices: dict[str, int] | None = None
     exclusive: bool | None = None
     annotations: dict[str, str] | None = None
+    shared: dict[str, int] | None = None  # Roving: cluster-wide counted resources (licenses) held while it runs
 
 
 class Mount(Spec):
@@ -252,16 +253,27 @@ class ImageFile(Spec):
     mode: int | None = None
 
 
+class ImageSource(Spec):
+    """Fuzzball 4.4's `from: {uri: docker://...}` (Roving's own shape is the URI alone: `from: docker://...`)."""
+
+    uri: str
+
+
 class ImageBuild(Spec):
     """One entry of the top-level `images:` (Roving builds it as stage `build:NAME`; jobs run it as
     fuzzball://user/NAME)."""
 
-    from_: str = msgspec.field(name="from")
+    from_: str | ImageSource = msgspec.field(name="from")
     files: dict[str, ImageFile] | None = None
     post: str | None = None
     scope: str | None = None
     ttl: str | int | float | None = None
     network: bool | None = None
+
+    @property
+    def base(self) -> str:
+        """The URI it is built from, whichever shape `from` was written in."""
+        return self.from_.uri if isinstance(self.from_, ImageSource) else self.from_
 
 
 class StepDefaults(Spec):
@@ -290,3 +302,4 @@ class Workflow(Spec):
     jobs: dict[str, Job] | None = None
     services: dict[str, Service] | None = None
     preemptible: bool | None = None
+    project: str | None = None  # Roving: the project (path) its work counts toward

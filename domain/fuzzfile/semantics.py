@@ -104,7 +104,8 @@ def decide_exit(rule: RetryRule, code: int, retries_used: int) -> RetryDecision:
 
 
 # how an agent's reasons naming them begin (an image that cannot be pulled: its name and the registry's answer)
-NAMED_CAUSES = ("readiness probe failed", "liveness probe failed", "execute timeout", "cannot start: image ")
+NAMED_CAUSES = ("readiness probe failed", "liveness probe failed", "execute timeout", "cannot start: image ",
+                "out of memory")
 
 
 def with_named_cause(decision: RetryDecision, told: str, code: int) -> RetryDecision:

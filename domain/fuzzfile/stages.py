@@ -47,6 +47,7 @@ class Resources(msgspec.Struct, frozen=True, omit_defaults=True):
     exclusive: bool = False
     annotations: dict[str, str] = {}
     nodes: int = 1
+    shared: dict[str, int] = {}  # shared resources (licenses) by name, held once per stage whatever its nodes
 
 
 class Needs(msgspec.Struct, frozen=True):
@@ -319,4 +320,5 @@ def _resources(resource: Resource, step: Container) -> Resources:
         exclusive=bool(resource.exclusive),
         annotations=dict(resource.annotations or {}),
         nodes=step.multinode.nodes if step.multinode else 1,
+        shared=dict(resource.shared or {}),
     )

@@ -13,8 +13,8 @@ from domain.fuzzfile.schema import Transfer, Workflow
 
 INGRESS, EGRESS = "ingress", "egress"
 TRANSFER_KINDS = (INGRESS, EGRESS)
-INGRESS_SCHEMES = ("http://", "https://", "s3://", "hf://")
-EGRESS_SCHEMES = ("s3://", "https://", "http://")
+INGRESS_SCHEMES = ("http://", "https://", "s3://", "hf://", "object://")
+EGRESS_SCHEMES = ("s3://", "https://", "http://", "object://")
 EPHEMERAL = "volume://user/ephemeral"
 
 

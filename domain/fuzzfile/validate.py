@@ -26,11 +26,13 @@ from domain.fuzzfile.schema import Container, Job, Mount, Problem, Resource, Wor
 from domain.fuzzfile.services import check_service
 from domain.fuzzfile.transfer_checks import check_transfers
 from domain.fuzzfile.volume_refs import parse_reference
-from domain.quantities import QuantityError, parse_memory
+from domain.project_paths import ProjectError, check_path
+from domain.quantities import MAX_SHARED, QuantityError, parse_memory
 
 IMAGE_SCHEMES = ("docker://", "oras://", "fuzzball://", "fb://")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 AFFINITIES = ("NUMA", "SOCKET", "CORE")
+SHARED_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 IMPLEMENTATIONS = ("ompi", "openmpi", "mpich", "gasnet", "generic")
 
 
@@ -54,6 +56,11 @@ class Report:
 
 def validate(workflow: Workflow) -> Report:
     report = Report()
+    if workflow.project is not None:
+        try:
+            check_path(workflow.project)
+        except ProjectError as error:
+            report.error("project", error.reason)
     if not workflow.jobs and not workflow.services:
         report.error("jobs", "a workflow needs at least one job or service")
     for name in set(workflow.jobs or {}) & set(workflow.services or {}):
@@ -163,6 +170,11 @@ def check_resource(resource: Resource | None, path: str, report: Report) -> None
             bounded(report.errors, f"{path}.memory.size", size, 0, MAX_MEMORY_BYTES, "a memory size", " bytes")
     for device, count in (resource.devices or {}).items():
         bounded(report.errors, join(join(path, "devices"), device), count, 1, MAX_DEVICES, "a device count")
+    for name, count in (resource.shared or {}).items():
+        where = join(join(path, "shared"), name)
+        if not SHARED_NAME.match(name):
+            report.error(where, "a shared resource name holds letters, digits, _ . - (at most 64), e.g. ansys")
+        bounded(report.errors, where, count, 1, MAX_SHARED, "a shared resource count")
 
 
 def _check_multinode(step: Container, path: str, report: Report) -> None:

@@ -13,7 +13,9 @@ from domain.scheduler.snapshot import (
     Kind,
     NodeShape,
     NodeStatus,
+    NodeTemplate,
     NodeView,
+    PendingNode,
     QueuedAllocation,
     RunningAllocation,
     Snapshot,
@@ -21,7 +23,8 @@ from domain.scheduler.snapshot import (
 
 __all__ = [
     "Backfilled", "ConfigProblem", "ConfigWarning", "Counters", "Decisions", "Definition", "Dependency",
-    "GroupPolicy", "Hold", "HoldEffect", "HoldSource", "Kind", "NodeShape", "NodeStatus", "NodeView",
+    "GroupPolicy", "Hold", "HoldEffect", "HoldSource", "Kind", "NodeShape", "NodeStatus", "NodeTemplate", "NodeView",
+    "PendingNode",
     "Placement", "Preemption", "QueuedAllocation", "Reason", "ReservationHeld", "RunningAllocation",
     "SchedulerConfig", "Snapshot", "Why", "blocked_events", "schedule", "validate_config",
 ]

@@ -13,6 +13,8 @@ from typing import Any
 import msgspec
 
 from domain.ids import MAX_POSIX_ID
+from domain.project_paths import ProjectError, check_path
+from domain.quantities import MAX_SHARED
 from domain.scheduler.priority import DEFAULT_PRIORITY, PriorityError, compile_priority
 
 
@@ -37,6 +39,8 @@ class SchedulerConfig(msgspec.Struct, frozen=True, kw_only=True):
     image_builds: bool = True  # images.builds: workflows may build their own images (`images:`)
     storage_root: str = ""  # storage.*: the local provisioner's root ("" none) and its classes (name -> segment)
     storage_classes: dict[str, str] = {}
+    shared_resources: dict[str, int] = {}  # scheduler.sharedResources: cluster-wide counted resources (licenses)
+    default_project: str = ""  # projects.default: where work goes that names no project and whose group has none
 
 
 class ConfigProblem(msgspec.Struct, frozen=True, kw_only=True):
@@ -141,6 +145,32 @@ def _classes(value: Any) -> dict[str, str]:
     return found
 
 
+_SHARED = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+def _shared(value: Any) -> dict[str, int]:
+    """{NAME: COUNT}: how many of each shared resource the whole cluster has (e.g. {ansys: 20})."""
+    if not isinstance(value, Mapping):
+        raise Invalid(f"expected {{NAME: COUNT}}, e.g. {{ansys: 20}}, got {value!r}")
+    found = {}
+    for name, count in value.items():
+        if not isinstance(name, str) or not _SHARED.match(name):
+            raise Invalid(f"{name!r} is not a shared resource name (letters, digits, _ . -; at most 64)")
+        if not isinstance(count, int) or isinstance(count, bool) or not 0 <= count <= MAX_SHARED:
+            raise Invalid(f"{name}: expected a whole number from 0 to {MAX_SHARED:,}, got {count!r}")
+        found[name] = count
+    return found
+
+
+def _project(value: Any) -> str:
+    if value == "":
+        return ""
+    try:
+        return check_path(value)
+    except ProjectError as error:
+        raise Invalid(error.reason) from None
+
+
 def _expression(value: Any) -> str:
     if not isinstance(value, str):
         raise Invalid(f"expected a CEL expression string, got {value!r}")
@@ -172,6 +202,8 @@ KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "images.builds": ("image_builds", _bool),
     "storage.local.root": ("storage_root", _root),
     "storage.classes": ("storage_classes", _classes),
+    "scheduler.sharedResources": ("shared_resources", _shared),
+    "projects.default": ("default_project", _project),
 }
 
 RETIRED: dict[str, str] = {

@@ -38,6 +38,20 @@ class ReservationHeld(msgspec.Struct, frozen=True, kw_only=True):
     estimated_start: datetime | None
 
 
+class ProvisionAsk(msgspec.Struct, frozen=True, kw_only=True):
+    """Ask `provisioner` for one node per reason (the allocation the new node was first packed for)."""
+
+    provisioner: str
+    reasons: tuple[str, ...]
+
+
+class Unneeded(msgspec.Struct, frozen=True, kw_only=True):
+    """A pending request nothing waits for any more (nothing was made for it yet): it may be canceled."""
+
+    provisioner: str
+    request_id: str
+
+
 class Counters(msgspec.Struct, kw_only=True):
     considered: int = 0
     placed: int = 0
@@ -49,6 +63,7 @@ class Counters(msgspec.Struct, kw_only=True):
     set_aside: int = 0  # allocations the pass could not compute with (Reason.INVALID_REQUEST)
     near_miss_priority_gaps: int = 0
     protected_victims: int = 0
+    waiting_for_provision: int = 0
 
 
 class Decisions(msgspec.Struct, kw_only=True):
@@ -59,6 +74,8 @@ class Decisions(msgspec.Struct, kw_only=True):
     reasons: dict[str, Why] = {}
     priorities: dict[str, float] = {}
     counters: Counters = msgspec.field(default_factory=Counters)
+    provision: list[ProvisionAsk] = []
+    unneeded: list[Unneeded] = []
 
     def placed_nodes(self) -> dict[str, tuple[str, ...]]:
         """Every allocation started this pass (placed or backfilled) with its nodes."""

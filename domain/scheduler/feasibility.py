@@ -9,7 +9,7 @@ from typing import Any
 
 import msgspec
 
-from domain.scheduler.snapshot import Definition, QueuedAllocation
+from domain.scheduler.snapshot import Definition, NodeShape, QueuedAllocation
 
 
 class Infeasible(msgspec.Struct, frozen=True, kw_only=True):
@@ -29,7 +29,18 @@ def _rejection(a: QueuedAllocation, d: Definition, ignored: frozenset[str]) -> s
     segments = set(a.segments)
     if len(segments) > 1 or (segments and d.segment not in segments):
         return f"volumes need segment {', '.join(sorted(segments))}, definition is in {d.segment or '(none)'}"
-    shape = d.shape
+    shapes = d.shapes or (d.shape,)
+    if all(_shortage(a, shape) for shape in shapes):  # no node shape holds it: the closest one says why
+        closest = max(shapes, key=lambda shape: (sum(min(shape.devices.get(n, 0), c) for n, c in a.devices.items()),
+                                                 shape.cpu, shape.memory))
+        return _shortage(a, closest)
+    if a.nodes > d.max_nodes:
+        return f"needs {a.nodes} nodes, maxNodes is {d.max_nodes}"
+    return None
+
+
+def _shortage(a: QueuedAllocation, shape: NodeShape) -> str | None:
+    """What one node of this shape lacks for the request (None: it holds it)."""
     if a.cpu > shape.cpu:
         return f"cpu {a.cpu} > {shape.cpu} per node"
     if a.memory > shape.memory:
@@ -37,8 +48,6 @@ def _rejection(a: QueuedAllocation, d: Definition, ignored: frozenset[str]) -> s
     for name, count in sorted(a.devices.items()):
         if shape.devices.get(name, 0) < count:
             return f"devices {name} {count} > {shape.devices.get(name, 0)} per node"
-    if a.nodes > d.max_nodes:
-        return f"needs {a.nodes} nodes, maxNodes is {d.max_nodes}"
     return None
 
 

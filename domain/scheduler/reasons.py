@@ -24,6 +24,10 @@ class Reason(enum.Enum):
     BACKFILL_NO_FIT = "BACKFILL_NO_FIT"
     SERVICE_POOL_AT_CAPACITY = "SERVICE_POOL_AT_CAPACITY"
     PREEMPTION_PROTECTED = "PREEMPTION_PROTECTED"
+    WAITING_FOR_PROVISION = "WAITING_FOR_PROVISION"  # a node is being made for it (domain.scheduler.provisioning)
+    PROJECT_QUOTA = "PROJECT_QUOTA"  # its project's (or an ancestor's) quota has no room for it now, or ever
+    SHARED_RESOURCE = "SHARED_RESOURCE"  # not enough of a shared resource (a license) is free
+    PROJECT_HELD = "PROJECT_HELD"  # its project was deleted, or its owner is no longer a member
     INVALID_REQUEST = "INVALID_REQUEST"  # its stored numbers or its priority cannot be computed with: set aside
     RUNNING = "RUNNING"
     FINISHED = "FINISHED"
@@ -41,6 +45,10 @@ _CAUSE_KEYS: dict[Reason, tuple[str, ...]] = {
     Reason.NODE_ANNOTATIONS_MISMATCH: ("annotations",),
     Reason.PREEMPTION_PROTECTED: ("victims",),
     Reason.INVALID_REQUEST: ("field",),
+    Reason.WAITING_FOR_PROVISION: ("provisioner", "request", "state"),
+    Reason.PROJECT_QUOTA: ("project", "resource"),
+    Reason.SHARED_RESOURCE: ("resource",),
+    Reason.PROJECT_HELD: ("project", "cause"),
 }
 
 

@@ -5,6 +5,10 @@ with preemption on, seated by evicting within the guards). The first blocked one
 holds a reservation; after it, with backfill on, lower work runs only where it cannot delay the head,
 and with backfill off nothing passes the head. An allocation the pass cannot compute with (its priority
 does not evaluate, its stored numbers overflow) is set aside with its reason; the others go on.
+
+Project quotas and shared resources are checked in the same pass (domain.scheduler.quotas, .shared): work over
+its project's quota waits without holding anything (other projects' work goes on); work short of a shared
+resource may be the head, whose reservation then keeps that resource as it keeps nodes.
 """
 from __future__ import annotations
 
@@ -17,10 +21,13 @@ from domain.scheduler.decisions import Backfilled, Decisions, Placement, Preempt
 from domain.scheduler.eligibility import Candidates, capacity_why, static_why
 from domain.scheduler.preemption import Outcome, Preemptor
 from domain.scheduler.priority import Evaluator, Unevaluable
+from domain.scheduler.provisioning import Provisioning, unreserve
+from domain.scheduler.quotas import Quotas, charge
 from domain.scheduler.reasons import Reason, Why
 from domain.scheduler.reservation import Reservation, reserve
 from domain.scheduler.sanity import set_aside, unusable
-from domain.scheduler.snapshot import Kind, QueuedAllocation, Snapshot, label
+from domain.scheduler.shared import SharedPool
+from domain.scheduler.snapshot import Kind, QueuedAllocation, RunningAllocation, Snapshot, label
 
 
 def schedule(snapshot: Snapshot, config: SchedulerConfig, now: datetime) -> Decisions:
@@ -32,12 +39,16 @@ class _Pass:
         self.snapshot, self.config, self.now = snapshot, config, now
         self.evaluate = Evaluator(config.priority)
         self.cluster = Cluster(snapshot, config)
+        self.quotas = Quotas(snapshot, lambda n: slot.view if (slot := self.cluster.by_id.get(n)) else None)
+        self.shared = SharedPool(config.shared_resources, snapshot.running)
         self.d = Decisions()
         self.reservation: Reservation | None = None
         self.held: set[int] = set()
         self._preemptor: Preemptor | None = None
         self._static: dict[tuple, Why | None] = {}
         self._capacity: dict[tuple, Why] = {}
+        self.provisioning = Provisioning(snapshot.templates, frozenset(config.ignored_annotations), now) \
+            if snapshot.templates else None
 
     def priority(self, a: QueuedAllocation) -> float:
         """A finite priority, or Unevaluable naming what the pass cannot compute with."""
@@ -75,12 +86,15 @@ class _Pass:
             d.reasons.setdefault(r.id, Why(reason=Reason.RUNNING))
         for negative, _, _, a in ranked:
             self.consider(a, -negative)
+        if self.provisioning is not None:
+            d.provision, d.unneeded = self.provisioning.asks(), self.provisioning.unneeded()
+            d.counters.waiting_for_provision = self.provisioning.waiting
         return d
 
     def consider(self, a: QueuedAllocation, p: float) -> None:
         self.d.counters.considered += 1
         c = self.cluster.candidates(a)
-        why = self.static_why(c, a)
+        why = self.static_why(c, a) or self.limits_why(a)
         if why is not None:
             self.block(a, why)
         elif self.reservation is None:
@@ -96,6 +110,12 @@ class _Pass:
             self._static[key] = static_why(c, a)
         return self._static[key]
 
+    def limits_why(self, a: QueuedAllocation) -> Why | None:
+        """Its project (held, or no quota room for its request) or a shared resource it can never have."""
+        if not a.project and not a.shared:
+            return None
+        return self.quotas.held(a) or self.quotas.why(a, charge(a)) or self.shared.never_why(a)
+
     def capacity_why(self, c: Candidates, a: QueuedAllocation, service: bool) -> Why:
         """Computed once per shape per pass: the roomiest node is found by a full scan."""
         key = (c.key, a.cpu, a.memory, tuple(a.devices.items()), a.nodes, a.exclusive, a.host_ports, service)
@@ -103,30 +123,75 @@ class _Pass:
             self._capacity[key] = capacity_why(c, a, service)
         return self._capacity[key]
 
-    def block(self, a: QueuedAllocation, why: Why) -> None:
+    def block(self, a: QueuedAllocation, why: Why, provision: bool = True) -> None:
+        if provision and self.provisioning is not None:  # a node a provisioner makes may take it instead
+            why = self.provisioning.consider(a, why)
         self.d.reasons[a.id] = why
         self.d.counters.blocked += 1
 
     def front(self, a: QueuedAllocation, p: float, c: Candidates) -> None:
         slots = self.cluster.find(c, a)
-        if slots is not None:
+        shared = self.shared.fits(a)
+        if slots is not None and shared:
             return self.place(a, p, slots)
-        outcome = self.preempt(a, p, c)
+        outcome = self.preempt(a, p, c) if shared else None  # evicting frees nodes, not a shared resource
         if outcome is not None and outcome.victims:
             return
-        res = self.reservation = reserve(self.cluster, c, a, self.now)
+        res = reserve(self.cluster, c, a, self.now)
+        if a.shared:
+            res.start = self.shared_start(a, res.start)
+        if self.provision_instead(a, res):
+            return
+        self.reservation = res
         self.held = {slot.index for slot in res.slots}
         self.d.reservation = ReservationHeld(allocation_id=a.id, node_ids=res.node_ids(),
                                              estimated_start=res.start)
-        why = self.capacity_why(c, a, a.kind is Kind.SERVICE)
+        why = self.capacity_why(c, a, a.kind is Kind.SERVICE) if slots is None else self.shared.why(a)
         detail = dict(why.detail, estimated_start=_iso(res.start), reserved_nodes=len(res.slots))
         if outcome is not None and outcome.protected:
             why = _protected_why(outcome, self.config)
             detail = dict(detail, **why.detail)
-        self.block(a, Why(reason=why.reason, message=why.message, detail=detail))
+        self.block(a, Why(reason=why.reason, message=why.message, detail=detail), provision=False)
+
+    def provision_instead(self, a: QueuedAllocation, res: Reservation) -> bool:
+        """A node being made that arrives before real ones free up takes the head, which then holds no real node."""
+        waiting = self.provisioning.offer(a, res.start) if self.provisioning is not None else None
+        if waiting is None:
+            return False
+        unreserve(res)
+        self.block(a, waiting, provision=False)
+        return True
+
+    def shared_start(self, head: QueuedAllocation, nodes_start: datetime | None) -> datetime | None:
+        """The head starts once its nodes and its shared resources are both free; the pool keeps its share."""
+        cluster = self.cluster
+        start = self.shared.earliest(head, self.now, cluster.releases, cluster.evicted)
+        if start is not None and nodes_start is not None:
+            start = max(start, nodes_start)
+        self.shared.hold(head, start, self.now, cluster.releases, cluster.evicted)
+        return start if nodes_start is not None else None
+
+    def effective_why(self, a: QueuedAllocation, slots: list[Slot]) -> Why | None:
+        """Exclusive work is charged whole nodes: its quota is checked again once its nodes are known."""
+        return self.quotas.why(a, charge(a, (s.view for s in slots))) if a.exclusive and a.project else None
+
+    def occupy(self, a: QueuedAllocation, slots: list[Slot], long: bool = False) -> None:
+        """Take the nodes, the quota and the shared resources the placement uses, for the rest of the pass."""
+        self.cluster.place(a, slots, self.now, long=long)
+        self.quotas.add(a, charge(a, (s.view for s in slots)))
+        self.shared.take(a, long)
+
+    def vacate(self, victim: RunningAllocation) -> None:
+        """A preempted victim's quota and shared resources are free again (its nodes were given back already)."""
+        nodes = (slot.view for n in victim.node_ids if (slot := self.cluster.by_id.get(n)) is not None)
+        self.quotas.remove(victim, charge(victim, nodes))
+        self.shared.give_back(victim)
 
     def place(self, a: QueuedAllocation, p: float, slots: list[Slot]) -> None:
-        self.cluster.place(a, slots, self.now)
+        why = self.effective_why(a, slots)
+        if why is not None:
+            return self.block(a, why)
+        self.occupy(a, slots)
         nodes = tuple(slot.view.id for slot in slots)
         self.d.placements.append(Placement(allocation_id=a.id, node_ids=nodes, priority=p))
         self.d.reasons[a.id] = Why(reason=Reason.READY_TO_SCHEDULE, message="placed", detail={"nodes": list(nodes)})
@@ -141,13 +206,22 @@ class _Pass:
         if slots is None and short:
             slots = self.cluster.find(c, a)
         if slots is not None:
-            return self.backfilled(a, p, slots, long)
-        outcome = self.preempt(a, p, c)
+            why = self.effective_why(a, slots) or self.backfill_shared_why(a, long, short)
+            if why is not None:
+                return self.block(a, why)
+            return self.backfilled(a, p, slots, long and not (short and not self.shared.fits(a, long=True)))
+        outcome = self.preempt(a, p, c) if self.shared.fits(a, long=not short) else None
         if outcome is not None and outcome.victims:
             return
         if outcome is not None and outcome.protected:
             return self.block(a, _protected_why(outcome, self.config))
         self.block(a, self.backfill_why(a, c))
+
+    def backfill_shared_why(self, a: QueuedAllocation, long: bool, short: bool) -> Why | None:
+        """Short work may use any free share; long work only what the head's reservation leaves."""
+        if not a.shared or self.shared.fits(a, long=long and not short):
+            return None
+        return self.shared.why(a, long=not short, extra=self.behind_head().detail)
 
     def ends_before_head(self, a: QueuedAllocation) -> bool:
         start = self.reservation.start if self.reservation else None
@@ -156,7 +230,7 @@ class _Pass:
         return self.now + timedelta(seconds=a.execute_timeout) <= start
 
     def backfilled(self, a: QueuedAllocation, p: float, slots: list[Slot], long: bool) -> None:
-        self.cluster.place(a, slots, self.now, long=long)
+        self.occupy(a, slots, long)
         nodes = tuple(slot.view.id for slot in slots)
         head = self.reservation.head.id
         self.d.backfills.append(Backfilled(allocation_id=a.id, node_ids=nodes, priority=p,
@@ -193,11 +267,13 @@ class _Pass:
         self.d.counters.near_miss_priority_gaps += outcome.near_miss
         self.d.counters.protected_victims += len(outcome.protected)
         if outcome.victims:
+            for victim in outcome.victims:
+                self.vacate(victim)
             self.record_preemption(a, p, outcome)
         return outcome
 
     def record_preemption(self, a: QueuedAllocation, p: float, outcome: Outcome) -> None:
-        self.cluster.place(a, outcome.slots, self.now)
+        self.occupy(a, outcome.slots, long=self.reservation is not None)  # behind a head: keep its share
         victims = outcome.victims
         nodes = tuple(slot.view.id for slot in outcome.slots)
         victim_texts = tuple(f"Preempted by {label(a)}" for _ in victims)

@@ -2,6 +2,8 @@
 
 Time jumps from event to event (arrival, completion); at each, one scheduling pass runs and its
 decisions are applied. A job stops at min(runtime, execute timeout), as the node agent would stop it.
+Projects (with their quotas) and the config's shared resources are decided on as the control plane does; the
+result keeps the most each project (rolled up) and each shared resource ever held at once.
 """
 from __future__ import annotations
 
@@ -10,10 +12,12 @@ from datetime import datetime, timedelta
 
 import msgspec
 
+from domain.project_paths import ancestors
 from domain.scheduler.config import SchedulerConfig
 from domain.scheduler.decisions import Decisions
+from domain.scheduler.quotas import charge
 from domain.scheduler.schedule import schedule
-from domain.scheduler.snapshot import GroupPolicy, NodeView, QueuedAllocation, RunningAllocation, Snapshot
+from domain.scheduler.snapshot import GroupPolicy, NodeView, ProjectLimit, QueuedAllocation, RunningAllocation, Snapshot
 
 
 class SimJob(msgspec.Struct, frozen=True, kw_only=True):
@@ -31,6 +35,8 @@ class SimResult(msgspec.Struct, kw_only=True):
     preemptions: int
     utilization: float
     makespan_seconds: float
+    peak_projects: dict[str, dict[str, int]] = {}  # per project (its subtree included), the most held at once
+    peak_shared: dict[str, int] = {}
 
     def wait_seconds(self, job_id: str, submitted: datetime) -> float:
         return (self.started[job_id] - submitted).total_seconds()
@@ -38,8 +44,9 @@ class SimResult(msgspec.Struct, kw_only=True):
 
 class Simulator:
     def __init__(self, nodes: list[NodeView], jobs: list[SimJob], config: SchedulerConfig,
-                 policies: tuple[GroupPolicy, ...] = ()):
-        self.nodes, self.config, self.policies = tuple(nodes), config, policies
+                 policies: tuple[GroupPolicy, ...] = (), projects: tuple[ProjectLimit, ...] = ()):
+        self.nodes, self.config, self.policies, self.projects = tuple(nodes), config, policies, projects
+        self.by_id = {n.id: n for n in nodes}
         self.jobs = {j.allocation.id: j for j in jobs}
         self.arrivals = sorted(jobs, key=lambda j: (j.allocation.submitted_at, j.allocation.id))
         self.queued: dict[str, QueuedAllocation] = {}
@@ -62,22 +69,46 @@ class Simulator:
                 cursor += 1
             self._finish_until(now)
             self._apply(schedule(self._snapshot(), self.config, now), now)
+            self._peaks()
             self.result.passes += 1
             upcoming = [t for t in (self.ends[0][0] if self.ends else None,
                                     self.arrivals[cursor].allocation.submitted_at
-                                    if cursor < len(self.arrivals) else None) if t is not None]
+                                    if cursor < len(self.arrivals) else None, self._wakeup()) if t is not None]
             if not upcoming:
                 break
             now = max(now, min(upcoming))
         total_cpu = sum(n.cpu for n in self.nodes)
         span = max((t for t in self.result.finished.values()), default=first) - first
         self.result.makespan_seconds = span.total_seconds()
-        self.result.utilization = self.busy_cpu_seconds / (total_cpu * span.total_seconds()) if span else 0.0
+        self.result.utilization = self.busy_cpu_seconds / (total_cpu * span.total_seconds()) if span and total_cpu \
+            else 0.0
         return self.result
+
+    def _wakeup(self) -> datetime | None:
+        """The next moment something other than an arrival or an end happens (domain.scheduler.elastic_sim)."""
+        return None
 
     def _snapshot(self) -> Snapshot:
         return Snapshot(queued=tuple(self.queued.values()), running=tuple(self.running.values()),
-                        nodes=self.nodes, group_policies=self.policies)
+                        nodes=self.nodes, group_policies=self.policies, projects=self.projects)
+
+    def _peaks(self) -> None:
+        projects: dict[str, dict[str, int]] = {}
+        shared: dict[str, int] = {}
+        for r in self.running.values():
+            amounts = charge(r, (self.by_id[n] for n in r.node_ids))
+            for path in ancestors(r.project):
+                held = projects.setdefault(path, {})
+                for key, value in amounts.items():
+                    held[key] = held.get(key, 0) + value
+            for name, count in r.shared.items():
+                shared[name] = shared.get(name, 0) + count
+        for path, held in projects.items():
+            peak = self.result.peak_projects.setdefault(path, {})
+            for key, value in held.items():
+                peak[key] = max(peak.get(key, 0), value)
+        for name, count in shared.items():
+            self.result.peak_shared[name] = max(self.result.peak_shared.get(name, 0), count)
 
     def _finish_until(self, now: datetime) -> None:
         while self.ends and self.ends[0][0] <= now:

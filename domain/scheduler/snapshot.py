@@ -76,6 +76,8 @@ class QueuedAllocation(msgspec.Struct, frozen=True, kw_only=True):
     host_ports: tuple[int, ...] = ()
     waiting_on: Dependency | None = None
     preemptions: tuple[datetime, ...] = ()
+    project: str = ""  # the project path its workflow runs under ("" before any project existed)
+    shared: dict[str, int] = {}  # cluster-wide counted resources it holds while it runs (licenses), by name
 
 
 class RunningAllocation(QueuedAllocation, frozen=True, kw_only=True):
@@ -110,7 +112,35 @@ class Definition(msgspec.Struct, frozen=True, kw_only=True):
     annotations: dict[str, str] = {}
     segment: str = ""
     max_nodes: int
-    shape: NodeShape
+    shape: NodeShape  # its largest node (what messages name)
+    shapes: tuple[NodeShape, ...] = ()  # every distinct node shape it holds (a GPU node beside bigger CPU-only ones)
+
+
+class PendingNode(msgspec.Struct, frozen=True, kw_only=True):
+    """A node a provisioner was asked for and has not brought up yet (domain.provisioner's request)."""
+
+    request_id: str
+    state: str  # REQUESTED | CREATING | CREATED | FAILED
+    requested_at: datetime
+    expected_at: datetime
+    attempts: int = 0
+    last_error: str = ""
+    retry_at: datetime | None = None
+
+
+class NodeTemplate(msgspec.Struct, frozen=True, kw_only=True):
+    """A provisioner's node template: the scheduler treats it as virtual nodes arriving at their expected time."""
+
+    provisioner: str
+    cpu: int
+    memory: int
+    devices: dict[str, int] = {}
+    annotations: dict[str, str] = {}
+    segment: str = ""
+    max_nodes: int
+    nodes: int = 0  # made and not yet deleted (these are real nodes already, or on their way out)
+    pending: tuple[PendingNode, ...] = ()
+    expected_seconds: float = 60.0
 
 
 class GroupPolicy(msgspec.Struct, frozen=True, kw_only=True):
@@ -120,12 +150,23 @@ class GroupPolicy(msgspec.Struct, frozen=True, kw_only=True):
     may_preempt: tuple[str, ...] = ()
 
 
+class ProjectLimit(msgspec.Struct, frozen=True, kw_only=True):
+    """A project as the scheduler needs it: its quota's limits (`cpu`, `memory`, `devices.NAME`) and who may run
+    work in it (user ids)."""
+
+    path: str
+    limits: dict[str, int] = {}
+    members: tuple[str, ...] = ()
+
+
 class Snapshot(msgspec.Struct, frozen=True, kw_only=True):
     queued: tuple[QueuedAllocation, ...] = ()
     running: tuple[RunningAllocation, ...] = ()
     nodes: tuple[NodeView, ...] = ()
     definitions: tuple[Definition, ...] = ()
     group_policies: tuple[GroupPolicy, ...] = ()
+    templates: tuple[NodeTemplate, ...] = ()  # provisioners that may make nodes (domain.scheduler.provisioning)
+    projects: tuple[ProjectLimit, ...] = ()  # every live project; work of a project not here is held
 
 
 def label(allocation: QueuedAllocation) -> str:

@@ -31,6 +31,7 @@ class Source(str, enum.Enum):
     PROVISIONER = "provisioner"
     SCHEDULER = "scheduler"
     AGENT = "agent"
+    WORKFLOW = "workflow"  # a running workflow's own token (FB_WORKFLOW_TOKEN): its owner, for a few acts only
 
 
 class TenancyError(ValueError):

@@ -1,7 +1,8 @@
 """The Group aggregate: a team inside an organization, its priority, preempt allow-list, members and roles.
 
 Members hold a group role (`member` or `group_owner`); `explain_allocation` is a separate grant that
-lets its holder ask why any of the group's allocations waits, without owning them.
+lets its holder ask why any of the group's allocations waits, without owning them. A group may name a default
+project: where its members' work goes when it names none.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ POLICY_SETTERS = {Role.ORG_OWNER, Role.CLUSTER_ADMIN}
 
 class Group(TenantAggregate):
     gid: int | None = None  # the POSIX gid of its members' jobs (PosixIds decides it); groups before ids had none
+    default_project: str = ""  # where its members' work goes when it names no project ("" the cluster's default)
     class PriorityUpdated(PriorityMessage, TenantAggregate.Event):
         kind = "group"
         old: int
@@ -80,6 +82,18 @@ class Group(TenantAggregate):
     @event("GidSet")
     def _gid_set(self, gid: int, by: str, at: datetime) -> None:
         self.gid = gid
+
+    def set_default_project(self, path: str, *, by: str, by_role: Role, at: datetime) -> bool:
+        """An org owner or a cluster admin; "" goes back to the cluster's default. False when unchanged."""
+        require_role(by_role, POLICY_SETTERS, "set a group's default project")
+        if path == self.default_project:
+            return False
+        self._default_project_set(path=path, by=by, by_role=by_role, at=require_aware(at))
+        return True
+
+    @event("DefaultProjectSet")
+    def _default_project_set(self, path: str, by: str, by_role: Role, at: datetime) -> None:
+        self.default_project = path
 
     def set_preempt_list(self, group_ids: list[UUID], *, by: str, by_role: Role, at: datetime) -> bool:
         """Which groups' preemptible work this group's work may preempt; never itself."""

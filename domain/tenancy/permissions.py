@@ -3,7 +3,9 @@
 A resource in another organization is *not visible* (the API answers 404, so tenants cannot learn what
 others have); a resource the principal can see but not act on is *forbidden* (403). Work (workflows and
 allocations) is visible only to its owner, its group's members, explain_allocation holders on that group,
-the organization's owners and cluster admins.
+the organization's owners and cluster admins. A grant on a project (`workflow:view`, `workflow:stop`,
+`allocation:explain`) extends the matching permission to the work of that project's whole subtree, within the
+holder's own organization.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from uuid import UUID
 
 import msgspec
 
+from domain.project_paths import within
 from domain.tenancy.common import Role, Source
 from domain.tenancy.group import Group
 from domain.tenancy.user import User
@@ -56,6 +59,7 @@ class Principal(msgspec.Struct, frozen=True):
     explain_group_ids: frozenset[UUID] = frozenset()
     is_cluster_admin: bool = False
     source: Source = Source.ADMIN
+    project_grants: frozenset[tuple[str, str]] = frozenset()  # (project path, permission) held on that subtree
 
     def __post_init__(self) -> None:
         if self.is_cluster_admin != (self.role is Role.CLUSTER_ADMIN):
@@ -63,6 +67,14 @@ class Principal(msgspec.Struct, frozen=True):
 
     def owns_organization(self, organization_id: UUID | None) -> bool:
         return self.role is Role.ORG_OWNER and organization_id is not None and organization_id == self.organization_id
+
+    def granted(self, project: str, *permissions: str) -> str | None:
+        """The project whose grant of one of `permissions` covers `project` (itself or an ancestor), or None."""
+        if project:
+            for scope, permission in self.project_grants:
+                if permission in permissions and within(project, scope):
+                    return scope
+        return None
 
 
 class Resource(msgspec.Struct, frozen=True):
@@ -72,6 +84,7 @@ class Resource(msgspec.Struct, frozen=True):
     organization_id: UUID | None = None
     group_id: UUID | None = None
     owner_id: UUID | None = None
+    project: str = ""  # work: the project path it counts toward
 
     @classmethod
     def cluster(cls) -> Resource:
@@ -149,15 +162,16 @@ def authorize(principal: Principal, action: Action, resource: Resource) -> Decis
     return decision
 
 
-def principal_for(user: User, groups: Iterable[Group], source: Source = Source.ADMIN) -> Principal:
-    """The principal of a user account, from its aggregate and the groups that mention it."""
+def principal_for(user: User, groups: Iterable[Group], source: Source = Source.ADMIN,
+                  project_grants: Iterable[tuple[str, str]] = ()) -> Principal:
+    """The principal of a user account, from its aggregate, the groups that mention it and its project grants."""
     groups = list(groups)
     return Principal(
         user_id=user.id, username=user.username, role=user.role, organization_id=user.organization_id,
         group_ids=frozenset(g.id for g in groups if user.id in g.members),
         owned_group_ids=frozenset(g.id for g in groups if user.id in g.owners),
         explain_group_ids=frozenset(g.id for g in groups if user.id in g.explainers),
-        is_cluster_admin=user.role is Role.CLUSTER_ADMIN, source=source,
+        is_cluster_admin=user.role is Role.CLUSTER_ADMIN, source=source, project_grants=frozenset(project_grants),
     )
 
 
@@ -168,7 +182,8 @@ def _same_tenant(p: Principal, r: Resource) -> bool:
 def _sees_work(p: Principal, r: Resource) -> bool:
     return (p.is_cluster_admin or p.owns_organization(r.organization_id)
             or (r.owner_id is not None and r.owner_id == p.user_id)
-            or r.group_id in p.group_ids or r.group_id in p.explain_group_ids)
+            or r.group_id in p.group_ids or r.group_id in p.explain_group_ids
+            or p.granted(r.project, *PROJECT_GRANTS) is not None)
 
 
 def _admin(p: Principal, r: Resource) -> str | None:
@@ -188,14 +203,14 @@ def _views_work(p: Principal, r: Resource) -> str | None:
         return f"your own {r.kind}"
     if r.group_id is not None and r.group_id in p.group_ids:
         return f"{r.kind} of your group"
-    return _org_owner_or_admin(p, r)
+    return _org_owner_or_admin(p, r) or _project_grant(p, r, "workflow:view", "workflow:stop")
 
 
 def _stops_work(p: Principal, r: Resource) -> str | None:
     """A groupmate sees the work but may not stop it: its owner, its group's owner and above may."""
     if r.owner_id is not None and r.owner_id == p.user_id:
         return f"your own {r.kind}"
-    return _group_owner_or_above(p, r)
+    return _group_owner_or_above(p, r) or _project_grant(p, r, "workflow:stop")
 
 
 def _explains(p: Principal, r: Resource) -> str | None:
@@ -203,7 +218,15 @@ def _explains(p: Principal, r: Resource) -> str | None:
         return "your own allocation"
     if r.group_id is not None and r.group_id in p.explain_group_ids:
         return "holds explain_allocation on the group"
-    return _admin(p, r)
+    return _admin(p, r) or _project_grant(p, r, "allocation:explain")
+
+
+PROJECT_GRANTS = ("workflow:view", "workflow:stop", "allocation:explain")
+
+
+def _project_grant(p: Principal, r: Resource, *permissions: str) -> str | None:
+    scope = p.granted(r.project, *permissions)
+    return f"holds {permissions[0]} on project {scope}" if scope is not None else None
 
 
 def _monitoring(p: Principal, r: Resource) -> str | None:
@@ -232,4 +255,8 @@ RULES: dict[Action, tuple[Rule, str]] = {
     Action.AUDIT_ALL: (_admin, ADMIN),
     Action.RECEIVE_ALERTS: (_monitoring, "the monitoring webhook or a cluster admin"),
 }
-COMPONENT_ACTIONS: dict[Source, frozenset[Action]] = {Source.MONITORING: frozenset({Action.RECEIVE_ALERTS})}
+COMPONENT_ACTIONS: dict[Source, frozenset[Action]] = {
+    Source.MONITORING: frozenset({Action.RECEIVE_ALERTS}),
+    # a workflow's token acts for its owner on work only: never on tenancy, nodes, config or the audit
+    Source.WORKFLOW: frozenset({Action.VIEW_WORKFLOW, Action.STOP_WORKFLOW, Action.EXPLAIN_ALLOCATION}),
+}

@@ -50,7 +50,9 @@ def chain(length: int) -> str:
 class Stack:
     """`roving up` as a child process on a free port, in a throw-away data directory."""
 
-    def __init__(self, data_dir: Path, nodes: int = 2, cpus: int = 4, extra: dict[str, str] | None = None) -> None:
+    def __init__(self, data_dir: Path, nodes: int = 2, cpus: int = 4, extra: dict[str, str] | None = None,
+                 code: Path | None = None) -> None:
+        """`code`: a checkout to run instead of this one (an earlier commit's git worktree, for a baseline)."""
         self.data_dir, self.nodes = data_dir, nodes
         port = free_port()
         self.url = f"http://127.0.0.1:{port}"
@@ -59,7 +61,9 @@ class Stack:
                "ROVING_LOCAL_NODE_MEMORY": "4GiB", "ROVING_LOG_FORMAT": "console", **(extra or {})}
         env.pop("ROVING_NATS_URL", None)
         self.log = open(data_dir / "stack.log", "wb")  # noqa: SIM115 - closed in stop()
-        self.process = subprocess.Popen([sys.executable, "-c", UP], env=env, stdout=self.log,
+        if code is not None:  # `python -c` puts its working directory first on the path, then PYTHONPATH
+            env["PYTHONPATH"] = str(code)
+        self.process = subprocess.Popen([sys.executable, "-c", UP], env=env, stdout=self.log, cwd=code,
                                         stderr=subprocess.STDOUT, start_new_session=True)
 
     def start(self, timeout: float = 90) -> httpx.Client:
@@ -133,20 +137,36 @@ def wait_ended(client: httpx.Client, ids: set[str], budget: float, every: float 
         time.sleep(every)
 
 
+def drained(client: httpx.Client, budget: float) -> None:
+    """Until no allocation waits or runs, asked of the queue's counts (cheap, unlike a listing of workflows)."""
+    deadline = time.monotonic() + budget
+    while time.monotonic() < deadline:
+        depth = client.get("/v4/scheduler/stats").json()["depth"]
+        if not any(depth.get(state) for state in ("PENDING", "READY", "RUNNING")):
+            return
+        time.sleep(0.1)
+
+
 def at(text: str) -> float:
     return datetime.fromisoformat(text).timestamp()
 
 
 def one_job_burst(stack: Stack, client: httpx.Client, count: int, threads: int, budget: float) -> dict:
+    """Each thread submits over its own kept-alive connection, as a script or an SDK does. (Until 2026-12-05 each
+    submit made a new httpx client, whose construction, in this bench's own process, capped the rate near 30/s.)"""
     token = stack.data_dir / "admin.token"
+    clients = [stack.client(token) for _ in range(threads)]
 
-    def one(_: int) -> str:
-        with stack.client(token) as own:
-            return submit(own, ONE_JOB, "burst")
+    def one(number: int) -> str:
+        return submit(clients[number % threads], ONE_JOB, "burst")
 
     began = time.time()
-    with ThreadPoolExecutor(threads) as pool:
-        ids = set(pool.map(one, range(count)))
+    try:
+        with ThreadPoolExecutor(threads) as pool:
+            ids = set(pool.map(one, range(count)))
+    finally:
+        for own in clients:
+            own.close()
     submitted = time.time() - began
     found, timed_out = wait_ended(client, ids, budget)
     ended = [w for w in found if w["status"] in ENDED]
@@ -202,19 +222,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, default=60.0, help="seconds each workload may take (default 60)")
     parser.add_argument("--no-baseline", action="store_true",
                         help="skip the same run's baseline (agents polling every 0.5 s, no long poll)")
+    parser.add_argument("--baseline-code", type=Path,
+                        help="the baseline is this checkout (an earlier commit's git worktree) run as it is, first")
     args = parser.parse_args(argv)
+    base = None
+    if args.baseline_code is not None:
+        base = run_workloads(args, {}, args.baseline_code.resolve())
     result = {"bench": "e2e", "nodes": "2x4", **run_workloads(args, {})}
-    if not args.no_baseline:
+    if base is None and not args.no_baseline:
         base = run_workloads(args, {"ROVING_AGENT_POLL_WAIT": "0"})
-        result["baseline_plain_polling"] = base
+    if base is not None:
+        result["baseline_code" if args.baseline_code else "baseline_plain_polling"] = base
         result["ratio_vs_baseline"] = ratios(result, base)
     print(json.dumps(result), flush=True)
     return 0
 
 
-def run_workloads(args: argparse.Namespace, extra: dict[str, str]) -> dict:
+def run_workloads(args: argparse.Namespace, extra: dict[str, str], code: Path | None = None) -> dict:
     with tempfile.TemporaryDirectory(prefix="roving-bench-e2e-") as tmp:
-        stack = Stack(Path(tmp), extra=extra)
+        stack = Stack(Path(tmp), extra=extra, code=code)
         try:
             client = stack.start()
             began = time.monotonic()

@@ -25,11 +25,11 @@ import httpx  # noqa: E402
 import structlog  # noqa: E402
 import uvicorn  # noqa: E402
 
+from adapters.auth.password_hash import ScryptPasswords  # noqa: E402
 from adapters.auth.tokens import Identity, issue  # noqa: E402
 from adapters.nats_server import free_port  # noqa: E402
 from api.composition.services import Services  # noqa: E402
 from api.composition.settings import load_settings  # noqa: E402
-from api.composition.stack import ScryptPasswords  # noqa: E402
 from api.http.app import create_app  # noqa: E402
 from domain.app import Roving  # noqa: E402
 from domain.app.ids import allocation_id, endpoint_id, user_id  # noqa: E402

@@ -1,4 +1,6 @@
-"""Seeded faults at random times: stops, holds (evict, cordon, drain, alerts) and kill -9 of agents, control plane, nats."""
+"""Seeded faults at random times: stops, holds (evict, cordon, drain, alerts), kill -9 of agents, control plane and
+nats, a frozen nats-server (SIGSTOP) and a full disk under the log's store; the last two also check `/readyz`'s
+contract (503 naming the cause within 5 s of the log becoming unwritable, 200 within 5 s of it recovering)."""
 
 from __future__ import annotations
 
@@ -7,25 +9,30 @@ import random
 import threading
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from ops.soak import procs
 from ops.soak.stack import SoakStack, StackError
 from ops.soak.tally import Api, Tally
 
-KINDS = ("stop", "evict", "cordon", "drain", "alert", "agent", "control", "nats")
+KINDS = ("stop", "evict", "cordon", "drain", "alert", "agent", "control", "nats", "freeze", "diskfull")
+OUTAGES = ("control", "nats", "freeze", "diskfull")  # faults that take the log or the API down on purpose
+READYZ_CONTRACT = 5.0  # seconds /readyz has to say the log is unwritable, and writable again
 NATS_BACK = 20.0      # seconds the nats-server gets to come back by itself before the harness restarts the stack
 RECOVERY = 45.0       # seconds a node or the API gets to come back after a fault
 
 
-def parse_kinds(text: str) -> tuple[str, ...]:
+def parse_kinds(text: str, extra: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """`extra`: the kinds a run's options add (ops.soak.provisioning's with --provision), part of `all` then."""
+    known = KINDS + extra
     if text == "all":
-        return KINDS
+        return known
     if text in ("none", ""):
         return ()
     wanted = tuple(k.strip() for k in text.split(",") if k.strip())
-    unknown = [k for k in wanted if k not in KINDS]
+    unknown = [k for k in wanted if k not in known]
     if unknown:
-        raise ValueError(f"unknown fault kinds {unknown}; choose from {', '.join(KINDS)}, all or none")
+        raise ValueError(f"unknown fault kinds {unknown}; choose from {', '.join(known)}, all or none")
     return wanted
 
 
@@ -54,8 +61,9 @@ class Injector(threading.Thread):
     """Runs the plan one fault at a time (each with its own recovery), then returns; `broken` if the stack died."""
 
     def __init__(self, stack: SoakStack, tally: Tally, schedule: list[Planned], submitted: list[str],
-                 lease: float) -> None:
+                 lease: float, provisioning: Any = None) -> None:
         super().__init__(name="soak-faults", daemon=True)
+        self.provisioning = provisioning
         self.stack, self.tally, self.schedule, self.submitted, self.lease = stack, tally, schedule, submitted, lease
         self.halt = threading.Event()
         self.broken: str | None = None
@@ -69,7 +77,7 @@ class Injector(threading.Thread):
                 if self.halt.wait(max(0.0, self.began + fault.at - time.monotonic())):
                     return
                 self.tally.fault(fault.kind)
-                down = fault.kind in ("control", "nats")
+                down = fault.kind in OUTAGES
                 self.tally.outage(+1 if down else 0)
                 try:
                     getattr(self, f"fault_{fault.kind}")(fault, index)
@@ -194,3 +202,66 @@ class Injector(threading.Thread):
             return
         self.tally.violation("nats_not_restarted", f"nats-server (pid {killed}) not back within {NATS_BACK:.0f}s")
         self._restart("nats not restarted")
+
+    def fault_freeze(self, fault: Planned, index: int) -> None:
+        """SIGSTOP the nats-server (it keeps its connections and answers nothing) for the pause, at least until
+        /readyz has had its 5 s to say so; then SIGCONT."""
+        if not self.stack.freeze_nats(True):
+            return
+        began = time.monotonic()
+        try:
+            self._readyz(503, "frozen", f"nats-server frozen (fault {index})")
+            time.sleep(max(0.0, fault.pause - (time.monotonic() - began)))
+        finally:
+            self.stack.freeze_nats(False)
+        self._readyz(200, "", f"nats-server thawed (fault {index})")
+
+    def fault_diskfull(self, fault: Planned, index: int) -> None:
+        """Shrink the log's store filesystem to what it holds (root: the soak's store is a tmpfs of its own) for the
+        pause, then give it its room back: no restart of `roving up` may be needed."""
+        if not self.stack.fill_store(True):
+            self.tally.fault("diskfull_skipped")  # not root: no filesystem of its own to fill
+            return
+        began = time.monotonic()
+        try:
+            self._readyz(503, "disk is full", f"the log's disk filled (fault {index})")
+            time.sleep(max(0.0, fault.pause - (time.monotonic() - began)))
+        finally:
+            self.stack.fill_store(False)
+        self._readyz(200, "", f"the log's disk had room again (fault {index})")
+
+    def _readyz(self, status: int, naming: str, what: str) -> bool:
+        """Whether /readyz answered `status` (with a reason naming `naming`) within the contract's 5 s of `what`."""
+        deadline, found = time.monotonic() + READYZ_CONTRACT, (0, "")
+        while time.monotonic() < deadline and not self.halt.is_set():
+            found = self.stack.readyz()
+            if found[0] == status and naming in found[1]:
+                return True
+            time.sleep(0.1)
+        if self.halt.is_set():
+            return False
+        self.tally.violation("readyz_contract", f"{what}: /readyz did not answer {status}"
+                             f"{f' naming {naming!r}' if naming else ''} within {READYZ_CONTRACT:.0f}s "
+                             f"(last: {found[0]} {found[1][:200]})")
+        return False
+    def fault_provkill(self, fault: Planned, index: int) -> None:
+        """A provisioned node dies (agent and jobs, kill -9); its provisioner must delete it and its work go on."""
+        up = self.provisioning.up_nodes(self.api)
+        if not up:
+            return
+        node = up[int(fault.choice * len(up))]
+        if not self.provisioning.kill_node(node):
+            return
+        gone = time.monotonic() + RECOVERY + self.lease
+        while time.monotonic() < gone and not self.halt.is_set():
+            rows = (self.api.json("GET", "/v4/provisioners") or {}).get("provisioners")
+            if rows is not None and node not in {n["node"] for p in rows for n in p["nodes"]}:
+                return
+            time.sleep(0.5)
+        if not self.halt.is_set():
+            self.tally.violation("killed_node_not_deleted", f"{node} still a provisioner's node "
+                                                            f"{RECOVERY + self.lease:.0f}s after it was killed")
+
+    def fault_provfail(self, fault: Planned, index: int) -> None:
+        """The scripted pool's creates fail for a while (a cloud out of capacity); waiting work must still end."""
+        self.provisioning.fail_creates(self.api, fault.pause * 3)

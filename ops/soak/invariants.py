@@ -178,8 +178,9 @@ def check_nodes(model: Model, nodes: list[dict], tally: Tally) -> dict[str, dict
 TRACE = re.compile(r"^(start|tick|end) (\S+)/(\S+)/(\S+) (\d+\.\d+) (\S+) (\d+)(?: (\d+))?$")
 
 
-def read_trace(path: Path) -> list[Run]:
-    """Each traced process: stage, node and attempt (from its work dir), first and last sign of life, exit code."""
+def read_trace(path: Path, nodes: set[str] = frozenset()) -> list[Run]:
+    """Each traced process: stage, node and attempt (from its work dir), first and last sign of life, exit code.
+    `nodes`: the names nodes registered under (a provisioned node's work dir is named after it too)."""
     runs: dict[str, Run] = {}
     if not path.exists():
         return []
@@ -189,7 +190,7 @@ def read_trace(path: Path) -> list[Run]:
             continue
         what, workflow, job, task, at, workdir, pid, code = m.groups()
         parts = Path(workdir).parts
-        node = next((p for p in parts if p.startswith("local-")), "?")
+        node = next((p for p in parts if p.startswith("local-") or p in nodes), "?")
         attempt = int(parts[-1].rsplit("-", 1)[1]) if "-" in parts[-1] else 0
         stage = job if task == "-" else f"{job}[{task}]"
         ident = f"{node}/{pid}/{workdir}"

@@ -46,13 +46,15 @@ def all_pids() -> list[int]:
 
 
 def owned(data_dir: Path) -> list[int]:
-    """Every live process whose command line or working directory names this data dir (jobs, agents, nats)."""
+    """Every live process whose command line, working directory or ROVING_DATA_DIR names this data dir (jobs,
+    agents, nats)."""
     root, mine = str(data_dir), os.getpid()
     found = []
     for pid in all_pids():
         if pid == mine:
             continue
-        if (any(root in part for part in cmdline(pid)) or cwd(pid).startswith(root)) and alive(pid):
+        named = any(root in part for part in cmdline(pid)) or cwd(pid).startswith(root)
+        if (named or environ(pid).get("ROVING_DATA_DIR") == root) and alive(pid):
             found.append(pid)
     return found
 
@@ -64,11 +66,11 @@ def nats_pids(data_dir: Path) -> list[int]:
 
 
 def agent_pids(data_dir: Path) -> dict[str, int]:
-    """node name -> pid of each live agent started with this data dir's agent token."""
-    token, found = str(data_dir / "agent.token"), {}
+    """node name -> pid of each live agent `roving up` started on this data dir."""
+    found = {}
     for pid in owned(data_dir):
         args = cmdline(pid)
-        if token in args and "--node" in args:
+        if "--node" in args and any("agent_main" in part for part in args):
             found[args[args.index("--node") + 1]] = pid
     return found
 
@@ -90,9 +92,10 @@ def wait_gone(pids: list[int], timeout: float) -> list[int]:
     return left
 
 
-def reap_all(data_dir: Path, grace: float = 5.0) -> dict[int, str]:
-    """TERM then KILL everything tied to the data dir; returns what had to be ended (pid -> command line)."""
-    pids = owned(data_dir)
+def reap_all(data_dir: Path, grace: float = 5.0, spare=None) -> dict[int, str]:
+    """TERM then KILL everything tied to the data dir but what `spare(pid)` keeps; returns what had to be ended
+    (pid -> command line)."""
+    pids = [pid for pid in owned(data_dir) if spare is None or not spare(pid)]
     found = {pid: " ".join(cmdline(pid))[:160] for pid in pids}
     for pid in pids:
         kill(pid, signal.SIGTERM)

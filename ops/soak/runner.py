@@ -17,8 +17,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ops.soak import faults, invariants, workload
+from ops.soak import faults, invariants, limits, workload
 from ops.soak.eventlog import Event, read_log
+from ops.soak.provisioning import KINDS as PROVISION_KINDS
+from ops.soak.provisioning import POOLS, Provisioning, check_log
 from ops.soak.stack import SoakStack, StackError
 from ops.soak.tally import Api, Tally
 
@@ -29,8 +31,8 @@ class Load:
     """Submitter threads and a monitor that knows which submitted workflows have ended."""
 
     def __init__(self, stack: SoakStack, tally: Tally, seed: int, trace: Path, workers: int, until: float,
-                 outstanding: int) -> None:
-        self.stack, self.tally, self.seed, self.trace = stack, tally, seed, str(trace)
+                 outstanding: int, pools: tuple[str, ...] = ()) -> None:
+        self.stack, self.tally, self.seed, self.trace, self.pools = stack, tally, seed, str(trace), pools
         self.workers, self.until, self.outstanding = workers, until, outstanding
         self.counter = itertools.count()
         self.lock = threading.Lock()
@@ -50,7 +52,7 @@ class Load:
                 if self.open_count() >= self.outstanding:
                     time.sleep(0.3)
                     continue
-                planned = workload.workflow(self.seed, next(self.counter), self.trace)
+                planned = workload.workflow(self.seed, next(self.counter), self.trace, self.pools)
                 self.submit(api, planned)
                 time.sleep(rng.uniform(0.05, 0.6))
         finally:
@@ -132,18 +134,28 @@ def histories(stack: SoakStack, tally: Tally, events: list[Event]) -> None:
 
 
 def run(seed: int, duration: float, kinds: tuple[str, ...], workers: int = 4, nodes: int = 3, lease: float = 3.0,
-        settle_bound: float = 180.0, outstanding: int = 24, keep: bool = False) -> dict[str, Any]:
+        settle_bound: float = 180.0, outstanding: int = 24, keep: bool = False,
+        provision: bool = False) -> dict[str, Any]:
     root = Path(tempfile.mkdtemp(prefix=f"roving-soak-{seed}-"))
-    tally, stack = Tally(seed), SoakStack(root, nodes=nodes, lease=lease)
+    tally, stack = Tally(seed), SoakStack(root, nodes=nodes, lease=lease, own_store="diskfull" in kinds)
+    pools = Provisioning(root, stack.data_dir) if provision else None
+    if pools is not None:
+        stack.spare = pools.machine
     began = time.monotonic()
     summary: dict[str, Any] = {"seed": seed, "duration_s": duration}
     injector = None
     try:
         stack.start()
+        if pools is not None:
+            _define(stack, tally, pools)
+        setup = Api(stack.url, stack.token("admin"), tally)
+        limits.configure(setup, tally)
+        setup.close()
         load_began = time.monotonic()
-        load = Load(stack, tally, seed, root / "trace.log", workers, load_began + duration, outstanding)
+        load = Load(stack, tally, seed, root / "trace.log", workers, load_began + duration, outstanding,
+                    POOLS if pools is not None else ())
         schedule = faults.plan(seed, kinds, stack.nodes, duration, gap=(4.0, 10.0))
-        injector = faults.Injector(stack, tally, schedule, load.submitted, lease)
+        injector = faults.Injector(stack, tally, schedule, load.submitted, lease, pools)
         threads = [threading.Thread(target=load.submit_loop, args=(k,), name=f"soak-submit-{k}", daemon=True)
                    for k in range(workers)]
         monitor = threading.Thread(target=load.monitor, name="soak-monitor", daemon=True)
@@ -160,6 +172,8 @@ def run(seed: int, duration: float, kinds: tuple[str, ...], workers: int = 4, no
             summary["aborted"] = injector.broken[-500:]
             stack.restart()  # one more try, so what the log holds can still be checked
         rows, settled = settle(stack, load, tally, settle_bound)
+        if pools is not None:
+            _wait_gone(stack, tally, pools)
         events = read_log(stack.log_url())
         model = invariants.Model(events)
         invariants.check_workflows(rows, tally)
@@ -168,8 +182,11 @@ def run(seed: int, duration: float, kinds: tuple[str, ...], workers: int = 4, no
         nodes_now = (api.json("GET", "/v4/nodes") or {}).get("nodes", [])
         api.close()
         capacity = invariants.check_nodes(model, nodes_now, tally)
-        invariants.check_trace(model, invariants.read_trace(root / "trace.log"), tally)
+        invariants.check_trace(model, invariants.read_trace(root / "trace.log", set(model.node_names.values())), tally)
+        if pools is not None:
+            summary["provisioning"] = check_log(events, tally)
         invariants.check_tracebacks(sorted(stack.data_dir.glob("*.log")), tally)
+        held = limits.check_limits(events, tally)
         if tally.violations:
             histories(stack, tally, events)
         planned = list(load.planned.values())
@@ -177,7 +194,7 @@ def run(seed: int, duration: float, kinds: tuple[str, ...], workers: int = 4, no
             "workflows": len(rows), "submitted": len(load.submitted), "jobs": sum(p.jobs for p in planned),
             "services": sum(p.services for p in planned),
             "statuses": dict(sorted(_count(r["status"] for r in rows).items())), "events": len(events),
-            "allocations": len(model.allocs), "settle_s": round(settled, 1), "capacity": capacity,
+            "allocations": len(model.allocs), "settle_s": round(settled, 1), "capacity": capacity, "limits": held,
         })
     except StackError as error:
         tally.violation("stack_failed", str(error)[-1500:])
@@ -186,6 +203,8 @@ def run(seed: int, duration: float, kinds: tuple[str, ...], workers: int = 4, no
         if injector is not None:
             injector.halt.set()
         stack.stop()
+        if pools is not None:
+            pools.stop_machines(keep=keep or bool(tally.violations))
     summary.update({"faults": dict(sorted(tally.faults.items())), "violations": dict(sorted(tally.violations.items())),
                     "api_calls": dict(sorted(tally.calls.items())), "elapsed_s": round(time.monotonic() - began, 1)})
     if keep or tally.violations:
@@ -194,6 +213,22 @@ def run(seed: int, duration: float, kinds: tuple[str, ...], workers: int = 4, no
     else:
         shutil.rmtree(root, ignore_errors=True)
     return summary
+
+
+def _define(stack: SoakStack, tally: Tally, pools: Provisioning) -> None:
+    api = Api(stack.url, stack.token("admin"), tally)
+    try:
+        pools.define(api)
+    finally:
+        api.close()
+
+
+def _wait_gone(stack: SoakStack, tally: Tally, pools: Provisioning) -> None:
+    api = Api(stack.url, stack.token("admin"), tally)
+    try:
+        pools.wait_gone(api, tally)
+    finally:
+        api.close()
 
 
 def _count(values) -> dict[str, int]:
@@ -214,12 +249,15 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--settle", type=float, default=180.0, help="seconds for every workflow to end after the load")
     parser.add_argument("--outstanding", type=int, default=24, help="most workflows not yet ended at any time")
     parser.add_argument("--keep", action="store_true", help="keep the data dir even without violations")
+    parser.add_argument("--provision", action="store_true",
+                        help=f"add two provisioners (local and command) that some jobs need, and the faults "
+                             f"{', '.join(PROVISION_KINDS)} (part of `all` then)")
     args = parser.parse_args(argv)
     try:
-        kinds = faults.parse_kinds(args.faults)
+        kinds = faults.parse_kinds(args.faults, PROVISION_KINDS if args.provision else ())
     except ValueError as error:
         parser.error(str(error))
     summary = run(args.seed, args.duration, kinds, args.workers, args.nodes, args.lease, args.settle,
-                  args.outstanding, args.keep)
+                  args.outstanding, args.keep, args.provision)
     print(json.dumps(summary, default=str), flush=True)
     return 1 if summary["violations"] else 0

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import httpx
 
-from adapters.nats_auth import read_credentials
+from adapters.nats_auth import role_url
 from adapters.nats_server import free_port
-from adapters.nats_tls import with_tls
 from ops.soak import procs
 
 UP = "import sys; from api.up.main import up_main; sys.exit(up_main([]))"
 REPO = Path(__file__).resolve().parents[2]
+STORE_SIZE = "2g"  # a tmpfs holds only what is written: the size is a ceiling, not memory taken
 
 
 class StackError(RuntimeError):
@@ -28,10 +28,14 @@ class StackError(RuntimeError):
 class SoakStack:
     """One `roving up` subprocess (which keeps its local agents running), crashed and restarted on purpose."""
 
-    def __init__(self, root: Path, nodes: int = 3, lease: float = 3.0, cpus: int = 4, memory: str = "4GiB") -> None:
+    def __init__(self, root: Path, nodes: int = 3, lease: float = 3.0, cpus: int = 4, memory: str = "4GiB",
+                 own_store: bool = False) -> None:
+        """`own_store`: the log's store on a filesystem of its own (a tmpfs, root only), which the disk-full fault
+        fills by shrinking it to what it holds."""
         self.root = root
         self.data_dir = root / "data"
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        root.chmod(0o755)  # jobs (as nobody, under root) reach their work dir below it; data/ stays 0700
         self.port, self.nats_port = free_port(), free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.nats_url = f"nats://127.0.0.1:{self.nats_port}"
@@ -40,11 +44,15 @@ class SoakStack:
         self.env = {**os.environ, "ROVING_DATA_DIR": str(self.data_dir), "ROVING_LISTEN": f"127.0.0.1:{self.port}",
                     "ROVING_NATS_PORT": str(self.nats_port), "ROVING_LOCAL_NODES": str(nodes),
                     "ROVING_LOCAL_NODE_CPUS": str(cpus), "ROVING_LOCAL_NODE_MEMORY": memory,
-                    "ROVING_NODE_LEASE": f"{lease:g}s", "ROVING_LOG_FORMAT": "console", "PYTHONPATH": str(REPO)}
+                    "ROVING_NODE_LEASE": f"{lease:g}s", "ROVING_LOG_FORMAT": "console", "PYTHONPATH": str(REPO),
+                    "ROVING_WORK_DIR": str(root / "work")}  # jobs run on across a graceful stop: find them here
         for name in ("ROVING_NATS_URL", "ROVING_FEDERATION_HUB"):
             self.env.pop(name, None)
         self.process: subprocess.Popen | None = None
         self.starts = 0
+        self.store = self.data_dir / "nats"
+        self.store_mounted = own_store and os.geteuid() == 0 and _mount(self.store)
+        self.spare = None  # pid -> True for processes that outlive `roving up` by design (a cloud's machines)
 
     @property
     def outputs(self) -> list[Path]:
@@ -93,10 +101,7 @@ class SoakStack:
 
     def log_url(self) -> str:
         """The embedded log's URL as the control plane uses it: its credentials, and its CA when it speaks TLS."""
-        store = self.data_dir / "nats"
-        ca, creds = store / "tls" / "ca.pem", store / "credentials" / "control.creds"
-        url = with_tls(self.nats_url, ca) if ca.exists() else self.nats_url
-        return read_credentials(creds).url(url) if creds.exists() else url
+        return role_url(self.nats_url, self.data_dir / "nats", "control")
 
     def nats_up(self) -> bool:
         try:
@@ -135,6 +140,30 @@ class SoakStack:
         time.sleep(2)
         return procs.nats_pids(self.data_dir)
 
+    def readyz(self) -> tuple[int, str]:
+        """/readyz's status and reason (0 when it cannot be reached)."""
+        try:
+            answer = httpx.get(self.url + "/readyz", timeout=2)
+        except httpx.HTTPError as error:
+            return 0, repr(error)
+        return answer.status_code, str(answer.json().get("reason", ""))
+
+    def freeze_nats(self, frozen: bool) -> list[int]:
+        """SIGSTOP (or SIGCONT) the nats-server: it keeps its connections and answers nothing."""
+        pids = procs.nats_pids(self.data_dir)
+        for pid in pids:
+            procs.kill(pid, signal.SIGSTOP if frozen else signal.SIGCONT)
+        return pids
+
+    def fill_store(self, full: bool) -> bool:
+        """Shrink the store's filesystem to what it holds (full), or give it its size back; False without one."""
+        if not self.store_mounted:
+            return False
+        found = os.statvfs(self.store)
+        used = (found.f_blocks - found.f_bfree) * found.f_frsize
+        size = f"{used // 1024 + 64}k" if full else STORE_SIZE
+        return subprocess.run(["mount", "-o", f"remount,size={size}", str(self.store)], capture_output=True).returncode == 0
+
     def kill_nats(self) -> int | None:
         pids = procs.nats_pids(self.data_dir)
         for pid in pids:
@@ -150,8 +179,9 @@ class SoakStack:
         self.stop_up()
         # Agents of a crashed `roving up` get SIGTERM from the kernel and stop their jobs: give them that time.
         nats = set(procs.nats_pids(self.data_dir))
-        procs.wait_gone([p for p in procs.owned(self.data_dir) if p not in nats], 15)
-        leftovers = procs.reap_all(self.data_dir)
+        kept = self.spare or (lambda pid: False)
+        procs.wait_gone([p for p in procs.owned(self.data_dir) if p not in nats and not kept(p)], 15)
+        leftovers = procs.reap_all(self.data_dir, spare=self.spare)
         self.start(timeout)
         return leftovers
 
@@ -167,5 +197,16 @@ class SoakStack:
 
     def stop(self) -> None:
         """Everything down, nothing left running that names the data dir."""
+        self.freeze_nats(False)  # a frozen server would not hear its SIGTERM
         self.stop_up(30)
         procs.reap_all(self.data_dir)
+        procs.reap_all(self.root / "work")  # the jobs a graceful stop leaves running for the next start
+        if self.store_mounted:
+            subprocess.run(["umount", "-l", str(self.store)], capture_output=True)
+            self.store_mounted = False
+
+
+def _mount(store: Path) -> bool:
+    store.mkdir(parents=True, exist_ok=True)
+    return subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={STORE_SIZE},mode=0700", "tmpfs", str(store)],
+                          capture_output=True).returncode == 0

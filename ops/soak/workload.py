@@ -1,4 +1,5 @@
-"""Seeded workflows: DAGs of jobs and services, task arrays, retries, readiness, endpoints; each job traces itself.
+"""Seeded workflows: DAGs of jobs and services, task arrays, retries, readiness, endpoints, projects and licenses;
+each job traces itself.
 
 Every stage appends `start`, `tick` and `end` lines (stage key, time, work dir, pid) to one trace file, so the
 checker knows from the processes themselves where and when each stage attempt really ran.
@@ -80,9 +81,27 @@ def service(rng: random.Random, trace: str, index: int) -> dict[str, Any]:
     return spec
 
 
-def workflow(seed: int, index: int, trace: str) -> Planned:
-    """The index-th workflow of a seed: the same on every run, whichever thread submits it."""
-    rng = random.Random(f"{seed}:{index}")
+PROJECTS = ("soak/a", "soak/a", "soak/b", None)  # None: the cluster's default project (ops.soak.limits)
+LICENSES = ({"lic": 1}, {"lic": 2}, {"seat": 1}, {"lic": 1, "seat": 1})
+
+
+def limited(seed: int, index: int, definition: dict[str, Any]) -> None:
+    """A project for the workflow and licenses for some jobs, from their own seeded stream (the rest of the
+    workflow is what it would be without them)."""
+    rng = random.Random(f"{seed}:{index}:limits")
+    project = rng.choice(PROJECTS)
+    if project is not None:
+        definition["project"] = project
+    for spec in definition["jobs"].values():
+        if rng.random() < 0.3:
+            spec["resource"]["shared"] = dict(rng.choice(LICENSES))
+
+
+def workflow(seed: int, index: int, trace: str, pools: tuple[str, ...] = ()) -> Planned:
+    """The index-th workflow of a seed: the same on every run, whichever thread submits it. With `pools`
+    (provisioners' `pool` annotations), some jobs ask for one; their draws come from a random of their own, so a
+    seed's workflows are otherwise the same with and without."""
+    rng, pool_rng = random.Random(f"{seed}:{index}"), random.Random(f"{seed}:{index}:pool")
     jobs: dict[str, Any] = {}
     services: dict[str, Any] = {}
     if rng.random() < 0.25:
@@ -96,6 +115,8 @@ def workflow(seed: int, index: int, trace: str) -> Planned:
                                 "policy": {"timeout": {"execute": "60s"}}}
         if retry:
             spec["policy"]["retry"] = retry
+        if pools and pool_rng.random() < 0.3:
+            spec["resource"]["annotations"] = {"pool": pool_rng.choice(pools)}
         if rng.random() < 0.2:
             end = rng.randint(2, 5)
             spec["task-array"] = {"start": 1, "end": end, "concurrency": rng.randint(1, 3)}
@@ -113,5 +134,6 @@ def workflow(seed: int, index: int, trace: str) -> Planned:
     definition: dict[str, Any] = {"version": "v4", "jobs": jobs}
     if services:
         definition["services"] = services
+    limited(seed, index, definition)
     return Planned(index=index, definition=definition, jobs=runs, services=len(services),
                    name=f"soak-{seed}-{index}", kinds=kinds)

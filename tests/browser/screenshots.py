@@ -110,7 +110,8 @@ def main(argv: list[str]) -> int:
                  "workflow-waiting": f"/ui/workflows/{ids['waiting']}",
                  "log": f"/ui/workflows/{ids['finished']}/logs/train", "queue": "/ui/queue", "nodes": "/ui/nodes",
                  "node": f"/ui/nodes/{ids['held']}",
-                 "endpoints": "/ui/endpoints", "audit": "/ui/audit", "api": "/ui/api"}
+                 "endpoints": "/ui/endpoints", "audit": "/ui/audit", "api": "/ui/api", "submit": "/ui/submit",
+                 "try-it": "/v4/docs"}
         for name, path in pages.items():
             shoot(browser, stack.url + path, out / f"{name}.png", search="epoch 2" if name == "log" else "")
     finally:

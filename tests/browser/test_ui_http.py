@@ -279,3 +279,10 @@ def test_the_dashboard_says_the_head_jobs_reservation_in_words():
     assert rows["placed"] == 2
     assert rows["reservation"] == ('allocation 1269ccd0 on <a href="/ui/nodes/local-1">local-1</a>, ffff, estimated '
                                    'start <time datetime="2026-12-04T15:42:38+00:00">2026-12-04 15:42:38Z</time>')
+
+
+def test_a_missing_static_file_is_a_404_not_a_server_error(api):
+    assert api.request("GET", "/ui/static/log.js").status_code == 200
+    for path in ("/ui/static/no-such-file.js", "/ui/static/", "/ui/static/../routes.py", "/ui/static/%2e%2e/core.py"):
+        answer = api.request("GET", path)
+        assert answer.status_code == 404, (path, answer.status_code)

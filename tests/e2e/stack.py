@@ -19,18 +19,23 @@ UP = "import sys; from api.up.main import up_main; sys.exit(up_main(sys.argv[1:]
 
 class LocalStack:
     def __init__(self, data_dir: Path, nodes: int = 2, lease_seconds: float = 3.0,
-                 settings: dict[str, str] | None = None, args: tuple[str, ...] = ()) -> None:
+                 settings: dict[str, str] | None = None, args: tuple[str, ...] = (),
+                 command: tuple[str, ...] | None = None, port: int | None = None) -> None:
+        """`command` starts the stack (an installed `roving up`, say); by default this checkout's code does. `port`:
+        a restart on the same port (agents started elsewhere still find it)."""
         self.data_dir = data_dir
-        self.port = free_port()
+        self.port = port or free_port()  # a restart on the same port: agents started elsewhere still find it
         self.url = f"http://127.0.0.1:{self.port}"
         self.nodes = nodes
         env = {**os.environ, "ROVING_DATA_DIR": str(data_dir), "ROVING_LISTEN": f"127.0.0.1:{self.port}",
                "ROVING_LOCAL_NODES": str(nodes), "ROVING_LOCAL_NODE_CPUS": "2", "ROVING_LOCAL_NODE_MEMORY": "2GiB",
                "ROVING_NODE_LEASE": str(lease_seconds), "ROVING_LOG_FORMAT": "console", **(settings or {})}
         env.pop("ROVING_NATS_URL", None)
+        self.cluster = env.get("ROVING_CLUSTER") or "local"
         self.log = open(data_dir / "stack.log", "wb")  # noqa: SIM115 - closed in stop()
-        self.process = subprocess.Popen([sys.executable, "-c", UP, *args], env=env, stdout=self.log,
-                                        stderr=subprocess.STDOUT, start_new_session=True)
+        argv = [*(command or (sys.executable, "-c", UP)), *args]
+        self.process = subprocess.Popen(argv, env=env, stdout=self.log, stderr=subprocess.STDOUT,
+                                        start_new_session=True, cwd=data_dir if command else None)
         self.client: httpx.Client | None = None
 
     def start(self, timeout: float = 60) -> LocalStack:
@@ -105,7 +110,9 @@ class LocalStack:
     def events(self, workflow_id: str) -> list[dict]:
         return self.client.get(f"/v4/workflows/{workflow_id}/events").json()["events"]
 
-    def stop(self) -> None:
+    def stop(self, keep_jobs: bool = False) -> None:
+        """Stop `roving up` (gracefully: its agents detach and their jobs run on) and, unless `keep_jobs`, end
+        those jobs too, so no test leaves a process behind."""
         if self.client is not None:
             self.client.close()
         if self.process.poll() is None:
@@ -116,6 +123,31 @@ class LocalStack:
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait()
         self.log.close()
+        if not keep_jobs:
+            for pid in self.job_pids():
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+    @property
+    def work_dir(self) -> Path:
+        from api.composition.stack import local_work_dir
+
+        return local_work_dir(self.data_dir, self.cluster)
+
+    def job_pids(self) -> list[int]:
+        """The processes working under this stack's local work directory: its jobs (and their children)."""
+        root, found = str(self.work_dir), []
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                if os.readlink(f"/proc/{name}/cwd").startswith(root):
+                    found.append(int(name))
+            except OSError:
+                continue
+        return found
 
 
 def dump(value: object) -> str:

@@ -27,11 +27,11 @@ jobs:
   count:
     image: {{uri: docker://alpine:3.20}}
     script: |
-      mkdir -p data/results && wc -c < data/inputs/genome.fa > data/results/count.txt
+      mkdir -p /data/results && wc -c < /data/inputs/genome.fa > /data/results/count.txt
     mounts: {{/data: {{volume: data}}}}
   check:
     image: {{uri: docker://alpine:3.20}}
-    script: cat data/results/count.txt
+    script: cat /data/results/count.txt
     mounts: {{/data: {{volume: data}}}}
     depends-on: [{{name: count}}]
 """

@@ -20,7 +20,7 @@ volumes:
 jobs:
   write:
     image: {uri: docker://alpine:3.20}
-    script: echo first-run > keep/result.txt && echo scratch > tmp2/t
+    script: echo first-run > /keep/result.txt && echo scratch > /tmp2/t
     mounts: {/keep: {volume: keep}, /tmp2: {volume: tmp}}
 """
 READ = """
@@ -30,7 +30,7 @@ volumes:
 jobs:
   read:
     image: {uri: docker://alpine:3.20}
-    script: cat keep/result.txt
+    script: cat /keep/result.txt
     mounts: {/keep: {volume: keep}}
 """
 

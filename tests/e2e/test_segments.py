@@ -24,7 +24,7 @@ volumes:
 jobs:
   render:
     image: {uri: docker://alpine:3.20}
-    script: echo "frame $FB_TASK_ID" > frames/f$FB_TASK_ID
+    script: echo "frame $FB_TASK_ID" > /frames/f$FB_TASK_ID
     mounts: {/frames: {volume: frames}}
     task-array: {start: 1, end: 3}
   plain:
@@ -71,7 +71,7 @@ def test_stages_mounting_a_segments_volume_run_only_on_its_nodes(stack, root):
     assert done["status"] == "FINISHED", done["stages"]
     nodes = {s["name"]: s["node"] for s in done["stages"]}
     assert {nodes[f"render[{n}]"] for n in (1, 2, 3)} == {"fast-1"}
-    frames = sorted(p.name for p in (root / "volumes").glob("*/user/*/frames/f*"))
+    frames = sorted(p.name for p in (root / "volumes").glob("*/class/fast/user/*/frames/f*"))
     assert frames == ["f1", "f2", "f3"]
 
 

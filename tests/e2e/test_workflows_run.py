@@ -115,3 +115,31 @@ def test_why_names_the_holds_that_keep_a_job_waiting_and_it_runs_once_they_go(st
         for node in ("local-1", "local-2"):
             stack.client.post(f"/v4/nodes/{node}/uncordon")
     assert stack.wait_status(workflow_id, ("FINISHED", "FAILED"))["status"] == "FINISHED"
+
+
+MOUNTED = """
+version: v4
+volumes:
+  v: {reference: volume://user/ephemeral}
+jobs:
+  write:
+    image: {uri: docker://alpine}
+    mounts: {/scratch: {volume: v}}
+    script: echo from-write > /scratch/data.txt
+  read:
+    image: {uri: docker://alpine}
+    mounts: {/scratch: {volume: v}}
+    depends-on: [{name: write, status: FINISHED}]
+    script: cat /scratch/data.txt && test ! -e scratch
+"""
+
+
+def test_a_volume_is_at_the_path_the_fuzzfile_mounts_it_on_the_host_runtime(stack):
+    if shutil.which("bwrap") is None:
+        import pytest
+
+        pytest.skip("the host runtime mounts volumes at their paths with bubblewrap: apt-get install bubblewrap")
+    workflow_id = stack.submit(MOUNTED, "mounted")
+    done = stack.wait_status(workflow_id, ("FINISHED", "FAILED"))
+    assert done["status"] == "FINISHED", stack.client.get(f"/v4/workflows/{workflow_id}/log/write").text
+    assert "from-write" in stack.stage_log(workflow_id, "read", "from-write")

@@ -15,6 +15,7 @@ import pytest
 
 from adapters.adoption import alive
 from adapters.executor import Executor
+from adapters.outbox import Outbox
 from tests.integration.test_executor import Recorder
 from tests.unit.agent.fake_api import FakeApi
 from tests.unit.agent.test_agent_loop import assignment
@@ -64,7 +65,7 @@ def stop(agent: subprocess.Popen) -> None:
 def started(api: FakeApi, workdir: Path) -> bool:
     """Reported and out of the outbox (a kill in between would have the next agent send it again, harmlessly)."""
     outbox = workdir / ".roving-agent" / "outbox"
-    return api.events("a1") == [("started", 1, None)] and not any(outbox.glob("*.json"))
+    return api.events("a1") == [("started", 1, None)] and len(Outbox(outbox)) == 0
 
 
 def job_pid(workdir: Path) -> int:

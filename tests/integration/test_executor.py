@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from adapters.executor import Executor, RunSpec, SpecError
+from adapters.runtime.host import HostSandbox
 
 
 class Recorder:
@@ -51,6 +52,14 @@ def run(executor: Executor, run_spec: RunSpec, timeout: float = 10) -> tuple[Rec
     result = running.wait(timeout)
     assert result is not None, "the process did not finish in time"
     return recorder, result
+
+
+def mounting_sandbox() -> HostSandbox:
+    """The host runtime's namespaces, which a stage that mounts volumes needs; the test skips without them."""
+    sandbox = HostSandbox.found()
+    if sandbox is None:
+        pytest.skip("mounting volumes at their paths needs bubblewrap that runs here (apt-get install bubblewrap)")
+    return sandbox
 
 
 @pytest.fixture

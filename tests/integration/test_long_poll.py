@@ -129,3 +129,24 @@ def test_a_held_poll_with_no_news_answers_the_empty_body_when_its_wait_passes(pl
         assert (answer.status_code, answer.json()) == (200, {"start": [], "stop": [], "volumes": []})
 
     run(scenario())
+
+
+def test_a_poll_held_after_an_answer_is_not_woken_by_its_work_ending_but_by_new_work(plane):
+    svc, app = plane
+
+    async def scenario():
+        node, first, second = await on_node(svc, "n1"), await submitted(svc), await submitted(svc)
+        epoch = await asyncio.to_thread(svc.roving.place, first, [node], "scheduler", now())
+        async with client(app) as http:
+            await asyncio.to_thread(svc.tailer.wait_for, svc.roving.last_position, 5)
+            running = await http.get("/v4/agent/assignments", params={"node_id": str(node)})
+            held = poll(http, node, wait=20, etag=running.headers["etag"])
+            await asyncio.sleep(HELD)
+            await asyncio.to_thread(svc.roving.report, node, first, epoch, "exited", 0, "", now())
+            await asyncio.sleep(HELD)
+            assert not held.done(), "the end of work the agent itself reported woke its poll"
+            await place(svc, second, node)
+            answer = await asyncio.wait_for(held, 10)
+        assert [s["allocation_id"] for s in answer.json()["start"]] == [str(second)]
+
+    run(scenario())

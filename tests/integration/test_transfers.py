@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from adapters.executor import Executor
-from tests.integration.test_executor import run, spec
+from tests.integration.test_executor import mounting_sandbox, run, spec
 from tests.integration.transfer_servers import Files, Hub, S3Server
 
 SECRET_VAR = "ROVING_TRANSFER_SECRET_0"
@@ -42,11 +42,12 @@ def transfer(kind: str, source: str, destination: str, **fields):
 
 
 def test_an_http_ingress_lands_in_the_volume_a_job_then_mounts(executor, web):
+    executor.sandbox = mounting_sandbox()
     web.files["/genome.fa"] = b">chr1\nACGT\n" * 1000
     recorder, result = run(executor, transfer("ingress", f"{web.url}/genome.fa", "file://inputs/genome.fa"))
     assert result == (0, "exited with code 0"), recorder.text("stderr")
     assert "ingress http://" in recorder.text() and "done, 11000 bytes" in recorder.text()
-    job, outcome = run(executor, spec(stage="count", mounts={"/data": "data"}, script="wc -c < data/inputs/genome.fa"))
+    job, outcome = run(executor, spec(stage="count", mounts={"/data": "data"}, script="wc -c < /data/inputs/genome.fa"))
     assert (outcome, job.text().strip()) == ((0, "exited with code 0"), "11000")
 
 
@@ -102,6 +103,7 @@ def test_a_transfer_cannot_leave_the_volume(executor, web):
 
 
 def test_the_volumes_of_ended_workflows_are_removed(executor, web):
+    executor.sandbox = mounting_sandbox()
     for workflow in ("wf-live", "wf-ended"):
         run(executor, spec(workflow_id=workflow, mounts={"/data": "data"}, command=["true"]))
     assert executor.volumes.keep_only({"wf-live"}) == ["wf-ended"]
@@ -137,3 +139,25 @@ def test_hf_ingress_without_the_token_fails_at_once_naming_the_uri(executor, hub
     recorder, result = run(executor, transfer("ingress", "hf://org/tiny-model", "file://models/tiny"), timeout=60)
     assert result[0] == 1 and result[1].startswith("ingress of hf://org/tiny-model failed: HTTP 401"), result
     assert "retrying" not in recorder.text()
+
+
+def test_transfers_close_their_connections_and_leave_no_socket_to_the_garbage_collector(s3, web, tmp_path):
+    """A connection left open is found later by the garbage collector, in whichever test runs then (CI failed so,
+    in the S3 test): S3 clients and a refused http GET's answer are closed where they are used."""
+    import gc
+    import warnings
+
+    from adapters.transfer_remote import Permanent, download, upload
+
+    source = tmp_path / "up.txt"
+    source.write_bytes(b"payload\n")
+    gc.collect()
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        upload(source, "s3://results/gc/up.txt", s3.secret(), lambda n: None)
+        download("s3://results/gc/up.txt", tmp_path / "down.txt", s3.secret(), lambda n: None)
+        with pytest.raises(Permanent):
+            download(f"{web.url}/no-such-file", tmp_path / "missing", "", lambda n: None)
+        gc.collect()
+    unclosed = [str(w.message) for w in seen if issubclass(w.category, ResourceWarning)]
+    assert unclosed == [] and (tmp_path / "down.txt").read_bytes() == b"payload\n"

@@ -26,6 +26,7 @@ class S3Server:
     def __init__(self) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        self._client = None
         self.process = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 30
@@ -43,11 +44,16 @@ class S3Server:
                 f'"region": "us-east-1", "endpoint": "{self.url}"}}')
 
     def client(self):
-        import boto3
-        return boto3.client("s3", endpoint_url=self.url, aws_access_key_id="AKIDTEST",
-                            aws_secret_access_key="hunter2-s3-key", region_name="us-east-1")
+        """One client for the tests' own calls, closed with the server (each new one kept a connection pool)."""
+        if self._client is None:
+            import boto3
+            self._client = boto3.client("s3", endpoint_url=self.url, aws_access_key_id="AKIDTEST",
+                                        aws_secret_access_key="hunter2-s3-key", region_name="us-east-1")
+        return self._client
 
     def stop(self) -> None:
+        if self._client is not None:
+            self._client.close()
         self.process.terminate()
         self.process.wait(10)
 

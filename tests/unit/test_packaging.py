@@ -1,4 +1,5 @@
-"""What an installer gets: the Apache-2.0 licence, ops/ and examples/ in the sdist, bounded format-bearing deps."""
+"""What an installer gets: the Apache-2.0 licence, ops/ and examples/ in the sdist, bounded format-bearing deps
+(tests/e2e/test_wheel.py builds and installs the packages themselves)."""
 
 import re
 import tomllib
@@ -41,4 +42,10 @@ def test_the_sdist_ships_the_monitoring_configs_and_the_examples(monkeypatch):
 def test_dependencies_whose_formats_the_code_relies_on_have_an_upper_bound():
     wanted = PROJECT["dependencies"] + PROJECT["optional-dependencies"]["server"]
     bounds = {re.split(r"[<>=!~\[; ]", d)[0]: d for d in wanted}
-    assert [name for name in ("msgspec", "uvicorn", "httpx") if "<" not in bounds[name]] == []
+    bounded = ("msgspec", "uvicorn", "httpx", "starlette", "structlog", "prometheus-client", "pyyaml", "httptools")
+    assert [name for name in bounded if "<" not in bounds[name]] == []
+
+
+def test_the_server_extra_names_every_library_the_control_plane_imports_at_start():
+    server = {re.split(r"[<>=!~\[; ]", d)[0] for d in PROJECT["optional-dependencies"]["server"]}
+    assert {"pycryptodome", "eventsourcing", "starlette", "uvicorn", "structlog", "prometheus-client"} <= server

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import secrets as secrets_module
 from datetime import timedelta
-from typing import Literal
+from typing import Annotated, Literal
 from uuid import UUID
 
 import msgspec
@@ -17,13 +17,19 @@ from adapters.auth.tokens import Identity, issue
 from api.http.errors import BadRequest
 from api.http.routes import common as c
 from api.http.routes import secrets
+from api.http.workflow_tokens import with_workflow_tokens
 from domain.app import access
+from domain.app.errors import Conflict, NotFound, StaleEpoch
 from domain.app.ids import node_id
 from domain.tenancy import Role, Source
 
 MAX_WAIT_SECONDS = 30
 NODE_TOKEN_TTL = timedelta(days=30)  # as the shared agent token `roving up` writes
 ADVISORY = frozenset({"started", "ran_on_host"})  # reports the application records no event for
+
+
+Port = Annotated[int, msgspec.Meta(ge=1, le=65535)]
+MAX_LISTENING = 1024  # ports one readiness may name: each is stored in the endpoint's events
 
 
 class Register(msgspec.Struct):
@@ -52,6 +58,8 @@ class Report(msgspec.Struct):
     exit_code: int | None = None
     reason: str = ""
     ports: list[int | dict] = []
+    # `ready`: the TCP ports the service's own processes listen on, as the agent saw them (older agents: None)
+    listening: Annotated[list[Port], msgspec.Meta(max_length=MAX_LISTENING)] | None = None
 
 
 def agent_only(request: Request, node: UUID | None = None) -> None:
@@ -108,12 +116,37 @@ async def assignments(request: Request) -> Response:
 
     waiters = svc.waiters
     if seconds and waiters is not None:
-        answer = await waiters.wait(node, seconds, read, (lambda a: etag(a) != known) if known else _work)
+        answer = await waiters.wait(node, seconds, read, news_since(waiters, node, known))
     else:
         answer = await read()
-    tag = etag(answer)  # of the references: a secret's value never shapes a header
+    tag = etag(answer)  # of the references: a secret's value (or a workflow's token) never shapes a header
+    if waiters is not None:
+        waiters.answered(node, tag, orders(answer))
+    answer = with_workflow_tokens(answer, svc.views, svc.key, token_ttl(request), c.now())
     body = c.ENCODER.encode(await secrets.resolved(svc, answer))
     return Response(body, media_type="application/json", headers={"ETag": tag})
+
+
+def news_since(waiters, node: UUID, known: str | None):
+    """What ends a held poll. After an answer this process gave (its ETag), only an order the agent has not had:
+    a start or a stop it was not sent, or a change of its volumes; work that merely ended (the agent reported it)
+    is no news. After any other ETag, any change; with none, any work."""
+    if not known:
+        return _work
+    sent = waiters.sent(node, known)
+    if sent is None:
+        return lambda answer: etag(answer) != known
+    return lambda answer: not orders(answer) <= sent
+
+
+def orders(answer: dict) -> frozenset:
+    found = {(kind, item["allocation_id"], item["epoch"]) for kind in ("start", "stop") for item in answer[kind]}
+    return frozenset(found | {("volumes", tuple(answer.get("volumes") or ()), 0)})
+
+
+def token_ttl(request: Request) -> timedelta:
+    """FB_WORKFLOW_TOKEN's longest life (ROVING_WORKFLOW_TOKEN_TTL); its workflow's end refuses it sooner."""
+    return timedelta(seconds=getattr(c.settings(request), "workflow_token_ttl_seconds", 7 * 86400.0))
 
 
 def _work(answer: dict) -> bool:
@@ -155,8 +188,48 @@ async def report(request: Request) -> Response:
     agent_only(request, b.node_id)
     if b.event in ADVISORY and await c.call(running_here, svc.views, b):
         return c.json({"ok": True})
-    await c.call(svc.roving.report, b.node_id, b.allocation_id, b.epoch, b.event, b.exit_code, b.reason, c.now())
+    listening = tuple(b.listening) if b.listening is not None else None
+    await c.call(svc.roving.report, b.node_id, b.allocation_id, b.epoch, b.event, b.exit_code, b.reason, c.now(),
+                 listening)
     return c.json({"ok": True})
+
+
+class Reports(msgspec.Struct):
+    """Many reports of one node in one request (`POST /v4/agent/reports:batch`): one commit for all of them."""
+
+    node_id: UUID
+    reports: list[Report]
+
+
+MAX_REPORTS = 500  # per request; the agent sends at most 200
+
+
+async def reports(request: Request) -> Response:
+    """Each report answered in order as the single route would answer it: `{"results": [{"status": 200}, {"status":
+    409, "code": "stale_epoch", "error": ...}, ...]}`. A log outage or lasting contention fails the whole request
+    (503: every report is tried again); advisory reports the views show running are acknowledged from them."""
+    b, svc = await c.body(request, Reports), c.services(request)
+    agent_only(request, b.node_id)
+    if len(b.reports) > MAX_REPORTS:
+        raise BadRequest("reports", f"at most {MAX_REPORTS} reports a request, not {len(b.reports)}")
+    if any(r.node_id != b.node_id for r in b.reports):
+        raise BadRequest("reports", "every report must be of the node the request names")
+    advisory = await c.call(lambda: [r.event in ADVISORY and running_here(svc.views, r) for r in b.reports])
+    decided = [r for r, known in zip(b.reports, advisory, strict=True) if not known]
+    refusals = iter(await c.call(svc.roving.report_all, b.node_id, decided, c.now()) if decided else [])
+    results = [{"status": 200} if known else _result(next(refusals)) for known in advisory]
+    return c.json({"results": results})
+
+
+def _result(refused: Exception | None) -> dict:
+    if refused is None:
+        return {"status": 200}
+    status, code = next(((status, code) for kind, status, code in REFUSALS if isinstance(refused, kind)),
+                        (400, "invalid"))
+    return {"status": status, "code": code, "error": str(refused)}
+
+
+REFUSALS = ((StaleEpoch, 409, "stale_epoch"), (NotFound, 404, "not_found"), (Conflict, 409, "conflict"))
 
 
 def running_here(views, b: Report) -> bool:
@@ -177,5 +250,6 @@ routes = [
     Route("/v4/agent/heartbeat", heartbeat, methods=["POST"]),
     Route("/v4/agent/assignments", assignments, methods=["GET"]),
     Route("/v4/agent/reports", report, methods=["POST"]),
+    Route("/v4/agent/reports:batch", reports, methods=["POST"]),
     Route("/v4/agent/config", config, methods=["GET"]),
 ]

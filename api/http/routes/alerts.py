@@ -10,6 +10,9 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from api import metrics
+from api.http import answers as shapes
+from api.http.answers import answers
+from api.composition.refused_alerts import DECIDING, settled
 from api.http.routes import common as c
 from domain.alerts import REFUSED
 from domain.holds import NodeSummary
@@ -35,13 +38,22 @@ def count_refusals(outcomes: list[str]) -> None:
             log.warning("alerts.monitoring_hold_refused", node=node, reason=what.removeprefix(REFUSED))
 
 
+@answers(shapes.Outcomes)
 async def receive(request: Request) -> Response:
-    svc, payload = c.services(request), await request.body()
-    rows = await c.call(svc.views.nodes.list)
-    outcomes = await c.call(svc.roving.apply_alerts, payload, c.principal(request), c.now(), peers(rows))
+    """Decided under the lock the refused-alerts loop takes too (api.composition.refused_alerts.DECIDING), each on
+    views that show the last decision: Alertmanager posts each node's group at once."""
+    svc, payload, who, at = c.services(request), await request.body(), c.principal(request), c.now()
+    outcomes = await c.call(decide, svc, payload, who, at)
     count_refusals(outcomes)
-    await c.settle(request)
     return c.json({"outcomes": outcomes})
+
+
+def decide(svc: Any, payload: bytes, who: Any, at: Any) -> list[str]:
+    with DECIDING:
+        rows = svc.views.nodes.list()
+        outcomes = svc.roving.apply_alerts(payload, who, at, peers(rows))
+        settled(svc.tailer if svc.tailer is not None and hasattr(svc.tailer, "wait_for") else svc.views, svc.roving)
+    return outcomes
 
 
 routes = [Route("/v4/alerts", receive, methods=["POST"])]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import time
 from collections.abc import Callable, Iterable
@@ -18,6 +19,7 @@ from starlette.responses import Response
 from api.http.errors import BadRequest
 from api.composition.services import Services
 from domain.app.errors import NotFound
+from domain.app.unit_of_work import saved_position
 from domain.fuzzfile.decode import wide_numbers
 from domain.tenancy.permissions import Principal
 
@@ -57,14 +59,29 @@ def json(value: Any, status: int = 200) -> Response:
 
 
 async def call(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """One application or view call off the event loop (they block on storage or locks)."""
-    return await run_in_threadpool(function, *args, **kwargs)
+    """One application or view call off the event loop (they block on storage or locks). The log position of what
+    it saved is remembered for this request's `settle`."""
+    result, position = await run_in_threadpool(_saving, function, args, kwargs)
+    if position:
+        _SAVED.set(max(position, _SAVED.get()))
+    return result
+
+
+def _saving(function: Callable[..., T], args: tuple, kwargs: dict) -> tuple[T, int]:
+    saved_position()  # what an earlier call on this worker thread saved is not this call's
+    result = function(*args, **kwargs)
+    return result, saved_position()
+
+
+_SAVED: contextvars.ContextVar[int] = contextvars.ContextVar("roving_saved_position", default=0)
 
 
 async def settle(request: Request) -> None:
-    """Read-your-writes: wait until the views have applied the application's last saved position."""
+    """Read-your-writes: wait until the views have applied what this request saved (without a position of its own,
+    the application's last saved position): not every write the process made meanwhile, which under load would
+    keep the answer waiting for the views to catch up with other people's work."""
     svc = services(request)
-    position = svc.roving.last_position
+    position = _SAVED.get() or svc.roving.last_position
     # A synchronous follower (tests) applies on demand; otherwise Views.wait_for blocks on what the tailer feeds
     tailer = svc.tailer if svc.tailer is not None and hasattr(svc.tailer, "wait_for") else svc.views
     if not position:

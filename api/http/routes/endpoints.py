@@ -9,6 +9,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from api.http import answers as shapes
+from api.http.answers import answers
 from api.http.routes import common as c
 from domain.app import access
 from domain.app.errors import NotFound
@@ -47,6 +49,7 @@ async def visible(request: Request) -> Endpoint:
     return found
 
 
+@answers(shapes.Endpoint)
 async def create(request: Request) -> Response:
     wanted, svc = await c.body(request, CreateEndpoint), c.services(request)
     eid = await c.call(svc.roving.create_endpoint, wanted.name, wanted.owner_kind, wanted.scope,
@@ -56,16 +59,19 @@ async def create(request: Request) -> Response:
     return c.json(answer(found, base_url(request)) if found else {"id": eid, "name": wanted.name}, status=201)
 
 
+@answers(shapes.EndpointList)
 async def list_endpoints(request: Request) -> Response:
     who = c.principal(request)
     rows = await c.call(c.services(request).views.endpoints.list, lambda e: access.visible(who, e))
     return c.json({"endpoints": [answer(e, base_url(request)) for e in rows]})
 
 
+@answers(shapes.Endpoint)
 async def show(request: Request) -> Response:
     return c.json(answer(await visible(request), base_url(request)))
 
 
+@answers(shapes.Deleted)
 async def delete(request: Request) -> Response:
     found = await visible(request)
     await c.call(c.services(request).roving.delete_endpoint, found.id, c.principal(request), c.now())

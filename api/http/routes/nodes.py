@@ -12,6 +12,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from api.http.answers import CredentialRevoked, Credentials, Evicted, HoldCreated, Holds, Node, NodeEvents, NodeList, Readmitted, Released, Removed, TargetGroup, answers
 from api.http.routes import common as c
 from domain.app import access
 from domain.app.errors import NotFound
@@ -54,7 +55,10 @@ def node_answer(row: Any, seen: Callable[[str], bool] = lambda allocation: True)
             "cpu": row.cpu, "memory": row.memory, "devices": row.devices, "annotations": row.annotations,
             "segment": row.segment,
             "definition": row.definition, "epoch": row.epoch, "allocations": [a for a in row.allocations if seen(a)],
-            "accepts_new_work": row.accepts_new_work, "removed": row.removed, "holds": holds}
+            "accepts_new_work": row.accepts_new_work, "removed": row.removed, "holds": holds,
+            "allocated": {"cpu": row.allocated_cpu, "memory": row.allocated_memory, "devices": row.allocated_devices},
+            "free": {"cpu": row.cpu - row.allocated_cpu, "memory": row.memory - row.allocated_memory,
+                     "devices": {d: n - row.allocated_devices.get(d, 0) for d, n in row.devices.items()}}}
 
 
 def visible_work(request: Request) -> Callable[[str], bool]:
@@ -74,20 +78,24 @@ async def found(request: Request) -> Any:
     return row
 
 
+@answers(NodeList)
 async def list_nodes(request: Request) -> Response:
     rows = await c.call(c.services(request).views.nodes.list)
     seen = visible_work(request)
     return c.json({"nodes": [node_answer(r, seen) for r in rows]})
 
 
+@answers(Node)
 async def show(request: Request) -> Response:
     return c.json(node_answer(await found(request), visible_work(request)))
 
 
+@answers(Holds)
 async def holds(request: Request) -> Response:
     return c.json({"holds": node_answer(await found(request))["holds"]})
 
 
+@answers(NodeEvents)
 async def node_events(request: Request) -> Response:
     """A node's event log, newest first (the last 200); work the caller may not see is named by no id."""
     node = await found(request)
@@ -105,30 +113,36 @@ async def command(request: Request, method: str, *args: Any, status: int = 200) 
     return result
 
 
+@answers(HoldCreated)
 async def cordon(request: Request) -> Response:
     wanted = await c.body(request, Reason)
     return c.json({"hold_id": await command(request, "cordon", wanted.reason)}, status=201)
 
 
+@answers(Released)
 async def uncordon(request: Request) -> Response:
     return c.json({"released": await command(request, "uncordon")})
 
 
+@answers(Evicted)
 async def evict(request: Request) -> Response:
     wanted = await c.body(request, Reason)
     return c.json({"evicted": await command(request, "evict", wanted.reason)})
 
 
+@answers(Evicted)
 async def deprovision(request: Request) -> Response:
     wanted = await c.body(request, Deprovision)
     return c.json({"evicted": await command(request, "deprovision", wanted.evict, wanted.force)})
 
 
+@answers(HoldCreated)
 async def add_hold(request: Request) -> Response:
     wanted = await c.body(request, NewHold)
     return c.json({"hold_id": await command(request, "add_hold", wanted.effect, wanted.reason)}, status=201)
 
 
+@answers(Released)
 async def release_hold(request: Request) -> Response:
     """`force` comes as `?force=true` or as a JSON body field; either one is enough."""
     force = c.query_bool(request, "force") or (await c.body(request, Release)).force
@@ -138,11 +152,13 @@ async def release_hold(request: Request) -> Response:
     return c.json({"released": [request.path_params["hold"]]})
 
 
+@answers(Removed)
 async def remove(request: Request) -> Response:
     await command(request, "remove_node")
     return c.json({"removed": True})
 
 
+@answers(Credentials)
 async def credentials(request: Request) -> Response:
     """The tokens issued to the node's agents, by id, with when each expires and whether it was revoked."""
     found = await c.call(c.services(request).roving.node_credentials, target(request), c.principal(request))
@@ -151,6 +167,7 @@ async def credentials(request: Request) -> Response:
                                    for x in found]})
 
 
+@answers(CredentialRevoked)
 async def revoke_credential(request: Request) -> Response:
     """The token is refused from now on and the node is fenced: OFFLINE, its work placed elsewhere, and its agent
     registers again only by a cluster admin's hand."""
@@ -160,11 +177,13 @@ async def revoke_credential(request: Request) -> Response:
     return c.json({"revoked": request.path_params["credential"], "fenced": True, "lost": lost})
 
 
+@answers(Readmitted)
 async def readmit(request: Request) -> Response:
     """Lift the fence a revoked credential put on the node: its agent registers again as any agent does."""
     return c.json({"readmitted": await command(request, "readmit_node")})
 
 
+@answers(list[TargetGroup])
 async def sd_config(request: Request) -> Response:
     """Prometheus HTTP service discovery: one target group per live node that exposes a metrics port."""
     rows = await c.call(c.services(request).views.nodes.list)

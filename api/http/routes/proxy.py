@@ -54,17 +54,24 @@ def roving_principal(request: HTTPConnection) -> tuple[Any, bool]:
     """The caller, and whether `Authorization` must be stripped because it held a Roving token.
 
     The token belongs in `FB-Authorization`; a Roving token sent in `Authorization` by mistake is honoured
-    but never forwarded. Any other `Authorization` is the service's own and passes through untouched."""
+    but never forwarded, whether or not `FB-Authorization` came too (clients that send the token in both are
+    common). Any other `Authorization` is the service's own and passes through untouched."""
+    carried = holds_roving_token(request.headers.get("authorization", ""))
     value = request.headers.get(ROVING_AUTH)
     if value:
         scheme, _, token = value.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             raise Unauthorized("malformed FB-Authorization header; expected Bearer <token>")
-        return _principal(request, token.strip()), False
+        return _principal(request, token.strip()), carried
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
     if scheme.lower() == "bearer" and token.strip().startswith(ROVING_TOKEN_PREFIX):
         return _principal(request, token.strip()), True
-    return None, False
+    return None, carried
+
+
+def holds_roving_token(value: str) -> bool:
+    """Whether a header value carries something shaped like a Roving token, under any scheme or none."""
+    return any(part.startswith(ROVING_TOKEN_PREFIX) for part in value.replace(",", " ").split())
 
 
 def _principal(request: HTTPConnection, token: str) -> Any:
@@ -85,8 +92,8 @@ def forwarded_headers(request: HTTPConnection, strip_authorization: bool,
 
 def pick(endpoint: Endpoint, avoid: str = "") -> str:
     """One ready replica's host:port, taking turns over the ready ones (another than `avoid` when there is one);
-    "" when none is ready."""
-    targets = endpoint.serving_targets()
+    "" when none is ready. Only targets whose port the service's own processes bound on their node are taken."""
+    targets = endpoint.reachable_targets()
     others = [t for t in targets if t != avoid] or targets
     return others[next(TURNS) % len(others)] if others else ""
 
@@ -131,6 +138,9 @@ async def admitted(request: HTTPConnection) -> tuple[Endpoint, bool] | Response:
             return problem(404, "endpoint not found")
     if endpoint.serving_target() is None:
         return problem(503, endpoint.not_serving_reason())
+    if refused := endpoint.unreachable_reason():  # ready, but at a port that is not (or not known to be) its own
+        log.warning("proxy.target_refused", endpoint=endpoint.name, reason=refused)
+        return problem(502, f"endpoint {endpoint.name}: not forwarded: {refused}")
     return endpoint, strip
 
 
@@ -205,7 +215,7 @@ async def forward(request: Request, endpoint: Endpoint, body: bytes | Upload, st
         # A takeover may have moved the binding while this request was routed, or another replica may answer:
         # try once more (a streamed body only if none of it was read yet).
         fresh = await lookup(request)
-        elsewhere = fresh is not None and any(t != target for t in fresh.serving_targets())
+        elsewhere = fresh is not None and any(t != target for t in fresh.reachable_targets())
         if elsewhere and not retried and not (isinstance(body, Upload) and body.started):
             return await forward(request, fresh, body, strip, retried=True, avoid=target)
         return problem(502, f"endpoint {endpoint.name}: service at {target} is not answering ({error})")

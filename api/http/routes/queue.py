@@ -17,6 +17,7 @@ from starlette.routing import Route
 
 from api.http.errors import BadRequest
 from api.http.fanout import Fanout, fanout
+from api.http.answers import QueuePage, QueueStats, answers
 from api.http.routes import common as c
 from api.http.routes.names import Names, names
 from domain.app import access
@@ -51,6 +52,7 @@ def state(request: Request) -> str | None:
     return raw.upper() if raw else None
 
 
+@answers(QueuePage)
 async def queue(request: Request) -> Response:
     """Non-admins always get `mine=true`: the server decides, whatever the client asked."""
     who = c.principal(request)
@@ -98,10 +100,12 @@ async def cluster_page(fan: Fanout, cluster: str, who: Any, filters: dict[str, A
              "group": known.group(r.group_id)} for r in found], total
 
 
+@answers(QueueStats)
 async def stats(request: Request) -> Response:
     fan = await fanout(request)
+    shared = await c.call(shared_use, c.services(request).views)
     if fan is None:
-        return c.json(await c.call(c.services(request).views.queue.stats))
+        return c.json({**await c.call(c.services(request).views.queue.stats), "shared_resources": shared})
     clusters = []
     for cluster in fan.scope:
         views = fan.views(cluster)
@@ -113,7 +117,14 @@ async def stats(request: Request) -> Response:
             depth[name] = depth.get(name, 0) + count
     here = await c.call(c.services(request).views.queue.stats)  # this cluster's scheduler, as unfederated
     return c.json({"depth": depth, "total": sum(x["total"] or 0 for x in clusters), "priority": here["priority"],
-                   "last_pass": here["last_pass"], "clusters": clusters, "hub": fan.hub_answer()})
+                   "last_pass": here["last_pass"], "shared_resources": shared, "clusters": clusters,
+                   "hub": fan.hub_answer()})
+
+
+def shared_use(views: Any) -> list[dict[str, Any]]:
+    """This cluster's shared resources (licenses): total, in use, free and how many allocations hold some."""
+    found = getattr(views, "projects", None)
+    return msgspec.to_builtins(found.shared()) if found is not None else []
 
 
 routes = [

@@ -10,6 +10,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from api.http import answers as shapes
+from api.http.answers import answers
 from api.http.routes import common as c
 
 
@@ -20,6 +22,7 @@ class CreateSecret(msgspec.Struct, forbid_unknown_fields=True):
     group: str = ""
 
 
+@answers(shapes.SecretCreated)
 async def create(request: Request) -> Response:
     wanted = await c.body(request, CreateSecret)
     created = await c.call(c.services(request).secrets.create_secret, wanted.name, wanted.value, wanted.scope,
@@ -27,11 +30,13 @@ async def create(request: Request) -> Response:
     return c.json({"id": created}, status=201)
 
 
+@answers(shapes.Secrets)
 async def list_secrets(request: Request) -> Response:
     rows = await c.call(c.services(request).secrets.list_secrets, c.principal(request))
     return c.json({"secrets": rows})
 
 
+@answers(shapes.Deleted)
 async def delete(request: Request) -> Response:
     secret = c.uuid_param(request, "id", "secret")
     await c.call(c.services(request).secrets.delete_secret, secret, c.principal(request), c.now())

@@ -18,6 +18,7 @@ from starlette.routing import Route
 
 from adapters.auth.tokens import REFRESH, Identity, InvalidToken, issue, new_family, verify
 from api.http.errors import Unauthorized
+from api.http.answers import TokenPair, answers
 from api.http.routes import common as c
 from domain.tenancy.permissions import Principal
 from domain.tenancy.revocation import family_jti
@@ -49,6 +50,7 @@ def identity_of(known: Principal) -> Identity:
                     organization_id=known.organization_id, group_ids=sorted(known.group_ids))
 
 
+@answers(TokenPair)
 async def refresh(request: Request) -> Response:
     """Spend a refresh token for a new pair; 401 with the reason for anything else (expired, reused, disabled)."""
     wanted, svc, at = await c.body(request, RefreshRequest), c.services(request), c.now()

@@ -13,6 +13,9 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from adapters.auth.tokens import WEBHOOK_TTL, Identity
+from api.http import answers as shapes
+from api.http.answers import TokenPair, Whoami, answers
+from api.http import logins
 from api.http.routes import common as c
 from api.http.routes import sessions
 from api.http.routes.names import Names, names
@@ -89,6 +92,7 @@ def own_org(request: Request) -> UUID:
     return org
 
 
+@answers(shapes.Created)
 async def create_organization(request: Request) -> Response:
     wanted = await c.body(request, Named)
     org = await c.call(c.services(request).roving.create_organization, wanted.name, c.principal(request), c.now())
@@ -96,6 +100,7 @@ async def create_organization(request: Request) -> Response:
     return c.json({"id": org, "name": wanted.name}, status=201)
 
 
+@answers(shapes.Organizations)
 async def list_organizations(request: Request) -> Response:
     who, tenancy = c.principal(request), c.services(request).views.tenancy
     rows = await c.call(tenancy.organizations)
@@ -108,6 +113,7 @@ def with_owner_names(row: Any, known: Names) -> dict[str, Any]:
     return {**msgspec.structs.asdict(row), "owner_names": [known.user(u) or str(u) for u in row.owners]}
 
 
+@answers(shapes.Organization)
 async def show_organization(request: Request) -> Response:
     row = await c.call(c.services(request).views.tenancy.organization, own_org(request))
     if row is None:
@@ -115,6 +121,7 @@ async def show_organization(request: Request) -> Response:
     return c.json(with_owner_names(row, names(request)))
 
 
+@answers(shapes.Created)
 async def create_user(request: Request) -> Response:
     wanted = await c.body(request, NewUser)
     uid = await c.call(c.services(request).roving.create_user, c.uuid_param(request, "id", "organization"),
@@ -123,12 +130,14 @@ async def create_user(request: Request) -> Response:
     return c.json({"id": uid, "username": wanted.username}, status=201)
 
 
+@answers(shapes.Users)
 async def list_users(request: Request) -> Response:
     rows, known = await c.call(c.services(request).views.tenancy.users, own_org(request)), names(request)
     return c.json({"users": [{**msgspec.structs.asdict(r), "group_names": [known.group(g) or str(g) for g in r.groups]}
                              for r in rows]})
 
 
+@answers(shapes.Created)
 async def create_group(request: Request) -> Response:
     wanted = await c.body(request, Named)
     gid = await c.call(method(request, "create_group"), c.uuid_param(request, "id", "organization"), wanted.name,
@@ -137,6 +146,7 @@ async def create_group(request: Request) -> Response:
     return c.json({"id": gid, "name": wanted.name}, status=201)
 
 
+@answers(shapes.Groups)
 async def list_groups(request: Request) -> Response:
     rows, known = await c.call(c.services(request).views.tenancy.groups, own_org(request)), names(request)
     return c.json({"groups": [with_group_names(r, known) for r in rows]})
@@ -148,6 +158,7 @@ def with_group_names(row: Any, known: Names) -> dict[str, Any]:
             "member_names": {known.user(u) or u: role for u, role in row.members.items()}}
 
 
+@answers(shapes.Group)
 async def show_group(request: Request) -> Response:
     row = await c.call(c.services(request).views.tenancy.group, c.uuid_param(request, "id", "group"))
     if row is None:
@@ -156,6 +167,7 @@ async def show_group(request: Request) -> Response:
     return c.json(with_group_names(row, names(request)))
 
 
+@answers(shapes.User)
 async def show_user(request: Request) -> Response:
     """One account as its organization sees it (its uid and groups; never its password hash)."""
     who = c.principal(request)
@@ -173,6 +185,7 @@ def posix_id_route(kind: str, what: str, body: type[Uid] | type[Gid]):
     the next free one of the configured range, for accounts made before ids existed)."""
     field = "uid" if body is Uid else "gid"
 
+    @answers(shapes.PosixId)
     async def set_posix_id(request: Request) -> Response:
         wanted = await c.body(request, body)
         target = c.uuid_param(request, "id", what)
@@ -185,6 +198,7 @@ def posix_id_route(kind: str, what: str, body: type[Uid] | type[Gid]):
 
 
 def priority_route(kind: str, what: str):
+    @answers(shapes.PriorityChanged)
     async def set_priority(request: Request) -> Response:
         wanted = await c.body(request, Priority)
         target = c.uuid_param(request, "id", what)
@@ -195,6 +209,7 @@ def priority_route(kind: str, what: str):
     return set_priority
 
 
+@answers(shapes.PreemptList)
 async def set_preempt(request: Request) -> Response:
     wanted = await c.body(request, PreemptList)
     group = c.uuid_param(request, "id", "group")
@@ -203,6 +218,7 @@ async def set_preempt(request: Request) -> Response:
     return c.json({"id": group, "preempt": wanted.groups})
 
 
+@answers(shapes.Membership)
 async def add_member(request: Request) -> Response:
     wanted = await c.body(request, Membership)
     group, user = c.uuid_param(request, "id", "group"), c.uuid_param(request, "user", "user")
@@ -211,6 +227,7 @@ async def add_member(request: Request) -> Response:
     return c.json({"group": group, "user": user, "role": wanted.role})
 
 
+@answers(shapes.Membership)
 async def remove_member(request: Request) -> Response:
     group, user = c.uuid_param(request, "id", "group"), c.uuid_param(request, "user", "user")
     await c.call(method(request, "remove_member"), group, user, c.principal(request), c.now())
@@ -220,6 +237,7 @@ async def remove_member(request: Request) -> Response:
 
 def explainer_route(granted: bool):
     """PUT grants `explain_allocation` on the group to the user, DELETE revokes it (organization owners)."""
+    @answers(shapes.Membership)
     async def set_explainer(request: Request) -> Response:
         group, user = c.uuid_param(request, "id", "group"), c.uuid_param(request, "user", "user")
         await c.call(method(request, "set_explainer"), group, user, granted, c.principal(request), c.now())
@@ -228,6 +246,7 @@ def explainer_route(granted: bool):
     return set_explainer
 
 
+@answers(Whoami)
 async def whoami(request: Request) -> Response:
     who, known = c.principal(request), names(request)
     groups = sorted(str(g) for g in who.group_ids)
@@ -238,12 +257,14 @@ async def whoami(request: Request) -> Response:
                    "uid": account.uid if account is not None else None})
 
 
+@answers(TokenPair)
 async def login(request: Request) -> Response:
     """Password login; the answer is a short access token and its refresh token (api.http.routes.sessions); the password
     never leaves this function."""
     wanted, svc = await c.body(request, Login), c.services(request)
     at = c.now()
-    user = await c.call(svc.roving.login, wanted.username, wanted.password, at)
+    user = await logins.gate(request).check(wanted.username, logins.address_of(request), svc.roving.login,
+                                            wanted.username, wanted.password, at)
     await c.settle(request)  # the token names an account: the views know it before the caller can use it
     known = svc.views.tenancy.principal_for(user.id)
     identity = Identity(user_id=user.id, username=user.username, role=user.role, organization_id=user.organization_id,
@@ -251,15 +272,18 @@ async def login(request: Request) -> Response:
     return c.json(sessions.token_pair(request, identity, at))
 
 
+@answers(shapes.Changed)
 async def change_password(request: Request) -> Response:
     """The caller's own password; the current one is asked for again, so a stolen token cannot take the account."""
-    wanted = await c.body(request, PasswordChange)
-    await c.call(c.services(request).roving.tenancy.change_password, c.principal(request), wanted.current_password,
-                 wanted.new_password, c.now())
+    wanted, who = await c.body(request, PasswordChange), c.principal(request)
+    await logins.gate(request).check(who.username, logins.address_of(request),
+                                     c.services(request).roving.tenancy.change_password, who,
+                                     wanted.current_password, wanted.new_password, c.now())
     await c.settle(request)
     return c.json({"changed": True})
 
 
+@answers(shapes.Unlocked)
 async def unlock_user(request: Request) -> Response:
     """Lift a login lock before it runs out (cluster admins and the owners of the user's organization)."""
     user = c.uuid_param(request, "id", "user")
@@ -268,6 +292,7 @@ async def unlock_user(request: Request) -> Response:
     return c.json({"id": user, "unlocked": True})
 
 
+@answers(shapes.Revoked)
 async def logout(request: Request) -> Response:
     """Revoke the token this request carries, and its login's refresh token: from the answer on, every API process
     refuses them."""
@@ -281,6 +306,7 @@ async def logout(request: Request) -> Response:
     return c.json({"revoked": claims.jti})
 
 
+@answers(shapes.Revoked)
 async def revoke(request: Request) -> Response:
     """A cluster admin revokes any token by its id (`jti`, as the audit and the token's holder can tell)."""
     wanted = await c.body(request, Revocation)

@@ -9,7 +9,6 @@ decisions as this cluster's work. Stop on another cluster's workflow is refused 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import time
 from typing import Annotated, Any, Literal
 from uuid import UUID, uuid4, uuid5
@@ -23,8 +22,10 @@ from adapters.federation import FederationError
 from adapters.hub_log import read_member_log
 from api.http.errors import BadRequest, problem
 from api.http.fanout import Located, locate
+from api.http.answers import Problem, Stopped, Validation, WhyAnswer, WorkflowCreated, WorkflowDetail, WorkflowEvents, WorkflowList, answers
 from api.http.routes import common as c
 from api.http.routes import federation as hub_routes
+from api.http.routes import log_follow
 from api.http.routes.names import names
 from domain.app import access
 from domain.app.errors import NotFound
@@ -48,6 +49,8 @@ class Submit(msgspec.Struct, forbid_unknown_fields=True):
     priority: int = 0
     preemptible: bool | None = None
     endpoint_strategy: Literal["ready", "start"] | None = None  # a takeover of persistent endpoints in use
+    project: str | None = None  # stands for the definition's own `project:` (`workflow start --project`)
+    annotations: dict[str, str] | None = None  # joined to the definition's (a preset's name and digest)
 
 
 async def submission(request: Request) -> Submit:
@@ -63,10 +66,11 @@ async def submission(request: Request) -> Submit:
     name = request.query_params.get("name", "")
     if len(name) > MAX_NAME:
         raise BadRequest("name", f"expected at most {MAX_NAME} characters, got {len(name)}")
-    return Submit(definition=text, name=name,
-                  priority=c.query_int(request, "priority") or 0, preemptible=preemptible, endpoint_strategy=strategy)
+    return Submit(definition=text, name=name, priority=c.query_int(request, "priority") or 0, preemptible=preemptible,
+                  endpoint_strategy=strategy, project=request.query_params.get("project") or None)
 
 
+@answers(WorkflowCreated)
 async def submit(request: Request) -> Response:
     """`Idempotency-Key`: the same caller's same key names the same workflow, so a retried submit (after a lost
     answer or a control-plane restart) returns the first answer instead of creating a second workflow."""
@@ -74,12 +78,14 @@ async def submit(request: Request) -> Response:
     workflow_id = submission_id(request)
     warnings = await c.call(svc.roving.submit_workflow, workflow_id, wanted.name, wanted.definition,
                             wanted.priority, wanted.preemptible, c.principal(request), c.now(),
-                            endpoint_strategy=wanted.endpoint_strategy)
+                            endpoint_strategy=wanted.endpoint_strategy, project=wanted.project,
+                            annotations=wanted.annotations)
     await c.settle(request)
-    notes = [{"path": w.path, "message": w.message} for w in warnings or []]
-    return c.json({"id": str(workflow_id), "warnings": notes}, status=201)
+    notes = [Problem(path=w.path, message=w.message) for w in warnings or []]
+    return c.json(WorkflowCreated(id=str(workflow_id), warnings=notes), status=201)
 
 
+@answers(Validation)
 async def validate(request: Request) -> Response:
     """The submission's checks against this cluster without submitting: 200 {"valid", "errors", "warnings"}, each
     problem naming its field (what submission would refuse, what this cluster would not do as written)."""
@@ -88,8 +94,8 @@ async def validate(request: Request) -> Response:
     if asked and svc.cluster and asked != svc.cluster:  # `?cluster=` names the cluster the caller means to run on
         raise BadRequest("cluster", f"this control plane is cluster {svc.cluster!r}, not {asked!r}: ask that cluster's API")
     found = await c.call(svc.roving.validate_workflow, wanted.definition, c.principal(request))
-    notes = {kind: [{"path": p.path, "message": p.message} for p in problems] for kind, problems in found.items()}
-    return c.json({"valid": not found["errors"], **notes})
+    notes = {kind: [Problem(path=p.path, message=p.message) for p in problems] for kind, problems in found.items()}
+    return c.json(Validation(valid=not found["errors"], errors=notes["errors"], warnings=notes["warnings"]))
 
 
 def submission_id(request: Request) -> UUID:
@@ -102,11 +108,13 @@ def submission_id(request: Request) -> UUID:
     return uuid5(IDEMPOTENCY_NAMESPACE, f"{who.user_id or who.username}\n{key}")
 
 
-async def located(request: Request) -> Located:
-    """The workflow (of this cluster, or of the member cluster that owns it), if the caller may see it."""
-    return await locate(request, c.uuid_param(request, "id", "workflow"))
+async def located(request: Request, allowed: Any = access.view_work) -> Located:
+    """The workflow (of this cluster, or of the member cluster that owns it), if the caller may see it (or do what
+    `allowed` checks)."""
+    return await locate(request, c.uuid_param(request, "id", "workflow"), allowed)
 
 
+@answers(WorkflowList)
 async def list_workflows(request: Request) -> Response:
     who, views = c.principal(request), c.services(request).views
 
@@ -124,15 +132,18 @@ async def list_workflows(request: Request) -> Response:
 def stage_answer(stage: Any) -> dict[str, Any]:
     return {"name": stage.name, "kind": stage.kind, "status": stage.status, "attempts": stage.attempts,
             "exit_code": stage.exit_code, "node": stage.node, "reason": stage.reason,
-            "allocation_id": stage.allocation_id, "priority": stage.priority}
+            "allocation_id": stage.allocation_id, "priority": stage.priority,
+            "started_at": getattr(stage, "started_at", None), "ended_at": getattr(stage, "ended_at", None)}
 
 
+@answers(WorkflowDetail)
 async def describe(request: Request) -> Response:
     found = await located(request)
     d = found.detail
     return c.json({"id": d.id, "name": d.name, "status": d.status, "owner": d.owner, "priority": d.priority,
                    "preemptible": d.preemptible, "submitted_by": d.submitted_by, "submitted_at": d.submitted_at,
-                   "stages": [stage_answer(s) for s in d.stages], **owner_names(request, found), **found.label()})
+                   "annotations": getattr(d, "annotations", {}), "stages": [stage_answer(s) for s in d.stages],
+                   **owner_names(request, found), **found.label()})
 
 
 def owner_names(request: Request, found: Located) -> dict[str, Any]:
@@ -140,6 +151,7 @@ def owner_names(request: Request, found: Located) -> dict[str, Any]:
     return names(request, found.views).owner(found.detail.owner)
 
 
+@answers(Stopped)
 async def stop(request: Request) -> Response:
     workflow_id = c.uuid_param(request, "id", "workflow")
     try:
@@ -164,6 +176,7 @@ def event_answer(row: Any) -> dict[str, Any]:
     return {"time": row.time, "type": row.type, "stage": row.stage, "message": row.message}
 
 
+@answers(WorkflowEvents)
 async def events(request: Request) -> Response:
     found = await located(request)
     detail = found.detail
@@ -224,14 +237,16 @@ async def stage_log(request: Request) -> Response:
     detail = found.detail
     if stage not in {s.name for s in detail.stages}:
         raise NotFound(f"stage {stage!r}")
+    if c.query_bool(request, "follow"):  # live, stdout and stderr apart (api.http.routes.log_follow)
+        return await log_follow.followed(request, found, stage)
     if found.fan is not None:
         return await member_log(found, stage)
     logs = c.services(request).logs
     if logs is None:
         raise NotFound("logs (this control plane has no log stream)")
-    found = logs.read(str(detail.id), stage)
-    text = await found if inspect.isawaitable(found) else found
-    return PlainTextResponse(text.decode("utf-8", errors="replace") if isinstance(text, bytes) else str(text))
+    # off the loop: the reader blocks on the log, retrying for up to a minute while it is unreachable
+    text = await c.call(logs.read, str(detail.id), stage)
+    return PlainTextResponse(text.decode("utf-8", errors="replace"))
 
 
 async def member_log(found: Located, stage: str) -> Response:
@@ -256,10 +271,10 @@ def why_answer(stage: Any, why: Any) -> dict[str, Any]:
             "detail": why.message or reason, "facts": why.detail}
 
 
+@answers(WhyAnswer)
 async def why(request: Request) -> Response:
-    found = await located(request)
+    found = await located(request, access.explain_workflow)
     detail = found.detail
-    access.explain_workflow(c.principal(request), detail.owner)
     everything, store = c.query_bool(request, "all"), found.views.why
     chosen = [s for s in detail.stages if everything or s.status in WAITING]
     answers = [why_answer(s, store.get(s.allocation_id) if s.allocation_id else None) for s in chosen]
@@ -267,9 +282,8 @@ async def why(request: Request) -> Response:
 
 
 async def explain(request: Request) -> Response:
-    located_ = await located(request)
+    located_ = await located(request, access.explain_workflow)
     detail, views = located_.detail, located_.views
-    access.explain_workflow(c.principal(request), detail.owner)
     aid = c.uuid_param(request, "aid", "allocation")
     stage = next((s for s in detail.stages if s.allocation_id == aid), None)
     row = await c.call(views.queue.get, aid)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from api.http import logins
 from api.http.routes import common as c
 from api.http.ui import render, session
 from api.http.ui.core import Refused, error_page, form, refusal, safe_next
@@ -47,7 +48,13 @@ async def sign_in(request: Request) -> Response:
     if missing:
         return login_form(request, f"Enter your {' and '.join(missing)}.", username, status_code=400)
     try:
-        user = await c.call(request.app.state.services.roving.login, username, password, c.now())
+        user = await logins.gate(request).check(username, logins.address_of(request),
+                                                request.app.state.services.roving.login, username, password, c.now())
+    except logins.TooManyLogins as error:
+        answer = login_form(request, f"{error.reason[:1].upper()}{error.reason[1:]} (try again in {error.retry_after} s).",
+                            username, status_code=error.status)
+        answer.headers["Retry-After"] = str(error.retry_after)
+        return answer
     except LoginRefused as error:
         said = str(error)  # a locked account says so and until when; anything else is the one sentence
         message = f"{said[:1].upper()}{said[1:]}." if "lock" in said else WRONG

@@ -9,7 +9,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from api.http.routes import nodes
-from api.http.ui import render
+from api.http.ui import provisioned, render
 from api.http.ui.core import Refused, api, csrf_for
 from domain.tenancy.permissions import Principal
 
@@ -35,6 +35,18 @@ def actions(node: dict[str, Any], csrf: str, back: str = "list") -> render.Html:
     return render.fill("node_actions", name=node["name"], path=quote(node["name"], safe=""), csrf=hidden)
 
 
+def used(node: dict[str, Any], what: str) -> render.Html:
+    """`2 of 4 used, 2 free` for cpu and memory; one line per device kind (GPUs); from the node's answer."""
+    show = memory if what == "memory" else str
+    if what != "devices":
+        total, taken, free = node[what], node["allocated"][what], node["free"][what]
+        return render.Html(f'<span class="used" data-free="{render.esc(free)}">{render.esc(show(taken))} of '
+                           f'{render.esc(show(total))} used, <b>{render.esc(show(free))} free</b></span>')
+    lines = [f'{render.esc(kind)}: {render.esc(node["allocated"]["devices"].get(kind, 0))} of {render.esc(count)} used, '
+             f'<b>{render.esc(node["free"]["devices"].get(kind, count))} free</b>' for kind, count in node["devices"].items()]
+    return render.Html("<br>".join(lines) or '<span class="hint">none</span>')
+
+
 def memory(value: Any) -> str:
     try:
         return f"{int(value) / 2**30:.1f} GiB"
@@ -45,14 +57,18 @@ def memory(value: Any) -> str:
 async def nodes_page(request: Request, who: Principal) -> Response:
     rows, csrf = (await api(nodes.list_nodes, request))["nodes"], csrf_for(request)
     admin = who.is_cluster_admin
-    headers = ["Node", "Status", "CPU", "Memory", "Allocations", "Accepts work", "Holds"] + (["Actions"] if admin else [])
+    made = provisioned.made_by(request)
+    headers = ["Node", "Status", "CPU", "Memory", "Devices", "Allocations", "Accepts work", "Holds", "Provisioner"] + (
+        ["Actions"] if admin else [])
     table = render.table(headers, [
         [render.Html(f'<a id="node-{render.esc(n["name"])}" href="/ui/nodes/{quote(n["name"], safe="")}">'
                      f'{render.esc(n["name"])}</a>'),
-         render.status(n["status"]), n["cpu"], memory(n["memory"]), len(n["allocations"]),
-         "yes" if n["accepts_new_work"] else "no", holds_cell(n)] + ([actions(n, csrf)] if admin else [])
+         render.status(n["status"]), used(n, "cpu"), used(n, "memory"), used(n, "devices"), len(n["allocations"]),
+         "yes" if n["accepts_new_work"] else "no", holds_cell(n), provisioned.cell(made, n["name"])]
+        + ([actions(n, csrf)] if admin else [])
         for n in rows], "No nodes have registered.", id="nodes")
-    return render.page("Nodes", render.Html(notice(request) + table), user=who, csrf=csrf, current="/ui/nodes")
+    body = notice(request) + table + provisioned.section(request)
+    return render.page("Nodes", render.Html(body), user=who, csrf=csrf, current="/ui/nodes")
 
 
 def notice(request: Request) -> render.Html:
@@ -66,8 +82,9 @@ async def node_page(request: Request, who: Principal) -> Response:
     """One node: its facts, holds, the admin's actions and its event log (newest first)."""
     node = await api(nodes.show, request)
     log = await api(nodes.node_events, request)
-    facts = render.table(["Status", "CPU", "Memory", "Allocations", "Accepts work", "Holds"],
-                         [[render.status(node["status"]), node["cpu"], memory(node["memory"]), len(node["allocations"]),
+    facts = render.table(["Status", "CPU", "Memory", "Devices", "Allocations", "Accepts work", "Holds"],
+                         [[render.status(node["status"]), used(node, "cpu"), used(node, "memory"), used(node, "devices"),
+                           len(node["allocations"]),
                            "yes" if node["accepts_new_work"] else "no", holds_cell(node)]], id="node")
     events = render.table(["Time", "Event", "By", "What happened", "Allocation"],
                           [[render.when(e["at"]), e["type"], e["by"], e["message"], (e["allocation"] or "")[:8]]

@@ -139,6 +139,7 @@ async def api_page(request: Request, who: Principal) -> Response:
     items = "".join(f"<h2>{render.esc(group)}</h2>{''.join(ops)}" for group, ops in groups.items())
     body = render.Html(f'<p class="hint">OpenAPI {render.esc(doc["openapi"])} · {len(doc["paths"])} paths · '
                        f'the machine-readable document is <a href="/v4/openapi.json">/v4/openapi.json</a>; '
+                       f'<a id="try-it" href="/v4/docs">try it</a> (Swagger UI; Authorize with a token); '
                        f'<span class="lock">token</span> marks a call that needs a bearer token.</p>'
                        f'<div id="operations">{items}</div>')
     return render.page("API", body, user=who, csrf=csrf_for(request), current="/ui/api")

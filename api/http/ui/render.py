@@ -81,10 +81,18 @@ def hidden_csrf(token: str) -> Html:
     return Html(f'<input type="hidden" name="csrf" value="{esc(token)}">')
 
 
-def nav(current: str) -> Html:
+def nav(current: str, user: Any = None) -> Html:
+    """The menu; Audit only for those who may read it (cluster admins, organization owners), never a link to a 403."""
+    readers_only = {"/ui/audit": audit_reader(user)}
     items = "".join(f'<a href="{href}"{" class=current" if href == current else ""}>{label}</a>'
-                    for label, href in NAV)
+                    for label, href in NAV if readers_only.get(href, True))
     return Html(items)
+
+
+def audit_reader(user: Any) -> bool:
+    if user is None:
+        return False
+    return bool(user.is_cluster_admin or user.owns_organization(user.organization_id))
 
 
 def page(title: str, body: Html, *, user: Any = None, csrf: str = "", current: str = "", status_code: int = 200,
@@ -93,7 +101,7 @@ def page(title: str, body: Html, *, user: Any = None, csrf: str = "", current: s
     if user is not None:
         who = fill("account", username=user.username, role=getattr(user.role, "value", user.role),
                    csrf=hidden_csrf(csrf))
-        menu = nav(current)
+        menu = nav(current, user)
     else:
         who, menu = Html(""), Html("")
     scripts = Html(f'<script src="/ui/static/{esc(script)}" defer></script>' if script else "")

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from starlette.middleware.exceptions import ExceptionMiddleware
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route, Router
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from api.http.ui import catalog, dashboard, login, nodes, pages, session, workflows
+from api.http.ui import catalog, dashboard, login, nodes, pages, session, submit, workflows
 from api.http.ui.core import signed_in
 
 STATIC = Path(__file__).parent / "static"
@@ -35,7 +36,12 @@ def ui_routes() -> list[BaseRoute]:
         Route("/ui/login", login.sign_in, methods=["POST"]),
         Route("/ui/logout", login.sign_out, methods=["POST"]),
         Route("/ui/workflows", signed_in(workflows.list_page), methods=["GET"]),
+        Route("/ui/submit", signed_in(submit.submit_page), methods=["GET"]),
+        Route("/ui/submit", signed_in(submit.submit, post=True), methods=["POST"]),
+        Route("/ui/submit/validate", signed_in(submit.validate, post=True), methods=["POST"]),
         Route("/ui/workflows/{id}", signed_in(workflows.detail_page), methods=["GET"]),
+        Route("/ui/workflows/{id}/stop", signed_in(submit.stop, post=True), methods=["POST"]),
+        Route("/ui/workflows/{id}/resubmit", signed_in(submit.resubmit, post=True), methods=["POST"]),
         Route("/ui/workflows/{id}/summary", signed_in(workflows.summary_fragment), methods=["GET"]),
         Route("/ui/workflows/{id}/events", signed_in(workflows.follow), methods=["GET"]),
         Route("/ui/workflows/{id}/logs/{stage}.txt", signed_in(workflows.log_raw), methods=["GET"]),
@@ -60,7 +66,9 @@ class UiGate:
     API's bearer-token auth untouched."""
 
     def __init__(self, app: ASGIApp) -> None:
-        self.app, self.router = app, Router(routes=ui_routes())
+        # Its own exception layer: these routes run ahead of the app's, so a static file's 404 (an HTTPException)
+        # would otherwise reach the server as an unhandled error, a 500
+        self.app, self.router = app, ExceptionMiddleware(Router(routes=ui_routes()))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode
 
@@ -9,6 +10,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
 from api.http.routes import queue, workflows
+from api.http.routes.workflows import ENDED
 from api.http.ui import graph, pages, render
 from api.http.ui.core import Refused, api, csrf_for, with_query
 from domain.tenancy.permissions import Principal
@@ -106,11 +108,51 @@ def needs_of(stage: str, needs: dict[str, list[str]]) -> list[str]:
     return needs.get(stage) or needs.get(stage.split("[")[0]) or []
 
 
+def attempts_made(stage: dict[str, Any]) -> Any:
+    """Attempts that started: the current one once it has, the earlier ones before; "—" for a stage that never ran."""
+    made = stage["attempts"] if stage.get("started_at") else stage["attempts"] - 1
+    return made if made > 0 else "—"
+
+
+def duration(stage: dict[str, Any], now: datetime) -> str:
+    """How long the current attempt ran (or has run so far): `0.4s`, `05m 09s`, `1h 02m 03s`; empty before it started."""
+    if not stage.get("started_at"):
+        return ""
+    started = datetime.fromisoformat(str(stage["started_at"]).replace("Z", "+00:00"))
+    ended = datetime.fromisoformat(str(stage["ended_at"]).replace("Z", "+00:00")) if stage.get("ended_at") else now
+    took = max(0.0, (ended - started).total_seconds())
+    hours, rest = divmod(int(took), 3600)
+    text = (f"{took:.1f}s" if took < 60 else
+            (f"{hours}h " if hours else "") + f"{rest // 60:02d}m {rest % 60:02d}s")
+    return text if stage.get("ended_at") else f"{text} so far"
+
+
 def stage_rows(detail: dict[str, Any], needs: dict[str, list[str]]) -> list[list[Any]]:
-    wid = detail["id"]
+    wid, now = detail["id"], datetime.now(UTC)
     return [[s["name"], s["kind"], render.status(s["status"]), ", ".join(needs_of(s["name"], needs)) or "—",
-             render.node_link(s["node"]), s["attempts"], "" if s["exit_code"] is None else s["exit_code"], s["reason"],
-             render.link(f"/ui/workflows/{wid}/logs/{s['name']}", "log")] for s in detail["stages"]]
+             render.node_link(s["node"]), attempts_made(s), render.when(s.get("started_at")),
+             render.when(s.get("ended_at")), duration(s, now), "" if s["exit_code"] is None else s["exit_code"],
+             s["reason"], render.link(f"/ui/workflows/{wid}/logs/{s['name']}", "log")] for s in detail["stages"]]
+
+
+def actions(request: Request, detail: dict[str, Any]) -> render.Html:
+    """Stop while it runs, submit again whatever its state (the API decides who may: a refusal is shown)."""
+    csrf, wid = render.hidden_csrf(csrf_for(request)), render.esc(detail["id"])
+    stop = (f'<form method="post" action="/ui/workflows/{wid}/stop" class="inline" data-confirm="Stop this workflow '
+            f'and cancel its running stages?">{csrf}<button type="submit" id="stop">Stop</button></form>'
+            if detail["status"] not in ENDED else "")
+    again = (f'<form method="post" action="/ui/workflows/{wid}/resubmit" class="inline">{csrf}'
+             '<button type="submit" id="resubmit">Submit again</button></form>')
+    return render.Html(f'<div class="actions" id="workflow-actions">{stop}{again}</div>')
+
+
+DONE = {"stopped": "Stop requested: running stages are being canceled.",
+        "resubmitted": "Submitted again: this is the new workflow."}
+
+
+def notice(request: Request) -> render.Html:
+    done = request.query_params.get("done", "")
+    return render.Html(f'<p class="notice" role="status" id="notice">{DONE[done]}</p>' if done in DONE else "")
 
 
 def fact(value: Any) -> str:
@@ -155,7 +197,8 @@ async def summary(request: Request, detail: dict[str, Any]) -> render.Html:
         nodes=render.Html(", ".join(render.node_link(n) for n in used) or "none yet"),
         graph=graph.stage_graph(detail["stages"], {step: [n.rpartition(" ")[0] for n in wanted]
                                                    for step, wanted in needs.items()}),
-        stages=render.table(["Stage", "Kind", "Status", "Depends on", "Node", "Attempts", "Exit code", "Reason", "Log"],
+        stages=render.table(["Stage", "Kind", "Status", "Depends on", "Node", "Attempts", "Started", "Ended", "Duration",
+                             "Exit code", "Reason", "Log"],
                             stage_rows(detail, needs), id="stages"),
         why=render.table(["Stage", "Reason", "Detail", "Estimated start", "Facts"], why, why_note or "Nothing waits.", id="why"))
 
@@ -166,9 +209,10 @@ async def detail_page(request: Request, who: Principal) -> Response:
     part = await summary(request, detail)
     events = (await api(workflows.events, request))["events"]
     rows = [[render.when(e["time"]), e["type"], e["stage"] or "", e["message"]] for e in events]
-    body = render.fill("workflow", id=detail["id"], summary=part,
+    body = render.fill("workflow", id=detail["id"], summary=part, notice=notice(request),
+                       actions=actions(request, detail),
                        events=render.table(["Time", "Event", "Stage", "Message"], rows, "No events yet.", id="events"),
-                       follow=f"/ui/workflows/{wid}/events", fragment=f"/ui/workflows/{wid}/summary")
+                       follow=f"/ui/workflows/{wid}/events?since={len(events)}", fragment=f"/ui/workflows/{wid}/summary")
     return render.page(f"Workflow {detail['name'] or detail['id']}", body, user=who, csrf=csrf_for(request),
                        current="/ui/workflows", script="workflow.js")
 
@@ -180,7 +224,7 @@ async def summary_fragment(request: Request, who: Principal) -> Response:
 
 async def follow(request: Request, who: Principal) -> Response:
     """The API's own server-sent events for this workflow (same handler, same visibility check)."""
-    return await workflows.events(with_query(request, follow="true"))
+    return await workflows.events(with_query(request, follow="true", since=request.query_params.get("since")))
 
 
 async def log_page(request: Request, who: Principal) -> Response:

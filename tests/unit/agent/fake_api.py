@@ -28,6 +28,8 @@ class FakeApi:
         self.stale_heartbeats = 0
         self.refused_reports: set[tuple[str, str]] = set()
         self.unavailable_reports = 0  # the next N reports answer 503 (the log unreachable, a write race outlasted)
+        self.batch_reports = True  # False: an older API without `POST /v4/agent/reports:batch` (404)
+        self.batches: list[int] = []  # reports in each batch request
         self.config: dict | None = None  # what GET /v4/agent/config answers; None -> 404
         self.long_poll = False  # hold an assignments poll with `wait` until its answer differs from If-None-Match
         self.polls: list[tuple[float, dict, str | None]] = []  # (monotonic time, query, If-None-Match)
@@ -69,12 +71,22 @@ class FakeApi:
                 if self.unavailable_reports:
                     self.unavailable_reports -= 1
                     return 503, {"error": "the event log is unreachable"}
-                self.reports.append(body)
-                refused = (body["allocation_id"], body["event"]) in self.refused_reports
-                return (409, {"error": "stale epoch", "code": "stale_epoch"}) if refused else (200, {})
+                return self._record(body)
+            if (method, path) == ("POST", "/v4/agent/reports:batch") and self.batch_reports:
+                if self.unavailable_reports:  # the whole request: as the API answers a log outage
+                    self.unavailable_reports -= 1
+                    return 503, {"error": "the event log is unreachable"}
+                self.batches.append(len(body["reports"]))
+                results = [self._record(report) for report in body["reports"]]
+                return 200, {"results": [{"status": status, **answer} for status, answer in results]}
             if (method, path) == ("GET", "/v4/agent/config") and self.config is not None:
                 return 200, self.config
             return 404, {"error": "not found"}
+
+    def _record(self, body: dict) -> tuple[int, dict]:
+        self.reports.append(body)
+        refused = (body["allocation_id"], body["event"]) in self.refused_reports
+        return (409, {"error": "stale epoch", "code": "stale_epoch"}) if refused else (200, {})
 
     def assignments(self, query: dict, known: str | None) -> tuple[int, dict, dict]:
         """The assignments answer with its ETag, held as a long-polling server holds it when asked to."""

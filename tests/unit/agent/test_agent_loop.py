@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
+import sys
 import time
 from pathlib import Path
 
 from prometheus_client import generate_latest
 
+from adapters.nats_server import free_port
 from api.agent.args import AgentConfig
 from api.agent.main import run_agent
 from api.agent.metrics import NodeMetrics
@@ -48,6 +51,7 @@ def test_the_agent_registers_its_capacity_then_reports_started_and_exited_with_t
     isolation = registered["annotations"].pop("roving.io/isolation")
     assert registered["annotations"].pop("roving.io/job-user").endswith(",agent")  # AgentConfig's default
     assert registered["annotations"].pop("roving.io/runtime") == "host"
+    assert registered["annotations"].pop("roving.io/sandbox") in ("bwrap", "none")  # bwrap where it is installed
     assert isolation in ("cgroup-v1", "cgroup-v2") if os.geteuid() == 0 else isolation == "none"
     assert registered | {"address": None} == {
         "name": "n1", "cpu": 4, "memory": 2**30, "devices": {}, "annotations": {"rack": "r1"},
@@ -161,3 +165,71 @@ def test_an_own_token_refused_sends_the_agent_back_to_the_bootstrap_token(tmp_pa
     last_own = max(i for i, (_, token) in enumerate(seen) if token == "own")
     assert ("/v4/agent/heartbeat", "tok") in seen[last_own + 1:]  # back on the bootstrap token, and kept to it
     assert len(api.heartbeats) > 1
+
+
+LISTEN = ("{python} -c \"import socket, sys, time\nfor port in sys.argv[2:]:\n    s = socket.socket(); "
+          "s.bind(('127.0.0.1', int(port))); s.listen(); globals()['k' + port] = s\ntime.sleep(float(sys.argv[1]))\" ")
+
+
+def listen_script(first_sleep: float, ports: list[int], then: str = "sleep 30") -> str:
+    """A service that waits, then listens on `ports` for a while, then does `then`."""
+    return f"sleep {first_sleep}; " + LISTEN.format(python=sys.executable) + f"2 {' '.join(map(str, ports))}; {then}"
+
+
+def test_a_services_readiness_names_the_ports_its_own_processes_listen_on_and_no_other(tmp_path):
+    """A port another process holds (here: the test's own) is never counted, even when the service declares it."""
+    foreign = socket.socket()
+    foreign.bind(("127.0.0.1", 0))
+    foreign.listen()
+    own = free_port()
+    probe = {"tcp-socket": {"port": own}, "period-seconds": 0.05, "failure-threshold": 100}
+    try:
+        with FakeApi() as api:
+            api.start = [assignment("s1", kind="service", script=listen_script(0, [own]),
+                                    ports=[own, foreign.getsockname()[1]], readiness_probe=probe)]
+            drive(api, tmp_path, until=lambda: ("ready", 1, None) in api.events("s1"))
+    finally:
+        foreign.close()
+    ready = [r for r in api.reports if r["event"] == "ready"]
+    assert ready[0]["listening"] == [own]
+
+
+def test_a_service_ready_before_it_listens_is_reported_again_when_it_opens_and_closes_its_port(tmp_path):
+    port = free_port()
+
+    def seen(listening: list[int]) -> bool:
+        return any(r.get("listening") == listening for r in api.reports if r["event"] == "ready")
+
+    with FakeApi() as api:
+        api.start = [assignment("s1", kind="service", script=listen_script(0.5, [port], then="sleep 30"))]
+        drive(api, tmp_path, until=lambda: seen([port]) and seen([]) and len(
+            [r for r in api.reports if r["event"] == "ready"]) >= 3, timeout=15)
+    ready = [r.get("listening") for r in api.reports if r["event"] == "ready"]
+    assert ready[:3] == [[], [port], []]
+    changes = [r.get("change", 0) for r in api.reports if r["event"] == "ready"]
+    assert len(set(changes)) == len(changes), "each readiness change is a report of its own"
+
+
+def test_a_detaching_agent_leaves_its_job_running_and_reports_no_exit(tmp_path):
+    """`roving up`'s graceful stop: the job runs on for the next agent to adopt (test_agent_resume adopts)."""
+    pid_file = tmp_path / "job.pid"
+
+    async def main(api: FakeApi) -> None:
+        stop, detach = asyncio.Event(), asyncio.Event()
+        agent = asyncio.create_task(run_agent(config(api, tmp_path), stop, detach))
+        deadline = time.monotonic() + 10
+        while not pid_file.exists() and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        detach.set()
+        stop.set()
+        await agent
+
+    with FakeApi() as api:
+        api.start = [assignment("a1", script=f"echo $$ > {pid_file}; sleep 30")]
+        asyncio.run(main(api))
+    pid = int(pid_file.read_text())
+    try:
+        group = os.getpgid(pid)  # raises if the job is gone
+        assert api.events("a1") == [("started", 1, None)]
+    finally:
+        os.killpg(group, 9)

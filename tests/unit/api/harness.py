@@ -19,7 +19,9 @@ from domain.app import ReadModelFunctions, Roving
 from domain.app.ids import user_id
 from domain.tenancy import Role, Source
 from domain.tenancy.permissions import Principal
+from projections.provisioners import pool_definitions
 from projections.views import Views
+from tests.unit.api.memory_objects import MemoryObjects
 
 KEY = b"k" * 32
 PASSWORD = "Correct-Horse-9-battery"
@@ -50,11 +52,18 @@ class SyncTailer:
 
 
 class FakeLogs:
+    """The control plane's LogReader as the routes see it: a synchronous read (it may block, retrying an outage)."""
+
     def __init__(self) -> None:
         self.lines: dict[tuple[str, str], bytes] = {}
 
-    async def read(self, workflow_id: str, stage: str) -> bytes:
+    def read(self, workflow_id: str, stage: str) -> bytes:
         return self.lines.get((workflow_id, stage), b"")
+
+    async def follow(self, workflow_id: str, stage: str):
+        """What was written, as stdout, then the end (the real follow waits for the stage's end marker)."""
+        if text := self.lines.get((workflow_id, stage), b""):
+            yield "stdout", text
 
 
 class FakeLeases:
@@ -71,15 +80,17 @@ def services(wired: bool = False) -> Services:
     env = {"PERSISTENCE_MODULE": "eventsourcing.popo", "ROVING_CLUSTER": "test",
            "TRANSCODER_TOPIC": "adapters.transcoder:MsgspecTranscoder"}
     views = Views()
-    read_models = ReadModelFunctions(priorities=views.tenancy.owner_priorities,
-                                     allocations_of_owner=views.queue.live_allocations_of) if wired else None
+    wiring = {"priorities": views.tenancy.owner_priorities,
+              "allocations_of_owner": views.queue.live_allocations_of,
+              "definitions": lambda: pool_definitions(views.nodes, views.provisioners)} if wired else {}
+    read_models = ReadModelFunctions(projects=views.projects.paths, projects_of=views.projects.member_of, **wiring)
     roving = Roving(env=env, passwords=PlainHasher(), read_models=read_models)
     secrets = open_secret_store(roving, tempfile.mkdtemp(prefix="roving-secrets-"))  # its key ring is made on first use
     catalog = open_catalog(roving, views.catalog_sources.sources, tempfile.mkdtemp(prefix="roving-catalog-"))
     return Services(roving=roving, views=views, tailer=SyncTailer(roving, views), key=KEY, logs=FakeLogs(),
                     leases=FakeLeases(), nats_url="nats://control:c0ntrol@127.0.0.1:4222",
                     agent_nats_url="nats://agent:ag3nt@127.0.0.1:4222", cluster="test", secrets=secrets,
-                    catalog=catalog)
+                    catalog=catalog, objects=MemoryObjects())
 
 
 def token(username: str, role: Role = Role.USER, org: Any = None, source: Source = Source.ADMIN,

@@ -18,8 +18,12 @@ PUBLIC, EVERYONE, OWNERS, ADMINS = {ANYONE}, {USER, OWNER, ADMIN}, {OWNER, ADMIN
 AGENTS, ALERTERS = {AGENT, ADMIN}, {WEBHOOK, ADMIN}
 CLUSTER = "nodes and federated workflows are the cluster's, not a tenant's"
 PROFILES = "application profiles are the cluster's, not a tenant's"
+OWN = "object://user/ names the caller's own objects: there is no one else's to name"
+PROVISIONERS = "provisioners are the cluster's, not a tenant's"
+PROJECTS = "projects and presets are the cluster's, not a tenant's"
 PROXIED, FB = "DELETE GET OPTIONS PATCH POST PUT", "FB-Authorization"  # HEAD follows GET, as everywhere
 ALERT = {"version": "4", "status": "firing", "alerts": []}
+PROVISIONER = {"provider": "local", "template": {"cpu": 4, "memory": "4GiB"}, "maxNodes": 2, "idleSeconds": 20}
 
 
 class Row(NamedTuple):
@@ -60,6 +64,10 @@ ROUTES = [
     Row("GET", "/readyz", PUBLIC),
     Row("GET", "/metrics", PUBLIC),
     Row("GET", "/v4/openapi.json", PUBLIC),
+    Row("GET", "/v4/version", PUBLIC),
+    Row("GET", "/v4/docs", PUBLIC),
+    Row("GET", "/v4/docs/start.js", PUBLIC),
+    Row("GET", "/v4/docs/static/{file}", PUBLIC, lambda w: Call("/v4/docs/static/swagger-ui.css"), foreign=CLUSTER),
     Row("POST", "/v4/auth/login", PUBLIC, lambda w: Call("/v4/auth/login", {"username": "erin", "password": PASSWORD})),
     Row("POST", "/v4/auth/refresh", PUBLIC, lambda w: Call("/v4/auth/refresh", {"refresh_token": refresh_token(w)})),
     Row("GET", "/v4/auth/whoami", EVERYONE),
@@ -77,6 +85,8 @@ ROUTES = [
     Row("GET", "/v4/workflows/{id}/events", EVERYONE, **both("/v4/workflows/{t.workflow}/events")),
     Row("GET", "/v4/workflows/{id}/log/{stage}", EVERYONE, **both("/v4/workflows/{t.workflow}/log/hello")),
     # explaining needs explain_allocation, which an organization's owner does not hold by owning it
+    # a workflow's token ends with it by its owner's (or a cluster admin's) word; a groupmate only sees the work
+    Row("POST", "/v4/workflows/{id}/token:revoke", {USER, ADMIN}, **both("/v4/workflows/{t.workflow}/token:revoke")),
     Row("GET", "/v4/workflows/{id}/why", {USER, ADMIN}, **both("/v4/workflows/{t.workflow}/why")),
     Row("GET", "/v4/workflows/{id}/allocations/{aid}/explain", {USER, ADMIN},
         **both("/v4/workflows/{t.workflow}/allocations/{t.allocation}/explain")),
@@ -150,12 +160,40 @@ ROUTES = [
     Row("POST", "/v4/catalog/templates/{name}:start", EVERYONE,
         lambda w: Call(f"/v4/catalog/templates/{w.shared_app}:start", {}),
         lambda w: Call(f"/v4/catalog/templates/{w.b.app}:start", {})),
+    # object://user/ is always the caller's own; a group's objects are its members' and its organization's owners'
+    Row("GET", "/v4/objects", EVERYONE),
+    Row("PUT", "/v4/objects/user/{name:path}", EVERYONE, lambda w: Call(f"/v4/objects/user/{w.fresh('o')}"), OWN),
+    Row("GET", "/v4/objects/user/{name:path}", EVERYONE, lambda w: Call(w.own_objects()), OWN),
+    Row("DELETE", "/v4/objects/user/{name:path}", EVERYONE, lambda w: Call(w.own_objects()), OWN),
+    Row("PUT", "/v4/objects/group/{group}/{name:path}", {USER, OWNER},
+        lambda w: Call(f"/v4/objects/group/lab/{w.fresh('o')}"), lambda w: Call(f"/v4/objects/group/ops/{w.fresh('o')}")),
+    Row("GET", "/v4/objects/group/{group}/{name:path}", {USER, OWNER}, lambda w: Call(w.group_object("lab", "alice")),
+        lambda w: Call(w.group_object("ops", "bob"))),
+    Row("DELETE", "/v4/objects/group/{group}/{name:path}", {USER, OWNER},
+        lambda w: Call(w.group_object("lab", "alice")), lambda w: Call(w.group_object("ops", "bob"))),
     # profiles are the cluster's: cluster admins set and delete them, every user reads them (they hold no secrets)
     Row("GET", "/v4/profiles", EVERYONE),
     Row("PUT", "/v4/profiles/{name}", ADMINS, lambda w: Call(f"/v4/profiles/{w.fresh('p')}", {"env": {"A": "1"}}),
         PROFILES),
     Row("GET", "/v4/profiles/{name}", EVERYONE, lambda w: Call(w.profile()), PROFILES),
     Row("DELETE", "/v4/profiles/{name}", ADMINS, lambda w: Call(w.profile()), PROFILES),
+    # provisioners are the cluster's: cluster admins define and delete them, every user reads them (as nodes)
+    Row("GET", "/v4/provisioners", EVERYONE),
+    Row("PUT", "/v4/provisioners/{name}", ADMINS, lambda w: Call(f"/v4/provisioners/{w.fresh('p')}", PROVISIONER),
+        PROVISIONERS),
+    Row("GET", "/v4/provisioners/{name}", EVERYONE, lambda w: Call(w.provisioner()), PROVISIONERS),
+    Row("DELETE", "/v4/provisioners/{name}", ADMINS, lambda w: Call(w.provisioner()), PROVISIONERS),
+    # projects are cluster policy: admins make and change them; a user sees those they belong to (all are in common)
+    Row("GET", "/v4/projects", EVERYONE),
+    Row("GET", "/v4/projects/{path:path}", EVERYONE, lambda w: Call("/v4/projects/common"), PROJECTS),
+    Row("PUT", "/v4/projects/{path:path}", ADMINS, lambda w: Call(f"/v4/projects/{w.fresh('p')}", {
+        "quota": {"cpu": 4}, "members": ["alice"]}), PROJECTS),
+    Row("PATCH", "/v4/projects/{path:path}", ADMINS, lambda w: Call("/v4/projects/common", {}), PROJECTS),
+    Row("DELETE", "/v4/projects/{path:path}", ADMINS, lambda w: Call(w.project()), PROJECTS, ok=(204,)),
+    Row("PUT", "/v4/groups/{id}/project", OWNERS, **both("/v4/groups/{t.group}/project", lambda t: {"project": "common"})),
+    Row("GET", "/v4/scheduler/shared-resources", EVERYONE),
+    Row("GET", "/v4/presets", EVERYONE),
+    Row("GET", "/v4/presets/{name}", EVERYONE, lambda w: Call("/v4/presets/gpu"), PROJECTS),
     Row("GET", "/v4/admin/centralconfig", ADMINS),
     Row("PUT", "/v4/admin/centralconfig", ADMINS, lambda w: Call("/v4/admin/centralconfig", {})),
     Row("POST", "/v4/agent/register", AGENTS, lambda w: Call("/v4/agent/register", {
@@ -164,6 +202,8 @@ ROUTES = [
         "node_id": (n := w.node())["node_id"], "epoch": n["epoch"]})),
     Row("GET", "/v4/agent/assignments", AGENTS, lambda w: Call(f"/v4/agent/assignments?node_id={w.node()['node_id']}")),
     Row("POST", "/v4/agent/reports", AGENTS, lambda w: Call("/v4/agent/reports", w.running_report())),
+    Row("POST", "/v4/agent/reports:batch", AGENTS, lambda w: Call("/v4/agent/reports:batch", {
+        "node_id": (r := w.running_report())["node_id"], "reports": [r]})),
     Row("GET", "/v4/agent/config", AGENTS),
     Row("GET", "/v4/audit", OWNERS),
     Row("POST", "/v4/audit/query", OWNERS, lambda w: Call("/v4/audit/query", {"sql": "SELECT count(*) FROM audit"})),

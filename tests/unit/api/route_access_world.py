@@ -49,12 +49,20 @@ class World:
         self.store = AuditStore(scratch / "audit.duckdb")
         feed = AuditFeed(self.api.services.roving.recorder, AuditProjection(self.store, "test"))
         self.api.services.audit = AuditLog(self.store)
-        self.api.app.state.settings = msgspec.structs.replace(load_settings({}), federation_hub=HUB)
+        (scratch / "presets").mkdir()
+        (scratch / "presets" / "gpu.yaml").write_text("options: {priority: -1}\n")
+        self.api.app.state.settings = msgspec.structs.replace(load_settings({}), federation_hub=HUB,
+                                                              presets_dir=scratch / "presets")
         hub, self.hub_ids = hub_view()
         patch.setattr(federation, "load_view", lambda url: hub)
         self.a = self.tenant("acme", "olga", "lab", ["alice", "carol", "dave"], ["erin", "frank"])
         self.b = self.tenant("globex", "bea", "ops", ["bob"], [])
         self.grant_explain(self.a.group, "dave")
+        # Every account belongs to the cluster's default project, so work that names none still runs once the
+        # project rows have made more projects (open mode ends with the first one).
+        everyone = [u for t in (self.a, self.b) for u in t.users]
+        self.as_admin("PUT", "/v4/projects/common", {"members": everyone})
+        self.as_admin("PUT", "/v4/admin/centralconfig", {"projects.default": "common"})
         self.tokens = {**self.a.tokens, **self.b.tokens, USER: self.a.tokens["alice"], OWNER: self.a.tokens["olga"],
                        ADMIN: self.api.admin, AGENT: token("agent", source=Source.AGENT), WEBHOOK: webhook_token()}
         self.minters = {**self.a.minters, **self.b.minters, USER: self.a.minters["alice"],
@@ -149,10 +157,37 @@ class World:
         assert answer.status_code == 201, answer.text
         return f"/v4/secrets/{answer.json()['id']}"
 
+    def own_objects(self) -> str:
+        """The path of a new object that the user, the owner and the admin each put in their own scope."""
+        path = f"/v4/objects/user/{self.fresh('o')}"
+        for caller in (USER, OWNER, ADMIN):
+            answer = self.api.request("PUT", path, self.tokens[caller], content=b"mine")
+            assert answer.status_code == 201, answer.text
+        return path
+
+    def group_object(self, group: str, username: str) -> str:
+        """The path of a new object `username` put in `group`'s scope."""
+        path = f"/v4/objects/group/{group}/{self.fresh('o')}"
+        answer = self.api.request("PUT", path, self.tokens[username], content=b"ours")
+        assert answer.status_code == 201, answer.text
+        return path
+
+    def project(self) -> str:
+        """A new project under `common`, made by a cluster admin: its path."""
+        path = f"/v4/projects/common/{self.fresh('p')}"
+        self.as_admin("PUT", path, {"quota": {"cpu": 2}})
+        return path
+
     def profile(self) -> str:
         """A new application profile, set by a cluster admin: its path."""
         path = f"/v4/profiles/{self.fresh('p')}"
         self.as_admin("PUT", path, {"env": {"LAB": "1"}})
+        return path
+
+    def provisioner(self) -> str:
+        """A new provisioner, defined by a cluster admin: its path."""
+        path = f"/v4/provisioners/{self.fresh('p')}"
+        self.as_admin("PUT", path, {"provider": "local", "template": {"cpu": 2, "memory": "1GiB"}, "maxNodes": 1})
         return path
 
     def node(self) -> dict[str, Any]:

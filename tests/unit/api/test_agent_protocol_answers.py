@@ -93,3 +93,35 @@ def test_a_started_report_after_the_allocation_ended_is_fenced(placed):
     api.services.tailer.wait_for(api.services.roving.last_position)
     late = api.request("POST", "/v4/agent/reports", AGENT, json={**body, "event": "started"})
     assert late.status_code == 409 and late.json()["code"] == "stale_epoch"
+
+
+def test_a_batch_of_reports_answers_each_in_order_as_the_single_route_would(placed):
+    api, body = placed
+    stale = {**body, "epoch": body["epoch"] - 1}
+    unknown = {**body, "allocation_id": "00000000-0000-0000-0000-000000000001"}
+    answer = api.request("POST", "/v4/agent/reports:batch", AGENT,
+                         json={"node_id": body["node_id"], "reports": [body, stale, unknown, body]})
+    assert answer.status_code == 200
+    results = answer.json()["results"]
+    assert [r["status"] for r in results] == [200, 409, 404, 200]
+    assert results[1]["code"] == "stale_epoch"
+    events = api.services.roving.repository.event_store.get(UUID(body["allocation_id"]))
+    assert [type(e).__qualname__ for e in events].count("Allocation.Ended") == 1  # the repeat is recorded once
+
+
+def test_a_batch_naming_another_nodes_report_is_refused_naming_reports(placed):
+    api, body = placed
+    other = {**body, "node_id": "00000000-0000-0000-0000-000000000002"}
+    answer = api.request("POST", "/v4/agent/reports:batch", AGENT, json={"node_id": body["node_id"], "reports": [other]})
+    assert answer.status_code == 400 and answer.json()["errors"][0]["path"] == "reports"
+
+
+def test_a_batch_that_keeps_losing_write_races_answers_503_so_every_report_is_tried_again(placed):
+    api, body = placed
+
+    def always_busy(*args, **kwargs):
+        raise Busy("report_all kept meeting concurrent writes; try again")
+
+    api.services.roving.report_all = always_busy
+    answer = api.request("POST", "/v4/agent/reports:batch", AGENT, json={"node_id": body["node_id"], "reports": [body]})
+    assert (answer.status_code, answer.headers["retry-after"]) == (503, "1")

@@ -9,7 +9,7 @@ import httpx
 import pytest
 import yaml
 
-from api.cli.client import Client, current_context, message_of
+from api.cli.client import ApiError, Client, current_context, message_of
 from api.cli.main import build_parser, execute, main
 from api.cli.output import render, table
 from domain.tenancy import Role, Source
@@ -183,3 +183,28 @@ def test_queue_show_names_the_user_and_says_how_long_and_why_like_squeue(api, ca
     assert mine and mine[0][3] == "carol" and mine[0][6].count(":") == 2  # HH:MM:SS waited so far
     code, out, _ = run(api, api.admin, ["queue", "show", "-o", "json"], capsys)
     assert {"user", "user_id", "reason"} <= set(json.loads(out)[0])
+
+
+def test_a_command_without_a_token_says_to_log_in(capsys):
+    refused = httpx.MockTransport(lambda request: httpx.Response(401, json={"error": "missing bearer token"}))
+    with Client("http://roving.test", transport=refused) as client, pytest.raises(ApiError) as error:
+        client.get("/v4/workflows")
+    assert "run `roving context login USERNAME --api http://roving.test`" in str(error.value)
+    assert "Authorization" not in str(error.value)
+
+
+def test_workflow_log_explains_its_positionals(capsys):
+    with pytest.raises(SystemExit):
+        main(["workflow", "log", "--help"])
+    out = capsys.readouterr().out
+    assert "the workflow's id" in out and "NAME[INDEX]" in out
+
+
+def test_workflow_log_with_o_json_prints_one_json_document_for_scripts(api, capsys):
+    wid = api.request("POST", "/v4/workflows", api.admin, json={"name": "w", "definition": JOB}).json()["id"]
+    api.services.logs.lines[(wid, "hello")] = b"line one\nline two\n"
+    code, out, _ = run(api, api.admin, ["workflow", "log", wid, "hello", "-o", "json"], capsys)
+    assert code == 0
+    assert json.loads(out) == {"workflow_id": wid, "stage": "hello", "output": "line one\nline two\n"}
+    code, out, _ = run(api, api.admin, ["workflow", "log", wid, "hello"], capsys)
+    assert out == "line one\nline two\n"

@@ -88,8 +88,10 @@ services:
 """
 
 
-def bound_api(port: int, scope: str = "user", ready: bool = True, env: dict | None = None) -> tuple[Api, str]:
-    """An API (settings from `env`) whose user alice owns endpoint `llm`, bound to the service on `port` once ready."""
+def bound_api(port: int, scope: str = "user", ready: bool = True, env: dict | None = None,
+              listening: tuple[int, ...] | None = None) -> tuple[Api, str]:
+    """An API (settings from `env`) whose user alice owns endpoint `llm`, bound to the service on `port` once ready;
+    its agent says the service listens on `listening` (default: that port)."""
     api = Api(env)
     _, alice = api.organization_with_user("acme", "alice")
     created = api.request("POST", "/v4/endpoints", alice, json={"name": "llm", "scope": scope})
@@ -100,7 +102,8 @@ def bound_api(port: int, scope: str = "user", ready: bool = True, env: dict | No
         node, _ = roving.register_node("n1", 4, 8 << 30, {}, {}, "pool", "127.0.0.1", 9100, now)
         workflow_id = roving.repository.get(endpoint_id("llm")).pending.workflow_id
         alloc = allocation_id(workflow_id, "model", 1)
-        roving.report(node, alloc, roving.place(alloc, [node], "scheduler", now), "ready", None, "", now)
+        roving.report(node, alloc, roving.place(alloc, [node], "scheduler", now), "ready", None, "", now,
+                      listening=(port,) if listening is None else listening)
     api.services.tailer.wait_for(api.services.roving.last_position)
     return api, alice
 
@@ -256,3 +259,26 @@ def test_a_submission_may_ask_for_a_start_takeover_and_a_wrong_strategy_is_named
     wrong = api.request("POST", "/v4/workflows?endpoint_strategy=sideways", alice, content=definition(service),
                         headers={"content-type": "application/yaml"})
     assert wrong.status_code == 400 and wrong.json()["errors"][0]["path"] == "endpoint_strategy", wrong.text
+
+
+def test_a_roving_token_sent_in_both_headers_is_never_forwarded(service):
+    api, alice = bound_api(service)
+    for sent in (f"Bearer {alice}", f"bearer {alice}", f"Token {alice}", alice):
+        (answer,) = through(api.app, ("/endpoints/llm/", {"FB-Authorization": f"Bearer {alice}", "Authorization": sent}))
+        assert answer.status_code == 200, answer.text
+        seen = answer.json()["headers"]
+        assert "authorization" not in seen and alice not in json.dumps(seen), sent
+
+
+def test_a_port_the_service_declares_but_does_not_listen_on_is_a_502_naming_it(service):
+    """The Echo server stands for what holds the port: another tenant's service, or the API itself."""
+    api, alice = bound_api(service, listening=(service + 1,))
+    (answer,) = through(api.app, ("/endpoints/llm/", {"FB-Authorization": f"Bearer {alice}"}))
+    assert answer.status_code == 502
+    assert f"does not listen on port {service}" in answer.json()["error"] and "headers" not in answer.text
+
+
+def test_a_readiness_without_ports_is_a_502_and_the_service_is_not_reached(service):
+    api, alice = bound_api(service, scope="public", listening=())
+    (answer,) = through(api.app, ("/endpoints/llm/", {}))
+    assert answer.status_code == 502 and "listen on no port" in answer.json()["error"]

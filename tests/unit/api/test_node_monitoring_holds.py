@@ -1,7 +1,9 @@
 """Monitoring holds through the webhook: the ceiling says why it refused and is counted; an alert's
 `fb_release: admin` hold is released by an admin with force, and by no one else."""
 
+import asyncio
 import json
+from datetime import UTC, datetime
 
 import httpx
 import pytest
@@ -9,6 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from api.cli.client import Client
 from api.cli.main import build_parser, execute
+from api.composition.refused_alerts import RefusedAlertsLoop
 from domain.tenancy import Role, Source
 from tests.unit.api.harness import Api, token, webhook_token
 
@@ -43,14 +46,33 @@ def api():
     return api
 
 
-def test_the_default_ceiling_refuses_a_hold_on_a_two_node_pool_saying_why_and_counts_it(api):
+def holds_of(api, node):
+    return api.request("GET", f"/v4/nodes/{node}/holds", api.admin).json()["holds"]
+
+
+def test_the_default_ceiling_lets_a_two_node_pool_hold_one_node_and_refuses_the_second_saying_why(api):
     before = refused_so_far(api)
-    answer = api.request("POST", "/v4/alerts", MONITORING, json=alert("firing"))
-    [outcome] = answer.json()["outcomes"]
-    assert outcome.startswith("n1: refused: monitoring already holds 0 of 2 nodes")
-    assert "nodeHealth.maxMonitoringHeldPercent (20%)" in outcome and "raise it to 50 or more" in outcome
+    assert api.request("POST", "/v4/alerts", MONITORING, json=alert("firing")).json()["outcomes"] == ["n1: placed"]
+    [outcome] = api.request("POST", "/v4/alerts", MONITORING, json=alert("firing", node="n2")).json()["outcomes"]
+    assert outcome.startswith("n2: refused: monitoring already holds 1 of 2 nodes")
+    assert "limit of 1 (nodeHealth.maxMonitoringHeldPercent 20% of 2" in outcome
     assert refused_so_far(api) == before + 1
-    assert api.request("GET", "/v4/nodes/n1/holds", api.admin).json()["holds"] == []
+    assert holds_of(api, "n2") == []
+
+
+def test_a_refused_hold_is_placed_once_the_ceiling_is_raised_not_an_hour_later(api):
+    loop = RefusedAlertsLoop(api.services.roving, api.services.views, runner=None)
+    assert loop.tick(datetime.now(UTC)) == []  # no room yet
+    changed = api.request("PUT", "/v4/admin/centralconfig", api.admin, json={"nodeHealth.maxMonitoringHeldPercent": 100})
+    assert changed.status_code == 200, changed.text
+    api.services.tailer.wait_for(api.services.roving.last_position)
+    assert len(loop.tick(datetime.now(UTC))) == 1
+    api.services.tailer.wait_for(api.services.roving.last_position)
+    [hold] = holds_of(api, "n2")
+    assert (hold["source"], hold["reason"], hold["by"]) == ("monitoring", "memory errors on n2", "alertmanager")
+    for node in ("n1", "n2"):
+        assert api.request("POST", "/v4/alerts", MONITORING, json=alert("resolved", node=node)).json()["outcomes"] == [
+            f"{node}: released"]
 
 
 @pytest.fixture(scope="module")
@@ -95,3 +117,19 @@ def test_an_admin_releases_it_with_force_from_the_cli(api, kept, capsys):
     printed = "".join(line for line in capsys.readouterr().out.splitlines(True) if " request " not in line)
     assert json.loads(printed) == {"released": [kept]}
     assert api.request("GET", "/v4/nodes/n1/holds", api.admin).json()["holds"] == []
+
+
+def test_two_nodes_alerted_at_once_are_decided_one_after_the_other_so_the_ceiling_holds():
+    api = Api()
+    register(api, "n1")
+    register(api, "n2")
+
+    async def both():
+        transport = httpx.ASGITransport(app=api.app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://roving.test") as client:
+            headers = {"Authorization": f"Bearer {MONITORING}"}
+            return await asyncio.gather(*(client.post("/v4/alerts", json=alert("firing", node=n), headers=headers)
+                                          for n in ("n1", "n2")))
+    outcomes = sorted(o for answer in asyncio.run(both()) for o in answer.json()["outcomes"])
+    assert [o.split(": ")[1] for o in outcomes].count("placed") == 1, outcomes
+    assert sum(bool(holds_of(api, n)) for n in ("n1", "n2")) == 1

@@ -1,4 +1,5 @@
-"""Schemathesis against `/v4/openapi.json`, in process on the harness app: no 5xx, and answers the document allows.
+"""Schemathesis against `/v4/openapi.json`, in process on the harness app: no 5xx, and answers the document allows
+(status, content type, and the body against the response schema, api.http.answers).
 
 Every operation gets a few valid (positive) and invalid (negative) requests as the cluster admin. A 503 is
 allowed only where the harness leaves a part of the control plane out on purpose (audit log, federation, the
@@ -11,14 +12,14 @@ import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
-from schemathesis.checks import content_type_conformance, status_code_conformance
+from schemathesis.checks import content_type_conformance, response_schema_conformance, status_code_conformance
 from schemathesis.core.failures import FailureGroup
 
 from tests.unit.api.harness import JOB, Api
 
 EXAMPLES = 8  # per operation and mode: ~70 operations x 2 modes runs in about 10 s
 NOT_RUNNING = ("/v4/audit", "/v4/federation/", "/endpoints/")  # absent from the harness: 503 by design
-CHECKS = [status_code_conformance, content_type_conformance]
+CHECKS = [status_code_conformance, content_type_conformance, response_schema_conformance]  # typed answers hold
 
 
 def test_no_server_errors_and_documented_answers() -> None:

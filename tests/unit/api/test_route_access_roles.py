@@ -136,3 +136,14 @@ def test_an_organization_owner_grants_and_revokes_explain_allocation_and_a_group
     assert again.status_code == 400 and again.json()["errors"][0]["path"] == "explain_allocation", again.text
     outsider = world.send("PUT", Call(f"/v4/groups/{a.group}/explainers/{world.b.member}"), "olga")
     assert outsider.status_code == 404, outsider.text
+
+
+def test_an_explainer_outside_the_group_reads_why_and_explain_but_not_the_workflow(world):
+    """An explain_allocation grant alone (erin is in the organization, not in lab) opens why and explain; the
+    workflow's detail, events and logs stay closed to her."""
+    world.grant_explain(world.a.group, "erin")
+    world.settle()
+    for path in ("/v4/workflows/{t.workflow}/why", "/v4/workflows/{t.workflow}/allocations/{t.allocation}/explain"):
+        answer = world.send("GET", Call(path.format(t=world.a)), "erin")
+        assert answer.status_code == 200, (path, answer.text)
+    assert world.send("GET", Call(f"/v4/workflows/{world.a.workflow}"), "erin").status_code in (403, 404)

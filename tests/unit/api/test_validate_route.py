@@ -87,3 +87,20 @@ def test_validate_for_another_cluster_is_refused_naming_the_cluster(api, alice):
     assert "this control plane is cluster 'test'" in other.json()["error"]
     same = api.request("POST", "/v4/workflows:validate?cluster=test", alice, json={"definition": FUZZFILE})
     assert same.status_code == 200 and same.json()["valid"] is True
+
+
+def test_validate_refuses_a_key_given_twice_naming_both_lines(api, alice):
+    text = FUZZFILE.replace("    script: echo render\n", "    script: echo render\n    script: echo again\n")
+    found = validate(api, alice, text).json()
+    assert found["valid"] is False
+    [error] = found["errors"]
+    assert "duplicate key `script`" in error["message"] and "line 9" in error["message"] and "line 10" in error["message"]
+
+
+def test_the_cli_names_invalid_yaml_without_an_empty_field(api, alice, capsys, tmp_path):
+    path = tmp_path / "broken.yaml"
+    path.write_text("version: v4\njobs: [unclosed\n")
+    code, _, err = run(api, alice, ["workflow", "validate", str(path)], capsys)
+    assert code == 1
+    assert err.startswith("error: not valid YAML: line 3") and "error: :" not in err
+

@@ -181,3 +181,52 @@ def test_deleting_an_endpoint_says_so_to_callers(setup):
     assert endpoint(roving).not_serving_reason() == "endpoint llm was deleted"
     assert isinstance(roving.repository.get(endpoint_id("llm")), Endpoint)
     assert not isinstance(roving.repository.get(endpoint_id("llm")), Workflow)
+
+
+def test_the_endpoint_targets_the_services_own_node_and_reaches_only_a_port_the_service_bound(setup):
+    roving, alice, _ = setup
+    far = roving.register_node("node-far", 4, 8 << 30, {}, {}, "pool-a", "10.1.2.3", 9100, T0)[0]
+    wf = uuid4()
+    roving.submit_workflow(wf, "serve", served(8001), 0, None, alice, T0)
+    alloc, fence = start(roving, far, wf, later(1))
+    roving.report(far, alloc, fence, "ready", None, "", later(2), listening=(8001, 9090))
+    found = endpoint(roving)
+    assert found.reachable_targets() == ["10.1.2.3:8001"] and found.unreachable_reason() == ""
+
+
+def test_a_declared_port_the_service_does_not_listen_on_is_never_reached_and_says_why(setup):
+    roving, alice, node = setup
+    wf = uuid4()
+    roving.submit_workflow(wf, "serve", served(8080), 0, None, alice, T0)  # 8080: someone else's (the API, say)
+    alloc, fence = start(roving, node, wf, later(1))
+    roving.report(node, alloc, fence, "ready", None, "", later(2), listening=(9000,))
+    found = endpoint(roving)
+    assert found.serving_targets() == ["127.0.0.1:8080"]  # ready: its dependents may go on
+    assert found.reachable_targets() == []
+    assert "does not listen on port 8080 of its node (its processes listen on 9000)" in found.unreachable_reason()
+
+
+def test_readiness_that_names_no_ports_is_not_trusted(setup):
+    roving, alice, node = setup
+    wf = uuid4()
+    roving.submit_workflow(wf, "serve", served(8001), 0, None, alice, T0)
+    alloc, fence = start(roving, node, wf, later(1))
+    roving.report(node, alloc, fence, "ready", None, "", later(2))  # an older agent: no `listening`
+    assert endpoint(roving).reachable_targets() == []
+    assert "did not say which ports" in endpoint(roving).unreachable_reason()
+
+
+def test_a_service_that_opens_its_port_late_becomes_reachable_and_one_that_gives_it_up_does_not(setup):
+    roving, alice, node = setup
+    wf = uuid4()
+    roving.submit_workflow(wf, "serve", served(8001), 0, None, alice, T0)
+    alloc, fence = start(roving, node, wf, later(1))
+    roving.report(node, alloc, fence, "ready", None, "", later(2), listening=())
+    assert endpoint(roving).reachable_targets() == []
+    roving.report(node, alloc, fence, "ready", None, "", later(3), listening=(8001,))
+    assert endpoint(roving).reachable_targets() == ["127.0.0.1:8001"]
+    version = endpoint(roving).version
+    roving.report(node, alloc, fence, "ready", None, "", later(4), listening=(8001,))
+    assert endpoint(roving).version == version  # the same news again changes nothing
+    roving.report(node, alloc, fence, "ready", None, "", later(5), listening=())
+    assert endpoint(roving).reachable_targets() == [] and "listen on no port" in endpoint(roving).unreachable_reason()

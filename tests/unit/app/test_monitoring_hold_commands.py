@@ -14,6 +14,6 @@ MONITORING = Principal(user_id=None, username="alertmanager", role=Role.USER, or
 def test_a_monitoring_hold_over_the_ceiling_is_refused_with_the_reason():
     roving = app()
     node, _ = roving.register_node("n1", 4, 2**30, {}, {}, "local", "127.0.0.1", None, T0)
-    with pytest.raises(Conflict, match=r"hold refused: .*nodeHealth.maxMonitoringHeldPercent \(20%\)"):
+    with pytest.raises(Conflict, match=r"hold refused: .*nodeHealth.maxMonitoringHeldPercent 20% of 1.*only at 100%"):
         roving.add_hold(node, "cordon", "ECC errors", MONITORING, later(1))
     assert roving.repository.get(node).holds == {}

@@ -121,11 +121,11 @@ def test_a_placement_the_log_refuses_is_explained_and_counted_as_refused_not_pla
     roving.register_node("n1", 4, 4 * GiB, {}, {}, "pool", "127.0.0.1", 9100, T0)
     aid = submit(roving, cores=1)
 
-    def refuse(*args):
-        from domain.app import Conflict
-        raise Conflict("cannot place main: node n1 takes no new work: evict hold by admin")
+    def refuse(placements, by, at):  # the log moved on since the pass decided: the commit refuses this placement
+        return {allocation: "cannot place main: node n1 takes no new work: evict hold by admin"
+                for allocation, _ in placements}
 
-    roving.place = refuse
+    roving.place_all = refuse
     runner.tick()
     why = views.why.get(aid)
     assert why.reason is Reason.READY_TO_SCHEDULE
@@ -160,3 +160,16 @@ def test_the_scheduler_thread_outlives_a_log_outage_and_places_work_after_it():
         runner.stop()
     assert outage["left"] == 0
     assert roving.repository.get(aid).state.value == "RUNNING"
+
+
+def test_a_passes_new_causes_are_written_in_one_commit():
+    roving, views, runner = control_plane()
+    roving.register_node("n1", 2, 4 * GiB, {}, {}, "pool", "127.0.0.1", 9100, T0)
+    waiting = [submit(roving, cores=4) for _ in range(3)]
+    saves = []
+    original = roving.save
+    roving.save = lambda *objs, **kw: saves.append(len(objs)) or original(*objs, **kw)
+    runner.tick()
+    roving.save = original
+    assert all(len(blocked_events(roving, aid)) == 1 for aid in waiting)
+    assert 3 in saves and saves.count(1) == 0  # the three causes in one save, not one save each

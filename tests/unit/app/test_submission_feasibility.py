@@ -90,3 +90,41 @@ def test_the_definitions_the_registered_nodes_form_refuse_an_oversized_job():
     with pytest.raises(Invalid) as refused:
         roving.submit_workflow(uuid4(), "train", BIG_JOB, 0, None, user(), T0)
     assert "pool-a: cpu 64 > 4 per node" in refused.value.problems[0].message
+
+
+def test_a_gpu_node_beside_bigger_cpu_only_nodes_of_its_definition_holds_a_gpu_job():
+    from projections.snapshot import node_definitions
+    from projections.views import Views
+    from tests.unit.api.harness import SyncTailer
+
+    views = Views()
+    roving = app(ReadModelFunctions(definitions=lambda: node_definitions(views.nodes)))
+    tailer = SyncTailer(roving, views)
+    roving.register_node("big", 64, 256 * GiB, {}, {}, "pool", "127.0.0.1", 9100, T0)
+    roving.register_node("gpu", 8, 32 * GiB, {"nvidia.com/gpu": 1}, {}, "pool", "127.0.0.1", 9101, T0)
+    tailer.wait_for(roving.last_position)
+    gpu_job = SMALL_JOB.replace("memory: {size: 8GiB}", "memory: {size: 8GiB}, devices: {nvidia.com/gpu: 1}")
+    roving.submit_workflow(uuid4(), "train", gpu_job, 0, None, user(), T0)  # accepted: the gpu node holds it
+    two_gpus = gpu_job.replace("nvidia.com/gpu: 1}", "nvidia.com/gpu: 2}")
+    with pytest.raises(Invalid) as refused:
+        roving.submit_workflow(uuid4(), "train", two_gpus, 0, None, user(), T0)
+    assert "pool: devices nvidia.com/gpu 2 > 1 per node" in refused.value.problems[0].message
+
+
+def test_validate_refuses_what_no_node_could_ever_hold_as_submission_does():
+    from projections.snapshot import node_definitions
+    from projections.views import Views
+    from tests.unit.api.harness import SyncTailer
+
+    views = Views()
+    roving = app(ReadModelFunctions(definitions=lambda: node_definitions(views.nodes)))
+    tailer = SyncTailer(roving, views)
+    roving.register_node("n1", 4, 8 * GiB, {}, {}, "pool-a", "127.0.0.1", 9100, T0)
+    tailer.wait_for(roving.last_position)
+    found = roving.validate_workflow(BIG_JOB, user())
+    assert [p.path for p in found["errors"]] == ["jobs.train.resource"]
+    assert "no node can ever hold this job" in found["errors"][0].message
+    with pytest.raises(Invalid) as refused:
+        roving.submit_workflow(uuid4(), "train", BIG_JOB, 0, None, user(), T0)
+    assert refused.value.problems == found["errors"]
+    assert roving.validate_workflow(SMALL_JOB, user())["errors"] == []

@@ -96,3 +96,25 @@ def test_replica_port_ranges_must_stay_apart_and_below_65536():
                    "      ports: [{name: http, port: 8000}, {name: admin, port: 8001}, {name: top, port: 65534}]\n")
     assert "overlap those of port `http`" in found["services.web.network.ports[1].port"]
     assert "past 65535" in found["services.web.network.ports[2].port"]
+
+
+def chain(length: int) -> str:
+    jobs = "".join(f"  j{i}:\n    image: {{uri: docker://alpine}}\n    command: [x]\n"
+                   + (f"    depends-on: [{{name: j{i - 1}}}]\n" if i else "") for i in range(length))
+    return "version: v4\njobs:\n" + jobs
+
+
+def test_a_long_dependency_chain_is_accepted_it_never_starts_more_than_one_stage_at_once():
+    assert parse_fuzzfile(chain(3000)).errors == []
+
+
+def test_one_job_whose_end_would_start_too_many_dependents_at_once_is_named():
+    fan = "".join(f"  d{i}:\n    image: {{uri: docker://alpine}}\n    command: [x]\n    depends-on: [{{name: root}}]\n"
+                  for i in range(400))
+    found = errors("version: v4\njobs:\n  root:\n    image: {uri: docker://alpine}\n    command: [x]\n" + fan)
+    assert "when root ends, its 400 dependents" in found["jobs.root"]
+
+
+def test_more_steps_than_a_cascade_of_skips_can_name_are_refused():
+    found = errors(chain(5001))
+    assert "at most 5,000 jobs and services" in found["jobs"]

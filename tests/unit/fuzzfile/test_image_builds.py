@@ -71,6 +71,36 @@ def test_a_build_plan_reads_file_sources_and_its_digest_follows_the_recipe_not_t
     assert build_plan(changed, "tools").digest != plan.digest
 
 
+RELEASE_NOTES_44 = """
+version: v1
+images:
+  tools.sif:
+    from:
+      uri: docker://rockylinux/rockylinux:9
+    post: |
+      dnf install -y git
+jobs:
+  use:
+    image:
+      uri: fuzzball://user/tools.sif
+    command: [git, --version]
+"""
+
+
+def test_fuzzball_4_4s_from_mapping_builds_the_image_a_job_runs_by_its_name():
+    found = stages(RELEASE_NOTES_44)
+    assert [d.name for d in found["use"].dependencies] == ["build:tools.sif"]
+    plan = build_plan(parse_fuzzfile(RELEASE_NOTES_44).definition, "tools.sif")
+    assert plan.source == "docker://rockylinux/rockylinux:9"
+    as_string = RELEASE_NOTES_44.replace("from:\n      uri: docker", "from: docker")
+    assert build_plan(parse_fuzzfile(as_string).definition, "tools.sif").digest == plan.digest
+
+
+def test_a_from_mapping_with_a_bad_uri_is_refused_naming_the_uri():
+    bad = RELEASE_NOTES_44.replace("uri: docker://rockylinux", "uri: ftp://rockylinux")
+    assert any(p.startswith('images["tools.sif"].from.uri: build from docker://') for p in problems(bad))
+
+
 def test_images_built_from_each_other_in_a_loop_are_refused_naming_them():
     looped = TOOLS.replace("from: docker://127.0.0.1:5000/busybox:1", "from: fuzzball://user/extra")
     assert problems(looped) == ["images.tools: images are built from each other in a cycle: tools -> extra -> tools"]

@@ -26,6 +26,8 @@ def configured(log_format: str):
     uvicorn = logging.getLogger("uvicorn.access")
     uvicorn_state = (list(uvicorn.handlers), uvicorn.propagate)
     configure_logging(log_format, logging.INFO)
+    # a logger used under a caching configuration keeps it for good: every later test's capture_logs() would miss it
+    structlog.configure(cache_logger_on_first_use=False)
     yield
     structlog.configure(**config)
     for handler in [h for h in root.handlers if isinstance(h, StderrHandler)]:

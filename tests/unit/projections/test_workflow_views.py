@@ -132,3 +132,28 @@ def test_an_unknown_workflow_has_no_detail_and_no_activity():
     views = Feed().views
     assert views.workflows.get("00000000-0000-0000-0000-000000000000") is None
     assert views.workflows.events("not-a-uuid") == []
+
+
+def test_a_stage_shows_when_its_attempt_started_and_ended_and_a_stage_that_never_ran_shows_neither():
+    feed, n1 = Feed(), node("node-1")
+    feed.save(n1)
+    workflow = submit(PRE_MAIN_POST)
+    feed.save(workflow)
+    run_stage(feed, workflow, "pre", 0, n1, minute=3)
+    stages = {s.name: s for s in feed.views.workflows.get(workflow.id).stages}
+    assert (stages["pre"].started_at, stages["pre"].ended_at) == (at(4), at(5))
+    assert (stages["main"].started_at, stages["main"].ended_at) == (None, None)
+    assert (stages["post"].started_at, stages["post"].ended_at) == (None, None)
+
+
+def test_a_retried_stage_shows_the_times_of_its_latest_attempt():
+    feed, n1 = Feed(), node("node-1")
+    feed.save(n1)
+    workflow = submit(RETRYING)
+    feed.save(workflow)
+    run_stage(feed, workflow, "a", 75, n1, minute=1)
+    [retried] = feed.views.workflows.get(workflow.id).stages
+    assert (retried.started_at, retried.ended_at) == (None, None)
+    run_stage(feed, workflow, "a", 0, n1, minute=10)
+    [done] = feed.views.workflows.get(workflow.id).stages
+    assert (done.started_at, done.ended_at, done.attempts) == (at(11), at(12), 2)

@@ -155,3 +155,31 @@ def test_a_group_volume_is_refused_for_a_submitter_no_longer_in_the_group_naming
     problem, = refused.value.problems
     assert problem.path == "volumes.data.reference"
     assert "alice is not a member of group physics" in problem.message
+
+
+def test_each_storage_class_is_a_directory_of_its_own_and_persistent_keeps_its_layout():
+    roving = provisioned(**{"storage.classes": {"nvme": {}}})
+    org, alice = tenant(roving)
+    fast, _ = submit(roving, alice, "volume://user/nvme/cache")
+    plain, _ = submit(roving, alice, "volume://user/persistent/cache")
+    assert fast.volume_bindings["data"]["path"] == f"{ROOT}/{org}/class/nvme/user/100000/cache"
+    assert plain.volume_bindings["data"]["path"] == f"{ROOT}/{org}/user/100000/cache"
+
+
+def test_the_unnamed_volume_made_first_as_a_named_ones_parent_becomes_its_owners(tmp_path):
+    """`volume://user/persistent/data` first makes `user/<uid>` (root's, searchable only); the unnamed
+    `volume://user/persistent` is that directory, and must then be its owner's to be written."""
+    import os
+
+    from adapters.volumes import make_persistent
+    from domain.volumes import Binding
+
+    if os.geteuid() != 0:
+        pytest.skip("giving a directory to another uid needs root (CI runs as root)")
+    user_root = tmp_path / "acme" / "user" / "100000"
+    make_persistent(Binding(reference="r", path=str(user_root / "data"), uid=100000, gid=100000, mode=USER_MODE),
+                    as_root=True)
+    assert user_root.stat().st_uid == 0  # the named volume's parent: root's
+    made = make_persistent(Binding(reference="r", path=str(user_root), uid=100000, gid=100000, mode=USER_MODE),
+                           as_root=True)
+    assert (made.stat().st_uid, made.stat().st_mode & 0o7777) == (100000, USER_MODE)

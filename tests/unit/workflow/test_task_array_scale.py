@@ -132,9 +132,13 @@ def test_a_failed_dependency_skips_every_untouched_task_once():
     assert workflow.stage("r[0]").reason == "Waiting for pre FINISHED"
     workflow.stage_started("pre", 1, "n1", at(1))
     workflow.stage_exited("pre", 1, 1, at(2))
-    skipped = Counter(e.stage for e in workflow.collect_events() if type(e).__name__ == "StageSkipped")
-    assert len(skipped) == 1000 and set(skipped.values()) == {1}
-    assert workflow.status == "FAILED"
+    replayed = replay(workflow)
+    events = workflow.collect_events()
+    assert [e.steps for e in events if type(e).__name__ == "StepsSkipped"] == [
+        [["r", "Canceled: pre failed; needs FINISHED", False]]]  # one event for the 1,000 tasks
+    assert not [e for e in events if type(e).__name__ == "StageSkipped"]
+    assert Counter(v.status.value for v in workflow.stage_views() if v.name.startswith("r[")) == {"CANCELED": 1000}
+    assert workflow.status == "FAILED" and replayed.stage_views() == workflow.stage_views()
 
 
 def test_canceling_an_array_ends_the_tasks_that_never_ran_without_touching_each():

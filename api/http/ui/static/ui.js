@@ -11,9 +11,21 @@ document.addEventListener("DOMContentLoaded", () => {
       if (!window.confirm(form.dataset.confirm)) event.preventDefault();
     });
   });
-  // show times in the reader's own zone, keeping UTC in the tooltip
-  document.querySelectorAll("time[datetime]").forEach((el) => {
-    const when = new Date(el.getAttribute("datetime"));
-    if (!isNaN(when)) { el.title = el.textContent; el.textContent = when.toLocaleString(); }
-  });
+  window.rovingTimes(document);
 });
+// One time format everywhere, in the reader's own zone: 2026-12-05 14:03:09 (UTC in the tooltip). Pages call it
+// again on what they re-render (workflow.js), so a refreshed part never switches format.
+window.rovingTime = (when) => {
+  const two = (n) => String(n).padStart(2, "0");
+  return `${when.getFullYear()}-${two(when.getMonth() + 1)}-${two(when.getDate())} ` +
+    `${two(when.getHours())}:${two(when.getMinutes())}:${two(when.getSeconds())}`;
+};
+window.rovingTimes = (root) => {
+  root.querySelectorAll("time[datetime]:not([data-local])").forEach((el) => {
+    const when = new Date(el.getAttribute("datetime"));
+    if (isNaN(when)) return;
+    el.title = when.toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z") + " (UTC)";
+    el.textContent = window.rovingTime(when);
+    el.dataset.local = "1";
+  });
+};

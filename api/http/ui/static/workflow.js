@@ -1,4 +1,6 @@
 // The workflow page follows its events over server-sent events and re-renders its stages: no reload.
+// The stream starts after the events the page was rendered with (?since=N); a reconnecting EventSource sends the
+// last event id it saw (Last-Event-ID), and the server resumes after it, so every event arrives once.
 "use strict";
 document.addEventListener("DOMContentLoaded", () => {
   const live = document.getElementById("live");
@@ -9,7 +11,7 @@ document.addEventListener("DOMContentLoaded", () => {
     if (refreshing) return refreshing;
     refreshing = fetch(live.dataset.fragment, { credentials: "same-origin" })
       .then((answer) => (answer.ok ? answer.text() : Promise.reject(answer.status)))
-      .then((html) => { live.innerHTML = html; })
+      .then((html) => { live.innerHTML = html; window.rovingTimes(live); })
       .catch(() => {})
       .finally(() => { refreshing = null; });
     return refreshing;
@@ -24,21 +26,20 @@ document.addEventListener("DOMContentLoaded", () => {
       table = fresh;
     }
     const tr = document.createElement("tr");
-    [new Date(row.time).toLocaleString(), row.type, row.stage || "", row.message].forEach((text) => {
+    const time = document.createElement("time");
+    time.setAttribute("datetime", row.time);
+    time.textContent = row.time;
+    [time, row.type, row.stage || "", row.message].forEach((cell) => {
       const td = document.createElement("td");
-      td.textContent = text;  // text, never markup: event messages are user data
+      if (typeof cell === "string") td.textContent = cell;  // text, never markup: event messages are user data
+      else td.appendChild(cell);
       tr.appendChild(td);
     });
     table.tBodies[0].appendChild(tr);
+    window.rovingTimes(tr);
   };
-  // the stream starts from the first event on every (re)connection: rows already shown are skipped
-  let shown = document.querySelectorAll("#events tbody tr").length;
-  let received = 0;
   const source = new EventSource(live.dataset.follow);
   source.addEventListener("activity", (message) => {
-    received += 1;
-    if (received <= shown) return;
-    shown = received;
     addEvent(JSON.parse(message.data));
     refresh();
   });
@@ -47,6 +48,6 @@ document.addEventListener("DOMContentLoaded", () => {
     refresh();
     if (state) state.textContent = "(ended)";
   });
-  source.onerror = () => { if (state) state.textContent = "(reconnecting…)"; };
-  source.onopen = () => { received = 0; if (state) state.textContent = "(live)"; };
+  source.onerror = () => { if (state && source.readyState !== EventSource.CLOSED) state.textContent = "(reconnecting…)"; };
+  source.onopen = () => { if (state) state.textContent = "(live)"; };
 });

@@ -1,0 +1,75 @@
+"""The UI acts: submit a Fuzzfile (pasted or uploaded, checked as you type by the API's own validate handler), stop a
+workflow, submit one again. Each calls the API route's handler as the signed-in user, so the UI may do exactly what
+the API lets that user do, and says why when it may not."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+
+from api.http.routes import workflows
+from api.http.ui import render
+from api.http.ui.core import Refused, api, csrf_for, with_json
+from domain.tenancy.permissions import Principal
+
+EXAMPLE = """version: v4
+jobs:
+  hello:
+    image: {uri: docker://alpine:3.20}
+    command: [echo, hello]
+    resource: {cpu: {cores: 1}, memory: {size: 256MiB}}
+"""
+
+
+def form_page(request: Request, who: Principal, text: str = "", name: str = "", problems: str = "",
+              status_code: int = 200) -> Response:
+    body = render.fill("submit", csrf=render.hidden_csrf(csrf_for(request)), definition=text or EXAMPLE, name=name,
+                       problems=render.Html(problems))
+    return render.page("Submit a workflow", body, user=who, csrf=csrf_for(request), current="/ui/workflows",
+                       status_code=status_code, script="submit.js")
+
+
+async def submit_page(request: Request, who: Principal) -> Response:
+    return form_page(request, who)
+
+
+def problem_list(found: dict[str, Any]) -> str:
+    items = [f'<li class="{kind[:-1]}">{render.esc(p["path"] + ": " if p["path"] else "")}{render.esc(p["message"])}</li>'
+             for kind in ("errors", "warnings") for p in found.get(kind, [])]
+    return f'<ul id="problems" class="problems">{"".join(items)}</ul>' if items else '<ul id="problems"></ul>'
+
+
+async def submit(request: Request, who: Principal) -> Response:
+    """Validate first, so a refused file comes back with every problem beside it; then submit and show the run."""
+    fields = request.state.form
+    text, name = fields.get("definition", ""), fields.get("name", "").strip()
+    found = await api(workflows.validate, with_json(request, {"definition": text}))
+    if found["errors"]:
+        return form_page(request, who, text, name, problem_list(found), status_code=400)
+    created = await api(workflows.submit, with_json(request, {"definition": text, "name": name}))
+    return RedirectResponse(f"/ui/workflows/{created['id']}", status_code=303)
+
+
+async def validate(request: Request, who: Principal) -> Response:
+    """What POST /v4/workflows:validate answers for the form's text (the submit page asks as you type)."""
+    found = await api(workflows.validate, with_json(request, {"definition": request.state.form.get("definition", "")}))
+    return Response(msgspec.json.encode(found), media_type="application/json", headers={"Cache-Control": "no-store"})
+
+
+async def stop(request: Request, who: Principal) -> Response:
+    await api(workflows.stop, request)
+    return RedirectResponse(f"/ui/workflows/{request.path_params['id']}?done=stopped", status_code=303)
+
+
+async def resubmit(request: Request, who: Principal) -> Response:
+    """The same definition and name, as a new workflow of the signed-in user (who must be able to see the old one)."""
+    detail = await api(workflows.describe, request)
+    found = request.app.state.services.views.workflows.workflow(detail["id"])
+    if found is None:
+        raise Refused(404, "Not found: this workflow's definition is not on this control plane.")
+    definition = msgspec.to_builtins(found.definition)
+    created = await api(workflows.submit, with_json(request, {"definition": definition, "name": detail["name"]}))
+    return RedirectResponse(f"/ui/workflows/{created['id']}?done=resubmitted", status_code=303)

@@ -1,0 +1,84 @@
+"""A graceful stop of `roving up` keeps its jobs alive: the local agents detach, the jobs run on, and the restarted
+stack's agents adopt them and report their ends; a job whose node does not come back follows `retry.on: [node]`."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+from tests.e2e.stack import LocalStack
+
+
+def job(marker_dir, name: str, seconds: int, cpus: int = 1) -> str:
+    """A job that records its pid, runs `seconds`, says it is done; a second attempt says so at once."""
+    return f"""
+version: v4
+jobs:
+  {name}:
+    image: {{uri: docker://alpine:3.20}}
+    resource: {{cpu: {{cores: {cpus}}}, memory: {{size: 64MiB}}}}
+    script: |
+      if [ -f {marker_dir}/{name}.pid ]; then echo second attempt; exit 0; fi
+      echo $$ > {marker_dir}/{name}.pid
+      sleep {seconds}
+      echo done after {seconds}s
+    policy:
+      retry: {{on: [node], attempts: 2}}
+"""
+
+
+def started(stack: LocalStack, workflow_id: str) -> dict:
+    stack.wait(lambda: stack.workflow(workflow_id)["stages"][0]["status"] == "STARTED", 30, "the job to start")
+    return stack.workflow(workflow_id)["stages"][0]
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_a_job_running_when_roving_up_stops_runs_on_and_the_restarted_stack_sees_it_finish(tmp_path, job_dir):
+    first = LocalStack(tmp_path, nodes=1).start()
+    try:
+        workflow = first.submit(job(job_dir, "long", 12), "long")
+        started(first, workflow)
+        first.wait(lambda: (job_dir / "long.pid").exists(), 15, "the job to write its pid")
+    finally:
+        first.stop(keep_jobs=True)
+    pid = int((job_dir / "long.pid").read_text())
+    assert alive(pid), "stopping roving up killed the job"
+    second = LocalStack(tmp_path, nodes=1).start()
+    try:
+        done = second.wait_status(workflow, ("FINISHED", "FAILED"), timeout=60)
+        stage = done["stages"][0]
+        assert (done["status"], stage["attempts"], stage["exit_code"]) == ("FINISHED", 1, 0), stage
+        assert "done after 12s" in second.stage_log(workflow, "long", "done after 12s")
+    finally:
+        second.stop()
+
+
+def test_a_detached_job_whose_node_never_comes_back_is_retried_on_another_node(tmp_path, job_dir):
+    # two nodes of 2 cpus, two jobs of 2 cpus: one job on each node
+    first = LocalStack(tmp_path, nodes=2, lease_seconds=2.0).start()
+    try:
+        workflows = [first.submit(job(job_dir, f"on{n}", 20, cpus=2), f"on{n}") for n in (1, 2)]
+        nodes = {w: started(first, w)["node"] for w in workflows}
+        first.wait(lambda: all((job_dir / f"on{n}.pid").exists() for n in (1, 2)), 15, "both jobs to run")
+    finally:
+        first.stop(keep_jobs=True)
+    lost = next(w for w in workflows if nodes[w] == "local-2")
+    kept = next(w for w in workflows if w != lost)
+    name = "on1" if lost == workflows[0] else "on2"
+    os.kill(int((job_dir / f"{name}.pid").read_text()), signal.SIGKILL)  # the machine went with its processes
+    second = LocalStack(tmp_path, nodes=1, lease_seconds=2.0).start()  # local-2 never comes back
+    try:
+        done = second.wait_status(lost, ("FINISHED", "FAILED"), timeout=90)
+        stage = done["stages"][0]
+        assert (done["status"], stage["attempts"], stage["node"]) == ("FINISHED", 2, "local-1"), stage
+        assert second.workflow(kept)["stages"][0]["attempts"] == 1  # adopted on local-1, still its first attempt
+    finally:
+        second.stop()
+

@@ -1,0 +1,96 @@
+"""The host runtime's namespaces: volumes at the paths the Fuzzfile names, and, for an agent that runs jobs as its
+own user (not root), the node's private paths and other processes out of the job's sight."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from adapters.executor import Executor, JobUser, RunSpec, SpecError
+from adapters.runtime.host import HostSandbox
+
+REPO = Path(__file__).resolve().parents[2]
+NOBODY = JobUser(uid=65534, gid=65534, name="nobody", groups=(65534,))
+needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="apt-get install bubblewrap")
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="runs jobs as nobody: needs root (CI runs as root)")
+
+
+def run(executor: Executor, spec: RunSpec) -> tuple[tuple[int, str], bytes]:
+    output: list[bytes] = []
+    running = executor.start(spec, lambda stream, chunk: output.append(chunk), lambda *_: None)
+    result = running.wait(30)
+    running.release()
+    return result, b"".join(output)
+
+
+@pytest.fixture
+def open_tmp():
+    """A directory nobody (the jobs' user) can reach: pytest's own are under a 0700 parent."""
+    path = Path(tempfile.mkdtemp(prefix="roving-sandbox-"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@needs_bwrap
+@needs_root
+def test_a_volume_is_read_at_its_mount_path_by_a_job_on_the_host_runtime(open_tmp):
+    executor = Executor(open_tmp / "work", user=NOBODY, sandbox=HostSandbox.found())
+    write = RunSpec(allocation_id="a1", epoch=1, workflow_id="wf", stage="write", mounts={"/scratch": "v"},
+                    script="echo kept > /scratch/data.txt")
+    read = RunSpec(allocation_id="a2", epoch=1, workflow_id="wf", stage="read", mounts={"/scratch": "v"},
+                   script="cat /scratch/data.txt", cwd="/scratch")
+    assert run(executor, write)[0][0] == 0
+    (code, _), output = run(executor, read)
+    assert (code, output) == (0, b"kept\n")
+
+
+def test_a_mount_a_node_cannot_make_at_its_path_is_refused_saying_what_to_install(tmp_path):
+    executor = Executor(tmp_path / "work", sandbox=None)
+    spec = RunSpec(allocation_id="a1", epoch=1, workflow_id="wf", stage="s", mounts={"/scratch": "v"}, script="true")
+    with pytest.raises(SpecError, match=r"cannot mount volumes at their paths \(/scratch\): install bubblewrap"):
+        executor.start(spec, lambda *_: None, lambda *_: None)
+
+
+CONFINED = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, sys.argv[1])
+    from adapters.executor import Executor, RunSpec
+    from adapters.runtime.host import HostSandbox
+    root, private = Path(sys.argv[2]), Path(sys.argv[3])
+    executor = Executor(root / "work", sandbox=HostSandbox.found((private,)), confined=True)
+    others = "for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $f; echo; done | grep -c 'adapters[.]executor'"
+    script = f"cat {private}/admin.token; echo files:$(ls -A {private} | wc -l) agent:$({others})"
+    spec = RunSpec(allocation_id="a1", epoch=1, workflow_id="wf", stage="s", script=script)
+    out = []
+    running = executor.start(spec, lambda s, c: out.append(c), lambda *a: None)
+    print(running.wait(30), b"".join(out).decode())
+""")
+
+
+@needs_bwrap
+@needs_root
+def test_an_agent_that_is_not_root_keeps_its_jobs_from_its_private_files_and_processes(open_tmp):
+    """As a new user runs `make up`: the agent and its jobs share a uid, so only the namespace keeps the data
+    directory (admin.token) and other processes (their command lines, their environments) out of a job's sight."""
+    private = open_tmp / "data"
+    private.mkdir(mode=0o700)
+    (private / "admin.token").write_text("the-admin-token")
+    os.chown(private, 65534, 65534)
+    os.chown(private / "admin.token", 65534, 65534)
+    (open_tmp / "work").mkdir()
+    os.chown(open_tmp / "work", 65534, 65534)
+    done = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c",
+                           CONFINED, str(REPO), str(open_tmp), str(private)],
+                          capture_output=True, text=True, timeout=60, cwd=open_tmp)
+    assert "the-admin-token" not in done.stdout + done.stderr, done.stdout
+    assert "files:0" in done.stdout, done.stdout + done.stderr
+    assert "agent:0" in done.stdout, done.stdout  # the agent (and its command line, its environment) out of sight
