@@ -2,7 +2,8 @@
 
 A task array of 100,000 tasks is one `StepState` (its template and status counts) until its tasks are
 readied one by one; a stage's own `StageState` exists from its first event on, so memory grows with the
-tasks that have moved, and every decision reads counters instead of scanning stages.
+tasks that have moved, and every decision reads counters instead of scanning stages. The error the workflow's
+commands raise lives here too, beside the state every one of its modules reads.
 """
 
 from __future__ import annotations
@@ -17,6 +18,10 @@ from domain.fuzzfile.semantics import ENDED, StageStatus, active_of, outcome_of,
 from domain.fuzzfile.stages import Step
 
 QUIET = (StageStatus.PENDING, StageStatus.WAITING, StageStatus.READY)
+
+
+class WorkflowError(Exception):
+    """A command the workflow's current state does not allow; the message says why."""
 
 
 class StageView(msgspec.Struct, frozen=True):
