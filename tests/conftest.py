@@ -28,7 +28,8 @@ def _structlog_as_it_was():
 
 # The suite runs on xdist workers file by file, in the order files are collected. Long files collected last made
 # the run's tail: the two soaks (about 170 s and 150 s) began six minutes in and ran alone at the end. Long layers
-# go first; the many short unit files then fill the gaps.
+# go first; the many short unit files then fill the gaps. (`make test` passes --no-loadscope-reorder: by default
+# xdist orders files by their number of tests, which put every one-test soak last.)
 LONG_FIRST = ("tests/soak/", "tests/integration/test_log_under_failure.py", "tests/e2e/test_docs.py",
               "tests/e2e/test_wheel.py", "tests/e2e/", "tests/browser/", "tests/integration/")
 
