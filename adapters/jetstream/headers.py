@@ -95,7 +95,7 @@ class LazyHeaders(dict):
     def __eq__(self, other: object) -> bool:
         return dict.__eq__(self._parsed(), other)
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None
 
 
 def _materializing(name: str):
