@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, Self
 
 import structlog
 
@@ -47,7 +47,7 @@ class Follower:
     def position(self) -> int:
         return self.target.position
 
-    def start(self) -> Follower:
+    def start(self) -> Self:
         self._thread.start()
         return self
 

@@ -35,7 +35,8 @@ FORMAT = 1
 
 
 class SnapshotViews(Protocol):
-    position: int
+    @property
+    def position(self) -> int: ...  # the last log position applied
 
     def saved_state(self) -> dict[str, dict[str, Any]]: ...
 
