@@ -32,6 +32,7 @@ from adapters.private_files import write_private
 from adapters.secret_store import open_secret_store
 from api.composition.audit_lease import AuditByLease
 from api.composition.services import Services
+from api.composition.settings import Settings
 from api.composition.wakeups import AssignmentWaiters, LogSignals
 from api.http.positions import PositionWaiters
 from api.scheduler.runner import SchedulerRunner
@@ -42,6 +43,8 @@ from domain.tenancy import Role, Source
 from domain.tenancy.permissions import Principal
 
 if TYPE_CHECKING:  # built lazily in start(): `roving` commands that need no stack do not import them
+    from starlette.applications import Starlette
+
     from adapters.audit_feed import AuditFeed
     from adapters.audit_log import AuditLog
     from adapters.duckdb_store import AuditStore
@@ -107,7 +110,7 @@ class LogReader:
 class Stack:
     """Everything one control-plane process runs; `roving up` adds the embedded server and local agents."""
 
-    def __init__(self, settings, embedded_nats: bool = True, scheduler: bool = True,
+    def __init__(self, settings: Settings, embedded_nats: bool = True, scheduler: bool = True,
                  audit: bool | str = True, internal_url: str = "", provisioners: bool = True) -> None:
         """`audit`: feed the audit here (True), not at all (False), or while this scheduler leads ("lease");
         `internal_url`: where other workers reach this one's API (audit reads are forwarded there)."""
@@ -303,7 +306,7 @@ class Stack:
         agent = Identity(user_id=None, username="agent", role=Role.USER, organization_id=None, source=Source.AGENT)
         write_secret(self.data_dir / "agent.token", issue(agent, self.key, TOKEN_TTL, now))
 
-    def app(self):
+    def app(self) -> Starlette:
         from api.http.app import create_app
 
         return create_app(self.settings, self.services)

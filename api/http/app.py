@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
-from typing import Any
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 
 from api.composition.services import Services
+from api.composition.settings import Settings
 from api.http.auth import AuthMiddleware
 from api.http.errors import HANDLERS, Handler
 from api.http.limits import DEFAULT_MAX_BODY_BYTES, BodyLimitMiddleware, BodyTooLarge, on_too_large
@@ -31,7 +31,7 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await client.aclose()
 
 
-def create_app(settings: Any, services: Services) -> Starlette:
+def create_app(settings: Settings, services: Services) -> Starlette:
     """The HTTP API over `services` (roving, views, tailer, key, logs, optional leases)."""
     limit = getattr(settings, "max_body_bytes", DEFAULT_MAX_BODY_BYTES)
     middleware = [
