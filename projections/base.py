@@ -23,7 +23,7 @@ Handler = Callable[[Any, Any], None]
 def on(*qualnames: str) -> Callable[[Handler], Handler]:
     """Mark a method as the handler of the named event types."""
     def mark(method: Handler) -> Handler:
-        method.__handles__ = qualnames  # type: ignore[attr-defined]
+        method.__handles__ = qualnames  # type: ignore[attr-defined]  # a mark the Projection class collects
         return method
     return mark
 

@@ -143,9 +143,9 @@ def _download(client: Client, source: Location, target: Path | None, force: bool
         if partial is not None:
             partial.unlink(missing_ok=True)
         raise ApiError(f"{source.uri} changed while it was read; get it again")
-    if target is None:
+    if target is None or partial is None:  # (a partial file is made exactly when there is a target)
         return None
-    os.replace(partial, target)  # type: ignore[arg-type]
+    os.replace(partial, target)
     return {"object": source.uri, "file": str(target), "result": "written", "size": size, "sha256": digest}
 
 

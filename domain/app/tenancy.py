@@ -224,7 +224,7 @@ class TenancyHandlers:
         else:
             ids = posix.assign(self.uow, found, number, config, principal.username, at)
         self.uow.save(found, ids)
-        return found.uid if isinstance(found, User) else found.gid  # type: ignore[return-value]
+        return found.uid if isinstance(found, User) else found.gid  # type: ignore[return-value]  # set just above
 
     @command
     def set_preempt_list(self, group: UUID, group_ids: list[UUID], principal: Principal, at: datetime) -> None:

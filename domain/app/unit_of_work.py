@@ -353,7 +353,7 @@ def command(method: F) -> F:
             repository.leave()
         raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
-    return run  # type: ignore[return-value]
+    return run  # type: ignore[return-value]  # `run` takes and returns what `method` does
 
 
 def _key(aggregate_id: Any) -> Any:
