@@ -159,12 +159,12 @@ class Orphan:
         return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while self.poll() is None:
-            if deadline is not None and time.monotonic() >= deadline:
+        started = time.monotonic()
+        while (code := self.poll()) is None:
+            if timeout is not None and time.monotonic() - started >= timeout:
                 raise subprocess.TimeoutExpired("roving-job", timeout)
             time.sleep(POLL)
-        return self.returncode
+        return code
 
 
 class Registration:

@@ -18,6 +18,7 @@ import os
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from adapters.pull_progress import PullReport, Tell, run_following, tool_answer
@@ -110,12 +111,12 @@ class ApptainerRuntime:
     def __init__(self, cache: SifCache, workdir_root: Path, apptainer: str = "apptainer") -> None:
         self.cache, self.workdir_root, self.apptainer = cache, Path(workdir_root), apptainer
 
-    def prepare(self, image: str, mounts: list[str] = (), credential: Credential | None = None,
+    def prepare(self, image: str, mounts: Sequence[str] = (), credential: Credential | None = None,
                 tell: Tell | None = None) -> Pulled:
         return self.cache.rootfs(image, credential, tell)
 
     def wrap(self, argv: list[str], rootfs: Path, workdir: Path, cwd: Path, isolated_network: bool,
-             gpus: list[str] = (), mounts: dict[str, Path] | None = None) -> list[str]:
+             gpus: Sequence[str] = (), mounts: dict[str, Path] | None = None) -> list[str]:
         """`rootfs` is the SIF; `mounts`: path in the job -> the volume's directory on the node."""
         command = [self.apptainer, "exec", "--containall", "--no-home", "--bind", f"{workdir}:{workdir}"]
         for location, directory in sorted((mounts or {}).items()):

@@ -74,7 +74,7 @@ def _where(filters: AuditFilters, organization: str | None) -> tuple[str, list[A
         params.append(value)
         clauses.append(clause.replace("?", f"${len(params)}"))
 
-    equal = {"principal": filters.principal, "event_type": filters.event_type, "workflow": filters.workflow,
+    equal: dict[str, object] = {"principal": filters.principal, "event_type": filters.event_type, "workflow": filters.workflow,
              "organization": organization, "cluster": filters.cluster}
     for column, value in equal.items():
         if value is not None:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from domain.app.catalog import CatalogHandlers, SourceUnreadable
 from domain.app.catalog_access import shown_location
-from domain.app.unit_of_work import UnitOfWork
+from domain.app.roving import Roving
 from domain.catalog import TemplateFiles
 from domain.catalog.source import CatalogSource, SourceKind
 
@@ -33,7 +33,7 @@ GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "/bin/true", "SSH_ASKPASS"
            "GIT_ALLOW_PROTOCOL": "https:http:ssh:git:file", "GIT_SSH_COMMAND": "ssh -o BatchMode=yes"}
 
 
-def open_catalog(uow: UnitOfWork, listed: Callable[[], Iterable[CatalogSource]], data_dir: Path | str,
+def open_catalog(uow: Roving, listed: Callable[[], Iterable[CatalogSource]], data_dir: Path | str,
                  refresh_seconds: float = 60.0) -> CatalogHandlers:
     """The catalog handlers for one control plane: git checkouts under `<data dir>/catalog`, randomness (sprig's
     randInt, which templates use for ports and keys) from the operating system."""

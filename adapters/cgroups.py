@@ -13,6 +13,7 @@ import os
 import re
 import signal
 import time
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,7 +77,7 @@ class Cgroup:
     @property
     def _procs(self) -> Path:
         """The membership the kill sweeps read: the pids controller tracks every task, threads included."""
-        return self.dirs.get("pids", self.dirs.get("")) / "cgroup.procs"
+        return (self.dirs.get("pids") or self.dirs[""]) / "cgroup.procs"
 
     def join(self, pid: int) -> None:
         """Move `pid` into every controller's directory; run in the child before exec so descendants inherit."""
@@ -204,7 +205,7 @@ class Hierarchy:
             except OSError:
                 pass
 
-    def reap(self, keep: set[str] = frozenset()) -> list[str]:
+    def reap(self, keep: AbstractSet[str] = frozenset()) -> list[str]:
         """Kill and remove every allocation cgroup a previous agent of this name left, but those of the jobs it
         adopts (`keep`: their directory names); returns the names removed."""
         parents = self._parents()

@@ -97,7 +97,9 @@ class AuditStore:
             cursor.execute("BEGIN TRANSACTION")
             if rows:
                 cursor.execute(INSERT_ROWS, [[_json_array(rows[at:at + CHUNK]) for at in range(0, len(rows), CHUNK)]])
-            (updated,) = cursor.execute(UPDATE_TRACKING, [cluster, position]).fetchone()
+            counted = cursor.execute(UPDATE_TRACKING, [cluster, position]).fetchone()
+            assert counted is not None, "duckdb answers an UPDATE with its count"
+            (updated,) = counted
             if not updated:
                 cursor.execute(INSERT_TRACKING, [cluster, position])
             cursor.execute("COMMIT")

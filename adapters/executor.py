@@ -25,10 +25,11 @@ from adapters.apptainer import ApptainerRuntime, env_in_image
 from adapters.build_plan import BUILD, build_argv, build_env
 from adapters.launch import launcher
 from adapters.pull_progress import Tell, ready_text
-from adapters.registry_auth import parse_credential
+from adapters.registry_auth import Credential, parse_credential
 from adapters.running import OnExit, OnOutput, Running, pump
 from adapters.runtime.built import BuiltImages
 from adapters.runtime.bwrap import OciRuntime
+from adapters.runtime.images import Pulled
 from adapters.runtime.host import INSTALL, HostSandbox
 from adapters.stage_dir import check_findable, hand_over, image_files, job_argv, write_files
 from adapters.transfer_plan import REASON_FILE, TRANSFER_KINDS, transfer_argv
@@ -130,18 +131,19 @@ class Executor:
         else:
             argv = with_backoff(spec.start_delay_seconds, with_pre_hooks(spec.hooks, job_argv(spec, workdir), workdir))
             write_post_hooks(spec.hooks, workdir)
-        devices, pulled, note = self._bind(spec), None, ""
+        devices, note = self._bind(spec), ""
+        pulled: Pulled | None = None
         try:
-            if in_image:
+            if in_image and self.runtime is not None and spec.image:  # (what in_image says, as the types see it)
                 mounts = {location: path for location, path in bound.items() if location}
                 credential = parse_credential(image_secret) if image_secret else None
                 began = time.monotonic()
-                pulled = self._prepare(spec, list(mounts), credential, tell)
+                pulled = self._prepare(self.runtime, spec, spec.image, list(mounts), credential, tell)
                 note = ready_text(spec.image, time.monotonic() - began, cached=not pulled.seconds)
                 mounts.update(image_files(spec, workdir, pulled.rootfs))
                 argv = self.runtime.wrap(argv, pulled.rootfs, workdir, cwd, spec.network_isolated, devices or [],
                                          mounts)
-            elif sandboxed:
+            elif sandboxed and self.sandbox is not None:  # (sandboxed needs a sandbox)
                 mounts = {location: path for location, path in bound.items() if location}
                 argv = self.sandbox.wrap(argv, workdir, cwd, mounts, spec.network_isolated, hide=self.confined)
             elif spec.mounts and not own_program:  # never a silent ./NAME: a Fuzzfile means the same on every node
@@ -158,7 +160,7 @@ class Executor:
             running = self._launch(spec, argv, host_cwd, env, workdir, user)
         except BaseException:
             self._unbind(spec)
-            if pulled is not None:
+            if pulled is not None and self.runtime is not None:  # (pulled by the runtime)
                 self.runtime.cache.release(pulled)
             raise
         ran_on_host = bool(spec.image) and not pulled and not own_program
@@ -196,12 +198,13 @@ class Executor:
         running.readers = readers
         return running
 
-    def _prepare(self, spec: RunSpec, mounts: list[str], credential, tell: Tell | None):
+    def _prepare(self, runtime: OciRuntime | ApptainerRuntime, spec: RunSpec, image: str, mounts: list[str],
+                 credential: Credential | None, tell: Tell | None) -> Pulled:
         """The job's image: pulled from its registry, or a workflow's build fetched from the object store."""
-        if spec.image.startswith("fuzzball://") and isinstance(self.runtime, OciRuntime):
-            built = BuiltImages(self.runtime.cache, self.images_url)
-            return self.runtime.points(built.rootfs(spec.image, spec.image_owner, spec.image_group), mounts)
-        return self.runtime.prepare(spec.image, mounts, credential, tell)
+        if image.startswith("fuzzball://") and isinstance(runtime, OciRuntime):
+            built = BuiltImages(runtime.cache, self.images_url)
+            return runtime.points(built.rootfs(image, spec.image_owner, spec.image_group), mounts)
+        return runtime.prepare(image, mounts, credential, tell)
 
     def _bind(self, spec: RunSpec) -> list[str] | None:
         """The GPUs this job may see (None on a node without any); refused when too few are free."""
@@ -227,7 +230,7 @@ class Executor:
             limits = Limits(**{k: v for k, v in state.limits.items() if k in ("memory", "cpus", "pids")})
             cgroup = Cgroup(state.cgroup_version, {k: Path(v) for k, v in state.cgroup_dirs.items()}, limits)
         proc = Orphan(state.pid, state.born, files)
-        running = Running(state.spec, proc, Path(state.workdir), self.kill_grace, cgroup, state.ran_on_host, files,
+        running = Running(state.spec, proc, Path(state.workdir), self.kill_grace, cgroup, state.ran_on_host, files=files,
                           started_at=state.started_at)
         running.devices, running.readers = list(state.devices), files.open_readers()
         if self.binder is not None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, Self
 
 import structlog
 
@@ -22,7 +22,8 @@ Decode = Callable[[Sequence[Any]], Iterable[tuple[int, Any]]]
 
 
 class Target(Protocol):
-    position: int
+    @property
+    def position(self) -> int: ...  # the last log position applied
 
     def apply(self, batch: Iterable[tuple[int, Any]]) -> int: ...
 
@@ -46,7 +47,7 @@ class Follower:
     def position(self) -> int:
         return self.target.position
 
-    def start(self) -> Follower:
+    def start(self) -> Self:
         self._thread.start()
         return self
 
@@ -129,7 +130,7 @@ class Follower:
             self._subscription = subscription
             if self._stopped.is_set():
                 return
-            take_ready = getattr(subscription, "take_ready", lambda limit: [])
+            take_ready: Callable[[int], list[Any]] = getattr(subscription, "take_ready", lambda limit: [])
             for entry in subscription:
                 self.apply([entry, *take_ready(self.page)])  # one lock and one wake-up per burst
                 if self._stopped.is_set():

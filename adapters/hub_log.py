@@ -68,7 +68,7 @@ class Arrivals:
     """Federated messages -> (sequence, Arrived), or (sequence, None) for a message that is no event."""
 
     def __init__(self) -> None:
-        self._mapper = Mapper(transcoder=MsgspecTranscoder())
+        self._mapper: Mapper[UUID] = Mapper(transcoder=MsgspecTranscoder())
 
     def __call__(self, messages: Sequence[RawMsg]) -> list[tuple[int, Arrived | None]]:
         return [(m.seq, self.arrived(m)) for m in messages]

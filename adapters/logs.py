@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 
 import nats.errors
@@ -80,7 +80,7 @@ class Logs:
 
     async def follow_streams(
         self, workflow_id: str, stage: str, streams: tuple[str, ...] = ("stdout", "stderr")
-    ) -> AsyncIterator[tuple[str, bytes]]:
+    ) -> AsyncGenerator[tuple[str, bytes], None]:
         """As `follow`, each chunk with the stream it was written to (`roving run` keeps them apart)."""
         ends = 0
         async with aclosing(self._messages(workflow_id, stage, streams)) as messages:

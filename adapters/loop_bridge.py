@@ -8,7 +8,7 @@ the consumer wants the next one, so a slow reader slows the writer instead of pi
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncGenerator, AsyncIterator, Coroutine
 from contextlib import suppress
 from typing import Any, TypeVar
 
@@ -23,7 +23,7 @@ async def on_loop(loop: asyncio.AbstractEventLoop | None, coro: Coroutine[Any, A
     return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop))
 
 
-async def pulled(loop: asyncio.AbstractEventLoop | None, source: AsyncIterator[T]) -> AsyncIterator[T]:
+async def pulled(loop: asyncio.AbstractEventLoop | None, source: AsyncIterator[T]) -> AsyncGenerator[T, None]:
     """The items of `source`, an async iterator that must run on `loop`, for a consumer on another loop; when the
     consumer stops early, `source` is closed on its own loop."""
     try:

@@ -16,6 +16,7 @@ import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from adapters.nats_tls import with_tls
@@ -148,7 +149,7 @@ class NatsAuth:
         """nats-server's `authorization` block: these users only, each with its role's permissions."""
         entries = []
         for role in ROLES:
-            user = {"user": self[role].user, "password": self[role].password}
+            user: dict[str, Any] = {"user": self[role].user, "password": self[role].password}
             allowed = permissions(role, self.clusters)
             if allowed is not None:
                 user["permissions"] = {"publish": {"allow": allowed["publish"]},

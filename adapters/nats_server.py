@@ -190,7 +190,7 @@ class NatsServer:
         """Start, or start again after a death on the same port and store (the log is appended to then)."""
         binary = find_binary(self.binary)
         self.store_dir.mkdir(parents=True, exist_ok=True)
-        self._claim()
+        lock = self._claim()
         first = self.process is None
         if self.port == 0:
             self.port = free_port(self.host)
@@ -205,31 +205,32 @@ class NatsServer:
             self.log_path.write_text("")
         offset = self.log_path.stat().st_size
         self._close_pipes()
-        self.process = subprocess.Popen(
+        process = self.process = subprocess.Popen(
             [binary, "-c", str(self.config_path), "-l", str(self.log_path)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             start_new_session=True,
             preexec_fn=death_signal(os.getpid()) if self.die_with_parent else None,
         )
-        self._lock.record(self.process.pid)
-        self._wait_ready(timeout, offset, cancelled)
+        lock.record(process.pid)
+        self._wait_ready(process, timeout, offset, cancelled)
         return self
 
-    def _claim(self) -> None:
-        if self._lock is None:
-            self._lock = StoreLock(self.store_dir, self.name)
+    def _claim(self) -> StoreLock:
+        lock = self._lock = self._lock or StoreLock(self.store_dir, self.name)
         try:
-            self._lock.claim()
+            lock.claim()
         except StoreInUse as error:
             raise NatsServerError(str(error)) from None
-        self._lock.clear_stale(self.config_path)
+        lock.clear_stale(self.config_path)
+        return lock
 
-    def _wait_ready(self, timeout: float, offset: int, cancelled: Callable[[], bool]) -> None:
+    def _wait_ready(self, process: subprocess.Popen[bytes], timeout: float, offset: int,
+                    cancelled: Callable[[], bool]) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and not cancelled():
-            if self.process.poll() is not None:
-                err = (self.process.stderr.read() or b"").decode(errors="replace").strip()
+            if process.poll() is not None:
+                err = ((process.stderr.read() if process.stderr else b"") or b"").decode(errors="replace").strip()
                 log = self._log_since(offset).strip().splitlines()[-1:]
                 raise NatsServerError(f"nats-server exited at start: {err or ' '.join(log)}")
             if READY_LINE in self._log_since(offset):

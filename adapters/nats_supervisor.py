@@ -116,7 +116,8 @@ class Supervisor:
         down = time.monotonic() - (self.down_since or time.monotonic())
         self.down_since, self._up_since = None, time.monotonic()
         self.restarts += 1
-        log.warning("nats.restarted", pid=self.server.process.pid, port=self.server.port,
+        process = self.server.process
+        log.warning("nats.restarted", pid=process.pid if process is not None else None, port=self.server.port,
                     down_seconds=round(down, 3), restarts=self.restarts)
         self.on_restart()
 

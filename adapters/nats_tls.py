@@ -108,7 +108,8 @@ def with_tls(url: str, ca: Path | None, cert: Path | None = None, key: Path | No
 
 def connect_options(url: str) -> dict:
     """nats-py's `servers` (queries removed) and `tls` (a context trusting the URL's `ca`) for `url`."""
-    servers, query = [], {}
+    servers: list[str] = []
+    query: dict[str, str] = {}
     for one in (u.strip() for u in url.split(",") if u.strip()):
         parts = urlsplit(one)
         query = query or {k: v[0] for k, v in parse_qs(parts.query).items()}

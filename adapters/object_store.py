@@ -18,6 +18,7 @@ loop (uvicorn's): `adapters.loop_bridge`.
 from __future__ import annotations
 
 import asyncio
+import builtins  # `list` is also a method here
 import hashlib
 import json
 import time
@@ -213,7 +214,7 @@ class ObjectStore:
         except (nats.errors.Error, nats.js.errors.Error):
             pass
 
-    async def _list(self, bucket: str, prefix: str) -> list[ObjectMeta]:
+    async def _list(self, bucket: str, prefix: str) -> builtins.list[ObjectMeta]:
         stream = f"OBJ_{bucket}"
         try:
             state = (await self.js.stream_info(stream, subjects_filter=f"$O.{bucket}.M.>")).state

@@ -18,6 +18,7 @@ from adapters.cgroups import Cgroup, size_text
 from adapters.hooks import pre_hook_failure
 from adapters.listening import group_members, listening_ports
 from adapters.runspec import RunSpec, exit_code_of, format_seconds
+from adapters.runtime.images import Pulled
 from adapters.transfer_plan import REASON_FILE, TRANSFER_KINDS
 
 OnOutput = Callable[[str, bytes], None]
@@ -31,14 +32,14 @@ class Running:
     """One started process group: streams its output, enforces its timeout, can be canceled."""
 
     def __init__(self, spec: RunSpec, proc: subprocess.Popen | Orphan, workdir: Path, grace: float,
-                 cgroup: Cgroup | None = None, ran_on_host: bool = False, files: JobFiles | None = None,
+                 cgroup: Cgroup | None = None, ran_on_host: bool = False, *, files: JobFiles,
                  started_at: float | None = None):
         self.spec, self.proc, self.workdir, self.ran_on_host = spec, proc, workdir, ran_on_host
         self.grace, self.cgroup, self.files = grace, cgroup, files
         self.started_at = time.time() if started_at is None else started_at
         self.devices: list[str] = []  # the GPU indices it was bound to
         self.readers: dict[str, int] = {}  # the agent's ends of its output FIFOs, until its readers take them
-        self.pulled = None  # the image this ran in (oci runtime), with how long its pull took
+        self.pulled: Pulled | None = None  # the image this ran in (oci runtime), with how long its pull took
         self.image_note = ""  # how its image got ready: "image X ready in 1.2 s (pulled)" (oci, apptainer)
         self.result: tuple[int, str] | None = None
         self._reason: str | None = None
@@ -71,8 +72,7 @@ class Running:
 
     def release(self) -> None:
         """Forget the job's state on disk: call once its end is reported (or will never be)."""
-        if self.files is not None:
-            self.files.remove()
+        self.files.remove()
 
     def _signal(self, signum: int) -> None:
         """The process group, and in a cgroup every process of the job (a daemon left the group)."""
@@ -87,12 +87,14 @@ class Running:
         """Wait for exit (enforcing timeout and cancel), kill what is left, drain the pipes, then report once."""
         timeout = self.spec.execute_timeout
         ran = max(0.0, time.time() - self.started_at)  # an adopted job has run for a while already
-        deadline = time.monotonic() + timeout - ran if timeout and timeout > 0 else None
+        deadline, timed_out = None, ""
+        if timeout and timeout > 0:
+            deadline, timed_out = time.monotonic() + timeout - ran, f"execute timeout of {format_seconds(timeout)} reached"
         exited = _exit_watch(self.proc)
         try:
             while self.proc.poll() is None and not self._stop.is_set():
                 if deadline is not None and time.monotonic() >= deadline:
-                    self.cancel(f"execute timeout of {format_seconds(timeout)} reached")
+                    self.cancel(timed_out)
                     break
                 exited(self._stop, POLL)
         finally:
@@ -106,7 +108,7 @@ class Running:
                 self.cgroup.kill()
             for reader in readers:
                 reader.join()
-            self.result = (exit_code_of(self.proc.returncode), self._exit_reason())
+            self.result = (exit_code_of(self._returncode()), self._exit_reason())
             if self.cgroup is not None:
                 self.cgroup.remove()
             on_exit(*self.result)
@@ -120,8 +122,14 @@ class Running:
         except subprocess.TimeoutExpired:
             return False
 
-    def _exit_reason(self) -> str:
+    def _returncode(self) -> int:
+        """The status of a process known to have ended (`_supervise` reads it only after waiting for that)."""
         code = self.proc.returncode
+        assert code is not None, "the process has ended"
+        return code
+
+    def _exit_reason(self) -> str:
+        code = self._returncode()
         if self._reason is not None:
             return self._reason
         if code != 0 and (failure := pre_hook_failure(self.workdir)) is not None:

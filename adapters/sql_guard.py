@@ -69,7 +69,9 @@ def _check_statement_type(sql: str) -> None:
 
 
 def _parse_tree(sql: str, connection: duckdb.DuckDBPyConnection) -> dict[str, Any]:
-    (serialized,) = connection.execute("SELECT json_serialize_sql($1)", [sql]).fetchone()
+    row = connection.execute("SELECT json_serialize_sql($1)", [sql]).fetchone()
+    assert row is not None, "a SELECT of one value answers one row"
+    (serialized,) = row
     tree = json.loads(serialized)
     if tree.get("error"):
         raise RefusedQuery(f"the query cannot be checked: {tree.get('error_message', 'unknown parser error')}")

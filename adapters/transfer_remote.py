@@ -133,7 +133,7 @@ def _bucket_key(uri: str) -> tuple[str, str]:
     return bucket, key
 
 
-def s3_credentials(secret: str) -> dict[str, str]:
+def s3_credentials(secret: str) -> dict[str, str | None]:
     """An S3 secret: JSON with access_key_id, secret_access_key and optionally session_token, region, endpoint;
     or `ACCESS_KEY_ID:SECRET_ACCESS_KEY`. boto3's own names (aws_access_key_id, ...) are accepted too."""
     if not secret:

@@ -35,7 +35,8 @@ FORMAT = 1
 
 
 class SnapshotViews(Protocol):
-    position: int
+    @property
+    def position(self) -> int: ...  # the last log position applied
 
     def saved_state(self) -> dict[str, dict[str, Any]]: ...
 
@@ -63,7 +64,7 @@ def code_fingerprint() -> str:
     """A digest of the source that defines the views' state, and of the Python that pickles it."""
     digest = hashlib.sha256(f"{FORMAT} {sys.version_info[:2]}".encode())
     for package in (domain, projections):
-        root = Path(package.__file__).parent
+        root = Path(package.__path__[0])  # the package's directory
         for source in sorted(root.rglob("*.py")):
             digest.update(str(source.relative_to(root.parent)).encode())
             digest.update(source.read_bytes())

@@ -69,13 +69,13 @@ class StderrLogger:
     log = debug = info = warning = warn = error = critical = exception = fatal = msg
 
 
-class StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+class StderrHandler(logging.StreamHandler):
     """A stream handler on whatever sys.stderr is at the time of each record, as StderrLogger."""
 
     def __init__(self) -> None:
         super().__init__(sys.stderr)
 
-    @property  # type: ignore[override]
+    @property
     def stream(self) -> Any:
         return sys.stderr
 

@@ -157,8 +157,8 @@ def _alert(alert: Any, path: str, problems: list[str]) -> AlertCommand | None:
     starts = _time(alert.get("startsAt"), f"{path}.startsAt", problems, required=True)
     ends = _time(alert.get("endsAt"), f"{path}.endsAt", problems, required=False)
     action, node, release = _our_labels(labels, f"{path}.labels", problems)
-    if len(problems) > before or action is None:
-        return None
+    if len(problems) > before or action is None or not isinstance(fingerprint, str) or starts is None:
+        return None  # (a bad fingerprint or start is among the problems)
     hold_id = hold_id_for(fingerprint, node)
     if status == "firing":
         reason = annotations.get("summary") or labels.get("alertname") or f"alert {fingerprint}"

@@ -70,7 +70,9 @@ class Allocation(TimedAggregate):
         self.state = QueueState.PENDING
         self.nodes: list[str] = []
         self.epoch = 0
-        self.requested_at, self.started_at, self.ended_at = at, None, None
+        self.requested_at = at
+        self.started_at: datetime | None = None
+        self.ended_at: datetime | None = None
         self.exit_code: int | None = None
         self.reason = ""
 

@@ -11,7 +11,7 @@ import enum
 import re
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any
+from typing import TypeVar
 from uuid import UUID
 
 import msgspec
@@ -22,6 +22,8 @@ from domain.timed import TimedAggregate
 
 NAME = re.compile(r"^[a-z0-9_-]+$")
 MAX_NAME = 63
+
+E = TypeVar("E", bound=enum.Enum)  # the enum `_choice` parses a value into
 
 
 class OwnerKind(str, enum.Enum):
@@ -243,9 +245,9 @@ class Endpoint(TimedAggregate):
         if self._is_bound(workflow_id, service):
             self.replica_ready(workflow_id, service, replica, host, port, by=by, at=at, listening=listening)
             return Decision()
-        self._expect_pending(workflow_id, service)
+        pending = self._expect_pending(workflow_id, service)
         _check_target(self.name, host, port)
-        pending, old = self.pending, self.binding
+        old = self.binding
         self._bound(workflow_id=workflow_id, service=service, host=host, port=port, by=by, at=at,
                     listening=event_ports(listening))
         if replica != service:  # a lone service is its binding's own target
@@ -304,9 +306,10 @@ class Endpoint(TimedAggregate):
         self._alive()
         self._deleted(by=by, at=at)
 
-    def _expect_pending(self, workflow_id: UUID, service: str) -> None:
+    def _expect_pending(self, workflow_id: UUID, service: str) -> Pending:
         if self.pending is None or (self.pending.workflow_id, self.pending.service) != (workflow_id, service):
             raise EndpointError(f"endpoint {self.name} has no pending binding for workflow {workflow_id} service {service}")
+        return self.pending
 
     def _alive(self) -> None:
         if self.deleted:
@@ -380,7 +383,7 @@ def _check_target(name: str, host: str, port: int) -> None:
         raise EndpointError(f"endpoint {name} needs a target host and a port 1-65535 (got {host!r}:{port})")
 
 
-def _choice(kind: type[enum.Enum], value: Any, what: str) -> Any:
+def _choice(kind: type[E], value: object, what: str) -> E:
     try:
         return kind(value)
     except ValueError:

@@ -70,7 +70,7 @@ def _holds_volumes(workflow: Workflow, node: str) -> bool:
 
 
 def _stop(a: Allocation, workflow: Workflow | None) -> dict:
-    reason = a.reason if a.state in KILLED else f"workflow canceled: {workflow.canceled_reason}"
+    reason = a.reason if a.state in KILLED or workflow is None else f"workflow canceled: {workflow.canceled_reason}"
     return {"allocation_id": str(a.id), "epoch": a.epoch, "workflow_id": str(a.workflow_id), "stage": a.stage,
             "state": a.state.value, "reason": reason}
 

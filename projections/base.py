@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Generic, TypeVar
 from uuid import UUID
 
 from eventsourcing.domain import Aggregate, DomainEventProtocol
@@ -23,7 +23,7 @@ Handler = Callable[[Any, Any], None]
 def on(*qualnames: str) -> Callable[[Handler], Handler]:
     """Mark a method as the handler of the named event types."""
     def mark(method: Handler) -> Handler:
-        method.__handles__ = qualnames  # type: ignore[attr-defined]
+        method.__handles__ = qualnames  # type: ignore[attr-defined]  # a mark the Projection class collects
         return method
     return mark
 
@@ -91,19 +91,23 @@ class Projection:
             handler(self, event)
 
 
-class Mirror:
+A = TypeVar("A", bound=Aggregate)
+
+
+class Mirror(Generic[A]):
     """Aggregates of one kind rebuilt by replaying their events, so a view shows exactly what the domain holds."""
 
     def __init__(self) -> None:
-        self.items: dict[UUID, Aggregate] = {}
+        self.items: dict[UUID, A] = {}
 
-    def apply(self, event: Any) -> Aggregate:
-        aggregate = event.mutate(self.items.get(event.originator_id))
+    def apply(self, event: Any) -> A:
+        aggregate: A = event.mutate(self.items.get(event.originator_id))
         self.items[event.originator_id] = aggregate
         return aggregate
 
-    def get(self, aggregate_id: UUID | str) -> Any:
-        return self.items.get(as_uuid(aggregate_id))
+    def get(self, aggregate_id: UUID | str | None) -> A | None:
+        key = as_uuid(aggregate_id)
+        return self.items.get(key) if key is not None else None
 
-    def values(self) -> list[Any]:
+    def values(self) -> list[A]:
         return list(self.items.values())

@@ -11,7 +11,7 @@ from projections.base import Mirror, Projection, on
 class CatalogSourcesView(Projection):
     def __init__(self, lock: Any = None) -> None:
         super().__init__(lock)
-        self.mirror = Mirror()
+        self.mirror: Mirror[CatalogSource] = Mirror()
 
     @on("CatalogSource.*")
     def _source(self, event: Any) -> None:

@@ -14,7 +14,7 @@ from projections.base import Mirror, Projection, as_uuid, on
 class EndpointsView(Projection):
     def __init__(self, lock: Any = None) -> None:
         super().__init__(lock)
-        self.mirror = Mirror()
+        self.mirror: Mirror[Endpoint] = Mirror()
 
     @on("Endpoint.*")
     def _endpoint(self, event: Any) -> None:

@@ -239,8 +239,9 @@ class FederatedView:
     def events(self, workflow_id: UUID | str, clusters: Iterable[str] | str | None = None) -> dict[str, Any]:
         """The workflow's and its allocations' events, from the cluster that owns it."""
         cluster = self.owner_of(workflow_id, clusters)
+        key = as_uuid(workflow_id)
         with self.lock:
-            events = [e.to_dict() for e in self.by_workflow.get(as_uuid(workflow_id), [])]
+            events = [e.to_dict() for e in self.by_workflow.get(key, [])] if key is not None else []
         return {"workflow_id": str(workflow_id), "cluster": cluster, **self.availability(cluster), "events": events}
 
 

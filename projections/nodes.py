@@ -64,7 +64,7 @@ class NodesView(Projection):
 
     def __init__(self, lock: Any = None) -> None:
         super().__init__(lock)
-        self.mirror = Mirror()
+        self.mirror: Mirror[Node] = Mirror()
         self.joined: dict[UUID, datetime] = {}
         self.names: dict[str, UUID] = {}
 

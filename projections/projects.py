@@ -12,7 +12,8 @@ from typing import Any
 import msgspec
 
 from domain.ids import ledger_id, project_id, user_id
-from domain.ledger import PROJECT, SHARED
+from domain.ledger import PROJECT, SHARED, Ledger
+from domain.project import Project
 from domain.project_paths import quota_view
 from projections.base import Mirror, Projection, on
 
@@ -43,7 +44,8 @@ class ProjectsView(Projection):
 
     def __init__(self, lock: Any = None) -> None:
         super().__init__(lock)
-        self.projects, self.ledgers = Mirror(), Mirror()
+        self.projects: Mirror[Project] = Mirror()
+        self.ledgers: Mirror[Ledger] = Mirror()
         self.shared_totals: dict[str, int] = {}
         self.default_project = ""
         self._limits: list[tuple[str, dict[str, int], tuple[str, ...]]] | None = None

@@ -21,7 +21,7 @@ MADE = frozenset({State.UP, State.DRAINING, State.DELETING})
 class ProvisionersView(Projection):
     def __init__(self, lock: Any = None) -> None:
         super().__init__(lock)
-        self.mirror = Mirror()
+        self.mirror: Mirror[Provisioner] = Mirror()
         self.activity: dict[UUID, datetime] = {}  # node id -> when work was last placed or released, or it joined
 
     def get(self, name: str) -> Provisioner | None:

@@ -94,7 +94,7 @@ class QueueView(Projection):
 
     def __init__(self, lock: Any = None) -> None:
         super().__init__(lock)
-        self.mirror = Mirror()
+        self.mirror: Mirror[Allocation] = Mirror()
         self.owners: dict[UUID, Owner] = {}
         self.tenant_priority: dict[str, int] = {}
         self.tenant_names: dict[str, str] = {}
@@ -121,8 +121,9 @@ class QueueView(Projection):
         with self.lock:
             pushed = {str(k): float(v) for k, v in priorities.items()}
             for key in pushed.keys() | self.pushed.keys():
-                if pushed.get(key) != self.pushed.get(key):
-                    self._priorities.pop(as_uuid(key), None)  # only the rows whose figure moved are re-read
+                # only the rows whose figure moved are re-read
+                if pushed.get(key) != self.pushed.get(key) and (moved := as_uuid(key)) is not None:
+                    self._priorities.pop(moved, None)
             self.pushed = pushed
             self._version += 1
 
@@ -256,13 +257,13 @@ class QueueView(Projection):
     def _ordered(self, states: frozenset[str] | None, now: datetime | None) -> list[tuple[float, _Entry]]:
         """(priority, entry) for the allocations in `states` (all when None), in queue order; cached."""
         evaluate = self._evaluator()
-        self._reprice_if_due(now, evaluate)
+        when = self._reprice_if_due(now, evaluate)
         cached = self._orders.get(states)
         if cached is not None and cached[0] == self._version:
             return cached[1]
         ids: Iterable[UUID] = (self._state_of if states is None
                                else [i for s in states for i in self._by_state.get(s, ())])
-        priorities, pushed, when = self._priorities, self.pushed, self._priced_at
+        priorities, pushed = self._priorities, self.pushed
         pairs = []
         for allocation_id in ids:
             entry = self._entry(allocation_id)
@@ -277,18 +278,20 @@ class QueueView(Projection):
         self._orders[states] = (self._version, pairs)
         return pairs
 
-    def _reprice_if_due(self, now: datetime | None, evaluate: Evaluator) -> None:
-        """Drop the priorities when they were computed for another moment and the waited time counts."""
+    def _reprice_if_due(self, now: datetime | None, evaluate: Evaluator) -> datetime:
+        """Drop the priorities when they were computed for another moment and the waited time counts; returns the
+        moment the priorities are for."""
         if now is not None:
             due = now != self._priced_at
         else:
             due = self._priced_mono is None or time.monotonic() - self._priced_mono >= REPRICE_SECONDS
-        if not due:
-            return
+        if not due and self._priced_at is not None:  # not due: priced before, at a moment kept with the figures
+            return self._priced_at
         if self._priced_at is None or WAITED.intersection(evaluate.names):
             self._priorities.clear()
             self._version += 1
         self._priced_at, self._priced_mono = (now, None) if now is not None else (_now(), time.monotonic())
+        return self._priced_at
 
     def _changed(self, allocation_id: UUID) -> None:
         self._entries.pop(allocation_id, None)

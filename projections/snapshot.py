@@ -41,14 +41,15 @@ def _queued(a: Allocation, queue: QueueView, workflows: WorkflowsView,
     kind = _kind(state.template.kind if state is not None else "job")
     base = to_queued(a, queue.owner(a.workflow_id), queue.inputs(a), kind)
     extra: dict = {}
-    if state is not None and (node := volume_node(workflow, state.template)):
-        extra["volume_node"] = node
-    if state is not None and (segments := volume_segments(workflow, state.template)):
-        extra["segments"] = segments
+    if workflow is not None and state is not None:
+        if node := volume_node(workflow, state.template):
+            extra["volume_node"] = node
+        if segments := volume_segments(workflow, state.template):
+            extra["segments"] = segments
+        if kind is Kind.SERVICE and (ports := host_ports(workflow, state.spec.step)):
+            extra["host_ports"] = ports
     if earlier := preemptions.get((a.workflow_id, a.stage), ()):
         extra["preemptions"] = earlier
-    if kind is Kind.SERVICE and (ports := host_ports(workflow, state.spec.step)):
-        extra["host_ports"] = ports
     return QueuedAllocation(**{**_fields(base), **extra}) if extra else base
 
 
@@ -80,6 +81,7 @@ def host_ports(workflow: Workflow, service: str) -> tuple[int, ...]:
 
 
 def _running(a: Allocation, base: QueuedAllocation) -> RunningAllocation:
+    assert a.started_at is not None, "a RUNNING allocation has started"  # set by the event that made it RUNNING
     deadline = sanity.deadline(a.started_at, a.execute_timeout_seconds)  # None past year 9999: no known end
     return RunningAllocation(**_fields(base), node_ids=tuple(a.nodes), started_at=a.started_at, deadline=deadline)
 

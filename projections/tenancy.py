@@ -14,7 +14,10 @@ from uuid import UUID
 import msgspec
 
 from domain.tenancy.common import Source
+from domain.tenancy.group import Group
+from domain.tenancy.organization import Organization
 from domain.tenancy.permissions import Principal, principal_for
+from domain.tenancy.user import User
 from projections.base import Mirror, Projection, as_uuid, on
 
 
@@ -54,7 +57,9 @@ class TenancyView(Projection):
 
     def __init__(self, lock: Any = None) -> None:
         super().__init__(lock)
-        self.orgs, self.groups_, self.users_ = Mirror(), Mirror(), Mirror()
+        self.orgs: Mirror[Organization] = Mirror()
+        self.groups_: Mirror[Group] = Mirror()
+        self.users_: Mirror[User] = Mirror()
         self.revoked_: dict[str, datetime] = {}
         self.project_paths: dict[UUID, str] = {}
         self.project_grants: dict[str, dict[str, list[str]]] = {}  # path -> username (lowercase) -> permissions

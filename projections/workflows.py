@@ -6,6 +6,7 @@ domain's (`Workflow.stage_views()`, `Workflow.status`), never a second reading o
 
 from __future__ import annotations
 
+import builtins  # `list` is also a method here
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -89,7 +90,7 @@ class WorkflowsView(Projection):
 
     def __init__(self, lock: Any = None) -> None:
         super().__init__(lock)
-        self.mirror = Mirror()
+        self.mirror: Mirror[Workflow] = Mirror()
         self.updated: dict[UUID, datetime] = {}
         self.activity: dict[UUID, list[ActivityRow]] = {}
         self.current: dict[UUID, dict[str, StageAllocation]] = {}
@@ -119,10 +120,11 @@ class WorkflowsView(Projection):
         return WorkflowDetail(**msgspec.structs.asdict(row), stages=stages,
                               canceled_reason=workflow.canceled_reason)
 
-    def events(self, workflow_id: UUID | str, since: int = 0) -> list[ActivityRow]:
+    def events(self, workflow_id: UUID | str, since: int = 0) -> builtins.list[ActivityRow]:
         """The workflow's activity rows from the `since`-th on (a follower asks only for what it has not sent)."""
+        key = as_uuid(workflow_id)
         with self.lock:
-            return self.activity.get(as_uuid(workflow_id), [])[since:]
+            return self.activity.get(key, [])[since:] if key is not None else []
 
     def status(self, workflow_id: UUID | str) -> str | None:
         """The workflow's status in constant time (None when unknown), for pollers that need nothing else."""
@@ -151,15 +153,17 @@ class WorkflowsView(Projection):
         """A stage's start and end: a retried or preempted stage starts again with its next attempt."""
         kind, stage = type(event).__name__, getattr(event, "stage", None)
         times = self.times.setdefault(event.originator_id, {})
-        if kind == "StageStarted":
+        if kind == "Canceled":
+            for started_ended in times.values():
+                started_ended[1] = started_ended[1] or event.at
+        elif stage is None:  # not one stage's event
+            return
+        elif kind == "StageStarted":
             times[stage] = [event.at, None]
         elif kind in ("StageRetried", "StagePreempted"):
             times.pop(stage, None)
         elif kind in ("StageFinished", "StageFailed", "StageSkipped") and stage in times:
             times[stage][1] = event.at
-        elif kind == "Canceled":
-            for started_ended in times.values():
-                started_ended[1] = started_ended[1] or event.at
 
     @on("Allocation.Requested")
     def _requested(self, event: Any) -> None:
@@ -172,8 +176,8 @@ class WorkflowsView(Projection):
     @on("Allocation.PriorityUpdated")
     def _priority_updated(self, event: Any) -> None:
         """A tenant's priority moved its live allocations: describe shows what the queue uses, not the submission's."""
-        workflow_id, stage = self.allocation_stage.get(event.originator_id, (None, None))
-        known = self.current.get(workflow_id, {}).get(stage) if workflow_id is not None else None
+        placed = self.allocation_stage.get(event.originator_id)
+        known = self.current.get(placed[0], {}).get(placed[1]) if placed is not None else None
         if known is not None and known.id == event.originator_id:
             known.priority = {**known.priority, event.kind: event.new}
 

@@ -141,7 +141,8 @@ class CommitQueue:
         """The oldest commit not held back, and after it every waiting one that fits and touches none of the
         same aggregates, nor any being retried; each with the expectations the heads give now."""
         group: list[Waiting] = []
-        taken, size, later = set(self.busy), 0, deque()
+        taken, size = set(self.busy), 0
+        later: deque[Waiting] = deque()
         while self.waiting:
             waiting = self.waiting.popleft()
             if waiting.originators & taken or (group and size + waiting.size > MAX_BATCH):

@@ -95,7 +95,7 @@ class LazyHeaders(dict):
     def __eq__(self, other: object) -> bool:
         return dict.__eq__(self._parsed(), other)
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None
 
 
 def _materializing(name: str):
@@ -116,5 +116,5 @@ for _name in ("keys", "items", "values", "copy", "pop", "popitem", "setdefault",
 def install(nc: Client) -> Client:
     """Parse `nc`'s message headers lazily (nats-py looks the parser up on the instance); other clients keep
     nats-py's own. Returns `nc`."""
-    nc._parse_header_lines = LazyHeaders  # type: ignore[method-assign]
+    nc._parse_header_lines = LazyHeaders  # type: ignore[method-assign]  # nats-py looks it up per instance
     return nc

@@ -143,7 +143,7 @@ class Inbox:
             else:
                 await passthrough(sid, subject, reply, data, headers)
 
-        self.nc._process_msg = process  # type: ignore[method-assign]
+        self.nc._process_msg = process  # type: ignore[method-assign]  # our dispatch in front of nats-py's
         parser.install(self.nc, handlers)  # and before it, a fast lane for the same subscriptions
         await self.subscribe(self.prefix + ".*", self._deliver)
 

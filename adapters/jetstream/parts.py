@@ -9,13 +9,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
+from uuid import UUID
 
 from eventsourcing.persistence import IntegrityError, StoredEvent, Tracking
 
 
 @dataclass
 class Part:
-    originator_id: object
+    originator_id: UUID | str
     events: list[StoredEvent]
 
     @property

@@ -5,34 +5,34 @@ from __future__ import annotations
 import asyncio
 import queue
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING
 
-from eventsourcing.persistence import ApplicationRecorder, Notification, Subscription
+from eventsourcing.persistence import Notification, Subscription
 from nats.aio.msg import Msg
 from nats.js.api import ConsumerConfig, DeliverPolicy
 
 from adapters.jetstream.client import RawMsg
 from adapters.jetstream.messages import is_tracking, notification_of
 
-_STOP = object()
+if TYPE_CHECKING:  # the recorder makes its subscriptions: imported for its type only
+    from adapters.jetstream.recorders import JetStreamApplicationRecorder
 
 
-class StreamRecorder(Protocol):
-    """What a subscription needs of `recorders.JetStreamApplicationRecorder`: its connection and stream."""
-
-    connection: Any
-    purpose: str
-    stream: str
+class _Stop:
+    """Put on the queue when the subscription stops."""
 
 
-class JetStreamSubscription(Subscription[ApplicationRecorder]):
+_STOP = _Stop()
+
+
+class JetStreamSubscription(Subscription["JetStreamApplicationRecorder"]):
     """Yields notifications after `gt`, then blocks for new ones until stopped."""
 
-    def __init__(self, recorder: StreamRecorder, gt: int | None = None,
+    def __init__(self, recorder: JetStreamApplicationRecorder, gt: int | None = None,
                  topics: Sequence[str] = ()) -> None:
         super().__init__(recorder=recorder, gt=gt, topics=topics)
         self._topic_set = frozenset(topics)
-        self._queue: queue.Queue[object] = queue.Queue()
+        self._queue: queue.Queue[Notification | _Stop] = queue.Queue()
         self._connection = recorder.connection
         config = ConsumerConfig(deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=(gt or 0) + 1)
         subject = self._connection.names.prefix(recorder.purpose) + ".>"
@@ -48,7 +48,7 @@ class JetStreamSubscription(Subscription[ApplicationRecorder]):
 
     def __next__(self) -> Notification:
         item = self._queue.get() if not self._has_been_stopped else _STOP
-        if item is _STOP or self._has_been_stopped:
+        if isinstance(item, _Stop) or self._has_been_stopped:
             raise StopIteration
         self._last_notification_id = item.id
         return item
@@ -61,10 +61,10 @@ class JetStreamSubscription(Subscription[ApplicationRecorder]):
                 item = self._queue.get_nowait()
             except queue.Empty:
                 break
-            if item is _STOP:
+            if isinstance(item, _Stop):
                 self._queue.put(_STOP)
                 break
-            taken.append(item)  # type: ignore[arg-type]
+            taken.append(item)
         if taken:
             self._last_notification_id = taken[-1].id
         return taken

@@ -8,6 +8,7 @@ own pid, mount, ipc, uts, user and cgroup namespaces; the network is shared unle
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from adapters.pull_progress import Tell
@@ -23,12 +24,12 @@ class OciRuntime:
     def __init__(self, cache: ImageCache, workdir_root: Path, bwrap: str = "bwrap") -> None:
         self.cache, self.workdir_root, self.bwrap = cache, Path(workdir_root), bwrap
 
-    def prepare(self, image: str, mounts: list[str] = (), credential: Credential | None = None,
+    def prepare(self, image: str, mounts: Sequence[str] = (), credential: Credential | None = None,
                 tell: Tell | None = None) -> Pulled:
         """The image's root, with the mount points the read-only bind cannot create at run time (volumes' too)."""
         return self.points(self.cache.rootfs(image, credential, tell), mounts)
 
-    def points(self, pulled: Pulled, mounts: list[str] = ()) -> Pulled:
+    def points(self, pulled: Pulled, mounts: Sequence[str] = ()) -> Pulled:
         """Makes the mount points in an image's root (one pulled, or one a workflow built)."""
         points = ["proc", "dev", "tmp", *(m.strip("/") for m in mounts if m.strip("/"))]
         if not self.workdir_root.is_relative_to("/tmp"):  # under /tmp it lands on that tmpfs
@@ -39,7 +40,7 @@ class OciRuntime:
         return pulled
 
     def wrap(self, argv: list[str], rootfs: Path, workdir: Path, cwd: Path, isolated_network: bool,
-             gpus: list[str] = (), mounts: dict[str, Path] | None = None) -> list[str]:
+             gpus: Sequence[str] = (), mounts: dict[str, Path] | None = None) -> list[str]:
         """`mounts`: path in the job -> the volume's directory on the node, bound read-write there."""
         command = [self.bwrap, "--unshare-all", "--die-with-parent", "--ro-bind", str(rootfs), "/",
                    "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
@@ -56,7 +57,7 @@ class OciRuntime:
         return command
 
 
-def _gpu_nodes(gpus: list[str], dev: Path = Path("/dev")) -> list[str]:
+def _gpu_nodes(gpus: Sequence[str], dev: Path = Path("/dev")) -> list[str]:
     if not gpus:
         return []
     wanted = [f"nvidia{index}" for index in gpus] + ["nvidiactl", "nvidia-uvm", "nvidia-uvm-tools"]

@@ -219,7 +219,7 @@ class Agent:
     async def never_started(self, order: dict[str, Any]) -> None:
         """A multinode rank told to stop before it ran here still reports its end: its allocation waits for every
         rank's exit (unless this node has run it already and its exit is on its way)."""
-        allocation_id, epoch = order.get("allocation_id"), order.get("epoch")
+        allocation_id, epoch = order.get("allocation_id", ""), order.get("epoch", 0)
         if (allocation_id, epoch) in self.finished or self.reporter.waiting(allocation_id, epoch, "exited"):
             return
         self.finished.add((allocation_id, epoch))
@@ -235,7 +235,7 @@ class Agent:
             self.log.info("agent.volumes_removed", workflow_id=workflow_id)
 
     async def start(self, item: dict[str, Any]) -> None:
-        allocation_id, epoch = item.get("allocation_id"), item.get("epoch")
+        allocation_id, epoch = item.get("allocation_id", ""), item.get("epoch", 0)
         if allocation_id in self.slots or (allocation_id, epoch) in self.finished:
             return
         if self.reporter.waiting(allocation_id, epoch, "exited"):

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import grp
 import os
 import pwd
 import re
 import socket
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -171,7 +172,7 @@ def _parser() -> UsageParser:
     return p
 
 
-def _token(path: Path | None, env: dict[str, str]) -> str:
+def _token(path: Path | None, env: Mapping[str, str]) -> str:
     if path is not None:
         try:
             token = path.read_text().strip()
@@ -198,7 +199,7 @@ def _account(text: str, kind: str) -> tuple[int, str]:
         raise UsageError(f"ROVING_JOB_{'UID' if kind == 'user' else 'GID'}: no {kind} {text!r} on this machine") from None
 
 
-def job_user(env: dict[str, str], allow_root: bool, euid: int, workdir: Path) -> JobUser | None:
+def job_user(env: Mapping[str, str], allow_root: bool, euid: int, workdir: Path) -> JobUser | None:
     """Whom jobs run as: an agent that is not root runs them as itself; root runs them as ROVING_JOB_UID/GID
     (nobody/nogroup by default), never as uid 0 unless --allow-root-jobs."""
     if euid != 0:
@@ -248,24 +249,24 @@ def default_workdir(euid: int) -> Path:
     return Path("/var/lib/roving/work") if euid == 0 else Path.home() / ".local/share/roving/work"
 
 
-def parse_args(argv: list[str], env: dict[str, str] | None = None, detect=sysinfo.capacity,
-               euid: int | None = None) -> AgentConfig:
+def parse_args(argv: list[str], env: Mapping[str, str] | None = None,
+               detect: Callable[[], sysinfo.Capacity] = sysinfo.capacity, euid: int | None = None) -> AgentConfig:
     """The agent's settings; capacity not declared on the command line is detected."""
     ns = _parser().parse_args(argv)
     env = os.environ if env is None else env
     euid = os.geteuid() if euid is None else euid
+    found = functools.cache(detect)  # read once, and only when a figure is not declared
     workdir = ns.workdir or default_workdir(euid)
     if not ns.api.startswith(("http://", "https://")):
         raise UsageError(f"argument --api: {ns.api!r} is not an http:// or https:// URL")
-    found = detect() if ns.cpus is None or ns.memory is None or not ns.device else None
-    devices = dict(ns.device) if ns.device else dict(found.devices)
+    devices = dict(ns.device) if ns.device else dict(found().devices)
     gpus = _gpus(ns.gpus, env, devices)
     devices[gpu_devices.GPU] = len(gpus)
     if not gpus:
         devices.pop(gpu_devices.GPU)
     return AgentConfig(
         node=ns.node, api=ns.api.rstrip("/"), token=_token(ns.token_file, env),
-        cpus=ns.cpus or found.cpu, memory=ns.memory if ns.memory is not None else found.memory,
+        cpus=ns.cpus or found().cpu, memory=ns.memory if ns.memory is not None else found().memory,
         devices=devices, gpus=gpus, annotations=dict(ns.annotation), segment=ns.segment or _env_segment(env),
         definition=ns.definition, workdir=workdir, metrics_port=ns.metrics_port, heartbeat=ns.heartbeat,
         poll=ns.poll, poll_wait=_env_poll_wait(ns.poll_wait, env), kill_grace=ns.kill_grace, address=ns.address,
@@ -283,7 +284,7 @@ def _env_paths(text: str) -> list[Path]:
     return [Path(part) for part in text.split(os.pathsep) if part.strip()]
 
 
-def _cache_bytes(given: int | None, env: dict[str, str]) -> int | None:
+def _cache_bytes(given: int | None, env: Mapping[str, str]) -> int | None:
     if given is not None or not env.get("ROVING_IMAGE_CACHE_BYTES", "").strip():
         return given
     try:
@@ -292,7 +293,7 @@ def _cache_bytes(given: int | None, env: dict[str, str]) -> int | None:
         raise UsageError(f"ROVING_IMAGE_CACHE_BYTES: {error}") from None
 
 
-def _gpus(declared: list[str] | None, env: dict[str, str], devices: dict[str, int]) -> list[gpu_devices.Gpu]:
+def _gpus(declared: list[str] | None, env: Mapping[str, str], devices: dict[str, int]) -> list[gpu_devices.Gpu]:
     """--gpus, else ROVING_DECLARED_GPUS, else a declared `--device nvidia.com/gpu=N` (indices 0..N-1), else
     what the machine shows (nvidia-smi, /dev/nvidia*)."""
     if declared is None and env.get("ROVING_DECLARED_GPUS", "").strip():

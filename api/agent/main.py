@@ -54,7 +54,11 @@ def agent_main(argv: list[str]) -> int:
         stop, detach, loop = asyncio.Event(), asyncio.Event(), asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
-        loop.add_signal_handler(DETACH, lambda: (detach.set(), stop.set()))
+        def detach_and_stop() -> None:
+            detach.set()
+            stop.set()
+
+        loop.add_signal_handler(DETACH, detach_and_stop)
         await run_agent(config, stop, detach)
 
     asyncio.run(main())

@@ -33,7 +33,7 @@ class AssignmentFeed:
         """A new registration: whatever the last answer was, the next one is news."""
         self.etag = self.last = None
 
-    async def fetch(self, node_id: str) -> tuple[dict[str, Any] | None, bool]:
+    async def fetch(self, node_id: str | None) -> tuple[dict[str, Any] | None, bool]:
         params: dict[str, Any] = {"node_id": node_id}
         headers = {}
         if self.wait > 0:

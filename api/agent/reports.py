@@ -162,16 +162,16 @@ class Reporter:
     def _settle(self, entry: Entry, response: httpx.Response | _Answer | None) -> Outcome:
         outcome = outcome_of(response)
         fields = {"allocation_id": entry.allocation, "epoch": entry.key[1], "report": entry.key[2]}
-        if outcome is None:
-            log.error("agent.report_refused", status=response.status_code, body=response.text[:300], **fields)
-            self.outbox.done(entry)
-            return Outcome.FENCED
-        if outcome is Outcome.PENDING:
+        if response is None or outcome is Outcome.PENDING:  # (no answer is always PENDING)
             why = f"HTTP {response.status_code}" if response is not None else "API unreachable"
             entry.back_off(time.monotonic(), why)
             _honour_retry_after(entry, response)
             log.info("agent.report_deferred", attempts=entry.attempts, why=why, **fields)
-            return outcome
+            return Outcome.PENDING
+        if outcome is None:
+            log.error("agent.report_refused", status=response.status_code, body=response.text[:300], **fields)
+            self.outbox.done(entry)
+            return Outcome.FENCED
         self.outbox.done(entry)
         if outcome is Outcome.FENCED:
             log.warning("agent.fenced", reason=response.text[:200], **fields)
@@ -188,7 +188,7 @@ class _Answer:
         self.headers: dict[str, str] = {}
 
 
-def _honour_retry_after(entry: Entry, response: httpx.Response | None) -> None:
+def _honour_retry_after(entry: Entry, response: httpx.Response | _Answer | None) -> None:
     raw = response.headers.get("retry-after", "") if response is not None else ""
     if raw.isdigit():
         entry.not_before = max(entry.not_before, time.monotonic() + min(int(raw), 30))

@@ -190,7 +190,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         p = sub.add_parser(name, parents=[common], help=text)
         p.add_argument("name", metavar="NAME", help="the template's name, or SOURCE/NAME")
         p.add_argument("--values", metavar="FILE", help="values (YAML): the catalog's values format or NAME: value; "
-                                                        "- reads standard input").complete = FILES  # type: ignore[attr-defined]
+                                                        "- reads standard input").complete = FILES
         p.add_argument("--set", action="append", metavar="NAME=VALUE", help="a value (after --values)")
         p.add_argument("--source", help="the source, when several have NAME")
         if name == "start":

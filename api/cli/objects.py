@@ -143,9 +143,9 @@ def _download(client: Client, source: Location, target: Path | None, force: bool
         if partial is not None:
             partial.unlink(missing_ok=True)
         raise ApiError(f"{source.uri} changed while it was read; get it again")
-    if target is None:
+    if target is None or partial is None:  # (a partial file is made exactly when there is a target)
         return None
-    os.replace(partial, target)  # type: ignore[arg-type]
+    os.replace(partial, target)
     return {"object": source.uri, "file": str(target), "result": "written", "size": size, "sha256": digest}
 
 
@@ -209,7 +209,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                                 description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = group.add_subparsers(dest="action", metavar="ACTION", required=True)
     p = sub.add_parser("put", parents=[common], help="store a local file (or - for standard input) as an object")
-    p.add_argument("source", metavar="SRC", help="a local file, or - for standard input").complete = FILES  # type: ignore[attr-defined]
+    p.add_argument("source", metavar="SRC", help="a local file, or - for standard input").complete = FILES
     p.add_argument("destination", metavar="DEST",
                    help="object://user/PATH, object://group/GROUP/PATH or PATH; ending in / adds SRC's file name")
     p.add_argument("--force", action="store_true", help="replace an object that holds other content")

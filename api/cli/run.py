@@ -115,7 +115,7 @@ def exit_code(client: Client, workflow: str, timeout: float = 60.0) -> int:
             print(f"roving: workflow {workflow} is still {detail['status']}; its output ended", file=sys.stderr)
             return NO_EXIT
         time.sleep(0.2)
-    stage = next((s for s in detail["stages"] if s["name"] == STAGE), {})
+    stage: dict[str, Any] = next((s for s in detail["stages"] if s["name"] == STAGE), {})
     if stage.get("exit_code") is not None:
         code, reason = int(stage["exit_code"]), str(stage.get("reason") or "")
         if code and reason and not reason.startswith(("exited with code", "Failed: exit")):  # e.g. out of memory

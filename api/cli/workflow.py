@@ -219,7 +219,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     sub = group.add_subparsers(dest="action", metavar="ACTION", required=True)
     p = sub.add_parser("start", parents=[common], help="submit a Fuzzfile")
     fuzzfile = p.add_argument("file", help="the Fuzzfile (YAML); - reads standard input")
-    fuzzfile.complete = FILES  # type: ignore[attr-defined]  # shtab: complete file names
+    fuzzfile.complete = FILES  # shtab: complete file names
     p.add_argument("--name", help="workflow name (default: the file name)")
     p.add_argument("--priority", type=int, help="the workflow's own priority (0 or lower; default 0)")
     p.add_argument("--preemptible", action="store_true", default=None, help="let higher-priority work preempt it")
@@ -268,6 +268,6 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--all", action="store_true", help="include stages that already run or ended")
     p.set_defaults(handler=why, columns=["stage", "reason", "detail", "allocation_id"])
     p = sub.add_parser("validate", parents=[common], help="check a Fuzzfile without submitting it")
-    p.add_argument("file").complete = FILES  # type: ignore[attr-defined]
+    p.add_argument("file").complete = FILES
     p.add_argument("--offline", action="store_true", help="only the Fuzzfile's own checks, without asking the cluster")
     p.set_defaults(handler=validate)

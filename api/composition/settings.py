@@ -168,9 +168,11 @@ def _nats_credentials(env: Mapping[str, str]) -> str | None:
     url = (env.get("ROVING_NATS_URL") or "").strip() or None
     creds = _creds_path(env, "ROVING_NATS_CREDS")
     user, password = env.get("ROVING_NATS_USER") or "", env.get("ROVING_NATS_PASSWORD") or ""
-    if (creds or user or password) and not url:
-        raise SettingsError("ROVING_NATS_CREDS, ROVING_NATS_USER and ROVING_NATS_PASSWORD need ROVING_NATS_URL "
-                            "(`roving up` makes its own server's credentials)")
+    if url is None:
+        if creds or user or password:
+            raise SettingsError("ROVING_NATS_CREDS, ROVING_NATS_USER and ROVING_NATS_PASSWORD need ROVING_NATS_URL "
+                                "(`roving up` makes its own server's credentials)")
+        return None
     if creds:
         try:
             return read_credentials(creds).url(url)

@@ -12,6 +12,7 @@ import threading
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import structlog
 import uvicorn
@@ -31,6 +32,7 @@ from adapters.private_files import write_private
 from adapters.secret_store import open_secret_store
 from api.composition.audit_lease import AuditByLease
 from api.composition.services import Services
+from api.composition.settings import Settings
 from api.composition.wakeups import AssignmentWaiters, LogSignals
 from api.http.positions import PositionWaiters
 from api.scheduler.runner import SchedulerRunner
@@ -39,6 +41,19 @@ from domain.app import Conflict, ReadModelFunctions, Roving
 from domain.app.ids import user_id
 from domain.tenancy import Role, Source
 from domain.tenancy.permissions import Principal
+
+if TYPE_CHECKING:  # built lazily in start(): `roving` commands that need no stack do not import them
+    from starlette.applications import Starlette
+
+    from adapters.audit_feed import AuditFeed
+    from adapters.audit_log import AuditLog
+    from adapters.duckdb_store import AuditStore
+    from adapters.monitoring import Monitoring
+    from adapters.object_store import ObjectStore
+    from adapters.tailer import Tailer
+    from api.composition.autoscaling import AutoscalerLoop
+    from api.composition.refused_alerts import RefusedAlertsLoop
+    from api.provisioning.runner import ProvisionerRunner
 
 log = structlog.get_logger("roving.stack")
 TOKEN_TTL = timedelta(days=30)
@@ -95,7 +110,7 @@ class LogReader:
 class Stack:
     """Everything one control-plane process runs; `roving up` adds the embedded server and local agents."""
 
-    def __init__(self, settings, embedded_nats: bool = True, scheduler: bool = True,
+    def __init__(self, settings: Settings, embedded_nats: bool = True, scheduler: bool = True,
                  audit: bool | str = True, internal_url: str = "", provisioners: bool = True) -> None:
         """`audit`: feed the audit here (True), not at all (False), or while this scheduler leads ("lease");
         `internal_url`: where other workers reach this one's API (audit reads are forwarded there)."""
@@ -108,16 +123,23 @@ class Stack:
         # none outlives us; a dead one comes back (unless ROVING_LOCAL_AGENT_RESTART=false)
         self.agents = LocalAgents(preexec=death_signal(os.getpid()), restart=settings.local_agent_restart)
         self.server: uvicorn.Server | None = None
-        self.audit_store = self.audit_feed = self.audit = None
+        self.audit_store: AuditStore | None = None
+        self.audit_feed: AuditFeed | None = None
+        self.audit: AuditLog | None = None
         self.with_audit = audit
         self.internal_url = internal_url
-        self.monitoring = None
-        self.autoscaler = self.refused_alerts = None
-        self.runner = self.tailer = self.leases = self.roving = None  # what start() builds; stop() skips what is None
+        self.monitoring: Monitoring | None = None
+        self.autoscaler: AutoscalerLoop | None = None
+        self.refused_alerts: RefusedAlertsLoop | None = None
+        # what start() builds; stop() skips what is None
+        self.runner: SchedulerRunner | None = None
+        self.tailer: Tailer | None = None
+        self.leases: Leases | None = None
+        self.roving: Roving | None = None
         self.log_probe: LogProbe | None = None
         self.audit_lease: AuditByLease | None = None  # audit="lease": the audit runs while this runner leads
         self.with_provisioners = provisioners
-        self.provisioner_runner = None
+        self.provisioner_runner: ProvisionerRunner | None = None
 
     @property
     def url(self) -> str:
@@ -140,9 +162,9 @@ class Stack:
                                          segments=lambda: node_segments(self.views.nodes),
                                          projects=self.views.projects.paths,
                                          projects_of=self.views.projects.member_of)
-        self.roving = Roving(env=env, passwords=password_hasher(), read_models=read_models)
+        roving = self.roving = Roving(env=env, passwords=password_hasher(), read_models=read_models)
         self.key = load_or_create_key(self.data_dir / "signing.key")
-        self._bootstrap_admin()
+        self._bootstrap_admin(roving)
         from adapters.tailer import Tailer
         self.snapshots = None
         if self.settings.view_snapshot_every:
@@ -150,7 +172,7 @@ class Stack:
 
             self.snapshots = ViewSnapshots(self.data_dir / "views.snapshot", self.key, self.roving.recorder,
                                            every=self.settings.view_snapshot_every)
-        self.tailer = Tailer(self.roving, self.views, snapshots=self.snapshots)
+        tailer = self.tailer = Tailer(roving, self.views, snapshots=self.snapshots)
         self.signals = LogSignals.attach(self.tailer)  # agents' long polls and the scheduler wake as batches land
         self.roving.repository.follow_log()  # commands trust memory: the tailer reports every event it sees
         self.signals.listen(self.roving.repository.observe)
@@ -159,7 +181,7 @@ class Stack:
         self.positions = PositionWaiters(self.views)  # requests naming a log position (read-your-writes)
         self.signals.listen(self.positions.observe)
         self.tailer.start()
-        self.leases = Leases(Connection(nats_url, cluster), ttl=self.settings.node_lease_seconds)
+        leases = self.leases = Leases(Connection(nats_url, cluster), ttl=self.settings.node_lease_seconds)
         self.log_probe = LogProbe(self.leases.connection, store=self._embedded_store()).start()
         self.runner = None
         if self.with_scheduler:
@@ -169,9 +191,9 @@ class Stack:
             from api.composition.refused_alerts import RefusedAlertsLoop
 
             self.refused_alerts = RefusedAlertsLoop(self.roving, self.views, self.runner, follower=self.tailer).start()
-        self.provisioner_runner = self._start_provisioners(cluster)
+        self.provisioner_runner = self._start_provisioners(roving, leases, tailer, cluster)
         if self.with_audit and self.with_audit != "lease":
-            self._start_audit(cluster)
+            self._start_audit(roving, cluster)
         from adapters.traffic import EndpointTraffic
         from api.composition.autoscaling import AutoscalerLoop
 
@@ -180,25 +202,25 @@ class Stack:
                                          interval=self.settings.autoscale_interval).start()
         self.services = Services(
             roving=self.roving, views=self.views, tailer=self.tailer, key=self.key, leases=self.leases,
-            logs=self._logs(nats_url, cluster), settings=self.settings, nats_url=nats_url, cluster=cluster,
+            logs=LogReader(leases.connection, cluster), settings=self.settings, nats_url=nats_url, cluster=cluster,
             agent_nats_url=agent_log_url(nats_url, self.data_dir, self.settings.nats_agent_creds) or "",
             runner=self.runner, audit=self.audit, waiters=self.waiters,
             secrets=open_secret_store(self.roving, self.data_dir), traffic=self.traffic, positions=self.positions,
             catalog=open_catalog(self.roving, self.views.catalog_sources.sources, self.data_dir),
             log_probe=self.log_probe,
         )
-        self.services.objects = self._objects(cluster)
+        self.services.objects = self._objects(leases.connection, cluster)
         if self.with_audit == "lease" and self.runner is not None:
-            self._follow_audit_lease(cluster)
+            self._follow_audit_lease(roving, leases, self.runner, cluster)
         return self
 
-    def _objects(self, cluster: str):
+    def _objects(self, connection: Connection, cluster: str) -> ObjectStore:
         """People's objects (adapters.object_store), on the leases' connection and its loop."""
         from adapters.object_store import ObjectStore
 
-        connection = self.leases.connection
         return ObjectStore(connection.client.js, cluster, self.settings.object_max_bytes, loop=connection.loop.loop)
-    def _start_provisioners(self, cluster: str):
+    def _start_provisioners(self, roving: Roving, leases: Leases, tailer: Tailer,
+                            cluster: str) -> ProvisionerRunner | None:
         """Where the scheduler runs, its leader asks provisioners for nodes; a control plane that serves the API
         also runs the providers, each under its provisioner's lease (api.provisioning)."""
         if self.runner is None:
@@ -207,26 +229,26 @@ class Stack:
         from api.provisioning.asks import Asks
         from api.provisioning.runner import ProvisionerRunner
 
-        self.runner.after_pass.append(Asks(self.roving))
+        self.runner.after_pass.append(Asks(roving))
         if not self.with_provisioners:
             return None
         launch = AgentLaunch(api=self.url, token_file=self.data_dir / "agent.token",
                              work_root=local_work_dir(self.data_dir, cluster), log_dir=self.data_dir)
-        return ProvisionerRunner(self.roving, self.views, self.leases, launch, signals=self.signals,
-                                 preexec=death_signal(os.getpid()), ready=self.tailer.caught_up.is_set).start()
+        return ProvisionerRunner(roving, self.views, leases, launch, signals=self.signals,
+                                 preexec=death_signal(os.getpid()), ready=tailer.caught_up.is_set).start()
 
-    def _follow_audit_lease(self, cluster: str) -> None:
+    def _follow_audit_lease(self, roving: Roving, leases: Leases, runner: SchedulerRunner, cluster: str) -> None:
         """The audit runs in whichever worker's runner leads; the others forward audit reads to its private
         address (`internal_url`), which it announces while it holds the audit."""
-        leases, services = self.leases, self.services
+        services = self.services
 
-        def publish(audit) -> None:
+        def publish(audit: AuditLog | None) -> None:
             services.audit = audit
             if audit is not None and self.internal_url:
                 leases.announce(AUDIT_OWNER, self.internal_url)
 
         services.audit_owner = lambda: leases.announced(AUDIT_OWNER)
-        self.audit_lease = AuditByLease(self.runner, lambda: self._open_audit(cluster), publish).start()
+        self.audit_lease = AuditByLease(runner, lambda: self._open_audit(roving, cluster), publish).start()
 
     def _save_views(self) -> None:
         """A stopping control plane leaves its views behind, so the next start replays only what follows."""
@@ -239,18 +261,18 @@ class Stack:
         except Exception:  # noqa: BLE001 - the next start rebuilds from the log instead
             log.exception("stack.view_snapshot_failed")
 
-    def _start_audit(self, cluster: str) -> None:
+    def _start_audit(self, roving: Roving, cluster: str) -> None:
         """The audit table in $ROVING_DATA_DIR/audit.duckdb, fed from the log; DuckDB allows one process."""
-        self.audit_store, self.audit, self.audit_feed = self._open_audit(cluster)
+        self.audit_store, self.audit, self.audit_feed = self._open_audit(roving, cluster)
 
-    def _open_audit(self, cluster: str) -> tuple:
+    def _open_audit(self, roving: Roving, cluster: str) -> tuple[AuditStore, AuditLog, AuditFeed]:
         from adapters.audit_feed import AuditFeed
         from adapters.audit_log import AuditLog
         from adapters.duckdb_store import AuditStore
         from projections.audit import AuditProjection
 
         store = AuditStore(self.data_dir / "audit.duckdb")
-        return store, AuditLog(store), AuditFeed(self.roving.recorder, AuditProjection(store, cluster)).start()
+        return store, AuditLog(store), AuditFeed(roving.recorder, AuditProjection(store, cluster)).start()
 
     def start_nats(self) -> str:
         """Ours dies with us (a SIGKILLed control plane leaves no server behind) and comes back when it dies."""
@@ -265,19 +287,16 @@ class Stack:
         store = self.data_dir / "nats"
         return store if not self.settings.nats_url or (store / "jetstream").is_dir() else None
 
-    def _logs(self, nats_url: str, cluster: str) -> LogReader:
-        return LogReader(self.leases.connection, cluster)
-
-    def _bootstrap_admin(self) -> None:
+    def _bootstrap_admin(self, roving: Roving) -> None:
         """A cluster admin exists from the first start; its token is written to the data dir (0600)."""
         now = datetime.now(UTC)
         uid = user_id("admin")
-        if uid not in self.roving.repository:
+        if uid not in roving.repository:
             password = strong_password()
             system = Principal(user_id=None, username="roving-up", role=Role.CLUSTER_ADMIN, organization_id=None,
                                is_cluster_admin=True)
             try:
-                self.roving.create_user(None, "admin", "admin@roving.local", password, "cluster_admin", system, now)
+                roving.create_user(None, "admin", "admin@roving.local", password, "cluster_admin", system, now)
                 write_secret(self.data_dir / "admin.password", password)
             except Conflict:
                 pass
@@ -287,7 +306,7 @@ class Stack:
         agent = Identity(user_id=None, username="agent", role=Role.USER, organization_id=None, source=Source.AGENT)
         write_secret(self.data_dir / "agent.token", issue(agent, self.key, TOKEN_TTL, now))
 
-    def app(self):
+    def app(self) -> Starlette:
         from api.http.app import create_app
 
         return create_app(self.settings, self.services)
@@ -395,5 +414,6 @@ class Stack:
         self._save_views()
         if self.audit_store is not None:
             self.audit_store.close()
-        self.leases.connection.close()
+        if self.leases is not None:  # None when start() failed before it
+            self.leases.connection.close()
         self.roving.close()

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
-from typing import Any
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 
 from api.composition.services import Services
+from api.composition.settings import Settings
 from api.http.auth import AuthMiddleware
-from api.http.errors import HANDLERS
+from api.http.errors import HANDLERS, Handler
 from api.http.limits import DEFAULT_MAX_BODY_BYTES, BodyLimitMiddleware, BodyTooLarge, on_too_large
 from api.http.logins import LoginGate, TooManyLogins, on_too_many_logins
 from api.http.positions import PositionMiddleware
@@ -31,7 +31,7 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await client.aclose()
 
 
-def create_app(settings: Any, services: Services) -> Starlette:
+def create_app(settings: Settings, services: Services) -> Starlette:
     """The HTTP API over `services` (roving, views, tailer, key, logs, optional leases)."""
     limit = getattr(settings, "max_body_bytes", DEFAULT_MAX_BODY_BYTES)
     middleware = [
@@ -43,7 +43,8 @@ def create_app(settings: Any, services: Services) -> Starlette:
         Middleware(UiGate),  # /ui/ pages check their own session cookie; every other path goes on to bearer auth
         Middleware(AuthMiddleware, key=services.key, views=services.views),
     ]
-    handlers = {**HANDLERS, BodyTooLarge: on_too_large, BodyTimeout: on_body_timeout, TooManyLogins: on_too_many_logins}
+    handlers: dict[type[Exception], Handler] = {**HANDLERS, BodyTooLarge: on_too_large, BodyTimeout: on_body_timeout,
+                                                TooManyLogins: on_too_many_logins}
     app = Starlette(routes=all_routes(), middleware=middleware, exception_handlers=handlers, lifespan=lifespan)
     app.state.settings = settings
     app.state.services = services

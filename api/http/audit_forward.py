@@ -45,7 +45,7 @@ async def forward(request: Request, owner: str, settings) -> Response:
     headers[FORWARDED] = "1"
     async with httpx.AsyncClient(base_url=owner, timeout=TIMEOUT_SECONDS, verify=_trust(settings)) as client:
         try:
-            answer = await client.request(request.method, request.url.path, params=request.query_params.multi_items(),
+            answer = await client.request(request.method, request.url.path, params=tuple(request.query_params.multi_items()),
                                           content=await request.body(), headers=headers)
         except httpx.HTTPError:
             raise HTTPException(503, "the API worker holding the audit log did not answer; try again") from None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable, Callable
 
 import msgspec
 from eventsourcing.persistence import OperationalError
@@ -123,7 +124,9 @@ async def on_http(request: Request, error: HTTPException) -> Response:
     return problem(error.status_code, str(error.detail))
 
 
-HANDLERS = {
+# Each handler takes its own exception type (Starlette calls it only with that type).
+Handler = Callable[..., Awaitable[Response]]
+HANDLERS: dict[type[Exception], Handler] = {
     Invalid: on_invalid, msgspec.ValidationError: on_decode, msgspec.DecodeError: on_decode,
     BadRequest: on_bad_request, NotFound: on_not_found, Forbidden: on_forbidden, Conflict: on_conflict,
     StaleEpoch: on_stale_epoch, Busy: on_busy, Denied: on_denied, Unauthorized: on_unauthorized, LoginRefused: on_unauthorized,

@@ -33,7 +33,7 @@ class HeaderTimedProtocol(HttpToolsProtocol):
     header_timeout = 10.0
     header_timer: asyncio.TimerHandle | None = None
 
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]  # as uvicorn's own is
         super().connection_made(transport)
         self._arm()
 

@@ -135,9 +135,9 @@ class ProvisionerRunner:
         found = self.providers.get(p.name)
         if found is None or getattr(found, "kind", "") != p.spec.provider:
             found = provider_for(p.spec.provider, p.spec.settings, self.launch, self.preexec)
-            found.kind = p.spec.provider  # type: ignore[attr-defined]
+            found.kind = p.spec.provider  # type: ignore[attr-defined]  # the runner's note, read back above
             self.providers[p.name] = found
-        found.settings = dict(p.spec.settings)  # type: ignore[attr-defined]
+        found.settings = dict(p.spec.settings)  # type: ignore[attr-defined]  # each provider keeps them; Provider omits it
         return found
 
     def _adopt(self, p: Provisioner, provider: Provider) -> None:

@@ -10,17 +10,20 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from typing import Any, Protocol
 from uuid import UUID
 
 import structlog
 from eventsourcing.persistence import OperationalError
 
 from api import metrics
-from domain.app import Conflict, NotFound, StaleEpoch
+from domain.app import Conflict, NotFound, Roving, StaleEpoch
 from domain.scheduler import Why, blocked_events, schedule
 from domain.scheduler.reasons import Reason
 from projections.base import kind_of
+from projections.views import Views
 
 log = structlog.get_logger("roving.scheduler")
 REFUSED = (Conflict, NotFound, StaleEpoch, ValueError, RuntimeError)
@@ -39,6 +42,28 @@ PLACEMENTS_PER_COMMIT = 100  # a placement is about four events; an atomic batch
 RENEW_AFTER = 0.25  # of the lease TTL: a pass renews the leader lease only when this much of it has passed
 
 
+class RunnerLeases(Protocol):
+    """What the runner asks of the leases (adapters.leases.Leases): the leader lease, and which nodes are alive."""
+
+    ttl: float
+
+    def hold_leadership(self, holder: str) -> bool: ...
+
+    def alive(self, node: str) -> bool: ...
+
+
+class CaughtUp(Protocol):
+    """The tailer (adapters.follower.Follower), waited on so a pass sees the runner's own last commit."""
+
+    def wait_for(self, position: int, timeout: float | None = None) -> bool: ...
+
+
+class Signals(Protocol):
+    """api.composition.wakeups.LogSignals: calls each listener with every batch the views applied."""
+
+    def listen(self, listener: Callable[[Sequence[tuple[int, Any]]], None]) -> None: ...
+
+
 def utcnow() -> datetime:
     return datetime.now(UTC)
 
@@ -49,8 +74,8 @@ class SchedulerRunner:
     With `signals` (api.composition.wakeups.LogSignals), a pass follows the batch that made work ready or freed capacity
     (a burst arriving during a pass is one more pass); without, the views' position is polled."""
 
-    def __init__(self, roving, views, tailer, leases, holder: str | None = None, lease_grace: float = 0.0,
-                 signals=None) -> None:
+    def __init__(self, roving: Roving, views: Views, tailer: CaughtUp | None, leases: RunnerLeases | None,
+                 holder: str | None = None, lease_grace: float = 0.0, signals: Signals | None = None) -> None:
         self.roving, self.views, self.tailer, self.leases = roving, views, tailer, leases
         self.signals = signals
         self.holder = holder or f"{socket.gethostname()}:{os.getpid()}"
@@ -83,7 +108,7 @@ class SchedulerRunner:
         if self._thread.ident is not None:  # a runner driven by tick() alone was never started
             self._thread.join(timeout=10)
 
-    def observe(self, batch) -> None:
+    def observe(self, batch: Sequence[tuple[int, Any]]) -> None:
         """On the tailer's thread, after the views applied `batch`: wake for news about work or capacity."""
         kinds = [kind_of(event) for _, event in batch]
         if any(kind.startswith("ClusterConfig.") for kind in kinds):

@@ -122,8 +122,8 @@ def worker_main(argv: list[str]) -> int:
     private = listening_socket(settings.host, 0)  # this worker alone: where the others forward audit reads
     stack = Stack(settings, embedded_nats=False, audit="lease", internal_url=internal_url(settings, private))
     try:
-        stack.start()
-        if not stack.tailer.caught_up.wait(CATCH_UP_SECONDS):
+        tailer = stack.start().tailer
+        if tailer is not None and not tailer.caught_up.wait(CATCH_UP_SECONDS):  # (start() made it)
             log.warning("workers.serving_before_caught_up", worker=args.index)
         shared = listening_socket(settings.host, settings.port)
         threading.Thread(target=_announce, args=(stack, ready_file(settings.data_dir, args.index)), daemon=True,

@@ -19,7 +19,8 @@ from uuid import UUID
 
 from domain.app.catalog_access import Owner, may_manage, may_see, owner_for, shown_location
 from domain.app.errors import Conflict, Forbidden, Invalid, NotFound, invalid
-from domain.app.unit_of_work import UnitOfWork, command
+from domain.app.roving import Roving
+from domain.app.unit_of_work import command
 from domain.catalog import CatalogError, Clock, Template, TemplateFiles, build, matches, render_fuzzfile
 from domain.catalog.source import CatalogSource, SourceKind, SourceScope, check_source, is_local, source_id
 from domain.tenancy import Source
@@ -41,7 +42,7 @@ class CatalogStore(Protocol):
 
 
 class CatalogHandlers:
-    def __init__(self, uow: UnitOfWork, store: CatalogStore, listed: Callable[[], Iterable[CatalogSource]],
+    def __init__(self, uow: Roving, store: CatalogStore, listed: Callable[[], Iterable[CatalogSource]],
                  rand_int: Callable[[int, int], int]) -> None:
         self.uow, self.store, self.listed, self.rand_int = uow, store, listed, rand_int
 
@@ -129,7 +130,7 @@ class CatalogHandlers:
     def _templates(self, principal: Principal) -> tuple[list[Template], list[dict[str, Any]]]:
         templates, statuses = [], []
         for source in self._sources(principal):
-            status = {"name": source.name, "id": source.id, "scope": source.scope.value, "owner": source.owner_name,
+            status: dict[str, Any] = {"name": source.name, "id": source.id, "scope": source.scope.value, "owner": source.owner_name,
                       "templates": 0, "error": "", "problems": []}
             try:
                 files = self.store.templates(source)
@@ -196,7 +197,6 @@ class catalog_errors:  # noqa: N801 - used as a `with` block, like contextlib's
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, kind: Any, error: Any, trace: Any) -> bool:
+    def __exit__(self, kind: Any, error: Any, trace: Any) -> None:
         if isinstance(error, CatalogError):
             raise Invalid(error.problems) from None
-        return False

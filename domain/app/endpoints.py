@@ -208,8 +208,7 @@ class _endpoint_errors:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, kind, error, tb) -> bool:
+    def __exit__(self, kind, error, tb) -> None:
         if isinstance(error, EndpointError):
             raise invalid(self.path, str(error)) from error
-        return False
 

@@ -201,12 +201,11 @@ class _hold_errors:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, kind, error, tb) -> bool:
+    def __exit__(self, kind, error, tb) -> None:
         if isinstance(error, ReleaseRefused):
             raise Forbidden(str(error)) from error
         if error is not None and isinstance(error, (HoldError, NodeError)):
             raise Conflict(str(error)) from error
-        return False
 
 
 def _problem(text: str) -> Problem:

@@ -56,7 +56,6 @@ class posix_errors:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, kind, error, tb) -> bool:
+    def __exit__(self, kind, error, tb) -> None:
         if isinstance(error, TenancyError):
             raise Invalid([Problem(path=error.field, message=error.reason)]) from error
-        return False

@@ -60,7 +60,7 @@ class Roving(UnitOfWork):
         self.workflows = WorkflowHandlers(self, self.allocations, self.endpoints, self.scheduling, self.profiles)
         self.projects = self.workflows.projects
         self.nodes = NodeHandlers(self, self.allocations, self.configuration)
-        self.tenancy = TenancyHandlers(self, self.allocations, passwords, self.configuration)  # type: ignore[arg-type]
+        self.tenancy = TenancyHandlers(self, self.allocations, passwords, self.configuration)  # type: ignore[arg-type]  # None only where nothing hashes (tools, tests)
         self.autoscaling = AutoscaleHandlers(self, self.allocations, self.endpoints)
         self.provisioners = ProvisionerHandlers(self, self.allocations)
 

@@ -43,8 +43,10 @@ class TenancyHandlers:
         oid = org_id(name)
         if oid in self.uow.repository:
             raise Conflict(f"organization {name!r} already exists")
+        # A set-up principal (`roving up`, no account) records None as the owner, as it always has.
+        owners = [principal.user_id]
         with _tenancy_errors():
-            org = Organization.create(oid, name, [principal.user_id], by=principal.username, at=at)
+            org = Organization.create(oid, name, owners, by=principal.username, at=at)  # type: ignore[arg-type]
         self.uow.save(org)
         return oid
 
@@ -182,7 +184,9 @@ class TenancyHandlers:
 
     @command
     def set_priority(self, kind: str, target: UUID, priority: int, principal: Principal, at: datetime) -> None:
-        aggregate_class = {"organization": Organization, "group": Group, "user": User}.get(kind)
+        kinds: dict[str, type[Organization | Group | User]] = {"organization": Organization, "group": Group,
+                                                                "user": User}
+        aggregate_class = kinds.get(kind)
         if aggregate_class is None:
             raise invalid("kind", "must be organization, group or user")
         aggregate = self.uow.load(aggregate_class, target, kind)
@@ -210,7 +214,8 @@ class TenancyHandlers:
     def set_posix_id(self, kind: str, target: UUID, number: int | None, principal: Principal, at: datetime) -> int:
         """A cluster admin sets a user's uid (kind "user") or a group's gid (kind "group"); None: the next free one
         of the range, for an account made before ids existed (one that has an id keeps it). Returns the id."""
-        found: User | Group = self.uow.load(User if kind == "user" else Group, target, kind)
+        found_class: type[User | Group] = User if kind == "user" else Group
+        found = self.uow.load(found_class, target, kind)
         self._may_manage_users(found.organization_id, principal)  # another tenant's id stays unknown (404)
         access.posix_id_setter(principal)
         config = self.configuration.scheduler_config()
@@ -219,7 +224,7 @@ class TenancyHandlers:
         else:
             ids = posix.assign(self.uow, found, number, config, principal.username, at)
         self.uow.save(found, ids)
-        return found.uid if isinstance(found, User) else found.gid  # type: ignore[return-value]
+        return found.uid if isinstance(found, User) else found.gid  # type: ignore[return-value]  # set just above
 
     @command
     def set_preempt_list(self, group: UUID, group_ids: list[UUID], principal: Principal, at: datetime) -> None:
@@ -293,10 +298,9 @@ class _tenancy_errors:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, kind, error, tb) -> bool:
+    def __exit__(self, kind, error, tb) -> None:
         if isinstance(error, ValueError) and not isinstance(error, TenancyError) and kind is ValueError:
             raise Invalid([Problem(path="role", message=str(error))]) from error
         if isinstance(error, TenancyError):
             raise Invalid([Problem(path=error.field, message=error.reason)]) from error
-        return False
 

@@ -246,9 +246,14 @@ class UnitOfWork(Application[UUID]):
         self._position_lock = threading.Lock()
         self._deferred = threading.local()
 
-    def construct_repository(self) -> ScopedRepository:  # type: ignore[override]
+    def construct_repository(self) -> ScopedRepository:  # type: ignore[override]  # a view over the library's, not one
         """The library's repository, seen through the running command's identity map (one load per command)."""
-        return ScopedRepository(super().construct_repository())
+        self._scoped = ScopedRepository(super().construct_repository())
+        return self._scoped
+
+    @property
+    def repository(self) -> ScopedRepository:  # type: ignore[override]  # the scoped view `construct_repository` made
+        return self._scoped
 
     def _record(self, processing_event: Any) -> Any:
         """As the library records, but what is kept in memory is decided by the repository (see `saved`)."""
@@ -348,7 +353,7 @@ def command(method: F) -> F:
             repository.leave()
         raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
-    return run  # type: ignore[return-value]
+    return run  # type: ignore[return-value]  # `run` takes and returns what `method` does
 
 
 def _key(aggregate_id: Any) -> Any:

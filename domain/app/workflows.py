@@ -68,7 +68,7 @@ class WorkflowHandlers:
         access.submitter(principal)
         parsed = with_options(parse_fuzzfile(definition if isinstance(definition, str)
                                              else msgspec.json.encode(definition).decode()), project, annotations)
-        if parsed.errors:
+        if parsed.definition is None:  # None exactly when there are errors
             raise Invalid(parsed.errors)
         if (problem := check_workflow_priority(priority)) is not None:
             raise invalid("priority", problem)
@@ -104,7 +104,7 @@ class WorkflowHandlers:
         access.submitter(principal)
         text = definition if isinstance(definition, str) else msgspec.json.encode(definition).decode()
         parsed = parse_fuzzfile(text)
-        if parsed.errors:
+        if parsed.definition is None:  # None exactly when there are errors
             return {"errors": parsed.errors, "warnings": parsed.warnings}
         owner = owner_of(principal)
         _, refused = self.volumes.resolve(parsed.definition, owner, principal)

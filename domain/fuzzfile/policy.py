@@ -6,7 +6,7 @@ import msgspec
 
 from domain.durations import DurationError, parse_duration
 from domain.fuzzfile.limits import MAX_EXECUTE_SECONDS, MAX_RETRY_ATTEMPTS, out_of_range
-from domain.fuzzfile.schema import Policy, Problem
+from domain.fuzzfile.schema import Policy, Problem, Retry
 
 NODE = "node"
 UNRETRIABLE = {130: "SIGINT", 143: "SIGTERM"}
@@ -53,12 +53,11 @@ def check_policy(policy: Policy | None, path: str) -> tuple[list[Problem], list[
         message = "set either restart or retry, not both (restart: on-node-fault is the same as retry: {on: [node]})"
         errors.append(Problem(path, message))
     if policy.retry is not None:
-        _check_retry(policy, f"{path}.retry", errors, warnings)
+        _check_retry(policy.retry, f"{path}.retry", errors, warnings)
     return errors, warnings
 
 
-def _check_retry(policy: Policy, path: str, errors: list[Problem], warnings: list[Problem]) -> None:
-    retry = policy.retry
+def _check_retry(retry: Retry, path: str, errors: list[Problem], warnings: list[Problem]) -> None:
     if retry.on is None:
         warnings.append(Problem(f"{path}.on", "retry has no `on`, so nothing is retried; add on: [node] and/or exit codes"))
     for index, cause in enumerate(retry.on or []):

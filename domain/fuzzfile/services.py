@@ -9,7 +9,7 @@ from domain.fuzzfile.decode import join
 from domain.fuzzfile.limits import MAX_PROBE_SECONDS, MAX_PROBE_THRESHOLD, MAX_REPLICAS, bounded
 from domain.fuzzfile.replicas import replica_count
 from domain.fuzzfile.restart import check_restart
-from domain.fuzzfile.schema import Probe, Problem, Service
+from domain.fuzzfile.schema import Probe, Problem, Service, ServiceNetwork
 
 ENDPOINT_NAME = re.compile(r"^[a-z0-9_-]+$")
 ENDPOINT_PROTOCOLS = ("http", "https")
@@ -27,8 +27,8 @@ def check_service(service: Service, path: str) -> tuple[list[Problem], list[Prob
     warnings += restart_warnings
     bounded(errors, join(path, "replicas"), service.replicas, 1, MAX_REPLICAS, "replicas")
     if service.network is not None:
-        ports = _check_ports(service, join(path, "network"), errors)
-        _check_endpoints(service, join(path, "network"), ports, errors)
+        ports = _check_ports(service, service.network, join(path, "network"), errors)
+        _check_endpoints(service.network, join(path, "network"), ports, errors)
     if service.readiness_probe is not None:
         _check_probe(service.readiness_probe, join(path, "readiness-probe"), errors)
     if service.roving_liveness_probe is not None:
@@ -38,9 +38,9 @@ def check_service(service: Service, path: str) -> tuple[list[Problem], list[Prob
     return errors, warnings
 
 
-def _check_ports(service: Service, path: str, errors: list[Problem]) -> set[str]:
+def _check_ports(service: Service, network: ServiceNetwork, path: str, errors: list[Problem]) -> set[str]:
     names: set[str] = set()
-    for index, port in enumerate(service.network.ports or []):
+    for index, port in enumerate(network.ports or []):
         where = f"{path}.ports[{index}]"
         if port.name in names:
             errors.append(Problem(f"{where}.name", f"port name `{port.name}` is used twice"))
@@ -49,17 +49,17 @@ def _check_ports(service: Service, path: str, errors: list[Problem]) -> set[str]
             errors.append(Problem(f"{where}.port", "port must be between 1 and 65535"))
         if port.protocol not in PORT_PROTOCOLS:
             errors.append(Problem(f"{where}.protocol", "port protocol must be tcp or udp"))
-    _check_replica_ports(service, path, errors)
+    _check_replica_ports(service, network, path, errors)
     return names
 
 
-def _check_replica_ports(service: Service, path: str, errors: list[Problem]) -> None:
+def _check_replica_ports(service: Service, network: ServiceNetwork, path: str, errors: list[Problem]) -> None:
     """Replica i serves each declared port + i - 1: those ranges must stay below 65536 and apart."""
     count = replica_count(service)
     if count < 2 or not 1 <= count <= MAX_REPLICAS:
         return
     taken: dict[int, str] = {}
-    for index, port in enumerate(service.network.ports or []):
+    for index, port in enumerate(network.ports or []):
         where = f"{path}.ports[{index}].port"
         if not 1 <= port.port <= 65535:
             continue
@@ -73,8 +73,8 @@ def _check_replica_ports(service: Service, path: str, errors: list[Problem]) -> 
         taken.update(dict.fromkeys(range(port.port, port.port + count), port.name))
 
 
-def _check_endpoints(service: Service, path: str, ports: set[str], errors: list[Problem]) -> None:
-    for index, endpoint in enumerate(service.network.endpoints or []):
+def _check_endpoints(network: ServiceNetwork, path: str, ports: set[str], errors: list[Problem]) -> None:
+    for index, endpoint in enumerate(network.endpoints or []):
         where = f"{path}.endpoints[{index}]"
         if not ENDPOINT_NAME.match(endpoint.name):
             errors.append(Problem(f"{where}.name", "endpoint names hold only lowercase letters, digits, - and _"))

@@ -109,7 +109,7 @@ class Step(msgspec.Struct, frozen=True):
 
     @property
     def size(self) -> int:
-        return 1 if self.first is None else self.last - self.first + 1
+        return 1 if self.first is None or self.last is None else self.last - self.first + 1
 
     def stage(self, offset: int) -> Stage:
         """The stage at `offset` (0 for a job or service; task `first + offset` of an array)."""
@@ -122,7 +122,7 @@ class Step(msgspec.Struct, frozen=True):
 
     def offset(self, stage: str) -> int | None:
         """Where `stage` sits in this step, or None when it is not one of its stages."""
-        if self.first is None:
+        if self.first is None or self.last is None:  # (a task array has both)
             return 0 if stage == self.template.name else None
         head, bracket, tail = stage.partition("[")
         if head != self.template.step or not bracket or not tail.endswith("]") or not tail[:-1].isdecimal():
@@ -139,11 +139,12 @@ def list_steps(workflow: Workflow) -> list[Step]:
     fed = set(ingress_volumes(workflow))
     steps = [Step(_build(workflow, image)) for image in image_order(workflow)]
     steps += [Step(_transfer(workflow, INGRESS, volume, [])) for volume in ingress_volumes(workflow)]
+    jobs, services = workflow.jobs or {}, workflow.services or {}
     for name in topological_order(workflow):
-        if name in (workflow.jobs or {}):
-            step = _job_step(name, workflow.jobs[name], workflow.defaults, fed)
+        if name in jobs:
+            step = _job_step(name, jobs[name], workflow.defaults, fed)
         else:
-            step = _service_step(name, workflow.services[name], workflow.defaults, fed)
+            step = _service_step(name, services[name], workflow.defaults, fed)
         steps.append(_after_build(workflow, step))
     for volume in egress_volumes(workflow):
         writers = [s.template.step for s in steps if s.template.kind != "service" and volume in s.template.mounts.values()]

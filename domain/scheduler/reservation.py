@@ -31,9 +31,9 @@ def _earliest(cluster: Cluster, c: Candidates, head: QueuedAllocation, now: date
         return now, fitting[: head.nodes]
     projected: dict[int, Slot] = {}
     seen = {slot.index for slot in fitting}
-    timed = [r for r in cluster.releases if r.deadline is not None and r.allocation.id not in cluster.evicted]
-    timed.sort(key=lambda r: r.deadline)
-    for release in timed:
+    timed = [(r.deadline, r) for r in cluster.releases if r.deadline is not None and r.allocation.id not in cluster.evicted]
+    timed.sort(key=lambda pair: pair[0])
+    for deadline, release in timed:
         for slot in release.slots:
             if slot.index not in c.member:
                 continue
@@ -43,7 +43,7 @@ def _earliest(cluster: Cluster, c: Candidates, head: QueuedAllocation, now: date
                 seen.add(slot.index)
                 fitting.append(twin)
         if len(fitting) >= head.nodes:
-            return max(now, release.deadline), fitting[: head.nodes]
+            return max(now, deadline), fitting[: head.nodes]
     return None, []
 
 

@@ -71,7 +71,7 @@ class QueuedAllocation(msgspec.Struct, frozen=True, kw_only=True):
     nodes: int = 1
     segments: tuple[str, ...] = ()
     volume_node: str = ""  # the node name holding a volume this stage uses (ephemeral volumes live on one node)
-    execute_timeout: int | None = None
+    execute_timeout: int | float | None = None  # seconds; a non-finite one stays a float for sanity to refuse
     preemptible: bool = False
     host_ports: tuple[int, ...] = ()
     waiting_on: Dependency | None = None

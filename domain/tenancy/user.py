@@ -95,7 +95,7 @@ class User(TenantAggregate):
         at = require_aware(at)
         if self.disabled:
             return LoginOutcome(False, "account disabled" if password_ok else passwords.REFUSED_LOGIN)
-        if passwords.is_locked(self.locked_until, at):
+        if self.locked_until is not None and passwords.is_locked(self.locked_until, at):
             return LoginOutcome(False, passwords.locked_message(self.locked_until), self.locked_until)
         if password_ok:
             self._login_succeeded(by=self.username, at=at)

@@ -13,7 +13,7 @@ from uuid import UUID
 
 import msgspec
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
+from starlette.requests import HTTPConnection, Request
 from starlette.responses import Response
 
 from api.http.errors import BadRequest
@@ -28,7 +28,7 @@ SETTLE_SECONDS = 5.0
 ENCODER = msgspec.json.Encoder()
 
 
-def services(request: Request) -> Services:
+def services(request: HTTPConnection) -> Services:
     return request.app.state.services
 
 

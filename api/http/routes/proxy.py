@@ -216,7 +216,7 @@ async def forward(request: Request, endpoint: Endpoint, body: bytes | Upload, st
         # try once more (a streamed body only if none of it was read yet).
         fresh = await lookup(request)
         elsewhere = fresh is not None and any(t != target for t in fresh.reachable_targets())
-        if elsewhere and not retried and not (isinstance(body, Upload) and body.started):
+        if fresh is not None and elsewhere and not retried and not (isinstance(body, Upload) and body.started):
             return await forward(request, fresh, body, strip, retried=True, avoid=target)
         return problem(502, f"endpoint {endpoint.name}: service at {target} is not answering ({error})")
     except Failed as error:

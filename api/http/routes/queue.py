@@ -70,13 +70,14 @@ async def queue(request: Request) -> Response:
         views = c.services(request).views
         rows, total = await c.call(views.queue.page, **filters)
         return c.json({"queue": with_names(rows, names(request, views)), "total": total, "limit": most, "mine": mine})
-    rows, clusters = [], []
+    merged: list[dict] = []
+    clusters = []
     for cluster in fan.scope:
-        found, total = await cluster_page(fan, cluster, who, filters)
-        rows += found
-        clusters.append({**fan.summary(cluster), "total": total})
-    rows.sort(key=lambda r: (-r["priority"], r["queued_at"], r["id"]))
-    return c.json({"queue": rows[:most], "total": sum(x["total"] or 0 for x in clusters), "limit": most,
+        found, counted = await cluster_page(fan, cluster, who, filters)
+        merged += found
+        clusters.append({**fan.summary(cluster), "total": counted})
+    merged.sort(key=lambda r: (-r["priority"], r["queued_at"], r["id"]))
+    return c.json({"queue": merged[:most], "total": sum(x["total"] or 0 for x in clusters), "limit": most,
                    "mine": mine, "clusters": clusters, "hub": fan.hub_answer()})
 
 

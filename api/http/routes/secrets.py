@@ -13,6 +13,8 @@ from starlette.routing import Route
 from api.http import answers as shapes
 from api.http.answers import answers
 from api.http.routes import common as c
+from domain.app.errors import NotFound
+from domain.app.secrets import SecretHandlers
 
 
 class CreateSecret(msgspec.Struct, forbid_unknown_fields=True):
@@ -22,30 +24,37 @@ class CreateSecret(msgspec.Struct, forbid_unknown_fields=True):
     group: str = ""
 
 
+def secrets(request: Request) -> SecretHandlers:
+    found = c.services(request).secrets
+    if found is None:
+        raise NotFound("secrets (this control plane keeps none)")
+    return found
+
+
 @answers(shapes.SecretCreated)
 async def create(request: Request) -> Response:
     wanted = await c.body(request, CreateSecret)
-    created = await c.call(c.services(request).secrets.create_secret, wanted.name, wanted.value, wanted.scope,
+    created = await c.call(secrets(request).create_secret, wanted.name, wanted.value, wanted.scope,
                            c.principal(request), c.now(), group=wanted.group)
     return c.json({"id": created}, status=201)
 
 
 @answers(shapes.Secrets)
 async def list_secrets(request: Request) -> Response:
-    rows = await c.call(c.services(request).secrets.list_secrets, c.principal(request))
+    rows = await c.call(secrets(request).list_secrets, c.principal(request))
     return c.json({"secrets": rows})
 
 
 @answers(shapes.Deleted)
 async def delete(request: Request) -> Response:
     secret = c.uuid_param(request, "id", "secret")
-    await c.call(c.services(request).secrets.delete_secret, secret, c.principal(request), c.now())
+    await c.call(secrets(request).delete_secret, secret, c.principal(request), c.now())
     return c.json({"id": secret, "deleted": True})
 
 
 async def rotate_key(request: Request) -> Response:
     """Cluster admins: a new current key, and every secret resealed with it."""
-    answer = await c.call(c.services(request).secrets.rotate_key, c.principal(request), c.now())
+    answer = await c.call(secrets(request).rotate_key, c.principal(request), c.now())
     return c.json(answer)
 
 

@@ -36,6 +36,7 @@ WORKFLOW_STATUSES = ("PENDING", "STARTED", "FINISHED", "FAILED", "CANCELED")  # 
 WAITING = frozenset({"PENDING", "WAITING", "READY"})
 YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml")
 FOLLOW_POLL = 0.25
+STRATEGIES: dict[str, Literal["ready", "start"]] = {"ready": "ready", "start": "start"}  # ?endpoint_strategy=
 PING_SECONDS = 15.0  # an SSE comment after this much quiet: idle proxies and load balancers keep the stream
 REMOTE_POLL = 1.0  # following another cluster's workflow reads the hub this often
 MAX_IDEMPOTENCY_KEY = 255
@@ -60,9 +61,10 @@ async def submission(request: Request) -> Submit:
         return await c.body(request, Submit)
     text = (await request.body()).decode("utf-8", errors="replace")
     preemptible = c.query_bool(request, "preemptible") if "preemptible" in request.query_params else None
-    strategy = request.query_params.get("endpoint_strategy") or None
-    if strategy not in (None, "ready", "start"):
-        raise BadRequest("endpoint_strategy", f"expected ready or start, got {strategy!r}")
+    wanted = request.query_params.get("endpoint_strategy") or None
+    strategy = STRATEGIES.get(wanted) if wanted is not None else None
+    if wanted is not None and strategy is None:
+        raise BadRequest("endpoint_strategy", f"expected ready or start, got {wanted!r}")
     name = request.query_params.get("name", "")
     if len(name) > MAX_NAME:
         raise BadRequest("name", f"expected at most {MAX_NAME} characters, got {len(name)}")

@@ -111,7 +111,8 @@ def parameters(op: dict[str, Any]) -> str:
 
 def body_of(op: dict[str, Any]) -> str:
     content = op.get("requestBody", {}).get("content", {})
-    ref = next(iter(content.values()), {}).get("schema", {}).get("$ref", "")
+    first: dict[str, Any] = next(iter(content.values()), {})
+    ref = first.get("schema", {}).get("$ref", "")
     return ref.rpartition("/")[2] or ("JSON" if content else "")
 
 
