@@ -190,7 +190,9 @@ class StageBook(Mapping[str, StageState]):
     def locate(self, name: str) -> tuple[StepState, int] | None:
         """The step holding stage `name` and its offset there: `job` or `job[task id]`."""
         step = self.steps.get(name) or self.steps.get(name.partition("[")[0])
-        offset = step.definition.offset(name) if step is not None else None
+        if step is None:
+            return None
+        offset = step.definition.offset(name)
         return None if offset is None else (step, offset)
 
     def touch(self, name: str) -> StageState:
@@ -264,11 +266,21 @@ class StageBook(Mapping[str, StageState]):
                 yield step.state(offset, self.canceled)
 
 
-class _States(ValuesView):
+class _States(ValuesView[StageState]):
+    """values() without a lookup per name: the stages in order, from their steps."""
+
+    def __init__(self, stages: StageBook) -> None:
+        super().__init__(stages)
+        self.stages = stages
+
     def __iter__(self) -> Iterator[StageState]:
-        return self._mapping.states()
+        return self.stages.states()
 
 
-class _Items(ItemsView):
+class _Items(ItemsView[str, StageState]):
+    def __init__(self, stages: StageBook) -> None:
+        super().__init__(stages)
+        self.stages = stages
+
     def __iter__(self) -> Iterator[tuple[str, StageState]]:
-        return ((state.name, state) for state in self._mapping.states())
+        return ((state.name, state) for state in self.stages.states())

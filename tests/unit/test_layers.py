@@ -62,6 +62,7 @@ COMPOSITION_ALLOWED = {
     # Moving it beside the app renames it in every route and test that builds one, while the typing work of issue 29
     # changes create_app's signature: it moves after that lands.
     ("api/http/app.py", "api.composition.services"): "Services, the parts create_app is handed",
+    ("api/http/app.py", "api.composition.settings"): "Settings, the type create_app is configured by",
     ("api/http/routes/common.py", "api.composition.services"): "Services, the type of `services(request)`",
     ("api/http/routes/metrics.py", "api.composition.services"): "Services, what a scrape refreshes",
     # The alerts route decides under the same lock as the refused-alerts loop (DECIDING) and waits for the views
