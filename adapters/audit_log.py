@@ -92,6 +92,6 @@ def _select(where: str) -> str:
 
 
 def _audit_row(row: tuple[Any, ...]) -> AuditRow:
-    values = dict(zip(COLUMNS, row))
+    values = dict(zip(COLUMNS, row, strict=True))
     values["payload"] = msgspec.json.decode(values["payload"]) if values["payload"] else {}
     return AuditRow(**values)

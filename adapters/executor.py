@@ -12,28 +12,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 from adapters.adoption import JobFiles, JobState, Orphan, found_jobs, start_time, wrapped
-from adapters.cgroups import Cgroup, Hierarchy, Limits
-from adapters.devices import GPU, DeviceBinder, DeviceError, Gpu
-from adapters.hooks import (
-    post_hook_argvs,
-    run_post_hook,
-    with_backoff,
-    with_pre_hooks,
-    write_post_hooks,
-)
 from adapters.apptainer import ApptainerRuntime, env_in_image
 from adapters.build_plan import BUILD, build_argv, build_env
+from adapters.cgroups import Cgroup, Hierarchy, Limits
+from adapters.devices import GPU, DeviceBinder, DeviceError, Gpu
+from adapters.hooks import post_hook_argvs, run_post_hook, with_backoff, with_pre_hooks, write_post_hooks
 from adapters.launch import launcher
 from adapters.pull_progress import Tell, ready_text
 from adapters.registry_auth import Credential, parse_credential
 from adapters.running import OnExit, OnOutput, Running, pump
-from adapters.runtime.built import BuiltImages
-from adapters.runtime.bwrap import OciRuntime
-from adapters.runtime.images import Pulled
-from adapters.runtime.host import INSTALL, HostSandbox
-from adapters.stage_dir import check_findable, hand_over, image_files, job_argv, write_files
-from adapters.transfer_plan import REASON_FILE, TRANSFER_KINDS, transfer_argv
-from adapters.volumes import Volumes
 from adapters.runspec import (  # noqa: F401 - RunSpec, SpecError and unreachable are the executor's vocabulary too
     JobUser,
     RunSpec,
@@ -46,6 +33,13 @@ from adapters.runspec import (  # noqa: F401 - RunSpec, SpecError and unreachabl
     unreachable,
     user_for,
 )
+from adapters.runtime.built import BuiltImages
+from adapters.runtime.bwrap import OciRuntime
+from adapters.runtime.host import INSTALL, HostSandbox
+from adapters.runtime.images import Pulled
+from adapters.stage_dir import check_findable, hand_over, image_files, job_argv, write_files
+from adapters.transfer_plan import REASON_FILE, TRANSFER_KINDS, transfer_argv
+from adapters.volumes import Volumes
 
 UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_.\-\[\]]")
 PIDS_PER_ALLOCATION = 4096  # a fork bomb stops here, not at the node's pid_max

@@ -71,7 +71,7 @@ class Member:
             )
 
     @classmethod
-    def parse(cls, text: str) -> "Member":
+    def parse(cls, text: str) -> Member:
         """`CLUSTER=DOMAIN`, or just `CLUSTER` when the domain has the cluster's name."""
         cluster, sep, domain = text.partition("=")
         cluster, domain = cluster.strip(), domain.strip()

@@ -18,14 +18,14 @@ from uuid import UUID
 import msgspec
 from eventsourcing.domain import event
 
-from domain.fuzzfile.autoscaler import initial_size
-from domain.fuzzfile.schema import Workflow as Definition
-from domain.fuzzfile.semantics import StageStatus
-from domain.fuzzfile.stages import list_steps
 from domain import workflow_advance as advance
 from domain import workflow_reports as reports
 from domain import workflow_resources as resources
 from domain import workflow_views as views
+from domain.fuzzfile.autoscaler import initial_size
+from domain.fuzzfile.schema import Workflow as Definition
+from domain.fuzzfile.semantics import StageStatus
+from domain.fuzzfile.stages import list_steps
 from domain.timed import TimedAggregate
 from domain.workflow_reports import DEFAULT_MAX_EVICTION_RESTARTS
 from domain.workflow_resources import volumes_of

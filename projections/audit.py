@@ -20,7 +20,7 @@ import msgspec
 
 from projections.redaction import redact
 
-EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 MICROSECOND = dt.timedelta(microseconds=1)
 SYSTEM_SOURCES = frozenset({"admin", "monitoring", "provisioner", "scheduler", "agent"})
 HEADER_FIELDS = frozenset({"originator_id", "originator_version", "timestamp", "originator_topic"})
@@ -149,7 +149,7 @@ def _micros(when: Any) -> int:
     if not isinstance(when, dt.datetime):
         return 0
     if when.tzinfo is None:
-        when = when.replace(tzinfo=dt.timezone.utc)
+        when = when.replace(tzinfo=dt.UTC)
     return (when - EPOCH) // MICROSECOND
 
 

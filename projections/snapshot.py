@@ -7,14 +7,22 @@ from collections import defaultdict
 from datetime import datetime
 
 from domain.allocation import Allocation, QueueState
+from domain.fuzzfile.transfers import TRANSFER_KINDS
 from domain.node import to_node_view
 from domain.scheduler import sanity
 from domain.scheduler.segments import stage_segments
-from domain.fuzzfile.transfers import TRANSFER_KINDS
-from domain.workflow import Workflow, volumes_of
 from domain.scheduler.snapshot import (
-    Definition, GroupPolicy, Kind, NodeShape, NodeView, ProjectLimit, QueuedAllocation, RunningAllocation, Snapshot,
+    Definition,
+    GroupPolicy,
+    Kind,
+    NodeShape,
+    NodeView,
+    ProjectLimit,
+    QueuedAllocation,
+    RunningAllocation,
+    Snapshot,
 )
+from domain.workflow import Workflow, volumes_of
 from projections.nodes import NodesView
 from projections.projects import ProjectsView
 from projections.queue import QueueView, to_queued

@@ -141,7 +141,8 @@ class TenancyView(Projection):
     def priorities(self, organization_id: Any, group_id: Any, user_id: Any) -> dict[str, int]:
         """The owner's current priority inputs (0 for anything unknown)."""
         found = [self.orgs.get(organization_id), self.groups_.get(group_id), self.users_.get(user_id)]
-        return {key: (a.priority if a is not None else 0) for key, a in zip(("organization", "group", "user"), found)}
+        kinds = ("organization", "group", "user")
+        return {key: (a.priority if a is not None else 0) for key, a in zip(kinds, found, strict=True)}
 
     def job_identity(self, user_id: Any, group_id: Any) -> dict[str, Any]:
         """Whom a root agent runs the owner's jobs as: {"uid", "gid", "groups", "username"}, or {} for an owner without a uid.

@@ -19,8 +19,8 @@ from projections.catalog import CatalogSourcesView
 from projections.endpoints import EndpointsView
 from projections.node_events import NodeEventsView
 from projections.nodes import NodesView
-from projections.provisioners import ProvisionersView
 from projections.projects import ProjectsView
+from projections.provisioners import ProvisionersView
 from projections.queue import QueueView
 from projections.snapshot import scheduler_snapshot
 from projections.tenancy import TenancyView

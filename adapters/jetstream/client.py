@@ -159,7 +159,7 @@ class JetStreamClient:
 
     @classmethod
     async def connect(cls, url: str, name: str = "roving", down_grace: float = DOWN_GRACE,
-                      inbox_prefix: str = CONTROL_INBOX) -> "JetStreamClient":
+                      inbox_prefix: str = CONTROL_INBOX) -> JetStreamClient:
         """`url` carries the control plane's credentials (settings put them there); its replies arrive on an
         inbox prefix of its own, which no agent or reader may subscribe to. A `tls://` URL's `?ca=` is trusted."""
         link = Link()

@@ -133,7 +133,7 @@ class Committer:
             try:
                 last_seq = await self.publish(messages)
                 break
-            except (WrongLastSequence, DuplicateBatch):
+            except (WrongLastSequence, DuplicateBatch) as conflict:
                 outcome = await self._reconcile(parts, tracking, retried=attempt > 0)
                 if isinstance(outcome, Committed):
                     last_seq = outcome.last_seq
@@ -141,7 +141,8 @@ class Committer:
                 expected, track_expected = outcome
                 attempt += 1
                 if attempt > MAX_CONFLICT_ROUNDS:
-                    raise IntegrityError("gave up after repeated concurrent writes to the same aggregates")
+                    raise IntegrityError(
+                        "gave up after repeated concurrent writes to the same aggregates") from conflict
             except TRANSIENT as error:
                 attempt += 1
                 if time.monotonic() > deadline:

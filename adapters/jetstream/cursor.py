@@ -17,8 +17,8 @@ import nats.js.errors
 import structlog
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
-from adapters.jetstream.inbox import read_headers, RawMsg, parse_headers
 from adapters.jetstream.client import REQUESTS
+from adapters.jetstream.inbox import RawMsg, parse_headers, read_headers
 
 IDLE = 30.0  # seconds the server keeps a consumer nobody reads from
 log = structlog.get_logger("roving.nats")

@@ -99,7 +99,7 @@ class Answer:
     def expire(self) -> None:
         if not self.answered:
             self.answered = True
-            self.on_answer({}, b"", asyncio.TimeoutError())
+            self.on_answer({}, b"", TimeoutError())
 
 
 class Batch:

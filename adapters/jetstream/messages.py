@@ -6,8 +6,8 @@ import the other.
 
 from __future__ import annotations
 
-from urllib.parse import unquote
 import re
+from urllib.parse import unquote
 from uuid import UUID, SafeUUID
 
 from eventsourcing.persistence import Notification

@@ -3,14 +3,7 @@
 `Roving` is its face; `ReadModels` what it asks the views at decision time; `access` who may do what.
 """
 
-from domain.app.errors import (
-           Conflict,
-           Forbidden,
-           Invalid,
-           LoginRefused,
-           NotFound,
-           StaleEpoch,
-)
+from domain.app.errors import Conflict, Forbidden, Invalid, LoginRefused, NotFound, StaleEpoch
 from domain.app.read_models import NoReadModels, ReadModelFunctions, ReadModels
 from domain.app.roving import Roving
 

@@ -13,17 +13,10 @@ from uuid import UUID
 
 from domain.app.errors import Forbidden, NotFound
 from domain.app.ids import node_id
-from domain.ids import as_uuid
 from domain.endpoint import Endpoint, OwnerKind
+from domain.ids import as_uuid
 from domain.tenancy import Role, Source
-from domain.tenancy.permissions import (
-    Action,
-    Outcome,
-    Principal,
-    Resource,
-    authorize,
-    can,
-)
+from domain.tenancy.permissions import Action, Outcome, Principal, Resource, authorize, can
 
 __all__ = ["Reach", "Resource", "authorize", "decide", "visible", "work"]
 

@@ -130,7 +130,8 @@ class CatalogHandlers:
     def _templates(self, principal: Principal) -> tuple[list[Template], list[dict[str, Any]]]:
         templates, statuses = [], []
         for source in self._sources(principal):
-            status: dict[str, Any] = {"name": source.name, "id": source.id, "scope": source.scope.value, "owner": source.owner_name,
+            status: dict[str, Any] = {"name": source.name, "id": source.id, "scope": source.scope.value,
+                                      "owner": source.owner_name,
                       "templates": 0, "error": "", "problems": []}
             try:
                 files = self.store.templates(source)

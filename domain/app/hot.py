@@ -9,8 +9,8 @@ trivial job). With it, an aggregate this process saved or loaded is trusted as i
   has seen is never handed out again, so a read-only decision is at most as stale as the views are.
 
 A stale copy is caught up with only the events after it (one short read), never replayed from the first: a
-busy node's history is long. An id looked up and not found is remembered as absent until the follower sees an event of it, or a save of it is
-refused; a caller that must not trust that (a token's revocation) asks inside `uncached()`.
+busy node's history is long. An id looked up and not found is remembered as absent until the follower sees an
+event of it, or a save of it is refused; a caller that must not trust that (a token's revocation) asks inside `uncached()`.
 """
 
 from __future__ import annotations

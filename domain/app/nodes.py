@@ -15,8 +15,8 @@ from domain.app.unit_of_work import UnitOfWork, command
 from domain.fuzzfile import Problem
 from domain.holds import Effect, HoldError, NodeSummary, ReleaseRefused
 from domain.node import Capacity, Credential, Node, NodeError, StaleAgent
-from domain.tenancy.revocation import RevokedToken, revocation_id
 from domain.tenancy.permissions import Principal
+from domain.tenancy.revocation import RevokedToken, revocation_id
 
 
 class NodeHandlers:

@@ -11,8 +11,16 @@ from domain.app.errors import Conflict, Invalid, NotFound, invalid
 from domain.app.unit_of_work import UnitOfWork, command
 from domain.fuzzfile.schema import Workflow as Definition
 from domain.fuzzfile.stages import Stage
-from domain.profiles import Profile, ProfileBody, ProfileCatalog, bind_profiles, catalog_id, name_problem, problems
-from domain.profiles import profile_id
+from domain.profiles import (
+    Profile,
+    ProfileBody,
+    ProfileCatalog,
+    bind_profiles,
+    catalog_id,
+    name_problem,
+    problems,
+    profile_id,
+)
 from domain.tenancy.permissions import Principal
 
 

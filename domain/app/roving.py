@@ -25,7 +25,6 @@ from domain.app.tenancy import PasswordHasher, TenancyHandlers
 from domain.app.unit_of_work import UnitOfWork
 from domain.app.workflows import WorkflowHandlers
 
-
 P = ParamSpec("P")
 R = TypeVar("R")
 

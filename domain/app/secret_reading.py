@@ -17,8 +17,19 @@ from domain.app.errors import Invalid, NotFound
 from domain.app.ids import group_id
 from domain.app.unit_of_work import UnitOfWork
 from domain.fuzzfile import Problem
-from domain.secrets import (Cipher, CipherError, Reference, Scope, SecretError, SecretShelf, entry_id, parse_reference,
-                            referenced, shelf_id, uses)
+from domain.secrets import (
+    Cipher,
+    CipherError,
+    Reference,
+    Scope,
+    SecretError,
+    SecretShelf,
+    entry_id,
+    parse_reference,
+    referenced,
+    shelf_id,
+    uses,
+)
 from domain.secrets.references import IMAGE_SECRET_VARIABLE
 from domain.tenancy import Role
 from domain.tenancy.group import Group

@@ -20,11 +20,21 @@ import msgspec
 
 from domain.app.errors import Conflict, Forbidden, NotFound, invalid
 from domain.app.ids import group_id
-from domain.ids import as_uuid
 from domain.app.secret_reading import SecretReading, context
 from domain.app.unit_of_work import UnitOfWork, command
-from domain.secrets import (INDEX_ID, Cipher, Scope, SecretError, SecretIndex, SecretShelf, check_name, check_scope,
-                            check_value, shelf_id)
+from domain.ids import as_uuid
+from domain.secrets import (
+    INDEX_ID,
+    Cipher,
+    Scope,
+    SecretError,
+    SecretIndex,
+    SecretShelf,
+    check_name,
+    check_scope,
+    check_value,
+    shelf_id,
+)
 from domain.tenancy import Role, Source
 from domain.tenancy.group import Group
 from domain.tenancy.permissions import Principal

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import functools
 import threading
-from copy import deepcopy
 from collections.abc import Callable
+from copy import deepcopy
 from typing import Any, TypeVar
 from uuid import UUID
 

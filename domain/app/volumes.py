@@ -13,7 +13,8 @@ from domain.app.config import ConfigHandlers
 from domain.app.errors import Invalid
 from domain.app.read_models import ReadModels
 from domain.app.unit_of_work import UnitOfWork
-from domain.fuzzfile.schema import Problem, Workflow as Definition
+from domain.fuzzfile.schema import Problem
+from domain.fuzzfile.schema import Workflow as Definition
 from domain.fuzzfile.stages import list_steps
 from domain.fuzzfile.transfers import mounted_volumes
 from domain.scheduler.segments import segment_problems

@@ -22,16 +22,15 @@ from domain.app.unit_of_work import Recheck, UnitOfWork, command
 from domain.app.volumes import VolumeHandlers
 from domain.fuzzfile import Problem, parse_fuzzfile
 from domain.fuzzfile.parse import ParseResult
-from domain.fuzzfile.stages import list_steps
-from domain.project_paths import ProjectError, check_path
 from domain.fuzzfile.schema import Workflow as Fuzzfile
 from domain.fuzzfile.semantics import StageStatus
+from domain.fuzzfile.stages import list_steps
 from domain.node import Node
+from domain.project_paths import ProjectError, check_path
 from domain.scheduler.priority import check_workflow_priority
 from domain.scheduler.snapshot import Definition
 from domain.tenancy.permissions import Principal
 from domain.workflow import Workflow, WorkflowError
-
 
 DRAFT, DRAFT_AT = UUID(int=0), datetime.fromtimestamp(0, UTC)  # the workflow `validate` builds to check, unsaved
 

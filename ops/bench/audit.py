@@ -12,7 +12,7 @@ import json
 import statistics
 import tempfile
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from uuid import UUID
 
@@ -24,7 +24,7 @@ from adapters.duckdb_store import AuditStore
 from adapters.transcoder import MsgspecTranscoder
 from projections.audit import AuditFilters, AuditProjection, Scope
 
-T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
 DEFINITION = {"version": "v4", "jobs": {"main": {"image": {"uri": "docker://alpine:3.20"}, "script": "train.sh",
                                                   "resource": {"cpu": {"cores": 8}, "memory": {"size": "32GiB"}}}}}
 ORGANIZATIONS, USERS, NODES = 20, 400, 512
@@ -47,11 +47,13 @@ def workflow_events(number: int) -> list[tuple[str, UUID, int, dict]]:
                                     "preemptible": False, "execute_timeout_seconds": 3600.0, "by": "scheduler", "at": at}),
         (al + "Readied", aid, 2, {"by": "scheduler", "at": at}),
         (al + "Placed", aid, 3, {"nodes": [node], "epoch": 1, "by": "scheduler", "at": at + timedelta(seconds=1)}),
-        (wf + "StageStarted", wid, 3, {"stage": "main", "attempt": 1, "node": node, "by": "agent", "at": at + timedelta(seconds=2)}),
+        (wf + "StageStarted", wid, 3, {"stage": "main", "attempt": 1, "node": node, "by": "agent",
+                                       "at": at + timedelta(seconds=2)}),
         (wf + "StageRunning", wid, 4, {"stage": "main", "attempt": 1, "by": "agent", "at": at + timedelta(seconds=3)}),
         (wf + "StageFinished", wid, 5, {"stage": "main", "attempt": 1, "exit_code": 0, "reason": "Finished",
                                         "by": "agent", "at": at + timedelta(seconds=60)}),
-        (al + "Ended", aid, 4, {"state": "FINISHED", "exit_code": 0, "reason": "", "by": "agent", "at": at + timedelta(seconds=60)}),
+        (al + "Ended", aid, 4, {"state": "FINISHED", "exit_code": 0, "reason": "", "by": "agent",
+                                "at": at + timedelta(seconds=60)}),
     ]
 
 
@@ -107,7 +109,8 @@ def main() -> None:
         store.close()
     print(json.dumps({"bench": "audit", "events": args.events, "batch": args.batch,
                       "ingest_events_per_s": round(rate), "list_org_type_hour_median_ms": round(listed, 2),
-                      "sql_count_by_type_median_ms": round(counted, 2), "targets": {"ingest_events_per_s": 50_000, "query_ms": 200}}))
+                      "sql_count_by_type_median_ms": round(counted, 2),
+                      "targets": {"ingest_events_per_s": 50_000, "query_ms": 200}}))
 
 
 if __name__ == "__main__":

@@ -127,7 +127,8 @@ def test_a_job_of_a_root_agent_runs_as_the_job_user_in_its_own_directory_and_can
     write_secret(data_dir / "admin.token", "admin-secret")
     user = JobUser(uid=65534, gid=65534, name="nobody")
     executor = Executor(open_root / "work", kill_grace=0.3, user=user)
-    script = f"id -u; id -g; echo $HOME; touch mine; cat {data_dir}/admin.token || echo denied; ls {open_root}/work || echo unlisted"
+    script = (f"id -u; id -g; echo $HOME; touch mine; cat {data_dir}/admin.token || echo denied; "
+              f"ls {open_root}/work || echo unlisted")
     recorder, result = run(executor, spec(script=script, files={"in.txt": "x"}))
     workdir = executor.workdir(spec())
     lines = recorder.text().splitlines()

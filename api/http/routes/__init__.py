@@ -7,9 +7,31 @@ from starlette.routing import BaseRoute
 
 def all_routes() -> list[BaseRoute]:
     """Every route in matching order (specific paths before `{id}` patterns within a module)."""
-    from api.http.routes import (agent, alerts, audit, catalog, config, endpoints, federation, health, metrics, nodes,
-                                 objects, openapi, profiles, projects, provisioners, proxy, proxy_ws, queue, secrets,
-                                 sessions, tenancy, workflow_tokens, workflows)
+    from api.http.routes import (
+        agent,
+        alerts,
+        audit,
+        catalog,
+        config,
+        endpoints,
+        federation,
+        health,
+        metrics,
+        nodes,
+        objects,
+        openapi,
+        profiles,
+        projects,
+        provisioners,
+        proxy,
+        proxy_ws,
+        queue,
+        secrets,
+        sessions,
+        tenancy,
+        workflow_tokens,
+        workflows,
+    )
 
     modules = (health, metrics, openapi, workflows, queue, nodes, alerts, tenancy, sessions, config, agent, audit, endpoints,
                secrets, profiles, projects, provisioners, catalog, federation, proxy, proxy_ws, objects, workflow_tokens)

@@ -10,9 +10,9 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from api import metrics
+from api.composition.refused_alerts import DECIDING, settled
 from api.http import answers as shapes
 from api.http.answers import answers
-from api.composition.refused_alerts import DECIDING, settled
 from api.http.routes import common as c
 from domain.alerts import REFUSED
 from domain.holds import NodeSummary

@@ -21,8 +21,8 @@ from starlette.responses import FileResponse, Response
 from starlette.routing import Route
 
 from adapters.sql_guard import RefusedQuery
-from api.http.errors import BadRequest, problem
 from api.http.audit_forward import to_audit_owner
+from api.http.errors import BadRequest, problem
 from api.http.routes import common as c
 from domain.app import access
 from domain.tenancy.permissions import Principal

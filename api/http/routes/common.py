@@ -16,8 +16,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import HTTPConnection, Request
 from starlette.responses import Response
 
-from api.http.errors import BadRequest
 from api.composition.services import Services
+from api.http.errors import BadRequest
 from domain.app.errors import NotFound
 from domain.app.unit_of_work import saved_position
 from domain.fuzzfile.decode import wide_numbers

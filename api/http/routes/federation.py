@@ -17,7 +17,6 @@ an empty cluster. `queue show|stats` and `workflow ...` fan out through the same
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from typing import Any
 
@@ -67,7 +66,7 @@ def load_view(hub: str, timeout: float = TIMEOUT) -> FederatedView:
         raise HubUnavailable(str(error), last) from None
     except nats.js.errors.APIError as error:
         raise HubUnavailable(f"the hub at {hub} refused: {error.description or error}", last) from None
-    except (asyncio.TimeoutError, nats.errors.Error) as error:
+    except (TimeoutError, nats.errors.Error) as error:
         raise HubUnavailable(f"the hub at {hub} stopped answering ({error.__class__.__name__}): "
                              "check the hub nats-server", last) from None
 

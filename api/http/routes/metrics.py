@@ -9,8 +9,8 @@ from starlette.responses import Response
 from starlette.routing import Match, Route
 from starlette.types import Scope
 
-from api.composition.services import Services
 from api import metrics as gauges  # the control plane's series are exported by every API process, leader or not
+from api.composition.services import Services
 
 REQUESTS = Counter("roving_http_requests_total", "HTTP requests answered", ["method", "route", "status"])
 LATENCY = Histogram("roving_http_request_seconds", "HTTP request duration", ["method", "route"],

@@ -12,7 +12,21 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from api.http.answers import CredentialRevoked, Credentials, Evicted, HoldCreated, Holds, Node, NodeEvents, NodeList, Readmitted, Released, Removed, TargetGroup, answers
+from api.http.answers import (
+    CredentialRevoked,
+    Credentials,
+    Evicted,
+    HoldCreated,
+    Holds,
+    Node,
+    NodeEvents,
+    NodeList,
+    Readmitted,
+    Released,
+    Removed,
+    TargetGroup,
+    answers,
+)
 from api.http.routes import common as c
 from domain.app import access
 from domain.app.errors import NotFound

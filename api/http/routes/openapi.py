@@ -10,14 +10,13 @@ from typing import Any
 
 import msgspec
 from starlette.requests import Request
-from starlette.responses import Response
-from starlette.responses import FileResponse
+from starlette.responses import FileResponse, Response
 from starlette.routing import Route
 
-from domain.app.errors import NotFound
 from api.http.operations import operation_names
 from api.http.routes import agent, audit, catalog, endpoints, nodes, projects, sessions, tenancy, workflows
 from api.http.routes import common as c
+from domain.app.errors import NotFound
 from domain.provisioner_spec import ProvisionerBody
 
 PUBLIC = {"/healthz", "/readyz", "/metrics", "/v4/auth/login", "/v4/auth/refresh", "/v4/openapi.json", "/v4/version",
@@ -153,7 +152,7 @@ def document(routes: list[Any]) -> dict[str, Any]:
             continue  # the try-it page is for people, not an operation
         for method in sorted((route.methods or set()) - {"HEAD"}):
             paths.setdefault(path, {})[method.lower()] = operation(method, path, route.endpoint,
-                                                                  dict(zip(types, refs)))
+                                                                  dict(zip(types, refs, strict=True)))
     info = {"title": "Roving", "version": "4",
             "description": "Roving's HTTP API. Get a token with POST /v4/auth/login (or `roving context login`), then "
                            "send it as `Authorization: Bearer <token>`. Try it at /v4/docs."}

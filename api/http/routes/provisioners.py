@@ -15,7 +15,8 @@ from starlette.routing import Route
 
 from api.http.routes import common as c
 from domain.app.errors import NotFound
-from domain.provisioner import Provisioner, Request as NodeRequest
+from domain.provisioner import Provisioner
+from domain.provisioner import Request as NodeRequest
 from domain.provisioner_spec import ProvisionerBody
 
 

@@ -9,12 +9,11 @@ arrives: the API never holds an upload whole, so the body cap (`ROVING_MAX_BODY_
 from __future__ import annotations
 
 import itertools
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
 
 import structlog
-from collections.abc import AsyncIterator
-
 from starlette.background import BackgroundTask
 from starlette.requests import HTTPConnection, Request
 from starlette.responses import Response, StreamingResponse
@@ -23,8 +22,8 @@ from starlette.routing import Route
 from adapters.upstream import Failed, Unreachable, Upstream
 from api.http.auth import claims_for, principal_of
 from api.http.errors import Unauthorized, problem
-from api.http.timeouts import BodyTimeout
 from api.http.routes import common as c
+from api.http.timeouts import BodyTimeout
 from domain.app import access
 from domain.endpoint import Endpoint, Scope
 

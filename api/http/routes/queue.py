@@ -15,9 +15,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from api.http.answers import QueuePage, QueueStats, answers
 from api.http.errors import BadRequest
 from api.http.fanout import Fanout, fanout
-from api.http.answers import QueuePage, QueueStats, answers
 from api.http.routes import common as c
 from api.http.routes.names import Names, names
 from domain.app import access

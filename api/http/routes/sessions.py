@@ -17,8 +17,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from adapters.auth.tokens import REFRESH, Identity, InvalidToken, issue, new_family, verify
-from api.http.errors import Unauthorized
 from api.http.answers import TokenPair, answers
+from api.http.errors import Unauthorized
 from api.http.routes import common as c
 from domain.tenancy.permissions import Principal
 from domain.tenancy.revocation import family_jti

@@ -14,8 +14,8 @@ from starlette.routing import Route
 
 from adapters.auth.tokens import WEBHOOK_TTL, Identity
 from api.http import answers as shapes
-from api.http.answers import TokenPair, Whoami, answers
 from api.http import logins
+from api.http.answers import TokenPair, Whoami, answers
 from api.http.routes import common as c
 from api.http.routes import sessions
 from api.http.routes.names import Names, names

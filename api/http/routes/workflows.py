@@ -20,9 +20,19 @@ from starlette.routing import Route
 
 from adapters.federation import FederationError
 from adapters.hub_log import read_member_log
+from api.http.answers import (
+    Problem,
+    Stopped,
+    Validation,
+    WhyAnswer,
+    WorkflowCreated,
+    WorkflowDetail,
+    WorkflowEvents,
+    WorkflowList,
+    answers,
+)
 from api.http.errors import BadRequest, problem
 from api.http.fanout import Located, locate
-from api.http.answers import Problem, Stopped, Validation, WhyAnswer, WorkflowCreated, WorkflowDetail, WorkflowEvents, WorkflowList, answers
 from api.http.routes import common as c
 from api.http.routes import federation as hub_routes
 from api.http.routes import log_follow

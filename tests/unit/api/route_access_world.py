@@ -18,12 +18,12 @@ import msgspec
 import pytest
 
 from adapters.audit_feed import AuditFeed
+from adapters.audit_log import AuditLog
 from adapters.duckdb_store import AuditStore
-from api.http.routes import federation
 from api.composition.settings import load_settings
+from api.http.routes import federation
 from domain.app.ids import user_id
 from domain.tenancy import Role, Source
-from adapters.audit_log import AuditLog
 from projections.audit import AuditProjection
 from tests.unit.api.harness import JOB, PASSWORD, Api, token, webhook_token
 from tests.unit.api.test_federation_routes import HUB, hub_view

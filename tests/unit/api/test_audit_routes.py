@@ -8,10 +8,10 @@ import pytest
 import yaml
 
 from adapters.audit_feed import AuditFeed
+from adapters.audit_log import AuditLog
 from adapters.duckdb_store import AuditStore
 from api.cli.main import build_parser, execute
 from domain.tenancy import Source
-from adapters.audit_log import AuditLog
 from projections.audit import AuditProjection
 from tests.unit.api.harness import JOB, PASSWORD, Api, token
 from tests.unit.api.test_cli import client_for

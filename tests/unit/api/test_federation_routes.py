@@ -17,8 +17,8 @@ from adapters.federation import FEDERATED_STREAM, FederationStatus, MemberStatus
 from adapters.hub_log import Arrivals
 from adapters.jetstream.client import RawMsg
 from adapters.transcoder import MsgspecTranscoder
-from api.http.routes import federation as routes
 from api.composition.settings import load_settings
+from api.http.routes import federation as routes
 from domain.fuzzfile import parse_fuzzfile
 from domain.workflow import Workflow
 from projections.federated import FederatedView

@@ -35,7 +35,8 @@ def test_started_stages_and_placements_name_their_node(two_tenants, audit):
 
 def test_node_events_record_the_principal_role_and_source(two_tenants, audit):
     (hold,) = audit.list(AuditFilters(event_type="Node.HoldPlaced"), ADMIN)
-    assert (hold.aggregate_kind, hold.node, hold.principal, hold.role, hold.source) == ("node", "n3", "root", "cluster-admin", "admin")
+    found = (hold.aggregate_kind, hold.node, hold.principal, hold.role, hold.source)
+    assert found == ("node", "n3", "root", "cluster-admin", "admin")
     assert hold.organization is None
 
 
