@@ -137,6 +137,8 @@ class Workflow(TimedAggregate):
     pools = resources.pools
     scale_service = resources.scale_service
     services_to_stop = resources.services_to_stop
+    services_never_needed = resources.services_never_needed
+    stage_not_needed = resources.stage_not_needed
     _close_pool = resources._close_pool
     bind_volumes = resources.bind_volumes
     _node_volumes = resources._node_volumes

@@ -65,6 +65,26 @@ def services_to_stop(self: Workflow) -> list[str]:
             and s.status in (StageStatus.STARTED, StageStatus.RUNNING)]
 
 
+def services_never_needed(self: Workflow) -> list[str]:
+    """Non-persistent services that have not started although every job has ended: waiting for a node (a quota, a
+    reservation) or for their own dependencies. Nothing can need them any more; started later, they would run on
+    alone and the workflow would never end. A workflow of services alone runs them until it is stopped."""
+    if self.book.open_jobs or all(step.kind == "service" for step in self.book.order):
+        return []
+    waiting = (StageStatus.PENDING, StageStatus.WAITING, StageStatus.READY)
+    return [state.name for step in self.book.order if step.kind == "service"
+            for state in (step.state(offset, self.book.canceled) for offset in range(step.definition.size))
+            if state.status in waiting and not state.template.persist]
+
+
+def stage_not_needed(self: Workflow, stage: str, at: datetime, by: str = "scheduler") -> None:
+    """A service that never started ends as a stopped one does: nothing needs it."""
+    state = self._state(stage)
+    self._finished(stage=stage, attempt=state.attempt, exit_code=None,
+                   reason="Stopped: every job ended before it started", by=by, at=at)
+    self._advance(at, state.step)
+
+
 def _close_pool(self: Workflow, step: StepState, at: datetime) -> None:
     """The last live replica of an autoscaled pool stopped: its stages not running end too."""
     if step.limit is None or any(s.step is step for s in self.book.live.values()):

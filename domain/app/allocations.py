@@ -104,6 +104,13 @@ class Allocations:
                 alloc.cancel("no remaining dependents", by="scheduler", at=at)
                 touched += [alloc, *self.release(alloc, "scheduler", at)]
             workflow.stage_stopped(stage, view.attempt, at=at, by="scheduler")
+        for stage in workflow.services_never_needed():  # a queued one's allocation is withdrawn
+            view = workflow.stage(stage)
+            alloc = self._live(allocation_id(workflow.id, stage, view.attempt))
+            if alloc is not None:
+                alloc.cancel("no remaining dependents", by="scheduler", at=at)
+                touched += [alloc, *self.release(alloc, "scheduler", at)]
+            workflow.stage_not_needed(stage, at=at, by="scheduler")
         return touched
 
     def owner_priorities(self, owner: dict[str, str]) -> dict[str, int]:

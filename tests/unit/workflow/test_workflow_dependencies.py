@@ -80,6 +80,25 @@ def test_a_non_persistent_service_is_stopped_when_every_job_has_ended():
     assert workflow.status == "FINISHED"
 
 
+def test_a_service_still_waiting_for_a_node_when_every_job_ended_ends_instead_of_running_alone():
+    """Seen in the soak: a service queued behind a project's quota was placed after the only job had finished, and
+    ran on with nothing to stop it; its workflow never ended."""
+    workflow = submit(fuzzfile([step("job")], [step("web")]))
+    assert statuses(workflow) == {"job": "READY", "web": "READY"}
+    run(workflow, "job")
+    assert workflow.services_to_stop() == [] and workflow.services_never_needed() == ["web"]
+    workflow.stage_not_needed("web", at(4))
+    assert statuses(workflow) == {"job": "FINISHED", "web": "FINISHED"}
+    assert workflow.stage("web").reason == "Stopped: every job ended before it started"
+    assert workflow.status == "FINISHED"
+
+
+def test_a_service_waiting_on_a_running_job_is_not_yet_given_up():
+    workflow = submit(fuzzfile([step("job")], [step("web")]))
+    workflow.stage_started("job", 1, "n1", at(1))
+    assert workflow.services_never_needed() == []
+
+
 def test_task_arrays_respect_their_concurrency():
     text = fuzzfile([step("r", extra="task-array: {start: 1, end: 4, concurrency: 2}")])
     workflow = submit(text)
