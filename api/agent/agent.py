@@ -21,15 +21,16 @@ from adapters.probes import ProbeRunner, liveness
 from adapters.registry_auth import take_credential
 from api.agent.args import AgentConfig, build_spec
 from api.agent.logstream import close_job_logs, open_job_logs
+from api.agent.messages import as_json, registered, report_of, reportable
 from api.agent.metrics import NodeMetrics
 from api.agent.node import check_owner
 from api.agent.poll import AssignmentFeed, follow
 from api.agent.ports import PortWatch, listening_of
 from api.agent.progress import ProgressRelay
 from api.agent.pulls import ImagePulls
-from api.agent.reports import Reporter, as_json, report_of
+from api.agent.reports import Reporter
 from api.agent.slots import Slot, adopt_jobs, confirm_adopted, stop_probes
-from domain.agent_protocol import Assignments, Event, Heartbeat, Register, Registered, Report, Stop
+from domain.agent_protocol import Assignments, Event, Heartbeat, Register, Report, Stop
 
 log = structlog.get_logger("roving.agent")
 OUTBOX_DRAIN_SECONDS = 120.0  # a restarted agent delivers what its predecessor left before registering anew
@@ -152,7 +153,7 @@ class Agent:
             response = await self.call("POST", "/v4/agent/register", **as_json(body))
             if self.own_token_refused(response):
                 continue
-            answer = _registered(response)
+            answer = registered(response)
             if answer is not None:
                 self.node_id, self.epoch = str(answer.node_id), answer.epoch
                 if answer.token:  # the node's own credential, revocable by admins, from now on
@@ -223,28 +224,14 @@ class Agent:
         """A multinode rank told to stop before it ran here still reports its end: its allocation waits for every
         rank's exit (unless this node has run it already and its exit is on its way)."""
         allocation_id, epoch = order.allocation_id, order.epoch
-        if not self.reportable(allocation_id, epoch):
-            return
-        if (allocation_id, epoch) in self.finished or self.reporter.waiting(allocation_id, epoch, "exited"):
+        if (not reportable(allocation_id, epoch, self.log) or (allocation_id, epoch) in self.finished
+                or self.reporter.waiting(allocation_id, epoch, "exited")):
             return
         self.finished.add((allocation_id, epoch))
         if self.logs is not None and order.ranks:  # its share of the log ends too: followers wait for it
             self.logs.end(order.workflow_id, order.stage, "not started", ranks=order.ranks)
         self.reporter.queue(self._body(allocation_id, epoch, "exited", exit_code=143,
                                        reason=f"not started: {order.reason}"))
-
-    def reportable(self, allocation_id: Any, epoch: Any) -> bool:
-        """An order the agent can report on (an allocation id and an epoch as the protocol has them); one that is
-        not is logged and left alone, since no report of it could be taken."""
-        try:
-            UUID(allocation_id)
-        except (TypeError, ValueError, AttributeError):
-            self.log.error("agent.order_unreadable", allocation_id=repr(allocation_id)[:100], epoch=repr(epoch)[:40])
-            return False
-        if isinstance(epoch, int) and not isinstance(epoch, bool):
-            return True
-        self.log.error("agent.order_unreadable", allocation_id=allocation_id, epoch=repr(epoch)[:40])
-        return False
 
     async def sweep_volumes(self, live: set[str]) -> None:
         """Volumes of workflows that ended go, once none of their stages runs here any more."""
@@ -254,9 +241,8 @@ class Agent:
 
     async def start(self, item: dict[str, Any]) -> None:
         allocation_id, epoch = item.get("allocation_id", ""), item.get("epoch", 0)
-        if not self.reportable(allocation_id, epoch):
-            return
-        if allocation_id in self.slots or (allocation_id, epoch) in self.finished:
+        if (not reportable(allocation_id, epoch, self.log) or allocation_id in self.slots
+                or (allocation_id, epoch) in self.finished):
             return
         if self.reporter.waiting(allocation_id, epoch, "exited"):
             return  # it ran here already; the exit is on its way
@@ -412,17 +398,6 @@ class Agent:
             self.loop.call_soon_threadsafe(fn, *args)
         except RuntimeError:  # the loop already closed: the agent is gone
             pass
-
-
-def _registered(response: httpx.Response | None) -> Registered | None:
-    """The registration's answer; None for a refusal (logged by the caller) or an answer that is none (logged)."""
-    if response is None or response.status_code != 200:
-        return None
-    try:
-        return msgspec.json.decode(response.content, type=Registered)
-    except msgspec.DecodeError as error:
-        log.warning("agent.registration_unreadable", error=str(error), body=response.text[:200])
-        return None
 
 
 async def _sleep_or_stop(stop: asyncio.Event, seconds: float) -> None:

@@ -13,8 +13,8 @@ from typing import Any
 
 from adapters.pull_progress import Tell
 from adapters.runspec import RunSpec
+from api.agent.messages import as_json, report_of
 from api.agent.progress import EVERY, ProgressRelay
-from api.agent.reports import as_json, report_of
 
 Call = Callable[..., Awaitable[Any]]
 

@@ -14,14 +14,14 @@ import enum
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
-from uuid import UUID
 
 import httpx
 import msgspec
 import structlog
 
 from adapters.outbox import Entry, Outbox, key_of
-from domain.agent_protocol import BatchResult, BatchResults, Event, Report, Reports
+from api.agent.messages import as_json
+from domain.agent_protocol import BatchResult, BatchResults, Report, Reports
 
 log = structlog.get_logger("roving.agent")
 Send = Callable[..., Awaitable[httpx.Response | None]]
@@ -179,17 +179,6 @@ class Reporter:
             log.warning("agent.fenced", reason=response.text[:200], **fields)
             self.on_fenced(entry)
         return outcome
-
-
-def report_of(node_id: str | None, allocation_id: str, epoch: int, event: Event, **fields: Any) -> Report:
-    """A report of this node (the ids as the control plane gave them: a malformed one is a ValueError here, where
-    it was a refusal by the control plane)."""
-    return Report(node_id=UUID(node_id or ""), allocation_id=UUID(allocation_id), epoch=epoch, event=event, **fields)
-
-
-def as_json(message: msgspec.Struct) -> dict[str, Any]:
-    """A request's keyword arguments for a protocol message: its JSON body, encoded by msgspec."""
-    return {"content": msgspec.json.encode(message), "headers": {"Content-Type": "application/json"}}
 
 
 def _results(response: httpx.Response) -> list[BatchResult]:

@@ -234,3 +234,12 @@ def test_a_detaching_agent_leaves_its_job_running_and_reports_no_exit(tmp_path):
         assert api.events(A1) == [("started", 1, None)]
     finally:
         os.killpg(group, 9)
+
+
+def test_an_order_for_an_allocation_id_that_is_no_uuid_is_left_and_the_others_run(tmp_path):
+    """No report of it could be taken (the protocol's ids are UUIDs): the agent logs it, never crashes on it."""
+    with FakeApi() as api:
+        api.start = [assignment("not-a-uuid", command=["true"]), assignment(A1, command=["true"])]
+        drive(api, tmp_path, until=lambda: ("exited", 1, 0) in api.events(A1))
+    assert api.events(A1) == [("started", 1, None), ("exited", 1, 0)]
+    assert {r["allocation_id"] for r in api.reports} == {A1}
