@@ -68,6 +68,8 @@ class Agent:
         nc = beats = None
         try:
             adopted = self.adopt()
+            if unreadable := self.reporter.outbox.unreadable:  # left by a predecessor: no control plane takes them
+                self.log.error("agent.outbox_entries_unreadable", entries=unreadable)
             await self.reporter.drain(time.monotonic() + OUTBOX_DRAIN_SECONDS, stop)
             if await self.resume(stop, bool(adopted)):
                 await self.watch_adopted(adopted)
