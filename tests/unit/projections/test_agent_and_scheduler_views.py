@@ -174,3 +174,32 @@ def test_a_job_in_a_built_image_is_told_whose_image_to_look_up():
     assert (spec["image"], spec["image_owner"], spec["image_group"]) == (
         "fuzzball://user/tools", str(uid("alice")), str(uid("group")))
     assert "build" not in spec
+
+
+def agent_reads(spec: dict) -> set[str]:
+    """The keys of a run spec the agent's RunSpec takes (under their own names or the aliases it knows)."""
+    from adapters.runspec import RunSpec
+    from api.agent.args import ALIASES
+    return set(spec) & (set(RunSpec.__struct_fields__) | set(ALIASES))
+
+
+def test_every_key_of_a_service_and_a_job_run_spec_is_one_the_agent_reads():
+    """A run spec stays a mapping on the wire (domain/agent_protocol.Assignments): a key renamed on one side would
+    reach the agent as nothing; this holds the two spellings together."""
+    from api.agent.args import build_spec
+    feed, n1 = Feed(), node("node-1")
+    feed.save(n1)
+    placed(feed, SERVICE, "web", n1)
+    [service] = feed.views.assignments(n1.id).start
+    assert set(service) == agent_reads(service)
+    built = build_spec(service)
+    assert (built.job_name, built.kind, built.readiness_probe is not None) == ("web", "service", True)
+    workflow = submit(SERVICE, name="second")
+    workflow.stage_started("web", 1, "node-1", at(1))
+    workflow.stage_running("web", 1, at(2))
+    allocation = request(workflow, "train", minute=2)
+    allocation.place([str(n1.id)], by="scheduler", at=at(3))
+    feed.save(workflow, allocation)
+    job = next(s for s in feed.views.assignments(n1.id).start if s["kind"] == "job")
+    assert set(job) == agent_reads(job)
+    assert (build_spec(job).memory, build_spec(job).execute_timeout) == (GiB, 600.0)

@@ -102,3 +102,12 @@ def test_without_procs_per_node_each_node_runs_as_many_processes_as_the_job_has_
     feed.save(workflow, allocation)
     [spec] = feed.views.assignments(n1.id).start
     assert spec["peers"]["procs_per_node"] == 3
+
+
+def test_every_key_of_a_multinode_rank_s_run_spec_is_one_the_agent_reads():
+    from adapters.runspec import RunSpec
+    from api.agent.args import ALIASES, build_spec
+    feed, _, n1, _ = placed_on_two()
+    [spec] = feed.views.assignments(n1.id).start
+    assert set(spec) - set(RunSpec.__struct_fields__) - set(ALIASES) == set()
+    assert build_spec(spec).peers is not None
