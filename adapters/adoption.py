@@ -26,6 +26,7 @@ import msgspec
 from adapters.private_files import write_private
 from adapters.probes import with_kebab_probes
 from adapters.runspec import RunSpec
+from domain.agent_protocol import Register
 
 # The job's parent: it waits for the job and writes its exit code to fd 0 (the `exit` file), so the code is
 # known even when no agent is its parent any more. A trapped TERM does not end it (the job gets TERM and its
@@ -187,9 +188,14 @@ class Registration:
             return None
 
 
-def registration_digest(body: dict) -> str:
-    """What a registration says of the node (capacity, devices, labels, addresses), as one comparable string."""
-    return hashlib.sha256(msgspec.json.encode(body, order="sorted")).hexdigest()
+def registration_digest(body: Register) -> str:
+    """What a registration says of the node (capacity, devices, labels, addresses), as one comparable string: of
+    the mapping agents before the protocol's types sent (no `segment` when there is none), so an unchanged node
+    still resumes its registration across the upgrade."""
+    shape = msgspec.to_builtins(body)
+    if not shape.get("segment"):
+        del shape["segment"]
+    return hashlib.sha256(msgspec.json.encode(shape, order="sorted")).hexdigest()
 
 
 def _write_private(path: Path, data: bytes) -> None:

@@ -10,16 +10,20 @@ report it already recorded as a success. The journal is emptied once nothing wai
 flushed, then renamed) when it grows long with reports still waiting. Reads keep the order reports were made in,
 so the reports of one allocation (started, ready, exited) reach the control plane in order, across restarts.
 Reports an older agent left as one file each (`<sequence>-<allocation>-<epoch>-<kind>.json`) are taken in first.
+Each report is the protocol's `Report` (domain/agent_protocol.py), so what an older agent wrote there as a plain
+mapping is read as one; an entry that is no report (it could never be taken) is counted in `unreadable`, not sent.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+
+import msgspec
+
+from domain.agent_protocol import Report
 
 BACKOFF_FIRST, BACKOFF_MAX = 0.2, 30.0
 JOURNAL = "journal.jsonl"
@@ -30,7 +34,7 @@ REWRITE_AFTER = 4 << 20  # bytes of journal, with reports still waiting, before 
 class Entry:
     sequence: int
     key: tuple[str, int, str]
-    body: dict[str, Any]
+    body: Report
     attempts: int = 0
     not_before: float = 0.0  # monotonic time of the next try
     first_error: str = field(default="")
@@ -47,11 +51,22 @@ class Entry:
         self.not_before = now + random.uniform(ceiling / 2, ceiling)
 
 
-def key_of(body: dict[str, Any]) -> tuple[str, int, str]:
+class Line(msgspec.Struct, omit_defaults=True):
+    """One line of the journal: `{"put": N, "body": report}` or `{"done": N}`."""
+
+    put: int | None = None
+    body: Report | None = None
+    done: int | None = None
+
+
+LINES = msgspec.json.Decoder(Line)
+ENCODER = msgspec.json.Encoder()
+
+
+def key_of(body: Report) -> tuple[str, int, str]:
     """(allocation, epoch, event); a service's readiness changes after the first carry their count (`ready#2`), so a
     ready, unready, ready again are three reports, never one."""
-    event, change = str(body["event"]), int(body.get("change") or 0)
-    return str(body["allocation_id"]), int(body["epoch"]), f"{event}#{change}" if change else event
+    return body.key()
 
 
 class Outbox:
@@ -63,6 +78,7 @@ class Outbox:
         self.path = self.directory / JOURNAL
         self.entries: dict[tuple[str, int, str], Entry] = {}
         self.sequence = 0
+        self.unreadable = 0  # entries found that are no report (never sent: the control plane could not take them)
         for entry in sorted(self._read_all(), key=lambda e: e.sequence):
             self.entries[entry.key] = entry
             self.sequence = max(self.sequence, entry.sequence)
@@ -74,10 +90,10 @@ class Outbox:
             os.close(self._fd)
             self._fd = -1
 
-    def put(self, body: dict[str, Any]) -> Entry:
+    def put(self, body: Report) -> Entry:
         return self.put_many([body])[0]
 
-    def put_many(self, bodies: list[dict[str, Any]]) -> list[Entry]:
+    def put_many(self, bodies: list[Report]) -> list[Entry]:
         """Each report on disk (one write, one fsync for all) before any is handed out; one already waiting is
         the entry it was."""
         found, lines = [], []
@@ -86,7 +102,7 @@ class Outbox:
             if key not in self.entries:
                 self.sequence += 1
                 self.entries[key] = Entry(self.sequence, key, body)
-                lines.append({"put": self.sequence, "body": body})
+                lines.append(Line(put=self.sequence, body=body))
             found.append(self.entries[key])
         if lines:
             self._append(lines, durable=True)
@@ -105,22 +121,22 @@ class Outbox:
         if not self.entries:
             os.ftruncate(self._fd, 0)  # nothing waits: the journal starts again empty (O_APPEND writes at its end)
             return
-        self._append([{"done": e.sequence} for e in gone], durable=False)
+        self._append([Line(done=e.sequence) for e in gone], durable=False)
         if os.fstat(self._fd).st_size > REWRITE_AFTER:
             self._rewrite()
 
     def __len__(self) -> int:
         return len(self.entries)
 
-    def _append(self, lines: list[dict[str, Any]], durable: bool) -> None:
-        os.write(self._fd, b"".join(json.dumps(line, separators=(",", ":")).encode() + b"\n" for line in lines))
+    def _append(self, lines: list[Line], durable: bool) -> None:
+        os.write(self._fd, b"".join(ENCODER.encode(line) + b"\n" for line in lines))
         if durable:
             os.fdatasync(self._fd)
 
     def _rewrite(self) -> None:
         """What still waits, to a new journal that replaces the long one whole."""
         tmp = self.path.with_suffix(".tmp")
-        data = b"".join(json.dumps({"put": e.sequence, "body": e.body}).encode() + b"\n" for e in self.pending())
+        data = b"".join(ENCODER.encode(Line(put=e.sequence, body=e.body)) + b"\n" for e in self.pending())
         _write_durably(tmp, data)
         os.replace(tmp, self.path)
         _sync_directory(self.directory)
@@ -135,13 +151,16 @@ class Outbox:
         made: dict[int, Entry] = {}
         for line in self.path.read_bytes().splitlines():
             try:
-                record = json.loads(line)
-                if "done" in record:
-                    made.pop(int(record["done"]), None)
-                else:
-                    made[int(record["put"])] = Entry(int(record["put"]), key_of(record["body"]), record["body"])
-            except (ValueError, KeyError, TypeError):
+                record = LINES.decode(line)
+            except msgspec.ValidationError:
+                self.unreadable += 1  # whole, but no report: never sendable
+                continue
+            except msgspec.DecodeError:
                 continue  # a torn last line: its report was never handed out
+            if record.done is not None:
+                made.pop(record.done, None)
+            elif record.put is not None and record.body is not None:
+                made[record.put] = Entry(record.put, key_of(record.body), record.body)
         return list(made.values())
 
     def _adopt_files(self) -> None:
@@ -149,8 +168,8 @@ class Outbox:
         legacy = []
         for path in self.directory.glob("*.json"):
             try:
-                legacy.append((int(path.name.split("-", 1)[0]), json.loads(path.read_bytes()), path))
-            except (OSError, ValueError):
+                legacy.append((int(path.name.split("-", 1)[0]), msgspec.json.decode(path.read_bytes(), type=Report), path))
+            except (OSError, ValueError):  # msgspec's DecodeError and ValidationError are ValueErrors
                 path.rename(path.with_suffix(".unreadable"))  # kept for an admin to look at, never resent
         self.put_many([body for _, body, _ in sorted(legacy, key=lambda item: item[0])])
         for _, _, path in legacy:

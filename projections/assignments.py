@@ -12,6 +12,7 @@ from typing import Any
 
 import msgspec
 
+from domain.agent_protocol import Assignments, Stop
 from domain.allocation import Allocation, QueueState
 from domain.fuzzfile.replicas import replica_port
 from domain.fuzzfile.restart import restart_delay
@@ -31,13 +32,13 @@ DONE = frozenset({QueueState.FINISHED, QueueState.FAILED})
 
 
 def assignments(node_id: Any, queue: QueueView, workflows: WorkflowsView, nodes: NodesView,
-                tenancy: TenancyView | None = None) -> dict[str, list]:
-    """{"start": [run spec, ...], "stop": [{allocation_id, epoch, reason}, ...], "volumes": [workflow id, ...]} for
-    one node; "volumes" names the workflows not yet ended whose volumes live here (the agent removes the rest)."""
+                tenancy: TenancyView | None = None) -> Assignments:
+    """{"start": [run spec, ...], "stop": [Stop, ...], "volumes": [workflow id, ...]} for one node (the protocol's
+    Assignments); "volumes" names the workflows not yet ended whose volumes live here (the agent removes the rest)."""
     wanted, since = str(node_id), nodes.joined_at(node_id)
     node = nodes.node(node_id)
     start: list[dict] = []
-    stop: list[dict] = []
+    stop: list[Stop] = []
     volumes: set[str] = set()
     settled: list = []
     for a in queue.on_node(wanted):
@@ -62,24 +63,24 @@ def assignments(node_id: Any, queue: QueueView, workflows: WorkflowsView, nodes:
         elif a.state in KILLED or (a.state is QueueState.RUNNING and canceled):
             stop.append(_stop(a, workflow))
     queue.settled(wanted, settled)
-    return {"start": start, "stop": stop, "volumes": sorted(volumes)}
+    return Assignments(start, stop, sorted(volumes))
 
 
 def _holds_volumes(workflow: Workflow, node: str) -> bool:
     return workflow.status not in ENDED and node in workflow.volume_nodes.values()
 
 
-def _stop(a: Allocation, workflow: Workflow | None) -> dict:
+def _stop(a: Allocation, workflow: Workflow | None) -> Stop:
     reason = a.reason if a.state in KILLED or workflow is None else f"workflow canceled: {workflow.canceled_reason}"
-    return {"allocation_id": str(a.id), "epoch": a.epoch, "workflow_id": str(a.workflow_id), "stage": a.stage,
-            "state": a.state.value, "reason": reason}
+    return Stop(allocation_id=str(a.id), epoch=a.epoch, workflow_id=str(a.workflow_id), stage=a.stage,
+                state=a.state.value, reason=reason)
 
 
-def _stop_rank(a: Allocation) -> dict:
+def _stop_rank(a: Allocation) -> Stop:
     """A rank of a multinode allocation failed: the others stop, and the allocation ends when all have exited."""
-    return {"allocation_id": str(a.id), "epoch": a.epoch, "workflow_id": str(a.workflow_id), "stage": a.stage,
-            "state": a.state.value, "rank_stop": True, "ranks": len(a.nodes),
-            "reason": f"rank {a.failed_rank} failed: the job stops on every node"}
+    return Stop(allocation_id=str(a.id), epoch=a.epoch, workflow_id=str(a.workflow_id), stage=a.stage,
+                state=a.state.value, rank_stop=True, ranks=len(a.nodes),
+                reason=f"rank {a.failed_rank} failed: the job stops on every node")
 
 
 def _peers(a: Allocation, node_id: str, workflow: Workflow, nodes: NodesView) -> Peers | None:

@@ -12,6 +12,7 @@ from typing import Any
 
 import msgspec
 
+from domain.agent_protocol import Assignments
 from domain.scheduler.snapshot import Snapshot
 from projections.assignments import assignments
 from projections.base import Batch, Projection
@@ -81,7 +82,7 @@ class Views:
         with self.lock:
             return self.applied.wait_for(lambda: self.position >= position, timeout)
 
-    def assignments(self, node_id: Any) -> dict[str, list[dict]]:
+    def assignments(self, node_id: Any) -> Assignments:
         with self.lock:
             return assignments(node_id, self.queue, self.workflows, self.nodes, self.tenancy)
 

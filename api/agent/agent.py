@@ -7,6 +7,7 @@ import signal
 import time
 from pathlib import Path
 from typing import Any
+from uuid import UUID
 
 import httpx
 import msgspec
@@ -20,6 +21,7 @@ from adapters.probes import ProbeRunner, liveness
 from adapters.registry_auth import take_credential
 from api.agent.args import AgentConfig, build_spec
 from api.agent.logstream import close_job_logs, open_job_logs
+from api.agent.messages import as_json, registered, report_of, reportable
 from api.agent.metrics import NodeMetrics
 from api.agent.node import check_owner
 from api.agent.poll import AssignmentFeed, follow
@@ -28,6 +30,7 @@ from api.agent.progress import ProgressRelay
 from api.agent.pulls import ImagePulls
 from api.agent.reports import Reporter
 from api.agent.slots import Slot, adopt_jobs, confirm_adopted, stop_probes
+from domain.agent_protocol import Assignments, Event, Heartbeat, Register, Report, Stop
 
 log = structlog.get_logger("roving.agent")
 OUTBOX_DRAIN_SECONDS = 120.0  # a restarted agent delivers what its predecessor left before registering anew
@@ -65,6 +68,8 @@ class Agent:
         nc = beats = None
         try:
             adopted = self.adopt()
+            if unreadable := self.reporter.outbox.unreadable:  # left by a predecessor: no control plane takes them
+                self.log.error("agent.outbox_entries_unreadable", entries=unreadable)
             await self.reporter.drain(time.monotonic() + OUTBOX_DRAIN_SECONDS, stop)
             if await self.resume(stop, bool(adopted)):
                 await self.watch_adopted(adopted)
@@ -102,8 +107,7 @@ class Agent:
             return False
         self.node_id, self.epoch = node_id, epoch
         while not stop.is_set():
-            body = {"node_id": self.node_id, "epoch": self.epoch, "running": sorted(self.slots)}
-            response = await self.call("POST", "/v4/agent/heartbeat", json=body)
+            response = await self.call("POST", "/v4/agent/heartbeat", **as_json(self.heartbeat_body()))
             if response is not None and response.status_code == 200:
                 self.log = log.bind(node=self.config.node, node_id=self.node_id, node_epoch=self.epoch)
                 self.log.info("agent.resumed", allocations=sorted(self.slots))
@@ -120,7 +124,7 @@ class Agent:
             if slot.spec.kind == "service":
                 await self.serve(slot)
 
-    def confirm(self, answer: dict[str, Any]) -> None:
+    def confirm(self, answer: Assignments) -> None:
         """The first assignments after adopting: see api/agent/slots.confirm_adopted."""
         confirm_adopted(self.unconfirmed, self.slots, answer, self.log)
         self.unconfirmed = {}
@@ -136,29 +140,32 @@ class Agent:
             self.log.warning("agent.api_unreachable", path=path, error=repr(error))
             return None
 
-    def registration_body(self) -> dict[str, Any]:
+    def registration_body(self) -> Register:
         c = self.config
-        return {"name": c.node, "cpu": c.cpus, "memory": c.memory, "devices": c.devices, "annotations": c.annotations,
-                "definition": c.definition or "", "address": c.address, "metrics_port": c.metrics_port,
-                **({"segment": c.segment} if c.segment else {})}
+        return Register(name=c.node, cpu=c.cpus, memory=c.memory, devices=c.devices, annotations=c.annotations,
+                        definition=c.definition or "", address=c.address, metrics_port=c.metrics_port,
+                        segment=c.segment or "")
+
+    def heartbeat_body(self) -> Heartbeat:
+        return Heartbeat(node_id=UUID(self.node_id or ""), epoch=self.epoch, running=sorted(self.slots))
 
     async def register(self, stop: asyncio.Event) -> None:
         c, body = self.config, self.registration_body()
         while not stop.is_set():
-            response = await self.call("POST", "/v4/agent/register", json=body)
+            response = await self.call("POST", "/v4/agent/register", **as_json(body))
             if self.own_token_refused(response):
                 continue
-            if response is not None and response.status_code == 200:
-                answer = response.json()
-                self.node_id, self.epoch = answer["node_id"], answer["epoch"]
-                if answer.get("token"):  # the node's own credential, revocable by admins, from now on
-                    self.http.headers["Authorization"] = f"Bearer {answer['token']}"
+            answer = registered(response)
+            if answer is not None:
+                self.node_id, self.epoch = str(answer.node_id), answer.epoch
+                if answer.token:  # the node's own credential, revocable by admins, from now on
+                    self.http.headers["Authorization"] = f"Bearer {answer.token}"
                 self.registration.save(self.node_id, self.epoch, registration_digest(body))
                 self.feed.forget()
                 self.log = log.bind(node=c.node, node_id=self.node_id, node_epoch=self.epoch)
                 self.log.info("agent.registered")
                 return
-            if response is not None:
+            if response is not None and response.status_code != 200:
                 self.log.warning("agent.register_refused", status=response.status_code, body=response.text[:200])
             await _sleep_or_stop(stop, c.heartbeat)
 
@@ -187,8 +194,7 @@ class Agent:
 
     async def heartbeat(self, stop: asyncio.Event) -> None:
         self.metrics.refresh(len(self.slots))
-        body = {"node_id": self.node_id, "epoch": self.epoch, "running": sorted(self.slots)}
-        response = await self.call("POST", "/v4/agent/heartbeat", json=body)
+        response = await self.call("POST", "/v4/agent/heartbeat", **as_json(self.heartbeat_body()))
         self.own_token_refused(response)
         if response is not None and response.status_code == 409:
             self.log.warning("agent.stale_epoch", reason=response.text[:200])
@@ -204,29 +210,30 @@ class Agent:
         await self.ports.check(self.slots)
         await self.reporter.flush()
 
-    async def apply(self, answer: dict[str, Any]) -> None:
+    async def apply(self, answer: Assignments) -> None:
         self.confirm(answer)
-        for order in answer.get("stop", []):
-            if slot := self.slots.get(order["allocation_id"]):
-                slot.running.cancel(order.get("reason") or "stopped by the control plane")
-            elif order.get("rank_stop"):
+        for order in answer.stop:
+            if slot := self.slots.get(order.allocation_id):
+                slot.running.cancel(order.reason or "stopped by the control plane")
+            elif order.rank_stop:
                 await self.never_started(order)
-        for item in answer.get("start", []):
+        for item in answer.start:
             await self.start(item)
-        if "volumes" in answer:  # a control plane that does not say which volumes live on is never taken as "none"
-            await self.sweep_volumes(set(answer["volumes"]))
+        if answer.volumes is not None:  # a control plane that does not say which volumes live on: never "none"
+            await self.sweep_volumes(set(answer.volumes))
 
-    async def never_started(self, order: dict[str, Any]) -> None:
+    async def never_started(self, order: Stop) -> None:
         """A multinode rank told to stop before it ran here still reports its end: its allocation waits for every
         rank's exit (unless this node has run it already and its exit is on its way)."""
-        allocation_id, epoch = order.get("allocation_id", ""), order.get("epoch", 0)
-        if (allocation_id, epoch) in self.finished or self.reporter.waiting(allocation_id, epoch, "exited"):
+        allocation_id, epoch = order.allocation_id, order.epoch
+        if (not reportable(allocation_id, epoch, self.log) or (allocation_id, epoch) in self.finished
+                or self.reporter.waiting(allocation_id, epoch, "exited")):
             return
         self.finished.add((allocation_id, epoch))
-        if self.logs is not None and order.get("ranks"):  # its share of the log ends too: followers wait for it
-            self.logs.end(order["workflow_id"], order["stage"], "not started", ranks=order["ranks"])
+        if self.logs is not None and order.ranks:  # its share of the log ends too: followers wait for it
+            self.logs.end(order.workflow_id, order.stage, "not started", ranks=order.ranks)
         self.reporter.queue(self._body(allocation_id, epoch, "exited", exit_code=143,
-                                       reason=f"not started: {order.get('reason')}"))
+                                       reason=f"not started: {order.reason}"))
 
     async def sweep_volumes(self, live: set[str]) -> None:
         """Volumes of workflows that ended go, once none of their stages runs here any more."""
@@ -236,7 +243,8 @@ class Agent:
 
     async def start(self, item: dict[str, Any]) -> None:
         allocation_id, epoch = item.get("allocation_id", ""), item.get("epoch", 0)
-        if allocation_id in self.slots or (allocation_id, epoch) in self.finished:
+        if (not reportable(allocation_id, epoch, self.log) or allocation_id in self.slots
+                or (allocation_id, epoch) in self.finished):
             return
         if self.reporter.waiting(allocation_id, epoch, "exited"):
             return  # it ran here already; the exit is on its way
@@ -297,9 +305,8 @@ class Agent:
     async def send_progress(self) -> None:
         """Transfers' progress, straight to the API (not through the outbox: the next line supersedes a lost one)."""
         for allocation_id, epoch, text in self.progress.due():
-            body = {"node_id": self.node_id, "allocation_id": allocation_id, "epoch": epoch, "event": "progress",
-                    "reason": text}
-            await self.call("POST", "/v4/agent/reports", json=body)
+            body = report_of(self.node_id, allocation_id, epoch, "progress", reason=text)
+            await self.call("POST", "/v4/agent/reports", **as_json(body))
 
     async def drain(self) -> None:
         """Handle what the executor and probe threads handed over since the last tick."""
@@ -340,15 +347,14 @@ class Agent:
         self.report_slot(slot, "ready", ports=slot.spec.ports, listening=listening, change=slot.changes)
         slot.changes += 1
 
-    def report_slot(self, slot: Slot, event: str, then=None, **fields) -> None:
+    def report_slot(self, slot: Slot, event: Event, then=None, **fields) -> None:
         """Queue a report with the slot's epoch: on disk and sent with this round's others (`_tick`)."""
         self.reporter.queue(self._body(slot.spec.allocation_id, slot.spec.epoch, event, **fields), then)
 
-    def _body(self, allocation_id, epoch, event, exit_code=None, reason="", ports=(), change=0,
-              listening=None) -> dict[str, Any]:
-        return {"node_id": self.node_id, "allocation_id": allocation_id, "epoch": epoch, "event": event,
-                "exit_code": exit_code, "reason": reason, "ports": list(ports), **({"change": change} if change else {}),
-                **({"listening": listening} if listening is not None else {})}
+    def _body(self, allocation_id: str, epoch: int, event: Event, exit_code: int | None = None, reason: str = "",
+              ports=(), change: int = 0, listening: list[int] | None = None) -> Report:
+        return report_of(self.node_id, allocation_id, epoch, event, exit_code=exit_code, reason=reason,
+                         ports=list(ports), change=change, listening=listening)
 
     def _fenced(self, entry: Entry) -> None:
         """The control plane moved past this placement: the copy running here must stop, and say nothing more."""

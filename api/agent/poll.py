@@ -15,7 +15,12 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
+import msgspec
+import structlog
 
+from domain.agent_protocol import Assignments
+
+log = structlog.get_logger("roving.agent")
 Call = Callable[..., Awaitable[httpx.Response | None]]
 HTTP_MARGIN = 10.0  # the request's timeout beyond the wait: a held answer is not a timeout
 HELD = 0.9  # an answer after this share of the wait was held by the server
@@ -27,13 +32,13 @@ class AssignmentFeed:
     def __init__(self, call: Call, wait: float) -> None:
         self.call, self.wait = call, wait
         self.etag: str | None = None
-        self.last: dict[str, Any] | None = None
+        self.last: Assignments | None = None
 
     def forget(self) -> None:
         """A new registration: whatever the last answer was, the next one is news."""
         self.etag = self.last = None
 
-    async def fetch(self, node_id: str | None) -> tuple[dict[str, Any] | None, bool]:
+    async def fetch(self, node_id: str | None) -> tuple[Assignments | None, bool]:
         params: dict[str, Any] = {"node_id": node_id}
         headers = {}
         if self.wait > 0:
@@ -45,14 +50,18 @@ class AssignmentFeed:
                                    timeout=self.wait + HTTP_MARGIN)
         if response is None or response.status_code != 200:
             return None, False
-        answer = response.json()
+        try:
+            answer = msgspec.json.decode(response.content, type=Assignments)
+        except msgspec.DecodeError as error:  # nothing of it is applied: asked again after the poll interval
+            log.warning("agent.assignments_unreadable", error=str(error), body=response.text[:300])
+            return None, False
         news = answer != self.last
         self.last, self.etag = answer, response.headers.get("etag")
         held = self.wait > 0 and time.monotonic() - began >= self.wait * HELD
         return answer, news or held
 
 
-async def follow(feed: AssignmentFeed, node: Callable[[], str | None], apply: Callable[[dict], Awaitable[None]],
+async def follow(feed: AssignmentFeed, node: Callable[[], str | None], apply: Callable[[Assignments], Awaitable[None]],
                  tick: Callable[[], Awaitable[None]], stop: asyncio.Event, wake: asyncio.Event, interval: float) -> None:
     """Poll in a task of its own while `tick` (exits drained, reports flushed) runs here: a held poll delays
     neither. Answers are applied here too, so a start and an exit never interleave."""

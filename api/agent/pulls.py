@@ -13,6 +13,7 @@ from typing import Any
 
 from adapters.pull_progress import Tell
 from adapters.runspec import RunSpec
+from api.agent.messages import as_json, report_of
 from api.agent.progress import EVERY, ProgressRelay
 
 Call = Callable[..., Awaitable[Any]]
@@ -56,6 +57,5 @@ class ImagePulls:
         self.relay.forget(spec.allocation_id, spec.epoch)
 
     async def send(self, allocation_id: str, epoch: int, text: str) -> None:
-        body = {"node_id": self.node_id(), "allocation_id": allocation_id, "epoch": epoch, "event": "image",
-                "reason": text}
-        await self.call("POST", "/v4/agent/reports", json=body)
+        body = report_of(self.node_id(), allocation_id, epoch, "image", reason=text)
+        await self.call("POST", "/v4/agent/reports", **as_json(body))

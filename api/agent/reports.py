@@ -16,9 +16,12 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
+import msgspec
 import structlog
 
 from adapters.outbox import Entry, Outbox, key_of
+from api.agent.messages import as_json
+from domain.agent_protocol import BatchResult, BatchResults, Report, Reports
 
 log = structlog.get_logger("roving.agent")
 Send = Callable[..., Awaitable[httpx.Response | None]]
@@ -57,7 +60,7 @@ class Reporter:
 
     def __init__(self, outbox: Outbox, send: Send, on_fenced: Callable[[Entry], Any]) -> None:
         self.outbox, self.send, self.on_fenced = outbox, send, on_fenced
-        self.queued: list[tuple[dict[str, Any], Callable[[], Any] | None]] = []
+        self.queued: list[tuple[Report, Callable[[], Any] | None]] = []
         self.batching = True
         self._advisory_since: float | None = None
 
@@ -65,11 +68,11 @@ class Reporter:
         return (allocation_id, epoch, event) in self.outbox.entries or any(
             key_of(body) == (allocation_id, epoch, event) for body, _ in self.queued)
 
-    def queue(self, body: dict[str, Any], then: Callable[[], Any] | None = None) -> None:
+    def queue(self, body: Report, then: Callable[[], Any] | None = None) -> None:
         """A report of this round: on disk and sent at the next `flush`; `then` runs once it is on disk."""
         self.queued.append((body, then))
 
-    async def report(self, body: dict[str, Any]) -> Outcome:
+    async def report(self, body: Report) -> Outcome:
         """One report now: on disk, sent, and its outcome."""
         self.queue(body)
         outcomes = await self.flush(force=True)
@@ -132,9 +135,8 @@ class Reporter:
         outcomes: dict[tuple, Outcome] = {}
         for start in range(0, len(due), BATCH):
             chunk = due[start:start + BATCH]
-            node = chunk[0].body.get("node_id")
-            response = await self.send("POST", "/v4/agent/reports:batch",
-                                       json={"node_id": node, "reports": [e.body for e in chunk]})
+            batch = Reports(node_id=chunk[0].body.node_id, reports=[e.body for e in chunk])
+            response = await self.send("POST", "/v4/agent/reports:batch", **as_json(batch))
             if response is not None and response.status_code in (404, 405) and not outcomes:
                 self.batching = False
                 return None
@@ -142,7 +144,7 @@ class Reporter:
                 for entry in chunk:
                     outcomes[entry.key] = self._settle(entry, response)
                 continue
-            results = response.json().get("results", [])
+            results = _results(response)
             for entry, result in zip(chunk, results, strict=False):
                 outcomes[entry.key] = self._settle(entry, _Answer(result))
         return outcomes
@@ -153,7 +155,7 @@ class Reporter:
         for entry in due:
             if entry.allocation in held:
                 continue
-            response = await self.send("POST", "/v4/agent/reports", json=entry.body)
+            response = await self.send("POST", "/v4/agent/reports", **as_json(entry.body))
             outcome = outcomes[entry.key] = self._settle(entry, response)
             if outcome is Outcome.PENDING:
                 held.add(entry.allocation)
@@ -179,12 +181,21 @@ class Reporter:
         return outcome
 
 
+def _results(response: httpx.Response) -> list[BatchResult]:
+    """A batch's results; an answer that is none (no report in it is taken as answered: each is tried again)."""
+    try:
+        return msgspec.json.decode(response.content, type=BatchResults).results
+    except msgspec.DecodeError:
+        log.warning("agent.batch_answer_unreadable", body=response.text[:300])
+        return []
+
+
 class _Answer:
     """One report's result inside a batch answer, read as a response of its own."""
 
-    def __init__(self, result: dict[str, Any]) -> None:
-        self.status_code = int(result.get("status", 500))
-        self.text = str(result.get("error", ""))
+    def __init__(self, result: BatchResult) -> None:
+        self.status_code = result.status
+        self.text = result.error
         self.headers: dict[str, str] = {}
 
 

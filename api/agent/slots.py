@@ -11,6 +11,7 @@ from typing import Any
 
 from adapters.executor import Executor, Running, RunSpec
 from adapters.probes import ProbeRunner
+from domain.agent_protocol import Assignments
 
 
 @dataclass
@@ -41,11 +42,11 @@ def adopt_jobs(executor: Executor, slots: dict[str, Slot], forward_output: Calla
     return adopted
 
 
-def confirm_adopted(unconfirmed: dict[str, int], slots: dict[str, Slot], answer: dict[str, Any], log: Any) -> None:
+def confirm_adopted(unconfirmed: dict[str, int], slots: dict[str, Slot], answer: Assignments, log: Any) -> None:
     """The first assignments after adopting: a job the control plane no longer places here is killed, and
     says nothing more (its allocation ended otherwise, or moved)."""
-    placed = {(item.get("allocation_id"), item.get("epoch")) for item in answer.get("start", [])}
-    stopping = {order.get("allocation_id") for order in answer.get("stop", [])}
+    placed = {(item.get("allocation_id"), item.get("epoch")) for item in answer.start}
+    stopping = {order.allocation_id for order in answer.stop}
     for allocation_id, epoch in unconfirmed.items():
         slot = slots.get(allocation_id)
         if slot is not None and (allocation_id, epoch) not in placed and allocation_id not in stopping:

@@ -14,6 +14,7 @@ from typing import Any
 
 import structlog
 
+from domain.agent_protocol import Assignments
 from projections.base import Batch, kind_of
 
 log = structlog.get_logger("roving.wakeups")
@@ -65,8 +66,9 @@ class AssignmentWaiters:
         self._loop: asyncio.AbstractEventLoop | None = None
         self.closing = False  # the server is stopping: every wait answers now, none starts to hold
 
-    async def wait(self, node: Any, seconds: float, read: Callable[[], Awaitable[dict]],
-                   news: Callable[[dict], bool] = lambda answer: bool(answer.get("start") or answer.get("stop"))) -> dict:
+    async def wait(self, node: Any, seconds: float, read: Callable[[], Awaitable[Assignments]],
+                   news: Callable[[Assignments], bool] = lambda answer: bool(answer.start or answer.stop),
+                   ) -> Assignments:
         """`read()` until its answer is `news` (by default: names work for `node`) or `seconds` pass. The event is
         taken before each read, so a batch applied between the read and the wait still wakes it."""
         loop = asyncio.get_running_loop()

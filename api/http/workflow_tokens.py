@@ -18,8 +18,11 @@ from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
+import msgspec
+
 from adapters.auth.tokens import Claims, Identity, issue_workflow, workflow_jti
 from api.http.errors import Unauthorized
+from domain.agent_protocol import Assignments
 from domain.fuzzfile.images import BUILD
 from domain.tenancy import Role
 
@@ -38,13 +41,12 @@ ALLOWED: tuple[tuple[str, re.Pattern[str]], ...] = tuple((method, re.compile(pat
 ))
 
 
-def with_workflow_tokens(answer: dict[str, Any], views: Any, key: bytes, ttl: timedelta, now: datetime) -> dict[str, Any]:
+def with_workflow_tokens(answer: Assignments, views: Any, key: bytes, ttl: timedelta, now: datetime) -> Assignments:
     """The assignments answer with FB_WORKFLOW_TOKEN in the env of every stage it starts (not image builds, which
     run our code); a workflow whose token was revoked, or whose owner is unknown, gets none."""
-    starts = answer.get("start") or []
-    if not starts:
+    if not answer.start:
         return answer
-    return {**answer, "start": [_with_token(spec, views, key, ttl, now) for spec in starts]}
+    return msgspec.structs.replace(answer, start=[_with_token(spec, views, key, ttl, now) for spec in answer.start])
 
 
 def _with_token(spec: dict[str, Any], views: Any, key: bytes, ttl: timedelta, now: datetime) -> dict[str, Any]:

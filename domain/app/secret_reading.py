@@ -13,6 +13,7 @@ from uuid import UUID
 
 import msgspec
 
+from domain.agent_protocol import Assignments
 from domain.app.errors import Invalid, NotFound
 from domain.app.ids import group_id
 from domain.app.unit_of_work import UnitOfWork
@@ -106,11 +107,11 @@ class SecretReading:
         if problems:
             raise Invalid(problems)
 
-    def resolve_assignments(self, answer: dict[str, list[dict]]) -> dict[str, list[dict]]:
+    def resolve_assignments(self, answer: Assignments) -> Assignments:
         """An agent's assignments with values in place of references (an answer without any is returned as is)."""
-        if not any(referenced(spec.get("env") or {}) for spec in answer.get("start", [])):
+        if not any(referenced(spec.get("env") or {}) for spec in answer.start):
             return answer
-        return {**answer, "start": [self.resolve_spec(spec) for spec in answer["start"]]}
+        return msgspec.structs.replace(answer, start=[self.resolve_spec(spec) for spec in answer.start])
 
     def resolve_spec(self, spec: dict[str, Any]) -> dict[str, Any]:
         """One run spec with its references' values; one that cannot be read is made to fail saying why."""

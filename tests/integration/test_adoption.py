@@ -17,14 +17,14 @@ from adapters.adoption import alive
 from adapters.executor import Executor
 from adapters.outbox import Outbox
 from tests.integration.test_executor import Recorder
-from tests.unit.agent.fake_api import FakeApi
+from tests.unit.agent.fake_api import A1, FakeApi
 from tests.unit.agent.test_agent_loop import assignment
 
 AGENT = "import sys; from api.agent.main import agent_main; sys.exit(agent_main(sys.argv[1:]))"
 CRASHING_STARTER = """
 import os, sys, time
 from adapters.executor import Executor, RunSpec
-job = RunSpec(allocation_id="a1", epoch=3, workflow_id="wf-1", stage="train", script=sys.argv[2])
+job = RunSpec(allocation_id=sys.argv[3], epoch=3, workflow_id="wf-1", stage="train", script=sys.argv[2])
 Executor(sys.argv[1], kill_grace=0.3).start(job, lambda *_: None, lambda *_: None)
 time.sleep(0.3)
 os._exit(0)  # no cleanup, no kill: as a SIGKILLed agent leaves it
@@ -65,20 +65,20 @@ def stop(agent: subprocess.Popen) -> None:
 def started(api: FakeApi, workdir: Path) -> bool:
     """Reported and out of the outbox (a kill in between would have the next agent send it again, harmlessly)."""
     outbox = workdir / ".roving-agent" / "outbox"
-    return api.events("a1") == [("started", 1, None)] and len(Outbox(outbox)) == 0
+    return api.events(A1) == [("started", 1, None)] and len(Outbox(outbox)) == 0
 
 
 def job_pid(workdir: Path) -> int:
-    return int((workdir / "wf-1" / "a1-1" / "pid").read_text())
+    return int((workdir / "wf-1" / f"{A1}-1" / "pid").read_text())
 
 
 def test_an_executor_adopts_a_job_whose_agent_died_and_gets_its_output_and_exit_code(root):
     starter = subprocess.run([sys.executable, "-c", CRASHING_STARTER, str(root / "work"),
-                              "echo before; sleep 1; echo after >&2; exit 5"], timeout=30)
+                              "echo before; sleep 1; echo after >&2; exit 5", A1], timeout=30)
     assert starter.returncode == 0
     executor = Executor(root / "work", kill_grace=0.3)
     (files, state), = executor.found()
-    assert state.spec.allocation_id == "a1" and alive(state.pid, state.born)
+    assert state.spec.allocation_id == A1 and alive(state.pid, state.born)
     recorder = Recorder()
     running = executor.adopt(files, state, recorder.output, recorder.exit)
     assert running.wait(10) == (5, "exited with code 5")
@@ -89,7 +89,7 @@ def test_an_executor_adopts_a_job_whose_agent_died_and_gets_its_output_and_exit_
 
 
 def test_an_adopted_job_ended_while_no_agent_watched_reports_its_recorded_exit_code(root):
-    subprocess.run([sys.executable, "-c", CRASHING_STARTER, str(root / "work"), "exit 7"], timeout=30, check=True)
+    subprocess.run([sys.executable, "-c", CRASHING_STARTER, str(root / "work"), "exit 7", A1], timeout=30, check=True)
     executor = Executor(root / "work", kill_grace=0.3)
     (files, state), = executor.found()
     assert until(lambda: not alive(state.pid, state.born), 5)
@@ -99,7 +99,7 @@ def test_an_adopted_job_ended_while_no_agent_watched_reports_its_recorded_exit_c
 def test_a_job_survives_an_agent_kill_and_its_exit_is_reported_once_by_the_next_agent(root):
     workdir = root / "work"
     with FakeApi() as api:
-        api.start = [assignment("a1", script="echo $$ > pid; echo ran >> runs; sleep 2; exit 5")]
+        api.start = [assignment(A1, script="echo $$ > pid; echo ran >> runs; sleep 2; exit 5")]
         first = start_agent(api, workdir)
         try:
             assert until(lambda: started(api, workdir))
@@ -114,21 +114,21 @@ def test_a_job_survives_an_agent_kill_and_its_exit_is_reported_once_by_the_next_
         try:
             assert until(lambda: len(api.heartbeats) > beats)
             adopted_in = time.monotonic() - began
-            assert until(lambda: ("exited", 1, 5) in api.events("a1"))
+            assert until(lambda: ("exited", 1, 5) in api.events(A1))
             time.sleep(0.5)  # a second exit report would arrive by now
         finally:
             stop(second)
     print(f"adopted in {adopted_in:.2f}s")
-    assert api.events("a1") == [("started", 1, None), ("exited", 1, 5)]
+    assert api.events(A1) == [("started", 1, None), ("exited", 1, 5)]
     assert len(api.registrations) == 1  # resumed under the first registration: registering anew loses the work
-    assert (workdir / "wf-1" / "a1-1" / "runs").read_text() == "ran\n"
+    assert (workdir / "wf-1" / f"{A1}-1" / "runs").read_text() == "ran\n"
     assert not any((workdir / ".roving-agent" / "jobs").iterdir())
 
 
 def test_an_adopted_job_the_control_plane_no_longer_places_here_is_killed_without_a_report(root):
     workdir = root / "work"
     with FakeApi() as api:
-        api.start = [assignment("a1", script="echo $$ > pid; sleep 60")]
+        api.start = [assignment(A1, script="echo $$ > pid; sleep 60")]
         first = start_agent(api, workdir)
         assert until(lambda: started(api, workdir))
         first.kill()
@@ -141,14 +141,14 @@ def test_an_adopted_job_the_control_plane_no_longer_places_here_is_killed_withou
             assert until(lambda: len(api.heartbeats) > 3 and api.heartbeats[-1]["running"] == [])
         finally:
             stop(second)
-    assert api.events("a1") == [("started", 1, None)]
+    assert api.events(A1) == [("started", 1, None)]
     assert len(api.registrations) == 1
 
 
 def test_an_agent_whose_registration_was_given_up_kills_the_adopted_job_and_registers_anew(root):
     workdir = root / "work"
     with FakeApi() as api:
-        api.start = [assignment("a1", script="echo $$ > pid; sleep 60")]
+        api.start = [assignment(A1, script="echo $$ > pid; sleep 60")]
         first = start_agent(api, workdir)
         assert until(lambda: started(api, workdir))
         first.kill()
@@ -161,4 +161,4 @@ def test_an_agent_whose_registration_was_given_up_kills_the_adopted_job_and_regi
             assert until(lambda: not alive(pid, None))
         finally:
             stop(second)
-    assert api.events("a1") == [("started", 1, None)]
+    assert api.events(A1) == [("started", 1, None)]

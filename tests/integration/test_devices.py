@@ -16,7 +16,7 @@ from adapters.executor import Executor
 from api.agent.args import AgentConfig, parse_args
 from api.agent.main import run_agent
 from tests.integration.test_executor import Recorder, spec
-from tests.unit.agent.fake_api import FakeApi
+from tests.unit.agent.fake_api import A1, A2, FakeApi, alloc
 from tests.unit.agent.test_agent_loop import assignment
 
 ONE_GPU = {"nvidia.com/gpu": 1}
@@ -46,34 +46,34 @@ def test_two_one_gpu_jobs_on_a_two_gpu_node_see_different_gpus_and_a_third_gets_
     script = "echo $CUDA_VISIBLE_DEVICES/$NVIDIA_VISIBLE_DEVICES > seen; sleep 0.6"
     workdir = tmp_path / "work"
     with FakeApi() as api:
-        api.start = [assignment("a1", script=script, devices=ONE_GPU), assignment("a2", script=script, devices=ONE_GPU)]
+        api.start = [assignment(A1, script=script, devices=ONE_GPU), assignment(A2, script=script, devices=ONE_GPU)]
 
         def both_ended_then_third() -> bool:
-            if ("exited", 1, 0) in api.events("a1") and ("exited", 1, 0) in api.events("a2") and len(api.start) == 2:
-                api.start = [assignment("a3", script=script, devices={"nvidia.com/gpu": 2})]
-            return ("exited", 1, 0) in api.events("a3")
+            if ("exited", 1, 0) in api.events(A1) and ("exited", 1, 0) in api.events(A2) and len(api.start) == 2:
+                api.start = [assignment(alloc(3), script=script, devices={"nvidia.com/gpu": 2})]
+            return ("exited", 1, 0) in api.events(alloc(3))
 
         drive(api, workdir, both_ended_then_third, gpus=["0", "1"])
-    assert sorted([seen(workdir, "a1"), seen(workdir, "a2")]) == ["0/0", "1/1"]
-    assert seen(workdir, "a3") == "0,1/0,1"  # both came back when their jobs ended
+    assert sorted([seen(workdir, A1), seen(workdir, A2)]) == ["0/0", "1/1"]
+    assert seen(workdir, alloc(3)) == "0,1/0,1"  # both came back when their jobs ended
 
 
 def test_a_job_asking_for_more_gpus_than_are_free_cannot_start_and_says_why(tmp_path):
     with FakeApi() as api:
-        api.start = [assignment("a1", script="sleep 30", devices={"nvidia.com/gpu": 2}),
-                     assignment("a2", script="true", devices=ONE_GPU)]
-        drive(api, tmp_path / "work", lambda: bool(api.events("a2")), gpus=["0", "1"])
-    assert api.events("a2") == [("exited", 1, 126)]
-    assert [r["reason"] for r in api.reports if r["allocation_id"] == "a2"] == [
+        api.start = [assignment(A1, script="sleep 30", devices={"nvidia.com/gpu": 2}),
+                     assignment(A2, script="true", devices=ONE_GPU)]
+        drive(api, tmp_path / "work", lambda: bool(api.events(A2)), gpus=["0", "1"])
+    assert api.events(A2) == [("exited", 1, 126)]
+    assert [r["reason"] for r in api.reports if r["allocation_id"] == A2] == [
         "cannot start: 1 nvidia.com/gpu asked for, 0 of 2 free on this node"]
 
 
 def test_a_job_without_gpus_on_a_gpu_node_sees_none(tmp_path):
     workdir = tmp_path / "work"
     with FakeApi() as api:
-        api.start = [assignment("a1", script="echo \"[$CUDA_VISIBLE_DEVICES]\" > seen")]
-        drive(api, workdir, lambda: ("exited", 1, 0) in api.events("a1"), gpus=["0", "1"])
-    assert seen(workdir, "a1") == "[]"
+        api.start = [assignment(A1, script="echo \"[$CUDA_VISIBLE_DEVICES]\" > seen")]
+        drive(api, workdir, lambda: ("exited", 1, 0) in api.events(A1), gpus=["0", "1"])
+    assert seen(workdir, A1) == "[]"
 
 
 def test_declared_gpus_are_registered_as_their_count():

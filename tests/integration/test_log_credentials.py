@@ -24,7 +24,7 @@ from adapters.nats_tls import connect_options
 from api.agent.args import AgentConfig
 from api.agent.main import run_agent
 from tests.integration.ledger import Ledger, Ledgers, env_for
-from tests.unit.agent.fake_api import FakeApi
+from tests.unit.agent.fake_api import A1, FakeApi
 
 CLUSTER = "creds"
 EVENT_SUBJECT = f"roving.{CLUSTER}.workflow.{uuid4()}"
@@ -173,7 +173,7 @@ def test_an_agent_given_its_own_url_writes_job_logs_the_control_plane_reads(serv
 
     with FakeApi() as api:
         api.config = {"nats_url": url, "cluster": CLUSTER}
-        api.start = [{"allocation_id": "a1", "epoch": 1, "workflow_id": "wf-1", "stage": "job", "script": "echo out"}]
+        api.start = [{"allocation_id": A1, "epoch": 1, "workflow_id": "wf-1", "stage": "job", "script": "echo out"}]
         assert asyncio.run(asyncio.wait_for(main(api), 15)) == b"out\n"
 
 

@@ -12,7 +12,7 @@ import pytest
 from adapters.logs import Logs, LogWriter
 from api.agent.args import AgentConfig
 from api.agent.main import run_agent
-from tests.unit.agent.fake_api import FakeApi
+from tests.unit.agent.fake_api import A1, FakeApi
 
 
 def with_writer(nats_url: str, body: Callable[[LogWriter], Awaitable[object]], cluster: str = "logs-test"):
@@ -115,7 +115,7 @@ def test_the_agent_appends_job_output_to_the_stage_log_and_ends_it(nats_url, tmp
 
     with FakeApi() as api:
         api.config = {"nats_url": nats_url, "cluster": "agent-logs"}
-        api.start = [{"allocation_id": "a1", "epoch": 1, "workflow_id": "wf-9", "stage": "job[0]",
+        api.start = [{"allocation_id": A1, "epoch": 1, "workflow_id": "wf-9", "stage": "job[0]",
                       "script": "echo out; echo err >&2"}]
         output = asyncio.run(asyncio.wait_for(main(api), 10))
     assert sorted(output.splitlines()) == [b"err", b"out"]

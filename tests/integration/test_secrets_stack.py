@@ -17,6 +17,7 @@ from adapters.secret_store import open_secret_store
 from api.composition.settings import load_settings
 from api.composition.stack import Stack
 from api.http.routes import secrets as secret_routes
+from domain.agent_protocol import Assignments
 from domain.app.ids import user_id
 from domain.tenancy import Role
 from domain.tenancy.permissions import Principal
@@ -96,5 +97,5 @@ def test_a_job_handed_to_its_agent_gets_the_value_read_as_its_owner(stack):
     wid = uuid4()
     stack.roving.submit_workflow(wid, "w", JOB, 0, None, admin, datetime.now(UTC), definitions=[])
     stage = next(iter(stack.roving.repository.get(wid).stages.values()))
-    answer = {"start": [{"workflow_id": str(wid), "stage": "train", "env": dict(stage.spec.env)}], "stop": []}
-    assert stack.services.secrets.resolve_assignments(answer)["start"][0]["env"]["TOKEN"] == VALUE
+    answer = Assignments([{"workflow_id": str(wid), "stage": "train", "env": dict(stage.spec.env)}], [])
+    assert stack.services.secrets.resolve_assignments(answer).start[0]["env"]["TOKEN"] == VALUE

@@ -5,10 +5,8 @@ from __future__ import annotations
 import hashlib
 import secrets as secrets_module
 from datetime import timedelta
-from typing import Annotated, Literal
 from uuid import UUID
 
-import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -18,6 +16,16 @@ from api.http.errors import BadRequest
 from api.http.routes import common as c
 from api.http.routes import secrets
 from api.http.workflow_tokens import with_workflow_tokens
+from domain.agent_protocol import (
+    Assignments,
+    BatchResult,
+    BatchResults,
+    Heartbeat,
+    Register,
+    Registered,
+    Report,
+    Reports,
+)
 from domain.app import access
 from domain.app.errors import Conflict, NotFound, StaleEpoch
 from domain.app.ids import node_id
@@ -26,40 +34,6 @@ from domain.tenancy import Role, Source
 MAX_WAIT_SECONDS = 30
 NODE_TOKEN_TTL = timedelta(days=30)  # as the shared agent token `roving up` writes
 ADVISORY = frozenset({"started", "ran_on_host"})  # reports the application records no event for
-
-
-Port = Annotated[int, msgspec.Meta(ge=1, le=65535)]
-MAX_LISTENING = 1024  # ports one readiness may name: each is stored in the endpoint's events
-
-
-class Register(msgspec.Struct):
-    name: str
-    cpu: int
-    memory: int
-    devices: dict[str, int] = {}
-    annotations: dict[str, str] = {}
-    definition: str = ""
-    address: str = ""
-    metrics_port: int | None = None
-    segment: str = ""  # the storage segment the node is in (`roving agent --segment`)
-
-
-class Heartbeat(msgspec.Struct):
-    node_id: UUID
-    epoch: int
-    running: list[str] = []
-
-
-class Report(msgspec.Struct):
-    node_id: UUID
-    allocation_id: UUID
-    epoch: int
-    event: Literal["started", "ready", "unready", "exited", "ran_on_host", "progress", "image"]
-    exit_code: int | None = None
-    reason: str = ""
-    ports: list[int | dict] = []
-    # `ready`: the TCP ports the service's own processes listen on, as the agent saw them (older agents: None)
-    listening: Annotated[list[Port], msgspec.Meta(max_length=MAX_LISTENING)] | None = None
 
 
 def agent_only(request: Request, node: UUID | None = None) -> None:
@@ -85,7 +59,7 @@ async def register(request: Request) -> Response:
     token = issue(identity, svc.key, ttl, now, token_id=credential_id)
     await touch_lease(svc, node)  # alive from its first moment, not from its first heartbeat
     await c.settle(request)
-    return c.json({"node_id": node, "epoch": epoch, "token": token, "credential_id": credential_id})
+    return c.json(Registered(node_id=node, epoch=epoch, token=token, credential_id=credential_id))
 
 
 async def heartbeat(request: Request) -> Response:
@@ -139,9 +113,10 @@ def news_since(waiters, node: UUID, known: str | None):
     return lambda answer: not orders(answer) <= sent
 
 
-def orders(answer: dict) -> frozenset:
-    found = {(kind, item["allocation_id"], item["epoch"]) for kind in ("start", "stop") for item in answer[kind]}
-    return frozenset(found | {("volumes", tuple(answer.get("volumes") or ()), 0)})
+def orders(answer: Assignments) -> frozenset:
+    found = {("start", item["allocation_id"], item["epoch"]) for item in answer.start}
+    found |= {("stop", item.allocation_id, item.epoch) for item in answer.stop}
+    return frozenset(found | {("volumes", tuple(answer.volumes or ()), 0)})
 
 
 def token_ttl(request: Request) -> timedelta:
@@ -149,11 +124,11 @@ def token_ttl(request: Request) -> timedelta:
     return timedelta(seconds=getattr(c.settings(request), "workflow_token_ttl_seconds", 7 * 86400.0))
 
 
-def _work(answer: dict) -> bool:
-    return bool(answer["start"] or answer["stop"])
+def _work(answer: Assignments) -> bool:
+    return bool(answer.start or answer.stop)
 
 
-def etag(answer: dict) -> str:
+def etag(answer: Assignments) -> str:
     return _tag(c.ENCODER.encode(answer))
 
 
@@ -194,13 +169,6 @@ async def report(request: Request) -> Response:
     return c.json({"ok": True})
 
 
-class Reports(msgspec.Struct):
-    """Many reports of one node in one request (`POST /v4/agent/reports:batch`): one commit for all of them."""
-
-    node_id: UUID
-    reports: list[Report]
-
-
 MAX_REPORTS = 500  # per request; the agent sends at most 200
 
 
@@ -217,16 +185,19 @@ async def reports(request: Request) -> Response:
     advisory = await c.call(lambda: [r.event in ADVISORY and running_here(svc.views, r) for r in b.reports])
     decided = [r for r, known in zip(b.reports, advisory, strict=True) if not known]
     refusals = iter(await c.call(svc.roving.report_all, b.node_id, decided, c.now()) if decided else [])
-    results = [{"status": 200} if known else _result(next(refusals)) for known in advisory]
-    return c.json({"results": results})
+    results = [RECORDED if known else _result(next(refusals)) for known in advisory]
+    return c.json(BatchResults(results))
 
 
-def _result(refused: Exception | None) -> dict:
+RECORDED = BatchResult(200)
+
+
+def _result(refused: Exception | None) -> BatchResult:
     if refused is None:
-        return {"status": 200}
+        return RECORDED
     status, code = next(((status, code) for kind, status, code in REFUSALS if isinstance(refused, kind)),
                         (400, "invalid"))
-    return {"status": status, "code": code, "error": str(refused)}
+    return BatchResult(status, code, str(refused))
 
 
 REFUSALS = ((StaleEpoch, 409, "stale_epoch"), (NotFound, 404, "not_found"), (Conflict, 409, "conflict"))

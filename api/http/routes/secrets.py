@@ -13,6 +13,7 @@ from starlette.routing import Route
 from api.http import answers as shapes
 from api.http.answers import answers
 from api.http.routes import common as c
+from domain.agent_protocol import Assignments
 from domain.app.errors import NotFound
 from domain.app.secrets import SecretHandlers
 
@@ -58,7 +59,7 @@ async def rotate_key(request: Request) -> Response:
     return c.json(answer)
 
 
-async def resolved(svc: Any, answer: dict[str, list[dict]]) -> dict[str, list[dict]]:
+async def resolved(svc: Any, answer: Assignments) -> Assignments:
     """The agent assignments answer with secret values in place of `secret://` references (for api.http.routes.agent;
     services built without a secret store hand it on as it is)."""
     store = svc.secrets

@@ -7,7 +7,24 @@ import json
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 from urllib.parse import parse_qs, urlparse
+from uuid import UUID
+
+from domain.agent_protocol import Event, Report
+
+NODE_ID = "00000000-0000-4000-8000-00000000000e"  # the node the fake registers (ids are UUIDs, as the protocol's)
+A1, A2 = "00000000-0000-4000-8000-0000000000a1", "00000000-0000-4000-8000-0000000000a2"
+
+
+def alloc(n: int) -> str:
+    """An allocation id for tests that make several."""
+    return f"00000000-0000-4000-8000-0000000000a{n}"
+
+
+def report(allocation_id: str, epoch: int, event: Event, **fields: Any) -> Report:
+    """A report of the fake's node, as the agent puts it in its outbox."""
+    return Report(node_id=UUID(NODE_ID), allocation_id=UUID(allocation_id), epoch=epoch, event=event, **fields)
 
 
 class FakeApi:
@@ -58,7 +75,7 @@ class FakeApi:
             if (method, path) == ("POST", "/v4/agent/register"):
                 self.registrations.append(body)
                 own = {"token": self.node_token} if self.node_token else {}
-                return 200, {"node_id": "node-1", "epoch": len(self.registrations)} | own
+                return 200, {"node_id": NODE_ID, "epoch": len(self.registrations)} | own
             if (method, path) == ("POST", "/v4/agent/heartbeat"):
                 self.heartbeats.append(body)
                 if self.stale_heartbeats:

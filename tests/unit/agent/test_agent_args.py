@@ -10,6 +10,7 @@ from adapters import sysinfo
 from api.agent.args import UsageError, build_spec, parse_args
 from api.agent.main import agent_main
 from domain.fuzzfile.schema import Probe
+from tests.unit.agent.fake_api import A1
 
 ENV = {"ROVING_TOKEN": "tok"}
 DETECTED = sysinfo.Capacity(cpu=64, memory=256 * 2**30, devices={"nvidia.com/gpu": 8})
@@ -73,7 +74,7 @@ def test_an_api_that_is_not_a_url_is_refused():
 
 def test_assignments_build_run_specs_from_fuzzfile_spellings():
     spec = build_spec({
-        "allocation_id": "a1", "epoch": 4, "workflow_id": "wf", "stage": "web", "kind": "service",
+        "allocation_id": A1, "epoch": 4, "workflow_id": "wf", "stage": "web", "kind": "service",
         "command": ["python3", "-m", "http.server"], "env": ["A=1", "B=x=y"], "execute_timeout": "1h30m",
         "memory": "4GiB", "ports": [8000],
         "readiness_probe": {"http-get": {"port": 8000, "path": "/health"}, "period-seconds": 2},
@@ -87,7 +88,7 @@ def test_assignments_build_run_specs_from_fuzzfile_spellings():
 
 def test_assignments_in_the_shape_the_api_sends_build_run_specs():
     spec = build_spec({
-        "allocation_id": "a1", "epoch": 2, "workflow_id": "wf", "stage": "job[3]", "job": "job", "task_id": 3,
+        "allocation_id": A1, "epoch": 2, "workflow_id": "wf", "stage": "job[3]", "job": "job", "task_id": 3,
         "kind": "task", "image": "", "script": None, "command": ["echo", "hi"], "args": None, "env": {}, "cwd": None,
         "files": {"/tmp/in.txt": "x"}, "execute_timeout_seconds": 30.0, "memory_bytes": 2**30, "cpu_cores": 2,
         "account_id": "acct", "readiness_probe": None, "ports": [{"name": "http", "port": 80, "protocol": "tcp"}],
@@ -99,7 +100,7 @@ def test_assignments_in_the_shape_the_api_sends_build_run_specs():
 
 def test_an_assignment_without_its_epoch_is_rejected():
     with pytest.raises(Exception, match="epoch"):
-        build_spec({"allocation_id": "a1", "workflow_id": "wf", "stage": "s", "command": ["true"]})
+        build_spec({"allocation_id": A1, "workflow_id": "wf", "stage": "s", "command": ["true"]})
 
 
 def test_capacity_reads_meminfo_and_counts_nvidia_devices(tmp_path: Path):

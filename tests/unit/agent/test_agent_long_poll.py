@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from api.agent.main import run_agent
-from tests.unit.agent.fake_api import FakeApi
+from tests.unit.agent.fake_api import A1, FakeApi
 from tests.unit.agent.test_agent_loop import assignment, config
 
 
@@ -37,14 +37,14 @@ def test_work_posted_while_a_poll_is_held_starts_at_once(tmp_path):
         if elapsed > 1.0 and not posted:
             posted.append(time.monotonic())
             with api.lock:
-                api.start = [assignment("a1", command=["true"])]
-        elif posted and not seen and api.events("a1"):
+                api.start = [assignment(A1, command=["true"])]
+        elif posted and not seen and api.events(A1):
             seen.append(time.monotonic())
 
     with FakeApi() as api:
         api.long_poll = True
         run_for(api, tmp_path, 3.0, poll_wait=10, during=post)
-    assert api.events("a1") == [("started", 1, None), ("exited", 1, 0)]
+    assert api.events(A1) == [("started", 1, None), ("exited", 1, 0)]
     held = [(q, known) for _, q, known in api.polls[1:]]
     assert held and all(q["wait"] == "10" and known for q, known in held), "later polls send wait and the last ETag"
     assert seen[0] - posted[0] < 0.5, "the held poll answers the news: the job starts without waiting out the poll"

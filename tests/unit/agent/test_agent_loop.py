@@ -15,7 +15,7 @@ from adapters.nats_server import free_port
 from api.agent.args import AgentConfig
 from api.agent.main import run_agent
 from api.agent.metrics import NodeMetrics
-from tests.unit.agent.fake_api import FakeApi
+from tests.unit.agent.fake_api import A1, A2, NODE_ID, FakeApi
 
 
 def config(api: FakeApi, tmp_path: Path) -> AgentConfig:
@@ -45,8 +45,8 @@ def drive(api: FakeApi, tmp_path: Path, until, timeout: float = 10.0, agent_conf
 
 def test_the_agent_registers_its_capacity_then_reports_started_and_exited_with_the_epoch(tmp_path):
     with FakeApi() as api:
-        api.start = [assignment("a1", epoch=7, script="exit 4")]
-        drive(api, tmp_path, until=lambda: ("exited", 7, 4) in api.events("a1"))
+        api.start = [assignment(A1, epoch=7, script="exit 4")]
+        drive(api, tmp_path, until=lambda: ("exited", 7, 4) in api.events(A1))
     registered = api.registrations[0]
     isolation = registered["annotations"].pop("roving.io/isolation")
     assert registered["annotations"].pop("roving.io/job-user").endswith(",agent")  # AgentConfig's default
@@ -55,57 +55,58 @@ def test_the_agent_registers_its_capacity_then_reports_started_and_exited_with_t
     assert isolation in ("cgroup-v1", "cgroup-v2") if os.geteuid() == 0 else isolation == "none"
     assert registered | {"address": None} == {
         "name": "n1", "cpu": 4, "memory": 2**30, "devices": {}, "annotations": {"rack": "r1"},
-        "definition": "", "address": None, "metrics_port": None}
-    assert api.events("a1") == [("started", 7, None), ("exited", 7, 4)]
-    assert all(r["node_id"] == "node-1" for r in api.reports)
+        "definition": "", "address": None, "metrics_port": None, "segment": ""}  # "": in no segment
+    assert api.events(A1) == [("started", 7, None), ("exited", 7, 4)]
+    assert all(r["node_id"] == NODE_ID for r in api.reports)
 
 
 def test_an_assignment_repeated_by_the_poll_runs_once(tmp_path):
     with FakeApi() as api:
-        api.start = [assignment("a1", command=["true"])]
-        drive(api, tmp_path, until=lambda: len(api.heartbeats) >= 3 and api.events("a1")[-1:] == [("exited", 1, 0)])
-    assert api.events("a1") == [("started", 1, None), ("exited", 1, 0)]
+        api.start = [assignment(A1, command=["true"])]
+        drive(api, tmp_path, until=lambda: len(api.heartbeats) >= 3 and api.events(A1)[-1:] == [("exited", 1, 0)])
+    assert api.events(A1) == [("started", 1, None), ("exited", 1, 0)]
 
 
 def test_heartbeats_list_the_running_allocations(tmp_path):
     with FakeApi() as api:
-        api.start = [assignment("a1", script="sleep 30")]
-        drive(api, tmp_path, until=lambda: any(h["running"] == ["a1"] for h in api.heartbeats))
-    assert any(h == {"node_id": "node-1", "epoch": 1, "running": ["a1"]} for h in api.heartbeats)
-    assert api.events("a1")[-1] == ("exited", 1, 143)
+        api.start = [assignment(A1, script="sleep 30")]
+        drive(api, tmp_path, until=lambda: any(h["running"] == [A1] for h in api.heartbeats))
+    assert any(h == {"node_id": NODE_ID, "epoch": 1, "running": [A1]} for h in api.heartbeats)
+    assert api.events(A1)[-1] == ("exited", 1, 143)
 
 
 def test_a_stale_epoch_on_heartbeat_stops_every_process_and_registers_again(tmp_path):
     def started_then_stale() -> bool:
-        if api.events("a1") == [("started", 1, None)] and api.start:
+        if api.events(A1) == [("started", 1, None)] and api.start:
             api.start, api.stale_heartbeats = [], 1
         return len(api.registrations) >= 2 and api.heartbeats[-1]["epoch"] == 2
 
     with FakeApi() as api:
-        api.start = [assignment("a1", script="trap '' TERM; sleep 30")]
+        api.start = [assignment(A1, script="trap '' TERM; sleep 30")]
         drive(api, tmp_path, until=started_then_stale)
     assert len(api.registrations) == 2
-    assert api.heartbeats[-1] == {"node_id": "node-1", "epoch": 2, "running": []}
-    assert api.events("a1") == [("started", 1, None)]  # the fenced copy's exit is not reported
+    assert api.heartbeats[-1] == {"node_id": NODE_ID, "epoch": 2, "running": []}
+    assert api.events(A1) == [("started", 1, None)]  # the fenced copy's exit is not reported
 
 
 def test_a_refused_report_kills_the_fenced_copy(tmp_path):
     with FakeApi() as api:
-        api.refused_reports = {("a1", "started")}
-        api.start = [assignment("a1", script="sleep 30")]
+        api.refused_reports = {(A1, "started")}
+        api.start = [assignment(A1, script="sleep 30")]
         drive(api, tmp_path, until=lambda: len(api.heartbeats) >= 2 and api.heartbeats[-1]["running"] == [])
     assert api.heartbeats[-1]["running"] == []
-    assert api.events("a1") == [("started", 1, None)]
+    assert api.events(A1) == [("started", 1, None)]
 
 
 def test_a_stop_order_cancels_the_process_with_its_reason(tmp_path):
     def started_then_stopped() -> bool:
-        if api.events("a1") and not api.stop:
-            api.stop = [{"allocation_id": "a1", "reason": "canceled by alice"}]
-        return ("exited", 1, 143) in api.events("a1")
+        if api.events(A1) and not api.stop:
+            api.stop = [{"allocation_id": A1, "epoch": 1, "workflow_id": "wf-1", "stage": A1, "state": "CANCELED",
+                         "reason": "canceled by alice"}]
+        return ("exited", 1, 143) in api.events(A1)
 
     with FakeApi() as api:
-        api.start = [assignment("a1", script="sleep 30")]
+        api.start = [assignment(A1, script="sleep 30")]
         drive(api, tmp_path, until=started_then_stopped)
     assert [r["reason"] for r in api.reports if r["event"] == "exited"] == ["canceled by alice"]
 
@@ -113,9 +114,9 @@ def test_a_stop_order_cancels_the_process_with_its_reason(tmp_path):
 def test_a_service_with_a_probe_reports_ready_after_it_passes(tmp_path):
     probe = {"exec": {"command": ["test", "-f", "ready"]}, "period-seconds": 0.05, "failure-threshold": 100}
     with FakeApi() as api:
-        api.start = [assignment("s1", kind="service", script="sleep 0.2; touch ready; sleep 30", ports=[8000],
+        api.start = [assignment(A2, kind="service", script="sleep 0.2; touch ready; sleep 30", ports=[8000],
                                 readiness_probe=probe)]
-        drive(api, tmp_path, until=lambda: ("ready", 1, None) in api.events("s1"))
+        drive(api, tmp_path, until=lambda: ("ready", 1, None) in api.events(A2))
     ready = [r for r in api.reports if r["event"] == "ready"]
     assert ready[0]["ports"] == [8000]
 
@@ -123,16 +124,16 @@ def test_a_service_with_a_probe_reports_ready_after_it_passes(tmp_path):
 def test_an_image_without_a_container_runtime_is_reported_as_run_on_the_host(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
     with FakeApi() as api:
-        api.start = [assignment("a1", command=["true"], image="docker://alpine:3.20")]
-        drive(api, tmp_path, until=lambda: ("exited", 1, 0) in api.events("a1"))
-    assert [e for e, *_ in api.events("a1")] == ["started", "ran_on_host", "exited"]
+        api.start = [assignment(A1, command=["true"], image="docker://alpine:3.20")]
+        drive(api, tmp_path, until=lambda: ("exited", 1, 0) in api.events(A1))
+    assert [e for e, *_ in api.events(A1)] == ["started", "ran_on_host", "exited"]
 
 
 def test_a_command_that_cannot_start_is_reported_as_exited_127(tmp_path):
     with FakeApi() as api:
-        api.start = [assignment("a1", command=["/no/such/program"])]
-        drive(api, tmp_path, until=lambda: bool(api.events("a1")))
-    assert api.events("a1") == [("exited", 1, 127)]
+        api.start = [assignment(A1, command=["/no/such/program"])]
+        drive(api, tmp_path, until=lambda: bool(api.events(A1)))
+    assert api.events(A1) == [("exited", 1, 127)]
 
 
 def test_node_metrics_have_the_documented_names():
@@ -185,9 +186,9 @@ def test_a_services_readiness_names_the_ports_its_own_processes_listen_on_and_no
     probe = {"tcp-socket": {"port": own}, "period-seconds": 0.05, "failure-threshold": 100}
     try:
         with FakeApi() as api:
-            api.start = [assignment("s1", kind="service", script=listen_script(0, [own]),
+            api.start = [assignment(A2, kind="service", script=listen_script(0, [own]),
                                     ports=[own, foreign.getsockname()[1]], readiness_probe=probe)]
-            drive(api, tmp_path, until=lambda: ("ready", 1, None) in api.events("s1"))
+            drive(api, tmp_path, until=lambda: ("ready", 1, None) in api.events(A2))
     finally:
         foreign.close()
     ready = [r for r in api.reports if r["event"] == "ready"]
@@ -201,7 +202,7 @@ def test_a_service_ready_before_it_listens_is_reported_again_when_it_opens_and_c
         return any(r.get("listening") == listening for r in api.reports if r["event"] == "ready")
 
     with FakeApi() as api:
-        api.start = [assignment("s1", kind="service", script=listen_script(0.5, [port], then="sleep 30"))]
+        api.start = [assignment(A2, kind="service", script=listen_script(0.5, [port], then="sleep 30"))]
         drive(api, tmp_path, until=lambda: seen([port]) and seen([]) and len(
             [r for r in api.reports if r["event"] == "ready"]) >= 3, timeout=15)
     ready = [r.get("listening") for r in api.reports if r["event"] == "ready"]
@@ -225,11 +226,20 @@ def test_a_detaching_agent_leaves_its_job_running_and_reports_no_exit(tmp_path):
         await agent
 
     with FakeApi() as api:
-        api.start = [assignment("a1", script=f"echo $$ > {pid_file}; sleep 30")]
+        api.start = [assignment(A1, script=f"echo $$ > {pid_file}; sleep 30")]
         asyncio.run(main(api))
     pid = int(pid_file.read_text())
     try:
         group = os.getpgid(pid)  # raises if the job is gone
-        assert api.events("a1") == [("started", 1, None)]
+        assert api.events(A1) == [("started", 1, None)]
     finally:
         os.killpg(group, 9)
+
+
+def test_an_order_for_an_allocation_id_that_is_no_uuid_is_left_and_the_others_run(tmp_path):
+    """No report of it could be taken (the protocol's ids are UUIDs): the agent logs it, never crashes on it."""
+    with FakeApi() as api:
+        api.start = [assignment("not-a-uuid", command=["true"]), assignment(A1, command=["true"])]
+        drive(api, tmp_path, until=lambda: ("exited", 1, 0) in api.events(A1))
+    assert api.events(A1) == [("started", 1, None), ("exited", 1, 0)]
+    assert {r["allocation_id"] for r in api.reports} == {A1}

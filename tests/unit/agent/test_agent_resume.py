@@ -6,17 +6,17 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from tests.unit.agent.fake_api import FakeApi
+from tests.unit.agent.fake_api import A1, FakeApi
 from tests.unit.agent.test_agent_loop import assignment, config, drive
 
 
 def test_a_restarted_agent_with_no_jobs_resumes_and_runs_what_was_placed_while_it_was_away(tmp_path: Path):
     with FakeApi() as api:
         drive(api, tmp_path, until=lambda: len(api.heartbeats) >= 1)
-        api.start = [assignment("a1", epoch=1, script="exit 3")]  # placed on the node it still holds
-        drive(api, tmp_path, until=lambda: ("exited", 1, 3) in api.events("a1"))
+        api.start = [assignment(A1, epoch=1, script="exit 3")]  # placed on the node it still holds
+        drive(api, tmp_path, until=lambda: ("exited", 1, 3) in api.events(A1))
     assert len(api.registrations) == 1, "registering anew gives up what was placed on the node meanwhile"
-    assert api.events("a1") == [("started", 1, None), ("exited", 1, 3)]
+    assert api.events(A1) == [("started", 1, None), ("exited", 1, 3)]
 
 
 def test_a_restarted_agent_whose_node_changed_registers_it_anew(tmp_path: Path):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 
+import msgspec
 import pytest
 
 from adapters.pull_progress import PullReport, layer_count, tool_answer
@@ -13,10 +14,11 @@ from adapters.runspec import RunSpec
 from api.agent.pulls import ImagePulls
 from domain.workflow import WorkflowError
 from projections.activity import activity
+from tests.unit.agent.fake_api import A1, NODE_ID
 from tests.unit.workflow.workflow_builders import at, step, submit
 
 IMAGE = "docker://127.0.0.1:5000/team/app:1"
-SPEC = RunSpec(allocation_id="a1", epoch=2, workflow_id="w", stage="train", image=IMAGE)
+SPEC = RunSpec(allocation_id=A1, epoch=2, workflow_id="w", stage="train", image=IMAGE)
 
 
 def test_a_pull_is_told_blob_by_blob_then_layer_by_layer():
@@ -41,11 +43,11 @@ def test_an_index_has_no_blob_count_so_blobs_are_counted_without_a_total():
 def test_the_agent_sends_pull_lines_from_the_pulling_thread_and_then_the_ready_line():
     sent: list[dict] = []
 
-    async def call(method, path, json):
-        sent.append(json)
+    async def call(method, path, content, headers):
+        sent.append(msgspec.json.decode(content))
 
     async def scenario() -> None:
-        pulls = ImagePulls(call, lambda: "node-1", asyncio.get_running_loop(), every=60)
+        pulls = ImagePulls(call, lambda: NODE_ID, asyncio.get_running_loop(), every=60)
         tell = pulls.tell(SPEC)
         for text in (f"pulling {IMAGE}: 1 of 2 blobs", f"pulling {IMAGE}: 2 of 2 blobs"):
             pulling = threading.Thread(target=tell, args=(text,))
@@ -58,7 +60,7 @@ def test_the_agent_sends_pull_lines_from_the_pulling_thread_and_then_the_ready_l
         await pulls.ready(SPEC, f"image {IMAGE} ready in 1.5 s (pulled)")
 
     asyncio.run(scenario())
-    assert [(b["event"], b["allocation_id"], b["epoch"], b["node_id"]) for b in sent] == [("image", "a1", 2, "node-1")] * 2
+    assert [(b["event"], b["allocation_id"], b["epoch"], b["node_id"]) for b in sent] == [("image", A1, 2, NODE_ID)] * 2
     # the second pull line came within the interval: superseded by the ready line, never sent after it
     assert [b["reason"] for b in sent] == [f"pulling {IMAGE}: 1 of 2 blobs", f"image {IMAGE} ready in 1.5 s (pulled)"]
 

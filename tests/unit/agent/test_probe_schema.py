@@ -9,6 +9,7 @@ from adapters.runspec import RunSpec
 from api.agent.args import build_spec
 from domain.fuzzfile import parse_fuzzfile
 from domain.fuzzfile.schema import Probe
+from tests.unit.agent.fake_api import A1
 
 SERVICE = """
 version: v1
@@ -23,7 +24,7 @@ services:
 
 def test_the_probes_a_fuzzfile_declares_reach_the_agent_as_the_same_values():
     web = parse_fuzzfile(SERVICE).definition.services["web"]
-    spec = build_spec({"allocation_id": "a1", "epoch": 1, "workflow_id": "wf", "stage": "web", "kind": "service",
+    spec = build_spec({"allocation_id": A1, "epoch": 1, "workflow_id": "wf", "stage": "web", "kind": "service",
                        "readiness_probe": msgspec.to_builtins(web.readiness_probe),
                        "liveness_probe": msgspec.to_builtins(web.roving_liveness_probe)})
     assert spec.readiness_probe == web.readiness_probe
@@ -32,7 +33,7 @@ def test_the_probes_a_fuzzfile_declares_reach_the_agent_as_the_same_values():
 
 
 def test_a_job_an_older_agent_left_is_adopted_with_its_snake_case_probe(tmp_path):
-    old = {"spec": {"allocation_id": "a1", "epoch": 1, "workflow_id": "wf", "stage": "web", "kind": "service",
+    old = {"spec": {"allocation_id": A1, "epoch": 1, "workflow_id": "wf", "stage": "web", "kind": "service",
                     "readiness_probe": {"http_get": {"port": 8000, "path": "/"}, "period_seconds": 1.5}},
            "workdir": str(tmp_path), "pid": 1, "born": None, "started_at": 0.0}
     files = JobFiles(tmp_path / "a1-e1")
@@ -45,7 +46,7 @@ def test_a_job_an_older_agent_left_is_adopted_with_its_snake_case_probe(tmp_path
 
 
 def test_a_job_this_agent_saved_is_read_back_unchanged(tmp_path):
-    spec = RunSpec(allocation_id="a1", epoch=1, workflow_id="wf", stage="web", kind="service",
+    spec = RunSpec(allocation_id=A1, epoch=1, workflow_id="wf", stage="web", kind="service",
                    liveness_probe=Probe(period_seconds=0.25, failure_threshold=2))
     files = JobFiles(tmp_path / "a1-e1")
     files.directory.mkdir()

@@ -2,6 +2,7 @@
 
 from datetime import timedelta
 
+from domain.agent_protocol import Assignments
 from domain.node import Capacity
 from domain.scheduler.reasons import Reason, Why
 from domain.scheduler.snapshot import Kind, NodeStatus
@@ -31,13 +32,13 @@ def test_the_agent_is_told_to_start_a_placed_service_with_its_run_spec():
     feed, n1 = Feed(), node("node-1")
     feed.save(n1)
     workflow, allocation = placed(feed, SERVICE, "web", n1)
-    [spec] = feed.views.assignments(n1.id)["start"]
+    [spec] = feed.views.assignments(n1.id).start
     assert (spec["allocation_id"], spec["epoch"], spec["kind"], spec["job"], spec["task_id"]) == (
         str(allocation.id), 1, "service", "web", None)
     assert (spec["image"], spec["command"], spec["files"]) == ("docker://nginx:1", ["nginx"], {"/etc/app.cfg": "port=8080"})
     assert spec["readiness_probe"] == {"tcp-socket": {"port": 8080}}
     assert spec["ports"] == [{"name": "http", "port": 8080, "protocol": "tcp"}]
-    assert feed.views.assignments(node("node-2").id) == {"start": [], "stop": [], "volumes": []}
+    assert feed.views.assignments(node("node-2").id) == Assignments([], [], [])
 
 
 def test_a_job_run_spec_carries_its_script_env_memory_and_execute_timeout():
@@ -49,7 +50,7 @@ def test_a_job_run_spec_carries_its_script_env_memory_and_execute_timeout():
     allocation = request(workflow, "train", minute=2)
     allocation.place([str(n1.id)], by="scheduler", at=at(3))
     feed.save(workflow, allocation)
-    [spec] = feed.views.assignments(str(n1.id))["start"]
+    [spec] = feed.views.assignments(str(n1.id)).start
     assert (spec["script"], spec["env"], spec["memory_bytes"], spec["execute_timeout_seconds"]) == (
         "#!/bin/sh\necho hi", {"A": "1"}, GiB, 600.0)
     assert spec["account_id"] == str(uid("group"))
@@ -64,8 +65,8 @@ def test_preempted_and_canceled_work_is_listed_to_stop_with_the_reason():
     canceled_workflow.cancel(by="bob", at=at(2), reason="wrong input")
     feed.save(preempted, canceled_workflow)
     answer = feed.views.assignments(n1.id)
-    assert answer["start"] == []
-    assert sorted((s["allocation_id"], s["reason"]) for s in answer["stop"]) == sorted([
+    assert answer.start == []
+    assert sorted((s.allocation_id, s.reason) for s in answer.stop) == sorted([
         (str(preempted.id), "Preempted by workflow wf-u job urgent"),
         (str(running.id), "workflow canceled: wrong input")])
 
@@ -77,7 +78,7 @@ def test_a_rejoined_agent_is_not_told_about_its_previous_life():
     allocation.evict("lease lapsed", by="monitor", at=at(2))
     n1.rejoin(Capacity(cpu=8, memory=32 * GiB), by="agent", at=at(3))
     feed.save(allocation, n1)
-    assert feed.views.assignments(n1.id) == {"start": [], "stop": [], "volumes": []}
+    assert feed.views.assignments(n1.id) == Assignments([], [], [])
 
 
 def test_the_snapshot_queues_ready_work_and_holds_running_work_until_its_deadline():
@@ -131,7 +132,7 @@ def test_a_gpu_job_run_spec_asks_the_agent_for_its_devices_and_private_network()
     feed, n1 = Feed(), node("node-1")
     feed.save(n1)
     placed(feed, GPU_JOB, "train", n1)
-    [spec] = feed.views.assignments(n1.id)["start"]
+    [spec] = feed.views.assignments(n1.id).start
     assert spec["devices"] == {"nvidia.com/gpu": 2}
     assert spec["network_isolated"] is True
 
@@ -140,7 +141,7 @@ def test_a_job_without_devices_gets_none_bound():
     feed, n1 = Feed(), node("node-1")
     feed.save(n1)
     placed(feed, ONE_JOB, "main", n1)
-    [spec] = feed.views.assignments(n1.id)["start"]
+    [spec] = feed.views.assignments(n1.id).start
     assert "devices" not in spec and "network_isolated" not in spec
 
 
@@ -154,7 +155,7 @@ def test_a_build_is_started_with_its_plan_and_whose_image_it_becomes():
     feed, n1 = Feed(), node("node-1")
     feed.save(n1)
     placed(feed, BUILDS, "build:tools", n1)
-    [spec] = feed.views.assignments(n1.id)["start"]
+    [spec] = feed.views.assignments(n1.id).start
     assert (spec["kind"], spec["build"]["name"], spec["build"]["post"], spec["build"]["scope"]) == (
         "build", "tools", "touch /opt/t", "group")
     assert (spec["image_owner"], spec["image_group"]) == (str(uid("alice")), str(uid("group")))
@@ -169,7 +170,36 @@ def test_a_job_in_a_built_image_is_told_whose_image_to_look_up():
     allocation = request(workflow, "use", minute=2)
     allocation.place([str(n1.id)], by="scheduler", at=at(3))
     feed.save(workflow, allocation)
-    [spec] = feed.views.assignments(str(n1.id))["start"]
+    [spec] = feed.views.assignments(str(n1.id)).start
     assert (spec["image"], spec["image_owner"], spec["image_group"]) == (
         "fuzzball://user/tools", str(uid("alice")), str(uid("group")))
     assert "build" not in spec
+
+
+def agent_reads(spec: dict) -> set[str]:
+    """The keys of a run spec the agent's RunSpec takes (under their own names or the aliases it knows)."""
+    from adapters.runspec import RunSpec
+    from api.agent.args import ALIASES
+    return set(spec) & (set(RunSpec.__struct_fields__) | set(ALIASES))
+
+
+def test_every_key_of_a_service_and_a_job_run_spec_is_one_the_agent_reads():
+    """A run spec stays a mapping on the wire (domain/agent_protocol.Assignments): a key renamed on one side would
+    reach the agent as nothing; this holds the two spellings together."""
+    from api.agent.args import build_spec
+    feed, n1 = Feed(), node("node-1")
+    feed.save(n1)
+    placed(feed, SERVICE, "web", n1)
+    [service] = feed.views.assignments(n1.id).start
+    assert set(service) == agent_reads(service)
+    built = build_spec(service)
+    assert (built.job_name, built.kind, built.readiness_probe is not None) == ("web", "service", True)
+    workflow = submit(SERVICE, name="second")
+    workflow.stage_started("web", 1, "node-1", at(1))
+    workflow.stage_running("web", 1, at(2))
+    allocation = request(workflow, "train", minute=2)
+    allocation.place([str(n1.id)], by="scheduler", at=at(3))
+    feed.save(workflow, allocation)
+    job = next(s for s in feed.views.assignments(n1.id).start if s["kind"] == "job")
+    assert set(job) == agent_reads(job)
+    assert (build_spec(job).memory, build_spec(job).execute_timeout) == (GiB, 600.0)

@@ -1,5 +1,6 @@
 """Each node of a multinode job is told its rank and its peers; when a rank fails, the others are told to stop."""
 
+from domain.agent_protocol import Assignments
 from domain.multinode import leader_port
 from domain.node import Capacity, Node
 from tests.unit.projections.builders import T0, Feed, GiB, at, request, submit, uid
@@ -28,8 +29,8 @@ def placed_on_two():
 
 def test_each_node_is_told_its_rank_and_every_peer_in_rank_order():
     feed, allocation, n1, n2 = placed_on_two()
-    [first] = feed.views.assignments(n1.id)["start"]
-    [second] = feed.views.assignments(n2.id)["start"]
+    [first] = feed.views.assignments(n1.id).start
+    [second] = feed.views.assignments(n2.id).start
     peers = {"hosts": ("10.0.0.1", "10.0.0.2"), "port": leader_port(allocation.id), "procs_per_node": 4,
              "implementation": "openmpi"}
     assert first["peers"] == {"rank": 0, **peers} and second["peers"] == {"rank": 1, **peers}
@@ -42,7 +43,7 @@ def test_a_single_node_job_gets_no_peers():
     allocation = request(workflow, "main")
     allocation.place([str(n1.id)], by="scheduler", at=at(1))
     feed.save(workflow, allocation)
-    [spec] = feed.views.assignments(n1.id)["start"]
+    [spec] = feed.views.assignments(n1.id).start
     assert "peers" not in spec
 
 
@@ -50,19 +51,19 @@ def test_when_a_rank_fails_the_other_is_told_to_stop_and_the_failed_one_is_never
     feed, allocation, n1, n2 = placed_on_two()
     allocation.rank_exited(str(n2.id), 7, allocation.epoch, by="agent", at=at(2))
     feed.save(allocation)
-    assert feed.views.assignments(n2.id) == {"start": [], "stop": [], "volumes": []}
+    assert feed.views.assignments(n2.id) == Assignments([], [], [])
     answer = feed.views.assignments(n1.id)
-    assert answer["start"] == []
-    [order] = answer["stop"]
-    assert order["rank_stop"] and order["reason"] == "rank 1 failed: the job stops on every node"
+    assert answer.start == []
+    [order] = answer.stop
+    assert order.rank_stop and order.reason == "rank 1 failed: the job stops on every node"
 
 
 def test_a_rank_that_finished_is_not_started_again_while_its_peer_still_runs():
     feed, allocation, n1, n2 = placed_on_two()
     allocation.rank_exited(str(n1.id), 0, allocation.epoch, by="agent", at=at(2))
     feed.save(allocation)
-    assert feed.views.assignments(n1.id)["start"] == []
-    assert [s["peers"]["rank"] for s in feed.views.assignments(n2.id)["start"]] == [1]
+    assert feed.views.assignments(n1.id).start == []
+    assert [s["peers"]["rank"] for s in feed.views.assignments(n2.id).start] == [1]
 
 
 def test_the_activity_stream_tells_each_rank_s_exit_with_its_node():
@@ -80,7 +81,7 @@ def test_a_one_node_multinode_job_still_gets_its_hostfile_and_rank():
     allocation = request(workflow, "train")
     allocation.place([str(n1.id)], by="scheduler", at=at(1))
     feed.save(workflow, allocation)
-    [spec] = feed.views.assignments(n1.id)["start"]
+    [spec] = feed.views.assignments(n1.id).start
     assert (spec["peers"]["rank"], spec["peers"]["hosts"]) == (0, ("10.0.0.1",))
 
 
@@ -99,5 +100,14 @@ def test_without_procs_per_node_each_node_runs_as_many_processes_as_the_job_has_
     allocation = request(workflow, "train")
     allocation.place([str(n1.id)], by="scheduler", at=at(1))
     feed.save(workflow, allocation)
-    [spec] = feed.views.assignments(n1.id)["start"]
+    [spec] = feed.views.assignments(n1.id).start
     assert spec["peers"]["procs_per_node"] == 3
+
+
+def test_every_key_of_a_multinode_rank_s_run_spec_is_one_the_agent_reads():
+    from adapters.runspec import RunSpec
+    from api.agent.args import ALIASES, build_spec
+    feed, _, n1, _ = placed_on_two()
+    [spec] = feed.views.assignments(n1.id).start
+    assert set(spec) - set(RunSpec.__struct_fields__) - set(ALIASES) == set()
+    assert build_spec(spec).peers is not None

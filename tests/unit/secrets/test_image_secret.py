@@ -10,6 +10,7 @@ import pytest
 from adapters.registry_auth import take_credential
 from adapters.runspec import job_environment
 from api.agent.args import build_spec
+from domain.agent_protocol import Assignments
 from domain.app.errors import Invalid
 from domain.fuzzfile import parse_fuzzfile
 from domain.secrets.references import IMAGE_SECRET_VARIABLE
@@ -63,14 +64,14 @@ def test_the_agents_answer_carries_the_reference_which_resolves_for_the_agent_an
     feed, n1 = Feed(), registered_node("node-1")
     feed.save(n1)
     placed(feed, FUZZFILE % "secret://user/registry", "train", n1)
-    [spec] = feed.views.assignments(n1.id)["start"]
+    [spec] = feed.views.assignments(n1.id).start
     assert spec["env"] == {"PLAIN": "1", IMAGE_SECRET_VARIABLE: "secret://user/registry"}  # a reference, no value
 
     world.create("registry", by="alice", value=CREDENTIAL)
     wid = uuid4()
     world.roving.submit_workflow(wid, "w", FUZZFILE % "secret://user/registry", 0, None, world.who("alice"), T0)
-    resolved = world.secrets.resolve_assignments({"start": [{**spec, "workflow_id": str(wid)}], "stop": []})
-    item = resolved["start"][0]
+    resolved = world.secrets.resolve_assignments(Assignments([{**spec, "workflow_id": str(wid)}], []))
+    item = resolved.start[0]
     env, secret = take_credential(item["env"])
     assert secret == CREDENTIAL
     job = build_spec({**item, "env": env})
@@ -86,7 +87,7 @@ def test_an_image_secret_gone_by_the_time_the_job_starts_fails_it_naming_the_ref
     spec = {"allocation_id": str(uuid4()), "epoch": 1, "workflow_id": str(wid), "stage": "train", "kind": "job",
             "image": "docker://registry.example.org/team/trainer:2", "script": "echo hi",
             "env": {"PLAIN": "1", IMAGE_SECRET_VARIABLE: "secret://user/registry"}}
-    refused = world.secrets.resolve_assignments({"start": [spec], "stop": []})["start"][0]
+    refused = world.secrets.resolve_assignments(Assignments([spec], [])).start[0]
     assert refused["image"] == "" and IMAGE_SECRET_VARIABLE not in refused["env"]
     assert "image.secret=secret://user/registry: no such secret" in refused["script"] and "exit 78" in refused["script"]
 
@@ -95,6 +96,6 @@ def test_a_job_without_an_image_secret_has_nothing_added_to_its_env():
     feed, n1 = Feed(), registered_node("node-1")
     feed.save(n1)
     placed(feed, FUZZFILE.replace(", secret: %s", ""), "train", n1)
-    [spec] = feed.views.assignments(n1.id)["start"]
+    [spec] = feed.views.assignments(n1.id).start
     assert spec["env"] == {"PLAIN": "1"}
     assert take_credential(spec["env"]) == ({"PLAIN": "1"}, "")

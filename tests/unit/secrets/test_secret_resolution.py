@@ -9,6 +9,7 @@ import pytest
 
 from adapters.runspec import RunSpec, job_environment
 from adapters.secret_crypto import AesGcmCipher
+from domain.agent_protocol import Assignments
 from tests.unit.secrets.world import T0, VALUE, World
 
 FUZZFILE = """
@@ -36,27 +37,27 @@ def assignment(world: World, reference: str, owner: str = "alice") -> dict:
     stage = next(iter(world.roving.repository.get(wid).stages.values()))
     spec = {"allocation_id": str(uuid4()), "epoch": 1, "workflow_id": str(wid), "stage": "train", "kind": "job",
             "script": "echo hi", "command": None, "args": None, "env": dict(stage.spec.env)}
-    return {"start": [spec], "stop": []}
+    return Assignments([spec], [])
 
 
 def test_the_resolved_value_reaches_the_jobs_environment(world):
     world.create("hf")
     answer = world.secrets.resolve_assignments(assignment(world, "secret://user/hf"))
-    env = job_environment(msgspec.convert(answer["start"][0], RunSpec))
+    env = job_environment(msgspec.convert(answer.start[0], RunSpec))
     assert (env["TOKEN"], env["PLAIN"]) == (VALUE, "1")
 
 
 def test_a_group_secret_resolves_for_a_member_of_the_group(world):
     world.create("team", "group", by="bob", group="ml", value="group-value")
     answer = world.secrets.resolve_assignments(assignment(world, "secret://group/ml/team"))
-    assert answer["start"][0]["env"]["TOKEN"] == "group-value"
+    assert answer.start[0]["env"]["TOKEN"] == "group-value"
 
 
 def test_a_secret_deleted_after_submission_fails_the_job_naming_the_reference(world):
     created = world.create("hf")
     pending = assignment(world, "secret://user/hf")
     world.secrets.delete_secret(created, world.who("alice"), T0)
-    spec = world.secrets.resolve_assignments(pending)["start"][0]
+    spec = world.secrets.resolve_assignments(pending).start[0]
     assert "TOKEN" not in spec["env"]
     assert "secret://user/hf" in spec["script"] and "exit 78" in spec["script"]
 
@@ -68,12 +69,12 @@ def test_a_member_who_left_the_group_no_longer_reads_its_secret(world):
     world.create("team", "group", by="bob", group="ml", value="group-value")
     pending = assignment(world, "secret://group/ml/team")
     world.roving.remove_member(world.ml, user_id("alice"), SYSTEM, T0)
-    spec = world.secrets.resolve_assignments(pending)["start"][0]
+    spec = world.secrets.resolve_assignments(pending).start[0]
     assert "group-value" not in repr(spec)
 
 
 def test_answers_without_references_are_passed_through_untouched(world):
-    answer = {"start": [{"workflow_id": str(uuid4()), "env": {"A": "1"}}], "stop": []}
+    answer = Assignments([{"workflow_id": str(uuid4()), "env": {"A": "1"}}], [])
     assert world.secrets.resolve_assignments(answer) is answer
 
 
@@ -82,5 +83,5 @@ def test_a_ciphertext_that_no_longer_opens_fails_the_job_naming_the_reference(wo
     pending = assignment(world, "secret://user/hf")
     (tmp_path / "secrets.keyring").unlink()  # the ring lost: a new one has none of the old keys
     world.secrets.cipher = AesGcmCipher(tmp_path / "secrets.keyring")
-    spec = world.secrets.resolve_assignments(pending)["start"][0]
+    spec = world.secrets.resolve_assignments(pending).start[0]
     assert "secret://user/hf" in spec["script"] and "cannot be decrypted" in spec["script"]

@@ -113,7 +113,7 @@ def test_the_agent_is_told_where_the_persistent_volume_lives_and_whose_it_is():
     workflow.stage_started("write", 1, "fast", at(1))
     feed.save(fast, workflow, allocation)
     views = feed.views
-    spec, = assignments(fast.id, views.queue, views.workflows, views.nodes)["start"]
+    spec, = assignments(fast.id, views.queue, views.workflows, views.nodes).start
     assert spec["mounts"] == {"/hot": "hot"}
     assert spec["persistent"] == {"hot": {"path": "/srv/v/org/user/100000/hot", "uid": 100000, "gid": 100000,
                                           "mode": 0o700}}

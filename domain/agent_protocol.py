@@ -1,0 +1,122 @@
+"""The node agent protocol as types: what an agent sends (register, heartbeat, reports) and what it is answered
+(its registration, its assignments and stop orders, a batch's results).
+
+One set of types for the three parties: the route decodes requests and encodes answers with them, the assignments
+projection builds its answer with them, and the agent encodes what it sends and decodes what it is answered with
+them (and its outbox journal holds `Report`s). A field renamed on one side is then a type error or a failed decode,
+never a key that silently reads None. Plain msgspec Structs, no I/O: they live in the domain so that the
+projections (which may not import `api`) and the agent (which may not import the HTTP app) share them.
+
+The JSON field names and values are the protocol's: agents and control planes of neighbouring versions talk to each
+other, and an agent reads the journal an older one wrote (tests/unit/agent/test_protocol_compat.py holds literal
+bodies of the older shapes). Fields that were sent only when set (`rank_stop`, a batch result's `code`) are omitted
+when at their default, so an answer's bytes (and its ETag) stay as they were.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+from uuid import UUID
+
+import msgspec
+
+Port = Annotated[int, msgspec.Meta(ge=1, le=65535)]
+MAX_LISTENING = 1024  # ports one readiness may name: each is stored in the endpoint's events
+Event = Literal["started", "ready", "unready", "exited", "ran_on_host", "progress", "image"]
+
+
+class Register(msgspec.Struct):
+    """`POST /v4/agent/register`: the node as its agent sees it."""
+
+    name: str
+    cpu: int
+    memory: int
+    devices: dict[str, int] = {}
+    annotations: dict[str, str] = {}
+    definition: str = ""
+    address: str = ""
+    metrics_port: int | None = None
+    segment: str = ""  # the storage segment the node is in (`roving agent --segment`)
+
+
+class Registered(msgspec.Struct):
+    """The answer to a registration: the node's id and epoch, and the node's own (revocable) credential."""
+
+    node_id: UUID
+    epoch: int
+    token: str = ""
+    credential_id: str = ""
+
+
+class Heartbeat(msgspec.Struct):
+    """`POST /v4/agent/heartbeat`: the node's lease, at its epoch, with the allocations running there."""
+
+    node_id: UUID
+    epoch: int
+    running: list[str] = []
+
+
+class Report(msgspec.Struct):
+    """`POST /v4/agent/reports` (and one item of a batch, and one entry of the agent's outbox journal)."""
+
+    node_id: UUID
+    allocation_id: UUID
+    epoch: int
+    event: Event
+    exit_code: int | None = None
+    reason: str = ""
+    ports: list[int | dict[str, Any]] = []  # a service's declared ports, echoed back in its ready report
+    # a service's readiness changes after the first carry their count (`ready#2`): the outbox keys them apart
+    change: int = 0
+    # `ready`: the TCP ports the service's own processes listen on, as the agent saw them (older agents: None)
+    listening: Annotated[list[Port], msgspec.Meta(max_length=MAX_LISTENING)] | None = None
+
+    def key(self) -> tuple[str, int, str]:
+        """(allocation, epoch, event): reports are idempotent by it; `ready#2` is a second readiness."""
+        event = f"{self.event}#{self.change}" if self.change else self.event
+        return str(self.allocation_id), self.epoch, event
+
+
+class Reports(msgspec.Struct):
+    """Many reports of one node in one request (`POST /v4/agent/reports:batch`): one commit for all of them."""
+
+    node_id: UUID
+    reports: list[Report]
+
+
+class BatchResult(msgspec.Struct, omit_defaults=True):
+    """One report's answer inside a batch, as the single route would answer it (200, 409 `stale_epoch`, ...)."""
+
+    status: int
+    code: str = ""
+    error: str = ""
+
+
+class BatchResults(msgspec.Struct):
+    results: list[BatchResult]
+
+
+class Stop(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """An order to kill what runs of an allocation here; `rank_stop`: a multinode rank failed and the others stop,
+    `ranks` of them in all (a rank told so before it started still reports its end)."""
+
+    allocation_id: str
+    epoch: int
+    workflow_id: str
+    stage: str
+    state: str
+    rank_stop: bool = False
+    ranks: int = 0
+    reason: str
+
+
+class Assignments(msgspec.Struct):
+    """`GET /v4/agent/assignments`: run specs to start, orders to stop, and the workflows whose volumes live on.
+
+    A run spec stays a mapping here: the agent reads it into its RunSpec (adapters/runspec.py, through
+    api.agent.args.build_spec, which also takes the Fuzzfile's spellings). `volumes` is None only from a control
+    plane that does not say (the agent then removes no volume)."""
+
+    start: list[dict[str, Any]]
+    stop: list[Stop]
+    volumes: list[str] | None = None
