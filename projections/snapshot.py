@@ -10,6 +10,7 @@ from domain.allocation import Allocation, QueueState
 from domain.fuzzfile.transfers import TRANSFER_KINDS
 from domain.node import to_node_view
 from domain.scheduler import sanity
+from domain.scheduler.quotas import largest_job
 from domain.scheduler.segments import stage_segments
 from domain.scheduler.snapshot import (
     Definition,
@@ -56,6 +57,8 @@ def _queued(a: Allocation, queue: QueueView, workflows: WorkflowsView,
             extra["segments"] = segments
         if kind is Kind.SERVICE and (ports := host_ports(workflow, state.spec.step)):
             extra["host_ports"] = ports
+        if kind is Kind.SERVICE and base.project and (room := largest_job(workflow.step_specs())):
+            extra["companion"] = room
     if earlier := preemptions.get((a.workflow_id, a.stage), ()):
         extra["preemptions"] = earlier
     return QueuedAllocation(**{**_fields(base), **extra}) if extra else base

@@ -22,7 +22,7 @@ from domain.fuzzfile import Problem
 from domain.fuzzfile.schema import Workflow as Fuzzfile
 from domain.ids import project_id, user_id
 from domain.project import Project, ProjectError, ancestors, check_path, parent_of, parse_quota
-from domain.scheduler.quotas import charge, figure
+from domain.scheduler.quotas import charge, figure, largest_job
 from domain.scheduler.snapshot import Definition, NodeView, QueuedAllocation
 from domain.tenancy import Group, TenancyError
 from domain.tenancy.permissions import Action, Principal, Resource
@@ -123,12 +123,14 @@ class ProjectHandlers:
         chain = [p for p in (self._live(path) for path in ancestors(project)) if p is not None]
         totals = self.config.scheduler_config().shared_resources
         problems: list[Problem] = []
+        room = largest_job(specs)
         for spec in specs:
             where = f"{'services' if spec.kind == 'service' else 'jobs'}.{spec.step}.resource"
             if spec.build is not None:
                 where = f"images.{spec.build.name}"
             amounts = charge(*_request(spec, definitions or ()))
-            problems += _quota_problems(where, amounts, chain)
+            # a service holds its quota until its jobs end: one that leaves no room for them could never run
+            problems += _quota_problems(where, amounts, chain, room if spec.kind == "service" else None)
             problems += _shared_problems(where, spec.resources.shared, totals)
         return list({(p.path, p.message): p for p in problems}.values())
 
@@ -205,13 +207,17 @@ def _request(spec: Any, definitions: Sequence[Definition]) -> tuple[QueuedAlloca
     return request, [node] * r.nodes
 
 
-def _quota_problems(where: str, amounts: dict[str, int], chain: list[Project]) -> list[Problem]:
+def _quota_problems(where: str, amounts: dict[str, int], chain: list[Project],
+                    room: dict[str, int] | None = None) -> list[Problem]:
+    """`room`: for a service, what its workflow's largest job asks, which must fit beside it."""
     for project in chain:
         for key, limit in sorted(project.quota.items()):
-            asked = amounts.get(key, 0)
-            if asked > limit:
+            asked, kept = amounts.get(key, 0), (room or {}).get(key, 0)
+            if asked and asked + kept > limit:
+                beside = f" and its workflow's largest job {figure(key, kept)} beside it" if kept else ""
                 return [Problem(path=where, message=f"can never run under project {project.path}'s quota: it asks "
-                                                    f"{key} {figure(key, asked)}, the quota is {figure(key, limit)}")]
+                                                    f"{key} {figure(key, asked)}{beside}, the quota is "
+                                                    f"{figure(key, limit)}")]
     return []
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from domain.fuzzfile.transfers import TRANSFER_KINDS
 from domain.project_paths import ancestors
 from domain.scheduler.reasons import Reason, Why
 from domain.scheduler.snapshot import NodeView, QueuedAllocation, Snapshot
@@ -27,6 +28,22 @@ def charge(a: QueuedAllocation, nodes: Iterable[NodeView] = ()) -> dict[str, int
         found = {"cpu": a.cpu * a.nodes, "memory": a.memory * a.nodes}
         found.update((f"devices.{name}", count * a.nodes) for name, count in a.devices.items())
     return {key: value for key, value in found.items() if value}
+
+
+def largest_job(specs: Iterable[Any]) -> dict[str, int]:
+    """Per quota key, the most any one job (or task) of a workflow asks (its `Stage` specs): a service of the
+    workflow starts only with this much of its project's quota still free beside it."""
+    found: dict[str, int] = {}
+    for spec in specs:
+        if spec.kind == "service" or spec.kind in TRANSFER_KINDS:
+            continue
+        r = spec.resources
+        asks = {"cpu": r.cpu_cores * r.nodes, "memory": r.memory_bytes * r.nodes}
+        asks.update((f"devices.{name}", count * r.nodes) for name, count in r.devices.items())
+        for key, value in asks.items():
+            if value > found.get(key, 0):
+                found[key] = value
+    return found
 
 
 def figure(key: str, value: int) -> str:
@@ -85,7 +102,8 @@ class Quotas:
         return None
 
     def why(self, a: QueuedAllocation, amounts: Mapping[str, int]) -> Why | None:
-        """PROJECT_QUOTA naming the first project on the path to the root whose quota has no room for `amounts`."""
+        """PROJECT_QUOTA naming the first project on the path to the root whose quota has no room for `amounts`
+        (for a service, with room left for its workflow's largest job: `QueuedAllocation.companion`)."""
         if not a.project:
             return None
         for path in self.chain(a.project):
@@ -94,23 +112,27 @@ class Quotas:
                 continue
             used = self.used.get(path, {})
             for key, limit in sorted(limits.items()):
-                asked = amounts.get(key, 0)
-                if asked and used.get(key, 0) + asked > limit:
-                    return quota_why(a.project, path, key, used.get(key, 0), asked, limit)
+                asked, room = amounts.get(key, 0), a.companion.get(key, 0)
+                if asked and used.get(key, 0) + asked + room > limit:
+                    return quota_why(a.project, path, key, used.get(key, 0), asked, limit, room)
         return None
 
 
-def quota_why(own: str, path: str, key: str, used: int, asked: int, limit: int) -> Why:
-    """Which project's quota, how much of it is used, how much this asks, and whether it could ever fit."""
+def quota_why(own: str, path: str, key: str, used: int, asked: int, limit: int, room: int = 0) -> Why:
+    """Which project's quota, how much of it is used, how much this asks (and keeps free for its jobs: `room`), and
+    whether it could ever fit."""
     whose = f"project {path}" if path == own else f"project {path} (above {own})"
-    if asked > limit:
-        message = (f"can never run under {whose}'s quota: it asks {key} {figure(key, asked)}, the quota is "
+    kept = f" and keeps {figure(key, room)} free for its workflow's largest job" if room else ""
+    if asked + room > limit:
+        message = (f"can never run under {whose}'s quota: it asks {key} {figure(key, asked)}{kept}, the quota is "
                    f"{figure(key, limit)}; held until the quota is raised")
     else:
         message = (f"waiting for {whose}'s quota of {key}: {figure(key, used)} of {figure(key, limit)} in use, "
-                   f"this asks {figure(key, asked)}")
+                   f"this asks {figure(key, asked)}{kept}")
     detail: dict[str, Any] = {"project": path, "resource": key, "used": used, "asked": asked, "limit": limit,
-                              "never_fits": asked > limit}
+                              "never_fits": asked + room > limit}
+    if room:
+        detail["kept_for_jobs"] = room
     if path != own:
         detail["own_project"] = own
     return Why(reason=Reason.PROJECT_QUOTA, message=message, detail=detail)

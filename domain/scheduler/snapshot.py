@@ -78,6 +78,10 @@ class QueuedAllocation(msgspec.Struct, frozen=True, kw_only=True):
     preemptions: tuple[datetime, ...] = ()
     project: str = ""  # the project path its workflow runs under ("" before any project existed)
     shared: dict[str, int] = {}  # cluster-wide counted resources it holds while it runs (licenses), by name
+    # A service under a project: its workflow's largest job charge (quotas.charge's keys), which must still fit
+    # beside it when it starts. A service holds its quota until its jobs end: without the room, services could fill
+    # a quota while their own jobs wait for it, for good.
+    companion: dict[str, int] = {}
 
 
 class RunningAllocation(QueuedAllocation, frozen=True, kw_only=True):

@@ -125,6 +125,22 @@ def test_a_project_grant_lets_a_user_see_the_subtrees_work_in_their_own_organiza
     assert api.request("POST", f"/v4/workflows/{wid}:stop", carol_token).status_code == 403
 
 
+def test_a_service_that_leaves_its_jobs_no_room_in_the_quota_is_refused(api):
+    """A service holds its quota until its jobs end: a 3-core service and a 2-core job under physics's 4 could only
+    wait for each other."""
+    served = job("physics", cores=2).replace("jobs:", """services:
+  web:
+    image: {uri: docker://alpine}
+    script: serve
+    resource: {cpu: {cores: 3}}
+jobs:""")
+    answer = submit(api, api.alice, served)
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["errors"] == [{"path": "services.web.resource", "message":
+                                        "can never run under project physics's quota: it asks cpu 3 and its "
+                                        "workflow's largest job 2 beside it, the quota is 4"}]
+
+
 def test_validate_says_what_submission_would_refuse_for_the_project(api):
     answer = api.request("POST", "/v4/workflows:validate", api.alice, json={"definition": job("physics", cores=6)})
     assert answer.json()["valid"] is False

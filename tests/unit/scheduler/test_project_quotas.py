@@ -115,3 +115,31 @@ def test_preempting_a_victim_gives_its_quota_back_in_the_same_pass():
                       group_policies=policies), config, T0)
     assert [p.victim_ids for p in d.preemptions] == [("victim",)]
     assert "behind" in d.placed_nodes()  # the victim's 8 cpu of ml's quota are free again
+
+
+def test_a_service_starts_only_with_room_left_for_its_workflows_largest_job():
+    """The soak's deadlock: three services filled soak/a's 3 cores while each one's job waited for that quota, for
+    good (a service holds its quota until its jobs end). A service now waits unless its job would still fit."""
+    from domain.scheduler.snapshot import Kind
+
+    tree = projects(lab={"cpu": 3})
+    busy = [running("s1", ("n1",), kind=Kind.SERVICE, project="lab", user_id=ALICE, companion={"cpu": 1}),
+            running("s2", ("n1",), kind=Kind.SERVICE, project="lab", user_id=ALICE, companion={"cpu": 1})]
+    third = mine("s3", "lab", kind=Kind.SERVICE, companion={"cpu": 1}, minutes_ago=5)
+    own_job = mine("j1", "lab", workflow_id="wf-s1")
+    d = schedule(snap([third, own_job], busy, nodes=[node("n1", cpu=16)], projects=tree), CONFIG, T0)
+    assert [p.allocation_id for p in d.placements] == ["j1"]
+    why = d.reasons["s3"]
+    assert why.reason is Reason.PROJECT_QUOTA and why.detail["kept_for_jobs"] == 1
+    assert "2 of 3 in use, this asks 1 and keeps 1 free for its workflow's largest job" in why.message
+
+
+def test_a_service_whose_job_could_never_fit_beside_it_says_so():
+    from domain.scheduler.snapshot import Kind
+
+    tree = projects(lab={"cpu": 3})
+    service = mine("s1", "lab", cpu=2, kind=Kind.SERVICE, companion={"cpu": 2})
+    d = schedule(snap([service], nodes=[node("n1", cpu=16)], projects=tree), CONFIG, T0)
+    why = d.reasons["s1"]
+    assert d.placements == [] and why.detail["never_fits"] is True
+    assert "can never run" in why.message and "keeps 2 free" in why.message
