@@ -59,7 +59,19 @@ def agent_main(argv: list[str]) -> int:
             stop.set()
 
         loop.add_signal_handler(DETACH, detach_and_stop)
-        await run_agent(config, stop, detach)
+        try:
+            await run_agent(config, stop, detach)
+        finally:
+            stop_listening(loop)
 
     asyncio.run(main())
     return 0
+
+
+def stop_listening(loop: asyncio.AbstractEventLoop) -> None:
+    """Once the agent is stopping, further TERM, INT and USR1 are ignored, and the loop's handlers go before the loop
+    closes: asyncio closes its wakeup pipe first and removes them after, and a signal in between (a provisioner's
+    delete sends a second TERM) was written to the closed pipe: 'Exception ignored ... signal wakeup fd'."""
+    for signum in (signal.SIGTERM, signal.SIGINT, DETACH):
+        loop.remove_signal_handler(signum)  # the last one out also resets the wakeup fd
+        signal.signal(signum, signal.SIG_IGN)
