@@ -75,3 +75,31 @@ def test_two_writers_placing_at_once_never_pass_a_quota_or_a_license(two_writers
         assert fresh.repository.get(ledger_id(PROJECT, "lab")).used["cpu"] == 4
     finally:
         fresh.close()
+
+
+def test_work_placed_by_one_writer_and_ended_through_another_gives_its_quota_back(two_writers):
+    """The soak's leak: the second writer held a copy of the ledger from before the first one's charge, found no
+    charge for the ending allocation on it and gave nothing back; the quota stayed used for good."""
+    first, second = two_writers
+    org = first.create_organization("acme", ADMIN, T0)
+    first.create_user(org, "alice", "alice@acme.test", "A long passphrase 42!", "user", ADMIN, T0)
+    first.put_project("lab", {"cpu": 6}, ["alice"], ADMIN, T0)
+    first.change_config({"scheduler.sharedResources": {"ansys": 2}}, ADMIN, T0)
+    node, _ = first.register_node("n1", 8, 8 << 30, {}, {}, "pool", "127.0.0.1", None, T0)
+    alice = user(org, "alice")
+    ids = []
+    for _ in range(2):
+        wid = uuid4()
+        first.submit_workflow(wid, "w", JOB, 0, None, alice, T0)
+        ids.append(allocation_id(wid, "work", 1))
+    second.repository.follow_log()  # memory trusted, as with a follower; this one is behind (it never reports)
+    warm = second.place(ids[0], [node], "scheduler", T0)  # the second writer now holds the ledgers in memory
+    second.report(node, ids[0], warm, "exited", 0, "", T0 + timedelta(seconds=1))
+    fence = first.place(ids[1], [node], "scheduler", T0 + timedelta(seconds=2))  # charged through the first
+    second.report(node, ids[1], fence, "exited", 0, "", T0 + timedelta(seconds=3))  # ...ended through the second
+    fresh = Roving(env=first.env, passwords=FastHasher())
+    try:
+        assert fresh.repository.get(ledger_id(PROJECT, "lab")).held == {}
+        assert fresh.repository.get(ledger_id(SHARED, "ansys")).held == {}
+    finally:
+        fresh.close()
