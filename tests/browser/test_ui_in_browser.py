@@ -62,6 +62,12 @@ def replaced(element):
     return gone
 
 
+def notice(browser) -> str:
+    """The page's notice, read in one script: an element found while the form's answer replaces the page may belong
+    to the old document by the time its text is asked for ('Node ... does not belong to the document')."""
+    return browser.execute_script("const e = document.getElementById('notice'); return e ? e.innerText.trim() : ''")
+
+
 def shown_status(browser) -> str:
     """Read in one script: the live page replaces the element as events arrive."""
     return browser.execute_script("const e = document.getElementById('workflow-status'); return e && e.dataset.status")
@@ -125,14 +131,13 @@ def test_an_admin_cordons_a_node_from_the_nodes_page_and_sees_the_hold(browser, 
     browser.get(stack.url + "/ui/nodes")
     browser.find_element(By.ID, "cordon-reason-local-2").send_keys("bios update")
     browser.find_element(By.ID, "cordon-local-2").click()
-    wait(browser).until(seen.presence_of_element_located((By.ID, "notice")))
-    assert browser.find_element(By.ID, "notice").text == "Cordoned local-2."
+    wait(browser).until(lambda b: notice(b) == "Cordoned local-2.")
     row = browser.find_element(By.ID, "node-local-2").find_element(By.XPATH, "./ancestor::tr").text
     assert "cordon" in row and "admin" in row and "bios update" in row
     holds = stack.client.get("/v4/nodes/local-2/holds").json()["holds"]
     assert [(h["effect"], h["source"], h["reason"]) for h in holds] == [("cordon", "admin", "bios update")]
     browser.find_element(By.ID, "uncordon-local-2").click()
-    wait(browser).until(lambda b: b.find_element(By.ID, "notice").text == "Uncordoned local-2.")
+    wait(browser).until(lambda b: notice(b) == "Uncordoned local-2.")
     assert stack.client.get("/v4/nodes/local-2/holds").json()["holds"] == []
     browser.find_element(By.ID, "node-local-2").click()  # the node's own page keeps the story
     wait(browser).until(seen.presence_of_element_located((By.ID, "node-events")))
