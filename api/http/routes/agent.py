@@ -50,7 +50,8 @@ async def register(request: Request) -> Response:
     agent_only(request)
     b, svc, now = await c.body(request, Register), c.services(request), c.now()
     agent_only(request, node_id(b.name))
-    credential_id, ttl = secrets_module.token_urlsafe(12), NODE_TOKEN_TTL
+    # hex, never a leading '-': `roving node credential revoke NODE ID` took one such id for an option (1 run in 64)
+    credential_id, ttl = secrets_module.token_hex(9), NODE_TOKEN_TTL
     node, epoch = await c.call(svc.roving.register_node, b.name, b.cpu, b.memory, b.devices, b.annotations,
                                b.definition, b.address, b.metrics_port, now, (credential_id, now + ttl),
                                c.principal(request), segment=b.segment)
