@@ -98,20 +98,20 @@ class Allocations:
     def stop_idle_services(self, workflow: Workflow, at: datetime) -> list[Any]:
         touched: list[Any] = []
         for stage in workflow.services_to_stop():
-            view = workflow.stage(stage)
-            alloc = self._live(allocation_id(workflow.id, stage, view.attempt))
-            if alloc is not None:
-                alloc.cancel("no remaining dependents", by="scheduler", at=at)
-                touched += [alloc, *self.release(alloc, "scheduler", at)]
-            workflow.stage_stopped(stage, view.attempt, at=at, by="scheduler")
+            touched += self._withdraw(workflow, stage, at)
+            workflow.stage_stopped(stage, workflow.stage(stage).attempt, at=at, by="scheduler")
         for stage in workflow.services_never_needed():  # a queued one's allocation is withdrawn
-            view = workflow.stage(stage)
-            alloc = self._live(allocation_id(workflow.id, stage, view.attempt))
-            if alloc is not None:
-                alloc.cancel("no remaining dependents", by="scheduler", at=at)
-                touched += [alloc, *self.release(alloc, "scheduler", at)]
+            touched += self._withdraw(workflow, stage, at)
             workflow.stage_not_needed(stage, at=at, by="scheduler")
         return touched
+
+    def _withdraw(self, workflow: Workflow, stage: str, at: datetime) -> list[Any]:
+        """Cancel the stage's live allocation (running or queued) and give back what it holds."""
+        alloc = self._live(allocation_id(workflow.id, stage, workflow.stage(stage).attempt))
+        if alloc is None:
+            return []
+        alloc.cancel("no remaining dependents", by="scheduler", at=at)
+        return [alloc, *self.release(alloc, "scheduler", at)]
 
     def owner_priorities(self, owner: dict[str, str]) -> dict[str, int]:
         """Organization, group and user priorities of a workflow's owner, for its allocations.
