@@ -25,9 +25,15 @@ def charge(a: QueuedAllocation, nodes: Iterable[NodeView] = ()) -> dict[str, int
             for name, count in view.devices.items():
                 found[f"devices.{name}"] = found.get(f"devices.{name}", 0) + count
     else:
-        found = {"cpu": a.cpu * a.nodes, "memory": a.memory * a.nodes}
-        found.update((f"devices.{name}", count * a.nodes) for name, count in a.devices.items())
+        found = requested(a.cpu, a.memory, a.devices, a.nodes)
     return {key: value for key, value in found.items() if value}
+
+
+def requested(cpu: int, memory: int, devices: Mapping[str, int], nodes: int) -> dict[str, int]:
+    """A request's charge by quota key: per-node amounts times its nodes."""
+    found = {"cpu": cpu * nodes, "memory": memory * nodes}
+    found.update((f"devices.{name}", count * nodes) for name, count in devices.items())
+    return found
 
 
 def largest_job(specs: Iterable[Any]) -> dict[str, int]:
@@ -38,9 +44,7 @@ def largest_job(specs: Iterable[Any]) -> dict[str, int]:
         if spec.kind == "service" or spec.kind in TRANSFER_KINDS:
             continue
         r = spec.resources
-        asks = {"cpu": r.cpu_cores * r.nodes, "memory": r.memory_bytes * r.nodes}
-        asks.update((f"devices.{name}", count * r.nodes) for name, count in r.devices.items())
-        for key, value in asks.items():
+        for key, value in requested(r.cpu_cores, r.memory_bytes, r.devices, r.nodes).items():
             if value > found.get(key, 0):
                 found[key] = value
     return found
