@@ -27,9 +27,10 @@ from domain.fuzzfile.schema import Workflow as Definition
 from domain.fuzzfile.semantics import StageStatus
 from domain.fuzzfile.stages import list_steps
 from domain.timed import TimedAggregate
+from domain.workflow_book import StageBook
 from domain.workflow_reports import DEFAULT_MAX_EVICTION_RESTARTS
 from domain.workflow_resources import volumes_of
-from domain.workflow_stages import ReadyStage, StageBook, StageState, StageView, StepState, WorkflowError
+from domain.workflow_stages import ReadyStage, StageState, StageView, StepState, WorkflowError
 
 __all__ = [
     "DEFAULT_MAX_EVICTION_RESTARTS", "ReadyStage", "StageView", "Workflow", "WorkflowError", "volumes_of",

@@ -29,3 +29,26 @@ def test_a_copy_changed_by_a_command_leaves_the_kept_aggregate_as_it_was():
     assert workflow.definition is kept_workflow.definition  # parsed once at submission, never changed: shared
     assert str(aid) not in kept_node.allocations
 
+
+
+def test_a_copy_of_a_task_array_midway_is_its_own_and_ends_as_the_kept_one_would():
+    roving, now = app(), datetime.now(UTC)
+    wid = uuid4()
+    array = JOB.replace("    command:", "    task-array: {start: 1, end: 6, concurrency: 2}\n    command:")
+    roving.submit_workflow(wid, "w", array, 0, None, user(), now)
+    kept = roving.repository.get(wid)
+    first = kept.ready_stages()[0].stage.name
+    kept.stage_started(first, 1, "n1", at=now, by="scheduler")
+    kept.collect_events()
+    counts = dict(kept.book.steps["j"].counts)
+    workflow = copy.deepcopy(kept)
+    for _ in range(6):
+        for ready in workflow.ready_stages():
+            workflow.stage_started(ready.stage.name, ready.attempt, "n1", at=now, by="scheduler")
+        for name in [state.name for state in workflow.book.live.values()]:
+            workflow.stage_exited(name, 1, 0, at=now, by="agent")
+    assert workflow.status == "FINISHED" and workflow.stages_ended == 6
+    assert kept.status == "STARTED" and kept.stages_ended == 0 and kept.stage(first).status.value == "STARTED"
+    assert kept.book.steps["j"].counts == counts and len(kept.book.steps["j"].touched) == 2
+    assert list(kept.book.live) == [first, kept.ready_stages()[0].stage.name]
+    assert all(state.step is kept.book.steps["j"] for state in kept.book.live.values())
