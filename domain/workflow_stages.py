@@ -8,6 +8,7 @@ commands raise lives here too, beside the state every one of its modules reads.
 
 from __future__ import annotations
 
+import copy
 from datetime import datetime
 from typing import Any
 
@@ -44,28 +45,25 @@ class ReadyStage(msgspec.Struct, frozen=True):
     priority: int
 
 
-class StageState:
-    """Mutable per-stage state inside the aggregate (rebuilt from events, never stored itself)."""
+class StageState(msgspec.Struct, eq=False):
+    """Mutable per-stage state inside the aggregate (rebuilt from events, never stored itself). A Struct, so that a
+    command's copy of a long array copies each touched stage in C (identity equality, as a plain object's)."""
 
-    __slots__ = ("step", "offset", "status", "attempt", "retries_used", "node_retries_used",
-                 "exit_code", "node", "reason", "by_design", "unready")
-
-    def __init__(self, step: StepState, offset: int, status: StageStatus) -> None:
-        self.step, self.offset, self.status = step, offset, status
-        self.attempt = 1
-        self.retries_used = 0
-        self.node_retries_used = 0
-        self.exit_code: int | None = None
-        self.node: str | None = None
-        self.reason = ""
-        self.by_design = False
-        self.unready = False  # a RUNNING service whose readiness probe fails after it was ready
+    step: StepState
+    offset: int
+    status: StageStatus
+    attempt: int = 1
+    retries_used: int = 0
+    node_retries_used: int = 0
+    exit_code: int | None = None
+    node: str | None = None
+    reason: str = ""
+    by_design: bool = False
+    unready: bool = False  # a RUNNING service whose readiness probe fails after it was ready
 
     def copy_for(self, step: StepState) -> StageState:
-        """This state in `step` (a command's copy of its step): every slot but `step` is an immutable value."""
-        clone = object.__new__(StageState)
-        for name in _STAGE_VALUES:
-            object.__setattr__(clone, name, getattr(self, name))
+        """This state in `step` (a command's copy of its step): every field but `step` is an immutable value."""
+        clone = copy.copy(self)
         clone.step = step
         return clone
 
@@ -83,8 +81,6 @@ class StageState:
         """What every stage of its step shares (dependencies, retry rule, concurrency), without making a spec."""
         return self.step.definition.template
 
-
-_STAGE_VALUES = tuple(name for name in StageState.__slots__ if name != "step")
 
 
 class StepState:
