@@ -24,6 +24,7 @@ from uuid import UUID
 from eventsourcing.application import AggregateNotFoundError, Application, project_aggregate
 from eventsourcing.persistence import IntegrityError, RecordConflictError
 
+from domain.app.aggregate_locks import AggregateLocks
 from domain.app.errors import Busy, Conflict, NotFound, StaleEpoch, WriteRace
 from domain.app.hot import HotState
 
@@ -40,6 +41,7 @@ class IdentityMap:
         self.saved: dict[Any, Any] = {}
         self.remembered: set[Any] = set()  # answered from memory, unchecked against the log in this attempt
         self.checked: set[Any] = set()  # read from (or caught up with) the log in this attempt
+        self.held: set[Any] = set()  # aggregates this command holds against the process's other commands
 
     def clear(self) -> None:
         for part in (self.loaded, self.saved, self.remembered, self.checked):
@@ -54,6 +56,7 @@ class ScopedRepository:
         self._inner = repository
         self._local = threading.local()
         self.hot = HotState()
+        self.locks = AggregateLocks()
 
     @property
     def scope(self) -> IdentityMap | None:
@@ -76,6 +79,8 @@ class ScopedRepository:
         key = _key(aggregate_id)
         if scope is not None and key in scope.loaded:
             return scope.loaded[key]
+        if scope is not None and key not in scope.held and self.locks.take(key, scope):
+            scope.held.add(key)
         found = self._get(key)
         if scope is not None:
             scope.loaded[key] = found
@@ -215,6 +220,7 @@ class ScopedRepository:
         if scope is not None:
             for key, aggregate in scope.saved.items():
                 self._keep(key, aggregate)
+            self.locks.release(scope.held, scope)
 
     def _keep(self, key: UUID, aggregate: Any) -> None:
         if aggregate.pending_events:  # changed after its save and not saved again: the copy in memory catches up

@@ -142,8 +142,13 @@ def test_stopping_an_ended_workflow_is_a_real_conflict_that_says_so():
         roving.stop_workflow(wid, ADMIN, later(3))
 
 
-def test_a_report_that_loses_a_write_race_decides_again_and_both_exits_land():
-    """Two exits on one node at once: the second writer's commit is refused, it reloads and records its own."""
+def test_a_report_that_loses_a_write_race_decides_again_and_both_exits_land(monkeypatch):
+    """Two exits on one node at once: the second writer's commit is refused, it reloads and records its own.
+
+    The rival stands for another process: this process's commands take turns on an aggregate
+    (domain/app/aggregate_locks.py), so a rival thread that the holder waits for goes on without its turn after
+    the wait's bound, as another process's writer would."""
+    monkeypatch.setattr("domain.app.aggregate_locks.PATIENCE", 0.05)
     roving = app()
     node, wid, epochs = node_with_two_stages(roving)
     a, b = allocation_id(wid, "a", 1), allocation_id(wid, "b", 1)
