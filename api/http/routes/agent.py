@@ -20,11 +20,13 @@ from domain.agent_protocol import (
     Assignments,
     BatchResult,
     BatchResults,
+    Config,
     Heartbeat,
     Register,
     Registered,
     Report,
     Reports,
+    Start,
 )
 from domain.app import access
 from domain.app.errors import Conflict, NotFound, StaleEpoch
@@ -114,8 +116,8 @@ def news_since(waiters, node: UUID, known: str | None):
     return lambda answer: not orders(answer) <= sent
 
 
-def orders(answer: Assignments) -> frozenset:
-    found = {("start", item["allocation_id"], item["epoch"]) for item in answer.start}
+def orders(answer: Assignments[Start]) -> frozenset:
+    found = {("start", item.allocation_id, item.epoch) for item in answer.start}
     found |= {("stop", item.allocation_id, item.epoch) for item in answer.stop}
     return frozenset(found | {("volumes", tuple(answer.volumes or ()), 0)})
 
@@ -125,11 +127,11 @@ def token_ttl(request: Request) -> timedelta:
     return timedelta(seconds=getattr(c.settings(request), "workflow_token_ttl_seconds", 7 * 86400.0))
 
 
-def _work(answer: Assignments) -> bool:
+def _work(answer: Assignments[Start]) -> bool:
     return bool(answer.start or answer.stop)
 
 
-def etag(answer: Assignments) -> str:
+def etag(answer: Assignments[Start]) -> str:
     return _tag(c.ENCODER.encode(answer))
 
 
@@ -214,7 +216,7 @@ async def config(request: Request) -> Response:
     agent_only(request)
     svc, settings = c.services(request), c.settings(request)
     # the agent role's URL only: the control plane's credentials could write any event
-    return c.json({"nats_url": svc.agent_nats_url or None, "cluster": svc.cluster or settings.cluster})
+    return c.json(Config(nats_url=svc.agent_nats_url or None, cluster=svc.cluster or settings.cluster))
 
 
 routes = [
