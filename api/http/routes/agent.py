@@ -12,6 +12,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from adapters.auth.tokens import Identity, issue
+from api.http.answers import answers
 from api.http.errors import BadRequest
 from api.http.routes import common as c
 from api.http.routes import secrets
@@ -46,6 +47,7 @@ def agent_only(request: Request, node: UUID | None = None) -> None:
         access.own_node(principal, node)
 
 
+@answers(Registered)
 async def register(request: Request) -> Response:
     """Registration answers the node's own token: its agent uses it from then on, and admins can list and revoke it
     (`/v4/nodes/{id}/credentials`). The shared agent token is for bootstrap: it registers any node not fenced."""
@@ -79,6 +81,7 @@ async def touch_lease(svc, node) -> None:
         await c.call(svc.leases.touch, str(node))
 
 
+@answers(Assignments[Start])
 async def assignments(request: Request) -> Response:
     """With `wait=S`, a node with nothing to start or stop is answered when it has (or after S seconds).
 
@@ -175,6 +178,7 @@ async def report(request: Request) -> Response:
 MAX_REPORTS = 500  # per request; the agent sends at most 200
 
 
+@answers(BatchResults)
 async def reports(request: Request) -> Response:
     """Each report answered in order as the single route would answer it: `{"results": [{"status": 200}, {"status":
     409, "code": "stale_epoch", "error": ...}, ...]}`. A log outage or lasting contention fails the whole request
@@ -212,6 +216,7 @@ def running_here(views, b: Report) -> bool:
             and str(b.node_id) in found.nodes)
 
 
+@answers(Config)
 async def config(request: Request) -> Response:
     agent_only(request)
     svc, settings = c.services(request), c.settings(request)
