@@ -1,6 +1,7 @@
 """Representative placements whose assignments answers tests/unit/agent/test_run_spec_wire.py pins byte for byte:
 a job run as its owner, a multinode rank, a service with probes and ports restarted after its backoff, an image
-build and a job in the built image, a GPU job on a private network with hooks, an ingress stage, a persistent volume.
+build and a job in the built image, a GPU job on a private network with hooks, an ingress stage, a second replica
+(its ports and probes shifted), a job in a private image (its registry secret in env), a persistent volume.
 
 Everything here is deterministic (uuid5 ids, fixed times), so the same state gives the same bytes on every run."""
 
@@ -39,6 +40,11 @@ INGRESS = ("version: v4\nvolumes:\n  data:\n    reference: volume://user/ephemer
            "    mounts: {/data: {volume: data}}\n")
 PERSISTENT = ("version: v4\nvolumes:\n  hot: {reference: volume://user/fast/hot}\njobs:\n  write:\n"
               "    image: {uri: docker://alpine}\n    script: date > hot/stamp\n    mounts: {/hot: {volume: hot}}\n")
+REPLICAS = ("version: v4\nservices:\n  model: {image: {uri: docker://alpine}, script: serve, replicas: 2,"
+            " network: {ports: [{name: http, port: 8000}]}, readiness-probe: {http-get: {port: 8000, path: /ready}},"
+            " roving-liveness-probe: {tcp-socket: {port: 8000}}}\n")
+PRIVATE = ("version: v4\njobs:\n  train: {image: {uri: docker://registry.example.org/team/trainer:2,"
+           " secret: secret://user/registry}, script: echo hi, env: [PLAIN=1]}\n")
 BINDING = {"reference": "volume://user/fast/hot", "path": "/srv/v/org/user/100000/hot", "uid": 100000,
            "gid": 100000, "mode": 0o700, "segment": ""}
 
@@ -111,5 +117,7 @@ CASES: dict[str, Callable[[], Any]] = {
     "job_in_built_image": _built,
     "gpu_private_network_hooks": lambda: answer_of(GPU, ["gpu"]),
     "ingress": lambda: answer_of(INGRESS, ["ingress:data"]),
+    "second_replica": lambda: answer_of(REPLICAS, ["model[2]"]),
+    "private_image": lambda: answer_of(PRIVATE, ["train"]),
     "persistent_volume": lambda: answer_of(PERSISTENT, ["write"], bindings={"hot": BINDING}),
 }

@@ -1,7 +1,8 @@
 """The typed run spec (domain/agent_start.Start) is the wire's: the assignments answer's bytes, and so its ETag, are
 those the control plane sent when a run spec was a dict, and an agent decodes what that control plane sent.
 
-BODIES were captured from main at 83b1b94 (the dict-built run spec), for the placements of run_spec_cases.py."""
+BODIES were captured from main at 83b1b94 (the dict-built run spec, projections/assignments.py as it was there),
+for the placements of run_spec_cases.py."""
 
 from __future__ import annotations
 
@@ -125,6 +126,25 @@ BODIES = {
         b'0b-d4675fe00332","readiness_probe":null,"ports":[],"mounts":{},"volume":"data","transfers":[{"so'
         b'urce":"s3://bucket/genome.fa","destination":"file://inputs/genome.fa"}]}],"stop":[],"volumes":["'
         b'd0be8cf6-bf16-55d8-879c-a625d3c0d21e"]}'
+    ),
+    'second_replica': (
+        b'{"start":[{"allocation_id":"3f110df2-e6d2-579b-8a0b-9875309722c6","epoch":1,"workflow_id":"d0be8'
+        b'cf6-bf16-55d8-879c-a625d3c0d21e","stage":"model[2]","job":"model","task_id":2,"kind":"service","'
+        b'image":"docker://alpine","script":"#!/bin/sh\\nserve","command":null,"args":null,"env":{"FB_TASK_'
+        b'ID":"2","FB_PORT_HTTP":"8001"},"cwd":null,"files":{},"execute_timeout_seconds":null,"memory_byte'
+        b's":0,"cpu_cores":1,"account_id":"08bb1712-b6d9-5d20-a99d-1d120bec7d3f","owner_id":"0ee0489f-f295'
+        b'-51d5-b90b-d4675fe00332","readiness_probe":{"http-get":{"port":8001,"path":"/ready"}},"ports":[{'
+        b'"name":"http","port":8001,"protocol":"tcp"}],"mounts":{},"liveness_probe":{"tcp-socket":{"port":'
+        b'8001}}}],"stop":[],"volumes":[]}'
+    ),
+    'private_image': (
+        b'{"start":[{"allocation_id":"28da5516-2219-5594-bfb8-8a3e3cded56c","epoch":1,"workflow_id":"d0be8'
+        b'cf6-bf16-55d8-879c-a625d3c0d21e","stage":"train","job":"train","task_id":null,"kind":"job","imag'
+        b'e":"docker://registry.example.org/team/trainer:2","script":"#!/bin/sh\\necho hi","command":null,"'
+        b'args":null,"env":{"PLAIN":"1","ROVING_IMAGE_SECRET":"secret://user/registry"},"cwd":null,"files"'
+        b':{},"execute_timeout_seconds":null,"memory_bytes":0,"cpu_cores":1,"account_id":"08bb1712-b6d9-5d'
+        b'20-a99d-1d120bec7d3f","owner_id":"0ee0489f-f295-51d5-b90b-d4675fe00332","readiness_probe":null,"'
+        b'ports":[],"mounts":{}}],"stop":[],"volumes":[]}'
     ),
     'persistent_volume': (
         b'{"start":[{"allocation_id":"a71b15fa-d6c5-599c-9f3c-6a427d83c1e6","epoch":1,"workflow_id":"d0be8'
