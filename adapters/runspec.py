@@ -10,19 +10,11 @@ from typing import Any
 import msgspec
 
 from adapters.hooks import HookSpec
+from domain.agent_start import PersistentVolume, Start
 from domain.fuzzfile.schema import Probe
 from domain.multinode import HOSTFILE, Peers, environment
 
 PASSED_THROUGH = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "USER", "LOGNAME", "TMPDIR")
-
-
-class PersistentVolume(msgspec.Struct, frozen=True):
-    """A persistent volume's directory on the node (the storage provisioner's), its owner's ids and mode."""
-
-    path: str
-    uid: int
-    gid: int
-    mode: int
 
 
 class RunSpec(msgspec.Struct, kw_only=True):
@@ -69,6 +61,26 @@ class RunSpec(msgspec.Struct, kw_only=True):
     gid: int | None = None
     groups: list[int] = []  # supplementary: the gids of its owner's groups
     username: str = ""
+
+
+def run_spec_of(start: Start, env: dict[str, str] | None = None) -> RunSpec:
+    """What the executor runs of a run spec on the wire (under this node's names: RunSpecs are kept on its disk for
+    a restarted agent to adopt); `env` in place of the spec's own."""
+    s = start
+    return RunSpec(
+        allocation_id=s.allocation_id, epoch=s.epoch, workflow_id=s.workflow_id, stage=s.stage,
+        owner_id=s.owner_id or "", kind=s.kind, job_name=s.job, task_id=s.task_id, account_id=s.account_id,
+        script=s.script, command=s.command, args=s.args, env=s.env if env is None else env, cwd=s.cwd, files=s.files,
+        execute_timeout=s.execute_timeout_seconds, memory=s.memory_bytes, cpu_cores=s.cpu_cores, image=s.image, devices=s.devices,
+        network_isolated=s.network_isolated, readiness_probe=s.readiness_probe, liveness_probe=s.liveness_probe,
+        ports=[msgspec.to_builtins(p) for p in s.ports],  # echoed back as sent, in the ready report
+        hooks=[HookSpec(h.when, h.source, h.script, h.timeout_seconds) for h in s.hooks], profile=s.profile,
+        start_delay_seconds=s.start_delay_seconds or 0.0, mounts=s.mounts, volume=s.volume,
+        transfers=[{"source": t.source, "destination": t.destination} for t in s.transfers],
+        build=msgspec.to_builtins(s.build) if s.build is not None else None, image_owner=s.image_owner or "",
+        image_group=s.image_group or "", persistent=s.persistent, peers=s.peers, uid=s.uid, gid=s.gid,
+        groups=s.groups or [], username=s.username or "",
+    )
 
 
 class JobUser(msgspec.Struct, frozen=True):

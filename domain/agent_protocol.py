@@ -10,15 +10,18 @@ projections (which may not import `api`) and the agent (which may not import the
 The JSON field names and values are the protocol's: agents and control planes of neighbouring versions talk to each
 other, and an agent reads the journal an older one wrote (tests/unit/agent/test_protocol_compat.py holds literal
 bodies of the older shapes). Fields that were sent only when set (`rank_stop`, a batch result's `code`) are omitted
-when at their default, so an answer's bytes (and its ETag) stay as they were.
+when at their default, so an answer's bytes (and its ETag) stay as they were. The run spec itself is
+domain/agent_start.py's `Start`.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Generic, Literal, TypeVar
 from uuid import UUID
 
 import msgspec
+
+from domain.agent_start import Start as Start  # the run spec, re-exported: every protocol type is here
 
 Port = Annotated[int, msgspec.Meta(ge=1, le=65535)]
 MAX_LISTENING = 1024  # ports one readiness may name: each is stored in the endpoint's events
@@ -110,13 +113,25 @@ class Stop(msgspec.Struct, kw_only=True, omit_defaults=True):
     reason: str
 
 
-class Assignments(msgspec.Struct):
+S = TypeVar("S")  # a run spec: `Start`; `msgspec.Raw` for an agent reading each on its own
+
+
+class Assignments(msgspec.Struct, Generic[S]):
     """`GET /v4/agent/assignments`: run specs to start, orders to stop, and the workflows whose volumes live on.
 
-    A run spec stays a mapping here: the agent reads it into its RunSpec (adapters/runspec.py, through
-    api.agent.args.build_spec, which also takes the Fuzzfile's spellings). `volumes` is None only from a control
-    plane that does not say (the agent then removes no volume)."""
+    The control plane builds `Assignments[Start]` and the agent decodes it; an agent reads `Assignments[msgspec.Raw]`
+    when one run spec does not decode, so that one fails alone (api/agent/starts.py). `volumes` is None only from
+    a control plane that does not say (the agent then removes no volume)."""
 
-    start: list[dict[str, Any]]
+    start: list[S]
     stop: list[Stop]
     volumes: list[str] | None = None
+
+
+class Config(msgspec.Struct):
+    """`GET /v4/agent/config`: where the node's jobs' output goes (the agent role's NATS URL, None without one, and
+    the cluster naming the stream). Both are always sent; an answer without them reads as "no log stream"."""
+
+    nats_url: str | None = None
+    cluster: str = ""
+

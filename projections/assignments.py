@@ -13,16 +13,17 @@ from typing import Any
 import msgspec
 
 from domain.agent_protocol import Assignments, Stop
+from domain.agent_start import PersistentVolume, ServicePort, Start, Transfer
 from domain.allocation import Allocation, QueueState
 from domain.fuzzfile.replicas import replica_port
 from domain.fuzzfile.restart import restart_delay
-from domain.fuzzfile.schema import Job, Service
+from domain.fuzzfile.schema import Job, Probe, Service
 from domain.fuzzfile.transfers import TRANSFER_KINDS
 from domain.multinode import Peers, leader_port
 from domain.secrets.references import IMAGE_SECRET_VARIABLE
 from domain.workflow import Workflow, volumes_of
 from projections.nodes import NodesView
-from projections.queue import QueueView
+from projections.queue import Owner, QueueView
 from projections.tenancy import TenancyView
 from projections.workflows import WorkflowsView
 
@@ -32,12 +33,12 @@ DONE = frozenset({QueueState.FINISHED, QueueState.FAILED})
 
 
 def assignments(node_id: Any, queue: QueueView, workflows: WorkflowsView, nodes: NodesView,
-                tenancy: TenancyView | None = None) -> Assignments:
+                tenancy: TenancyView | None = None) -> Assignments[Start]:
     """{"start": [run spec, ...], "stop": [Stop, ...], "volumes": [workflow id, ...]} for one node (the protocol's
     Assignments); "volumes" names the workflows not yet ended whose volumes live here (the agent removes the rest)."""
     wanted, since = str(node_id), nodes.joined_at(node_id)
     node = nodes.node(node_id)
-    start: list[dict] = []
+    start: list[Start] = []
     stop: list[Stop] = []
     volumes: set[str] = set()
     settled: list = []
@@ -99,51 +100,41 @@ def _peers(a: Allocation, node_id: str, workflow: Workflow, nodes: NodesView) ->
 
 
 def run_spec(a: Allocation, workflow: Workflow, queue: QueueView, peers: Peers | None = None,
-             tenancy: TenancyView | None = None) -> dict:
-    """Everything the agent needs to start one allocation, as JSON-able values, with whom it runs as; a multinode
-    rank gets its peers."""
+             tenancy: TenancyView | None = None) -> Start:
+    """Everything the agent needs to start one allocation, with whom it runs as; a multinode rank gets its peers."""
     spec = workflow.stages[a.stage].spec
     step = _step(workflow, spec.step, spec.kind)
-    return {
-        "allocation_id": str(a.id), "epoch": a.epoch, "workflow_id": str(a.workflow_id), "stage": a.stage,
-        "job": spec.step, "task_id": spec.task_id, "kind": spec.kind, "image": spec.image, "script": spec.script,
-        "command": spec.command, "args": spec.args, "env": {**spec.env, **_image_secret(spec)}, "cwd": spec.cwd,
-        "files": _files(workflow, step), "execute_timeout_seconds": spec.execute_timeout_seconds,
-        "memory_bytes": spec.resources.memory_bytes, "cpu_cores": spec.resources.cpu_cores,
-        "account_id": _account(queue, a), "owner_id": queue.owner(a.workflow_id).user_id,
-        "readiness_probe": _probe(step, spec),
-        "ports": _ports(step, spec),
-        "mounts": dict(spec.mounts), **_profile(spec), **_backoff(spec, a.attempt), **_transfer(spec),
-        **_liveness(step, spec),
-        **_persistent(workflow, spec),
-        **({"peers": msgspec.to_builtins(peers)} if peers is not None else {}),
-        **_identity(queue, a, tenancy),
-        **_isolation(spec, step),
-        **_built_image(queue, a, spec),
-    }
-
-
-def _built_image(queue: QueueView, a: Allocation, spec: Any) -> dict:
-    """A build's plan, and for it or a job in a built image whose image it is (its owner's, shared with their
-    group); nothing for other work, whose answer (and its ETag) stays."""
-    if spec.build is None and not spec.image.startswith("fuzzball://"):
-        return {}
     owner = queue.owner(a.workflow_id)
-    found: dict[str, Any] = {"image_owner": owner.user_id, "image_group": owner.group_id}
-    if spec.build is not None:
-        found["build"] = msgspec.to_builtins(spec.build)
-    return found
+    transfer = spec.kind in TRANSFER_KINDS
+    image_owner, image_group = _image_owner(owner, spec)
+    return Start(
+        allocation_id=str(a.id), epoch=a.epoch, workflow_id=str(a.workflow_id), stage=a.stage, job=spec.step,
+        task_id=spec.task_id, kind=spec.kind, image=spec.image, script=spec.script, command=spec.command,
+        args=spec.args, env=_transfer_env(spec) if transfer else {**spec.env, **_image_secret(spec)}, cwd=spec.cwd,
+        files=_files(workflow, step), execute_timeout_seconds=spec.execute_timeout_seconds,
+        memory_bytes=spec.resources.memory_bytes, cpu_cores=spec.resources.cpu_cores,
+        account_id=owner.group_id or owner.user_id, owner_id=owner.user_id, readiness_probe=_probe(step, spec),
+        ports=_ports(step, spec), mounts=dict(spec.mounts), profile=spec.profile, hooks=list(spec.hooks),
+        start_delay_seconds=restart_delay(a.attempt, spec.restart_backoff, spec.restart_max_backoff) or None,
+        volume=spec.volume if transfer else "",
+        transfers=[Transfer(m.source, m.destination) for m in spec.transfers] if transfer else [],
+        liveness_probe=_liveness(step, spec), persistent=_persistent(workflow, spec), peers=peers,
+        **_identity(queue, a, tenancy), devices=dict(spec.resources.devices), network_isolated=_isolated(step),
+        image_owner=image_owner, image_group=image_group, build=spec.build,
+    )
 
 
-def _isolation(spec: Any, step: Any) -> dict:
-    """The devices the stage asked for (the agent binds GPUs to them) and a job's private network, only when
-    asked for: the answer (and its ETag) of other work stays."""
-    found: dict[str, Any] = {}
-    if spec.resources.devices:
-        found["devices"] = dict(spec.resources.devices)
-    if isinstance(step, Job) and step.network is not None and step.network.isolated:
-        found["network_isolated"] = True
-    return found
+def _image_owner(owner: Owner, spec: Any) -> tuple[str | None, str | None]:
+    """For a build, or a job in a built image, whose image it is (its owner's, shared with their group); None for
+    other work, whose answer (and its ETag) stays."""
+    if spec.build is None and not spec.image.startswith("fuzzball://"):
+        return None, None
+    return owner.user_id, owner.group_id
+
+
+def _isolated(step: Any) -> bool:
+    """A job's private network, only when asked for."""
+    return isinstance(step, Job) and step.network is not None and bool(step.network.isolated)
 
 
 def _image_secret(spec: Any) -> dict:
@@ -153,37 +144,17 @@ def _image_secret(spec: Any) -> dict:
     return {IMAGE_SECRET_VARIABLE: secret} if secret and spec.image else {}
 
 
-def _backoff(spec: Any, attempt: int) -> dict:
-    """A restarted on-failure service waits its backoff on the node before it starts again."""
-    delay = restart_delay(attempt, spec.restart_backoff, spec.restart_max_backoff)
-    return {"start_delay_seconds": delay} if delay else {}
+def _transfer_env(spec: Any) -> dict[str, str]:
+    """An ingress or egress stage's env is its moves' secrets, which the agent's answer resolves."""
+    return {f"ROVING_TRANSFER_SECRET_{i}": m.secret for i, m in enumerate(spec.transfers) if m.secret}
 
 
-def _profile(spec: Any) -> dict:
-    """The bound profile and the hooks, only when there are any: the answer (and its ETag) of other work stays."""
-    found: dict[str, Any] = {}
-    if spec.profile:
-        found["profile"] = spec.profile
-    if spec.hooks:
-        found["hooks"] = msgspec.to_builtins(spec.hooks)
-    return found
-
-
-def _transfer(spec: Any) -> dict:
-    """An ingress or egress stage's volume and moves; each secret goes in env, where the agent's answer resolves it."""
-    if spec.kind not in TRANSFER_KINDS:
-        return {}
-    env = {f"ROVING_TRANSFER_SECRET_{i}": m.secret for i, m in enumerate(spec.transfers) if m.secret}
-    return {"volume": spec.volume, "env": env,
-            "transfers": [{"source": m.source, "destination": m.destination} for m in spec.transfers]}
-
-
-def _persistent(workflow: Workflow, spec: Any) -> dict:
+def _persistent(workflow: Workflow, spec: Any) -> dict[str, PersistentVolume]:
     """The persistent volumes this stage uses, as bound at submission: each one's directory, owner and mode."""
     bindings = workflow.volume_bindings
-    found = {name: {k: bindings[name][k] for k in ("path", "uid", "gid", "mode")}
-             for name in volumes_of(spec) if name in bindings}
-    return {"persistent": found} if found else {}
+    return {name: PersistentVolume(bindings[name]["path"], bindings[name]["uid"], bindings[name]["gid"],
+                                   bindings[name]["mode"])
+            for name in volumes_of(spec) if name in bindings}
 
 
 def _step(workflow: Workflow, name: str, kind: str) -> Any:
@@ -200,38 +171,40 @@ def _files(workflow: Workflow, step: Any) -> dict[str, str]:
             for path, ref in own.items()}
 
 
-def _probe(step: Any, spec: Any) -> dict | None:
+def _probe(step: Any, spec: Any) -> Probe | None:
     """The service's readiness probe; a replica's probes its own port when the probe names a declared one."""
     if not isinstance(step, Service) or step.readiness_probe is None:
         return None
     return _on_replica_port(step.readiness_probe, spec)
 
 
-def _liveness(step: Any, spec: Any) -> dict:
+def _liveness(step: Any, spec: Any) -> Probe | None:
     """The service's liveness probe, shifted to a replica's port like its readiness probe."""
     if not isinstance(step, Service) or step.roving_liveness_probe is None:
-        return {}
-    return {"liveness_probe": _on_replica_port(step.roving_liveness_probe, spec)}
+        return None
+    return _on_replica_port(step.roving_liveness_probe, spec)
 
 
-def _on_replica_port(declared_probe: Any, spec: Any) -> dict:
-    probe = msgspec.to_builtins(declared_probe)
+def _on_replica_port(probe: Probe, spec: Any) -> Probe:
     declared = set(spec.replica_ports.values())
-    for key in ("http-get", "tcp-socket"):
-        action = probe.get(key)
-        if isinstance(action, dict) and action.get("port") in declared:
-            probe[key] = {**action, "port": replica_port(action["port"], spec.name)}
+    http, tcp = probe.http_get, probe.tcp_socket
+    if http is not None and http.port in declared:
+        probe = msgspec.structs.replace(probe, http_get=msgspec.structs.replace(
+            http, port=replica_port(http.port, spec.name)))
+    if tcp is not None and tcp.port in declared:
+        probe = msgspec.structs.replace(probe, tcp_socket=msgspec.structs.replace(
+            tcp, port=replica_port(tcp.port, spec.name)))
     return probe
 
 
-def _ports(step: Any, spec: Any) -> list[dict]:
+def _ports(step: Any, spec: Any) -> list[ServicePort]:
     if not isinstance(step, Service) or step.network is None:
         return []
-    return [{"name": p.name, "port": replica_port(p.port, spec.name) if spec.replica_ports else p.port,
-             "protocol": p.protocol} for p in step.network.ports or []]
+    return [ServicePort(p.name, replica_port(p.port, spec.name) if spec.replica_ports else p.port, p.protocol)
+            for p in step.network.ports or []]
 
 
-def _identity(queue: QueueView, a: Allocation, tenancy: TenancyView | None) -> dict:
+def _identity(queue: QueueView, a: Allocation, tenancy: TenancyView | None) -> dict[str, Any]:
     """The owner's uid, primary gid and group gids; nothing for an owner without a uid (the agent's fallback)."""
     if tenancy is None:
         return {}
@@ -239,6 +212,3 @@ def _identity(queue: QueueView, a: Allocation, tenancy: TenancyView | None) -> d
     return tenancy.job_identity(owner.user_id or None, owner.group_id or None)
 
 
-def _account(queue: QueueView, a: Allocation) -> str:
-    owner = queue.owner(a.workflow_id)
-    return owner.group_id or owner.user_id

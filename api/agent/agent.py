@@ -6,22 +6,19 @@ import asyncio
 import signal
 import time
 from pathlib import Path
-from typing import Any
-from uuid import UUID
 
 import httpx
 import msgspec
 import structlog
 
-from adapters.adoption import Registration, registration_digest
 from adapters.executor import Executor, RunSpec, SpecError
 from adapters.logs import LogWriter
 from adapters.outbox import Entry, Outbox
-from adapters.probes import ProbeRunner, liveness
 from adapters.registry_auth import take_credential
-from api.agent.args import AgentConfig, build_spec
-from api.agent.logstream import close_job_logs, open_job_logs
-from api.agent.messages import as_json, registered, report_of, reportable
+from api.agent.args import AgentConfig
+from api.agent.logstream import close_job_logs, config_of, open_job_logs
+from api.agent.membership import Membership
+from api.agent.messages import as_json, report_of, reportable
 from api.agent.metrics import NodeMetrics
 from api.agent.node import check_owner
 from api.agent.poll import AssignmentFeed, follow
@@ -29,15 +26,17 @@ from api.agent.ports import PortWatch, listening_of
 from api.agent.progress import ProgressRelay
 from api.agent.pulls import ImagePulls
 from api.agent.reports import Reporter
+from api.agent.serving import watch_service
 from api.agent.slots import Slot, adopt_jobs, confirm_adopted, stop_probes
-from domain.agent_protocol import Assignments, Event, Heartbeat, Register, Report, Stop
+from api.agent.starts import build_spec
+from domain.agent_protocol import Assignments, Event, Report, Start, Stop
 
 log = structlog.get_logger("roving.agent")
 OUTBOX_DRAIN_SECONDS = 120.0  # a restarted agent delivers what its predecessor left before registering anew
 DETACH = signal.SIGUSR1  # stop, leaving the jobs running for the next agent to adopt (`roving up`'s graceful stop)
 
 
-class Agent:
+class Agent(Membership):
     """The loop: heartbeat, poll assignments, start and stop processes, report with the allocation's epoch.
 
     Its state on disk (`<workdir>/.roving-agent/`): the outbox of unacknowledged reports, its registration and
@@ -45,9 +44,8 @@ class Agent:
     jobs its predecessor left running under the same registration, and reports their ends."""
 
     def __init__(self, config: AgentConfig, http: httpx.AsyncClient, executor: Executor, metrics: NodeMetrics):
+        super().__init__(config)
         self.config, self.http, self.executor, self.metrics = config, http, executor, metrics
-        self.node_id: str | None = None
-        self.epoch = 0
         self.slots: dict[str, Slot] = {}
         self.finished: set[tuple[str, int]] = set()
         self.logs: LogWriter | None = None
@@ -55,7 +53,6 @@ class Agent:
         self.loop = asyncio.get_running_loop()
         self.log = log.bind(node=config.node)
         state = Path(config.workdir) / ".roving-agent"
-        self.registration = Registration(state / "node.json")
         self.unconfirmed: dict[str, int] = {}  # adopted: killed unless the control plane still lists them here
         self.feed = AssignmentFeed(self.call, config.poll_wait)
         self.wake = asyncio.Event()  # set by the executor's and probes' threads: something to drain
@@ -88,35 +85,11 @@ class Agent:
                 await self.detach()
             else:
                 await self.stop_all("agent stopped", report=True)
-            await self.close_logs(nc)
+            await close_job_logs(self.logs, nc, self.log)
 
     def adopt(self) -> list[Slot]:
         """Watch again every job a predecessor on this work directory left (api/agent/slots.adopt_jobs)."""
         return adopt_jobs(self.executor, self.slots, self._forward_output, self._forward_exit, self.log)
-
-    async def resume(self, stop: asyncio.Event, adopted: bool) -> bool:
-        """Carry on under the predecessor's registration when the control plane still holds it (a heartbeat
-        with its epoch is accepted); registering anew would give up every allocation placed here, those of jobs
-        it adopted and those placed while it was away (a restarted control plane places on a node it still
-        holds). With no job to keep, it resumes only a registration of the node as it is now (capacity,
-        devices, labels, addresses); a changed node registers anew, so the control plane learns the change."""
-        if (saved := self.registration.load()) is None:
-            return False
-        node_id, epoch, registered = saved
-        if not adopted and registered != registration_digest(self.registration_body()):
-            return False
-        self.node_id, self.epoch = node_id, epoch
-        while not stop.is_set():
-            response = await self.call("POST", "/v4/agent/heartbeat", **as_json(self.heartbeat_body()))
-            if response is not None and response.status_code == 200:
-                self.log = log.bind(node=self.config.node, node_id=self.node_id, node_epoch=self.epoch)
-                self.log.info("agent.resumed", allocations=sorted(self.slots))
-                return True
-            if response is not None and response.status_code < 500 and response.status_code != 429:
-                self.log.warning("agent.resume_refused", status=response.status_code, body=response.text[:200])
-                return False
-            await _sleep_or_stop(stop, self.config.heartbeat)
-        return False
 
     async def watch_adopted(self, adopted: list[Slot]) -> None:
         self.unconfirmed = {slot.spec.allocation_id: slot.spec.epoch for slot in adopted}
@@ -124,82 +97,16 @@ class Agent:
             if slot.spec.kind == "service":
                 await self.serve(slot)
 
-    def confirm(self, answer: Assignments) -> None:
-        """The first assignments after adopting: see api/agent/slots.confirm_adopted."""
-        confirm_adopted(self.unconfirmed, self.slots, answer, self.log)
-        self.unconfirmed = {}
-
-    async def close_logs(self, nc) -> None:
-        await close_job_logs(self.logs, nc, self.log)
-
-    async def call(self, method: str, path: str, **kwargs) -> httpx.Response | None:
-        """One API call; None when the API cannot be reached (the loop simply tries again)."""
-        try:
-            return await self.http.request(method, path, **kwargs)
-        except httpx.HTTPError as error:
-            self.log.warning("agent.api_unreachable", path=path, error=repr(error))
-            return None
-
-    def registration_body(self) -> Register:
-        c = self.config
-        return Register(name=c.node, cpu=c.cpus, memory=c.memory, devices=c.devices, annotations=c.annotations,
-                        definition=c.definition or "", address=c.address, metrics_port=c.metrics_port,
-                        segment=c.segment or "")
-
-    def heartbeat_body(self) -> Heartbeat:
-        return Heartbeat(node_id=UUID(self.node_id or ""), epoch=self.epoch, running=sorted(self.slots))
-
-    async def register(self, stop: asyncio.Event) -> None:
-        c, body = self.config, self.registration_body()
-        while not stop.is_set():
-            response = await self.call("POST", "/v4/agent/register", **as_json(body))
-            if self.own_token_refused(response):
-                continue
-            answer = registered(response)
-            if answer is not None:
-                self.node_id, self.epoch = str(answer.node_id), answer.epoch
-                if answer.token:  # the node's own credential, revocable by admins, from now on
-                    self.http.headers["Authorization"] = f"Bearer {answer.token}"
-                self.registration.save(self.node_id, self.epoch, registration_digest(body))
-                self.feed.forget()
-                self.log = log.bind(node=c.node, node_id=self.node_id, node_epoch=self.epoch)
-                self.log.info("agent.registered")
-                return
-            if response is not None and response.status_code != 200:
-                self.log.warning("agent.register_refused", status=response.status_code, body=response.text[:200])
-            await _sleep_or_stop(stop, c.heartbeat)
-
-    def own_token_refused(self, response: httpx.Response | None) -> bool:
-        """A 401 for the node's own token (expired, or revoked by an admin): back to the bootstrap token, so an
-        expired one never strands the node; the control plane refuses a fenced node that token too."""
-        bootstrap = f"Bearer {self.config.token}"
-        if response is None or response.status_code != 401 or self.http.headers.get("Authorization") == bootstrap:
-            return False
-        self.log.warning("agent.own_token_refused", reason=response.text[:200])
-        self.http.headers["Authorization"] = bootstrap
-        return True
-
     async def connect_logs(self):
         """Job output goes straight to the logs stream the API names; without one, output is dropped."""
-        response = await self.call("GET", "/v4/agent/config")
-        answer = response.json() if response is not None and response.status_code == 200 else {}
+        answer = config_of(await self.call("GET", "/v4/agent/config"), self.log)
         nc, self.logs = await open_job_logs(answer, self.log)
-        self.executor.images_url = answer.get("nats_url") or None  # builds and built images: the same credentials
+        self.executor.images_url = answer.nats_url or None  # builds and built images: the same credentials
         return nc
-
-    async def keep_lease(self, stop: asyncio.Event) -> None:
-        while not stop.is_set():
-            await self.heartbeat(stop)
-            await _sleep_or_stop(stop, self.config.heartbeat)
 
     async def heartbeat(self, stop: asyncio.Event) -> None:
         self.metrics.refresh(len(self.slots))
-        response = await self.call("POST", "/v4/agent/heartbeat", **as_json(self.heartbeat_body()))
-        self.own_token_refused(response)
-        if response is not None and response.status_code == 409:
-            self.log.warning("agent.stale_epoch", reason=response.text[:200])
-            await self.stop_all(f"node epoch {self.epoch} is stale", report=False)
-            await self.register(stop)
+        await super().heartbeat(stop)
 
     async def follow(self, stop: asyncio.Event) -> None:
         """Long-poll the assignments while exits are drained and reports flushed (api/agent/poll.follow)."""
@@ -210,8 +117,12 @@ class Agent:
         await self.ports.check(self.slots)
         await self.reporter.flush()
 
-    async def apply(self, answer: Assignments) -> None:
-        self.confirm(answer)
+    async def apply(self, answer: Assignments[Start]) -> None:
+        confirm_adopted(self.unconfirmed, self.slots, answer, self.log)  # the first answer after adopting
+        self.unconfirmed = {}
+        for allocation_id, epoch, reason in self.feed.refused:
+            if reportable(allocation_id, epoch, self.log) and (allocation_id, epoch) not in self.finished:
+                self.cannot_start(allocation_id, epoch, 126, reason)
         for order in answer.stop:
             if slot := self.slots.get(order.allocation_id):
                 slot.running.cancel(order.reason or "stopped by the control plane")
@@ -241,28 +152,24 @@ class Agent:
         for workflow_id in await asyncio.to_thread(self.executor.volumes.keep_only, keep):
             self.log.info("agent.volumes_removed", workflow_id=workflow_id)
 
-    async def start(self, item: dict[str, Any]) -> None:
-        allocation_id, epoch = item.get("allocation_id", ""), item.get("epoch", 0)
+    async def start(self, item: Start) -> None:
+        allocation_id, epoch = item.allocation_id, item.epoch
         if (not reportable(allocation_id, epoch, self.log) or allocation_id in self.slots
                 or (allocation_id, epoch) in self.finished):
             return
         if self.reporter.waiting(allocation_id, epoch, "exited"):
             return  # it ran here already; the exit is on its way
         try:
-            env, image_secret = take_credential(item.get("env"))  # the registry's, never the job's
-            if isinstance(env, dict) and "FB_WORKFLOW_TOKEN" in env:  # the job's `roving` reaches the API as we do
+            env, image_secret = take_credential(item.env)  # the registry's, never the job's
+            if env is not None and "FB_WORKFLOW_TOKEN" in env:  # the job's `roving` reaches the API as we do
                 env = {"ROVING_API": self.config.api, **env}
-            spec = build_spec({**item, "env": env})
+            spec = build_spec(item, env)
             check_owner(self.executor, self.config, spec)
             # off the loop: an image pull takes seconds to minutes, and leases and reports must not wait for it
             running = await asyncio.to_thread(self.executor.start, spec, self._forward_output(spec),
                                               self._forward_exit(spec), image_secret, self.pulls.tell(spec))
         except (msgspec.ValidationError, ValueError, SpecError, OSError) as error:
-            self.pulls.relay.forget(allocation_id, epoch)
-            self.finished.add((allocation_id, epoch))
-            self.metrics.failures.labels("start").inc()
-            code = 127 if isinstance(error, FileNotFoundError) else 126
-            self.reporter.queue(self._body(allocation_id, epoch, "exited", exit_code=code, reason=f"cannot start: {error}"))
+            self.cannot_start(allocation_id, epoch, 127 if isinstance(error, FileNotFoundError) else 126, str(error))
             return
         slot = self.slots[spec.allocation_id] = Slot(spec, running)
         self.log.info("agent.started", allocation_id=spec.allocation_id, pid=running.pid)
@@ -274,33 +181,19 @@ class Agent:
             self.report_slot(slot, "ran_on_host", reason=reason)
         await self.serve(slot)
 
+    def cannot_start(self, allocation_id: str, epoch: int, code: int, why: str) -> None:
+        self.pulls.relay.forget(allocation_id, epoch)
+        self.finished.add((allocation_id, epoch))
+        self.metrics.failures.labels("start").inc()
+        self.reporter.queue(self._body(allocation_id, epoch, "exited", exit_code=code, reason=f"cannot start: {why}"))
+
     async def serve(self, slot: Slot) -> None:
         """A service is ready when its probe passes, or at once without one (readiness reports are idempotent)."""
-        spec, running = slot.spec, slot.running
-        delay = spec.start_delay_seconds  # a restarted service's backoff: not ready before it starts again
-        if spec.kind == "service" and spec.readiness_probe is not None:
-            probe = spec.readiness_probe
-            if delay:
-                probe = msgspec.structs.replace(probe, initial_delay_seconds=(probe.initial_delay_seconds or 0) + delay)
-            slot.probe = ProbeRunner(
-                probe, lambda: self._threadsafe(self._notify, ("ready", spec.allocation_id)),
-                lambda why: running.cancel(why), cwd=running.workdir,
-                on_unready=lambda why: self._threadsafe(self._notify, ("unready", spec.allocation_id, why)),
-            ).start()
-        elif spec.kind == "service" and delay:
-            self.loop.call_later(delay, self._notify, ("ready", spec.allocation_id))
-        elif spec.kind == "service":
+        if slot.spec.kind != "service":
+            return
+        if watch_service(slot, lambda event: self._threadsafe(self._notify, event),
+                         lambda delay, event: self.loop.call_later(delay, self._notify, event)):
             await self.report_ports(slot, await listening_of(slot))
-        if spec.kind == "service" and spec.liveness_probe is not None:
-            self.watch_liveness(slot, spec.liveness_probe, delay)
-
-    @staticmethod
-    def watch_liveness(slot: Slot, watched: Any, delay: float) -> None:
-        """A hung service (its liveness probe failing in a row) is killed; the exit's reason names the probe."""
-        if delay:
-            watched = msgspec.structs.replace(watched, initial_delay_seconds=(watched.initial_delay_seconds or 0) + delay)
-        running = slot.running
-        slot.liveness = liveness(watched, lambda why: running.cancel(why), cwd=running.workdir).start()
 
     async def send_progress(self) -> None:
         """Transfers' progress, straight to the API (not through the outbox: the next line supersedes a lost one)."""
@@ -401,9 +294,3 @@ class Agent:
         except RuntimeError:  # the loop already closed: the agent is gone
             pass
 
-
-async def _sleep_or_stop(stop: asyncio.Event, seconds: float) -> None:
-    try:
-        await asyncio.wait_for(stop.wait(), seconds)
-    except TimeoutError:
-        pass

@@ -1,26 +1,21 @@
-"""The agent's inputs: its command line (declared or detected capacity) and the RunSpecs it is assigned."""
+"""The agent's inputs: its command line and environment (declared or detected capacity, whom jobs run as)."""
 
 from __future__ import annotations
 
 import argparse
 import functools
-import grp
 import os
-import pwd
 import re
 import socket
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import msgspec
 
 from adapters import devices as gpu_devices
 from adapters import sysinfo
-from adapters.executor import JobUser, RunSpec, unreachable
-from adapters.probes import with_kebab_probes
+from adapters.executor import JobUser
 from adapters.runtime.images import machine_has
+from api.agent.job_user import job_user
 from api.usage import UsageError, UsageParser
 from domain.durations import DurationError, parse_duration
 from domain.quantities import QuantityError, parse_memory
@@ -185,51 +180,6 @@ def _token(path: Path | None, env: Mapping[str, str]) -> str:
     return token
 
 
-def _account(text: str, kind: str) -> tuple[int, str]:
-    """A user or group given by name or number -> (id, name); numbers need no entry on this machine."""
-    try:
-        if kind == "user":
-            entry = pwd.getpwnam(text)
-            return entry.pw_uid, entry.pw_name
-        group = grp.getgrnam(text)
-        return group.gr_gid, group.gr_name
-    except KeyError:
-        if text.isdigit():
-            return int(text), text
-        raise UsageError(f"ROVING_JOB_{'UID' if kind == 'user' else 'GID'}: no {kind} {text!r} on this machine") from None
-
-
-def job_user(env: Mapping[str, str], allow_root: bool, euid: int, workdir: Path) -> JobUser | None:
-    """Whom jobs run as: an agent that is not root runs them as itself; root runs them as ROVING_JOB_UID/GID
-    (nobody/nogroup by default), never as uid 0 unless --allow-root-jobs."""
-    if euid != 0:
-        return None
-    uid, name = _account(env.get("ROVING_JOB_UID", "nobody"), "user")
-    default_group = "nogroup" if "ROVING_JOB_GID" not in env and _has_group("nogroup") else str(_primary_gid(uid))
-    gid, _ = _account(env.get("ROVING_JOB_GID", default_group), "group")
-    if uid == 0 and not allow_root:
-        raise UsageError("ROVING_JOB_UID is root: jobs would run as uid 0; pass --allow-root-jobs to allow it")
-    user = JobUser(uid=uid, gid=gid, name=name)
-    if (blocked := unreachable(workdir, user)) is not None:
-        raise UsageError(f"argument --workdir: jobs run as {name} (uid {uid}) and cannot reach {workdir}: {blocked}")
-    return user
-
-
-def _has_group(name: str) -> bool:
-    try:
-        grp.getgrnam(name)
-        return True
-    except KeyError:
-        return False
-
-
-def _primary_gid(uid: int) -> int:
-    try:
-        return pwd.getpwuid(uid).pw_gid
-    except KeyError:
-        return uid
-
-
 def runtime(name: str) -> str:
     """`oci` needs bubblewrap and skopeo on this machine, `apptainer` apptainer; say how to install what is missing."""
     if name not in RUNTIMES:
@@ -304,18 +254,3 @@ def _gpus(declared: list[str] | None, env: Mapping[str, str], devices: dict[str,
     if declared is None and gpu_devices.GPU in devices:
         declared = [str(i) for i in range(devices[gpu_devices.GPU])]
     return gpu_devices.inventory(declared)
-
-
-ALIASES = {"job": "job_name", "execute_timeout_seconds": "execute_timeout", "memory_bytes": "memory"}
-
-
-def build_spec(item: dict[str, Any]) -> RunSpec:
-    """A RunSpec from one assignment, tolerating Fuzzfile spellings (env list, "30m", "4GiB", kebab probes)."""
-    data = {ALIASES.get(key, key): value for key, value in item.items()}
-    if isinstance(data.get("env"), list):
-        data["env"] = dict(entry.split("=", 1) if "=" in entry else (entry, "") for entry in data["env"])
-    if isinstance(data.get("execute_timeout"), str):
-        data["execute_timeout"] = parse_duration(data["execute_timeout"])
-    if isinstance(data.get("memory"), str):
-        data["memory"] = parse_memory(data["memory"])
-    return msgspec.convert(with_kebab_probes(data), RunSpec)

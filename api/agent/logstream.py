@@ -5,15 +5,29 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
+import msgspec
 import nats
 
 from adapters.logs import LogWriter
 from adapters.nats_tls import connect_options
+from domain.agent_protocol import Config
 
 
-async def open_job_logs(answer: dict[str, Any], log: Any) -> tuple[Any, LogWriter | None]:
+def config_of(response: httpx.Response | None, log: Any) -> Config:
+    """`GET /v4/agent/config`'s answer; an older API without the route, or an unreadable answer, means no stream."""
+    if response is None or response.status_code != 200:
+        return Config()
+    try:
+        return msgspec.json.decode(response.content, type=Config)
+    except msgspec.DecodeError as error:
+        log.warning("agent.config_unreadable", error=str(error), body=response.text[:200])
+        return Config()
+
+
+async def open_job_logs(answer: Config, log: Any) -> tuple[Any, LogWriter | None]:
     """(connection, writer) for `GET /v4/agent/config`'s answer; (None, None) when there is no stream to reach."""
-    if not answer.get("nats_url"):
+    if not answer.nats_url:
         log.warning("agent.no_log_stream")
         return None, None
 
@@ -24,12 +38,12 @@ async def open_job_logs(answer: dict[str, Any], log: Any) -> tuple[Any, LogWrite
         log.warning("agent.log_stream_disconnected")
 
     try:
-        nc = await nats.connect(**connect_options(answer["nats_url"]), connect_timeout=2, max_reconnect_attempts=-1,
+        nc = await nats.connect(**connect_options(answer.nats_url), connect_timeout=2, max_reconnect_attempts=-1,
                                 error_cb=errored, disconnected_cb=lost)
     except Exception as error:  # noqa: BLE001 - logs are optional; running jobs is not
         log.warning("agent.log_stream_unreachable", error=repr(error))
         return None, None
-    return nc, await LogWriter(nc.jetstream(), answer["cluster"]).start()
+    return nc, await LogWriter(nc.jetstream(), answer.cluster).start()
 
 
 async def close_job_logs(writer: LogWriter | None, nc: Any, log: Any) -> None:

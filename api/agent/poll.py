@@ -18,7 +18,8 @@ import httpx
 import msgspec
 import structlog
 
-from domain.agent_protocol import Assignments
+from api.agent.starts import Refused, decode_assignments
+from domain.agent_protocol import Assignments, Start
 
 log = structlog.get_logger("roving.agent")
 Call = Callable[..., Awaitable[httpx.Response | None]]
@@ -32,13 +33,14 @@ class AssignmentFeed:
     def __init__(self, call: Call, wait: float) -> None:
         self.call, self.wait = call, wait
         self.etag: str | None = None
-        self.last: Assignments | None = None
+        self.last: Assignments[Start] | None = None
+        self.refused: list[Refused] = []  # run specs of the last answer that did not decode (api/agent/starts.py)
 
     def forget(self) -> None:
         """A new registration: whatever the last answer was, the next one is news."""
         self.etag = self.last = None
 
-    async def fetch(self, node_id: str | None) -> tuple[Assignments | None, bool]:
+    async def fetch(self, node_id: str | None) -> tuple[Assignments[Start] | None, bool]:
         params: dict[str, Any] = {"node_id": node_id}
         headers = {}
         if self.wait > 0:
@@ -51,7 +53,7 @@ class AssignmentFeed:
         if response is None or response.status_code != 200:
             return None, False
         try:
-            answer = msgspec.json.decode(response.content, type=Assignments)
+            answer, self.refused = decode_assignments(response.content)
         except msgspec.DecodeError as error:  # nothing of it is applied: asked again after the poll interval
             log.warning("agent.assignments_unreadable", error=str(error), body=response.text[:300])
             return None, False
@@ -61,7 +63,8 @@ class AssignmentFeed:
         return answer, news or held
 
 
-async def follow(feed: AssignmentFeed, node: Callable[[], str | None], apply: Callable[[Assignments], Awaitable[None]],
+async def follow(feed: AssignmentFeed, node: Callable[[], str | None],
+                 apply: Callable[[Assignments[Start]], Awaitable[None]],
                  tick: Callable[[], Awaitable[None]], stop: asyncio.Event, wake: asyncio.Event, interval: float) -> None:
     """Poll in a task of its own while `tick` (exits drained, reports flushed) runs here: a held poll delays
     neither. Answers are applied here too, so a start and an exit never interleave."""

@@ -11,7 +11,7 @@ from typing import Any
 
 from adapters.executor import Executor, Running, RunSpec
 from adapters.probes import ProbeRunner
-from domain.agent_protocol import Assignments
+from domain.agent_protocol import Assignments, Start
 
 
 @dataclass
@@ -42,10 +42,11 @@ def adopt_jobs(executor: Executor, slots: dict[str, Slot], forward_output: Calla
     return adopted
 
 
-def confirm_adopted(unconfirmed: dict[str, int], slots: dict[str, Slot], answer: Assignments, log: Any) -> None:
+def confirm_adopted(unconfirmed: dict[str, int], slots: dict[str, Slot], answer: Assignments[Start],
+                    log: Any) -> None:
     """The first assignments after adopting: a job the control plane no longer places here is killed, and
     says nothing more (its allocation ended otherwise, or moved)."""
-    placed = {(item.get("allocation_id"), item.get("epoch")) for item in answer.start}
+    placed = {(item.allocation_id, item.epoch) for item in answer.start}
     stopping = {order.allocation_id for order in answer.stop}
     for allocation_id, epoch in unconfirmed.items():
         slot = slots.get(allocation_id)

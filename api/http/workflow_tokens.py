@@ -22,7 +22,7 @@ import msgspec
 
 from adapters.auth.tokens import Claims, Identity, issue_workflow, workflow_jti
 from api.http.errors import Unauthorized
-from domain.agent_protocol import Assignments
+from domain.agent_protocol import Assignments, Start
 from domain.fuzzfile.images import BUILD
 from domain.tenancy import Role
 
@@ -41,7 +41,8 @@ ALLOWED: tuple[tuple[str, re.Pattern[str]], ...] = tuple((method, re.compile(pat
 ))
 
 
-def with_workflow_tokens(answer: Assignments, views: Any, key: bytes, ttl: timedelta, now: datetime) -> Assignments:
+def with_workflow_tokens(answer: Assignments[Start], views: Any, key: bytes, ttl: timedelta,
+                         now: datetime) -> Assignments[Start]:
     """The assignments answer with FB_WORKFLOW_TOKEN in the env of every stage it starts (not image builds, which
     run our code); a workflow whose token was revoked, or whose owner is unknown, gets none."""
     if not answer.start:
@@ -49,9 +50,9 @@ def with_workflow_tokens(answer: Assignments, views: Any, key: bytes, ttl: timed
     return msgspec.structs.replace(answer, start=[_with_token(spec, views, key, ttl, now) for spec in answer.start])
 
 
-def _with_token(spec: dict[str, Any], views: Any, key: bytes, ttl: timedelta, now: datetime) -> dict[str, Any]:
-    workflow = str(spec.get("workflow_id", ""))
-    if spec.get("kind") == BUILD or not workflow or views.tenancy.is_revoked(workflow_jti(workflow)):
+def _with_token(spec: Start, views: Any, key: bytes, ttl: timedelta, now: datetime) -> Start:
+    workflow = spec.workflow_id
+    if spec.kind == BUILD or not workflow or views.tenancy.is_revoked(workflow_jti(workflow)):
         return spec
     owner = views.queue.owner(UUID(workflow))
     user = views.tenancy.user(owner.user_id) if owner.user_id else None
@@ -59,7 +60,7 @@ def _with_token(spec: dict[str, Any], views: Any, key: bytes, ttl: timedelta, no
         return spec
     identity = Identity(user_id=user.id, username=user.username, role=Role.USER, organization_id=user.organization_id)
     token = issue_workflow(identity, workflow, key, ttl, now)
-    return {**spec, "env": {**(spec.get("env") or {}), VARIABLE: token}}
+    return msgspec.structs.replace(spec, env={**spec.env, VARIABLE: token})
 
 
 def check_workflow_token(claims: Claims, method: str, path: str, views: Any) -> str | None:

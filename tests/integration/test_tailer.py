@@ -47,7 +47,7 @@ def test_the_views_catch_up_with_the_log_in_pages_then_follow_live_events(app: A
         recordings = app.save(allocation, workflows[0])
         assert tailer.wait_for(recordings[-1].notification.id, timeout=10)
         assert [s.status for s in views.workflows.get(workflows[0].id).stages] == ["STARTED"]
-        assert [a["allocation_id"] for a in views.assignments(n1.id).start] == [str(allocation.id)]
+        assert [a.allocation_id for a in views.assignments(n1.id).start] == [str(allocation.id)]
     assert views.position == recordings[-1].notification.id
 
 

@@ -12,6 +12,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from adapters.auth.tokens import Identity, issue
+from api.http.answers import answers
 from api.http.errors import BadRequest
 from api.http.routes import common as c
 from api.http.routes import secrets
@@ -20,11 +21,13 @@ from domain.agent_protocol import (
     Assignments,
     BatchResult,
     BatchResults,
+    Config,
     Heartbeat,
     Register,
     Registered,
     Report,
     Reports,
+    Start,
 )
 from domain.app import access
 from domain.app.errors import Conflict, NotFound, StaleEpoch
@@ -44,6 +47,7 @@ def agent_only(request: Request, node: UUID | None = None) -> None:
         access.own_node(principal, node)
 
 
+@answers(Registered)
 async def register(request: Request) -> Response:
     """Registration answers the node's own token: its agent uses it from then on, and admins can list and revoke it
     (`/v4/nodes/{id}/credentials`). The shared agent token is for bootstrap: it registers any node not fenced."""
@@ -77,6 +81,7 @@ async def touch_lease(svc, node) -> None:
         await c.call(svc.leases.touch, str(node))
 
 
+@answers(Assignments[Start])
 async def assignments(request: Request) -> Response:
     """With `wait=S`, a node with nothing to start or stop is answered when it has (or after S seconds).
 
@@ -114,8 +119,8 @@ def news_since(waiters, node: UUID, known: str | None):
     return lambda answer: not orders(answer) <= sent
 
 
-def orders(answer: Assignments) -> frozenset:
-    found = {("start", item["allocation_id"], item["epoch"]) for item in answer.start}
+def orders(answer: Assignments[Start]) -> frozenset:
+    found = {("start", item.allocation_id, item.epoch) for item in answer.start}
     found |= {("stop", item.allocation_id, item.epoch) for item in answer.stop}
     return frozenset(found | {("volumes", tuple(answer.volumes or ()), 0)})
 
@@ -125,11 +130,11 @@ def token_ttl(request: Request) -> timedelta:
     return timedelta(seconds=getattr(c.settings(request), "workflow_token_ttl_seconds", 7 * 86400.0))
 
 
-def _work(answer: Assignments) -> bool:
+def _work(answer: Assignments[Start]) -> bool:
     return bool(answer.start or answer.stop)
 
 
-def etag(answer: Assignments) -> str:
+def etag(answer: Assignments[Start]) -> str:
     return _tag(c.ENCODER.encode(answer))
 
 
@@ -173,6 +178,7 @@ async def report(request: Request) -> Response:
 MAX_REPORTS = 500  # per request; the agent sends at most 200
 
 
+@answers(BatchResults)
 async def reports(request: Request) -> Response:
     """Each report answered in order as the single route would answer it: `{"results": [{"status": 200}, {"status":
     409, "code": "stale_epoch", "error": ...}, ...]}`. A log outage or lasting contention fails the whole request
@@ -210,11 +216,12 @@ def running_here(views, b: Report) -> bool:
             and str(b.node_id) in found.nodes)
 
 
+@answers(Config)
 async def config(request: Request) -> Response:
     agent_only(request)
     svc, settings = c.services(request), c.settings(request)
     # the agent role's URL only: the control plane's credentials could write any event
-    return c.json({"nats_url": svc.agent_nats_url or None, "cluster": svc.cluster or settings.cluster})
+    return c.json(Config(nats_url=svc.agent_nats_url or None, cluster=svc.cluster or settings.cluster))
 
 
 routes = [

@@ -13,9 +13,10 @@ from starlette.routing import Route
 from api.http import answers as shapes
 from api.http.answers import answers
 from api.http.routes import common as c
-from domain.agent_protocol import Assignments
+from domain.agent_protocol import Assignments, Start
 from domain.app.errors import NotFound
 from domain.app.secrets import SecretHandlers
+from domain.secrets import referenced
 
 
 class CreateSecret(msgspec.Struct, forbid_unknown_fields=True):
@@ -59,11 +60,21 @@ async def rotate_key(request: Request) -> Response:
     return c.json(answer)
 
 
-async def resolved(svc: Any, answer: Assignments) -> Assignments:
+async def resolved(svc: Any, answer: Assignments[Start]) -> Assignments[Start]:
     """The agent assignments answer with secret values in place of `secret://` references (for api.http.routes.agent;
-    services built without a secret store hand it on as it is)."""
+    services built without a secret store, and answers without a reference, are handed on as they are)."""
     store = svc.secrets
-    return answer if store is None else await c.call(store.resolve_assignments, answer)
+    if store is None or not any(referenced(spec.env) for spec in answer.start):
+        return answer
+    return await c.call(lambda: msgspec.structs.replace(answer, start=[_resolve(store, s) for s in answer.start]))
+
+
+def _resolve(store: SecretHandlers, spec: Start) -> Start:
+    """The application resolves a run spec as a mapping (domain.app.secret_reading.resolve_spec: a reference it
+    cannot read makes the job fail saying why)."""
+    if not referenced(spec.env):
+        return spec
+    return msgspec.convert(store.resolve_spec(msgspec.to_builtins(spec)), Start)
 
 
 routes = [

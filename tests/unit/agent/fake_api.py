@@ -22,6 +22,20 @@ def alloc(n: int) -> str:
     return f"00000000-0000-4000-8000-0000000000a{n}"
 
 
+# The run spec's fields every control plane has always sent (domain/agent_start.Start's first block), as neutral
+# values: a test names only what it is about, and the fake answers a whole run spec.
+WIRE: dict[str, Any] = {
+    "job": "", "task_id": None, "kind": "job", "image": "", "script": None, "command": None, "args": None, "env": {},
+    "cwd": None, "files": {}, "execute_timeout_seconds": None, "memory_bytes": 0, "cpu_cores": 1, "account_id": "",
+    "owner_id": "", "readiness_probe": None, "ports": [], "mounts": {}}
+
+
+def wire(allocation_id: str, epoch: int = 1, **fields: Any) -> dict[str, Any]:
+    """A run spec as the assignments answer carries it."""
+    return {"allocation_id": allocation_id, "epoch": epoch, "workflow_id": "wf-1", "stage": allocation_id,
+            **WIRE, **fields}
+
+
 def report(allocation_id: str, epoch: int, event: Event, **fields: Any) -> Report:
     """A report of the fake's node, as the agent puts it in its outbox."""
     return Report(node_id=UUID(NODE_ID), allocation_id=UUID(allocation_id), epoch=epoch, event=event, **fields)
@@ -83,7 +97,7 @@ class FakeApi:
                     return 409, {"error": "stale epoch"}
                 return 200, {"ok": True}
             if (method, path) == ("GET", "/v4/agent/assignments"):
-                return 200, {"start": list(self.start), "stop": list(self.stop)}
+                return 200, {"start": self.starts(), "stop": list(self.stop)}
             if (method, path) == ("POST", "/v4/agent/reports"):
                 if self.unavailable_reports:
                     self.unavailable_reports -= 1
@@ -100,6 +114,10 @@ class FakeApi:
                 return 200, self.config
             return 404, {"error": "not found"}
 
+    def starts(self) -> list[dict]:
+        """The run specs to start, each whole (a test's dict names only what it is about)."""
+        return [WIRE | item for item in self.start]
+
     def _record(self, body: dict) -> tuple[int, dict]:
         self.reports.append(body)
         refused = (body["allocation_id"], body["event"]) in self.refused_reports
@@ -112,7 +130,7 @@ class FakeApi:
         deadline = time.monotonic() + float(query.get("wait") or 0) if self.long_poll else 0.0
         while True:
             with self.lock:
-                answer = {"start": list(self.start), "stop": list(self.stop)}
+                answer = {"start": self.starts(), "stop": list(self.stop)}
             tag = '"' + hashlib.sha1(json.dumps(answer, sort_keys=True).encode()).hexdigest() + '"'
             news = tag != known if known else bool(answer["start"] or answer["stop"])
             if news or time.monotonic() >= deadline:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from adapters import sysinfo
-from api.agent.args import UsageError, build_spec, parse_args
+from api.agent.args import UsageError, parse_args
 from api.agent.main import agent_main
-from domain.fuzzfile.schema import Probe
-from tests.unit.agent.fake_api import A1
+from api.agent.starts import build_spec
+from tests.unit.agent.fake_api import A1, wire
 
 ENV = {"ROVING_TOKEN": "tok"}
 DETECTED = sysinfo.Capacity(cpu=64, memory=256 * 2**30, devices={"nvidia.com/gpu": 8})
@@ -72,18 +73,10 @@ def test_an_api_that_is_not_a_url_is_refused():
         parse_args(["--api", "localhost"], env=ENV, detect=lambda: DETECTED)
 
 
-def test_assignments_build_run_specs_from_fuzzfile_spellings():
-    spec = build_spec({
-        "allocation_id": A1, "epoch": 4, "workflow_id": "wf", "stage": "web", "kind": "service",
-        "command": ["python3", "-m", "http.server"], "env": ["A=1", "B=x=y"], "execute_timeout": "1h30m",
-        "memory": "4GiB", "ports": [8000],
-        "readiness_probe": {"http-get": {"port": 8000, "path": "/health"}, "period-seconds": 2},
-        "something_new": True,
-    })
-    assert spec.env == {"A": "1", "B": "x=y"}
-    assert (spec.execute_timeout, spec.memory, spec.ports) == (5400.0, 4 * 2**30, [8000])
-    assert isinstance(spec.readiness_probe, Probe)
-    assert (spec.readiness_probe.http_get.path, spec.readiness_probe.period_seconds) == ("/health", 2)
+def test_a_run_spec_in_a_fuzzfiles_spellings_is_refused_naming_the_field():
+    """The wire is typed (domain/agent_start.Start): "4GiB" is the Fuzzfile's, the control plane sends bytes."""
+    with pytest.raises(msgspec.ValidationError, match=r"\$\.memory_bytes"):
+        build_spec(wire(A1, memory_bytes="4GiB"))
 
 
 def test_assignments_in_the_shape_the_api_sends_build_run_specs():

@@ -15,7 +15,7 @@ from adapters.nats_server import free_port
 from api.agent.args import AgentConfig
 from api.agent.main import run_agent
 from api.agent.metrics import NodeMetrics
-from tests.unit.agent.fake_api import A1, A2, NODE_ID, FakeApi
+from tests.unit.agent.fake_api import A1, A2, NODE_ID, FakeApi, wire
 
 
 def config(api: FakeApi, tmp_path: Path) -> AgentConfig:
@@ -24,8 +24,14 @@ def config(api: FakeApi, tmp_path: Path) -> AgentConfig:
 
 
 def assignment(allocation_id: str, epoch: int = 1, **fields) -> dict:
-    return {"allocation_id": allocation_id, "epoch": epoch, "workflow_id": "wf-1", "stage": allocation_id,
-            "kind": "job", "readiness_probe": None, "ports": []} | fields
+    return wire(allocation_id, epoch, **fields)
+
+
+HTTP = {"name": "http", "port": 8000, "protocol": "tcp"}
+
+
+def port_of(number: int) -> dict:
+    return {"name": f"p{number}", "port": number, "protocol": "tcp"}
 
 
 def drive(api: FakeApi, tmp_path: Path, until, timeout: float = 10.0, agent_config: AgentConfig | None = None) -> None:
@@ -114,11 +120,11 @@ def test_a_stop_order_cancels_the_process_with_its_reason(tmp_path):
 def test_a_service_with_a_probe_reports_ready_after_it_passes(tmp_path):
     probe = {"exec": {"command": ["test", "-f", "ready"]}, "period-seconds": 0.05, "failure-threshold": 100}
     with FakeApi() as api:
-        api.start = [assignment(A2, kind="service", script="sleep 0.2; touch ready; sleep 30", ports=[8000],
+        api.start = [assignment(A2, kind="service", script="sleep 0.2; touch ready; sleep 30", ports=[HTTP],
                                 readiness_probe=probe)]
         drive(api, tmp_path, until=lambda: ("ready", 1, None) in api.events(A2))
     ready = [r for r in api.reports if r["event"] == "ready"]
-    assert ready[0]["ports"] == [8000]
+    assert ready[0]["ports"] == [HTTP]  # echoed as the control plane sent them
 
 
 def test_an_image_without_a_container_runtime_is_reported_as_run_on_the_host(tmp_path, monkeypatch):
@@ -187,7 +193,7 @@ def test_a_services_readiness_names_the_ports_its_own_processes_listen_on_and_no
     try:
         with FakeApi() as api:
             api.start = [assignment(A2, kind="service", script=listen_script(0, [own]),
-                                    ports=[own, foreign.getsockname()[1]], readiness_probe=probe)]
+                                    ports=[port_of(own), port_of(foreign.getsockname()[1])], readiness_probe=probe)]
             drive(api, tmp_path, until=lambda: ("ready", 1, None) in api.events(A2))
     finally:
         foreign.close()
@@ -243,3 +249,15 @@ def test_an_order_for_an_allocation_id_that_is_no_uuid_is_left_and_the_others_ru
         drive(api, tmp_path, until=lambda: ("exited", 1, 0) in api.events(A1))
     assert api.events(A1) == [("started", 1, None), ("exited", 1, 0)]
     assert {r["allocation_id"] for r in api.reports} == {A1}
+
+
+def test_a_run_spec_that_does_not_decode_fails_alone_naming_the_field_and_the_others_run(tmp_path):
+    """A control plane's bad run spec (here a Fuzzfile's "4GiB" for bytes) is that allocation's failure, said in its
+    exit; the rest of the answer starts and stops as usual."""
+    with FakeApi() as api:
+        api.start = [assignment(A2, memory_bytes="4GiB"), assignment(A1, command=["true"])]
+        drive(api, tmp_path, until=lambda: ("exited", 1, 0) in api.events(A1) and api.events(A2))
+    assert api.events(A2) == [("exited", 1, 126)]
+    [refused] = [r["reason"] for r in api.reports if r["allocation_id"] == A2]
+    assert refused.startswith("cannot start: its run spec is unreadable") and "$.memory_bytes" in refused
+    assert api.events(A1) == [("started", 1, None), ("exited", 1, 0)]

@@ -6,10 +6,10 @@ import msgspec
 
 from adapters.adoption import JobFiles, JobState
 from adapters.runspec import RunSpec
-from api.agent.args import build_spec
+from api.agent.starts import build_spec
 from domain.fuzzfile import parse_fuzzfile
 from domain.fuzzfile.schema import Probe
-from tests.unit.agent.fake_api import A1
+from tests.unit.agent.fake_api import A1, wire
 
 SERVICE = """
 version: v1
@@ -24,9 +24,8 @@ services:
 
 def test_the_probes_a_fuzzfile_declares_reach_the_agent_as_the_same_values():
     web = parse_fuzzfile(SERVICE).definition.services["web"]
-    spec = build_spec({"allocation_id": A1, "epoch": 1, "workflow_id": "wf", "stage": "web", "kind": "service",
-                       "readiness_probe": msgspec.to_builtins(web.readiness_probe),
-                       "liveness_probe": msgspec.to_builtins(web.roving_liveness_probe)})
+    spec = build_spec(wire(A1, kind="service", readiness_probe=msgspec.to_builtins(web.readiness_probe),
+                           liveness_probe=msgspec.to_builtins(web.roving_liveness_probe)))
     assert spec.readiness_probe == web.readiness_probe
     assert spec.liveness_probe == web.roving_liveness_probe
     assert (spec.readiness_probe.http_get.path, spec.liveness_probe.tcp_socket.port) == ("/healthz", 8000)

@@ -16,8 +16,8 @@ import msgspec
 
 from adapters.adoption import registration_digest
 from adapters.outbox import Outbox
-from api.agent.args import build_spec
-from domain.agent_protocol import Assignments, BatchResults, Register, Registered, Report, Reports, Stop
+from api.agent.starts import build_spec, decode_assignments
+from domain.agent_protocol import Assignments, BatchResults, Config, Register, Registered, Report, Reports, Start, Stop
 
 NODE = "6f1c3a52-8f0e-4a8e-9b57-0d2f4b1c9e01"
 ALLOCATION = "0b7e2c1d-3a4f-4e5d-8c6b-7a9f0e1d2c3b"
@@ -82,7 +82,7 @@ def test_a_report_this_agent_sends_means_the_same_to_a_control_plane_of_the_prev
 
 
 def test_assignments_a_control_plane_of_the_previous_version_sends_decode_and_start():
-    answer = msgspec.json.decode(OLD_ASSIGNMENTS, type=Assignments)
+    answer = msgspec.json.decode(OLD_ASSIGNMENTS, type=Assignments[Start])
     canceled, rank = answer.stop
     assert (canceled.allocation_id, canceled.epoch, canceled.reason, canceled.rank_stop) == (
         ALLOCATION, 2, "canceled by alice", False)
@@ -105,7 +105,7 @@ def test_stop_orders_are_encoded_byte_for_byte_as_before():
     for order in old["stop"]:
         typed = msgspec.json.decode(json.dumps(order), type=Stop)
         assert msgspec.json.encode(typed) == json.dumps(order, separators=(",", ":")).encode()
-    assert msgspec.json.encode(msgspec.json.decode(OLD_ASSIGNMENTS, type=Assignments)) == OLD_ASSIGNMENTS.encode()
+    assert msgspec.json.encode(msgspec.json.decode(OLD_ASSIGNMENTS, type=Assignments[Start])) == OLD_ASSIGNMENTS.encode()
 
 
 def test_registration_and_batch_answers_of_the_previous_version_decode():
@@ -157,3 +157,40 @@ def test_an_unchanged_node_keeps_the_registration_digest_an_older_agent_saved():
     assert registration_digest(Register(**old)) == saved
     in_segment = hashlib.sha256(msgspec.json.encode(old | {"segment": "s1"}, order="sorted")).hexdigest()
     assert registration_digest(Register(**old, segment="s1")) == in_segment
+
+
+# a run spec as a control plane before 4eab643 sent it (no `owner_id`), and one from a newer control plane (a field
+# and a stop order's field this agent does not know)
+BEFORE_OWNER = OLD_ASSIGNMENTS.replace('"owner_id":"u1",', "")
+NEWER = OLD_ASSIGNMENTS.replace('"mounts":{}', '"mounts":{},"gang":{"size":4}').replace(
+    '"reason":"canceled by alice"', '"reason":"canceled by alice","grace_seconds":30')
+
+
+def test_a_run_spec_from_before_owner_ids_and_one_with_fields_this_agent_does_not_know_both_start():
+    before, refused = decode_assignments(BEFORE_OWNER.encode())
+    assert refused == [] and before.start[0].owner_id is None and build_spec(before.start[0]).owner_id == ""
+    newer, refused = decode_assignments(NEWER.encode())
+    assert refused == [] and newer == msgspec.json.decode(OLD_ASSIGNMENTS, type=Assignments[Start])
+
+
+class OldAssignments(msgspec.Struct):
+    """The previous version's Assignments: run specs as mappings (its agent read them with `.get`)."""
+
+    start: list[dict]
+    stop: list[dict]
+    volumes: list[str] | None = None
+
+
+def test_an_agent_of_the_previous_version_reads_the_typed_answer_as_the_mapping_it_knew():
+    typed = msgspec.json.decode(OLD_ASSIGNMENTS, type=Assignments[Start])
+    assert msgspec.json.decode(msgspec.json.encode(typed), type=OldAssignments) == msgspec.json.decode(
+        OLD_ASSIGNMENTS, type=OldAssignments)
+
+
+def test_the_config_answer_reads_as_before_and_says_no_stream_when_it_names_none():
+    body = b'{"nats_url":"nats://agent:pw@127.0.0.1:4222","cluster":"c1"}'  # what the route answered before its type
+    config = msgspec.json.decode(body, type=Config)
+    assert (config.nats_url, config.cluster) == ("nats://agent:pw@127.0.0.1:4222", "c1")
+    assert msgspec.json.encode(config) == body
+    assert msgspec.json.encode(Config(nats_url=None, cluster="c1")) == b'{"nats_url":null,"cluster":"c1"}'
+    assert msgspec.json.decode(b"{}", type=Config) == Config(nats_url=None, cluster="")

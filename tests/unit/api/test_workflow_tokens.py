@@ -7,11 +7,12 @@ import time
 from datetime import UTC, datetime, timedelta
 from uuid import UUID, uuid4
 
+import msgspec
 import pytest
 
 from adapters.auth.tokens import Identity, issue_workflow
 from api.http.workflow_tokens import VARIABLE, with_workflow_tokens
-from domain.agent_protocol import Assignments
+from domain.agent_protocol import Assignments, Start
 from domain.app.ids import allocation_id
 from domain.tenancy import Role, Source
 from tests.unit.api.harness import KEY, Api, token
@@ -154,7 +155,7 @@ def test_an_agents_token_still_starts_no_workflow(world):
 def test_issuing_costs_microseconds_a_stage(world):
     """The hot-path cost: signing happens in memory where the stage is handed out (no log write, no request)."""
     views = world.api.services.views
-    answer = Assignments([world.started(world.parent)] * 1000, [])
+    answer = Assignments([msgspec.convert(world.started(world.parent), Start)] * 1000, [])
     began = time.perf_counter()
     with_workflow_tokens(answer, views, KEY, timedelta(days=7), datetime.now(UTC))
     per_stage = (time.perf_counter() - began) / 1000

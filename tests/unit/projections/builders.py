@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 from uuid import NAMESPACE_URL, UUID, uuid5
 
+import msgspec
 from eventsourcing.domain import Aggregate
 
 from domain.allocation import Allocation
@@ -15,6 +17,11 @@ from projections.views import Views
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 GiB = 1024 ** 3
+
+
+def wire(answer: Any) -> list[dict[str, Any]]:
+    """An assignments answer's run specs as the wire carries them (JSON objects; fields at their default left out)."""
+    return msgspec.to_builtins(answer.start)
 
 
 def at(minutes: float) -> datetime:

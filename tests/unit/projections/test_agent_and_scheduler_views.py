@@ -7,7 +7,7 @@ from domain.node import Capacity
 from domain.scheduler.reasons import Reason, Why
 from domain.scheduler.snapshot import Kind, NodeStatus
 from domain.tenancy import Group, Role
-from tests.unit.projections.builders import ONE_JOB, Feed, GiB, at, node, request, submit, uid
+from tests.unit.projections.builders import ONE_JOB, Feed, GiB, at, node, request, submit, uid, wire
 
 SERVICE = (
     "version: v4\nfiles:\n  cfg: 'port=8080'\njobs:\n"
@@ -32,7 +32,7 @@ def test_the_agent_is_told_to_start_a_placed_service_with_its_run_spec():
     feed, n1 = Feed(), node("node-1")
     feed.save(n1)
     workflow, allocation = placed(feed, SERVICE, "web", n1)
-    [spec] = feed.views.assignments(n1.id).start
+    [spec] = wire(feed.views.assignments(n1.id))
     assert (spec["allocation_id"], spec["epoch"], spec["kind"], spec["job"], spec["task_id"]) == (
         str(allocation.id), 1, "service", "web", None)
     assert (spec["image"], spec["command"], spec["files"]) == ("docker://nginx:1", ["nginx"], {"/etc/app.cfg": "port=8080"})
@@ -50,7 +50,7 @@ def test_a_job_run_spec_carries_its_script_env_memory_and_execute_timeout():
     allocation = request(workflow, "train", minute=2)
     allocation.place([str(n1.id)], by="scheduler", at=at(3))
     feed.save(workflow, allocation)
-    [spec] = feed.views.assignments(str(n1.id)).start
+    [spec] = wire(feed.views.assignments(str(n1.id)))
     assert (spec["script"], spec["env"], spec["memory_bytes"], spec["execute_timeout_seconds"]) == (
         "#!/bin/sh\necho hi", {"A": "1"}, GiB, 600.0)
     assert spec["account_id"] == str(uid("group"))
@@ -132,7 +132,7 @@ def test_a_gpu_job_run_spec_asks_the_agent_for_its_devices_and_private_network()
     feed, n1 = Feed(), node("node-1")
     feed.save(n1)
     placed(feed, GPU_JOB, "train", n1)
-    [spec] = feed.views.assignments(n1.id).start
+    [spec] = wire(feed.views.assignments(n1.id))
     assert spec["devices"] == {"nvidia.com/gpu": 2}
     assert spec["network_isolated"] is True
 
@@ -141,7 +141,7 @@ def test_a_job_without_devices_gets_none_bound():
     feed, n1 = Feed(), node("node-1")
     feed.save(n1)
     placed(feed, ONE_JOB, "main", n1)
-    [spec] = feed.views.assignments(n1.id).start
+    [spec] = wire(feed.views.assignments(n1.id))
     assert "devices" not in spec and "network_isolated" not in spec
 
 
@@ -155,7 +155,7 @@ def test_a_build_is_started_with_its_plan_and_whose_image_it_becomes():
     feed, n1 = Feed(), node("node-1")
     feed.save(n1)
     placed(feed, BUILDS, "build:tools", n1)
-    [spec] = feed.views.assignments(n1.id).start
+    [spec] = wire(feed.views.assignments(n1.id))
     assert (spec["kind"], spec["build"]["name"], spec["build"]["post"], spec["build"]["scope"]) == (
         "build", "tools", "touch /opt/t", "group")
     assert (spec["image_owner"], spec["image_group"]) == (str(uid("alice")), str(uid("group")))
@@ -170,28 +170,20 @@ def test_a_job_in_a_built_image_is_told_whose_image_to_look_up():
     allocation = request(workflow, "use", minute=2)
     allocation.place([str(n1.id)], by="scheduler", at=at(3))
     feed.save(workflow, allocation)
-    [spec] = feed.views.assignments(str(n1.id)).start
+    [spec] = wire(feed.views.assignments(str(n1.id)))
     assert (spec["image"], spec["image_owner"], spec["image_group"]) == (
         "fuzzball://user/tools", str(uid("alice")), str(uid("group")))
     assert "build" not in spec
 
 
-def agent_reads(spec: dict) -> set[str]:
-    """The keys of a run spec the agent's RunSpec takes (under their own names or the aliases it knows)."""
-    from adapters.runspec import RunSpec
-    from api.agent.args import ALIASES
-    return set(spec) & (set(RunSpec.__struct_fields__) | set(ALIASES))
-
-
-def test_every_key_of_a_service_and_a_job_run_spec_is_one_the_agent_reads():
-    """A run spec stays a mapping on the wire (domain/agent_protocol.Assignments): a key renamed on one side would
-    reach the agent as nothing; this holds the two spellings together."""
-    from api.agent.args import build_spec
+def test_the_agent_builds_what_it_runs_from_a_service_and_a_job_run_spec():
+    """The run spec is one type on both sides (domain/agent_start.Start): a field renamed on one side is a type error
+    or a failed decode, never a key that reaches the agent as nothing."""
+    from api.agent.starts import build_spec
     feed, n1 = Feed(), node("node-1")
     feed.save(n1)
     placed(feed, SERVICE, "web", n1)
     [service] = feed.views.assignments(n1.id).start
-    assert set(service) == agent_reads(service)
     built = build_spec(service)
     assert (built.job_name, built.kind, built.readiness_probe is not None) == ("web", "service", True)
     workflow = submit(SERVICE, name="second")
@@ -200,6 +192,5 @@ def test_every_key_of_a_service_and_a_job_run_spec_is_one_the_agent_reads():
     allocation = request(workflow, "train", minute=2)
     allocation.place([str(n1.id)], by="scheduler", at=at(3))
     feed.save(workflow, allocation)
-    job = next(s for s in feed.views.assignments(n1.id).start if s["kind"] == "job")
-    assert set(job) == agent_reads(job)
+    job = next(s for s in feed.views.assignments(n1.id).start if s.kind == "job")
     assert (build_spec(job).memory, build_spec(job).execute_timeout) == (GiB, 600.0)

@@ -3,7 +3,7 @@
 from domain.agent_protocol import Assignments
 from domain.multinode import leader_port
 from domain.node import Capacity, Node
-from tests.unit.projections.builders import T0, Feed, GiB, at, request, submit, uid
+from tests.unit.projections.builders import T0, Feed, GiB, at, request, submit, uid, wire
 
 MPI = ("version: v4\njobs:\n  train: {image: {uri: docker://alpine:3.20}, script: 'mpirun hostname',"
        " multinode: {nodes: 2, implementation: openmpi, procs-per-node: 4}}\n")
@@ -29,8 +29,8 @@ def placed_on_two():
 
 def test_each_node_is_told_its_rank_and_every_peer_in_rank_order():
     feed, allocation, n1, n2 = placed_on_two()
-    [first] = feed.views.assignments(n1.id).start
-    [second] = feed.views.assignments(n2.id).start
+    [first] = wire(feed.views.assignments(n1.id))
+    [second] = wire(feed.views.assignments(n2.id))
     peers = {"hosts": ("10.0.0.1", "10.0.0.2"), "port": leader_port(allocation.id), "procs_per_node": 4,
              "implementation": "openmpi"}
     assert first["peers"] == {"rank": 0, **peers} and second["peers"] == {"rank": 1, **peers}
@@ -43,7 +43,7 @@ def test_a_single_node_job_gets_no_peers():
     allocation = request(workflow, "main")
     allocation.place([str(n1.id)], by="scheduler", at=at(1))
     feed.save(workflow, allocation)
-    [spec] = feed.views.assignments(n1.id).start
+    [spec] = wire(feed.views.assignments(n1.id))
     assert "peers" not in spec
 
 
@@ -63,7 +63,7 @@ def test_a_rank_that_finished_is_not_started_again_while_its_peer_still_runs():
     allocation.rank_exited(str(n1.id), 0, allocation.epoch, by="agent", at=at(2))
     feed.save(allocation)
     assert feed.views.assignments(n1.id).start == []
-    assert [s["peers"]["rank"] for s in feed.views.assignments(n2.id).start] == [1]
+    assert [s["peers"]["rank"] for s in wire(feed.views.assignments(n2.id))] == [1]
 
 
 def test_the_activity_stream_tells_each_rank_s_exit_with_its_node():
@@ -81,7 +81,7 @@ def test_a_one_node_multinode_job_still_gets_its_hostfile_and_rank():
     allocation = request(workflow, "train")
     allocation.place([str(n1.id)], by="scheduler", at=at(1))
     feed.save(workflow, allocation)
-    [spec] = feed.views.assignments(n1.id).start
+    [spec] = wire(feed.views.assignments(n1.id))
     assert (spec["peers"]["rank"], spec["peers"]["hosts"]) == (0, ("10.0.0.1",))
 
 
@@ -100,14 +100,12 @@ def test_without_procs_per_node_each_node_runs_as_many_processes_as_the_job_has_
     allocation = request(workflow, "train")
     allocation.place([str(n1.id)], by="scheduler", at=at(1))
     feed.save(workflow, allocation)
-    [spec] = feed.views.assignments(n1.id).start
+    [spec] = wire(feed.views.assignments(n1.id))
     assert spec["peers"]["procs_per_node"] == 3
 
 
-def test_every_key_of_a_multinode_rank_s_run_spec_is_one_the_agent_reads():
-    from adapters.runspec import RunSpec
-    from api.agent.args import ALIASES, build_spec
+def test_the_agent_builds_a_multinode_rank_with_its_peers():
+    from api.agent.starts import build_spec
     feed, _, n1, _ = placed_on_two()
     [spec] = feed.views.assignments(n1.id).start
-    assert set(spec) - set(RunSpec.__struct_fields__) - set(ALIASES) == set()
-    assert build_spec(spec).peers is not None
+    assert build_spec(spec).peers == spec.peers and spec.peers is not None

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from uuid import uuid4
 
+import msgspec
 import pytest
 
 from adapters.registry_auth import take_credential
 from adapters.runspec import job_environment
-from api.agent.args import build_spec
+from api.agent.starts import build_spec
 from domain.agent_protocol import Assignments
 from domain.app.errors import Invalid
 from domain.fuzzfile import parse_fuzzfile
@@ -64,7 +65,7 @@ def test_the_agents_answer_carries_the_reference_which_resolves_for_the_agent_an
     feed, n1 = Feed(), registered_node("node-1")
     feed.save(n1)
     placed(feed, FUZZFILE % "secret://user/registry", "train", n1)
-    [spec] = feed.views.assignments(n1.id).start
+    [spec] = msgspec.to_builtins(feed.views.assignments(n1.id).start)
     assert spec["env"] == {"PLAIN": "1", IMAGE_SECRET_VARIABLE: "secret://user/registry"}  # a reference, no value
 
     world.create("registry", by="alice", value=CREDENTIAL)
@@ -97,5 +98,5 @@ def test_a_job_without_an_image_secret_has_nothing_added_to_its_env():
     feed.save(n1)
     placed(feed, FUZZFILE.replace(", secret: %s", ""), "train", n1)
     [spec] = feed.views.assignments(n1.id).start
-    assert spec["env"] == {"PLAIN": "1"}
-    assert take_credential(spec["env"]) == ({"PLAIN": "1"}, "")
+    assert spec.env == {"PLAIN": "1"}
+    assert take_credential(spec.env) == ({"PLAIN": "1"}, "")

@@ -14,7 +14,7 @@ from domain.scheduler import SchedulerConfig, schedule
 from domain.scheduler.segments import segment_problems
 from projections.assignments import assignments
 from tests.unit.projections.builders import T0 as FEED_T0
-from tests.unit.projections.builders import Feed, at, request, submit, uid
+from tests.unit.projections.builders import Feed, at, request, submit, uid, wire
 from tests.unit.volumes.test_persistent_volumes import ADMIN, T0, FastHasher, later, tenant
 
 CLASSES = {"fast": {"segment": "fast-nvme"}, "cold": {"segment": "hdd"}}
@@ -113,7 +113,7 @@ def test_the_agent_is_told_where_the_persistent_volume_lives_and_whose_it_is():
     workflow.stage_started("write", 1, "fast", at(1))
     feed.save(fast, workflow, allocation)
     views = feed.views
-    spec, = assignments(fast.id, views.queue, views.workflows, views.nodes).start
+    spec, = wire(assignments(fast.id, views.queue, views.workflows, views.nodes))
     assert spec["mounts"] == {"/hot": "hot"}
     assert spec["persistent"] == {"hot": {"path": "/srv/v/org/user/100000/hot", "uid": 100000, "gid": 100000,
                                           "mode": 0o700}}

@@ -10,7 +10,7 @@ from domain.fuzzfile import list_stages, parse_fuzzfile
 from domain.node import Capacity
 from domain.scheduler import SchedulerConfig, schedule
 from domain.workflow import WorkflowError
-from tests.unit.projections.builders import Feed, GiB
+from tests.unit.projections.builders import Feed, GiB, wire
 from tests.unit.projections.builders import at as feed_at
 from tests.unit.projections.builders import node as registered_node
 from tests.unit.projections.test_agent_and_scheduler_views import placed
@@ -155,7 +155,7 @@ def test_the_agent_is_told_which_workflows_volumes_live_on_until_the_workflow_en
     feed, n1 = Feed(), registered_node("node-1")
     feed.save(n1)
     workflow, allocation = placed(feed, CATALOG_STYLE, "ingress:data", n1)
-    [spec] = feed.views.assignments(n1.id).start
+    [spec] = wire(feed.views.assignments(n1.id))
     assert (spec["kind"], spec["volume"], spec["transfers"]) == (
         "ingress", "data", [{"source": "https://example.org/genome.fa", "destination": "file://inputs/genome.fa"}])
     allocation.exited(0, allocation.epoch, by="agent", at=feed_at(2))
