@@ -123,6 +123,11 @@ class LogWriter(Logs):
         self._task: asyncio.Task | None = None
         self._flushing = asyncio.Lock()
 
+    @property
+    def pending(self) -> bool:
+        """Output or an end mark is queued, not yet published."""
+        return bool(self._pending)
+
     async def start(self) -> LogWriter:
         await self.ensure()
         self._task = asyncio.create_task(self._flush_forever())

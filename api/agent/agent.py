@@ -16,7 +16,7 @@ from adapters.logs import LogWriter
 from adapters.outbox import Entry, Outbox
 from adapters.registry_auth import take_credential
 from api.agent.args import AgentConfig
-from api.agent.logstream import close_job_logs, config_of, open_job_logs
+from api.agent.logstream import close_job_logs, config_of, logs_before_exits, open_job_logs
 from api.agent.membership import Membership
 from api.agent.messages import as_json, report_of, reportable
 from api.agent.metrics import NodeMetrics
@@ -115,6 +115,7 @@ class Agent(Membership):
     async def _tick(self) -> None:
         await self.drain()
         await self.ports.check(self.slots)
+        await logs_before_exits(self.logs, any(body.event == "exited" for body, _ in self.reporter.queued), self.log)
         await self.reporter.flush()
 
     async def apply(self, answer: Assignments[Start]) -> None:

@@ -3,6 +3,7 @@ and closed without ever stopping the work (output is optional; running jobs is n
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import httpx
@@ -12,6 +13,8 @@ import nats
 from adapters.logs import LogWriter
 from adapters.nats_tls import connect_options
 from domain.agent_protocol import Config
+
+LOG_WAIT = 1.0  # seconds an exit report waits, at most, for its stage's log to reach the stream
 
 
 def config_of(response: httpx.Response | None, log: Any) -> Config:
@@ -55,3 +58,15 @@ async def close_job_logs(writer: LogWriter | None, nc: Any, log: Any) -> None:
             await nc.close()
     except (OSError, nats.errors.Error) as error:
         log.warning("agent.log_stream_close_failed", error=repr(error))
+
+
+async def logs_before_exits(writer: LogWriter | None, exits: bool, log: Any) -> None:
+    """A stage's output and end mark reach the log stream before its exit is reported, so a user who reads the log
+    of a FINISHED stage reads all of it (the background flush could trail the report by its interval). A slow stream
+    holds the exits back LOG_WAIT at most; the flush goes on."""
+    if writer is None or not exits or not writer.pending:
+        return
+    try:
+        await asyncio.wait_for(asyncio.shield(writer.flush()), LOG_WAIT)
+    except TimeoutError:
+        log.warning("agent.log_flush_slow", waited_s=LOG_WAIT)

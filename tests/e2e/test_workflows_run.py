@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -16,6 +17,28 @@ def test_a_workflow_of_several_jobs_runs_to_finished_with_exit_codes_and_logs(st
     assert [(s["name"], s["status"], s["exit_code"]) for s in done["stages"]] == [
         ("hello", "FINISHED", 0), ("goodbye", "FINISHED", 0)]
     assert "hello from hello" in stack.stage_log(workflow_id, "hello", "hello from hello")
+
+
+LAST_WORDS = """version: v4
+jobs:
+  talk:
+    image: {uri: docker://alpine:3.20}
+    script: |
+      for i in 1 2 3; do echo "line $i"; done
+      echo "last words"
+    resource: {cpu: {cores: 1}, memory: {size: 64MiB}}
+"""
+
+
+def test_the_log_of_a_finished_stage_holds_its_last_line_the_moment_it_is_finished(stack):
+    for attempt in range(3):  # the agent sent output every 0.2 s: the exit could land first, and often did
+        workflow_id = stack.submit(LAST_WORDS, f"last-words-{attempt}")
+        deadline = time.monotonic() + 60
+        while stack.workflow(workflow_id)["status"] not in ("FINISHED", "FAILED") and time.monotonic() < deadline:
+            time.sleep(0.005)
+        log = stack.client.get(f"/v4/workflows/{workflow_id}/log/talk").text  # read once, at once
+        assert stack.workflow(workflow_id)["status"] == "FINISHED", log
+        assert log.splitlines()[-1:] == ["last words"], log
 
 
 def test_a_listed_exit_code_is_retried_and_the_activity_says_so(stack):
