@@ -36,6 +36,7 @@ from api.composition.settings import Settings
 from api.composition.wakeups import AssignmentWaiters, LogSignals
 from api.http.positions import PositionWaiters
 from api.scheduler.runner import SchedulerRunner
+from api.scheduler.state import SchedulerState
 from api.up.local_agents import LocalAgents
 from domain.app import Conflict, ReadModelFunctions, Roving
 from domain.app.ids import user_id
@@ -184,9 +185,10 @@ class Stack:
         leases = self.leases = Leases(Connection(nats_url, cluster), ttl=self.settings.node_lease_seconds)
         self.log_probe = LogProbe(self.leases.connection, store=self._embedded_store()).start()
         self.runner = None
+        self.scheduling = SchedulerState()  # the runner's last pass, which the API and the UI show
         if self.with_scheduler:
             self.runner = SchedulerRunner(self.roving, self.views, self.tailer, self.leases,
-                                          signals=self.signals).start()
+                                          signals=self.signals, state=self.scheduling).start()
         if self.runner is not None:
             from api.composition.refused_alerts import RefusedAlertsLoop
 
@@ -207,7 +209,7 @@ class Stack:
             runner=self.runner, audit=self.audit, waiters=self.waiters,
             secrets=open_secret_store(self.roving, self.data_dir), traffic=self.traffic, positions=self.positions,
             catalog=open_catalog(self.roving, self.views.catalog_sources.sources, self.data_dir),
-            log_probe=self.log_probe,
+            log_probe=self.log_probe, scheduling=self.scheduling,
         )
         self.services.objects = self._objects(leases.connection, cluster)
         if self.with_audit == "lease" and self.runner is not None:

@@ -20,6 +20,7 @@ from starlette.routing import Route
 
 from adapters.federation import FederationError
 from adapters.hub_log import read_member_log
+from api.http import scheduled
 from api.http.answers import (
     Problem,
     Stopped,
@@ -287,9 +288,9 @@ def why_answer(stage: Any, why: Any) -> dict[str, Any]:
 async def why(request: Request) -> Response:
     found = await located(request, access.explain_workflow)
     detail = found.detail
-    everything, store = c.query_bool(request, "all"), found.views.why
+    everything, reason_of = c.query_bool(request, "all"), scheduled.reasons(request, found)
     chosen = [s for s in detail.stages if everything or s.status in WAITING]
-    answers = [why_answer(s, store.get(s.allocation_id) if s.allocation_id else None) for s in chosen]
+    answers = [why_answer(s, reason_of(s.allocation_id) if s.allocation_id else None) for s in chosen]
     return c.json({"stages": answers, **found.label()})
 
 
@@ -298,10 +299,11 @@ async def explain(request: Request) -> Response:
     detail, views = located_.detail, located_.views
     aid = c.uuid_param(request, "aid", "allocation")
     stage = next((s for s in detail.stages if s.allocation_id == aid), None)
-    row = await c.call(views.queue.get, aid)
+    ranked = scheduled.ranked(request, local=not located_.remote)
+    row = await c.call(views.queue.get, aid, None, ranked)
     if row is None or str(row.workflow_id) != str(detail.id):
         raise NotFound("allocation")
-    found = views.why.get(aid)
+    found = scheduled.reasons(request, located_)(aid)
     return c.json({"allocation": row, "stage": stage.name if stage else row.stage,
                    "why": why_answer(stage, found) if stage else found, **located_.label()})
 
