@@ -36,8 +36,8 @@ def kind_of(event: Any) -> str:
 class Projection:
     """A plain read model fed batches of (position, event); `lock` guards readers against the tailer.
 
-    `transient` names attributes a snapshot leaves out: caches rebuilt on use, and values fed by the runner
-    rather than the log. Everything else is the state the log built, saved and restored as it is."""
+    `transient` names attributes a snapshot leaves out: caches rebuilt on use. Everything else is the state the
+    log built (a view holds nothing else), saved and restored as it is."""
 
     _handlers: dict[str, tuple[Handler, ...]] = {}
     _routes: dict[type, tuple[Handler, ...]] = {}

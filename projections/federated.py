@@ -4,8 +4,9 @@ It is fed batches of (federated sequence, `Arrived`): each message already descr
 aggregate, topic, version, its member stream's own sequence) and, for Workflow and Allocation events,
 decoded, by adapters.hub_log, which reads the hub. Each cluster's events feed that cluster's own `Views`
 (the same workflows, queue, nodes and tenancy projections its control plane runs), so a workflow's status,
-a queue row's priority or an activity line here is the one its own cluster computes; `SchedulingBlocked`
-events stand in for the runner's per-pass reasons in its `why`. Answers name each cluster's availability
+a queue row's priority or an activity line here is the one its own cluster computes. The member's runner keeps
+its per-pass reasons to itself; its `SchedulingBlocked` events are what the hub sees of them, so each allocation's
+latest one is kept (`ClusterState.blocked`) to answer `why` for that cluster's work. Answers name each cluster's availability
 (from `Federation.status()`) and freshness: a member that is down, or whose source has been silent for
 STALE_SECONDS, is shown as stale with the age of the last event the hub holds, never as an empty cluster.
 """
@@ -81,10 +82,12 @@ class Arrived(NamedTuple):
 
 @dataclass
 class ClusterState:
-    """One member as the hub holds it: its events fed into its own Views, and when its newest event happened."""
+    """One member as the hub holds it: its events fed into its own Views, the latest blocked cause of each of its
+    allocations (by id as text, from `SchedulingBlocked` events), and when its newest event happened."""
 
     events: int = 0
     views: Views = field(default_factory=Views)
+    blocked: dict[str, Why] = field(default_factory=dict)
     undecodable: int = 0
     last_event_at: datetime | None = None
 
@@ -150,7 +153,7 @@ class FederatedView:
             workflow_id = getattr(state.allocations.get(domain_event.originator_id), "workflow_id", None)
             why = blocked_why(domain_event) if event.type == "Allocation.SchedulingBlocked" else None
             if why is not None:
-                state.views.why.update({domain_event.originator_id: why})
+                state.blocked[str(domain_event.originator_id)] = why
         else:
             return
         if workflow_id is not None:
@@ -172,6 +175,12 @@ class FederatedView:
         """The cluster's own projections as the hub's events built them (None: no event of it yet)."""
         state = self.clusters.get(cluster)
         return state.views if state else None
+
+    def blocked(self, cluster: str, allocation_id: UUID | str) -> Why | None:
+        """The allocation's latest `SchedulingBlocked` cause on its cluster: the hub's `why` for it."""
+        with self.lock:
+            state = self.clusters.get(cluster)
+            return state.blocked.get(str(allocation_id)) if state else None
 
     def availability(self, cluster: str, now: datetime | None = None) -> dict[str, Any]:
         """Can the member be asked now, and how old is what the hub holds of it (`stale`, with the age)."""

@@ -2,7 +2,9 @@
 
 Priority inputs follow the tenancy as it is now (an organization's new priority moves its queued work at
 once); the allocation's recorded inputs stand in for owners this view has not seen. The effective
-priority is the configured CEL expression's, unless the scheduler runner pushed the figures it ranked by.
+priority is the configured CEL expression's. The view holds only what the log says: an answer that shows the
+figures the scheduler's last pass ranked by passes them in (`ranked`, allocation id as text -> priority), and
+they stand in for the expression's for the rows they name.
 
 Reads are served from caches kept beside the mirror: one prepared entry per allocation (its row without the
 priority and its scheduler value), rebuilt only when an event touches it; allocation ids by queue state; the
@@ -12,9 +14,8 @@ second; and the sorted order per state selection, so a page of the queue materia
 
 from __future__ import annotations
 
-import math
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
@@ -23,74 +24,21 @@ import msgspec
 
 from domain.allocation import Allocation, QueueState
 from domain.scheduler.priority import DEFAULT_PRIORITY, Evaluator, PriorityError
-from domain.scheduler.snapshot import Kind, QueuedAllocation
-from projections.base import Mirror, Projection, as_uuid, on
+from projections.base import Mirror, Projection, on
+from projections.queue_rows import Entry, QueueRow, matching, queue_row, to_queued
 from projections.workflows import Owner, owner_of
 
 TENANT_EVENTS = ("Organization.PriorityUpdated", "Group.PriorityUpdated", "User.PriorityUpdated")
 LIVE = frozenset({"PENDING", "READY", "RUNNING"})
 WAITED = frozenset({"waited_seconds", "waited_hours"})
 REPRICE_SECONDS = 1.0  # a time-dependent expression is re-evaluated at most this often (when `now` is not given)
-
-
-class QueueRow(msgspec.Struct, frozen=True, kw_only=True):
-    id: UUID
-    workflow_id: UUID
-    stage: str
-    attempt: int
-    state: str
-    priority: float
-    priority_inputs: dict[str, int]
-    node: str | None
-    nodes: list[str]
-    node_ids: list[str]
-    epoch: int
-    preemptible: bool
-    resources: dict[str, Any]
-    execute_timeout_seconds: float | None
-    queued_at: datetime
-    started_at: datetime | None
-    ended_at: datetime | None
-    organization_id: str
-    group_id: str
-    user_id: str
-    exit_code: int | None
-    reason: str
-    project: str = ""
-
-
-class _Entry:
-    """One allocation prepared for the queue: its row (priority still to fill in) and its scheduler value."""
-
-    __slots__ = ("id", "row", "queued", "order")
-
-    def __init__(self, row: QueueRow, queued: QueuedAllocation) -> None:
-        self.id, self.row, self.queued = row.id, row, queued
-        self.order = (row.queued_at, str(row.id))  # the tie-break after priority: longest waiting, then id
-
-
-def to_queued(a: Allocation, owner: Owner, inputs: dict[str, int], kind: Kind = Kind.JOB) -> QueuedAllocation:
-    """The scheduler's value for one allocation (priority inputs already resolved)."""
-    r = a.resources
-    timeout = a.execute_timeout_seconds
-    return QueuedAllocation(
-        id=str(a.id), workflow_id=str(a.workflow_id), stage=a.stage, kind=kind,
-        organization_id=owner.organization_id, group_id=owner.group_id, user_id=owner.user_id,
-        workflow_priority=inputs.get("workflow", 0), organization_priority=inputs.get("organization", 0),
-        group_priority=inputs.get("group", 0), user_priority=inputs.get("user", 0), submitted_at=a.requested_at,
-        cpu=int(r.get("cpu_cores", r.get("cpu", 1))), memory=int(r.get("memory_bytes", r.get("memory", 0))),
-        devices=dict(r.get("devices", {})), annotations=dict(r.get("annotations", {})),
-        exclusive=bool(r.get("exclusive", False)), nodes=int(r.get("nodes", 1)),
-        execute_timeout=int(timeout) if timeout is not None and math.isfinite(timeout) else timeout, preemptible=a.preemptible,
-        project=owner.project, shared=dict(r.get("shared") or {}),
-    )
+Ranked = Mapping[str, float]  # the priorities a scheduler pass ranked by, by allocation id as text
 
 
 class QueueView(Projection):
     """Allocations by id, mirrored from the Allocation aggregate."""
 
-    transient = ("pushed", "pass_stats", "_entries", "_priorities", "_priced_at", "_priced_mono",
-                 "_evaluator_for", "_orders", "_version")
+    transient = ("_entries", "_priorities", "_priced_at", "_priced_mono", "_evaluator_for", "_orders", "_version")
 
     def __init__(self, lock: Any = None) -> None:
         super().__init__(lock)
@@ -100,36 +48,19 @@ class QueueView(Projection):
         self.tenant_names: dict[str, str] = {}
         self.node_names: dict[str, str] = {}
         self.expression = DEFAULT_PRIORITY
-        self.pushed: dict[str, float] = {}
-        self.pass_stats: dict[str, Any] = {}
         self.readied: dict[str, datetime] = {}
         # Caches (see the module docstring); every change below bumps `_version`, which drops sorted orders.
         self._state_of: dict[UUID, str] = {}
         self._by_state: dict[str, set[UUID]] = {}
         self._of_workflow: dict[UUID, set[UUID]] = {}
         self._on_node: dict[str, set[UUID]] = {}  # allocations placed on each node (assignments read only these)
-        self._entries: dict[UUID, _Entry] = {}
-        self._priorities: dict[UUID, float] = {}
+        self._entries: dict[UUID, Entry] = {}
+        self._priorities: dict[UUID, float] = {}  # the expression's figures (never the `ranked` ones)
         self._priced_at: datetime | None = None
         self._priced_mono: float | None = None
         self._evaluator_for: tuple[str, Evaluator] | None = None
-        self._orders: dict[frozenset[str] | None, tuple[int, list[tuple[float, _Entry]]]] = {}
+        self._orders: dict[frozenset[str] | None, tuple[int, Ranked | None, list[tuple[float, Entry]]]] = {}
         self._version = 0
-
-    def set_priorities(self, priorities: dict[Any, float]) -> None:
-        """The runner's computed priorities (allocation id -> value), shown instead of recomputing."""
-        with self.lock:
-            pushed = {str(k): float(v) for k, v in priorities.items()}
-            for key in pushed.keys() | self.pushed.keys():
-                # only the rows whose figure moved are re-read
-                if pushed.get(key) != self.pushed.get(key) and (moved := as_uuid(key)) is not None:
-                    self._priorities.pop(moved, None)
-            self.pushed = pushed
-            self._version += 1
-
-    def set_pass_stats(self, stats: dict[str, Any]) -> None:
-        with self.lock:
-            self.pass_stats = dict(stats)
 
     def allocation(self, allocation_id: UUID | str) -> Allocation | None:
         return self.mirror.get(allocation_id)
@@ -182,57 +113,46 @@ class QueueView(Projection):
             live = (self.mirror.items[i] for i in self._live_ids())
             return [a.id for a in live if getattr(self.owner(a.workflow_id), f"{kind}_id", None) == wanted]
 
-    def get(self, allocation_id: UUID | str, now: datetime | None = None) -> QueueRow | None:
+    def get(self, allocation_id: UUID | str, now: datetime | None = None,
+            ranked: Ranked | None = None) -> QueueRow | None:
         with self.lock:
             a = self.allocation(allocation_id)
             if a is None:
                 return None
             entry = self._entry(a.id)
-            priority = self.pushed.get(str(a.id))
+            priority = ranked.get(str(a.id)) if ranked else None
             if priority is None:
                 priority = self._evaluator()(entry.queued, now or _now())
             return msgspec.structs.replace(entry.row, priority=priority)
 
     def rows(self, state: str | None = None, owner: str | None = None, priority_min: float | None = None,
              organization_id: str | None = None, user_id: str | None = None,
-             now: datetime | None = None, limit: int | None = None) -> list[QueueRow]:
+             now: datetime | None = None, limit: int | None = None, ranked: Ranked | None = None) -> list[QueueRow]:
         """Allocations, highest effective priority first (then the longest waiting); the first `limit` only."""
         return self.page(state=state, owner=owner, priority_min=priority_min, organization_id=organization_id,
-                         user_id=user_id, now=now, limit=limit)[0]
+                         user_id=user_id, now=now, limit=limit, ranked=ranked)[0]
 
     def page(self, state: str | None = None, owner: str | None = None, priority_min: float | None = None,
              organization_id: str | None = None, user_id: str | None = None, now: datetime | None = None,
-             limit: int | None = None, live_only: bool = False) -> tuple[list[QueueRow], int]:
+             limit: int | None = None, live_only: bool = False,
+             ranked: Ranked | None = None) -> tuple[list[QueueRow], int]:
         """The first `limit` rows `rows()` would give (all when None) and how many match in all.
 
-        `live_only` keeps PENDING, READY and RUNNING allocations (the queue proper) when no `state` is asked.
+        `live_only` keeps PENDING, READY and RUNNING allocations (the queue proper) when no `state` is asked;
+        `ranked` (the scheduler's last pass's figures) stands in for the expression's where it names a row.
         """
         states = frozenset({state.upper()}) if state is not None else LIVE if live_only else None
-        organization_id = str(organization_id) if organization_id is not None else None
-        user_id = str(user_id) if user_id is not None else None
         with self.lock:
-            ordered = self._ordered(states, now)
-            if owner is None and organization_id is None and user_id is None and priority_min is None:
-                chosen, total = ordered if limit is None else ordered[:limit], len(ordered)
-            else:
-                chosen, total = [], 0
-                for priority, entry in ordered:
-                    r = entry.row
-                    if ((owner is None or owner in (r.user_id, r.group_id))
-                            and (organization_id is None or r.organization_id == organization_id)
-                            and (user_id is None or r.user_id == user_id)
-                            and (priority_min is None or priority >= priority_min)):
-                        total += 1
-                        if limit is None or len(chosen) < limit:
-                            chosen.append((priority, entry))
+            ordered = self._ordered(states, now, ranked or None)
+            chosen, total = matching(ordered, owner, organization_id, user_id, priority_min, limit)
             replace = msgspec.structs.replace
             return [replace(entry.row, priority=priority) for priority, entry in chosen], total
 
     def stats(self) -> dict[str, Any]:
-        """Depth per queue state and the scheduler's last pass figures."""
+        """Depth per queue state, how many allocations in all, and the priority expression."""
         with self.lock:
             return {"depth": {s.value: len(self._by_state.get(s.value, ())) for s in QueueState},
-                    "total": len(self._state_of), "priority": self.expression, "last_pass": dict(self.pass_stats)}
+                    "total": len(self._state_of), "priority": self.expression}
 
     def _evaluator(self) -> Evaluator:
         if self._evaluator_for is None or self._evaluator_for[0] != self.expression:
@@ -246,36 +166,37 @@ class QueueView(Projection):
     def _live_ids(self) -> set[UUID]:
         return set().union(*(self._by_state.get(s, ()) for s in LIVE))
 
-    def _entry(self, allocation_id: UUID) -> _Entry:
+    def _entry(self, allocation_id: UUID) -> Entry:
         entry = self._entries.get(allocation_id)
         if entry is None:
             a = self.mirror.items[allocation_id]
             owner, inputs = self.owner(a.workflow_id), self.inputs(a)
-            entry = self._entries[allocation_id] = _Entry(self._row(a, owner, inputs), to_queued(a, owner, inputs))
+            row = queue_row(a, owner, inputs, self.node_names)
+            entry = self._entries[allocation_id] = Entry(row, to_queued(a, owner, inputs))
         return entry
 
-    def _ordered(self, states: frozenset[str] | None, now: datetime | None) -> list[tuple[float, _Entry]]:
-        """(priority, entry) for the allocations in `states` (all when None), in queue order; cached."""
+    def _ordered(self, states: frozenset[str] | None, now: datetime | None,
+                 ranked: Ranked | None) -> list[tuple[float, Entry]]:
+        """(priority, entry) for the allocations in `states` (all when None), in queue order; cached per `ranked`
+        (held by the cache, so a later mapping never takes the identity of one the cache compares against)."""
         evaluate = self._evaluator()
         when = self._reprice_if_due(now, evaluate)
         cached = self._orders.get(states)
-        if cached is not None and cached[0] == self._version:
-            return cached[1]
+        if cached is not None and cached[0] == self._version and cached[1] is ranked:
+            return cached[2]
         ids: Iterable[UUID] = (self._state_of if states is None
                                else [i for s in states for i in self._by_state.get(s, ())])
-        priorities, pushed = self._priorities, self.pushed
-        pairs = []
+        priorities, pairs = self._priorities, []
         for allocation_id in ids:
             entry = self._entry(allocation_id)
-            priority = priorities.get(allocation_id)
+            priority = ranked.get(entry.order[1]) if ranked is not None else None
             if priority is None:
-                priority = pushed.get(entry.order[1])
+                priority = priorities.get(allocation_id)
                 if priority is None:
-                    priority = evaluate(entry.queued, when)
-                priorities[allocation_id] = priority
+                    priority = priorities[allocation_id] = evaluate(entry.queued, when)
             pairs.append((priority, entry))
         pairs.sort(key=lambda pair: (-pair[0], pair[1].order))
-        self._orders[states] = (self._version, pairs)
+        self._orders[states] = (self._version, ranked, pairs)
         return pairs
 
     def _reprice_if_due(self, now: datetime | None, evaluate: Evaluator) -> datetime:
@@ -303,18 +224,6 @@ class QueueView(Projection):
         if priorities:
             self._priorities.clear()
         self._version += 1
-
-    def _row(self, a: Allocation, owner: Owner, inputs: dict[str, int]) -> QueueRow:
-        """The allocation's row with priority 0; readers fill in the effective priority."""
-        names = [self.node_names.get(n, n) for n in a.nodes]
-        return QueueRow(
-            id=a.id, workflow_id=a.workflow_id, stage=a.stage, attempt=a.attempt, state=a.state.value,
-            priority=0.0, priority_inputs=inputs, node=names[0] if names else None, nodes=names,
-            node_ids=list(a.nodes), epoch=a.epoch, preemptible=a.preemptible, resources=dict(a.resources),
-            execute_timeout_seconds=a.execute_timeout_seconds, queued_at=a.requested_at, started_at=a.started_at,
-            ended_at=a.ended_at, organization_id=owner.organization_id, group_id=owner.group_id,
-            user_id=owner.user_id, exit_code=a.exit_code, reason=a.reason, project=owner.project,
-        )
 
     @on("Allocation.*")
     def _replay(self, event: Any) -> None:

@@ -25,12 +25,12 @@ from projections.provisioners import ProvisionersView
 from projections.queue import QueueView
 from projections.snapshot import scheduler_snapshot
 from projections.tenancy import TenancyView
-from projections.why import WhyStore
 from projections.workflows import WorkflowsView
 
 
 class Views:
-    """The workflows, queue, nodes and tenancy views fed from the log, plus the runner's `why` reasons."""
+    """The workflows, queue, nodes and tenancy views, and the rest, all fed from the log and nothing else (the
+    scheduler runner's reasons, priorities and figures are its own: api.scheduler.state)."""
 
     def __init__(self) -> None:
         self.lock = threading.RLock()
@@ -43,7 +43,6 @@ class Views:
         self.catalog_sources = CatalogSourcesView(self.lock)
         self.provisioners = ProvisionersView(self.lock)
         self.projects = ProjectsView(self.lock)
-        self.why = WhyStore()
         self.projections: tuple[Projection, ...] = (self.workflows, self.queue, self.nodes, self.tenancy,
                                                       self.endpoints, self.node_events, self.catalog_sources,
                                                       self.provisioners, self.projects)
@@ -63,7 +62,7 @@ class Views:
         return fresh
 
     def saved_state(self) -> dict[str, dict[str, Any]]:
-        """Every view's log-built state, taken at one position (the runner's `why` reasons are not the log's)."""
+        """Every view's log-built state, taken at one position."""
         with self.lock:
             return {type(p).__name__: p.saved_state() for p in self.projections}
 

@@ -8,8 +8,10 @@ scheduler's runner, the long-poll waiters or the secret store); routes check for
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
+
+from api.scheduler.state import SchedulerState
 
 if TYPE_CHECKING:
     from adapters.audit_log import AuditLog
@@ -67,3 +69,5 @@ class Services:
     prometheus_url: str = ""  # `roving up --monitoring`'s Prometheus: the dashboard's charts ask it for history
     log_probe: LogProbe | None = None  # whether the log takes writes now (adapters/log_probe.py): /readyz
     objects: ObjectStore | None = None  # people's objects (adapters.object_store), streamed through the API
+    # the last pass of this process's scheduler runner (empty where it never led): `why`, ranked priorities, figures
+    scheduling: SchedulerState = field(default_factory=SchedulerState)

@@ -1,16 +1,14 @@
-"""The composition root: NATS, the application, views, tailer, leases, scheduler, HTTP app and local agents."""
+"""The composition root: NATS, the application, views, tailer, leases, scheduler, HTTP app and local agents.
+
+Its parts' own modules: the first start's admin and tokens (bootstrap), the local node pool (local_pool), what the
+routes read through the log connection (readers), the scheduler runner and its state (api.scheduler).
+"""
 
 from __future__ import annotations
 
-import hashlib
 import os
-import secrets
-import signal
-import sys
-import tempfile
 import threading
 import time
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,29 +16,28 @@ import structlog
 import uvicorn
 from eventsourcing.persistence import OperationalError
 
-from adapters.auth.password_hash import ScryptPasswords
-from adapters.auth.tokens import Identity, issue, issue_webhook, load_or_create_key
+from adapters.auth.tokens import load_or_create_key
 from adapters.catalog_store import open_catalog
 from adapters.jetstream.connection import Connection
 from adapters.leases import Leases
 from adapters.log_probe import LogProbe
 from adapters.nats_auth import agent_log_url
 from adapters.nats_owner import death_signal
-from adapters.nats_server import NatsServer, free_port, port_is_taken
+from adapters.nats_server import NatsServer
 from adapters.nats_supervisor import Supervisor
-from adapters.private_files import write_private
 from adapters.secret_store import open_secret_store
 from api.composition.audit_lease import AuditByLease
+from api.composition.bootstrap import bootstrap_admin, password_hasher
+from api.composition.local_pool import LocalPool, local_work_dir
+from api.composition.readers import LogReader, object_store
 from api.composition.services import Services
 from api.composition.settings import Settings
 from api.composition.wakeups import AssignmentWaiters, LogSignals
 from api.http.positions import PositionWaiters
 from api.scheduler.runner import SchedulerRunner
+from api.scheduler.state import SchedulerState
 from api.up.local_agents import LocalAgents
-from domain.app import Conflict, ReadModelFunctions, Roving
-from domain.app.ids import user_id
-from domain.tenancy import Role, Source
-from domain.tenancy.permissions import Principal
+from domain.app import ReadModelFunctions, Roving
 
 if TYPE_CHECKING:  # built lazily in start(): `roving` commands that need no stack do not import them
     from starlette.applications import Starlette
@@ -49,65 +46,16 @@ if TYPE_CHECKING:  # built lazily in start(): `roving` commands that need no sta
     from adapters.audit_log import AuditLog
     from adapters.duckdb_store import AuditStore
     from adapters.monitoring import Monitoring
-    from adapters.object_store import ObjectStore
     from adapters.tailer import Tailer
     from api.composition.autoscaling import AutoscalerLoop
     from api.composition.refused_alerts import RefusedAlertsLoop
     from api.provisioning.runner import ProvisionerRunner
 
 log = structlog.get_logger("roving.stack")
-TOKEN_TTL = timedelta(days=30)
 AUDIT_OWNER = "audit-owner"
-AGENT_START = "import sys; from api.agent.main import agent_main; sys.exit(agent_main(sys.argv[1:]))"
 
 
-def local_work_dir(data_dir: Path, cluster: str) -> Path:
-    """`$ROVING_WORK_DIR`, else one directory per data directory under /tmp (searchable by the job users,
-    unlike a home directory; the same on every start, so a restarted agent finds its outbox)."""
-    if configured := os.environ.get("ROVING_WORK_DIR"):
-        return Path(configured)
-    digest = hashlib.sha256(str(data_dir.resolve()).encode()).hexdigest()[:8]
-    return Path(tempfile.gettempdir()) / f"roving-work-{cluster}-{digest}"
-
-
-def write_secret(path: Path, text: str) -> None:
-    """A file only its owner can read (0600), replaced atomically (API workers may write it at once)."""
-    write_private(path, text + "\n")
-
-
-def password_hasher() -> ScryptPasswords:
-    """The hasher the application is given: at most one hash per core in memory at once (128 MiB each), and a
-    weaker stored hash made again at its next right login."""
-    return ScryptPasswords()
-
-
-def strong_password() -> str:
-    return secrets.token_urlsafe(18) + "aA1!"
-
-
-class LogReader:
-    """Synchronous reads of the job log stream for the HTTP routes, on the leases' connection loop."""
-
-    def __init__(self, connection: Connection, cluster: str) -> None:
-        from adapters.logs import Logs
-        from adapters.object_cache import ensure_bucket
-
-        self.connection = connection
-        self.logs = Logs(connection.client.js, cluster)
-        connection.run(self.logs.ensure)
-        connection.run(lambda: ensure_bucket(connection.client.js))  # built images: agents use it, never make it
-
-    def read(self, workflow_id: str, stage: str) -> bytes:
-        return self.connection.run(lambda: self.logs.read(workflow_id, stage))
-
-    def follow(self, workflow_id: str, stage: str):
-        """(stream, chunk) as the stage writes them, until its end, for a caller on another loop (the HTTP server's)."""
-        from adapters.loop_bridge import pulled
-
-        return pulled(self.connection.loop.loop, self.logs.follow_streams(workflow_id, stage))
-
-
-class Stack:
+class Stack(LocalPool):
     """Everything one control-plane process runs; `roving up` adds the embedded server and local agents."""
 
     def __init__(self, settings: Settings, embedded_nats: bool = True, scheduler: bool = True,
@@ -164,7 +112,7 @@ class Stack:
                                          projects_of=self.views.projects.member_of)
         roving = self.roving = Roving(env=env, passwords=password_hasher(), read_models=read_models)
         self.key = load_or_create_key(self.data_dir / "signing.key")
-        self._bootstrap_admin(roving)
+        bootstrap_admin(roving, self.data_dir, self.key)
         from adapters.tailer import Tailer
         self.snapshots = None
         if self.settings.view_snapshot_every:
@@ -184,9 +132,10 @@ class Stack:
         leases = self.leases = Leases(Connection(nats_url, cluster), ttl=self.settings.node_lease_seconds)
         self.log_probe = LogProbe(self.leases.connection, store=self._embedded_store()).start()
         self.runner = None
+        self.scheduling = SchedulerState()  # the runner's last pass, which the API and the UI show
         if self.with_scheduler:
             self.runner = SchedulerRunner(self.roving, self.views, self.tailer, self.leases,
-                                          signals=self.signals).start()
+                                          signals=self.signals, state=self.scheduling).start()
         if self.runner is not None:
             from api.composition.refused_alerts import RefusedAlertsLoop
 
@@ -207,18 +156,13 @@ class Stack:
             runner=self.runner, audit=self.audit, waiters=self.waiters,
             secrets=open_secret_store(self.roving, self.data_dir), traffic=self.traffic, positions=self.positions,
             catalog=open_catalog(self.roving, self.views.catalog_sources.sources, self.data_dir),
-            log_probe=self.log_probe,
+            log_probe=self.log_probe, scheduling=self.scheduling,
         )
-        self.services.objects = self._objects(leases.connection, cluster)
+        self.services.objects = object_store(leases.connection, cluster, self.settings.object_max_bytes)
         if self.with_audit == "lease" and self.runner is not None:
             self._follow_audit_lease(roving, leases, self.runner, cluster)
         return self
 
-    def _objects(self, connection: Connection, cluster: str) -> ObjectStore:
-        """People's objects (adapters.object_store), on the leases' connection and its loop."""
-        from adapters.object_store import ObjectStore
-
-        return ObjectStore(connection.client.js, cluster, self.settings.object_max_bytes, loop=connection.loop.loop)
     def _start_provisioners(self, roving: Roving, leases: Leases, tailer: Tailer,
                             cluster: str) -> ProvisionerRunner | None:
         """Where the scheduler runs, its leader asks provisioners for nodes; a control plane that serves the API
@@ -287,25 +231,6 @@ class Stack:
         store = self.data_dir / "nats"
         return store if not self.settings.nats_url or (store / "jetstream").is_dir() else None
 
-    def _bootstrap_admin(self, roving: Roving) -> None:
-        """A cluster admin exists from the first start; its token is written to the data dir (0600)."""
-        now = datetime.now(UTC)
-        uid = user_id("admin")
-        if uid not in roving.repository:
-            password = strong_password()
-            system = Principal(user_id=None, username="roving-up", role=Role.CLUSTER_ADMIN, organization_id=None,
-                               is_cluster_admin=True)
-            try:
-                roving.create_user(None, "admin", "admin@roving.local", password, "cluster_admin", system, now)
-                write_secret(self.data_dir / "admin.password", password)
-            except Conflict:
-                pass
-        admin = Identity(user_id=uid, username="admin", role=Role.CLUSTER_ADMIN, organization_id=None)
-        write_secret(self.data_dir / "admin.token", issue(admin, self.key, TOKEN_TTL, now))
-        write_secret(self.data_dir / "alertmanager.token", issue_webhook("alertmanager", self.key, now))
-        agent = Identity(user_id=None, username="agent", role=Role.USER, organization_id=None, source=Source.AGENT)
-        write_secret(self.data_dir / "agent.token", issue(agent, self.key, TOKEN_TTL, now))
-
     def app(self) -> Starlette:
         from api.http.app import create_app
 
@@ -325,39 +250,6 @@ class Stack:
         deadline = time.monotonic() + 20
         while not self.server.started and time.monotonic() < deadline:
             time.sleep(0.05)
-
-    def start_local_agents(self, count: int, cpus: int, memory: int | str, metrics: bool = False) -> None:
-        """Agents for the local pool; their jobs' work directories live outside the data directory, which is
-        closed to every other user (it holds the tokens and the signing key). With `metrics`, each serves its
-        node metrics on a free loopback port, which service discovery hands to Prometheus."""
-        self.data_dir.chmod(0o700)
-        workdir = local_work_dir(self.data_dir, self.settings.cluster)
-        # the token by environment, not a path in the command line: every user's `ps` shows command lines, while
-        # a process's environment is its own user's (and root's) to read
-        env = {**os.environ, "ROVING_TOKEN": (self.data_dir / "agent.token").read_text().strip(),
-               # its jobs never see this data directory (tokens, the signing key); where the agent cannot keep them
-               # from it (not root: jobs run as this user; no bubblewrap), it runs only the admin's work
-               "ROVING_AGENT_HIDE": str(self.data_dir), "ROVING_AGENT_ONLY_OWNER": str(user_id("admin"))}
-        for index in range(1, count + 1):
-            argv = [sys.executable, "-c", AGENT_START, "--node", f"local-{index}", "--api", self.url,
-                    "--cpus", str(cpus), "--memory", str(memory),
-                    "--definition", "local", "--workdir", str(workdir / f"local-{index}"), "--address", "127.0.0.1"]
-            if metrics:  # the address is where the endpoint proxy reaches their services, too
-                argv += ["--metrics-port", str(self.metrics_port(index))]
-            self.agents.add(f"local-{index}", argv, self.data_dir / f"agent-local-{index}.log", env=env)
-
-    def metrics_port(self, index: int) -> int:
-        """The port local-<index> served its metrics on before a restart, while it is free: a node registered as it
-        was is resumed by its restarted agent (api/agent/agent.Agent.resume), keeping what was placed on it meanwhile."""
-        path = self.data_dir / f"agent-local-{index}.metrics-port"
-        try:
-            port = int(path.read_text())
-        except (OSError, ValueError):
-            port = 0
-        if not 0 < port < 65536 or port_is_taken(port):
-            port = free_port()
-            path.write_text(str(port))
-        return port
 
     def start_monitoring(self, binaries: dict[str, str]):
         """Prometheus and Alertmanager (adapters.monitoring) watching this stack; they stop with it."""
@@ -381,24 +273,6 @@ class Stack:
                 self.supervisor.stop()
             if self.nats is not None:
                 self.nats.stop()
-
-    def stop_local_agents(self) -> None:
-        """A graceful stop: the local agents detach and their jobs run on, for the next `roving up` on this data dir
-        to adopt (ROVING_STOP_LOCAL_JOBS=true stops the jobs too, each ending with exit 143)."""
-        from api.agent.agent import DETACH
-
-        detach = not self.settings.stop_local_jobs
-        running = [name for name, count in self.local_jobs().items() if count] if detach else []
-        self.agents.stop(signum=DETACH if detach else signal.SIGTERM)
-        if running:
-            print(f"roving: jobs keep running on {', '.join(running)}; the next `roving up` on this data dir adopts "
-                  f"them (ROVING_STOP_LOCAL_JOBS=true stops them with the stack)", file=sys.stderr, flush=True)
-
-    def local_jobs(self) -> dict[str, int]:
-        """Local node name -> jobs its agent runs, from the agents' own job directories."""
-        workdir = local_work_dir(self.data_dir, self.settings.cluster)
-        return {kept.name: sum(1 for _ in (workdir / kept.name / ".roving-agent" / "jobs").glob("*"))
-                for kept in self.agents.kept}
 
     def _stop_parts(self) -> None:
         self.stop_local_agents()

@@ -1,7 +1,8 @@
-"""The scheduler runner: holds the leader lease, runs the pure decision function, commits its decisions.
+"""The scheduler runner: holds the leader lease, wakes on the log, runs the pure decision function, commits.
 
-Decisions are committed with optimistic concurrency through the application: a decision made on a
-stale view fails harmlessly (the allocation moved on, the node filled up) and the next pass decides again.
+Decisions are committed with optimistic concurrency through the application (api.scheduler.commits): a decision
+made on a stale view fails harmlessly (the allocation moved on, the node filled up) and the next pass decides again.
+Each pass's reasons, priorities and figures go to the runner's own `state` (api.scheduler.state), never the views.
 """
 
 from __future__ import annotations
@@ -19,14 +20,15 @@ import structlog
 from eventsourcing.persistence import OperationalError
 
 from api import metrics
-from domain.app import Conflict, NotFound, Roving, StaleEpoch
-from domain.scheduler import Why, blocked_events, schedule
-from domain.scheduler.reasons import Reason
+from api.scheduler.commits import Commits
+from api.scheduler.state import SchedulerState
+from domain.app import Roving
+from domain.scheduler import schedule
+from domain.scheduler.last_pass import last_pass
 from projections.base import kind_of
 from projections.views import Views
 
 log = structlog.get_logger("roving.scheduler")
-REFUSED = (Conflict, NotFound, StaleEpoch, ValueError, RuntimeError)
 POLL_SECONDS = 0.2  # without log signals: how often the views' position is compared
 # The runner's own commits (a placement, a blocked cause) need no pass of their own; anything else that moves
 # work or capacity (readied, ended, requeued, a node or the config changed) wakes it.
@@ -34,11 +36,9 @@ OWN_EVENTS = frozenset({"Allocation.Placed", "Allocation.SchedulingBlocked", "No
                         "Workflow.StageStarted"})
 WAKING_AGGREGATES = ("Workflow.", "Allocation.", "Node.", "ClusterConfig.", "Project.")  # Project: quota, members
 RESTART_GRACE_SECONDS = 10.0  # on top of one lease: agents retry their heartbeat every 2 s, each call up to 5 s
-MAX_BLOCKED_EVENTS_PER_PASS = 256  # the rest are written on the next passes, never lost
 # A pass woken by events starts at least this long after the last one ended: a stream of submissions and reports
 # is taken by fewer passes (each reads the whole queue), while an idle cluster's next pass starts at once.
 PASS_GAP = 0.01
-PLACEMENTS_PER_COMMIT = 100  # a placement is about four events; an atomic batch holds at most 1,000
 RENEW_AFTER = 0.25  # of the lease TTL: a pass renews the leader lease only when this much of it has passed
 
 
@@ -75,7 +75,8 @@ class SchedulerRunner:
     (a burst arriving during a pass is one more pass); without, the views' position is polled."""
 
     def __init__(self, roving: Roving, views: Views, tailer: CaughtUp | None, leases: RunnerLeases | None,
-                 holder: str | None = None, lease_grace: float = 0.0, signals: Signals | None = None) -> None:
+                 holder: str | None = None, lease_grace: float = 0.0, signals: Signals | None = None,
+                 state: SchedulerState | None = None) -> None:
         self.roving, self.views, self.tailer, self.leases = roving, views, tailer, leases
         self.signals = signals
         self.holder = holder or f"{socket.gethostname()}:{os.getpid()}"
@@ -86,8 +87,8 @@ class SchedulerRunner:
         # A (re)started control plane first lets every agent reach it: leases lapsed while it was down, and an
         # agent whose node were declared lost now would have its exit reports refused as fenced.
         self.lease_grace = lease_grace or (leases.ttl + RESTART_GRACE_SECONDS if leases else 0)
-        self.announced: dict[str, Why] = {}  # the causes already written as SchedulingBlocked events
-        self.refused: dict[str, str] = {}  # this pass's placements the log refused, with the reason
+        self.commits = Commits(roving, views)  # what a pass decided, committed (and what the log refused)
+        self.state = state or SchedulerState()  # the last pass, for the API and the UI (api.scheduler.state)
         self._renewed = self._leases_checked = float("-inf")  # monotonic times of the last renewal and check
         self._passed = float("-inf")  # monotonic time the last pass ended
         self._standby_until = float("-inf")  # not leading: when to ask for the lease again
@@ -156,7 +157,7 @@ class SchedulerRunner:
 
     def _tick(self, cause: str) -> None:
         if not self.lead():
-            self.announced = {}  # another leader writes them meanwhile; the allocation skips repeats
+            self.commits.announced = {}  # another leader writes them meanwhile; the allocation skips repeats
             return
         if self.tailer is not None:
             self.tailer.wait_for(self.roving.last_position, timeout=5)
@@ -190,107 +191,13 @@ class SchedulerRunner:
         decisions = schedule(self.views.scheduler_snapshot(now), self.config(), now)
         elapsed = time.perf_counter() - started
         metrics.PASS_SECONDS.observe(elapsed)
-        self.refused: dict[str, str] = {}
-        self._commit(decisions, now)
+        self.commits.decisions(decisions, now)
         for hook in self.after_pass:
             hook(decisions, now)
-        self._explain_refusals(decisions)
-        self.views.why.set(decisions.reasons, now)
-        self._announce_blocked(decisions.reasons, now)
-        if hasattr(self.views.queue, "set_priorities"):
-            self.views.queue.set_priorities(decisions.priorities)
-        self._record_stats(decisions, elapsed, now)
+        self.commits.explain_refusals(decisions)
+        self.commits.announce_blocked(decisions.reasons, now)
+        self.state.publish(last_pass(decisions, len(self.commits.refused), elapsed, now))
         return decisions
-
-    def _commit(self, decisions, now: datetime) -> None:
-        for preemption in decisions.preemptions:
-            evicted = sum(self._try(self.roving.preempt, UUID(victim), text, "scheduler", now)
-                          for victim, text in zip(preemption.victim_ids, preemption.victim_texts, strict=True))
-            metrics.PREEMPTIONS.inc(evicted)
-            if evicted:
-                metrics.BLOCKED_BEFORE_EVICTION.observe(self._waited(preemption.preemptor_id, now))
-            self._place(preemption.preemptor_id, preemption.node_ids, now, metrics.PLACEMENTS)
-        chosen = [(p.allocation_id, p.node_ids, metrics.PLACEMENTS) for p in decisions.placements]
-        chosen += [(b.allocation_id, b.node_ids, metrics.BACKFILLS) for b in decisions.backfills]
-        for start in range(0, len(chosen), PLACEMENTS_PER_COMMIT):
-            self._place_all(chosen[start:start + PLACEMENTS_PER_COMMIT], now)
-        metrics.NEAR_MISSES.set(decisions.counters.near_miss_priority_gaps)
-
-    def _place_all(self, chosen: list, now: datetime) -> None:
-        """Placements in one commit (the log takes a batch for about what one commit costs); each refused one is
-        remembered with its reason. When the commit as a whole fails, each is placed on its own."""
-        waited = {allocation: self._waited(allocation, now) for allocation, _, _ in chosen}
-        try:
-            outcome = self.roving.place_all([(UUID(a), [UUID(n) for n in nodes]) for a, nodes, _ in chosen],
-                                            "scheduler", now)
-        except OperationalError:  # the log is down: the pass is retried, nothing was placed
-            raise
-        except Exception:  # noqa: BLE001 - one placement broke the batch: place them one by one
-            log.exception("scheduler.batch_placement_failed", placements=len(chosen))
-            for allocation, nodes, counter in chosen:
-                self._place(allocation, nodes, now, counter)
-            return
-        for allocation, _, counter in chosen:
-            result = outcome.get(UUID(allocation), "not placed")
-            if isinstance(result, str):
-                self._refused(allocation, result)
-            else:
-                counter.inc()
-                metrics.READY_WAIT.observe(waited[allocation])
-
-    def _place(self, allocation: str, node_ids, now: datetime, counter) -> None:
-        """Place one allocation; its wait since READY is observed only when the placement committed. A refused
-        placement (a stale decision: the node filled or the allocation moved on) is remembered as refused."""
-        waited = self._waited(allocation, now)
-        try:
-            self.roving.place(UUID(allocation), [UUID(n) for n in node_ids], "scheduler", now)
-        except REFUSED as error:
-            self._refused(allocation, str(error))
-            return
-        counter.inc()
-        metrics.READY_WAIT.observe(waited)
-
-    def _refused(self, allocation: str, reason: str) -> None:
-        metrics.STALE_DECISIONS.inc()
-        log.info("scheduler.placement_refused", allocation_id=allocation, reason=reason)
-        self.refused[allocation] = reason
-
-    def _explain_refusals(self, decisions) -> None:
-        """`why` and the pass counters say what happened: a refused placement is not a placement."""
-        for allocation, error in self.refused.items():
-            backfilled = any(b.allocation_id == allocation for b in decisions.backfills)
-            if backfilled:
-                decisions.counters.backfilled -= 1
-            else:
-                decisions.counters.placed -= 1
-            decisions.reasons[allocation] = Why(
-                reason=Reason.READY_TO_SCHEDULE, message=f"placement refused ({error}); the next pass decides again",
-                detail={"refused": error})
-
-    def _waited(self, allocation: str, now: datetime) -> float:
-        since = self.views.queue.ready_since(allocation)
-        return max(0.0, (now - since).total_seconds()) if since is not None else 0.0
-
-    def _announce_blocked(self, reasons: dict[str, Why], now: datetime) -> None:
-        """A `SchedulingBlocked` event per allocation whose cause is new; the same cause stays quiet."""
-        fresh = blocked_events(self.announced, reasons)
-        later = set(fresh[MAX_BLOCKED_EVENTS_PER_PASS:])
-        written = [(UUID(allocation), reasons[allocation]) for allocation in fresh[:MAX_BLOCKED_EVENTS_PER_PASS]]
-        if written:  # one commit for the pass's new causes, not one each
-            try:
-                metrics.BLOCKED_EVENTS.inc(self.roving.record_blocked_all(written, "scheduler", now))
-            except REFUSED as error:
-                metrics.STALE_DECISIONS.inc()
-                log.info("scheduler.decision_refused", command="record_blocked_all", reason=str(error))
-        self.announced = {k: v for k, v in reasons.items() if k not in later}
-
-    def _try(self, command, *args) -> bool:
-        try:
-            return command(*args) is not False  # False: the command had nothing to do
-        except REFUSED as error:
-            metrics.STALE_DECISIONS.inc()
-            log.info("scheduler.decision_refused", command=command.__name__, reason=str(error))
-            return False
 
     def check_leases(self) -> None:
         """Nodes whose heartbeat lease lapsed go OFFLINE; their work is retried or failed by policy."""
@@ -303,25 +210,9 @@ class SchedulerRunner:
             if not self.leases.alive(str(node.id)):
                 log.warning("node.lease_lapsed", node=node.name)
                 metrics.NODES_LOST.inc()
-                self._try(self.roving.node_lost, UUID(str(node.id)), utcnow())
-
-    def _record_stats(self, decisions, elapsed: float, now: datetime) -> None:
-        if hasattr(self.views.queue, "set_pass_stats"):
-            counters = decisions.counters
-            self.views.queue.set_pass_stats({
-                "last_pass_at": now.isoformat(), "last_pass_ms": round(elapsed * 1000, 3),
-                "considered": counters.considered, "placed": counters.placed, "backfilled": counters.backfilled,
-                "preempted": counters.preempted, "blocked": counters.blocked, "refused": len(self.refused),
-                "reservation": _reservation(decisions.reservation),
-            })
+                self.commits.attempt(self.roving.node_lost, UUID(str(node.id)), utcnow())
 
 
 def _wakes(kind: str) -> bool:
     return kind.startswith(WAKING_AGGREGATES) and kind not in OWN_EVENTS
 
-
-def _reservation(reservation) -> dict | None:
-    if reservation is None:
-        return None
-    start = reservation.estimated_start.isoformat() if reservation.estimated_start else None
-    return {"allocation_id": reservation.allocation_id, "node_ids": list(reservation.node_ids), "estimated_start": start}

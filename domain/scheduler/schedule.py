@@ -8,16 +8,18 @@ does not evaluate, its stored numbers overflow) is set aside with its reason; th
 
 Project quotas and shared resources are checked in the same pass (domain.scheduler.quotas, .shared): work over
 its project's quota waits without holding anything (other projects' work goes on); work short of a shared
-resource may be the head, whose reservation then keeps that resource as it keeps nodes.
+resource may be the head, whose reservation then keeps that resource as it keeps nodes. What runs behind the
+head is domain.scheduler.backfill's.
 """
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 
+from domain.scheduler.backfill import Backfill, iso, protected_why
 from domain.scheduler.capacity import Slot
 from domain.scheduler.cluster import Cluster
 from domain.scheduler.config import SchedulerConfig
-from domain.scheduler.decisions import Backfilled, Decisions, Placement, Preemption, ReservationHeld
+from domain.scheduler.decisions import Decisions, Placement, Preemption, ReservationHeld
 from domain.scheduler.eligibility import Candidates, capacity_why, static_why
 from domain.scheduler.preemption import Outcome, Preemptor
 from domain.scheduler.priority import Evaluator, Unevaluable
@@ -34,7 +36,7 @@ def schedule(snapshot: Snapshot, config: SchedulerConfig, now: datetime) -> Deci
     return _Pass(snapshot, config, now).run()
 
 
-class _Pass:
+class _Pass(Backfill):
     def __init__(self, snapshot: Snapshot, config: SchedulerConfig, now: datetime):
         self.snapshot, self.config, self.now = snapshot, config, now
         self.evaluate = Evaluator(config.priority)
@@ -147,9 +149,9 @@ class _Pass:
         self.d.reservation = ReservationHeld(allocation_id=a.id, node_ids=res.node_ids(),
                                              estimated_start=res.start)
         why = self.capacity_why(c, a, a.kind is Kind.SERVICE) if slots is None else self.shared.why(a)
-        detail = dict(why.detail, estimated_start=_iso(res.start), reserved_nodes=len(res.slots))
+        detail = dict(why.detail, estimated_start=iso(res.start), reserved_nodes=len(res.slots))
         if outcome is not None and outcome.protected:
-            why = _protected_why(outcome, self.config)
+            why = protected_why(outcome, self.config)
             detail = dict(detail, **why.detail)
         self.block(a, Why(reason=why.reason, message=why.message, detail=detail), provision=False)
 
@@ -197,67 +199,6 @@ class _Pass:
         self.d.reasons[a.id] = Why(reason=Reason.READY_TO_SCHEDULE, message="placed", detail={"nodes": list(nodes)})
         self.d.counters.placed += 1
 
-    def backfill(self, a: QueuedAllocation, p: float, c: Candidates) -> None:
-        if a.kind is Kind.SERVICE:
-            return self.block(a, self.behind_head("services are never backfilled"))
-        short = a.kind is Kind.STAGING or self.ends_before_head(a)
-        slots = self.cluster.find(c, a, long=True)
-        long = slots is not None
-        if slots is None and short:
-            slots = self.cluster.find(c, a)
-        if slots is not None:
-            why = self.effective_why(a, slots) or self.backfill_shared_why(a, long, short)
-            if why is not None:
-                return self.block(a, why)
-            return self.backfilled(a, p, slots, long and not (short and not self.shared.fits(a, long=True)))
-        outcome = self.preempt(a, p, c) if self.shared.fits(a, long=not short) else None
-        if outcome is not None and outcome.victims:
-            return
-        if outcome is not None and outcome.protected:
-            return self.block(a, _protected_why(outcome, self.config))
-        self.block(a, self.backfill_why(a, c))
-
-    def backfill_shared_why(self, a: QueuedAllocation, long: bool, short: bool) -> Why | None:
-        """Short work may use any free share; long work only what the head's reservation leaves."""
-        if not a.shared or self.shared.fits(a, long=long and not short):
-            return None
-        return self.shared.why(a, long=not short, extra=self.behind_head().detail)
-
-    def ends_before_head(self, a: QueuedAllocation) -> bool:
-        start = self.reservation.start if self.reservation else None
-        if a.execute_timeout is None or start is None:
-            return False
-        return self.now + timedelta(seconds=a.execute_timeout) <= start
-
-    def backfilled(self, a: QueuedAllocation, p: float, slots: list[Slot], long: bool) -> None:
-        self.occupy(a, slots, long)
-        nodes = tuple(slot.view.id for slot in slots)
-        head = self.reservation.head.id
-        self.d.backfills.append(Backfilled(allocation_id=a.id, node_ids=nodes, priority=p,
-                                           ends_before_head=not long, head_id=head))
-        self.d.reasons[a.id] = Why(reason=Reason.READY_TO_SCHEDULE, message=f"backfilled behind {head}",
-                                   detail={"nodes": list(nodes), "backfilled": True})
-        self.d.counters.backfilled += 1
-
-    def backfill_why(self, a: QueuedAllocation, c: Candidates) -> Why:
-        detail = self.behind_head().detail
-        if self.cluster.find(c, a) is None:
-            why = self.capacity_why(c, a, False)
-            return Why(reason=Reason.BACKFILL_NO_FIT, message=why.message, detail=dict(why.detail, **detail))
-        if a.execute_timeout is None:
-            return Why(reason=Reason.BACKFILL_INELIGIBLE_NO_WALLTIME, detail=detail,
-                       message="fits now, but without an execute timeout it could delay the head")
-        ends = self.now + timedelta(seconds=a.execute_timeout)
-        return Why(reason=Reason.BACKFILL_INELIGIBLE_WOULD_DELAY_HEAD, detail=dict(detail, would_end=_iso(ends)),
-                   message=f"would run until {_iso(ends)}, past the head's start")
-
-    def behind_head(self, note: str = "") -> Why:
-        res = self.reservation
-        start = _iso(res.start) if res else None
-        message = f"waiting behind {label(res.head)} (estimated start {start or 'unknown'})"
-        return Why(reason=Reason.BLOCKED_BY_RESERVATION, message=f"{message}; {note}" if note else message,
-                   detail={"head": res.head.id, "estimated_start": start})
-
     def preempt(self, a: QueuedAllocation, p: float, c: Candidates) -> Outcome | None:
         if not self.config.preemption_enabled:
             return None
@@ -288,19 +229,6 @@ class _Pass:
         self.d.counters.evictions += len(victims)
 
 
-def _protected_why(outcome: Outcome, config: SchedulerConfig) -> Why:
-    names = [label(v) for v in outcome.protected]
-    return Why(reason=Reason.PREEMPTION_PROTECTED,
-               message=f"could preempt {names[0]}, but it was preempted {config.max_preemptions_per_window} "
-                       f"times in the last {config.preemption_window_seconds:g}s",
-               detail={"victims": [v.id for v in outcome.protected],
-                       "max_preemptions_per_window": config.max_preemptions_per_window,
-                       "window_seconds": config.preemption_window_seconds})
-
-
 def _waiting_text(a: QueuedAllocation) -> str:
     return f"waiting for {', '.join(a.waiting_on.stages)} to reach {a.waiting_on.condition}"
 
-
-def _iso(moment: datetime | None) -> str | None:
-    return moment.isoformat() if moment is not None else None

@@ -8,6 +8,7 @@ from uuid import UUID
 
 import pytest
 
+from domain.scheduler.last_pass import LastPass
 from domain.scheduler.reasons import Reason, Why
 from domain.tenancy import Role, Source
 from tests.unit.api.harness import JOB, PASSWORD, Api
@@ -112,7 +113,7 @@ def test_the_queue_shows_a_waiting_stages_estimated_start(api):
     row = api.request("GET", "/v4/scheduler/queue", api.admin).json()["queue"][0]
     why = Why(reason=Reason.INSUFFICIENT_RESOURCES, message="no node has 64 cores free",
               detail={"estimated_start": "2026-12-04T16:30:00+00:00"})
-    api.services.views.why.set({row["id"]: why})
+    api.services.scheduling.publish(LastPass(reasons={row["id"]: why}))
     cookie = session(api)
     text = api.request("GET", "/ui/queue", headers=cookie).text
     assert "Estimated start" in text and "2026-12-04 16:30:00Z" in text

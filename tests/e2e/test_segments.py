@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from api.composition.stack import AGENT_START
+from api.composition.local_pool import AGENT_START
 from tests.e2e.stack import LocalStack
 
 FAST = """

@@ -14,7 +14,7 @@ import pytest
 
 from adapters import cgroups
 from adapters.executor import Executor, JobUser
-from api.composition.stack import write_secret
+from api.composition.bootstrap import write_secret
 from tests.integration.test_executor import Recorder, is_gone, run, spec
 
 

@@ -92,7 +92,7 @@ def test_a_job_no_node_fits_gets_one_scheduling_blocked_event_over_many_passes(t
     aid = allocation_id(workflow_id, "j0", 1)
     kinds = [type(e).__qualname__ for e in roving.repository.event_store.get(aid)]
     assert kinds.count("Allocation.SchedulingBlocked") == 1
-    assert views.why.get(aid) is not None
+    assert leader.state.why(aid) is not None
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from api.http import scheduled
 from api.http.answers import QueuePage, QueueStats, answers
 from api.http.errors import BadRequest
 from api.http.fanout import Fanout, fanout
@@ -68,12 +69,13 @@ async def queue(request: Request) -> Response:
         return c.json({"queue": [], "mine": True})
     if fan is None:
         views = c.services(request).views
-        rows, total = await c.call(views.queue.page, **filters)
+        rows, total = await c.call(views.queue.page, **filters, ranked=scheduled.ranked(request))
         return c.json({"queue": with_names(rows, names(request, views)), "total": total, "limit": most, "mine": mine})
     merged: list[dict] = []
     clusters = []
     for cluster in fan.scope:
-        found, counted = await cluster_page(fan, cluster, who, filters)
+        found, counted = await cluster_page(fan, cluster, who, {**filters, "ranked": scheduled.ranked(
+            request, local=cluster == fan.local)})
         merged += found
         clusters.append({**fan.summary(cluster), "total": counted})
     merged.sort(key=lambda r: (-r["priority"], r["queued_at"], r["id"]))
@@ -104,21 +106,23 @@ async def cluster_page(fan: Fanout, cluster: str, who: Any, filters: dict[str, A
 @answers(QueueStats)
 async def stats(request: Request) -> Response:
     fan = await fanout(request)
-    shared = await c.call(shared_use, c.services(request).views)
+    here, last = c.services(request).views, scheduled.last_pass(request)
+    shared = await c.call(shared_use, here)
     if fan is None:
-        return c.json({**await c.call(c.services(request).views.queue.stats), "shared_resources": shared})
+        return c.json({**await c.call(scheduled.queue_stats, here, last), "shared_resources": shared})
     clusters = []
     for cluster in fan.scope:
         views = fan.views(cluster)
-        figures = await c.call(views.queue.stats) if views is not None else {"depth": {}, "total": None}
+        mine = last if cluster == fan.local else None  # another cluster's runner's figures are not in its log
+        figures = await c.call(scheduled.queue_stats, views, mine) if views is not None else {"depth": {}, "total": None}
         clusters.append({**fan.summary(cluster), **figures})
     depth: dict[str, int] = {}
     for cluster_stats in clusters:
         for name, count in cluster_stats["depth"].items():
             depth[name] = depth.get(name, 0) + count
-    here = await c.call(c.services(request).views.queue.stats)  # this cluster's scheduler, as unfederated
-    return c.json({"depth": depth, "total": sum(x["total"] or 0 for x in clusters), "priority": here["priority"],
-                   "last_pass": here["last_pass"], "shared_resources": shared, "clusters": clusters,
+    figures = await c.call(scheduled.queue_stats, here, last)  # this cluster's scheduler, as unfederated
+    return c.json({"depth": depth, "total": sum(x["total"] or 0 for x in clusters), "priority": figures["priority"],
+                   "last_pass": figures["last_pass"], "shared_resources": shared, "clusters": clusters,
                    "hub": fan.hub_answer()})
 
 

@@ -24,7 +24,6 @@ from api.http.answers import (
     Problem,
     Stopped,
     Validation,
-    WhyAnswer,
     WorkflowCreated,
     WorkflowDetail,
     WorkflowEvents,
@@ -37,13 +36,13 @@ from api.http.routes import common as c
 from api.http.routes import federation as hub_routes
 from api.http.routes import log_follow
 from api.http.routes.names import names
+from api.http.routes.why import explain, why
 from domain.app import access
 from domain.app.errors import NotFound
 from projections.workflows import ORDERS
 
 ENDED = frozenset({"FINISHED", "FAILED", "CANCELED"})
 WORKFLOW_STATUSES = ("PENDING", "STARTED", "FINISHED", "FAILED", "CANCELED")  # domain.workflow.Workflow.status
-WAITING = frozenset({"PENDING", "WAITING", "READY"})
 YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml")
 FOLLOW_POLL = 0.25
 STRATEGIES: dict[str, Literal["ready", "start"]] = {"ready": "ready", "start": "start"}  # ?endpoint_strategy=
@@ -272,38 +271,6 @@ async def member_log(found: Located, stage: str) -> Response:
                             f"be read through the hub just now ({error.__class__.__name__}: {error})", "cluster",
                        cluster=found.cluster)
     return PlainTextResponse(text.decode("utf-8", errors="replace"), headers={"Roving-Cluster": found.cluster})
-
-
-def why_answer(stage: Any, why: Any) -> dict[str, Any]:
-    if why is None:
-        return {"stage": stage.name, "allocation_id": stage.allocation_id, "reason": stage.status,
-                "detail": stage.reason or f"stage is {stage.status}", "facts": {}}
-    reason = getattr(why.reason, "value", why.reason)
-    return {"stage": stage.name, "allocation_id": stage.allocation_id, "reason": reason,
-            "detail": why.message or reason, "facts": why.detail}
-
-
-@answers(WhyAnswer)
-async def why(request: Request) -> Response:
-    found = await located(request, access.explain_workflow)
-    detail = found.detail
-    everything, store = c.query_bool(request, "all"), found.views.why
-    chosen = [s for s in detail.stages if everything or s.status in WAITING]
-    answers = [why_answer(s, store.get(s.allocation_id) if s.allocation_id else None) for s in chosen]
-    return c.json({"stages": answers, **found.label()})
-
-
-async def explain(request: Request) -> Response:
-    located_ = await located(request, access.explain_workflow)
-    detail, views = located_.detail, located_.views
-    aid = c.uuid_param(request, "aid", "allocation")
-    stage = next((s for s in detail.stages if s.allocation_id == aid), None)
-    row = await c.call(views.queue.get, aid)
-    if row is None or str(row.workflow_id) != str(detail.id):
-        raise NotFound("allocation")
-    found = views.why.get(aid)
-    return c.json({"allocation": row, "stage": stage.name if stage else row.stage,
-                   "why": why_answer(stage, found) if stage else found, **located_.label()})
 
 
 routes = [

@@ -8,6 +8,7 @@ from urllib.parse import urlencode
 from starlette.requests import Request
 from starlette.responses import Response
 
+from api.http import scheduled
 from api.http.routes import audit, endpoints, openapi, queue
 from api.http.ui import render
 from api.http.ui.core import Refused, api, csrf_for, with_query
@@ -38,7 +39,7 @@ def may_explain(who: Principal, row: dict[str, Any]) -> bool:
 
 def estimated_start(request: Request, who: Principal, row: dict[str, Any]) -> str | None:
     """A waiting row's estimated start (the reservation's or a backfill's), for whoever may ask why it waits."""
-    found = request.app.state.services.views.why.get(row["id"]) if may_explain(who, row) else None
+    found = scheduled.last_pass(request).why(row["id"]) if may_explain(who, row) else None
     return found.detail.get("estimated_start") if found is not None else None
 
 
@@ -48,7 +49,7 @@ def explanation(request: Request, who: Principal, row: dict[str, Any]) -> tuple[
     own reason (how they ended) and no estimate."""
     if not may_explain(who, row):
         return row["reason"], ""
-    found = request.app.state.services.views.why.get(row["id"])
+    found = scheduled.last_pass(request).why(row["id"])
     if found is None:
         return row["reason"] or "waiting for the scheduler's next pass", "unknown"
     said = getattr(found.reason, "value", found.reason)

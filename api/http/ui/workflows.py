@@ -10,6 +10,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
 from api.http.routes import queue, workflows
+from api.http.routes import why as why_routes
 from api.http.routes.workflows import ENDED
 from api.http.ui import graph, pages, render
 from api.http.ui.core import Refused, api, csrf_for, with_query
@@ -177,7 +178,7 @@ def estimated_start(found: dict[str, Any]) -> Any:
 async def why_rows(request: Request) -> tuple[list[list[Any]], str]:
     """Why each waiting stage waits; a caller who may see but not explain the work is told so, not refused."""
     try:
-        answer = await api(workflows.why, request)
+        answer = await api(why_routes.why, request)
     except Refused as refused:
         if refused.status != 403:
             raise

@@ -38,7 +38,7 @@ def submit(api: Api, token: str, definition: str):
 def schedule(api: Api) -> None:
     services = api.services
     services.tailer.wait_for(services.roving.last_position)
-    SchedulerRunner(services.roving, services.views, services.tailer, None).tick()
+    SchedulerRunner(services.roving, services.views, services.tailer, None, state=services.scheduling).tick()
     services.tailer.wait_for(services.roving.last_position)
 
 

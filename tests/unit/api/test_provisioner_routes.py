@@ -71,7 +71,7 @@ def test_a_job_no_node_fits_waits_for_a_node_the_scheduler_asked_for():
     submitted = api.request("POST", "/v4/workflows", user, json={"name": "big", "definition": BIG_JOB})
     assert submitted.status_code == 201, submitted.text
     services = api.services
-    runner = SchedulerRunner(services.roving, services.views, services.tailer, None)
+    runner = SchedulerRunner(services.roving, services.views, services.tailer, None, state=services.scheduling)
     runner.after_pass.append(Asks(services.roving))
     runner.tick()
     runner.tick()  # the next pass finds the request it asked for: the same node, now REQUESTED

@@ -49,7 +49,7 @@ def test_a_blocked_allocation_gets_one_event_however_many_passes_see_the_same_ca
     events = blocked_events(roving, aid)
     assert len(events) == 1
     assert events[0].reason == Reason.INSUFFICIENT_RESOURCES.value
-    assert views.why.get(aid).reason is Reason.INSUFFICIENT_RESOURCES
+    assert runner.state.why(aid).reason is Reason.INSUFFICIENT_RESOURCES
 
 
 def test_a_new_leader_does_not_repeat_a_cause_already_written():
@@ -110,7 +110,7 @@ def test_a_preemptor_that_evicts_has_its_blocked_time_observed_once():
         victim_texts=("Preempted by workflow W job hi",), preemptor_texts=("Preempted workflow V job lo",))])
     count, total = (sample("roving_scheduler_blocked_seconds_before_eviction_count"),
                     sample("roving_scheduler_blocked_seconds_before_eviction_sum"))
-    runner._commit(decisions, now)
+    runner.commits.decisions(decisions, now)
     assert done == [f"evict {victim}", f"place {preemptor}"]
     assert sample("roving_scheduler_blocked_seconds_before_eviction_count") == count + 1
     assert sample("roving_scheduler_blocked_seconds_before_eviction_sum") - total == 90
@@ -127,10 +127,10 @@ def test_a_placement_the_log_refuses_is_explained_and_counted_as_refused_not_pla
 
     roving.place_all = refuse
     runner.tick()
-    why = views.why.get(aid)
+    why = runner.state.why(aid)
     assert why.reason is Reason.READY_TO_SCHEDULE
     assert "placement refused (cannot place main: node n1 takes no new work" in why.message
-    stats = views.queue.stats()["last_pass"]
+    stats = runner.state.last.stats
     assert (stats.get("placed"), stats.get("refused")) == (0, 1)
 
 

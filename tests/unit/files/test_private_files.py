@@ -26,7 +26,7 @@ print(json.dumps({"key": sealed.key_id, "ciphertext": sealed.ciphertext}))
 WRITE_TOKEN = """
 import sys, time
 from pathlib import Path
-from api.composition.stack import write_secret
+from api.composition.bootstrap import write_secret
 start, path = float(sys.argv[1]), Path(sys.argv[2])
 time.sleep(max(0.0, start - time.time()))
 for n in range(200):

@@ -4,7 +4,6 @@ from datetime import timedelta
 
 from domain.agent_protocol import Assignments
 from domain.node import Capacity
-from domain.scheduler.reasons import Reason, Why
 from domain.scheduler.snapshot import Kind, NodeStatus
 from domain.tenancy import Group, Role
 from tests.unit.projections.builders import ONE_JOB, Feed, GiB, at, node, request, submit, uid, wire
@@ -114,14 +113,6 @@ def test_the_snapshot_carries_group_preempt_lists_and_earlier_preemptions():
     snapshot = feed.views.scheduler_snapshot(at(3))
     assert [(p.group_id, p.may_preempt) for p in snapshot.group_policies] == [(str(urgent.id), (str(uid("group")),))]
     assert snapshot.queued[0].preemptions == (at(2),)
-
-
-def test_why_holds_the_latest_pass_reasons_by_allocation_id():
-    views = Feed().views
-    views.why.set({uid("a"): Why(reason=Reason.NODE_HELD, message="held"), "b": Why(reason=Reason.RUNNING)})
-    assert views.why.get(str(uid("a"))).message == "held"
-    views.why.set({"b": Why(reason=Reason.FINISHED)})
-    assert (views.why.get(uid("a")), views.why.get("b").reason) == (None, Reason.FINISHED)
 
 
 GPU_JOB = ("version: v4\njobs:\n  train: {image: {uri: docker://alpine:3.20}, script: 'nvidia-smi',"

@@ -18,7 +18,7 @@ OWNERS = [None, {"organization": "o2", "group": "g2", "user": "u2"}, {"organizat
 
 
 def reference(q: QueueView, state=None, owner=None, priority_min=None, organization_id=None, user_id=None,
-              now: datetime | None = None, live_only: bool = False):
+              now: datetime | None = None, live_only: bool = False, ranked=None):
     """What the view showed before it cached anything: every allocation evaluated, filtered, then sorted."""
     evaluate, found = Evaluator(q.expression), []
     for a in q.allocations():
@@ -27,7 +27,7 @@ def reference(q: QueueView, state=None, owner=None, priority_min=None, organizat
         if state is None and live_only and a.ended:
             continue
         o, inputs = q.owner(a.workflow_id), q.inputs(a)
-        priority = q.pushed.get(str(a.id))
+        priority = (ranked or {}).get(str(a.id))
         if priority is None:
             priority = evaluate(to_queued(a, o, inputs), now)
         if ((owner is None or owner in (o.user_id, o.group_id))
@@ -87,6 +87,17 @@ def test_every_filter_shows_what_evaluating_every_allocation_showed(expression, 
             assert shown(q.rows(now=at(minute), **filters)) == shown(rows)
 
 
+def test_a_passs_ranking_stands_in_where_it_names_a_row_and_the_cache_never_serves_another_passs():
+    q = busy_feed("user * 10 - waited_seconds / 60").views.queue
+    ids = sorted(str(a.id) for a in q.allocations())
+    first = {i: float(n % 5) for n, i in enumerate(ids[::2])}
+    second = {i: float(-n) for n, i in enumerate(ids[::3])}
+    for ranked in (first, first, second, dict(second), None, first, {}):  # repeats are served from the cache
+        for filters in FILTERS:
+            rows, total = q.page(now=at(10), ranked=ranked, **filters)
+            assert shown(rows) == reference(q, now=at(10), ranked=ranked, **filters) and total == len(rows)
+
+
 def test_a_page_is_the_head_of_the_whole_list_and_counts_all_that_match():
     q = busy_feed().views.queue
     whole = shown(q.rows(now=at(10)))
@@ -135,11 +146,10 @@ def test_pushed_priorities_reorder_and_unpushed_rows_fall_back_to_the_expression
     feed.save(workflow, low, high)
     q = feed.views.queue
     assert shown(q.rows(now=at(1))) == [(high.id, 5.0), (low.id, 1.0)]
-    q.set_priorities({low.id: 9.0})
-    assert shown(q.rows(now=at(1))) == [(low.id, 9.0), (high.id, 5.0)]
-    q.set_priorities({str(low.id): 9.0, high.id: 12.5})
-    assert shown(q.rows(now=at(1))) == [(high.id, 12.5), (low.id, 9.0)]
-    q.set_priorities({})
+    assert shown(q.rows(now=at(1), ranked={str(low.id): 9.0})) == [(low.id, 9.0), (high.id, 5.0)]
+    both = {str(low.id): 9.0, str(high.id): 12.5}
+    assert shown(q.rows(now=at(1), ranked=both)) == [(high.id, 12.5), (low.id, 9.0)]
+    assert shown(q.rows(now=at(1), ranked={})) == [(high.id, 5.0), (low.id, 1.0)]
     assert shown(q.rows(now=at(1))) == [(high.id, 5.0), (low.id, 1.0)]
     assert q.get(low.id, now=at(1)).priority == 1.0
     low.update_priority("user", 7, by="root", at=at(1))  # the allocation's own recorded input moves

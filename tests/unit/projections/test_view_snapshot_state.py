@@ -37,7 +37,7 @@ def filled() -> Views:
 def test_the_queue_saves_its_rows_but_not_its_caches_or_the_runners_figures():
     views = filled()
     views.queue.rows(now=at(5))
-    views.queue.set_priorities({"x": 1.0})
+    views.queue.rows(now=at(5), ranked={"x": 1.0})
     saved = views.saved_state()["QueueView"]
     assert "mirror" in saved and not {"_orders", "_evaluator_for", "pushed", "lock"} & set(saved)
     restored = Views()

@@ -1,0 +1,40 @@
+"""What the HTTP routes read through the control plane's own log connection: job output from the log stream, and
+people's objects. Both run on the leases' connection and its loop; the routes call them from their own threads."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from adapters.jetstream.connection import Connection
+
+if TYPE_CHECKING:
+    from adapters.object_store import ObjectStore
+
+
+class LogReader:
+    """Synchronous reads of the job log stream for the HTTP routes, on the leases' connection loop."""
+
+    def __init__(self, connection: Connection, cluster: str) -> None:
+        from adapters.logs import Logs
+        from adapters.object_cache import ensure_bucket
+
+        self.connection = connection
+        self.logs = Logs(connection.client.js, cluster)
+        connection.run(self.logs.ensure)
+        connection.run(lambda: ensure_bucket(connection.client.js))  # built images: agents use it, never make it
+
+    def read(self, workflow_id: str, stage: str) -> bytes:
+        return self.connection.run(lambda: self.logs.read(workflow_id, stage))
+
+    def follow(self, workflow_id: str, stage: str):
+        """(stream, chunk) as the stage writes them, until its end, for a caller on another loop (the HTTP server's)."""
+        from adapters.loop_bridge import pulled
+
+        return pulled(self.connection.loop.loop, self.logs.follow_streams(workflow_id, stage))
+
+
+def object_store(connection: Connection, cluster: str, max_bytes: int) -> ObjectStore:
+    """People's objects (adapters.object_store), on the leases' connection and its loop."""
+    from adapters.object_store import ObjectStore
+
+    return ObjectStore(connection.client.js, cluster, max_bytes, loop=connection.loop.loop)

@@ -1,0 +1,111 @@
+"""Answers about nodes: the node list with holds and capacity, node events, holds placed and released, evictions,
+agent credentials, Prometheus service discovery targets, and the outcomes of monitoring alerts."""
+
+from datetime import datetime
+
+from api.http.answers.base import Answer
+
+
+class Hold(Answer):
+    id: str
+    effect: str
+    source: str
+    reason: str
+    by: str
+    at: datetime
+
+
+class Resources(Answer):
+    cpu: int
+    memory: int
+    devices: dict[str, int]
+
+
+class Node(Answer):
+    id: str
+    name: str
+    status: str
+    status_reason: str
+    cpu: int
+    memory: int
+    devices: dict[str, int]
+    annotations: dict[str, str]
+    segment: str
+    definition: str
+    epoch: int
+    allocations: list[str]
+    accepts_new_work: bool
+    removed: bool
+    holds: list[Hold]
+    allocated: Resources
+    free: Resources
+
+
+class NodeList(Answer):
+    nodes: list[Node]
+
+
+class Holds(Answer):
+    holds: list[Hold]
+
+
+class NodeEvent(Answer):
+    position: int
+    at: datetime
+    type: str
+    by: str
+    message: str
+    allocation: str | None
+
+
+class NodeEvents(Answer):
+    node: str
+    events: list[NodeEvent]
+
+
+class HoldCreated(Answer):
+    hold_id: str
+
+
+class Released(Answer):
+    released: list[str]
+
+
+class Evicted(Answer):
+    evicted: list[str]  # the allocations taken off the node
+
+
+class Removed(Answer):
+    removed: bool
+
+
+class Credential(Answer):
+    id: str
+    issued_at: datetime
+    expires: datetime
+    revoked_at: datetime | None
+    revoked_by: str | None
+    reason: str | None
+
+
+class Credentials(Answer):
+    credentials: list[Credential]
+
+
+class CredentialRevoked(Answer):
+    revoked: str
+    fenced: bool
+    lost: list[str]
+
+
+class Readmitted(Answer):
+    readmitted: bool
+
+
+class TargetGroup(Answer):
+    targets: list[str]
+    labels: dict[str, str]
+
+
+class Outcomes(Answer):
+    outcomes: list[str]  # per alert: `NODE: placed | already held | refused: WHY | released | ...`
