@@ -15,8 +15,8 @@ from typing import Any
 import msgspec
 
 from domain.fuzzfile.decode import join
+from domain.fuzzfile.layering import layers_of, step_env, step_resource
 from domain.fuzzfile.schema import Container, Cpu, Memory, Problem, ProfileBinding, Resource, Workflow
-from domain.fuzzfile.stages import layers_of, step_env, step_resource
 from domain.profiles.body import ProfileBody
 from domain.quantities import parse_memory
 
