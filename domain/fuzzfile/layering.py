@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import msgspec
 
-from domain.fuzzfile.schema import Container, Defaults, Job, Mount, Policy, Resource, StepDefaults
+from domain.fuzzfile.blocks import Mount, Policy, Resource
+from domain.fuzzfile.schema import Container, Defaults, Job, StepDefaults
 
 
 def layers_of(defaults: Defaults | None, kind: str) -> list[StepDefaults]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import msgspec
 
+from domain.fuzzfile.blocks import Resource
 from domain.fuzzfile.graph import dependencies, topological_order
 from domain.fuzzfile.hooks import hook_seconds
 from domain.fuzzfile.images import (
@@ -23,7 +24,7 @@ from domain.fuzzfile.layering import layers_of, mounts, step_env, step_policy, s
 from domain.fuzzfile.policy import RetryRule, execute_timeout, retry_rule
 from domain.fuzzfile.replicas import port_env, replica_count
 from domain.fuzzfile.restart import backoff_seconds, service_retry
-from domain.fuzzfile.schema import Container, Defaults, Job, Resource, Service, StepDefaults, Workflow
+from domain.fuzzfile.schema import Container, Defaults, Job, Service, StepDefaults, Workflow
 from domain.fuzzfile.transfers import (
     EGRESS,
     INGRESS,
