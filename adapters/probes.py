@@ -11,8 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from domain.fuzzfile.blocks import ExecAction, HTTPGetAction, Probe, TCPSocketAction
 from domain.fuzzfile.hooks import LIVENESS_REASON
+from domain.fuzzfile.schema import ExecAction, HTTPGetAction, Probe, TCPSocketAction
 
 PROBE_FIELDS = ("readiness_probe", "liveness_probe")
 

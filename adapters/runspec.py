@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 
 from adapters.hooks import HookSpec
-from domain.fuzzfile.blocks import Probe
+from domain.fuzzfile.schema import Probe
 from domain.multinode import HOSTFILE, Peers, environment
 
 PASSED_THROUGH = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "USER", "LOGNAME", "TMPDIR")

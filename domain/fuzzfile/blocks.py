@@ -1,5 +1,6 @@
-"""The blocks a Fuzzfile's jobs and services are written with (resource, policy, network, probes, hooks, restart,
-autoscaler and the rest) as msgspec structs on one kebab-case base, `Spec`; keys spelled as users write them."""
+"""The blocks a Fuzzfile's jobs and services are written with (resource, policy, network, hooks, restart, autoscaler
+and the rest) as msgspec structs on one kebab-case base, `Spec`, keys spelled as users write them. A service's
+probes stay in fuzzfile.schema: the agent protocol and the agent's prober share them from there."""
 
 from __future__ import annotations
 
@@ -101,42 +102,6 @@ class ServiceNetwork(Spec):
     ports: list[Port] | None = None
     endpoints: list[Endpoint] | None = None
     host: bool | None = None
-
-
-class ExecAction(Spec):
-    command: list[str]
-
-
-class HTTPHeader(Spec):
-    name: str
-    value: str
-
-
-class HTTPGetAction(Spec):
-    port: int
-    path: str = "/"
-    scheme: str | None = None
-    host: str | None = None
-    http_headers: list[HTTPHeader] | None = None
-
-
-class TCPSocketAction(Spec):
-    port: int
-    host: str | None = None
-
-
-class Probe(Spec):
-    """A readiness or liveness probe, Kubernetes-shaped; the one definition the Fuzzfile, the run spec and the
-    agent's prober share. A Fuzzfile writes whole seconds; the agent adds a restart's backoff to the delay."""
-
-    exec: ExecAction | None = None
-    http_get: HTTPGetAction | None = None
-    tcp_socket: TCPSocketAction | None = None
-    initial_delay_seconds: int | float | None = None
-    period_seconds: int | float | None = None
-    timeout_seconds: int | float | None = None
-    success_threshold: int | None = None
-    failure_threshold: int | None = None
 
 
 class Hooks(Spec):

@@ -1,5 +1,6 @@
 """The Fuzzfile (Fuzzball workflow definition, version v4) as msgspec structs, keys spelled as users write them: the
-document, its jobs, services, volumes, image builds and defaults (the blocks they are written with: fuzzfile.blocks)."""
+document, its jobs, services (with their probes), volumes, image builds and defaults (the blocks they are written
+with: fuzzfile.blocks)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ from domain.fuzzfile.blocks import (
     Mount,
     Multinode,
     Policy,
-    Probe,
     ProfileBinding,
     Resource,
     Restart,
@@ -29,6 +29,42 @@ class Problem(msgspec.Struct, frozen=True):
 
     path: str
     message: str
+
+
+class ExecAction(Spec):
+    command: list[str]
+
+
+class HTTPHeader(Spec):
+    name: str
+    value: str
+
+
+class HTTPGetAction(Spec):
+    port: int
+    path: str = "/"
+    scheme: str | None = None
+    host: str | None = None
+    http_headers: list[HTTPHeader] | None = None
+
+
+class TCPSocketAction(Spec):
+    port: int
+    host: str | None = None
+
+
+class Probe(Spec):
+    """A readiness or liveness probe, Kubernetes-shaped; the one definition the Fuzzfile, the run spec and the
+    agent's prober share. A Fuzzfile writes whole seconds; the agent adds a restart's backoff to the delay."""
+
+    exec: ExecAction | None = None
+    http_get: HTTPGetAction | None = None
+    tcp_socket: TCPSocketAction | None = None
+    initial_delay_seconds: int | float | None = None
+    period_seconds: int | float | None = None
+    timeout_seconds: int | float | None = None
+    success_threshold: int | None = None
+    failure_threshold: int | None = None
 
 
 class Container(Spec):

@@ -9,7 +9,7 @@ import pytest
 from adapters import sysinfo
 from api.agent.args import UsageError, build_spec, parse_args
 from api.agent.main import agent_main
-from domain.fuzzfile.blocks import Probe
+from domain.fuzzfile.schema import Probe
 from tests.unit.agent.fake_api import A1
 
 ENV = {"ROVING_TOKEN": "tok"}

@@ -8,7 +8,7 @@ from adapters.adoption import JobFiles, JobState
 from adapters.runspec import RunSpec
 from api.agent.args import build_spec
 from domain.fuzzfile import parse_fuzzfile
-from domain.fuzzfile.blocks import Probe
+from domain.fuzzfile.schema import Probe
 from tests.unit.agent.fake_api import A1
 
 SERVICE = """

@@ -10,7 +10,7 @@ import msgspec
 import pytest
 
 from adapters.probes import ProbeRunner, check, kebab_keys
-from domain.fuzzfile.blocks import Probe
+from domain.fuzzfile.schema import Probe
 
 
 def probe(**fields) -> Probe:
