@@ -23,7 +23,8 @@ from pathlib import Path
 
 from adapters.pull_progress import PullReport, Tell, run_following, tool_answer
 from adapters.registry_auth import Credential
-from adapters.runtime.images import ImageError, Pulled, is_loopback, registry_of
+from adapters.runtime.images import Pulled
+from adapters.runtime.registry import ImageError, is_loopback, registry_of
 
 PULL_TIMEOUT = 1800.0
 SCHEMES = ("docker://", "oras://", "library://")

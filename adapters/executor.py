@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
-import subprocess
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from adapters.adoption import JobFiles, JobState, Orphan, found_jobs, start_time, wrapped
+from adapters.adoption import JobFiles, JobState, Orphan, found_jobs
 from adapters.apptainer import ApptainerRuntime, env_in_image
 from adapters.build_plan import BUILD, build_argv, build_env
 from adapters.cgroups import Cgroup, Hierarchy, Limits
 from adapters.devices import GPU, DeviceBinder, DeviceError, Gpu
 from adapters.hooks import post_hook_argvs, run_post_hook, with_backoff, with_pre_hooks, write_post_hooks
-from adapters.launch import launcher
+from adapters.job_process import child_setup, job_state, start_process
 from adapters.pull_progress import Tell, ready_text
 from adapters.registry_auth import Credential, parse_credential
 from adapters.running import OnExit, OnOutput, Running, pump
@@ -29,7 +27,6 @@ from adapters.runspec import (  # noqa: F401 - RunSpec, SpecError and unreachabl
     format_seconds,
     inside,
     job_environment,
-    limit_memlock,
     unreachable,
     user_for,
 )
@@ -45,21 +42,6 @@ UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_.\-\[\]]")
 PIDS_PER_ALLOCATION = 4096  # a fork bomb stops here, not at the node's pid_max
 TRANSFER_PASSED = ("HF_ENDPOINT", "AWS_ENDPOINT_URL", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy",
                    "https_proxy", "no_proxy", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE")
-
-
-def child_setup(cgroup: Cgroup | None, memory: int | None, user: JobUser | None):
-    """What the forked child does before exec, in this order: join the cgroup (every descendant is born in it),
-    set the memlock limit (raising it needs root), then become the job's user for good."""
-    def setup() -> None:
-        if cgroup is not None:
-            cgroup.join(os.getpid())
-        if memory:
-            limit_memlock(memory)
-        if user is not None:
-            os.setgroups(list(user.groups))
-            os.setgid(user.gid)
-            os.setuid(user.uid)
-    return setup
 
 
 class Executor:
@@ -160,7 +142,7 @@ class Executor:
         ran_on_host = bool(spec.image) and not pulled and not own_program
         running.pulled, running.devices, running.ran_on_host = pulled, list(devices or []), ran_on_host
         running.image_note = note
-        running.files.save(self._state(running))
+        running.files.save(job_state(running))
         self._watch(running, on_output, on_exit)
         return running
 
@@ -173,24 +155,7 @@ class Executor:
                 job_user: JobUser | None) -> Running:
         """The wrapped process in its cgroup, with its FIFOs; nothing of it is left when it cannot start."""
         cgroup = self._cgroup(spec, env.get("CUDA_VISIBLE_DEVICES"))
-        files, readers = JobFiles.for_spec(self.state_root, spec), {}
-        try:
-            files.create()
-            readers = files.open_readers()
-            # a transfer is our code, run as the agent (the job user may not reach the agent's interpreter); it
-            # stays inside the volume and gives what it writes to the job user (adapters/transfer.py)
-            user = None if spec.kind in (*TRANSFER_KINDS, BUILD) else job_user
-            proc = self._spawn(argv, cwd, env, cgroup, spec.memory, user, files)
-        except BaseException:
-            for fd in readers.values():
-                os.close(fd)
-            files.remove()
-            if cgroup is not None:
-                cgroup.remove()
-            raise
-        running = Running(spec, proc, workdir, self.kill_grace, cgroup, files=files)
-        running.readers = readers
-        return running
+        return start_process(spec, argv, cwd, env, workdir, job_user, cgroup, self.state_root, self.kill_grace)
 
     def _prepare(self, runtime: OciRuntime | ApptainerRuntime, spec: RunSpec, image: str, mounts: list[str],
                  credential: Credential | None, tell: Tell | None) -> Pulled:
@@ -272,19 +237,6 @@ class Executor:
                 argv = self.runtime.wrap(argv, running.pulled.rootfs, running.workdir, cwd, spec.network_isolated)
             run_post_hook(hook, argv, cwd, env, child_setup(None, None, user), emit)
 
-    @staticmethod
-    def _state(running: Running) -> JobState:
-        born = start_time(running.pid)
-        cgroup = running.cgroup
-        return JobState(
-            spec=running.spec, workdir=str(running.workdir), pid=running.pid, born=born[1] if born else None,
-            started_at=running.started_at, ran_on_host=running.ran_on_host, devices=running.devices,
-            image_digest=running.pulled.digest if running.pulled is not None else "",
-            cgroup_version=cgroup.version if cgroup else 0,
-            cgroup_dirs={k: str(v) for k, v in cgroup.dirs.items()} if cgroup else {},
-            limits=dataclasses.asdict(cgroup.limits) if cgroup else {},
-        )
-
     def _cgroup(self, spec: RunSpec, visible: str | None) -> Cgroup | None:
         if self.cgroups is None:
             return None
@@ -292,25 +244,6 @@ class Executor:
         limits = Limits(memory=spec.memory or None, cpus=spec.cpu_cores or None, pids=self.pids_limit,
                         denied_devices=denied)
         return self.cgroups.create(f"{spec.allocation_id}-e{spec.epoch}", limits)
-
-    @staticmethod
-    def _spawn(argv: list[str], cwd: Path, env: dict[str, str], cgroup: Cgroup | None, memory: int | None,
-               user: JobUser | None, files: JobFiles) -> subprocess.Popen:
-        """The wrapped job: stdin is the exit file (the wrapper writes the code there), stdout and stderr the FIFOs.
-        Set up by a launcher shell when it can (adapters/launch.py: vfork, not a fork of the agent)."""
-        writers, exit_fd = files.open_writers(), files.open_exit()
-        launch = launcher(cgroup, memory, user)
-        setup = child_setup(cgroup, memory, user) if launch is None else None
-        try:
-            return subprocess.Popen(
-                [*(launch or []), *wrapped(argv)], cwd=cwd, env=env, stdin=exit_fd, stdout=writers["stdout"],
-                stderr=writers["stderr"], start_new_session=True, preexec_fn=setup, close_fds=True,  # noqa: PLW1509
-            )
-        except subprocess.SubprocessError as error:  # preexec failed (cgroup gone, setuid refused): cannot start
-            raise OSError(f"cannot set up the job's process: {error}") from error
-        finally:
-            for fd in (*writers.values(), exit_fd):
-                os.close(fd)
 
 
 def _holder(spec: RunSpec) -> str:

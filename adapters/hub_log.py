@@ -19,7 +19,8 @@ from uuid import UUID
 from eventsourcing.persistence import Mapper, StoredEvent
 from nats.aio.client import Client
 
-from adapters.federation import FEDERATED_STREAM, Federation, FederationStatus, origin_sequence
+from adapters.federation import FEDERATED_STREAM, Federation, FederationStatus
+from adapters.federation_members import origin_sequence
 from adapters.follower import Follower
 from adapters.jetstream.client import RawMsg
 from adapters.jetstream.subjects import TRACKING_KIND

@@ -26,7 +26,8 @@ from typing import Any
 
 from adapters.object_cache import Entry, ImageStore, image_object, ref_object
 from adapters.runtime.built import BuiltImages
-from adapters.runtime.images import ImageCache, ImageError, Pulled
+from adapters.runtime.images import ImageCache, Pulled
+from adapters.runtime.registry import ImageError
 from domain.fuzzfile.images import referenced_image
 
 BUILD_UID = 65534  # who a root agent's builds are, outside their container

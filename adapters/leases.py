@@ -9,8 +9,8 @@ from __future__ import annotations
 import nats.js.errors
 from nats.js.api import KeyValueConfig, StorageType
 
-from adapters.jetstream.client import TRANSIENT
 from adapters.jetstream.connection import Connection
+from adapters.jetstream.refusals import TRANSIENT
 
 LEADER_KEY = "scheduler-leader"
 

@@ -11,7 +11,7 @@ import nats.js.errors
 import structlog
 from nats.js.api import DeliverPolicy, DiscardPolicy, StorageType, StreamConfig
 
-from adapters.jetstream.client import TRANSIENT
+from adapters.jetstream.refusals import TRANSIENT
 from adapters.jetstream.subjects import check_cluster_name, id_token
 
 STREAM_HEADER = "Roving-Stream"

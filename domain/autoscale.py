@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from domain.fuzzfile.autoscaler import cooldown_seconds, pool_bounds
-from domain.fuzzfile.schema import ScalingMetric, Service
+from domain.fuzzfile.blocks import ScalingMetric
+from domain.fuzzfile.schema import Service
 
 TOLERANCE = 0.1
 

@@ -8,22 +8,17 @@ the new one asks. A new service that never becomes ready leaves the old binding 
 from __future__ import annotations
 
 import enum
-import re
 from collections.abc import Iterable
 from datetime import datetime
-from typing import TypeVar
 from uuid import UUID
 
 import msgspec
 from eventsourcing.domain import event
 
-from domain.endpoint_reach import event_ports, kept, refusal, replica_order
+from domain.endpoint_reach import event_ports, kept
+from domain.endpoint_serving import Serving
+from domain.endpoint_values import Binding, Decision, EndpointError, check_name, check_target, choice
 from domain.timed import TimedAggregate
-
-NAME = re.compile(r"^[a-z0-9_-]+$")
-MAX_NAME = 63
-
-E = TypeVar("E", bound=enum.Enum)  # the enum `_choice` parses a value into
 
 
 class OwnerKind(str, enum.Enum):
@@ -44,45 +39,12 @@ class Strategy(str, enum.Enum):
     START = "start"
 
 
-class EndpointError(Exception):
-    """A command the endpoint's current state does not allow; the message says why."""
-
-
-class Binding(msgspec.Struct, frozen=True, kw_only=True):
-    workflow_id: UUID
-    service: str
-    host: str = ""
-    port: int = 0
-    bound_at: datetime | None = None
-    # The TCP ports the service's own processes listened on when its agent reported it ready (None: not said)
-    listening: tuple[int, ...] | None = None
-
-    @property
-    def target(self) -> str:
-        return f"{self.host}:{self.port}"
-
-
 class Pending(msgspec.Struct, frozen=True, kw_only=True):
     workflow_id: UUID
     service: str
     strategy: Strategy
     requested_at: datetime
     replaces: UUID | None = None
-
-
-class Decision(msgspec.Struct, frozen=True, kw_only=True):
-    """What the caller must do after a binding command: cancel a workflow the endpoint no longer needs."""
-
-    cancel_workflow: UUID | None = None
-    reason: str = ""
-
-
-def check_name(name: str) -> None:
-    if not name or len(name) > MAX_NAME:
-        raise EndpointError(f"endpoint name must be 1 to {MAX_NAME} characters (got {len(name)})")
-    if not NAME.match(name):
-        bad = ", ".join(repr(c) for c in dict.fromkeys(name) if not NAME.match(c))
-        raise EndpointError(f"endpoint name {name!r} may use only lowercase letters, digits, '-' and '_' (found {bad})")
 
 
 def audience(owner_kind: OwnerKind, owner_id: str, scope: Scope, group_id: str, organization_id: str) -> tuple[str, str]:
@@ -100,7 +62,9 @@ def audience(owner_kind: OwnerKind, owner_id: str, scope: Scope, group_id: str, 
     return group, org
 
 
-class Endpoint(TimedAggregate):
+class Endpoint(TimedAggregate, Serving):
+    """A persistent name and what serves it; what it serves, read off this state, is `Serving`'s."""
+
     # Set once a ReplicaReady event was seen: before that (histories older than replicas) the binding's own
     # target is the one ready target.
     tracks_replicas: bool = False
@@ -124,76 +88,13 @@ class Endpoint(TimedAggregate):
         at: datetime, group_id: str = "", organization_id: str = "",
     ) -> Endpoint:
         check_name(name)
-        kind, scope = _choice(OwnerKind, owner_kind, "owner kind"), _choice(Scope, scope, "scope")
+        kind, scope = choice(OwnerKind, owner_kind, "owner kind"), choice(Scope, scope, "scope")
         if not owner_id:
             raise EndpointError(f"endpoint {name} needs an owner {kind.value} id")
         group, org = audience(kind, owner_id, scope, group_id, organization_id)
         return cls(id=id, name=name, owner_kind=kind, owner_id=owner_id, scope=scope, group_id=group,
                    organization_id=org, by=by, at=at)
 
-
-    @property
-    def members(self) -> dict[str, str]:
-        """Ready replicas of the bound service: stage name -> host:port (made lazily for restored snapshots)."""
-        return self.__dict__.setdefault("_members", {})
-
-    @property
-    def unready(self) -> dict[str, str]:
-        """Replicas of the bound service out of the endpoint: stage name -> why."""
-        return self.__dict__.setdefault("_unready", {})
-
-    @property
-    def listening(self) -> dict[str, tuple[int, ...] | None]:
-        """Ready replicas: stage name -> the ports its own processes listen on, as its agent last said."""
-        return self.__dict__.setdefault("_listening", {})
-
-    def reachable_targets(self) -> list[str]:
-        """The ready targets the proxy may reach: each one's port is one its own service bound on its node."""
-        return [target for target, refusal in self._checked() if not refusal]
-
-    def unreachable_reason(self) -> str:
-        """Why no ready target may be reached (the proxy's 502), "" when one may."""
-        refusals = [refusal for _, refusal in self._checked()]
-        return "" if not refusals or not all(refusals) else "; ".join(refusals)
-
-    def _checked(self) -> list[tuple[str, str]]:
-        """(target, why the proxy must not reach it or "") for every ready target."""
-        if self.binding is None or self.deleted:
-            return []
-        if not self.tracks_replicas:
-            return [(self.binding.target, refusal(self.binding.service, self.binding.port, self.binding.listening))]
-        found = []
-        for name in sorted(self.members, key=replica_order):
-            target = self.members[name]
-            port = int(target.rpartition(":")[2] or 0)
-            found.append((target, refusal(name, port, self.listening.get(name))))
-        return found
-
-    def serving_targets(self) -> list[str]:
-        """host:port of every ready replica of the bound service, in replica order."""
-        if self.deleted or self.binding is None:
-            return []
-        if not self.tracks_replicas:
-            return [self.binding.target]
-        return [self.members[name] for name in sorted(self.members, key=replica_order)]
-
-    def serving_target(self) -> Binding | None:
-        """The binding requests go to while one of its replicas is ready, or None (then `not_serving_reason` is
-        the 503's message)."""
-        return self.binding if self.serving_targets() else None
-
-    def not_serving_reason(self) -> str:
-        if self.deleted:
-            return f"endpoint {self.name} was deleted"
-        if self.binding is not None and self.serving_targets():
-            return ""
-        if self.binding is not None:
-            why = "; ".join(f"{name}: {reason}" for name, reason in sorted(self.unready.items())) or "no replica is ready"
-            return f"endpoint {self.name}: service {self.binding.service} is not ready ({why})"
-        if self.pending is not None:
-            return (f"endpoint {self.name} is waiting for workflow {self.pending.workflow_id} service "
-                    f"{self.pending.service} to become ready")
-        return f"endpoint {self.name} has no ready service: {self.unbound_reason}"
 
     def visible_to(self, user_id: str | None, group_ids: Iterable[str] = (), organization_ids: Iterable[str] = ()) -> bool:
         """Scope rules; `user_id` None is an anonymous caller, who sees only public endpoints."""
@@ -216,7 +117,7 @@ class Endpoint(TimedAggregate):
     ) -> Decision:
         """A workflow's service asks for this endpoint; a bound endpoint starts a takeover."""
         self._alive()
-        strategy = _choice(Strategy, strategy, "takeover strategy")
+        strategy = choice(Strategy, strategy, "takeover strategy")
         if self.pending is not None:
             if (self.pending.workflow_id, self.pending.service) == (workflow_id, service):
                 return Decision()
@@ -246,7 +147,7 @@ class Endpoint(TimedAggregate):
             self.replica_ready(workflow_id, service, replica, host, port, by=by, at=at, listening=listening)
             return Decision()
         pending = self._expect_pending(workflow_id, service)
-        _check_target(self.name, host, port)
+        check_target(self.name, host, port)
         old = self.binding
         self._bound(workflow_id=workflow_id, service=service, host=host, port=port, by=by, at=at,
                     listening=event_ports(listening))
@@ -264,7 +165,7 @@ class Endpoint(TimedAggregate):
         """A replica of the bound service is ready (again), or says anew which ports it listens on: requests may go
         to it. False when nothing changed."""
         self._alive()
-        _check_target(self.name, host, port)
+        check_target(self.name, host, port)
         target, ports = f"{host}:{port}", event_ports(listening)
         if self.tracks_replicas:
             known = self.members.get(replica) == target and self.listening.get(replica) == kept(ports)
@@ -287,12 +188,6 @@ class Endpoint(TimedAggregate):
             return False
         self._replica_unready(replica=replica, reason=reason, by=by, at=at)
         return True
-
-    def binding_target(self) -> str:
-        return self.binding.target if self.binding is not None else ""
-
-    def _is_bound(self, workflow_id: UUID, service: str) -> bool:
-        return self.binding is not None and (self.binding.workflow_id, self.binding.service) == (workflow_id, service)
 
     def service_stopped(self, workflow_id: UUID, service: str, reason: str, *, by: str, at: datetime) -> None:
         """A service ended: a pending one failed its takeover (the old binding keeps serving); a bound one unbinds."""
@@ -376,16 +271,3 @@ class Endpoint(TimedAggregate):
     @event("EndpointDeleted")
     def _deleted(self, by: str, at: datetime) -> None:
         self.deleted, self.binding, self.pending = True, None, None
-
-
-def _check_target(name: str, host: str, port: int) -> None:
-    if not host or not 0 < port < 65536:
-        raise EndpointError(f"endpoint {name} needs a target host and a port 1-65535 (got {host!r}:{port})")
-
-
-def _choice(kind: type[E], value: object, what: str) -> E:
-    try:
-        return kind(value)
-    except ValueError:
-        allowed = " | ".join(str(m.value) for m in kind)
-        raise EndpointError(f"{what} must be {allowed} (got {value!r})") from None

@@ -14,6 +14,7 @@ class TimedAggregate(Aggregate):
     what never changes after the aggregate is made (`unchanging`: attributes set once, immutable by convention)."""
 
     unchanging: ClassVar[tuple[str, ...]] = ()  # ClassVar: eventsourcing takes other annotations for event fields
+    takes_turns: ClassVar[bool] = False  # one command of a process at a time changes it (domain.app.aggregate_locks)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Any:
         return copied(self, memo, self.unchanging)

@@ -39,6 +39,7 @@ __all__ = [
 
 class Workflow(TimedAggregate):
     unchanging = ("definition", "owner")  # the parsed definition and the owner never change after submission
+    takes_turns = True  # the scheduler's placements and the agents' reports change it at once
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Any:
         for step in self.book.order:  # each step's parsed definition is the submission's, shared

@@ -8,7 +8,7 @@ from datetime import datetime
 
 from domain.allocation import Allocation, QueueState
 from domain.fuzzfile.transfers import TRANSFER_KINDS
-from domain.node import to_node_view
+from domain.node_admission import to_node_view
 from domain.scheduler import sanity
 from domain.scheduler.quotas import largest_job
 from domain.scheduler.segments import stage_segments

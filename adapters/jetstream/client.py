@@ -12,8 +12,6 @@ from collections.abc import Callable
 import nats
 import nats.errors
 import nats.js.errors
-import structlog
-from eventsourcing.persistence import OperationalError
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.js.api import StorageType, StreamConfig
@@ -21,70 +19,24 @@ from prometheus_client import Counter
 
 from adapters.jetstream import headers, wire
 from adapters.jetstream.inbox import Ack, Answer, Batch, Inbox, RawMsg
+from adapters.jetstream.link import Link, log_error
 from adapters.jetstream.loop import outcome
+from adapters.jetstream.refusals import LogUnavailable, ServerRefused, sequence_in
 from adapters.nats_auth import CONTROL_INBOX
 from adapters.nats_tls import connect_options
 
-WRONG_LAST_SEQUENCE = {10071, 10164}
-BATCH_DUPLICATE = 10201
-STREAM_NOT_FOUND = 10059
 MAX_BATCH = 1000
 DOWN_GRACE = 5.0  # seconds a call waits for a lost connection to come back (a supervised restart takes < 1)
-log = structlog.get_logger("roving.nats")
 # What the control plane asks of the server, by kind: a cached write path reads the log only when it must, and
 # ops/bench/job_cost.py reports these per job.
 REQUESTS = Counter("roving_log_requests_total", "Requests made to the log's server, by kind", ["kind"])
 _PUBLISH, _BATCH = REQUESTS.labels("publish"), REQUESTS.labels("atomic_batch")
 _READ, _LAST, _INFO = REQUESTS.labels("read"), REQUESTS.labels("read_last"), REQUESTS.labels("stream_info")
-TRANSIENT = (
-    asyncio.TimeoutError,
-    nats.errors.TimeoutError,
-    nats.errors.NoRespondersError,
-    nats.errors.ConnectionClosedError,
-    nats.errors.ConnectionReconnectingError,
-    nats.errors.OutboundBufferLimitError,
-    nats.errors.StaleConnectionError,
-    nats.js.errors.ServiceUnavailableError,
-)
-
-
-class LogUnavailable(OperationalError):
-    """The connection to the log has been down longer than the grace: fail now, the caller may retry later.
-
-    Not transient on purpose: retry loops (the committer's, the connection's) let it through at once."""
-
-
-class WrongLastSequence(Exception):
-    """An expectation on an aggregate's (or tracker's) last sequence failed: someone wrote first."""
-
-
-class DuplicateBatch(Exception):
-    """The server already holds a message id of this batch: it was committed before."""
-
-
-class ServerRefused(OperationalError):
-    """Any other refusal by the server, with its code. An OperationalError: the store failed the write (a full disk
-    refuses an atomic batch as "incomplete", 10176), so callers treat it as the log being unavailable."""
-
-    def __init__(self, err_code: int | None, description: str) -> None:
-        super().__init__(f"{description} (err_code {err_code})")
-        self.err_code = err_code
 
 
 def _raw(msg: Msg) -> RawMsg:
     headers = msg.headers or {}
     return RawMsg(int(headers["Nats-Sequence"]), headers["Nats-Subject"], headers, msg.data)
-
-
-def _sequence_in(data: bytes) -> int:
-    """The stream sequence in a publish's ack, or its refusal as a typed error."""
-    if not data:
-        raise nats.errors.NoRespondersError
-    answer = json.loads(data)
-    if "error" in answer:
-        error = answer["error"]
-        raise _refusal(error.get("err_code"), error.get("description", "refused"))
-    return int(answer["seq"])
 
 
 def _frames(messages: list[tuple[str, bytes, dict[str, str]]], batch_id: str | None, reply: str) -> list[bytes]:
@@ -99,51 +51,6 @@ def _frames(messages: list[tuple[str, bytes, dict[str, str]]], batch_id: str | N
             headers["Nats-Batch-Commit"] = "1"
         frames.append(wire.frame(subject, reply if number in (1, last) else "", headers, data))
     return frames
-
-
-def _refusal(code: int | None, description: str) -> Exception:
-    if code in WRONG_LAST_SEQUENCE:
-        return WrongLastSequence(description)
-    if code == BATCH_DUPLICATE:
-        return DuplicateBatch(description)
-    return ServerRefused(code, description)
-
-
-async def _log_error(error: Exception) -> None:
-    log.warning("nats.error", error=repr(error))
-
-
-class Link:
-    """Since when the connection has been down (None while up), told by nats-py's callbacks."""
-
-    def __init__(self) -> None:
-        self.down_since: float | None = None
-        self.nc: Client | None = None
-
-    async def disconnected(self) -> None:
-        if self.down_since is None:
-            self.down_since = time.monotonic()
-        log.info("nats.disconnected")
-
-    async def reconnected(self) -> None:
-        self.down_since = None
-        log.info("nats.reconnected")
-        await self._reset_ordered_consumers()
-
-    async def _reset_ordered_consumers(self) -> None:
-        """A restarted server has lost our ephemeral consumers. nats-py notices only after two missed idle
-        heartbeats (10 s, the views stalled meanwhile); like nats.go, start each again now, after the last
-        message it delivered. Private attributes: a nats-py without them falls back to its own timer."""
-        for sub in list(getattr(self.nc, "_subs", {}).values()):
-            jsi = getattr(sub, "_jsi", None)
-            if jsi is None or not getattr(jsi, "_ordered", False):
-                continue
-            start = jsi._sseq + 1 if jsi._sseq else (jsi._ccreq.opt_start_seq or 1)
-            try:
-                await jsi.reset_ordered_consumer(start)
-            except Exception as error:  # noqa: BLE001 - its heartbeat timer will reset it later
-                log.warning("nats.consumer_reset_failed", error=repr(error))
-
 
 
 class JetStreamClient:
@@ -165,7 +72,7 @@ class JetStreamClient:
         link = Link()
         nc = await nats.connect(
             **connect_options(url), name=name,
-            error_cb=_log_error, disconnected_cb=link.disconnected, reconnected_cb=link.reconnected,
+            error_cb=log_error, disconnected_cb=link.disconnected, reconnected_cb=link.reconnected,
             max_reconnect_attempts=-1, reconnect_time_wait=0.25, connect_timeout=5, allow_reconnect=True,
             inbox_prefix=inbox_prefix,
         )
@@ -247,7 +154,7 @@ class JetStreamClient:
 
     async def _acknowledged(self, ack: Ack, timeout: float) -> int:
         _, data = await asyncio.wait_for(ack.done, timeout)
-        return _sequence_in(data)
+        return sequence_in(data)
 
     def send(self, messages: list[tuple[str, bytes, dict[str, str]]], timeout: float,
              done: Callable[[int | None, BaseException | None], None]) -> None:
@@ -269,7 +176,7 @@ class JetStreamClient:
                 done(None, error)
                 return
             try:
-                seq = _sequence_in(data)
+                seq = sequence_in(data)
             except Exception as refused:  # noqa: BLE001 - a refusal is the commit's outcome, not the loop's
                 done(None, refused)
             else:

@@ -12,10 +12,11 @@ from typing import Any
 
 from eventsourcing.persistence import IntegrityError, OperationalError, StoredEvent, Tracking
 
-from adapters.jetstream.client import TRANSIENT, DuplicateBatch, JetStreamClient, RawMsg, WrongLastSequence
+from adapters.jetstream.client import JetStreamClient, RawMsg
 from adapters.jetstream.grouping import CommitQueue, Reply
 from adapters.jetstream.messages import version_of
 from adapters.jetstream.parts import Part, group
+from adapters.jetstream.refusals import TRANSIENT, DuplicateBatch, WrongLastSequence
 from adapters.jetstream.subjects import StreamNames, kind_of
 
 EXPECTED = "Nats-Expected-Last-Subject-Sequence"

@@ -10,8 +10,9 @@ from typing import TypeVar
 
 from eventsourcing.persistence import OperationalError
 
-from adapters.jetstream.client import DOWN_GRACE, TRANSIENT, JetStreamClient
+from adapters.jetstream.client import DOWN_GRACE, JetStreamClient
 from adapters.jetstream.loop import LoopThread
+from adapters.jetstream.refusals import TRANSIENT
 from adapters.jetstream.subjects import StreamNames
 
 T = TypeVar("T")

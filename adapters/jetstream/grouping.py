@@ -24,8 +24,9 @@ from typing import Any
 
 from prometheus_client import Counter
 
-from adapters.jetstream.client import MAX_BATCH, TRANSIENT
+from adapters.jetstream.client import MAX_BATCH
 from adapters.jetstream.parts import Part, PartCommitter
+from adapters.jetstream.refusals import TRANSIENT
 
 BATCHES = Counter("roving_log_batches_total", "Batches the group commit published (first attempts)", ["stream"])
 COMMITS = Counter("roving_log_commits_total", "Commits in those batches (more than batches: grouped)", ["stream"])

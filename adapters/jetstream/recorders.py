@@ -19,11 +19,12 @@ from eventsourcing.persistence import (
     TrackingRecorder,
 )
 
-from adapters.jetstream.client import RawMsg, WrongLastSequence
+from adapters.jetstream.client import RawMsg
 from adapters.jetstream.commit import Committer, Heads
 from adapters.jetstream.connection import Connection
 from adapters.jetstream.cursor import Cursor
 from adapters.jetstream.messages import is_tracking, notification_of, version_of
+from adapters.jetstream.refusals import WrongLastSequence
 from adapters.jetstream.subscription import JetStreamSubscription
 
 PAGE = 1000

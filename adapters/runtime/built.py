@@ -17,8 +17,9 @@ import time
 from pathlib import Path
 
 from adapters.object_cache import Entry, ImageNotFound, ImageStore
-from adapters.runtime.images import ImageCache, ImageError, Pulled, _tree_bytes
+from adapters.runtime.images import ImageCache, Pulled, _tree_bytes
 from adapters.runtime.layers import LayerError, apply_layer
+from adapters.runtime.registry import ImageError
 from domain.fuzzfile.images import USER_PREFIX, referenced_image
 
 

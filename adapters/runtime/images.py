@@ -16,27 +16,17 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
-import ipaddress
-import json
 import os
 import shutil
-import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from adapters.pull_progress import PullReport, Tell, layer_count, run_following, tool_answer
-from adapters.registry_auth import Credential, auth_file, inspect_auth, source_auth
-from adapters.runspec import SpecError
+from adapters.pull_progress import PullReport, Tell
+from adapters.registry_auth import Credential, auth_file
 from adapters.runtime.layers import LayerError, apply_layer
-
-PULL_TIMEOUT = 900.0
-INSPECT_TIMEOUT = 120.0
-
-
-class ImageError(SpecError):
-    """An image this node cannot run: the message names it and what the registry or skopeo answered."""
+from adapters.runtime.registry import ImageError, Skopeo, oci_manifest, registry_of
 
 
 @dataclass(frozen=True)
@@ -47,25 +37,6 @@ class Pulled:
     lease: int | None = None  # the fd holding the image's use lock while a job runs in it
 
 
-def registry_of(reference: str) -> str:
-    """`127.0.0.1:5000/app:1` -> `127.0.0.1:5000`; a bare name like `alpine:3` lives on docker.io."""
-    first, sep, _ = reference.partition("/")
-    if sep and ("." in first or ":" in first or first == "localhost"):
-        return first
-    return "docker.io"
-
-
-def is_loopback(registry: str) -> bool:
-    host = registry.rsplit(":", 1)[0] if registry.count(":") == 1 else registry
-    host = host.strip("[]")
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 class ImageCache:
     """Pull, unpack and hand out root filesystems; safe to call from many threads and processes at once."""
 
@@ -73,6 +44,7 @@ class ImageCache:
                  limit: int | None = None) -> None:
         self.directory = Path(directory)
         self.insecure, self.skopeo, self.limit = insecure, skopeo, limit
+        self.registry = Skopeo(skopeo, insecure)
         for part in ("refs", "images", "locks", "tmp"):
             # searchable by every job user: bubblewrap, started as the job's user, binds the rootfs from here
             (self.directory / part).mkdir(parents=True, exist_ok=True, mode=0o711)
@@ -178,27 +150,6 @@ class ImageCache:
         rootfs = self.directory / "images" / digest / "rootfs"
         return Pulled(rootfs, digest, 0.0) if rootfs.is_dir() else None
 
-    def _plain_http(self, reference: str) -> bool:
-        """Plain HTTP: a loopback registry, or one the admin declared (ROVING_INSECURE_REGISTRIES)."""
-        registry = registry_of(reference)
-        return is_loopback(registry) or registry in self.insecure
-
-    def _inspect(self, image: str, reference: str, auth: Path | None, anonymous: bool = False) -> str:
-        """The image's raw manifest, read with `auth` (ImageError with the registry's answer when refused)."""
-        argv = [self.skopeo, "inspect", "--raw", *inspect_auth(auth, anonymous)]
-        if self._plain_http(reference):
-            argv.append("--tls-verify=false")
-        try:
-            done = subprocess.run([*argv, f"docker://{reference}"], capture_output=True, text=True,
-                                  timeout=INSPECT_TIMEOUT, check=False)
-        except subprocess.TimeoutExpired:
-            raise ImageError(f"image {image} cannot be pulled: its registry did not answer in "
-                             f"{INSPECT_TIMEOUT:g}s") from None
-        if done.returncode != 0:
-            answer = tool_answer(done.stderr or done.stdout, done.returncode)
-            raise ImageError(f"image {image} cannot be pulled: {answer}")
-        return done.stdout
-
     def _allowed(self, held: Pulled, image: str, reference: str, key: str, credential: Credential | None) -> Pulled:
         """`held`, once this job may have it: a private image (pulled with a credential) only when the registry
         answers this job's own credential, or its lack of one (the node's own auth files do not count)."""
@@ -206,7 +157,7 @@ class ImageCache:
             return held
         try:
             with auth_file(credential, registry_of(reference)) as auth:
-                self._inspect(image, reference, auth, anonymous=True)
+                self.registry.inspect(image, reference, auth, anonymous=True)
         except BaseException:
             if held.lease is not None:
                 os.close(held.lease)
@@ -219,8 +170,8 @@ class ImageCache:
         scratch = Path(tempfile.mkdtemp(dir=self.directory / "tmp"))
         try:
             layout = scratch / "layout"
-            self._copy(image, reference, layout, credential, report)
-            digest, layers = self._manifest(layout, image)
+            self.registry.copy(image, reference, layout, credential, report)
+            digest, layers = oci_manifest(layout, image)
             target = self.directory / "images" / digest
             if not (target / "rootfs").is_dir():
                 rootfs = scratch / "rootfs"
@@ -245,39 +196,6 @@ class ImageCache:
             return digest
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
-
-    def _copy(self, image: str, reference: str, layout: Path, credential: Credential | None,
-              report: PullReport) -> None:
-        """skopeo copy into an OCI layout, its blobs counted as they come (their number read from the manifest)."""
-        with auth_file(credential, registry_of(reference)) as auth:
-            report.blobs = layer_count(self._inspect(image, reference, auth))
-            report.started()
-            argv = [self.skopeo, "copy", *source_auth(auth)]
-            if self._plain_http(reference):
-                argv.append("--src-tls-verify=false")
-            argv += [f"docker://{reference}", f"oci:{layout}:image"]
-            try:
-                code, output = run_following(argv, report.line, PULL_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                raise ImageError(f"image {image} cannot be pulled: skopeo took longer than {PULL_TIMEOUT:g}s") from None
-        if code != 0:
-            raise ImageError(f"image {image} cannot be pulled: {tool_answer(output, code)}")
-
-    @staticmethod
-    def _manifest(layout: Path, image: str) -> tuple[str, list[Path]]:
-        """The manifest digest (hex) and the layer blobs, bottom first, of the one image in an OCI layout."""
-        def blob(digest: str) -> Path:
-            algorithm, _, hexdigest = digest.partition(":")
-            return layout / "blobs" / algorithm / hexdigest
-
-        try:
-            index = json.loads((layout / "index.json").read_text())
-            digest = index["manifests"][0]["digest"]
-            manifest = json.loads(blob(digest).read_text())
-            layers = [blob(layer["digest"]) for layer in manifest["layers"]]
-        except (OSError, ValueError, KeyError, IndexError) as error:
-            raise ImageError(f"image {image}: skopeo left no readable OCI manifest ({error})") from error
-        return digest.partition(":")[2], layers
 
 
 def _tree_bytes(root: Path) -> int:

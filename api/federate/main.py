@@ -16,7 +16,8 @@ import sys
 
 import nats.js.errors
 
-from adapters.federation import Federation, FederationError, FederationStatus, Member
+from adapters.federation import Federation, FederationError, FederationStatus
+from adapters.federation_members import Member
 from api.usage import UsageError, UsageParser
 
 HUB_ENV = "ROVING_FEDERATION_HUB"

@@ -11,7 +11,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
-from adapters.jetstream.client import ServerRefused
+from adapters.jetstream.refusals import ServerRefused
 from domain.app.errors import Busy, Conflict, Forbidden, Invalid, LoginRefused, NotFound, StaleEpoch
 from domain.tenancy.permissions import Denied, Outcome
 

@@ -18,7 +18,8 @@ from domain.app.allocations import Allocations
 from domain.app.errors import Conflict, NotFound, invalid
 from domain.app.ids import endpoint_id
 from domain.app.unit_of_work import UnitOfWork, command
-from domain.endpoint import Decision, Endpoint, EndpointError, OwnerKind, Strategy
+from domain.endpoint import Endpoint, OwnerKind, Strategy
+from domain.endpoint_values import Decision, EndpointError
 from domain.fuzzfile.replicas import replica_port
 from domain.fuzzfile.schema import Workflow as Definition
 from domain.tenancy.permissions import Principal

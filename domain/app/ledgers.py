@@ -18,7 +18,8 @@ from domain.app.errors import Conflict
 from domain.app.unit_of_work import Recheck, UnitOfWork
 from domain.ids import ledger_id, project_id
 from domain.ledger import PROJECT, SHARED, Ledger, LedgerFull
-from domain.node import Node, to_node_view
+from domain.node import Node
+from domain.node_admission import to_node_view
 from domain.project import Project, ancestors
 from domain.scheduler.quotas import charge
 from domain.scheduler.snapshot import QueuedAllocation

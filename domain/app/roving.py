@@ -14,6 +14,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from domain.app.allocations import Allocations
 from domain.app.autoscaling import AutoscaleHandlers
 from domain.app.config import ConfigHandlers
+from domain.app.credentials import PasswordHasher
 from domain.app.endpoints import EndpointHandlers, base_url
 from domain.app.nodes import NodeHandlers
 from domain.app.profiles import ProfileHandlers
@@ -21,7 +22,7 @@ from domain.app.projects import ProjectHandlers
 from domain.app.provisioners import ProvisionerHandlers
 from domain.app.read_models import NoReadModels, ReadModels
 from domain.app.scheduling import SchedulingHandlers
-from domain.app.tenancy import PasswordHasher, TenancyHandlers
+from domain.app.tenancy import TenancyHandlers
 from domain.app.unit_of_work import UnitOfWork
 from domain.app.workflows import WorkflowHandlers
 

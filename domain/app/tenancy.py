@@ -1,36 +1,29 @@
-"""Tenancy handlers: organizations, users, groups and membership, login with lockout, passwords, priorities."""
+"""Tenancy handlers: organizations, users, groups and membership, POSIX ids, priorities (login, passwords and tokens:
+domain.app.credentials)."""
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Protocol
 from uuid import UUID
 
 from domain.app import access, posix
 from domain.app.allocations import Allocations
 from domain.app.config import ConfigHandlers
-from domain.app.errors import Conflict, Forbidden, Invalid, LoginRefused, NotFound, invalid
+from domain.app.credentials import CredentialHandlers, PasswordHasher, tenancy_errors
+from domain.app.errors import Conflict, Invalid, NotFound, invalid
 from domain.app.ids import group_id, org_id, user_id
 from domain.app.unit_of_work import UnitOfWork, command
 from domain.fuzzfile import Problem
-from domain.tenancy import Group, Organization, Role, TenancyError, User
+from domain.tenancy import Group, Organization, Role, User
 from domain.tenancy.lockout import StrangerLockout
-from domain.tenancy.passwords import REFUSED_LOGIN, password_problems
+from domain.tenancy.passwords import password_problems
 from domain.tenancy.permissions import Action, Principal, Resource
-from domain.tenancy.revocation import RevokedToken, family_jti, revocation_id
 
 
-class PasswordHasher(Protocol):
-    """Injected by the composition root (adapters.auth.password_hash); the domain never hashes itself."""
+class TenancyHandlers(CredentialHandlers):
+    """Organizations, users, groups and membership, POSIX ids and priorities; and (CredentialHandlers) logins,
+    passwords and tokens."""
 
-    def hash(self, password: str) -> str: ...
-
-    def verify(self, password: str, stored: str) -> bool: ...
-
-    def needs_rehash(self, stored: str) -> bool: ...
-
-
-class TenancyHandlers:
     def __init__(self, uow: UnitOfWork, allocations: Allocations, passwords: PasswordHasher,
                  configuration: ConfigHandlers) -> None:
         self.uow, self.allocations, self.passwords = uow, allocations, passwords
@@ -45,7 +38,7 @@ class TenancyHandlers:
             raise Conflict(f"organization {name!r} already exists")
         # A set-up principal (`roving up`, no account) records None as the owner, as it always has.
         owners = [principal.user_id]
-        with _tenancy_errors():
+        with tenancy_errors():
             org = Organization.create(oid, name, owners, by=principal.username, at=at)  # type: ignore[arg-type]
         self.uow.save(org)
         return oid
@@ -78,7 +71,7 @@ class TenancyHandlers:
         uid = user_id(username)
         if uid in self.uow.repository:
             raise Conflict(f"user {username!r} already exists")
-        with _tenancy_errors():
+        with tenancy_errors():
             user = User.register(uid, organization, username, email, password_hash, wanted, by=principal.username,
                                  at=at)
         touched = [user, posix.allocate(self.uow, user, self.configuration.scheduler_config(), principal.username, at)]
@@ -90,97 +83,12 @@ class TenancyHandlers:
         return uid
 
     @command
-    def login(self, username: str, password: str, at: datetime) -> User:
-        """One answer and one cost whoever asks: an unknown name pays a full hash at today's parameters and is
-        counted and locked like an account; a right password under old parameters is stored again, stronger."""
-        uid = user_id(username)
-        if uid not in self.uow.repository:
-            self.passwords.hash(password)  # the work a verify at today's parameters costs
-            reason, _ = self.strangers.fail(username, at)
-            raise LoginRefused(reason)
-        user = self.uow.repository.get(uid)
-        # A locked account refuses even the right password and says so to anyone: no hash to spend on it
-        locked = not user.disabled and user.is_locked(at)
-        ok = not locked and self.passwords.verify(password, user.password_hash)
-        stale = not locked and self._needs_rehash(user.password_hash)
-        outcome = user.login(ok, at)
-        if stale:  # a right password is stored again; a wrong one costs what a current hash would
-            new_hash = self.passwords.hash(password)
-            if outcome.accepted:
-                user.rehash_password(new_hash, at=at)
-        self.uow.save(user)
-        if not outcome.accepted:
-            raise LoginRefused(outcome.reason or REFUSED_LOGIN)
-        return user
-
-    @command
-    def change_password(self, principal: Principal, current: str, new: str, at: datetime) -> None:
-        """The caller's own password, given the current one (a wrong one counts as a failed login)."""
-        if principal.user_id is None or principal.user_id not in self.uow.repository:
-            raise NotFound("user")
-        user = self.uow.load(User, principal.user_id, "user")
-        if not self.passwords.verify(current, user.password_hash):
-            user.login(False, at)
-            self.uow.save(user)
-            raise invalid("current_password", "is not this account's password")
-        problems = password_problems(new, user.username, user.email)
-        if current == new:
-            problems.append("must differ from the current password")
-        if problems:
-            raise Invalid([Problem(path="new_password", message=p) for p in problems])
-        with _tenancy_errors():
-            user.change_password(self.passwords.hash(new), by=principal.username, at=at)
-        self.uow.save(user)
-
-    @command
     def unlock_user(self, user: UUID, principal: Principal, at: datetime) -> None:
         """Lift a login lock early: cluster admins, and the owners of the user's organization."""
         found = self.uow.load(User, user, "user")
         self._may_manage_users(found.organization_id, principal)
         found.unlock(by=principal.username, at=at)
         self.uow.save(found)
-
-    @command
-    def revoke_token(self, jti: str, subject: UUID | None, expires: datetime, reason: str, principal: Principal,
-                     at: datetime) -> bool:
-        """Refuse one token from now on: its holder (logout) or a cluster admin. False when it already was."""
-        if not principal.is_cluster_admin and (principal.user_id is None or subject != principal.user_id):
-            raise Forbidden("only a cluster admin may revoke another principal's token")
-        with self.uow.repository.uncached():  # revocations are read from the log, never from memory
-            if revocation_id(jti) in self.uow.repository:
-                return False
-        with _tenancy_errors():
-            revoked = RevokedToken.revoke(jti, str(subject or ""), expires, reason, by=principal.username, at=at)
-        self.uow.save(revoked)
-        return True
-
-    @command
-    def spend_refresh_token(self, jti: str, family: str, subject: UUID, expires: datetime, family_expires: datetime,
-                            at: datetime) -> str | None:
-        """Use a refresh token up (revoked from now on): None when the caller may have a new pair, else why not.
-        A token already used up is a reuse (a stolen copy, or the thief got there first): the whole login's
-        tokens are revoked, until `family_expires` (later than any token of the family can run)."""
-        with self.uow.repository.uncached():  # a reused refresh token is told from the log, never from memory
-            if not family or revocation_id(family_jti(family)) in self.uow.repository:
-                return "revoked"
-            reused = revocation_id(jti) in self.uow.repository
-        if reused:
-            with _tenancy_errors():
-                self.uow.save(RevokedToken.revoke(family_jti(family), str(subject), family_expires,
-                                                  "refresh token reused", by="roving", at=at))
-            return "refresh token reused; this login's tokens are all revoked, log in again"
-        if subject not in self.uow.repository:
-            return "unknown account"
-        user = self.uow.load(User, subject, "user")
-        if user.disabled:
-            return "account disabled"
-        with _tenancy_errors():
-            self.uow.save(RevokedToken.revoke(jti, str(subject), expires, "refreshed", by=user.username, at=at))
-        return None
-
-    def _needs_rehash(self, stored: str) -> bool:
-        check = getattr(self.passwords, "needs_rehash", None)  # an injected hasher may predate rehashing
-        return bool(check(stored)) if check is not None else False
 
     @command
     def set_priority(self, kind: str, target: UUID, priority: int, principal: Principal, at: datetime) -> None:
@@ -193,7 +101,7 @@ class TenancyHandlers:
         organization = target if kind == "organization" else getattr(aggregate, "organization_id", None)
         resource = Resource(kind, organization, target if kind == "group" else None)
         access.decide(principal, PRIORITY_ACTIONS[kind], resource, kind)
-        with _tenancy_errors():
+        with tenancy_errors():
             aggregate.set_priority(priority, by=principal.username, by_role=principal.role, at=at)
         # The owner's live allocations follow, each with its own "Priority updated" event.
         self.allocations.propagate_priority(kind, target, int(aggregate.priority), principal.username, at, first=[aggregate])
@@ -204,7 +112,7 @@ class TenancyHandlers:
         gid = group_id(organization, name)
         if gid in self.uow.repository:
             raise Conflict(f"group {name!r} already exists in this organization")
-        with _tenancy_errors():
+        with tenancy_errors():
             group = Group.create(gid, organization, name, [], by=principal.username, at=at)
         ids = posix.allocate(self.uow, group, self.configuration.scheduler_config(), principal.username, at)
         self.uow.save(group, ids)
@@ -234,7 +142,7 @@ class TenancyHandlers:
             target = self.uow.repository.get(other) if other in self.uow.repository else None
             if not isinstance(target, Group) or target.organization_id != found.organization_id:
                 raise invalid("groups", f"group {other} is not a group of this organization")
-        with _tenancy_errors():
+        with tenancy_errors():
             found.set_preempt_list(list(group_ids), by=principal.username, by_role=principal.role, at=at)
         self.uow.save(found)
 
@@ -243,14 +151,14 @@ class TenancyHandlers:
         found, _ = self._membership(group, user, principal)
         if (role or "member") not in GROUP_ROLE_NAMES:
             raise invalid("role", f"a group role is member or group_owner, got {role!r}")
-        with _tenancy_errors():
+        with tenancy_errors():
             found.add_member(user, Role(role or "member"), by=principal.username, at=at)
         self.uow.save(found)
 
     @command
     def remove_member(self, group: UUID, user: UUID, principal: Principal, at: datetime) -> None:
         found, _ = self._membership(group, user, principal)
-        with _tenancy_errors():
+        with tenancy_errors():
             found.remove_member(user, by=principal.username, at=at)
         self.uow.save(found)
 
@@ -260,7 +168,7 @@ class TenancyHandlers:
 
         It opens other people's queue entries, so the organization's owners grant it, not the group's."""
         found, _ = self._membership(group, user, principal, Action.GRANT_EXPLAIN)
-        with _tenancy_errors():
+        with tenancy_errors():
             if granted:
                 found.grant_explain_allocation(user, by=principal.username, at=at)
             else:
@@ -292,15 +200,3 @@ class TenancyHandlers:
 GROUP_ROLE_NAMES = (Role.MEMBER.value, Role.GROUP_OWNER.value)
 PRIORITY_ACTIONS = {"organization": Action.SET_ORG_PRIORITY, "group": Action.SET_GROUP_PRIORITY,
                     "user": Action.SET_USER_PRIORITY}
-
-
-class _tenancy_errors:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind, error, tb) -> None:
-        if isinstance(error, ValueError) and not isinstance(error, TenancyError) and kind is ValueError:
-            raise Invalid([Problem(path="role", message=str(error))]) from error
-        if isinstance(error, TenancyError):
-            raise Invalid([Problem(path=error.field, message=error.reason)]) from error
-

@@ -7,9 +7,10 @@ the bounds. Its metrics are measured where requests reach the pool: the service'
 from __future__ import annotations
 
 from domain.durations import DurationError, parse_duration
+from domain.fuzzfile.blocks import Autoscaler
 from domain.fuzzfile.decode import join
 from domain.fuzzfile.limits import MAX_REPLICAS, bounded
-from domain.fuzzfile.schema import Autoscaler, Problem, Service
+from domain.fuzzfile.schema import Problem, Service
 
 METRICS = {  # name -> what it measures, per replica, through the service's persistent endpoint
     "in-flight-requests": "requests being answered at once",

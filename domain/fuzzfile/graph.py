@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import difflib
 
+from domain.fuzzfile.blocks import Dependency
 from domain.fuzzfile.decode import join
-from domain.fuzzfile.schema import Container, Dependency, Problem, Service, Workflow
+from domain.fuzzfile.schema import Container, Problem, Service, Workflow
 
 STATUSES = ("FINISHED", "FAILED", "RUNNING")
 

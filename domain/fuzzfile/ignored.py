@@ -3,8 +3,9 @@ why, so a Fuzzfile never silently means less than it says."""
 
 from __future__ import annotations
 
+from domain.fuzzfile.blocks import Resource
 from domain.fuzzfile.decode import join
-from domain.fuzzfile.schema import Container, Problem, Resource, Workflow
+from domain.fuzzfile.schema import Container, Problem, Workflow
 
 CPU_KEYS = {
     "affinity": "ignored: a stage gets its cores as a CPU quota of its cgroup, not pinned to cores, sockets or NUMA nodes",

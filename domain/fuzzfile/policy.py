@@ -5,8 +5,9 @@ from __future__ import annotations
 import msgspec
 
 from domain.durations import DurationError, parse_duration
+from domain.fuzzfile.blocks import Policy, Retry
 from domain.fuzzfile.limits import MAX_EXECUTE_SECONDS, MAX_RETRY_ATTEMPTS, out_of_range
-from domain.fuzzfile.schema import Policy, Problem, Retry
+from domain.fuzzfile.schema import Problem
 
 NODE = "node"
 UNRETRIABLE = {130: "SIGINT", 143: "SIGTERM"}

@@ -1,12 +1,27 @@
-"""The Fuzzfile (Fuzzball workflow definition, version v4) as msgspec structs, keys spelled as users write them."""
+"""The Fuzzfile (Fuzzball workflow definition, version v4) as msgspec structs, keys spelled as users write them: the
+document, its jobs, services (with their probes), volumes, image builds and defaults (the blocks they are written
+with: fuzzfile.blocks)."""
 
 from __future__ import annotations
 
 import msgspec
 
-
-class Spec(msgspec.Struct, rename="kebab", omit_defaults=True, kw_only=True):
-    """Base for every Fuzzfile struct: kebab-case keys, defaults left out when encoded."""
+from domain.fuzzfile.blocks import (
+    URI,
+    Autoscaler,
+    Dependency,
+    Hooks,
+    JobNetwork,
+    Mount,
+    Multinode,
+    Policy,
+    ProfileBinding,
+    Resource,
+    Restart,
+    ServiceNetwork,
+    Spec,
+    TaskArray,
+)
 
 
 class Problem(msgspec.Struct, frozen=True):
@@ -14,99 +29,6 @@ class Problem(msgspec.Struct, frozen=True):
 
     path: str
     message: str
-
-
-class URI(Spec):
-    uri: str
-    secret: str | None = None
-    secrets: dict[str, str] | None = None
-    decryption_secret: str | None = None
-
-
-class Timeout(Spec):
-    execute: str | int | float | None = None
-
-
-class Retry(Spec):
-    on: list[str | int] | None = None
-    attempts: int | None = None
-
-
-class Policy(Spec):
-    timeout: Timeout | None = None
-    retry: Retry | None = None
-    restart: str | None = None
-
-
-class Cpu(Spec):
-    cores: int | None = None
-    affinity: str | None = None
-    threads: bool | None = None
-    sockets: int | None = None
-
-
-class Memory(Spec):
-    size: str | int | float | None = None
-    by_core: bool | None = None
-
-
-class Resource(Spec):
-    cpu: Cpu | None = None
-    memory: Memory | None = None
-    devices: dict[str, int] | None = None
-    exclusive: bool | None = None
-    annotations: dict[str, str] | None = None
-    shared: dict[str, int] | None = None  # Roving: cluster-wide counted resources (licenses) held while it runs
-
-
-class Mount(Spec):
-    volume: str | None = None
-    location: str | None = None
-
-
-class Dependency(Spec):
-    name: str
-    status: str = "FINISHED"
-    description: str | None = None
-
-
-class Multinode(Spec):
-    nodes: int
-    implementation: str | None = None
-    procs_per_node: int | None = None
-
-
-class TaskArray(Spec):
-    start: int
-    end: int
-    concurrency: int | None = None
-
-
-class JobNetwork(Spec):
-    isolated: bool | None = None
-    expose_tcp: list[int] | None = None
-    expose_udp: list[int] | None = None
-
-
-class Port(Spec):
-    name: str
-    port: int
-    protocol: str = "tcp"
-
-
-class Endpoint(Spec):
-    name: str
-    port_name: str
-    protocol: str = "http"
-    type: str = "path"
-    scope: str = "group"
-    persistent: bool = False
-
-
-class ServiceNetwork(Spec):
-    ports: list[Port] | None = None
-    endpoints: list[Endpoint] | None = None
-    host: bool | None = None
 
 
 class ExecAction(Spec):
@@ -145,25 +67,6 @@ class Probe(Spec):
     failure_threshold: int | None = None
 
 
-class Hooks(Spec):
-    """A step's own hooks (Roving's extension, under `roving-hooks`): shell scripts run before and after it."""
-
-    pre: str | None = None
-    post: str | None = None
-    timeout: str | int | float | None = None
-
-
-class ProfileBinding(Spec):
-    """The profile a step was bound to at submission (Roving writes it; a Fuzzfile may not)."""
-
-    name: str
-    revision: int
-    digest: str
-    pre: str | None = None
-    post: str | None = None
-    hook_timeout: float = 60.0
-
-
 class Container(Spec):
     """The keys jobs and services share."""
 
@@ -190,31 +93,6 @@ class Job(Container):
     policy: Policy | None = None
     task_array: TaskArray | None = None
     network: JobNetwork | None = None
-
-
-class Restart(Spec):
-    """How a service with `policy.restart: on-failure` is restarted (Roving's extension, under `roving-restart`)."""
-
-    attempts: int | None = None
-    backoff: str | int | float | None = None
-    max_backoff: str | int | float | None = None
-
-
-class ScalingMetric(Spec):
-    """One rule of a service's autoscaler: keep `name` (measured per replica) near `target`."""
-
-    name: str
-    target: int | float
-
-
-class Autoscaler(Spec):
-    """The 4.1 `autoscaler` block: the pool grows and shrinks between `min-replicas` and `max-replicas` so that each
-    metric stays near its target per replica, at most one step per `cooldown`."""
-
-    min_replicas: int | None = None
-    max_replicas: int | None = None
-    metrics: list[ScalingMetric] | None = None
-    cooldown: str | int | float | None = None
 
 
 class Service(Container):

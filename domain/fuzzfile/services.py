@@ -5,11 +5,12 @@ from __future__ import annotations
 import re
 
 from domain.fuzzfile.autoscaler import check_autoscaler
+from domain.fuzzfile.blocks import ServiceNetwork
 from domain.fuzzfile.decode import join
 from domain.fuzzfile.limits import MAX_PROBE_SECONDS, MAX_PROBE_THRESHOLD, MAX_REPLICAS, bounded
 from domain.fuzzfile.replicas import replica_count
 from domain.fuzzfile.restart import check_restart
-from domain.fuzzfile.schema import Probe, Problem, Service, ServiceNetwork
+from domain.fuzzfile.schema import Probe, Problem, Service
 
 ENDPOINT_NAME = re.compile(r"^[a-z0-9_-]+$")
 ENDPOINT_PROTOCOLS = ("http", "https")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import msgspec
 
+from domain.fuzzfile.blocks import Resource
 from domain.fuzzfile.graph import dependencies, topological_order
 from domain.fuzzfile.hooks import hook_seconds
 from domain.fuzzfile.images import (
@@ -19,10 +20,11 @@ from domain.fuzzfile.images import (
     image_order,
     own_image,
 )
+from domain.fuzzfile.layering import layers_of, mounts, step_env, step_policy, step_resource
 from domain.fuzzfile.policy import RetryRule, execute_timeout, retry_rule
 from domain.fuzzfile.replicas import port_env, replica_count
 from domain.fuzzfile.restart import backoff_seconds, service_retry
-from domain.fuzzfile.schema import Container, Defaults, Job, Mount, Policy, Resource, Service, StepDefaults, Workflow
+from domain.fuzzfile.schema import Container, Defaults, Job, Service, StepDefaults, Workflow
 from domain.fuzzfile.transfers import (
     EGRESS,
     INGRESS,
@@ -215,15 +217,9 @@ def _job_step(name: str, job: Job, defaults: Defaults | None, fed: set[str]) -> 
     return Step(msgspec.structs.replace(base, kind="task", concurrency=concurrency), array.start, array.end)
 
 
-def layers_of(defaults: Defaults | None, kind: str) -> list[StepDefaults]:
-    if defaults is None:
-        return []
-    return [layer for layer in (defaults, getattr(defaults, kind)) if layer is not None]
-
-
 def _stage(name: str, kind: str, step: Container, layers: list[StepDefaults], fed: set[str]) -> Stage:
     """`fed`: the volumes with an ingress, which every stage mounting them waits for."""
-    policy = _policy(layers, step) if isinstance(step, Job) else None
+    policy = step_policy(layers, step) if isinstance(step, Job) else None
     backoff, most = backoff_seconds(step) if isinstance(step, Service) else (0.0, 0.0)
     mounted = mounts(layers, step)
     ingress = [Needs(transfer_stage_name(INGRESS, v), "FINISHED") for v in mounted_volumes(mounted) if v in fed]
@@ -269,45 +265,6 @@ def _with_shebang(script: str | None) -> str | None:
     if script is None or script.lstrip().startswith("#!"):
         return script
     return DEFAULT_SHELL + script
-
-
-def step_env(layers: list[StepDefaults], step: Container) -> dict[str, str]:
-    merged: dict[str, str] = {}
-    for entries in [layer.env for layer in layers] + [step.env]:
-        for entry in entries or []:
-            key, _, value = entry.partition("=")
-            merged[key] = value
-    return merged
-
-
-def mounts(layers: list[StepDefaults], step: Container) -> dict[str, str]:
-    """Container path -> volume name, step mounts over defaults."""
-    merged: dict[str, str | Mount] = {}
-    for layer in [layer.mounts for layer in layers] + [step.mounts]:
-        merged.update(layer or {})
-    return {path: m if isinstance(m, str) else (m.volume or "") for path, m in merged.items()}
-
-
-def step_resource(layers: list[StepDefaults], own: Resource | None) -> Resource:
-    merged = Resource()
-    for resource in [layer.resource for layer in layers] + [own]:
-        if resource is not None:
-            changes = {f: getattr(resource, f) for f in resource.__struct_fields__ if getattr(resource, f) is not None}
-            merged = msgspec.structs.replace(merged, **changes)
-    return merged
-
-
-def _policy(layers: list[StepDefaults], step: Job) -> Policy | None:
-    merged: Policy | None = None
-    for policy in [layer.policy for layer in layers] + [step.policy]:
-        if policy is None:
-            continue
-        merged = merged or Policy()
-        if policy.restart is not None or policy.retry is not None:
-            merged = msgspec.structs.replace(merged, restart=policy.restart, retry=policy.retry)
-        if policy.timeout is not None:
-            merged = msgspec.structs.replace(merged, timeout=policy.timeout)
-    return merged
 
 
 def _resources(resource: Resource, step: Container) -> Resources:

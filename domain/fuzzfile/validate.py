@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from domain.fuzzfile.blocks import Mount, Resource
 from domain.fuzzfile.decode import join
 from domain.fuzzfile.graph import check_dependencies, steps
 from domain.fuzzfile.hooks import check_roving_keys
@@ -22,7 +23,7 @@ from domain.fuzzfile.limits import (
     bounded,
 )
 from domain.fuzzfile.policy import check_policy
-from domain.fuzzfile.schema import Container, Job, Mount, Problem, Resource, Workflow
+from domain.fuzzfile.schema import Container, Job, Problem, Workflow
 from domain.fuzzfile.services import check_service
 from domain.fuzzfile.transfer_checks import check_transfers
 from domain.fuzzfile.volume_refs import parse_reference

@@ -14,9 +14,10 @@ from typing import Any
 
 import msgspec
 
+from domain.fuzzfile.blocks import Cpu, Memory, ProfileBinding, Resource
 from domain.fuzzfile.decode import join
-from domain.fuzzfile.schema import Container, Cpu, Memory, Problem, ProfileBinding, Resource, Workflow
-from domain.fuzzfile.stages import layers_of, step_env, step_resource
+from domain.fuzzfile.layering import layers_of, step_env, step_resource
+from domain.fuzzfile.schema import Container, Problem, Workflow
 from domain.profiles.body import ProfileBody
 from domain.quantities import parse_memory
 

@@ -14,9 +14,10 @@ from typing import Any
 
 import msgspec
 
+from domain.fuzzfile.blocks import Resource
 from domain.fuzzfile.decode import check_shape, convert
 from domain.fuzzfile.hooks import PROFILE_NAME, hook_seconds, hook_timeout_problem
-from domain.fuzzfile.schema import Problem, Resource
+from domain.fuzzfile.schema import Problem
 from domain.fuzzfile.validate import ENV_NAME, Report, check_resource
 
 MAX_HOOK_BYTES = 64 * 1024

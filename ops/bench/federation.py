@@ -24,7 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import structlog  # noqa: E402
 
-from adapters.federation import Federation, Member  # noqa: E402
+from adapters.federation import Federation  # noqa: E402
+from adapters.federation_members import Member  # noqa: E402
 from adapters.hub_log import HubReader  # noqa: E402
 from adapters.nats_server import LeafSpec, NatsServer  # noqa: E402
 from domain.app import Roving  # noqa: E402

@@ -15,7 +15,8 @@ from uuid import UUID, uuid4
 import nats
 import pytest
 
-from adapters.federation import FEDERATED_STREAM, Federation, Member, origin_sequence
+from adapters.federation import FEDERATED_STREAM, Federation
+from adapters.federation_members import Member, origin_sequence
 from adapters.hub_log import read_federated_view
 from adapters.nats_server import LeafSpec, NatsServer
 from api.federate.main import federate_main

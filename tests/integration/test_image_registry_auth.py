@@ -21,7 +21,8 @@ import pytest
 from adapters import cgroups
 from adapters.executor import Executor, JobUser
 from adapters.runtime.bwrap import OciRuntime
-from adapters.runtime.images import ImageCache, ImageError
+from adapters.runtime.images import ImageCache
+from adapters.runtime.registry import ImageError
 from tests.integration.test_executor import Recorder, spec
 from tests.integration.test_isolation_image import MARKER, build_layout, needs
 

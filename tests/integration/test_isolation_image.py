@@ -20,8 +20,9 @@ import pytest
 from adapters import cgroups
 from adapters.executor import Executor, JobUser
 from adapters.runtime.bwrap import OciRuntime
-from adapters.runtime.images import ImageCache, ImageError, machine_has
+from adapters.runtime.images import ImageCache, machine_has
 from adapters.runtime.layers import LayerError, apply_layer
+from adapters.runtime.registry import ImageError
 from tests.integration.test_executor import run, spec
 
 MARKER = "roving test image\n"

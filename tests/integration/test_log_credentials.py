@@ -16,7 +16,8 @@ import nats.errors
 import nats.js.errors
 import pytest
 
-from adapters.federation import Federation, Member
+from adapters.federation import Federation
+from adapters.federation_members import Member
 from adapters.logs import Logs
 from adapters.nats_auth import Credentials, agent_log_url, agent_url, without_credentials
 from adapters.nats_server import LeafSpec, NatsServer

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from eventsourcing.persistence import OperationalError
 
-from adapters.jetstream.client import LogUnavailable
+from adapters.jetstream.refusals import LogUnavailable
 from adapters.nats_owner import servers_of
 from adapters.nats_server import NatsServer, NatsServerError
 from adapters.nats_supervisor import Supervisor

@@ -8,6 +8,7 @@ from starlette.routing import BaseRoute
 def all_routes() -> list[BaseRoute]:
     """Every route in matching order (specific paths before `{id}` patterns within a module)."""
     from api.http.routes import (
+        accounts,
         agent,
         alerts,
         audit,
@@ -33,6 +34,7 @@ def all_routes() -> list[BaseRoute]:
         workflows,
     )
 
-    modules = (health, metrics, openapi, workflows, queue, nodes, alerts, tenancy, sessions, config, agent, audit, endpoints,
-               secrets, profiles, projects, provisioners, catalog, federation, proxy, proxy_ws, objects, workflow_tokens)
+    modules = (health, metrics, openapi, workflows, queue, nodes, alerts, accounts, tenancy, sessions, config, agent, audit,
+               endpoints, secrets, profiles, projects, provisioners, catalog, federation, proxy, proxy_ws, objects,
+               workflow_tokens)
     return [route for module in modules for route in module.routes]

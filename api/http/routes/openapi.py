@@ -14,7 +14,7 @@ from starlette.responses import FileResponse, Response
 from starlette.routing import Route
 
 from api.http.operations import operation_names
-from api.http.routes import agent, audit, catalog, endpoints, nodes, projects, sessions, tenancy, workflows
+from api.http.routes import accounts, agent, audit, catalog, endpoints, nodes, projects, sessions, tenancy, workflows
 from api.http.routes import common as c
 from domain.app.errors import NotFound
 from domain.provisioner_spec import ProvisionerBody
@@ -37,7 +37,7 @@ BODIES: dict[tuple[str, str], type] = {
     ("PUT", "/v4/users/{id}/priority"): tenancy.Priority,
     ("PUT", "/v4/groups/{id}/preempt"): tenancy.PreemptList,
     ("PUT", "/v4/groups/{id}/members/{user}"): tenancy.Membership,
-    ("POST", "/v4/auth/login"): tenancy.Login,
+    ("POST", "/v4/auth/login"): accounts.Login,
     ("POST", "/v4/auth/refresh"): sessions.RefreshRequest,
     ("POST", "/v4/agent/register"): agent.Register,
     ("POST", "/v4/agent/heartbeat"): agent.Heartbeat,

@@ -11,7 +11,7 @@ import pytest
 
 from adapters.apptainer import ApptainerRuntime, SifCache, env_in_image
 from adapters.registry_auth import parse_credential
-from adapters.runtime.images import ImageError
+from adapters.runtime.registry import ImageError
 from api.agent.args import UsageError
 from api.agent.main import agent_main
 from tests.unit.agent.test_agent_args import ENV, parse

@@ -10,7 +10,7 @@ from uuid import uuid4
 from adapters.traffic import EndpointTraffic
 from api.composition.autoscaling import AutoscalerLoop
 from domain.autoscale import Pool, PoolRule
-from domain.fuzzfile.schema import ScalingMetric
+from domain.fuzzfile.blocks import ScalingMetric
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 RULE = PoolRule(1, 3, (ScalingMetric(name="in-flight-requests", target=1),), cooldown=10)

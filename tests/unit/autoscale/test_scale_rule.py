@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from domain.autoscale import PoolRule, decide_scale
-from domain.fuzzfile.schema import ScalingMetric
+from domain.fuzzfile.blocks import ScalingMetric
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 IN_FLIGHT = PoolRule(low=1, high=4, metrics=(ScalingMetric(name="in-flight-requests", target=2),), cooldown=30)

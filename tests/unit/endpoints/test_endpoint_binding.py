@@ -2,7 +2,7 @@
 
 import pytest
 
-from domain.endpoint import Decision, EndpointError
+from domain.endpoint_values import Decision, EndpointError
 from tests.unit.endpoints.builders import NEW, OLD, OTHER, at, bound, endpoint
 
 

@@ -2,7 +2,8 @@
 
 import pytest
 
-from domain.endpoint import EndpointError, OwnerKind, Scope
+from domain.endpoint import OwnerKind, Scope
+from domain.endpoint_values import EndpointError
 from tests.unit.endpoints.builders import T0, endpoint
 
 

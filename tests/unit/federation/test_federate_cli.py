@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.federation import Federation, Member, members_from_metadata, origin_sequence
+from adapters.federation import Federation
+from adapters.federation_members import Member, members_from_metadata, origin_sequence
 from adapters.nats_server import free_port
 from api.federate.main import federate_main
 

@@ -1,7 +1,7 @@
 """Given nodes mapped to the scheduler's NodeView, the scheduler places work only where a node takes it."""
 
 from domain.holds import Effect, Source
-from domain.node import to_node_view
+from domain.node_admission import to_node_view
 from domain.scheduler import SchedulerConfig, schedule
 from domain.scheduler.snapshot import HoldEffect, HoldSource, NodeStatus, QueuedAllocation, Snapshot
 from tests.unit.nodes.builders import T0, GiB, at, ready_node, registered_node
