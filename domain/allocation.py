@@ -61,13 +61,16 @@ class Allocation(TimedAggregate):
     def __init__(
         self, id: UUID, workflow_id: UUID, stage: str, attempt: int, resources: dict[str, Any],
         priority: dict[str, int], preemptible: bool, execute_timeout_seconds: float | None, by: str, at: datetime,
+        ready: bool = False,
     ) -> None:
+        """`ready`: its dependencies already hold, so it is queued as it is requested (one event where older logs
+        have a Requested and a Readied)."""
         if priority.get("workflow", 0) > 0:
             raise ValueError("workflow priority must be 0 or lower")
         self.workflow_id, self.stage, self.attempt = workflow_id, stage, attempt
         self.resources, self.priority, self.preemptible = resources, priority, preemptible
         self.execute_timeout_seconds = execute_timeout_seconds
-        self.state = QueueState.PENDING
+        self.state = QueueState.READY if ready else QueueState.PENDING
         self.nodes: list[str] = []
         self.epoch = 0
         self.requested_at = at
@@ -81,16 +84,17 @@ class Allocation(TimedAggregate):
         cls, id: UUID, workflow_id: UUID, stage: str, attempt: int, resources: dict[str, Any], *,
         workflow_priority: int = 0, organization_priority: int = 0, group_priority: int = 0, user_priority: int = 0,
         preemptible: bool = False, execute_timeout_seconds: float | None = None, by: str, at: datetime,
-        profile: str = "", profile_revision: int = 0,
+        profile: str = "", profile_revision: int = 0, ready: bool = False,
     ) -> Allocation:
-        """A new PENDING allocation for one stage attempt; `resources` is the stage's Resources as builtins."""
+        """A new allocation for one stage attempt, PENDING or (`ready`) READY at once; `resources` is the stage's
+        Resources as builtins."""
         if workflow_priority > 0:
             raise ValueError(f"workflow priority must be 0 or lower, got {workflow_priority}")
         priority = {"workflow": workflow_priority, "organization": organization_priority,
                     "group": group_priority, "user": user_priority}
         return cls(id=id, workflow_id=workflow_id, stage=stage, attempt=attempt, resources=dict(resources),
                    priority=priority, preemptible=preemptible, execute_timeout_seconds=execute_timeout_seconds,
-                   by=by, at=at)._bound(profile, profile_revision, by, at)
+                   by=by, at=at, ready=ready)._bound(profile, profile_revision, by, at)
 
 
     def _bound(self, profile: str, revision: int, by: str, at: datetime) -> Allocation:

@@ -134,6 +134,16 @@ def skipped_rows(position: int, event: Any) -> list[ActivityRow]:
             for step, reason, _ in event.steps]
 
 
+def queued_row(position: int, event: Any, stage: str | None) -> ActivityRow:
+    """An allocation requested ready (one event) reads as older logs' Requested then Readied: its second line."""
+    return ActivityRow(time=event.at, type="Allocation.Readied", stage=stage, message=_queued(event, _no_names),
+                       position=position)
+
+
+def _no_names(node: str) -> str:
+    return node
+
+
 def activity(position: int, event: Any, stage: str | None, names: NodeName) -> ActivityRow | None:
     """The row for one event, or None when the event tells a user nothing new."""
     kind = type(event).__qualname__

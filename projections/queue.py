@@ -239,9 +239,10 @@ class QueueView(Projection):
             self._on_node.setdefault(str(node), set()).add(a.id)
         self._changed(a.id)
 
-    @on("Allocation.Readied")
+    @on("Allocation.Readied", "Allocation.Requested")
     def _readied(self, event: Any) -> None:
-        self.readied[str(event.originator_id)] = event.at
+        if type(event).__qualname__ == "Allocation.Readied" or getattr(event, "ready", False):  # queued as requested
+            self.readied[str(event.originator_id)] = event.at
 
     @on("Allocation.Ended")
     def _ended(self, event: Any) -> None:

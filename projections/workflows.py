@@ -15,7 +15,7 @@ from uuid import UUID
 import msgspec
 
 from domain.workflow import Workflow
-from projections.activity import ActivityRow, activity, skipped_rows
+from projections.activity import ActivityRow, activity, queued_row, skipped_rows
 from projections.base import Mirror, Projection, as_uuid, on
 
 
@@ -197,6 +197,8 @@ class WorkflowsView(Projection):
         row = activity(self.applying, event, stage, self.node_name)
         if row is not None:
             self.activity.setdefault(workflow_id, []).append(row)
+        if getattr(event, "ready", False) and type(event).__qualname__ == "Allocation.Requested":
+            self.activity.setdefault(workflow_id, []).append(queued_row(self.applying, event, stage))
 
     def _row(self, w: Workflow) -> WorkflowRow:
         inputs = [a.priority for a in self.current.get(w.id, {}).values()]

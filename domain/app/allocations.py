@@ -50,8 +50,7 @@ class Allocations:
                 aid, workflow.id, ready.stage.name, ready.attempt, msgspec.to_builtins(ready.stage.resources),
                 workflow_priority=workflow.priority, preemptible=ready.preemptible,
                 execute_timeout_seconds=ready.stage.execute_timeout_seconds, by=by, at=at, **priorities,
-                profile=ready.stage.profile, profile_revision=ready.stage.profile_revision)
-            alloc.mark_ready(by=by, at=at)
+                profile=ready.stage.profile, profile_revision=ready.stage.profile_revision, ready=True)
             created.append(alloc)
         return created
 

@@ -11,8 +11,9 @@ from workflow_builders import at, fuzzfile, run, step, submit
 
 from domain.allocation import Allocation, QueueState
 
-GOLDEN = Path(__file__).parent / "golden" / "workflow_v2.jsonl"  # v2: a cascade of skips is one StepsSkipped
-OLDER = [Path(__file__).parent / "golden" / "workflow_v1.jsonl"]  # written by earlier code: must still replay
+GOLDEN = Path(__file__).parent / "golden" / "workflow_v3.jsonl"  # v3: an allocation is requested ready in one event
+# written by earlier code, must still replay: v2 (a Requested then a Readied), v1 (a StageSkipped per skipped step)
+OLDER = [Path(__file__).parent / "golden" / "workflow_v2.jsonl", Path(__file__).parent / "golden" / "workflow_v1.jsonl"]
 TEXT = fuzzfile([
     step("pre", extra="policy: {retry: {on: [75], attempts: 1}, timeout: {execute: 10m}}"),
     step("main", "pre"),
@@ -35,8 +36,7 @@ def scenario() -> list:
     workflow.stage_started("main", 1, "n2", at(5))
     workflow.stage_lost_node("main", 1, at(6))
     alloc = Allocation.request(UUID(int=9), workflow.id, "main", 1, {"cpu_cores": 1}, workflow_priority=-1,
-                               preemptible=True, execute_timeout_seconds=None, by="scheduler", at=at(4))
-    alloc.mark_ready(by="workflow", at=at(4))
+                               preemptible=True, execute_timeout_seconds=None, by="scheduler", at=at(4), ready=True)
     alloc.place(["n2"], by="scheduler", at=at(5))
     alloc.evict("node n2 went offline", by="monitoring", at=at(6))
     return workflow.collect_events() + alloc.collect_events()
