@@ -192,7 +192,7 @@ class ObjectStore:
             while remaining and sub is not None:
                 try:
                     batch = await sub.fetch(min(READ_AHEAD, remaining), timeout=FETCH_SECONDS)
-                except nats.errors.TimeoutError:
+                except TimeoutError:  # nats-py's own, or asyncio's when a fetch's deadline runs out before its request
                     raise Corrupt(f"{meta.name}: chunks are missing (replaced or deleted while being read)") from None
                 for msg in batch:
                     sha.update(msg.data)

@@ -15,6 +15,7 @@ from adapters.nats_tls import connect_options
 from domain.agent_protocol import Config
 
 LOG_WAIT = 1.0  # seconds an exit report waits, at most, for its stage's log to reach the stream
+CLOSE_WAIT = 3.0  # seconds a stopping agent gives its log stream to take what is buffered
 
 
 def config_of(response: httpx.Response | None, log: Any) -> Config:
@@ -50,14 +51,22 @@ async def open_job_logs(answer: Config, log: Any) -> tuple[Any, LogWriter | None
 
 
 async def close_job_logs(writer: LogWriter | None, nc: Any, log: Any) -> None:
-    """Job output still buffered goes out if the server is there; a server already gone is no error."""
+    """Job output still buffered goes out if the server is there; a server already gone is no error, and a stream
+    that does not answer holds the agent's exit back CLOSE_WAIT at most (a killed `roving up` takes its nats-server
+    along: its agents must go too, not wait on a reconnecting client)."""
     try:
-        if writer is not None:
-            await writer.close()
-        if nc is not None:
-            await nc.close()
+        await asyncio.wait_for(_close(writer, nc), CLOSE_WAIT)
+    except TimeoutError:  # asyncio's (an OSError, so first); a nats-py timeout inside is its own Error below
+        log.warning("agent.log_stream_close_slow", waited_s=CLOSE_WAIT)
     except (OSError, nats.errors.Error) as error:
         log.warning("agent.log_stream_close_failed", error=repr(error))
+
+
+async def _close(writer: LogWriter | None, nc: Any) -> None:
+    if writer is not None:
+        await writer.close()
+    if nc is not None:
+        await nc.close()
 
 
 async def logs_before_exits(writer: LogWriter | None, exits: bool, log: Any) -> None:

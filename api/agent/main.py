@@ -7,6 +7,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 
 import httpx
 from prometheus_client import start_http_server
@@ -15,6 +16,8 @@ from api.agent.agent import DETACH, Agent, log
 from api.agent.args import AgentConfig, UsageError, parse_args
 from api.agent.metrics import NodeMetrics
 from api.agent.node import build_executor
+
+STOP_MARGIN = 4.0  # seconds past its jobs' kill grace a stopping agent may take to report and close its streams
 
 
 async def run_agent(config: AgentConfig, stop: asyncio.Event, detach: asyncio.Event | None = None) -> None:
@@ -52,11 +55,16 @@ def agent_main(argv: list[str]) -> int:
 
     async def main() -> None:
         stop, detach, loop = asyncio.Event(), asyncio.Event(), asyncio.get_running_loop()
+
+        def stopping() -> None:
+            stop.set()
+            exit_at_the_latest(config.kill_grace + STOP_MARGIN)
+
         for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(signum, stop.set)
+            loop.add_signal_handler(signum, stopping)
         def detach_and_stop() -> None:
             detach.set()
-            stop.set()
+            stopping()
 
         loop.add_signal_handler(DETACH, detach_and_stop)
         try:
@@ -66,6 +74,19 @@ def agent_main(argv: list[str]) -> int:
 
     asyncio.run(main())
     return 0
+
+
+def exit_at_the_latest(seconds: float) -> None:
+    """A stopping agent is gone within `seconds`, whatever it waits on: its jobs are stopped within their kill grace,
+    and what is left (reports, the log stream) is bounded, so this only ends a stop that hangs (a killed `roving up`
+    sends its agents TERM and expects them gone)."""
+    def gone() -> None:
+        print(f"roving agent: still stopping after {seconds:.0f}s: exiting", file=sys.stderr, flush=True)
+        os._exit(1)
+
+    timer = threading.Timer(seconds, gone)
+    timer.daemon = True
+    timer.start()
 
 
 def stop_listening(loop: asyncio.AbstractEventLoop) -> None:

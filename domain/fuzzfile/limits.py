@@ -31,8 +31,9 @@ MAX_MEMORY_BYTES = 2**50                 # resource.memory.size (1 PiB), also af
 MAX_PROBE_SECONDS = DAY                  # readiness-probe delays, periods and timeouts
 MAX_PROBE_THRESHOLD = 1_000              # readiness-probe success and failure thresholds
 # A save is one atomic JetStream batch (at most 1,000 messages) of ~2 messages per stage it makes ready (StageReadied,
-# Allocation Requested; older logs had a Readied too, so the cap stays where it was) plus the event that caused it: at submission the stages with no dependency start,
-# later the end (or readiness) of one step starts its dependents. Skips cascading down a chain are one event.
+# Allocation Requested; older logs had a Readied too, so the cap stays where it was) plus the event that caused it:
+# at submission the stages with no dependency start, later the end (or readiness) of one step starts its dependents.
+# Skips cascading down a chain are one event.
 MAX_READY_STAGES = 300
 MAX_STEPS = 5_000  # jobs and services: a failure's cascade of skips names each (~100 bytes a step, one event)
 # The Submitted event carries the whole definition; JetStream refuses a message over its max_payload (1 MiB by

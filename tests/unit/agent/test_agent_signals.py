@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import subprocess
+import sys
+import time
 
+from api.agent import logstream
 from api.agent.agent import DETACH
 from api.agent.main import stop_listening
 
@@ -23,3 +27,30 @@ def test_a_stopping_agent_ignores_late_signals_and_leaves_no_wakeup_fd():
         loop.close()
         for signum, handler in saved.items():
             signal.signal(signum, handler)
+
+
+class _Stuck:
+    """A log writer whose server went with a killed `roving up`: its last publish never answers."""
+
+    async def close(self) -> None:
+        await asyncio.Event().wait()
+
+
+def test_a_stopping_agent_gives_a_log_stream_that_does_not_answer_a_bounded_wait(monkeypatch):
+    monkeypatch.setattr(logstream, "CLOSE_WAIT", 0.2)
+    warnings: list[str] = []
+
+    class Log:
+        def warning(self, event: str, **_: object) -> None:
+            warnings.append(event)
+
+    began = time.monotonic()
+    asyncio.run(logstream.close_job_logs(_Stuck(), None, Log()))  # type: ignore[arg-type]
+    assert time.monotonic() - began < 2 and warnings == ["agent.log_stream_close_slow"]
+
+
+def test_an_agent_whose_stop_hangs_is_gone_at_the_latest_when_its_bound_runs_out():
+    script = "import time; from api.agent.main import exit_at_the_latest; exit_at_the_latest(0.3); time.sleep(30)"
+    began = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=20)
+    assert done.returncode == 1 and "still stopping" in done.stderr and time.monotonic() - began < 10
