@@ -134,16 +134,6 @@ def skipped_rows(position: int, event: Any) -> list[ActivityRow]:
             for step, reason, _ in event.steps]
 
 
-def queued_row(position: int, event: Any, stage: str | None) -> ActivityRow:
-    """An allocation requested ready (one event) reads as older logs' Requested then Readied: its second line."""
-    return ActivityRow(time=event.at, type="Allocation.Readied", stage=stage, message=_queued(event, _no_names),
-                       position=position)
-
-
-def _no_names(node: str) -> str:
-    return node
-
-
 def activity(position: int, event: Any, stage: str | None, names: NodeName) -> ActivityRow | None:
     """The row for one event, or None when the event tells a user nothing new."""
     kind = type(event).__qualname__
@@ -153,3 +143,13 @@ def activity(position: int, event: Any, stage: str | None, names: NodeName) -> A
         return None
     when = getattr(event, "at", None) or event.timestamp
     return ActivityRow(time=when, type=kind, stage=stage, message=text, position=position)
+
+
+def activity_rows(position: int, event: Any, stage: str | None, names: NodeName) -> list[ActivityRow]:
+    """The rows for one event: an allocation requested ready (one event in newer logs) reads as older logs'
+    Requested then Readied, two lines."""
+    rows = [row] if (row := activity(position, event, stage, names)) is not None else []
+    if type(event).__qualname__ == "Allocation.Requested" and getattr(event, "ready", False):
+        rows.append(ActivityRow(time=event.at, type="Allocation.Readied", stage=stage, message=_queued(event, names),
+                                position=position))
+    return rows

@@ -230,6 +230,8 @@ class QueueView(Projection):
         a = self.mirror.apply(event)
         before, after = self._state_of.get(a.id), a.state.value
         if before != after:
+            if after == "READY":  # a Readied, or (newer logs) a Requested that was ready at once
+                self.readied[str(a.id)] = event.at
             if before is not None:
                 self._by_state[before].discard(a.id)
             self._by_state.setdefault(after, set()).add(a.id)
@@ -238,11 +240,6 @@ class QueueView(Projection):
         for node in a.nodes:
             self._on_node.setdefault(str(node), set()).add(a.id)
         self._changed(a.id)
-
-    @on("Allocation.Readied", "Allocation.Requested")
-    def _readied(self, event: Any) -> None:
-        if type(event).__qualname__ == "Allocation.Readied" or getattr(event, "ready", False):  # queued as requested
-            self.readied[str(event.originator_id)] = event.at
 
     @on("Allocation.Ended")
     def _ended(self, event: Any) -> None:

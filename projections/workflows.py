@@ -15,7 +15,7 @@ from uuid import UUID
 import msgspec
 
 from domain.workflow import Workflow
-from projections.activity import ActivityRow, activity, queued_row, skipped_rows
+from projections.activity import ActivityRow, activity_rows, skipped_rows
 from projections.base import Mirror, Projection, as_uuid, on
 
 
@@ -194,11 +194,9 @@ class WorkflowsView(Projection):
         self.node_names[str(event.originator_id)] = event.name
 
     def _record(self, workflow_id: UUID, event: Any, stage: str | None) -> None:
-        row = activity(self.applying, event, stage, self.node_name)
-        if row is not None:
-            self.activity.setdefault(workflow_id, []).append(row)
-        if getattr(event, "ready", False) and type(event).__qualname__ == "Allocation.Requested":
-            self.activity.setdefault(workflow_id, []).append(queued_row(self.applying, event, stage))
+        rows = activity_rows(self.applying, event, stage, self.node_name)
+        if rows:
+            self.activity.setdefault(workflow_id, []).extend(rows)
 
     def _row(self, w: Workflow) -> WorkflowRow:
         inputs = [a.priority for a in self.current.get(w.id, {}).values()]

@@ -2,6 +2,7 @@
 
 from datetime import timedelta
 
+from domain.allocation import Allocation
 from domain.cluster_config import ClusterConfig
 from domain.holds import Effect, Source
 from domain.node import Placement
@@ -111,3 +112,18 @@ def test_a_disabled_account_has_no_principal():
     feed.save(alice)
     assert feed.views.tenancy.principal_for(alice.id) is None
     assert feed.views.tenancy.user(alice.id).disabled is True
+
+
+def test_an_allocations_wait_starts_when_it_became_ready_in_either_shape_of_the_log():
+    """Newer logs request a ready allocation in one event; older ones have a Requested, then a Readied later."""
+    feed = Feed()
+    workflow = submit(ONE_JOB)
+    older = Allocation.request(uid("older"), workflow.id, "main", 1, {"cpu_cores": 1}, by="scheduler", at=at(1))
+    older.mark_ready(by="scheduler", at=at(3))
+    newer = Allocation.request(uid("newer"), workflow.id, "main", 2, {"cpu_cores": 1}, by="scheduler", at=at(4),
+                               ready=True)
+    waiting = Allocation.request(uid("waiting"), workflow.id, "main", 3, {"cpu_cores": 1}, by="scheduler", at=at(5))
+    feed.save(workflow, older, newer, waiting)
+    queue = feed.views.queue
+    assert queue.ready_since(older.id) == at(3) and queue.ready_since(newer.id) == at(4)
+    assert str(newer.id) in queue.readied and str(waiting.id) not in queue.readied
