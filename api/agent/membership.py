@@ -5,6 +5,7 @@ when that one is refused). A part of the Agent (api/agent/agent.py), apart from 
 from __future__ import annotations
 
 import asyncio
+from abc import abstractmethod
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -44,8 +45,9 @@ class Membership:
             self.log.warning("agent.api_unreachable", path=path, error=repr(error))
             return None
 
+    @abstractmethod
     async def stop_all(self, reason: str, report: bool) -> None:
-        raise NotImplementedError
+        """Cancel the work running here (the Agent's: a stale epoch stops it before the node registers anew)."""
 
     async def resume(self, stop: asyncio.Event, adopted: bool) -> bool:
         """Carry on under the predecessor's registration when the control plane still holds it (a heartbeat
