@@ -34,6 +34,13 @@ FOREVER = ("version: v4\njobs:\n  long:\n    image: {uri: docker://alpine}\n    
            "    resource: {cpu: {cores: 1}, memory: {size: 32MiB}}\n")
 
 
+def texts(browser, selector: str) -> list[str]:
+    """The shown text of every element `selector` matches, read in one step: a live page re-renders its tables
+    between two WebDriver calls, so reading element by element can meet one that is already replaced."""
+    return browser.execute_script("return [...document.querySelectorAll(arguments[0])].map((e) => e.innerText)",
+                                  selector)
+
+
 def times_shown(browser) -> list[str]:
     return browser.execute_script("return [...document.querySelectorAll('time')].map((t) => t.textContent)")
 
@@ -54,7 +61,7 @@ def test_a_pasted_fuzzfile_is_checked_as_typed_submitted_and_its_stages_show_sta
     wait(browser).until(seen.presence_of_element_located((By.ID, "workflow-id")))
     wait(browser, 40).until(lambda b: shown_status(b) == "FINISHED")
     wait(browser).until(lambda b: "s so far" not in b.find_element(By.ID, "stages").text)
-    cells = [td.text for td in browser.find_elements(By.CSS_SELECTOR, "#stages tbody tr td")]
+    cells = texts(browser, "#stages tbody tr td")
     attempts, started, ended, took = cells[5:9]
     assert attempts == "1" and ONE_FORMAT.match(started) and ONE_FORMAT.match(ended)
     assert re.fullmatch(r"\d+\.\ds", took), took  # a second's job: tenths
@@ -124,7 +131,7 @@ def test_live_events_survive_a_dropped_connection_each_once(browser, stack):
         wait_finished(browser)
     finally:
         relay.close()
-    shown = [r.text for r in browser.find_elements(By.CSS_SELECTOR, "#events tbody tr")]
+    shown = texts(browser, "#events tbody tr")
     assert len(shown) == len(stack.events(workflow_id)), "\n".join(shown)
     assert len(set(shown)) == len(shown)
 
