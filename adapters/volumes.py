@@ -24,6 +24,10 @@ def safe(name: str) -> str:
 class Volumes:
     def __init__(self, root: Path, user: JobUser | None = None) -> None:
         self.root, self.user = Path(root), user
+        # the workflows (safe names) whose volumes are here: looked for once (an agent restarted finds what an
+        # earlier one left), then kept as volumes are made and removed, so a sweep does not walk every workflow's
+        # folder the node ever ran
+        self.holding: set[str] | None = None
 
     def path(self, workflow_id: str, name: str) -> Path:
         return self.root / safe(workflow_id) / FOLDER / safe(name)
@@ -41,6 +45,8 @@ class Volumes:
                 make_persistent(kept, as_root=(user or self.user) is not None)
             else:
                 self._make(found[location], user or self.user)
+                if self.holding is not None:
+                    self.holding.add(safe(spec.workflow_id))
         return found
 
     def _make(self, directory: Path, user: JobUser | None) -> None:
@@ -53,14 +59,19 @@ class Volumes:
         if user is not None:
             os.chown(directory, user.uid, user.gid)
 
+    def stale(self, workflows: set[str]) -> bool:
+        """Whether a sweep keeping only `workflows` (ids) has anything to look at or remove."""
+        return self.holding is None or bool(self.holding - {safe(w) for w in workflows})
+
     def keep_only(self, workflows: set[str]) -> list[str]:
         """Remove the volumes of every workflow not in `workflows` (ids); the ids whose volumes went."""
         keep = {safe(w) for w in workflows}
-        removed = []
-        for folder in self.root.glob(f"*/{FOLDER}"):
-            if folder.parent.name not in keep:
-                shutil.rmtree(folder, ignore_errors=True)
-                removed.append(folder.parent.name)
+        if self.holding is None:
+            self.holding = {folder.parent.name for folder in self.root.glob(f"*/{FOLDER}")}
+        removed = sorted(self.holding - keep)
+        for name in removed:
+            shutil.rmtree(self.root / name / FOLDER, ignore_errors=True)
+            self.holding.discard(name)
         return removed
 
 

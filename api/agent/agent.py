@@ -150,6 +150,8 @@ class Agent(Membership):
     async def sweep_volumes(self, live: set[str]) -> None:
         """Volumes of workflows that ended go, once none of their stages runs here any more."""
         keep = live | {slot.spec.workflow_id for slot in self.slots.values()}
+        if not self.executor.volumes.stale(keep):
+            return
         for workflow_id in await asyncio.to_thread(self.executor.volumes.keep_only, keep):
             self.log.info("agent.volumes_removed", workflow_id=workflow_id)
 

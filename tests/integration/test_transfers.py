@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from adapters.executor import Executor
+from adapters.volumes import Volumes
 from tests.integration.test_executor import mounting_sandbox, run, spec
 from tests.integration.transfer_servers import Files, Hub, S3Server
 
@@ -110,6 +111,18 @@ def test_the_volumes_of_ended_workflows_are_removed(executor, web):
     assert executor.volumes.path("wf-live", "data").is_dir()
     assert not executor.volumes.path("wf-ended", "data").exists()
     assert os.path.isdir(executor.workdir(spec(workflow_id="wf-ended")))  # the stage's own files stay
+
+
+def test_a_sweep_after_the_first_finds_volumes_made_since_and_leaves_no_folder_behind(executor, web):
+    executor.sandbox = mounting_sandbox()
+    run(executor, spec(workflow_id="wf-earlier", mounts={"/data": "data"}, command=["true"]))
+    fresh = Volumes(executor.workdir_root)  # as an agent restarted on the node: the first sweep looks on disk
+    assert fresh.stale({"wf-earlier"}) and fresh.keep_only({"wf-earlier"}) == []
+    assert not fresh.stale({"wf-earlier"})  # nothing to do: the agent does not even start a sweep
+    fresh.prepare(spec(workflow_id="wf-later", mounts={"/data": "data"}, command=["true"]))
+    assert fresh.stale({"wf-earlier"})
+    assert fresh.keep_only(set()) == ["wf-earlier", "wf-later"]
+    assert not list(executor.workdir_root.glob("*/.volumes/*"))
 
 
 
