@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 from uuid import UUID
 
-from eventsourcing.application import AggregateNotFoundError, Application
+from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
 from eventsourcing.persistence import IntegrityError, RecordConflictError
 
 from domain.app.errors import Busy, Conflict, NotFound, StaleEpoch, WriteRace
@@ -61,6 +61,22 @@ class UnitOfWork(Application[UUID]):
         self.repository.saved(processing_event.aggregates)
         return recordings
 
+    def _commit(self, objs: list[Any], kwargs: dict[str, Any]) -> Any:
+        """As the library's `save` (collect, record, snapshot, notify), but collecting by what each object has:
+        the library's isinstance checks against runtime Protocols took 2% of the control plane's CPU under load."""
+        processing: ProcessingEvent[UUID] = ProcessingEvent()
+        for obj in objs:
+            if hasattr(obj, "collect_events"):  # an aggregate
+                processing.events.extend(obj.collect_events())
+                processing.aggregates[obj.id] = obj
+            else:  # an event on its own
+                processing.events.append(obj)
+        processing.saved_kwargs.update(kwargs)
+        recordings = self._record(processing)
+        self._take_snapshots(processing)
+        self._notify(recordings)
+        return recordings
+
     def load(self, kind: type[A], aggregate_id: UUID, what: str) -> A:
         try:
             found = self.repository.get(aggregate_id)
@@ -86,7 +102,7 @@ class UnitOfWork(Application[UUID]):
             return []
         unique = list({id(obj): obj for obj in objs if obj is not None}.values())
         try:
-            recordings = super().save(*unique, **kwargs)
+            recordings = self._commit(unique, kwargs)
         except (IntegrityError, RecordConflictError) as error:
             self.repository.refused(unique, getattr(error, "moved", None))
             raise WriteRace(f"someone changed this at the same time ({error})") from error
