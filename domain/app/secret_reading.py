@@ -13,7 +13,7 @@ from uuid import UUID
 
 import msgspec
 
-from domain.agent_protocol import Assignments
+from domain.agent_protocol import Assignments, Start
 from domain.app.errors import Invalid, NotFound
 from domain.app.ids import group_id
 from domain.app.unit_of_work import UnitOfWork
@@ -107,22 +107,22 @@ class SecretReading:
         if problems:
             raise Invalid(problems)
 
-    def resolve_assignments(self, answer: Assignments) -> Assignments:
+    def resolve_assignments(self, answer: Assignments[Start]) -> Assignments[Start]:
         """An agent's assignments with values in place of references (an answer without any is returned as is)."""
-        if not any(referenced(spec.get("env") or {}) for spec in answer.start):
+        if not any(referenced(spec.env) for spec in answer.start):
             return answer
         return msgspec.structs.replace(answer, start=[self.resolve_spec(spec) for spec in answer.start])
 
-    def resolve_spec(self, spec: dict[str, Any]) -> dict[str, Any]:
+    def resolve_spec(self, spec: Start) -> Start:
         """One run spec with its references' values; one that cannot be read is made to fail saying why."""
-        if not referenced(spec.get("env") or {}):
+        if not referenced(spec.env):
             return spec
         try:
-            workflow = self.uow.load(Workflow, UUID(str(spec["workflow_id"])), "workflow")
-            return {**spec, "env": self.resolve_env(spec["env"], workflow.owner)}
+            workflow = self.uow.load(Workflow, UUID(spec.workflow_id), "workflow")
+            return msgspec.structs.replace(spec, env=self.resolve_env(spec.env, workflow.owner))
         except Unresolvable as refused:
             return refused_spec(spec, str(refused))
-        except (NotFound, ValueError, KeyError):
+        except (NotFound, ValueError):
             return refused_spec(spec, "its workflow is unknown, so its secrets cannot be read")
 
     def resolve_env(self, env: dict[str, str], owner: dict[str, str]) -> dict[str, str]:
@@ -181,9 +181,9 @@ def check_references(uow: UnitOfWork, definition: Any, principal: Principal) -> 
     SecretReading(uow).check_references(definition, principal)
 
 
-def refused_spec(spec: dict[str, Any], reason: str) -> dict[str, Any]:
+def refused_spec(spec: Start, reason: str) -> Start:
     """The job, made to fail at once saying why (the reason names references, never values)."""
     message = "roving: " + reason.replace("'", "")
-    env = {k: v for k, v in (spec.get("env") or {}).items() if not referenced({k: v})}
-    return {**spec, "env": env, "command": None, "args": None, "files": {}, "image": "",  # pulls nothing
-            "script": f"echo '{message}' >&2\nexit {REFUSED_EXIT}\n"}
+    env = {k: v for k, v in spec.env.items() if not referenced({k: v})}
+    return msgspec.structs.replace(spec, env=env, command=None, args=None, files={}, image="",  # pulls nothing
+                                   script=f"echo '{message}' >&2\nexit {REFUSED_EXIT}\n")

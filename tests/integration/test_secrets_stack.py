@@ -22,6 +22,7 @@ from domain.app.ids import user_id
 from domain.tenancy import Role
 from domain.tenancy.permissions import Principal
 from projections.audit import AuditFilters, Scope
+from tests.unit.secrets.world import start_spec
 
 VALUE = "xoxb-integration-value-4b1d"
 JOB = """
@@ -97,5 +98,5 @@ def test_a_job_handed_to_its_agent_gets_the_value_read_as_its_owner(stack):
     wid = uuid4()
     stack.roving.submit_workflow(wid, "w", JOB, 0, None, admin, datetime.now(UTC), definitions=[])
     stage = next(iter(stack.roving.repository.get(wid).stages.values()))
-    answer = Assignments([{"workflow_id": str(wid), "stage": "train", "env": dict(stage.spec.env)}], [])
-    assert stack.services.secrets.resolve_assignments(answer).start[0]["env"]["TOKEN"] == VALUE
+    answer = Assignments([start_spec(workflow_id=str(wid), env=dict(stage.spec.env))], [])
+    assert stack.services.secrets.resolve_assignments(answer).start[0].env["TOKEN"] == VALUE

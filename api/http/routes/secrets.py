@@ -62,19 +62,12 @@ async def rotate_key(request: Request) -> Response:
 
 async def resolved(svc: Any, answer: Assignments[Start]) -> Assignments[Start]:
     """The agent assignments answer with secret values in place of `secret://` references (for api.http.routes.agent;
-    services built without a secret store, and answers without a reference, are handed on as they are)."""
+    services built without a secret store, and answers without a reference, are handed on as they are). A reference
+    the owner cannot read makes its job fail saying why (domain.app.secret_reading.resolve_spec)."""
     store = svc.secrets
     if store is None or not any(referenced(spec.env) for spec in answer.start):
         return answer
-    return await c.call(lambda: msgspec.structs.replace(answer, start=[_resolve(store, s) for s in answer.start]))
-
-
-def _resolve(store: SecretHandlers, spec: Start) -> Start:
-    """The application resolves a run spec as a mapping (domain.app.secret_reading.resolve_spec: a reference it
-    cannot read makes the job fail saying why)."""
-    if not referenced(spec.env):
-        return spec
-    return msgspec.convert(store.resolve_spec(msgspec.to_builtins(spec)), Start)
+    return await c.call(store.resolve_assignments, answer)
 
 
 routes = [

@@ -11,14 +11,14 @@ import pytest
 from adapters.registry_auth import take_credential
 from adapters.runspec import job_environment
 from api.agent.starts import build_spec
-from domain.agent_protocol import Assignments
+from domain.agent_protocol import Assignments, Start
 from domain.app.errors import Invalid
 from domain.fuzzfile import parse_fuzzfile
 from domain.secrets.references import IMAGE_SECRET_VARIABLE
 from tests.unit.projections.builders import Feed
 from tests.unit.projections.builders import node as registered_node
 from tests.unit.projections.test_agent_and_scheduler_views import placed
-from tests.unit.secrets.world import T0, World
+from tests.unit.secrets.world import T0, World, start_spec
 
 FUZZFILE = """
 version: v1
@@ -71,11 +71,11 @@ def test_the_agents_answer_carries_the_reference_which_resolves_for_the_agent_an
     world.create("registry", by="alice", value=CREDENTIAL)
     wid = uuid4()
     world.roving.submit_workflow(wid, "w", FUZZFILE % "secret://user/registry", 0, None, world.who("alice"), T0)
-    resolved = world.secrets.resolve_assignments(Assignments([{**spec, "workflow_id": str(wid)}], []))
-    item = resolved.start[0]
-    env, secret = take_credential(item["env"])
+    start = msgspec.convert({**spec, "workflow_id": str(wid)}, Start)
+    item = world.secrets.resolve_assignments(Assignments([start], [])).start[0]
+    env, secret = take_credential(item.env)
     assert secret == CREDENTIAL
-    job = build_spec({**item, "env": env})
+    job = build_spec(item, env)
     assert job.image == "docker://registry.example.org/team/trainer:2"
     assert CREDENTIAL not in repr(job) and CREDENTIAL not in repr(job_environment(job))
 
@@ -85,12 +85,11 @@ def test_an_image_secret_gone_by_the_time_the_job_starts_fails_it_naming_the_ref
     wid = uuid4()
     world.roving.submit_workflow(wid, "w", FUZZFILE % "secret://user/registry", 0, None, world.who("alice"), T0)
     world.secrets.delete_secret(created, world.who("alice"), T0)
-    spec = {"allocation_id": str(uuid4()), "epoch": 1, "workflow_id": str(wid), "stage": "train", "kind": "job",
-            "image": "docker://registry.example.org/team/trainer:2", "script": "echo hi",
-            "env": {"PLAIN": "1", IMAGE_SECRET_VARIABLE: "secret://user/registry"}}
+    spec = start_spec(workflow_id=str(wid), image="docker://registry.example.org/team/trainer:2",
+                      env={"PLAIN": "1", IMAGE_SECRET_VARIABLE: "secret://user/registry"})
     refused = world.secrets.resolve_assignments(Assignments([spec], [])).start[0]
-    assert refused["image"] == "" and IMAGE_SECRET_VARIABLE not in refused["env"]
-    assert "image.secret=secret://user/registry: no such secret" in refused["script"] and "exit 78" in refused["script"]
+    assert refused.image == "" and IMAGE_SECRET_VARIABLE not in refused.env
+    assert "image.secret=secret://user/registry: no such secret" in refused.script and "exit 78" in refused.script
 
 
 def test_a_job_without_an_image_secret_has_nothing_added_to_its_env():

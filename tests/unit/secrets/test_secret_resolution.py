@@ -10,7 +10,8 @@ import pytest
 from adapters.runspec import RunSpec, job_environment
 from adapters.secret_crypto import AesGcmCipher
 from domain.agent_protocol import Assignments
-from tests.unit.secrets.world import T0, VALUE, World
+from domain.agent_start import Start
+from tests.unit.secrets.world import T0, VALUE, World, start_spec
 
 FUZZFILE = """
 version: v1
@@ -30,27 +31,25 @@ def world(tmp_path) -> World:
     return World(tmp_path)
 
 
-def assignment(world: World, reference: str, owner: str = "alice") -> dict:
+def assignment(world: World, reference: str, owner: str = "alice") -> Assignments[Start]:
     """The agent's answer for the workflow's one job, shaped as projections.assignments builds it."""
     wid = uuid4()
     world.roving.submit_workflow(wid, "w", FUZZFILE % reference, 0, None, world.who(owner), T0)
     stage = next(iter(world.roving.repository.get(wid).stages.values()))
-    spec = {"allocation_id": str(uuid4()), "epoch": 1, "workflow_id": str(wid), "stage": "train", "kind": "job",
-            "script": "echo hi", "command": None, "args": None, "env": dict(stage.spec.env)}
-    return Assignments([spec], [])
+    return Assignments([start_spec(workflow_id=str(wid), env=dict(stage.spec.env))], [])
 
 
 def test_the_resolved_value_reaches_the_jobs_environment(world):
     world.create("hf")
     answer = world.secrets.resolve_assignments(assignment(world, "secret://user/hf"))
-    env = job_environment(msgspec.convert(answer.start[0], RunSpec))
+    env = job_environment(msgspec.convert(msgspec.to_builtins(answer.start[0]), RunSpec))
     assert (env["TOKEN"], env["PLAIN"]) == (VALUE, "1")
 
 
 def test_a_group_secret_resolves_for_a_member_of_the_group(world):
     world.create("team", "group", by="bob", group="ml", value="group-value")
     answer = world.secrets.resolve_assignments(assignment(world, "secret://group/ml/team"))
-    assert answer.start[0]["env"]["TOKEN"] == "group-value"
+    assert answer.start[0].env["TOKEN"] == "group-value"
 
 
 def test_a_secret_deleted_after_submission_fails_the_job_naming_the_reference(world):
@@ -58,8 +57,8 @@ def test_a_secret_deleted_after_submission_fails_the_job_naming_the_reference(wo
     pending = assignment(world, "secret://user/hf")
     world.secrets.delete_secret(created, world.who("alice"), T0)
     spec = world.secrets.resolve_assignments(pending).start[0]
-    assert "TOKEN" not in spec["env"]
-    assert "secret://user/hf" in spec["script"] and "exit 78" in spec["script"]
+    assert "TOKEN" not in spec.env and spec.command is None
+    assert "secret://user/hf" in spec.script and "exit 78" in spec.script
 
 
 def test_a_member_who_left_the_group_no_longer_reads_its_secret(world):
@@ -74,7 +73,7 @@ def test_a_member_who_left_the_group_no_longer_reads_its_secret(world):
 
 
 def test_answers_without_references_are_passed_through_untouched(world):
-    answer = Assignments([{"workflow_id": str(uuid4()), "env": {"A": "1"}}], [])
+    answer = Assignments([start_spec(env={"A": "1"})], [])
     assert world.secrets.resolve_assignments(answer) is answer
 
 
@@ -84,4 +83,4 @@ def test_a_ciphertext_that_no_longer_opens_fails_the_job_naming_the_reference(wo
     (tmp_path / "secrets.keyring").unlink()  # the ring lost: a new one has none of the old keys
     world.secrets.cipher = AesGcmCipher(tmp_path / "secrets.keyring")
     spec = world.secrets.resolve_assignments(pending).start[0]
-    assert "secret://user/hf" in spec["script"] and "cannot be decrypted" in spec["script"]
+    assert "secret://user/hf" in spec.script and "cannot be decrypted" in spec.script

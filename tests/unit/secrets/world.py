@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
-from uuid import UUID
+from typing import Any
+from uuid import UUID, uuid4
 
 from adapters.secret_store import open_secret_store
+from domain.agent_start import Start
 from domain.app import Roving
 from domain.app.ids import group_id, org_id, user_id
 from domain.app.secrets import SecretHandlers
@@ -18,6 +20,16 @@ VALUE = "hf_live_7f3a9c2e-never-shown"
 SYSTEM = Principal(user_id=None, username="setup", role=Role.CLUSTER_ADMIN, organization_id=None, is_cluster_admin=True)
 ENV = {"PERSISTENCE_MODULE": "eventsourcing.popo", "ROVING_CLUSTER": "test",
        "TRANSCODER_TOPIC": "adapters.transcoder:MsgspecTranscoder"}
+
+
+def start_spec(**fields: Any) -> Start:
+    """A run spec as the assignments projection builds it: a one-core job of `echo hi`, with `fields` in place."""
+    base: dict[str, Any] = dict(
+        allocation_id=str(uuid4()), epoch=1, workflow_id=str(uuid4()), stage="train", job="train", task_id=None,
+        kind="job", image="docker://alpine", script="echo hi", command=None, args=None, env={}, cwd=None, files={},
+        execute_timeout_seconds=None, memory_bytes=1 << 30, cpu_cores=1, account_id="", readiness_probe=None,
+        ports=[], mounts={})
+    return Start(**{**base, **fields})
 
 
 class PlainHasher:
