@@ -7,11 +7,13 @@ from typing import Any
 
 import structlog
 from starlette.datastructures import MutableHeaders
+from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.http.errors import problem
 
 QUIET_PREFIXES = ("/v4/agent/", "/healthz", "/readyz", "/metrics")
+CLIENT_GONE = 499  # as nginx logs it: the client closed the connection before its request was read; nothing is sent
 log = structlog.get_logger("roving.api")
 CSP = "default-src 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'"
 HSTS = "max-age=63072000; includeSubDomains"
@@ -54,6 +56,8 @@ class SecurityMiddleware:
 
         try:
             await self.app(scope, receive, send_secure)
+        except ClientDisconnect:  # e.g. an agent killed mid-upload: nobody to answer, nothing went wrong here
+            status["code"] = CLIENT_GONE
         except Exception:
             log.exception("request_failed", method=scope["method"], path=scope["path"], principal=who(scope))
             if not status["sent"]:
