@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import threading
 from pathlib import Path
 
 from adapters.runspec import JobUser, PersistentVolume, RunSpec
@@ -28,6 +29,7 @@ class Volumes:
         # earlier one left), then kept as volumes are made and removed, so a sweep does not walk every workflow's
         # folder the node ever ran
         self.holding: set[str] | None = None
+        self._looking = threading.Lock()  # starts (threads of their own) and the sweep may both look first
 
     def path(self, workflow_id: str, name: str) -> Path:
         return self.root / safe(workflow_id) / FOLDER / safe(name)
@@ -45,8 +47,7 @@ class Volumes:
                 make_persistent(kept, as_root=(user or self.user) is not None)
             else:
                 self._make(found[location], user or self.user)
-                if self.holding is not None:
-                    self.holding.add(safe(spec.workflow_id))
+                self._held().add(safe(spec.workflow_id))
         return found
 
     def _make(self, directory: Path, user: JobUser | None) -> None:
@@ -65,14 +66,18 @@ class Volumes:
 
     def keep_only(self, workflows: set[str]) -> list[str]:
         """Remove the volumes of every workflow not in `workflows` (ids); the ids whose volumes went."""
-        keep = {safe(w) for w in workflows}
-        if self.holding is None:
-            self.holding = {folder.parent.name for folder in self.root.glob(f"*/{FOLDER}")}
-        removed = sorted(self.holding - keep)
+        holding = self._held()
+        removed = sorted(holding - {safe(w) for w in workflows})
         for name in removed:
             shutil.rmtree(self.root / name / FOLDER, ignore_errors=True)
-            self.holding.discard(name)
+            holding.discard(name)
         return removed
+
+    def _held(self) -> set[str]:
+        with self._looking:
+            if self.holding is None:
+                self.holding = {folder.parent.name for folder in self.root.glob(f"*/{FOLDER}")}
+            return self.holding
 
 
 def make_persistent(volume: PersistentVolume, as_root: bool) -> Path:
