@@ -18,6 +18,7 @@ from adapters.executor import Executor
 from adapters.outbox import Outbox
 from tests.integration.test_executor import Recorder
 from tests.unit.agent.fake_api import A1, FakeApi
+from tests.unit.agent.job_pids import host_pid
 from tests.unit.agent.test_agent_loop import assignment
 
 AGENT = "import sys; from api.agent.main import agent_main; sys.exit(agent_main(sys.argv[1:]))"
@@ -68,10 +69,6 @@ def started(api: FakeApi, workdir: Path) -> bool:
     return api.events(A1) == [("started", 1, None)] and len(Outbox(outbox)) == 0
 
 
-def job_pid(workdir: Path) -> int:
-    return int((workdir / "wf-1" / f"{A1}-1" / "pid").read_text())
-
-
 def test_an_executor_adopts_a_job_whose_agent_died_and_gets_its_output_and_exit_code(root):
     starter = subprocess.run([sys.executable, "-c", CRASHING_STARTER, str(root / "work"),
                               "echo before; sleep 1; echo after >&2; exit 5", A1], timeout=30)
@@ -106,7 +103,7 @@ def test_a_job_survives_an_agent_kill_and_its_exit_is_reported_once_by_the_next_
         finally:
             first.kill()
             first.wait()
-        pid = job_pid(workdir)
+        pid = host_pid(workdir)  # not the job's `$$`: see tests.unit.agent.job_pids
         assert alive(pid, None), "the job died with its agent"
         beats = len(api.heartbeats)
         began = time.monotonic()
@@ -133,7 +130,7 @@ def test_an_adopted_job_the_control_plane_no_longer_places_here_is_killed_withou
         assert until(lambda: started(api, workdir))
         first.kill()
         first.wait()
-        pid = job_pid(workdir)
+        pid = host_pid(workdir)
         api.start = []  # given up meanwhile (its lease lapsed and it was placed elsewhere)
         second = start_agent(api, workdir)
         try:
@@ -153,7 +150,7 @@ def test_an_agent_whose_registration_was_given_up_kills_the_adopted_job_and_regi
         assert until(lambda: started(api, workdir))
         first.kill()
         first.wait()
-        pid = job_pid(workdir)
+        pid = host_pid(workdir)
         api.start, api.stale_heartbeats = [], 1  # the node was declared lost while its agent was down
         second = start_agent(api, workdir)
         try:

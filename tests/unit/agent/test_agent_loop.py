@@ -16,6 +16,7 @@ from api.agent.args import AgentConfig
 from api.agent.main import run_agent
 from api.agent.metrics import NodeMetrics
 from tests.unit.agent.fake_api import A1, A2, NODE_ID, FakeApi, wire
+from tests.unit.agent.job_pids import host_pid, kill_job
 
 
 def config(api: FakeApi, tmp_path: Path) -> AgentConfig:
@@ -234,12 +235,12 @@ def test_a_detaching_agent_leaves_its_job_running_and_reports_no_exit(tmp_path):
     with FakeApi() as api:
         api.start = [assignment(A1, script=f"echo $$ > {pid_file}; sleep 30")]
         asyncio.run(main(api))
-    pid = int(pid_file.read_text())
+    pid = host_pid(tmp_path / "work")
     try:
-        group = os.getpgid(pid)  # raises if the job is gone
+        os.kill(pid, 0)  # raises if the job is gone
         assert api.events(A1) == [("started", 1, None)]
     finally:
-        os.killpg(group, 9)
+        kill_job(pid)
 
 
 def test_an_order_for_an_allocation_id_that_is_no_uuid_is_left_and_the_others_run(tmp_path):
