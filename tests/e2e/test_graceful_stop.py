@@ -4,13 +4,13 @@ stack's agents adopt them and report their ends; a job whose node does not come 
 from __future__ import annotations
 
 import os
-import signal
 
 from tests.e2e.stack import LocalStack
+from tests.unit.agent.job_pids import host_pid, kill_job
 
 
 def job(marker_dir, name: str, seconds: int, cpus: int = 1) -> str:
-    """A job that records its pid, runs `seconds`, says it is done; a second attempt says so at once."""
+    """A job that marks that it ran, runs `seconds`, says it is done; a second attempt says so at once."""
     return f"""
 version: v4
 jobs:
@@ -48,7 +48,7 @@ def test_a_job_running_when_roving_up_stops_runs_on_and_the_restarted_stack_sees
         first.wait(lambda: (job_dir / "long.pid").exists(), 15, "the job to write its pid")
     finally:
         first.stop(keep_jobs=True)
-    pid = int((job_dir / "long.pid").read_text())
+    pid = host_pid(first.work_dir / "local-1")  # its `$$` may be its pid namespace's (tests.unit.agent.job_pids)
     assert alive(pid), "stopping roving up killed the job"
     second = LocalStack(tmp_path, nodes=1).start()
     try:
@@ -71,8 +71,7 @@ def test_a_detached_job_whose_node_never_comes_back_is_retried_on_another_node(t
         first.stop(keep_jobs=True)
     lost = next(w for w in workflows if nodes[w] == "local-2")
     kept = next(w for w in workflows if w != lost)
-    name = "on1" if lost == workflows[0] else "on2"
-    os.kill(int((job_dir / f"{name}.pid").read_text()), signal.SIGKILL)  # the machine went with its processes
+    kill_job(host_pid(first.work_dir / "local-2"))  # the machine went with its processes
     second = LocalStack(tmp_path, nodes=1, lease_seconds=2.0).start()  # local-2 never comes back
     try:
         done = second.wait_status(lost, ("FINISHED", "FAILED"), timeout=90)
