@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID, uuid4
 
+import msgspec
+
 from adapters.secret_store import open_secret_store
 from domain.agent_start import Start
 from domain.app import Roving
@@ -14,6 +16,7 @@ from domain.app.ids import group_id, org_id, user_id
 from domain.app.secrets import SecretHandlers
 from domain.tenancy import Role, Source
 from domain.tenancy.permissions import Principal
+from tests.unit.agent.fake_api import wire
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 VALUE = "hf_live_7f3a9c2e-never-shown"
@@ -23,13 +26,10 @@ ENV = {"PERSISTENCE_MODULE": "eventsourcing.popo", "ROVING_CLUSTER": "test",
 
 
 def start_spec(**fields: Any) -> Start:
-    """A run spec as the assignments projection builds it: a one-core job of `echo hi`, with `fields` in place."""
-    base: dict[str, Any] = dict(
-        allocation_id=str(uuid4()), epoch=1, workflow_id=str(uuid4()), stage="train", job="train", task_id=None,
-        kind="job", image="docker://alpine", script="echo hi", command=None, args=None, env={}, cwd=None, files={},
-        execute_timeout_seconds=None, memory_bytes=1 << 30, cpu_cores=1, account_id="", readiness_probe=None,
-        ports=[], mounts={})
-    return Start(**{**base, **fields})
+    """A run spec as the assignments answer carries it (tests.unit.agent.fake_api.wire), typed: a job of `echo hi`,
+    with `fields` in place."""
+    return msgspec.convert(wire(str(uuid4()), **{"workflow_id": str(uuid4()), "stage": "train", "job": "train",
+                                                 "script": "echo hi", **fields}), Start)
 
 
 class PlainHasher:
