@@ -21,7 +21,7 @@ from domain.app.catalog_access import Owner, may_manage, may_see, owner_for, sho
 from domain.app.errors import Conflict, Forbidden, Invalid, NotFound, invalid
 from domain.app.roving import Roving
 from domain.app.unit_of_work import command
-from domain.catalog import CatalogError, Clock, Template, TemplateFiles, build, matches, render_fuzzfile
+from domain.catalog import Budget, CatalogError, Clock, Template, TemplateFiles, build, matches, render_fuzzfile
 from domain.catalog.source import CatalogSource, SourceKind, SourceScope, check_source, is_local, source_id
 from domain.tenancy import Source
 from domain.tenancy.permissions import Principal
@@ -107,17 +107,19 @@ class CatalogHandlers:
         raise NotFound(f"catalog template {source + '/' if source else ''}{name}{hint}")
 
     def render(self, principal: Principal, name: str, values: dict[str, Any], at: datetime,
-               source: str = "") -> dict[str, Any]:
+               source: str = "", budget: Budget | None = None) -> dict[str, Any]:
+        """The Fuzzfile; `budget` carries the caller's deadline (the domain has no clock: the step budget applies
+        without one)."""
         template = self.template(principal, name, source)
         with catalog_errors():
-            rendered = render_fuzzfile(template, values, Clock(at, self._rand))
+            rendered = render_fuzzfile(template, values, Clock(at, self._rand), budget)
         return {"template": template.key, "fuzzfile": rendered.fuzzfile,
                 "warnings": [{"path": w.path, "message": w.message} for w in rendered.warnings]}
 
     def start(self, principal: Principal, name: str, values: dict[str, Any], workflow_id: UUID, at: datetime,
-              workflow_name: str = "", source: str = "") -> dict[str, Any]:
+              workflow_name: str = "", source: str = "", budget: Budget | None = None) -> dict[str, Any]:
         """Render, then submit the Fuzzfile as the caller (the submission's own checks and warnings apply)."""
-        rendered = self.render(principal, name, values, at, source)
+        rendered = self.render(principal, name, values, at, source, budget)
         title = workflow_name or rendered["template"].split("/", 1)[1]
         submitted = self.uow.submit_workflow(workflow_id, title, rendered["fuzzfile"], 0, None, principal, at)
         notes = rendered["warnings"] + [{"path": w.path, "message": w.message} for w in submitted or []]

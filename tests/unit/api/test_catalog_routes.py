@@ -4,13 +4,14 @@ template's form, render and start; a source that cannot be read is reported besi
 from __future__ import annotations
 
 import shutil
+import time
 from uuid import UUID
 
 import pytest
 import yaml
 
 from domain.tenancy import Role
-from tests.catalog_fixtures import commit, git_repository, reference_folder, write_app
+from tests.catalog_fixtures import MARKDOWN_APP, commit, git, git_repository, reference_folder, write_app
 from tests.unit.api.harness import PASSWORD, Api, token
 
 
@@ -223,3 +224,27 @@ def test_concurrent_adds_of_one_name_make_one_source_and_a_clear_refusal(world):
         outcomes = list(pool.map(attempt, range(8)))
     assert outcomes.count("added") == 1
     assert all("already exists" in o for o in outcomes if o != "added")
+
+
+@pytest.mark.parametrize("action", ['{{printf "%0999999999d" 1}}', "{{range 3000000}}x{{end}}",
+                                    "{{range 10000}}{{range 10000}}{{end}}{{end}}"])
+def test_a_template_past_the_render_budget_is_a_4xx_naming_the_template_and_the_limit_within_seconds(world, action):
+    """An organization owner writes the template, any member renders it: neither holds the control plane."""
+    app = {**MARKDOWN_APP, "template": MARKDOWN_APP["template"].replace("echo {{ .Greeting }}", f"echo {action}")}
+    add(world, "acme-apps", git_repository_of(world.tmp / "acme", "greeter", app), scope="organization",
+        owner=world.orgs["acme"])  # file:// is an admin's to add; olga could add the same at a git:// URL
+    started = time.monotonic()
+    refused = call(world.api, "POST", "/v4/catalog/templates/greeter:render", world.tokens["erin"], {"values": {}},
+                   expect=400).json()
+    assert time.monotonic() - started < 10
+    assert refused["errors"][0]["path"] == "template acme-apps/greeter"
+    assert "limit" in refused["errors"][0]["message"]
+    assert call(world.api, "GET", "/v4/catalog", world.tokens["erin"], expect=200)
+
+
+def git_repository_of(root, name, files):
+    """A git repository holding one app's files; its file:// URL (added by an admin: it reads the disk)."""
+    write_app(root, name, files)
+    git(root, "init", "-q", "-b", "main")
+    commit(root, "app")
+    return f"file://{root}"
