@@ -14,7 +14,7 @@ import msgspec
 
 from domain.ids import MAX_POSIX_ID
 from domain.project_paths import ProjectError, check_path
-from domain.quantities import MAX_SHARED
+from domain.quantities import MAX_SHARED, QuantityError, parse_memory
 from domain.scheduler.priority import DEFAULT_PRIORITY, PriorityError, compile_priority
 
 
@@ -41,6 +41,11 @@ class SchedulerConfig(msgspec.Struct, frozen=True, kw_only=True):
     storage_classes: dict[str, str] = {}
     shared_resources: dict[str, int] = {}  # scheduler.sharedResources: cluster-wide counted resources (licenses)
     default_project: str = ""  # projects.default: where work goes that names no project and whose group has none
+    object_user_bytes: int = 10 * 2**30  # objects.*: what each user's and each group's objects may hold (bytes, count)
+    object_user_count: int = 10_000
+    object_group_bytes: int = 50 * 2**30
+    object_group_count: int = 50_000
+    object_store_bytes: int = 100 * 2**30  # objects.storeBytes: all objects together, so the log keeps its room
 
 
 class ConfigProblem(msgspec.Struct, frozen=True, kw_only=True):
@@ -162,6 +167,14 @@ def _shared(value: Any) -> dict[str, int]:
     return found
 
 
+def _bytes(value: Any) -> int:
+    """A size: a whole number of bytes or a string such as 10GiB."""
+    try:
+        return parse_memory(value)
+    except QuantityError as error:
+        raise Invalid(str(error)) from None
+
+
 def _project(value: Any) -> str:
     if value == "":
         return ""
@@ -204,6 +217,11 @@ KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "storage.classes": ("storage_classes", _classes),
     "scheduler.sharedResources": ("shared_resources", _shared),
     "projects.default": ("default_project", _project),
+    "objects.userBytes": ("object_user_bytes", _bytes),
+    "objects.userObjects": ("object_user_count", _count(0)),
+    "objects.groupBytes": ("object_group_bytes", _bytes),
+    "objects.groupObjects": ("object_group_count", _count(0)),
+    "objects.storeBytes": ("object_store_bytes", _bytes),
 }
 
 RETIRED: dict[str, str] = {
