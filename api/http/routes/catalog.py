@@ -17,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from api.http import fields
 from api.http.errors import problem
 from api.http.routes import common as c
 from api.http.routes.workflows import MAX_NAME, submission_id
@@ -34,17 +35,17 @@ def render_budget(seconds: float = RENDER_SECONDS) -> Budget:
 
 
 class AddSource(msgspec.Struct, forbid_unknown_fields=True):
-    name: str
-    location: str
-    kind: str = ""  # folder for an absolute path, git otherwise
-    ref: str = ""
-    scope: str = "group"
-    owner: str = ""
+    name: fields.Text
+    location: fields.Text
+    kind: fields.Text = ""  # folder for an absolute path, git otherwise
+    ref: fields.Text = ""
+    scope: fields.Text = "group"
+    owner: fields.Text = ""
 
 
 class Values(msgspec.Struct, forbid_unknown_fields=True):
     values: dict[str, Any] = {}
-    source: str = ""
+    source: fields.Text = ""
     name: str = msgspec.field(default="")  # the workflow's name (start only)
 
 
