@@ -46,6 +46,7 @@ class SchedulerConfig(msgspec.Struct, frozen=True, kw_only=True):
     object_group_bytes: int = 50 * 2**30
     object_group_count: int = 50_000
     object_store_bytes: int = 100 * 2**30  # objects.storeBytes: all objects together, so the log keeps its room
+    catalog_allowed_sources: tuple[str, ...] = ()  # catalog.allowedSources: where non-admins' git sources may be
 
 
 class ConfigProblem(msgspec.Struct, frozen=True, kw_only=True):
@@ -175,6 +176,17 @@ def _bytes(value: Any) -> int:
         raise Invalid(str(error)) from None
 
 
+_ALLOWED_SOURCE = re.compile(r"^(https|http|ssh|git)://(\*\.)?[A-Za-z0-9.-]+(:\d{1,5})?$")
+
+
+def _allowed_sources(value: Any) -> tuple[str, ...]:
+    """["https://github.com", "ssh://*.example.org:22", ...]: the schemes and hosts non-admins' git sources use."""
+    if not isinstance(value, list) or not all(isinstance(v, str) and _ALLOWED_SOURCE.match(v) for v in value):
+        raise Invalid(f"expected a list of scheme://host[:port] (https, http, ssh or git; a host may start with *.), "
+                      f"got {value!r}")
+    return tuple(value)
+
+
 def _project(value: Any) -> str:
     if value == "":
         return ""
@@ -222,6 +234,7 @@ KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "objects.groupBytes": ("object_group_bytes", _bytes),
     "objects.groupObjects": ("object_group_count", _count(0)),
     "objects.storeBytes": ("object_store_bytes", _bytes),
+    "catalog.allowedSources": ("catalog_allowed_sources", _allowed_sources),
 }
 
 RETIRED: dict[str, str] = {
