@@ -17,9 +17,13 @@ MAX_ANNOTATIONS = 64  # entries of a workflow's `annotations`
 MAX_ANNOTATION_KEY = 253  # as a Kubernetes label key (prefix and name)
 MAX_ANNOTATION_VALUE = 1_024  # so all of them stay under 100 KiB, the Submitted event's room beside its definition
 MAX_FIELD = 4_096  # any other free text: a catalog source's location or ref, an id, a name
+MAX_EMAIL = 254  # RFC 5321's longest address
+MAX_PASSWORD = 1_024
 
 Reason = Annotated[str, msgspec.Meta(max_length=MAX_REASON)]
 Text = Annotated[str, msgspec.Meta(max_length=MAX_FIELD)]
+Email = Annotated[str, msgspec.Meta(max_length=MAX_EMAIL)]
+Password = Annotated[str, msgspec.Meta(max_length=MAX_PASSWORD)]
 Annotations = Annotated[
     dict[Annotated[str, msgspec.Meta(max_length=MAX_ANNOTATION_KEY)],
          Annotated[str, msgspec.Meta(max_length=MAX_ANNOTATION_VALUE)]],

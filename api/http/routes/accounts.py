@@ -19,8 +19,8 @@ from api.http.routes.names import names
 
 
 class Login(msgspec.Struct, forbid_unknown_fields=True):
-    username: str
-    password: str
+    username: fields.Text
+    password: fields.Password
 
 
 class Revocation(msgspec.Struct, forbid_unknown_fields=True):
@@ -30,8 +30,8 @@ class Revocation(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class PasswordChange(msgspec.Struct, forbid_unknown_fields=True):
-    current_password: str
-    new_password: str
+    current_password: fields.Password
+    new_password: fields.Password
 
 
 @answers(Whoami)

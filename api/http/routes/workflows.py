@@ -60,7 +60,7 @@ class Submit(msgspec.Struct, forbid_unknown_fields=True):
     priority: int = 0
     preemptible: bool | None = None
     endpoint_strategy: Literal["ready", "start"] | None = None  # a takeover of persistent endpoints in use
-    project: str | None = None  # stands for the definition's own `project:` (`workflow start --project`)
+    project: fields.Text | None = None  # stands for the definition's own `project:` (`workflow start --project`)
     annotations: fields.Annotations | None = None  # joined to the definition's (a preset's name and digest)
 
 

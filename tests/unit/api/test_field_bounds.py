@@ -58,3 +58,11 @@ def test_every_hold_reason_is_bounded(api, path, body):
 def test_a_catalog_source_field_past_its_bound_is_refused(api):
     body = {"name": "big", "location": "https://example.org/" + "a" * 10_000, "scope": "cluster"}
     refused(api.request("POST", "/v4/catalog/sources", api.admin, json=body), "location")
+
+
+def test_a_users_email_and_password_are_bounded_when_an_admin_creates_them(api):
+    org = api.request("POST", "/v4/organizations", api.admin, json={"name": "bounds"}).json()["id"]
+    body = {"username": "zed", "email": "z" * 1_200_000 + "@example.org", "password": "Correct-Horse-9-battery"}
+    refused(api.request("POST", f"/v4/organizations/{org}/users", api.admin, json=body), "email")
+    body = {"username": "zed", "email": "zed@example.org", "password": "Correct-Horse-9-" + "b" * 1_200_000}
+    refused(api.request("POST", f"/v4/organizations/{org}/users", api.admin, json=body), "password")
