@@ -72,7 +72,7 @@ class Budget:
         if isinstance(value, str):
             if len(value) > self.max_output:
                 raise BudgetExceeded(f"{name} made a string of over {self.max_output:,} characters (the limit)")
-            self.spend(len(value) // 1024)
+            self.spend(len(value) // 64)  # a 1 MiB string costs 16,384 steps: a render holds few of them
         elif isinstance(value, list | tuple | dict):
             if len(value) > self.max_range:
                 raise BudgetExceeded(f"{name} made {len(value):,} items, over the limit of {self.max_range:,}")

@@ -61,3 +61,18 @@ def test_a_deadline_given_from_outside_stops_the_render():
     message, _ = quick("{{range 10000}}{{range 10}}{{end}}{{end}}", budget=budget)
     assert message == "the render ran past its deadline of 2 s"
     assert isinstance(BudgetExceeded(message), RenderError)
+
+
+def test_a_render_cannot_hold_many_large_strings_at_once():
+    """Each large string costs steps in proportion: a list of 1 MiB copies stops after a dozen, not hundreds."""
+    import tracemalloc
+
+    hoard = ('{{$b := printf "%1000s" ""}}{{range 10}}{{$b = print $b $b}}{{end}}'
+             '{{$l := list}}{{range 1000}}{{$l = append $l (print $b "x")}}{{end}}')
+    tracemalloc.start()
+    try:
+        assert "steps (the limit)" in quick(hoard)[0]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 * 2**20
