@@ -15,7 +15,7 @@ from typing import Any
 
 from domain.catalog.gofuncs import MAX_TEXT, MAX_WIDTH, RenderError
 
-MAX_STEPS = 200_000  # actions, calls and loop turns (a large real template takes a few thousand)
+MAX_STEPS = 200_000  # actions, calls and loop turns (the largest reference template takes 207)
 MAX_OUTPUT = MAX_TEXT  # characters of rendered text, and of any one string a function makes
 MAX_RANGE = 10_000  # turns of one `range`, and items of a list a function makes
 MAX_INT_BITS = 256  # a whole number's size: `mul` cannot build numbers whose printing costs seconds
