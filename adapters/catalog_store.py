@@ -4,7 +4,8 @@ A folder is read as it is on every request (templates are small; an edit shows a
 into `<data dir>/catalog/<source id>` on first use and fetched again once its checkout is older than
 `refresh_seconds`; a fetch that fails keeps serving the last checkout and says so only when there is none. git runs
 without a terminal or credential prompts, with a time limit, limited to the https, http, ssh, git and file
-protocols. Each file a template name needs is read with a size cap; a directory with thousands of files is cut off.
+protocols, following no HTTP redirect. Each file a template name needs is read with a size cap; a directory with
+thousands of files is cut off.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ MAX_TEMPLATES = 2000
 MAX_DEPTH, MAX_ENTRIES = 4, 20_000
 GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "/bin/true", "SSH_ASKPASS": "/bin/true",
            "GIT_ALLOW_PROTOCOL": "https:http:ssh:git:file", "GIT_SSH_COMMAND": "ssh -o BatchMode=yes"}
+# An allowed host must not send git on to one that is not (catalog.allowedSources): no HTTP redirects are followed.
+NO_REDIRECTS = ("-c", "http.followRedirects=false")
 
 
 def open_catalog(uow: Roving, listed: Callable[[], Iterable[CatalogSource]], data_dir: Path | str,
@@ -87,7 +90,7 @@ class CatalogStore:
 
     def _git(self, args: list[str], cwd: Path | None) -> str:
         try:
-            done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=self.timeout,
+            done = subprocess.run(["git", *NO_REDIRECTS, *args], cwd=cwd, capture_output=True, text=True, timeout=self.timeout,
                                   env={**os.environ, **GIT_ENV}, stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
             raise SourceUnreadable(f"git {args[0]} took longer than {self.timeout:g} s") from None

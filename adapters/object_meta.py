@@ -1,5 +1,6 @@
 """What the object store keeps beside an object's bytes: its metadata (nats-py's ObjectInfo JSON, with who put it
-in two headers), the bucket a holder's objects live in, and the subjects and digests of nats-py's layout."""
+in two headers), the bucket a holder's objects live in, the subjects and digests of nats-py's layout, and the quota
+a holder's bucket is held to."""
 
 from __future__ import annotations
 
@@ -34,6 +35,15 @@ class ObjectMeta(msgspec.Struct, frozen=True, kw_only=True):
     def shown(self) -> dict[str, Any]:
         return {"name": self.name, "size": self.size, "sha256": self.sha256, "modified": self.modified,
                 "uploaded_by": self.uploaded_by_name or self.uploaded_by}
+
+
+class Quota(msgspec.Struct, frozen=True, kw_only=True):
+    """What one holder's objects may hold (`bytes` as JetStream stores them, chunks and metadata), and what all
+    holders' together may (`store_bytes`: the object store's room, apart from the log's; 0 for no total)."""
+
+    bytes: int
+    objects: int
+    store_bytes: int = 0
 
 
 def bucket_name(cluster: str, holder: Holder) -> str:

@@ -7,6 +7,10 @@ JSON ObjectInfo, the last message on `$O.<bucket>.M.<base64 name>`. Two things a
   the metadata it decided against (`Nats-Expected-Last-Subject-Sequence`), so two puts of one name at once cannot
   both win: the loser reloads and decides again (unchanged, conflict or replace). Chunks of a put that does not
   commit are purged, and so are the replaced object's once the new one is in place;
+- a holder's bucket is held to its `Quota`: its bytes (as the stream stores them) and its count of live objects, read
+  as a put begins, and all holders' buckets together to `store_bytes`, so objects cannot take the room the log needs.
+  A put past any is QuotaExceeded with the figures. Puts at once (or from several processes) each see the use before
+  theirs, so together they may pass a quota by what they were putting: the bound is per put, not exact;
 - chunks are read through a pull consumer, a few at a time, asked for when the reader has taken the last: a
   multi-gigabyte object passes through in 128 KiB pieces (at most 1 MiB of it held), and a slow HTTP client slows
   the read instead of filling memory. Puts keep at most 1 MiB of chunks awaiting their acks.
@@ -33,7 +37,16 @@ from nats.js.api import AckPolicy, DeliverPolicy, Header
 from nats.nuid import NUID
 
 from adapters.loop_bridge import on_loop, pulled
-from adapters.object_meta import UPLOADER, UPLOADER_NAME, ObjectMeta, bucket_name, digest_text, meta_of, meta_subject
+from adapters.object_meta import (
+    UPLOADER,
+    UPLOADER_NAME,
+    ObjectMeta,
+    Quota,
+    bucket_name,
+    digest_text,
+    meta_of,
+    meta_subject,
+)
 from domain.objects.access import Holder, Verdict
 
 CHUNK = 128 * 1024
@@ -41,7 +54,10 @@ WINDOW = 8  # chunk publishes awaiting their acks at once: 1 MiB in flight
 READ_AHEAD = 8  # chunks a read asks for at once: 1 MiB waiting for a slow reader, no more
 ACK_SECONDS = FETCH_SECONDS = 10.0
 WRONG_LAST_SEQUENCE = {10071}
+NO_STORAGE = {10047}  # "insufficient storage resources available": the server's own store is full
+STORE_SECONDS = 5.0  # how stale the sum of every bucket's bytes may be (it lists every holder's stream)
 Decide = Callable[["ObjectMeta | None", str], Verdict]
+Room = Callable[[int], None]  # raises when a put of that many bytes so far may not go on
 
 
 class TooLarge(Exception):
@@ -50,6 +66,14 @@ class TooLarge(Exception):
     def __init__(self, limit: int) -> None:
         super().__init__(f"an object is at most {limit:,} bytes (ROVING_OBJECT_MAX_BYTES)")
         self.limit = limit
+
+
+class QuotaExceeded(Exception):
+    """A put past a quota (`what`: "bytes", "objects" or "store bytes"), with its figures; nothing of it is kept."""
+
+    def __init__(self, what: str, used: int, limit: int) -> None:
+        super().__init__(f"{what}: {used:,} used of {limit:,}")
+        self.what, self.used, self.limit = what, used, limit
 
 
 class Corrupt(Exception):
@@ -61,16 +85,22 @@ class ObjectStore:
                  replicas: int = 1) -> None:
         self.js, self.cluster, self.max_bytes, self.loop, self.replicas = js, cluster, max_bytes, loop, replicas
         self._made: set[str] = set()
+        self._store_seen = (-STORE_SECONDS, 0)  # (when, every bucket's bytes then)
 
     async def meta(self, holder: Holder, name: str) -> ObjectMeta | None:
         return await on_loop(self.loop, self._meta(bucket_name(self.cluster, holder), name))
 
     async def put(self, holder: Holder, name: str, chunks: AsyncIterator[bytes], decide: Decide,
-                  uploader: tuple[str, str]) -> tuple[Verdict, ObjectMeta]:
+                  uploader: tuple[str, str], quota: Quota | None = None) -> tuple[Verdict, ObjectMeta]:
         """Stream `chunks` in, then commit unless `decide` (given what is there and the new digest) says it is
-        unchanged or raises; (verdict, the object's metadata now)."""
+        unchanged or raises; (verdict, the object's metadata now). QuotaExceeded past `quota`."""
         source = pulled(None, chunks) if self.loop is None else pulled(asyncio.get_running_loop(), chunks)
-        return await on_loop(self.loop, self._put(bucket_name(self.cluster, holder), name, source, decide, uploader))
+        bucket = bucket_name(self.cluster, holder)
+        return await on_loop(self.loop, self._put(bucket, name, source, decide, uploader, quota))
+
+    async def usage(self, holder: Holder) -> tuple[int, int]:
+        """(bytes, live objects) the holder's bucket holds now."""
+        return await on_loop(self.loop, self._usage(bucket_name(self.cluster, holder)))
 
     async def read(self, holder: Holder, meta: ObjectMeta) -> AsyncIterator[bytes]:
         """The object's bytes in chunks, checked against its digest at the end (Corrupt if they do not match)."""
@@ -99,18 +129,66 @@ class ObjectStore:
         return meta_of(info, int(raw.seq or 0))
 
     async def _put(self, bucket: str, name: str, chunks: AsyncIterator[bytes], decide: Decide,
-                   uploader: tuple[str, str]) -> tuple[Verdict, ObjectMeta]:
+                   uploader: tuple[str, str], quota: Quota | None) -> tuple[Verdict, ObjectMeta]:
         await self._ensure(bucket)
+        room = await self._room(bucket, name, quota)
         nuid = NUID().next().decode()
         subject = f"$O.{bucket}.C.{nuid}"
         try:
-            size, count, sha = await self._write_chunks(subject, chunks)
+            try:
+                size, count, sha = await self._write_chunks(subject, chunks, room)
+            except nats.js.errors.APIError as error:
+                if error.err_code not in NO_STORAGE:
+                    raise
+                raise QuotaExceeded("store bytes", 0, quota.store_bytes if quota else 0) from None
             return await self._commit(bucket, name, nuid, size, count, digest_text(sha), decide, uploader)
         except BaseException:
             await asyncio.shield(self._purge(bucket, subject))
             raise
 
-    async def _write_chunks(self, subject: str, chunks: AsyncIterator[bytes]) -> tuple[int, int, bytes]:
+    async def _room(self, bucket: str, name: str, quota: Quota | None) -> Room:
+        """What bounds this put's bytes: the object size bound, the holder's room and the store's. A new name past
+        the holder's count is refused here, before a byte is read."""
+        if quota is None:
+            return self._within_bound
+        used, count = await self._usage(bucket)
+        if count >= quota.objects and await self._meta(bucket, name) is None:
+            raise QuotaExceeded("objects", count, quota.objects)
+        store_used = await self._store_used() if quota.store_bytes else 0
+
+        def room(size: int) -> None:
+            self._within_bound(size)
+            if used + size > quota.bytes:
+                raise QuotaExceeded("bytes", used + size, quota.bytes)
+            if quota.store_bytes and store_used + size > quota.store_bytes:
+                raise QuotaExceeded("store bytes", store_used + size, quota.store_bytes)
+        room(0)
+        return room
+
+    def _within_bound(self, size: int) -> None:
+        if size > self.max_bytes:
+            raise TooLarge(self.max_bytes)
+
+    async def _usage(self, bucket: str) -> tuple[int, int]:
+        try:
+            state = (await self.js.stream_info(f"OBJ_{bucket}", subjects_filter=f"$O.{bucket}.M.>")).state
+        except nats.js.errors.NotFoundError:
+            return 0, 0
+        return int(state.bytes or 0), len(state.subjects or {})
+
+    async def _store_used(self) -> int:
+        """Every holder's bucket's bytes together, listed at most every STORE_SECONDS."""
+        seen, total = self._store_seen
+        if time.monotonic() - seen < STORE_SECONDS:
+            return total
+        prefix, total, offset = f"OBJ_ROVING_OBJ_{self.cluster}_", 0, 0
+        while page := await self.js.streams_info(offset=offset):
+            total += sum(int(i.state.bytes or 0) for i in page if i.config.name and i.config.name.startswith(prefix))
+            offset += len(page)
+        self._store_seen = (time.monotonic(), total)
+        return total
+
+    async def _write_chunks(self, subject: str, chunks: AsyncIterator[bytes], room: Room) -> tuple[int, int, bytes]:
         """Chunks published in order on one connection, up to WINDOW awaiting their acks (about twice the rate of
         one at a time); every ack is in before the put commits."""
         size, count, sha, pending = 0, 0, hashlib.sha256(), bytearray()
@@ -124,8 +202,7 @@ class ObjectStore:
         try:
             async for piece in chunks:
                 size += len(piece)
-                if size > self.max_bytes:
-                    raise TooLarge(self.max_bytes)
+                room(size)
                 sha.update(piece)
                 pending += piece
                 while len(pending) >= CHUNK:
@@ -255,10 +332,14 @@ class ObjectStore:
                     continue
                 raise
             await self._purge(bucket, f"$O.{bucket}.C.{meta.nuid}")
+            await self._purge(bucket, meta_subject(bucket, name))  # its subjects count only live objects
             return meta
 
     async def _ensure(self, bucket: str) -> None:
-        """The holder's bucket, made on its first put (the server answers an existing one as it is)."""
+        """The holder's bucket, made on its first put (the server answers an existing one as it is).
+
+        Its stream has no `max_bytes`: JetStream reserves a stream's max_bytes from the server's storage as it is
+        made, so every holder's quota reserved would refuse new buckets long before the disk is used (10047)."""
         if bucket in self._made:
             return
         try:

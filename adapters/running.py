@@ -65,10 +65,10 @@ class Running:
         self._done.wait(timeout)
         return self.result
 
-    def listening_ports(self) -> tuple[int, ...]:
-        """The TCP ports its processes listen on in the node's network (adapters/listening.py)."""
+    def listening_ports(self, addresses: frozenset[str]) -> tuple[int, ...]:
+        """The TCP ports its processes alone listen on at `addresses` in the node's network (adapters/listening.py)."""
         members = self.cgroup.pids() if self.cgroup is not None else group_members(self.proc.pid)
-        return listening_ports({self.proc.pid, *members})
+        return listening_ports({self.proc.pid, *members}, addresses)
 
     def release(self) -> None:
         """Forget the job's state on disk: call once its end is reported (or will never be)."""

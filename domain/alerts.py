@@ -31,6 +31,11 @@ STATUSES = ("firing", "resolved")
 RELEASES = ("admin", "alert")
 REFUSED = "refused: "  # how an outcome of `apply_alert` starts when the monitoring ceiling refused the hold
 
+# A hold's reason is stored in its event and quoted in blocked causes: an alert's summary is cut, not refused (the
+# node must still be held); Alertmanager's fingerprints are 16 hex digits.
+MAX_ALERT_REASON = 1_024
+MAX_FINGERPRINT = 256
+
 
 class AlertPayloadError(ValueError):
     """The webhook body is not a valid Alertmanager v4 payload; `problems` name each bad field by path."""
@@ -154,6 +159,8 @@ def _alert(alert: Any, path: str, problems: list[str]) -> AlertCommand | None:
     annotations = _strings(alert.get("annotations", {}), f"{path}.annotations", problems, required=False)
     fingerprint = alert.get("fingerprint")
     _expect(isinstance(fingerprint, str) and bool(fingerprint), f"{path}.fingerprint", "must be a non-empty string", problems)
+    _expect(not isinstance(fingerprint, str) or len(fingerprint) <= MAX_FINGERPRINT, f"{path}.fingerprint",
+            f"must be at most {MAX_FINGERPRINT} characters", problems)
     starts = _time(alert.get("startsAt"), f"{path}.startsAt", problems, required=True)
     ends = _time(alert.get("endsAt"), f"{path}.endsAt", problems, required=False)
     action, node, release = _our_labels(labels, f"{path}.labels", problems)
@@ -161,7 +168,7 @@ def _alert(alert: Any, path: str, problems: list[str]) -> AlertCommand | None:
         return None  # (a bad fingerprint or start is among the problems)
     hold_id = hold_id_for(fingerprint, node)
     if status == "firing":
-        reason = annotations.get("summary") or labels.get("alertname") or f"alert {fingerprint}"
+        reason = (annotations.get("summary") or labels.get("alertname") or f"alert {fingerprint}")[:MAX_ALERT_REASON]
         return PlaceMonitoringHold(node=node, hold_id=hold_id, effect=action, reason=reason,
                                    fingerprint=fingerprint, started_at=starts)
     if release == "admin":

@@ -59,7 +59,7 @@ class Agent(Membership):
         self.reporter = Reporter(Outbox(state / "outbox"), self.call, self._fenced)
         self.progress = ProgressRelay()
         self.pulls = ImagePulls(self.call, lambda: self.node_id, self.loop)
-        self.ports = PortWatch(self.report_ports)
+        self.ports = PortWatch(self.report_ports, config.address)
 
     async def run(self, stop: asyncio.Event, detach: asyncio.Event | None = None) -> None:
         nc = beats = None
@@ -196,7 +196,7 @@ class Agent(Membership):
             return
         if watch_service(slot, lambda event: self._threadsafe(self._notify, event),
                          lambda delay, event: self.loop.call_later(delay, self._notify, event)):
-            await self.report_ports(slot, await listening_of(slot))
+            await self.report_ports(slot, await listening_of(slot, self.config.address))
 
     async def send_progress(self) -> None:
         """Transfers' progress, straight to the API (not through the outbox: the next line supersedes a lost one)."""
@@ -213,7 +213,7 @@ class Agent(Membership):
             if slot is None:
                 continue
             if event == "ready":
-                await self.report_ports(slot, await listening_of(slot))
+                await self.report_ports(slot, await listening_of(slot, self.config.address))
             elif event == "unready":  # out of its endpoint, still running
                 slot.listening = None
                 self.report_slot(slot, "unready", reason=rest[0], change=slot.changes)

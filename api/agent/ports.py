@@ -12,21 +12,24 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 
+from adapters.listening import proxy_addresses
 from api.agent.slots import Slot
 
 CHECK_SECONDS = 2.0  # how stale a ready service's ports may be in its endpoints
 
 
-async def listening_of(slot: Slot) -> list[int]:
-    """The ports the slot's processes listen on now (off the loop: it reads /proc)."""
-    return list(await asyncio.to_thread(slot.running.listening_ports))
+async def listening_of(slot: Slot, address: str) -> list[int]:
+    """The ports the slot's processes listen on now at `address`, where the proxy reaches the node (off the loop: it
+    resolves the address and reads /proc)."""
+    return list(await asyncio.to_thread(lambda: slot.running.listening_ports(proxy_addresses(address))))
 
 
 class PortWatch:
     """Every CHECK_SECONDS, each ready service whose listening ports changed is reported ready again with them."""
 
-    def __init__(self, report: Callable[[Slot, list[int]], Awaitable[None]], every: float = CHECK_SECONDS) -> None:
-        self.report, self.every, self.next_check = report, every, 0.0
+    def __init__(self, report: Callable[[Slot, list[int]], Awaitable[None]], address: str,
+                 every: float = CHECK_SECONDS) -> None:
+        self.report, self.address, self.every, self.next_check = report, address, every, 0.0
 
     async def check(self, slots: dict[str, Slot]) -> None:
         if time.monotonic() < self.next_check:
@@ -35,6 +38,6 @@ class PortWatch:
         for slot in list(slots.values()):
             if slot.spec.kind != "service" or slot.listening is None or slot.fenced:
                 continue
-            now = await listening_of(slot)
+            now = await listening_of(slot, self.address)
             if now != slot.listening and slot.listening is not None:
                 await self.report(slot, now)

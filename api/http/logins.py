@@ -7,25 +7,37 @@ once took its 40 threads (another tenant's submit waited 65 s) and 40 hashes' me
 - every password check (login, the sign-in form, a password change) runs in `LoginGate`'s own pool of `workers`
   threads, so the shared pool and the cores keep serving everything else, and at most `workers` hashes are in
   memory at once;
-- at most `waiting` checks may queue for that pool; more is a 503 with Retry-After, answered at once;
-- each address and each account has a token bucket (a burst, then one attempt per few seconds), and an account has
-  one check at a time; past either, a 429 with Retry-After, also without a hash.
+- each address prefix (/24 for IPv4, /64 for IPv6: one network, however many addresses it sprays from) and each
+  account has a token bucket (a burst, then one attempt per few seconds), and an account has one check at a time;
+  past either, a 429 with Retry-After, also without a hash;
+- checks wait for the pool in three lanes, each holding at most `waiting` (the clean lane CLEAN_ROOM times as many:
+  a waiting check costs no hash); a full lane is a 503 with Retry-After, answered at once. A free worker takes the
+  first lane first: `known` (an account that signed in from this prefix before, which no spray of wrong passwords
+  ever reaches), then `clean` (an account and a prefix without recent failures, one check per prefix at a time),
+  then `suspect` (the rest: where a spray ends up after its first failure).
+  So a spray from many addresses fills its own lane and answers its own 503s, while a correct password of an account
+  it does not target still goes through; an account under attack may be held up, its lockout too.
 
 The buckets are per process (`ROVING_API_WORKERS` processes each keep their own) and in memory: they slow a guesser
-down, the account lockout (domain/tenancy/passwords.py) stops one.
+down, the account lockout (domain/tenancy/passwords.py) stops one. Nothing tells a first sign-in from a new network
+apart from a sprayer's first guess from one: a spray from N fresh prefixes may delay such a sign-in by N hashes
+(once per PREFIX_TRUST refill), and deny it only past the clean lane's room; a known sign-in it never delays.
 """
 
 from __future__ import annotations
 
 import functools
+import ipaddress
 import math
 import os
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
+import anyio
 import anyio.to_thread
 from anyio import CapacityLimiter
 from starlette.requests import Request
@@ -51,9 +63,25 @@ class Limits:
     refill: float       # seconds until one more attempt is allowed
 
 
-ADDRESS = Limits(burst=20, refill=3.0)   # an office behind one address: 20 at once, then 20 a minute
+ADDRESS = Limits(burst=20, refill=3.0)   # an office behind one prefix: 20 at once, then 20 a minute
 ACCOUNT = Limits(burst=10, refill=6.0)   # past the lockout's 5 failures, which then answers (and costs no hash)
+PREFIX_TRUST = Limits(burst=1, refill=300.0)   # one failed check makes a prefix suspect for five minutes
+ACCOUNT_TRUST = Limits(burst=3, refill=300.0)  # failed checks for an account before it counts as under attack
 MAX_KEYS = 100_000  # buckets kept per kind; the oldest go first (a spray of names must not grow memory either)
+LANES = ("known", "clean", "suspect")  # in the order a free worker takes them
+CLEAN_ROOM = 16  # the clean lane holds this many times `waiting`: one check per prefix, so many prefixes' firsts
+
+
+def prefix_of(address: str) -> str:
+    """The network an address belongs to for the limits: its /24 (IPv4, also IPv4-mapped IPv6) or its /64 (IPv6)."""
+    try:
+        ip = ipaddress.ip_address(address.partition("%")[0])
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    bits = 24 if ip.version == 4 else 64
+    return str(ipaddress.ip_network(f"{ip}/{bits}", strict=False))
 
 
 class Buckets:
@@ -76,6 +104,12 @@ class Buckets:
                 del self.levels[next(iter(self.levels))]
             return wait
 
+    def level(self, key: str) -> float:
+        """The tokens `key` has now, without taking one."""
+        with self.lock:
+            tokens, when = self.levels.get(key, (float(self.limits.burst), self.clock()))
+            return min(float(self.limits.burst), tokens + (self.clock() - when) / self.limits.refill)
+
     def give_back(self, key: str) -> None:
         """A right password costs its account nothing: a user who mistyped twice is not held up after."""
         with self.lock:
@@ -89,17 +123,53 @@ def default_workers() -> int:
     return max(1, (os.cpu_count() or 2) // 2)
 
 
+class Lanes:
+    """The pool's `workers` slots, handed to waiting checks lane by lane (LANES' order), first come first served
+    within a lane. Only the event loop calls it."""
+
+    def __init__(self, slots: int) -> None:
+        self.free = slots
+        self.waiting: dict[str, deque[anyio.Event]] = {lane: deque() for lane in LANES}
+
+    async def acquire(self, lane: str) -> None:
+        if self.free > 0 and not any(self.waiting.values()):
+            self.free -= 1
+            return
+        turn = anyio.Event()
+        self.waiting[lane].append(turn)
+        try:
+            await turn.wait()
+        except BaseException:  # the caller went away: give up its place, or pass on the slot it was handed
+            if turn.is_set():
+                self.release()
+            else:
+                self.waiting[lane].remove(turn)
+            raise
+
+    def release(self) -> None:
+        for lane in LANES:
+            if self.waiting[lane]:
+                self.waiting[lane].popleft().set()
+                return
+        self.free += 1
+
+
 class LoginGate:
-    """Admits a password check (limits), then runs it in the gate's own pool."""
+    """Admits a password check (limits, lane), then runs it in the gate's own pool."""
 
     def __init__(self, workers: int | None = None, waiting: int | None = None, address: Limits = ADDRESS,
                  account: Limits = ACCOUNT, clock: Callable[[], float] = time.monotonic) -> None:
         self.workers = workers or default_workers()
         self.waiting_limit = waiting if waiting is not None else 8 * self.workers
         self.pool = CapacityLimiter(self.workers)
+        self.lanes = Lanes(self.workers)
         self.addresses, self.accounts = Buckets(address, clock), Buckets(account, clock)
+        self.prefix_trust, self.account_trust = Buckets(PREFIX_TRUST, clock), Buckets(ACCOUNT_TRUST, clock)
+        self.known: dict[tuple[str, str], None] = {}  # (account, prefix) that signed in, oldest first
         self.checking: set[str] = set()  # accounts with a check under way
-        self.queued = 0
+        self.clean_checks: set[str] = set()  # prefixes with a check in the clean lane
+        self.queued = dict.fromkeys(LANES, 0)
+        self.room = {"known": self.waiting_limit, "clean": CLEAN_ROOM * self.waiting_limit, "suspect": self.waiting_limit}
         self.lock = threading.Lock()
 
     @property
@@ -109,31 +179,60 @@ class LoginGate:
 
     async def check(self, account: str, address: str, work: Callable[..., T], *args: object) -> T:
         """Run `work(*args)` (a login or password change) if this account and address may try now; a right password
-        (no exception) gives the account its attempt back."""
-        account = account.strip().casefold()
-        self._admit(account, address)
+        (no exception) gives the account its attempt back and makes its prefix known, a wrong one (an exception)
+        counts against the trust of both."""
+        account, prefix = account.strip().casefold(), prefix_of(address)
+        lane = self._admit(account, prefix)
         try:
-            result = await anyio.to_thread.run_sync(functools.partial(work, *args), limiter=self.pool)
+            await self.lanes.acquire(lane)
+            try:
+                result = await anyio.to_thread.run_sync(functools.partial(work, *args), limiter=self.pool)
+            finally:
+                self.lanes.release()
+        except Exception:
+            self.prefix_trust.take(prefix)
+            self.account_trust.take(account)
+            raise
         finally:
             with self.lock:
-                self.queued -= 1
+                self.queued[lane] -= 1
                 self.checking.discard(account)
+                if lane == "clean":
+                    self.clean_checks.discard(prefix)
         self.accounts.give_back(account)
+        self._remember(account, prefix)
         return result
 
-    def _admit(self, account: str, address: str) -> None:
+    def _lane(self, account: str, prefix: str) -> str:
+        if (account, prefix) in self.known:
+            return "known"
+        clean = self.prefix_trust.level(prefix) >= 1 and self.account_trust.level(account) >= 1
+        return "clean" if clean and prefix not in self.clean_checks else "suspect"
+
+    def _admit(self, account: str, prefix: str) -> str:
         with self.lock:
-            if self.queued >= self.waiting_limit:
-                seconds = self.queued / self.workers * 0.4  # a hash takes about 0.35 s of a core
-                raise TooManyLogins(503, f"{self.queued} password checks are waiting; try again shortly", seconds)
+            lane = self._lane(account, prefix)
+            if self.queued[lane] >= self.room[lane]:
+                seconds = self.queued[lane] / self.workers * 0.4  # a hash takes about 0.35 s of a core
+                raise TooManyLogins(503, f"{self.queued[lane]} password checks are waiting; try again shortly", seconds)
             if account in self.checking:
                 raise TooManyLogins(429, "a login for this account is being checked; wait for its answer", 1)
-            if wait := self.addresses.take(address):
+            if lane != "known" and (wait := self.addresses.take(prefix)):  # a neighbour's spray spends no known one's
                 raise TooManyLogins(429, "too many logins from this address; slow down", wait)
             if wait := self.accounts.take(account):
                 raise TooManyLogins(429, "too many logins for this account; slow down", wait)
             self.checking.add(account)
-            self.queued += 1
+            self.queued[lane] += 1
+            if lane == "clean":
+                self.clean_checks.add(prefix)
+            return lane
+
+    def _remember(self, account: str, prefix: str) -> None:
+        with self.lock:
+            self.known.pop((account, prefix), None)
+            self.known[(account, prefix)] = None
+            while len(self.known) > MAX_KEYS:
+                del self.known[next(iter(self.known))]
 
 
 def gate(request: Request) -> LoginGate:

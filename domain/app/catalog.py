@@ -21,10 +21,21 @@ from domain.app.catalog_access import Owner, may_manage, may_see, owner_for, sho
 from domain.app.errors import Conflict, Forbidden, Invalid, NotFound, invalid
 from domain.app.roving import Roving
 from domain.app.unit_of_work import command
-from domain.catalog import CatalogError, Clock, Template, TemplateFiles, build, matches, render_fuzzfile
-from domain.catalog.source import CatalogSource, SourceKind, SourceScope, check_source, is_local, source_id
+from domain.catalog import Budget, CatalogError, Clock, Template, TemplateFiles, build, matches, render_fuzzfile
+from domain.catalog.source import (
+    CatalogSource,
+    SourceKind,
+    SourceScope,
+    allowed_remote,
+    check_source,
+    is_local,
+    source_id,
+)
 from domain.tenancy import Source
 from domain.tenancy.permissions import Principal
+
+NOT_USABLE = ("cannot add this source: a git source is a repository, with its ref, at a scheme and host the "
+              "cluster's catalog.allowedSources lists (ask a cluster admin)")
 
 
 class SourceUnreadable(Exception):
@@ -57,10 +68,7 @@ class CatalogHandlers:
             raise Forbidden(f"{wanted.value} catalog sources are added by the {where.managers}")
         if is_local(found_kind, location) and not principal.is_cluster_admin:
             raise Forbidden("a folder or file:// source reads the control plane's own disk: a cluster admin adds it")
-        try:
-            self.store.check(found_kind, location, ref)
-        except SourceUnreadable as why:
-            raise invalid("location", f"cannot read the source: {why}") from None
+        self._check_reachable(found_kind, location, ref, principal)
         existing = self._get(source_id(wanted, where.id, name))
         with catalog_errors():
             if existing is None:
@@ -70,6 +78,25 @@ class CatalogHandlers:
                 existing.add_again(found_kind, location, ref, by=principal.username, at=at)
         self.uow.save(existing)
         return source_answer(existing)
+
+    def _check_reachable(self, kind: SourceKind, location: str, ref: str, principal: Principal) -> None:
+        """A cluster admin's source is read as given, and a failure says why. Anyone else's git source must be at a
+        scheme and host `catalog.allowedSources` lists, and any refusal is one sentence, the same whether the host
+        is not allowed, does not answer or has no such ref: the control plane fetching for a tenant must not become
+        a way to learn what it can reach."""
+        if principal.is_cluster_admin:
+            try:
+                self.store.check(kind, location, ref)
+            except SourceUnreadable as why:
+                raise invalid("location", f"cannot read the source: {why}") from None
+            return
+        allowed = self.uow.scheduler_config().catalog_allowed_sources
+        try:
+            if not allowed_remote(location, allowed):
+                raise SourceUnreadable("not allowed")
+            self.store.check(kind, location, ref)
+        except SourceUnreadable:
+            raise invalid("location", NOT_USABLE) from None
 
     @command
     def remove_source(self, source: UUID, principal: Principal, at: datetime) -> dict[str, Any]:
@@ -107,17 +134,19 @@ class CatalogHandlers:
         raise NotFound(f"catalog template {source + '/' if source else ''}{name}{hint}")
 
     def render(self, principal: Principal, name: str, values: dict[str, Any], at: datetime,
-               source: str = "") -> dict[str, Any]:
+               source: str = "", budget: Budget | None = None) -> dict[str, Any]:
+        """The Fuzzfile; `budget` carries the caller's deadline (the domain has no clock: the step budget applies
+        without one)."""
         template = self.template(principal, name, source)
         with catalog_errors():
-            rendered = render_fuzzfile(template, values, Clock(at, self._rand))
+            rendered = render_fuzzfile(template, values, Clock(at, self._rand), budget)
         return {"template": template.key, "fuzzfile": rendered.fuzzfile,
                 "warnings": [{"path": w.path, "message": w.message} for w in rendered.warnings]}
 
     def start(self, principal: Principal, name: str, values: dict[str, Any], workflow_id: UUID, at: datetime,
-              workflow_name: str = "", source: str = "") -> dict[str, Any]:
+              workflow_name: str = "", source: str = "", budget: Budget | None = None) -> dict[str, Any]:
         """Render, then submit the Fuzzfile as the caller (the submission's own checks and warnings apply)."""
-        rendered = self.render(principal, name, values, at, source)
+        rendered = self.render(principal, name, values, at, source, budget)
         title = workflow_name or rendered["template"].split("/", 1)[1]
         submitted = self.uow.submit_workflow(workflow_id, title, rendered["fuzzfile"], 0, None, principal, at)
         notes = rendered["warnings"] + [{"path": w.path, "message": w.message} for w in submitted or []]

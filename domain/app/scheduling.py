@@ -23,6 +23,19 @@ from domain.scheduler.reasons import Why
 from domain.scheduler.snapshot import Definition, QueuedAllocation
 from domain.workflow import Workflow, WorkflowError
 
+# A blocked cause's message and cause key are cut to these lengths: they come from node holds, annotations and other
+# text people write, and one event must stay within JetStream's message limit (1 MiB). A pass's causes are committed
+# in groups of about COMMIT_TEXT characters of them, each group one atomic commit, so no commit's size grows with
+# how many allocations are blocked or how long their reasons are.
+MAX_BLOCKED_MESSAGE = 4_000
+MAX_BLOCKED_CAUSE = 1_000
+COMMIT_TEXT = 256 * 1024
+CUT = " … (cut)"
+
+
+def cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - len(CUT)] + CUT
+
 
 class SchedulingHandlers:
     def __init__(self, uow: UnitOfWork, allocations: Allocations, config: ConfigHandlers,
@@ -98,20 +111,26 @@ class SchedulingHandlers:
 
     @command
     def record_blocked_all(self, blocked: Sequence[tuple[UUID, Why]], by: str, at: datetime) -> int:
-        """A pass's new causes in one commit: how many allocations got a `SchedulingBlocked` event (one that ended
-        or went meanwhile is passed over)."""
-        touched = []
+        """A pass's new causes in as few commits as their size allows: how many allocations got a `SchedulingBlocked`
+        event (one that ended or went meanwhile is passed over)."""
+        group: list[Any] = []
+        written = size = 0
         for allocation, why in blocked:
             try:
                 alloc = self.uow.load(Allocation, allocation, "allocation")
             except NotFound:
                 continue
             reason, detail = why.cause()
-            if not alloc.ended and alloc.record_blocked(reason.value, why.message, f"{reason.value}:{detail}",
-                                                        by=by, at=at):
-                touched.append(alloc)
-        self.uow.save(*touched)
-        return len(touched)
+            message, cause = cut(why.message, MAX_BLOCKED_MESSAGE), cut(f"{reason.value}:{detail}", MAX_BLOCKED_CAUSE)
+            if alloc.ended or not alloc.record_blocked(reason.value, message, cause, by=by, at=at):
+                continue
+            if group and size + len(message) + len(cause) > COMMIT_TEXT:
+                self.uow.save(*group)
+                written, group, size = written + len(group), [], 0
+            group.append(alloc)
+            size += len(message) + len(cause)
+        self.uow.save(*group)
+        return written + len(group)
 
     def check_feasible_submission(self, workflow: Workflow, definitions: Sequence[Definition] | None) -> None:
         """Refuse stages no node of any definition could hold even when idle; no definitions: accept."""

@@ -5,6 +5,7 @@
 (domain.catalog.source) records where a tenant's templates come from.
 """
 
+from domain.catalog.budget import Budget, BudgetExceeded
 from domain.catalog.gofuncs import Clock, RenderError, TemplateFailure
 from domain.catalog.gotemplate import render
 from domain.catalog.inputs import CatalogError, Input, fill, parse_inputs, read_values
@@ -20,6 +21,7 @@ from domain.catalog.template import (
            summary,
 )
 
-__all__ = ["CatalogError", "Clock", "Input", "RenderError", "Rendered", "Template", "TemplateFailure", "TemplateFiles",
+__all__ = ["Budget", "BudgetExceeded",
+           "CatalogError", "Clock", "Input", "RenderError", "Rendered", "Template", "TemplateFailure", "TemplateFiles",
            "build", "detail", "fill", "form_groups", "matches", "parse_inputs", "read_values", "render",
            "render_fuzzfile", "summary"]

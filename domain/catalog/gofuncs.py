@@ -17,6 +17,8 @@ from datetime import datetime
 from typing import Any
 
 VERB = re.compile(r"%([-+# 0]*)(\d*)(?:\.(\d+))?([a-zA-Z%])")
+MAX_TEXT = 2**20  # characters of any one string a function makes (domain/catalog/budget.py: the render's budget)
+MAX_WIDTH = 1_000  # printf's width and precision: Go pads to any width, so a template could ask for gigabytes
 
 
 class RenderError(ValueError):
@@ -43,11 +45,32 @@ def show(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, float):
         return go_float(value)
+    if isinstance(value, list | tuple | dict):
+        too_long(text_size(value), "a list or map's text")
     if isinstance(value, list | tuple):
         return "[" + " ".join(show(v) for v in value) + "]"
     if isinstance(value, dict):
         return "map[" + " ".join(f"{show(k)}:{show(value[k])}" for k in sorted(value, key=str)) + "]"
     return str(value)
+
+
+def text_size(value: Any, limit: int = MAX_TEXT) -> int:
+    """About how many characters `value` prints as, counted only until past `limit` (so counting is cheap too)."""
+    if isinstance(value, str):
+        return len(value)
+    if not isinstance(value, list | tuple | dict):
+        return 24
+    total = 2
+    for item in value.items() if isinstance(value, dict) else value:
+        total += 1 + text_size(item, limit - total)
+        if total > limit:
+            break
+    return total
+
+
+def too_long(size: int, what: str) -> None:
+    if size > MAX_TEXT:
+        raise RenderError(f"{what} would be over {MAX_TEXT:,} characters (the limit)")
 
 
 def go_float(value: float) -> str:
@@ -80,6 +103,9 @@ def printf(fmt: str, *args: Any) -> str:
 
 
 def _verb(value: Any, flags: str, width: str, precision: str | None, verb: str) -> str:
+    for what, digits in (("width", width), ("precision", precision)):
+        if digits and (len(digits) > 6 or int(digits) > MAX_WIDTH):
+            raise RenderError(f"printf {what} {digits} is over the limit of {MAX_WIDTH:,}")
     number = isinstance(value, int | float) and not isinstance(value, bool)
     if verb in "dxXob" and isinstance(value, int) and not isinstance(value, bool):
         return format(value, _spec(flags, width, None) + verb)
@@ -122,6 +148,19 @@ def substr(start: int, end: int, text: Any) -> str:
     return text[start:end]
 
 
+def join(sep: Any, items: Any) -> str:
+    parts = [to_string(i) for i in items or []]
+    too_long(sum(len(part) for part in parts) + len(to_string(sep)) * len(parts), "join's result")
+    return to_string(sep).join(parts)
+
+
+def replace(old: Any, new: Any, text: Any) -> str:
+    old, new, text = to_string(old), to_string(new), to_string(text)
+    count = text.count(old) if old else len(text) + 1
+    too_long(len(text) + count * max(0, len(new) - len(old)), "replace's result")
+    return text.replace(old, new)
+
+
 def to_string(value: Any) -> str:
     return "" if value is None else show(value)
 
@@ -159,6 +198,7 @@ def length(value: Any) -> int:
 
 def to_json(value: Any) -> str:
     """Go's json.Marshal: compact, with <, > and & escaped."""
+    too_long(text_size(value), "toJson's result")
     text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
@@ -221,10 +261,10 @@ FUNCS: dict[str, Callable[..., Any]] = {
     "contains": lambda part, s: part in to_string(s),
     "lower": lambda s: to_string(s).lower(),
     "upper": lambda s: to_string(s).upper(),
-    "replace": lambda old, new, s: to_string(s).replace(old, new),
+    "replace": replace,
     "substr": substr,
     "splitList": lambda sep, s: to_string(s).split(sep),
-    "join": lambda sep, items: sep.join(to_string(i) for i in items or []),
+    "join": join,
     "base": base,
     "quote": lambda *a: " ".join(json.dumps(to_string(v), ensure_ascii=False) for v in a),
     "squote": lambda *a: " ".join(f"'{to_string(v)}'" for v in a),

@@ -2,7 +2,8 @@
 `else if`/`with`/`range` blocks, variables (`$x :=`, `$x =`, `$`), fields, pipelines, parenthesised calls and
 the functions of domain.catalog.gofuncs.
 
-`render(text, values, clock)` parses the template (domain.catalog.goparse), then executes it over `values`.
+`render(text, values, clock, budget)` parses the template (domain.catalog.goparse), then executes it over `values`
+within `budget` (domain.catalog.budget): every action, call and loop turn is a step, and what it makes is measured.
 """
 
 from __future__ import annotations
@@ -11,10 +12,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from domain.catalog.budget import Budget, BudgetExceeded
 from domain.catalog.gofuncs import FUNCS, Clock, RenderError, TemplateFailure, clock_funcs, show, truthy
 from domain.catalog.goparse import Block, Pipeline, Term, parse
 
-__all__ = ["Clock", "RenderError", "TemplateFailure", "render"]
+__all__ = ["Budget", "BudgetExceeded", "Clock", "RenderError", "TemplateFailure", "render"]
 
 LAZY = frozenset({"and", "or"})  # Go stops at the first argument that decides
 
@@ -23,6 +25,7 @@ LAZY = frozenset({"and", "or"})  # Go stops at the first argument that decides
 class Scope:
     dot: Any
     frames: list[dict[str, Any]]
+    budget: Budget
 
     def lookup(self, name: str) -> Any:
         for frame in reversed(self.frames):
@@ -38,27 +41,32 @@ class Scope:
         raise RenderError(f"undefined variable: {name}")
 
     def inner(self, dot: Any, frame: dict[str, Any] | None = None) -> Scope:
-        return Scope(dot, [*self.frames, frame or {}])
+        return Scope(dot, [*self.frames, frame or {}], self.budget)
 
 
-def render(text: str, values: Mapping[str, Any], clock: Clock) -> str:
-    """The template executed over `values`; RenderError (TemplateFailure for `fail`) says what went wrong."""
+def render(text: str, values: Mapping[str, Any], clock: Clock, budget: Budget | None = None) -> str:
+    """The template executed over `values`; RenderError (TemplateFailure for `fail`, BudgetExceeded past the
+    budget) says what went wrong."""
     nodes = parse(text)
     funcs = {**FUNCS, **clock_funcs(clock)}
     out: list[str] = []
     data = dict(values)
-    _run(nodes, Scope(data, [{"$": data}]), funcs, out)
+    _run(nodes, Scope(data, [{"$": data}], budget or Budget()), funcs, out)
     return "".join(out)
 
 
 def _run(nodes: list[Any], scope: Scope, funcs: dict[str, Callable[..., Any]], out: list[str]) -> None:
     for node in nodes:
+        scope.budget.spend()
         if isinstance(node, str):
+            scope.budget.write(node)
             out.append(node)
         elif isinstance(node, Pipeline):
             value = _execute(node, scope, funcs)
             if not node.op:
-                out.append(show(value))
+                text = show(value)
+                scope.budget.write(text)
+                out.append(text)
         elif node.kind == "range":
             _run_range(node, scope, funcs, out)
         else:
@@ -77,22 +85,28 @@ def _run_if(block: Block, scope: Scope, funcs: dict[str, Callable[..., Any]], ou
 
 def _run_range(block: Block, scope: Scope, funcs: dict[str, Callable[..., Any]], out: list[str]) -> None:
     head, body = block.branches[0]
-    items = _evaluate(head.commands, scope, funcs)
-    if isinstance(items, dict):
-        pairs = [(key, items[key]) for key in sorted(items, key=str)]  # Go ranges over a map in key order
-    elif isinstance(items, list | tuple):
-        pairs = list(enumerate(items))
-    elif isinstance(items, int) and not isinstance(items, bool):
-        pairs = [(n, n) for n in range(items)]
-    elif items is None:
-        pairs = []
-    else:
-        raise RenderError(f"range can't iterate over {show(items)}")
+    pairs = _pairs(_evaluate(head.commands, scope, funcs), scope.budget)
     for key, value in pairs:
         bound = [value] if len(head.names) == 1 else [key, value]
         _run(body, scope.inner(value, dict(zip(head.names, bound, strict=False))), funcs, out)
     if not pairs:
         _run(block.otherwise, scope.inner(scope.dot), funcs, out)
+
+
+def _pairs(items: Any, budget: Budget) -> list[tuple[Any, Any]]:
+    """What `range` walks, as (key, value), counted against the budget before any of it is made."""
+    if isinstance(items, int) and not isinstance(items, bool):
+        budget.turns(items)
+        return [(n, n) for n in range(items)]
+    if isinstance(items, dict | list | tuple):
+        budget.turns(len(items))
+    if isinstance(items, dict):
+        return [(key, items[key]) for key in sorted(items, key=str)]  # Go ranges over a map in key order
+    if isinstance(items, list | tuple):
+        return list(enumerate(items))
+    if items is None:
+        return []
+    raise RenderError(f"range can't iterate over {show(items)}")
 
 
 def _execute(pipeline: Pipeline, scope: Scope, funcs: dict[str, Callable[..., Any]]) -> Any:
@@ -121,11 +135,12 @@ def _call(name: str, args: list[Term], piped: list[Any], scope: Scope, funcs: di
     if name in LAZY:
         return _and_or(name == "and", args, piped, scope, funcs)
     values = [_value(a, scope, funcs) for a in args] + piped
+    scope.budget.spend()
     try:
-        return funcs[name](*values)
+        return scope.budget.admit(funcs[name](*values), name)
     except (RenderError, TemplateFailure):
         raise
-    except (TypeError, ValueError, AttributeError, KeyError) as error:
+    except (TypeError, ValueError, AttributeError, KeyError, OverflowError) as error:
         raise RenderError(f"error calling {name}: {error}") from None
 
 

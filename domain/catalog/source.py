@@ -70,6 +70,40 @@ def check_source(name: str, kind: str, location: str, ref: str) -> SourceKind:
     return wanted
 
 
+REMOTE_SCHEMES = ("https", "http", "ssh", "git")
+URL_HOST = re.compile(r"^([a-z]+)://(?:[^/@]*@)?(\[[0-9A-Fa-f:.]+\]|[^/:?#]*)(?::(\d+))?(?:[/?#]|$)")
+
+
+def remote_of(location: str) -> tuple[str, str, str] | None:
+    """(scheme, host, port) a git location reaches (`user@host:path` is ssh), lower-cased; None if not a remote, or
+    if it holds a backslash or a space, which URL parsers read differently (`https://a\\@b/`)."""
+    if any(c == "\\" or c.isspace() for c in location):
+        return None
+    found = URL_HOST.match(location)
+    if found:
+        return found.group(1).lower(), found.group(2).lower(), found.group(3) or ""
+    if SCP_LIKE.match(location):
+        return "ssh", location.split("@", 1)[1].split(":", 1)[0].lower(), ""
+    return None
+
+
+def allowed_remote(location: str, allowed: tuple[str, ...]) -> bool:
+    """Whether `location` is at one of the `catalog.allowedSources` entries: `scheme://host[:port]`, where
+    `*.example.org` stands for any host under example.org (not example.org itself) and no port means any."""
+    remote = remote_of(location)
+    if remote is None or remote[0] not in REMOTE_SCHEMES or not remote[1]:
+        return False
+    scheme, host, port = remote
+    for entry in allowed:
+        want_scheme, _, rest = entry.lower().partition("://")
+        want_host, _, want_port = rest.partition(":")
+        if want_scheme != scheme or (want_port and want_port != port):
+            continue
+        if host == want_host or (want_host.startswith("*.") and host.endswith(want_host[1:])):
+            return True
+    return False
+
+
 def _credentials(location: str) -> bool:
     """A URL's userinfo is a credential unless it is a bare ssh user name (ssh://git@host/...)."""
     found = USERINFO.match(location)

@@ -15,7 +15,7 @@ import msgspec
 import yaml
 
 from domain.catalog.gofuncs import RenderError, TemplateFailure
-from domain.catalog.gotemplate import Clock, render
+from domain.catalog.gotemplate import Budget, Clock, render
 from domain.catalog.inputs import CatalogError, Input, fill, parse_inputs
 from domain.fuzzfile.decode import load_yaml
 from domain.fuzzfile.parse import parse_fuzzfile
@@ -111,12 +111,14 @@ def form_groups(template: Template) -> dict[str, list[Input]]:
     return groups
 
 
-def render_fuzzfile(template: Template, given: Mapping[str, Any], clock: Clock) -> Rendered:
+def render_fuzzfile(template: Template, given: Mapping[str, Any], clock: Clock,
+                    budget: Budget | None = None) -> Rendered:
     """The Fuzzfile the values make (v1 upgraded to v4); CatalogError with every problem: a value the template
-    does not take or cannot use, the template's own `fail` message, or what the rendered Fuzzfile gets wrong."""
+    does not take or cannot use, the template's own `fail` message, a render past its budget (naming the limit), or
+    what the rendered Fuzzfile gets wrong."""
     values = fill(template.inputs, given)
     try:
-        text = render(template.text, values, clock)
+        text = render(template.text, values, clock, budget)
     except TemplateFailure as failure:
         raise CatalogError([Problem("values", str(failure))]) from None
     except RenderError as error:

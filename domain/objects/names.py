@@ -76,7 +76,8 @@ def parse_location(text: str) -> Location:
 
 
 def check_name(name: str, folder: bool = True) -> str:
-    """A name of `/`-separated parts, none empty, `.` or `..`; "" and a trailing `/` (a folder) only if `folder`."""
+    """A name of `/`-separated parts, none empty, `.` or `..`, with no `\\`; "" and a trailing `/` (a folder) only if
+    `folder`."""
     folder = folder and (name == "" or name.endswith("/"))
     parts = (name.removesuffix("/") if folder else name).split("/") if name else []
     if not name and not folder:
@@ -85,6 +86,8 @@ def check_name(name: str, folder: bool = True) -> str:
         raise ObjectNameError(f"an object's name is at most {MAX_NAME} bytes, this one is {len(name.encode())}")
     if UNPRINTABLE.search(name):
         raise ObjectNameError(f"{name!r}: control characters are not allowed in a name")
+    if "\\" in name:  # a Windows path's separator: `a\..\b` would be `..` once a client on Windows saves it
+        raise ObjectNameError(f"{name!r} has a `\\`; a name is parts separated by single `/`")
     for part in parts:
         if part in ("", ".", ".."):
             shown = "an empty part (`//` or a leading `/`)" if part == "" else f"a `{part}` part"

@@ -14,7 +14,7 @@ import msgspec
 
 from domain.ids import MAX_POSIX_ID
 from domain.project_paths import ProjectError, check_path
-from domain.quantities import MAX_SHARED
+from domain.quantities import MAX_SHARED, QuantityError, parse_memory
 from domain.scheduler.priority import DEFAULT_PRIORITY, PriorityError, compile_priority
 
 
@@ -41,6 +41,12 @@ class SchedulerConfig(msgspec.Struct, frozen=True, kw_only=True):
     storage_classes: dict[str, str] = {}
     shared_resources: dict[str, int] = {}  # scheduler.sharedResources: cluster-wide counted resources (licenses)
     default_project: str = ""  # projects.default: where work goes that names no project and whose group has none
+    object_user_bytes: int = 10 * 2**30  # objects.*: what each user's and each group's objects may hold (bytes, count)
+    object_user_count: int = 10_000
+    object_group_bytes: int = 50 * 2**30
+    object_group_count: int = 50_000
+    object_store_bytes: int = 100 * 2**30  # objects.storeBytes: all objects together, so the log keeps its room
+    catalog_allowed_sources: tuple[str, ...] = ()  # catalog.allowedSources: where non-admins' git sources may be
 
 
 class ConfigProblem(msgspec.Struct, frozen=True, kw_only=True):
@@ -162,6 +168,25 @@ def _shared(value: Any) -> dict[str, int]:
     return found
 
 
+def _bytes(value: Any) -> int:
+    """A size: a whole number of bytes or a string such as 10GiB."""
+    try:
+        return parse_memory(value)
+    except QuantityError as error:
+        raise Invalid(str(error)) from None
+
+
+_ALLOWED_SOURCE = re.compile(r"^(https|http|ssh|git)://(\*\.)?[A-Za-z0-9.-]+(:\d{1,5})?$")
+
+
+def _allowed_sources(value: Any) -> tuple[str, ...]:
+    """["https://github.com", "ssh://*.example.org:22", ...]: the schemes and hosts non-admins' git sources use."""
+    if not isinstance(value, list) or not all(isinstance(v, str) and _ALLOWED_SOURCE.match(v) for v in value):
+        raise Invalid(f"expected a list of scheme://host[:port] (https, http, ssh or git; a host may start with *.), "
+                      f"got {value!r}")
+    return tuple(value)
+
+
 def _project(value: Any) -> str:
     if value == "":
         return ""
@@ -204,6 +229,12 @@ KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "storage.classes": ("storage_classes", _classes),
     "scheduler.sharedResources": ("shared_resources", _shared),
     "projects.default": ("default_project", _project),
+    "objects.userBytes": ("object_user_bytes", _bytes),
+    "objects.userObjects": ("object_user_count", _count(0)),
+    "objects.groupBytes": ("object_group_bytes", _bytes),
+    "objects.groupObjects": ("object_group_count", _count(0)),
+    "objects.storeBytes": ("object_store_bytes", _bytes),
+    "catalog.allowedSources": ("catalog_allowed_sources", _allowed_sources),
 }
 
 RETIRED: dict[str, str] = {

@@ -11,7 +11,7 @@ import time
 import httpx
 
 from api.composition.stack import password_hasher
-from tests.unit.api.harness import JOB, Api
+from tests.unit.api.harness import JOB, PASSWORD, Api
 
 STORM = 80
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -80,3 +80,33 @@ def test_eighty_wrong_password_logins_at_once_hold_no_other_request_and_bound_th
     print(f"storm of {STORM}: {statuses.count(401)} checked, {statuses.count(503)} refused at once; "
           f"{len(waits)} submits, slowest {max(waits) * 1000:.0f} ms; grew {grew / 2**20:.0f} MiB "
           f"(bound {gate.memory_bound / 2**20:.0f} MiB + 96)")
+
+
+def test_a_spray_from_eighty_addresses_never_denies_other_accounts_their_right_password():
+    """Issue 39: the spray kept everyone's correct login at 503 (one shared queue). Now alice (who signed in from her
+    office before) and carol (signing in for the first time) get in while 80 addresses guess names."""
+    api = Api()
+    api.services.roving.tenancy.passwords = password_hasher()
+    org_id, _ = api.organization_with_user("acme", "alice")
+    body = {"username": "carol", "email": "carol@acme.org", "password": PASSWORD, "role": "user"}
+    assert api.request("POST", f"/v4/organizations/{org_id}/users", api.admin, json=body).status_code == 201
+
+    def client(address: str) -> httpx.AsyncClient:
+        return httpx.AsyncClient(transport=httpx.ASGITransport(app=api.app, client=(address, 4000)),
+                                 base_url="http://roving.test")
+
+    async def login(address: str, username: str, password: str) -> int:
+        async with client(address) as c:
+            answer = await c.post("/v4/auth/login", json={"username": username, "password": password})
+            return answer.status_code
+
+    async def scenario() -> tuple[list[int], list[int]]:
+        assert await login("192.0.2.10", "alice", PASSWORD) == 200  # before the spray, from her office
+        spray = [asyncio.create_task(login(f"10.9.0.{n}", f"guess{n}", "Wrong-Kettle-42-Moon")) for n in range(STORM)]
+        await asyncio.sleep(0.05)
+        ours = list(await asyncio.gather(login("192.0.2.11", "alice", PASSWORD), login("198.51.100.4", "carol", PASSWORD)))
+        return ours, list(await asyncio.gather(*spray))
+
+    ours, spray = asyncio.run(scenario())
+    assert ours == [200, 200], f"a right password during the spray answered {ours}"
+    assert spray.count(401) <= 21 and set(spray) <= {401, 429, 503}  # one /24's burst, and its lane's room

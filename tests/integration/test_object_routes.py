@@ -144,3 +144,22 @@ def test_a_bad_name_is_a_400_naming_it(api, people, path, reason):
 def test_agents_keep_no_objects(api, people):
     answer = put(api, token("agent", source=Source.AGENT), "/v4/objects/user/x", b"x")
     assert answer.status_code == 403 and "agent" in answer.json()["error"]
+
+
+@pytest.mark.parametrize("value", ["anything", "2", "on", "yes please", ""])
+def test_force_is_a_boolean_and_anything_else_neither_forces_nor_passes(api, people, value):
+    """Issue 39: `?force=<anything>` replaced an object."""
+    assert put(api, people["alice"], "/v4/objects/user/kept.txt", b"first").status_code in (200, 201)
+    answer = api.request("PUT", "/v4/objects/user/kept.txt", people["alice"], params={"force": value}, content=b"other")
+    if value == "":
+        assert answer.status_code == 409, answer.text  # no value: not forced
+    else:
+        assert answer.status_code == 400 and answer.json()["errors"][0]["path"] == "force", answer.text
+    assert api.request("GET", "/v4/objects/user/kept.txt", people["alice"]).content == b"first"
+
+
+@pytest.mark.parametrize("name", ["a\\..\\b", "..\\secret", "dir\\file"])
+def test_a_name_with_a_backslash_is_a_400_naming_it(api, people, name):
+    answer = api.request("PUT", "/v4/objects/user/" + name.replace("\\", "%5C"), people["alice"], content=b"x")
+    assert answer.status_code == 400 and answer.json()["errors"][0]["path"] == "name", answer.text
+    assert "\\" in answer.json()["error"]

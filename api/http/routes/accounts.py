@@ -11,7 +11,7 @@ from starlette.routing import Route
 
 from adapters.auth.tokens import WEBHOOK_TTL, Identity
 from api.http import answers as shapes
-from api.http import logins
+from api.http import fields, logins
 from api.http.answers import TokenPair, Whoami, answers
 from api.http.routes import common as c
 from api.http.routes import sessions
@@ -19,19 +19,19 @@ from api.http.routes.names import names
 
 
 class Login(msgspec.Struct, forbid_unknown_fields=True):
-    username: str
-    password: str
+    username: fields.Text
+    password: fields.Password
 
 
 class Revocation(msgspec.Struct, forbid_unknown_fields=True):
-    jti: str
-    reason: str = "revoked by an administrator"
+    jti: fields.Text
+    reason: fields.Reason = "revoked by an administrator"
     expires_at: datetime | None = None  # when the token would have run out; unknown: its longest possible life
 
 
 class PasswordChange(msgspec.Struct, forbid_unknown_fields=True):
-    current_password: str
-    new_password: str
+    current_password: fields.Password
+    new_password: fields.Password
 
 
 @answers(Whoami)

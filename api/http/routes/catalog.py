@@ -2,10 +2,14 @@
 sees (`GET /v4/catalog?q=&category=`, with each source's status), one template (`GET /v4/catalog/templates/{name}`),
 and `POST /v4/catalog/templates/{name}:render` (the Fuzzfile) and `:start` (a workflow). A template in several
 sources is named by `?source=` (or the body's `source`). Permissions are the application's (domain.app.catalog).
+
+A render runs within a budget (domain.catalog.budget) whose deadline, RENDER_SECONDS, is this layer's clock: past
+any limit the answer is a 400 naming the template and the limit, well within the 10 s a caller may wait.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import msgspec
@@ -13,26 +17,35 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from api.http import fields
 from api.http.errors import problem
 from api.http.routes import common as c
 from api.http.routes.workflows import MAX_NAME, submission_id
 from domain.app.catalog import CatalogHandlers
 from domain.app.errors import NotFound
-from domain.catalog import detail, summary
+from domain.catalog import Budget, detail, summary
+
+RENDER_SECONDS = 3.0  # a render's wall-clock deadline (real templates take milliseconds)
+
+
+def render_budget(seconds: float = RENDER_SECONDS) -> Budget:
+    """A budget whose deadline starts now, read from this process's monotonic clock."""
+    until = time.monotonic() + seconds
+    return Budget(expired=lambda: time.monotonic() > until, seconds=seconds)
 
 
 class AddSource(msgspec.Struct, forbid_unknown_fields=True):
-    name: str
-    location: str
-    kind: str = ""  # folder for an absolute path, git otherwise
-    ref: str = ""
-    scope: str = "group"
-    owner: str = ""
+    name: fields.Text
+    location: fields.Text
+    kind: fields.Text = ""  # folder for an absolute path, git otherwise
+    ref: fields.Text = ""
+    scope: fields.Text = "group"
+    owner: fields.Text = ""
 
 
 class Values(msgspec.Struct, forbid_unknown_fields=True):
     values: dict[str, Any] = {}
-    source: str = ""
+    source: fields.Text = ""
     name: str = msgspec.field(default="")  # the workflow's name (start only)
 
 
@@ -81,7 +94,7 @@ async def show_template(request: Request) -> Response:
 async def render(request: Request) -> Response:
     wanted = await c.body(request, Values)
     answer = await c.call(catalog(request).render, c.principal(request), request.path_params["name"], wanted.values,
-                          c.now(), wanted.source or request.query_params.get("source", ""))
+                          c.now(), wanted.source or request.query_params.get("source", ""), render_budget())
     return c.json(answer)
 
 
@@ -92,7 +105,7 @@ async def start(request: Request) -> Response:
         return problem(400, f"expected at most {MAX_NAME} characters", "name")
     answer = await c.call(catalog(request).start, c.principal(request), request.path_params["name"], wanted.values,
                           submission_id(request), c.now(), wanted.name,
-                          wanted.source or request.query_params.get("source", ""))
+                          wanted.source or request.query_params.get("source", ""), render_budget())
     await c.settle(request)
     return c.json(answer, status=201)
 

@@ -12,6 +12,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from api.http import fields
 from api.http.answers import (
     CredentialRevoked,
     Credentials,
@@ -36,12 +37,12 @@ LIVE = frozenset({"READY", "NOT_READY"})
 
 
 class Reason(msgspec.Struct, forbid_unknown_fields=True):
-    reason: str = ""
+    reason: fields.Reason = ""
 
 
 class NewHold(msgspec.Struct, forbid_unknown_fields=True):
     effect: Literal["cordon", "evict", "deprovision"] = "cordon"
-    reason: str = ""
+    reason: fields.Reason = ""
 
 
 class Release(msgspec.Struct, forbid_unknown_fields=True):

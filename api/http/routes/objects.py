@@ -9,6 +9,11 @@
 Who may do what is domain.objects.access; the bytes go through adapters.object_store without being held whole. A
 put's body is not capped by ROVING_MAX_BODY_BYTES (api.http.limits lets it through) but by
 ROVING_OBJECT_MAX_BYTES: a declared length over it is refused before a byte is read, a streamed one as it passes.
+
+Each user's and each group's objects are held to the cluster's `objects.*` quota (bytes and count), and all of them
+together to `objects.storeBytes`, the object store's room apart from the log's: a put past any is a 507 naming the
+quota with its figures (used, limit). Only the holder's own figures are said, never another's or the store's total
+beyond its limit; the log, and so `/readyz`, is untouched by a full object store.
 """
 
 from __future__ import annotations
@@ -21,7 +26,8 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from adapters.object_store import ObjectMeta, TooLarge
+from adapters.object_meta import Quota
+from adapters.object_store import ObjectMeta, QuotaExceeded, TooLarge
 from api.http.errors import BadRequest, problem
 from api.http.routes import common as c
 from domain.app.errors import NotFound
@@ -71,13 +77,39 @@ async def put_object(request: Request) -> Response:
             may_replace(principal, owner, existing.uploaded_by, "replacing")
         return verdict
 
+    quota = await quota_of(request, owner)
+    if declared.isdigit() and int(declared) > quota.bytes:
+        return quota_full(owner, QuotaExceeded("bytes", int(declared), quota.bytes))
     try:
         verdict, meta = await store.put(owner, location.name, request.stream(), decide,
-                                        (str(principal.user_id or ""), principal.username))
+                                        (str(principal.user_id or ""), principal.username), quota)
     except TooLarge as error:
         return too_large(error.limit)
+    except QuotaExceeded as error:
+        return quota_full(owner, error)
     status = 200 if verdict is Verdict.UNCHANGED else 201
     return c.json({"object": location.uri, "result": verdict.value, **meta.shown()}, status=status)
+
+
+async def quota_of(request: Request, owner: Holder) -> Quota:
+    config = await c.call(c.services(request).roving.scheduler_config)
+    if owner.scope is Scope.GROUP:
+        return Quota(bytes=config.object_group_bytes, objects=config.object_group_count,
+                     store_bytes=config.object_store_bytes)
+    return Quota(bytes=config.object_user_bytes, objects=config.object_user_count, store_bytes=config.object_store_bytes)
+
+
+def quota_full(owner: Holder, error: QuotaExceeded) -> Response:
+    """507 naming the full quota and its figures; of the whole store only its limit (its use is everyone's)."""
+    if error.what == "store bytes":
+        room = f"it holds at most {error.limit:,} bytes" if error.limit else "the server's storage is used up"
+        return problem(507, f"the object store is full: {room} (objects.storeBytes)", "body",
+                       quota="objects.storeBytes", limit=error.limit)
+    unit = "Objects" if error.what == "objects" else "Bytes"
+    key = f"objects.{owner.scope.value}{unit}"
+    message = (f"{owner.scope.value} {owner.label}'s objects would pass their quota: {error.used:,} of "
+               f"{error.limit:,} {unit.lower()} ({key})")
+    return problem(507, message, "body", quota=key, used=error.used, limit=error.limit)
 
 
 def too_large(limit: int) -> Response:

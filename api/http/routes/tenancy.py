@@ -13,6 +13,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from api.http import answers as shapes
+from api.http import fields
 from api.http.answers import answers
 from api.http.routes import common as c
 from api.http.routes.names import Names, names
@@ -27,9 +28,9 @@ class Named(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class NewUser(msgspec.Struct, forbid_unknown_fields=True):
-    username: str
-    email: str
-    password: str
+    username: fields.Text
+    email: fields.Email
+    password: fields.Password
     role: str = "user"
 
 

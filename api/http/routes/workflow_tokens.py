@@ -15,6 +15,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from adapters.auth.tokens import workflow_jti
+from api.http import fields
 from api.http.routes import common as c
 from domain.app import access
 from domain.app.errors import NotFound
@@ -23,7 +24,7 @@ KEPT = timedelta(days=366)  # longer than any workflow token lives, so none of t
 
 
 class Revoke(msgspec.Struct, forbid_unknown_fields=True):
-    reason: str = "revoked by the workflow's owner"
+    reason: fields.Reason = "revoked by the workflow's owner"
 
 
 async def revoke(request: Request) -> Response:

@@ -20,6 +20,7 @@ from starlette.routing import Route
 
 from adapters.federation import FederationError
 from adapters.hub_log import read_member_log
+from api.http import fields
 from api.http.answers import (
     Problem,
     Stopped,
@@ -59,8 +60,8 @@ class Submit(msgspec.Struct, forbid_unknown_fields=True):
     priority: int = 0
     preemptible: bool | None = None
     endpoint_strategy: Literal["ready", "start"] | None = None  # a takeover of persistent endpoints in use
-    project: str | None = None  # stands for the definition's own `project:` (`workflow start --project`)
-    annotations: dict[str, str] | None = None  # joined to the definition's (a preset's name and digest)
+    project: fields.Text | None = None  # stands for the definition's own `project:` (`workflow start --project`)
+    annotations: fields.Annotations | None = None  # joined to the definition's (a preset's name and digest)
 
 
 async def submission(request: Request) -> Submit:

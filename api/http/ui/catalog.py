@@ -108,7 +108,7 @@ async def start(request: Request, who: Principal) -> Response:
         raise Refused(400, "workflow_name: expected at most 256 characters")
     handlers = routes.catalog(request)
     started = await c.call(handlers.start, who, request.path_params["name"], values, uuid4(), c.now(),
-                           workflow_name, fields.get("source", ""))
+                           workflow_name, fields.get("source", ""), routes.render_budget())
     await c.settle(request)
     return RedirectResponse(f"/ui/workflows/{started['id']}", status_code=303)
 

@@ -22,7 +22,8 @@ class MemoryObjects:
         return found[0] if found else None
 
     async def put(self, holder: Holder, name: str, chunks: AsyncIterator[bytes], decide: Callable,
-                  uploader: tuple[str, str]) -> tuple[Verdict, ObjectMeta]:
+                  uploader: tuple[str, str], quota: object = None) -> tuple[Verdict, ObjectMeta]:
+        """As the real store's, without its quota (tests/integration/test_object_quota.py tests that)."""
         data = b"".join([chunk async for chunk in chunks])
         if len(data) > self.max_bytes:
             raise TooLarge(self.max_bytes)

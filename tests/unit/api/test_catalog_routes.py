@@ -3,14 +3,18 @@ template's form, render and start; a source that cannot be read is reported besi
 
 from __future__ import annotations
 
+import contextlib
 import shutil
+import subprocess
+import time
 from uuid import UUID
 
 import pytest
 import yaml
 
+from adapters.nats_server import free_port
 from domain.tenancy import Role
-from tests.catalog_fixtures import commit, git_repository, reference_folder, write_app
+from tests.catalog_fixtures import MARKDOWN_APP, commit, git, git_repository, reference_folder, write_app
 from tests.unit.api.harness import PASSWORD, Api, token
 
 
@@ -97,9 +101,50 @@ def test_reading_the_control_planes_disk_is_a_cluster_admins_to_add(world):
     add(world, "mine", folder, scope="cluster", who="olga", expect=403)
 
 
-def test_an_organization_owner_may_add_a_remote_repository_that_must_answer(world):
-    refused = add(world, "remote", "https://127.0.0.1:9/catalog.git", scope="organization", who="olga", expect=400)
-    assert refused["errors"][0]["path"] == "location" and "cannot read the source" in refused["error"]
+def test_an_organization_owner_may_add_a_remote_repository_only_where_an_admin_allows(world, tmp_path):
+    """Issue 39: olga's git source made the control plane fetch any internal URL, and the error said what answered.
+    Not allowed, allowed but silent, allowed with no such ref: one sentence, the same."""
+    with git_daemon(tmp_path) as url:
+        refusals = [add(world, "remote", f"{url}/catalog.git", scope="organization", who="olga", expect=400)]
+        allow(world, ["git://127.0.0.1"])
+        refusals.append(add(world, "remote", "git://127.0.0.1:9/catalog.git", scope="organization", who="olga",
+                            expect=400))
+        refusals.append(add(world, "remote", f"{url}/catalog.git", ref="no-such-branch", scope="organization",
+                            who="olga", expect=400))
+        refusals.append(add(world, "remote", "http://169.254.169.254/latest/meta-data", scope="organization",
+                            who="olga", expect=400))
+        assert len({r["error"] for r in refusals}) == 1 and "catalog.allowedSources" in refusals[0]["error"]
+        assert all(r["errors"][0]["path"] == "location" for r in refusals)
+        added = add(world, "remote", f"{url}/catalog.git", scope="organization", who="olga")
+        assert added["owner"] == "acme" and names(world, "erin") == ["remote/hello_world"]
+    detailed = add(world, "remote2", "https://127.0.0.1:9/catalog.git", expect=400)  # a cluster admin learns why
+    assert "cannot read the source" in detailed["error"]
+
+
+def allow(w, entries):
+    call(w.api, "PUT", "/v4/admin/centralconfig", w.tokens["admin"], {"catalog.allowedSources": entries}, expect=200)
+
+
+@contextlib.contextmanager
+def git_daemon(root):
+    """A git repository served by `git daemon` (git://) on loopback; yields its base URL."""
+    git_repository(root / "work", "hello_world")
+    subprocess.run(["git", "clone", "-q", "--bare", str(root / "work"), str(root / "site" / "catalog.git")],
+                   check=True, capture_output=True)
+    port = free_port()
+    daemon = subprocess.Popen(["git", "daemon", "--export-all", f"--base-path={root / 'site'}", "--reuseaddr",
+                               "--listen=127.0.0.1", f"--port={port}", str(root / "site")],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while subprocess.run(["git", "ls-remote", f"git://127.0.0.1:{port}/catalog.git"],
+                             capture_output=True).returncode != 0:
+            assert time.monotonic() < deadline, "git daemon did not start"
+            time.sleep(0.1)
+        yield f"git://127.0.0.1:{port}"
+    finally:
+        daemon.terminate()
+        daemon.wait(10)
 
 
 def test_naming_another_organizations_group_as_owner_is_an_unknown_group(world):
@@ -223,3 +268,27 @@ def test_concurrent_adds_of_one_name_make_one_source_and_a_clear_refusal(world):
         outcomes = list(pool.map(attempt, range(8)))
     assert outcomes.count("added") == 1
     assert all("already exists" in o for o in outcomes if o != "added")
+
+
+@pytest.mark.parametrize("action", ['{{printf "%0999999999d" 1}}', "{{range 3000000}}x{{end}}",
+                                    "{{range 10000}}{{range 10000}}{{end}}{{end}}"])
+def test_a_template_past_the_render_budget_is_a_4xx_naming_the_template_and_the_limit_within_seconds(world, action):
+    """An organization owner writes the template, any member renders it: neither holds the control plane."""
+    app = {**MARKDOWN_APP, "template": MARKDOWN_APP["template"].replace("echo {{ .Greeting }}", f"echo {action}")}
+    add(world, "acme-apps", git_repository_of(world.tmp / "acme", "greeter", app), scope="organization",
+        owner=world.orgs["acme"])  # file:// is an admin's to add; olga could add the same at a git:// URL
+    started = time.monotonic()
+    refused = call(world.api, "POST", "/v4/catalog/templates/greeter:render", world.tokens["erin"], {"values": {}},
+                   expect=400).json()
+    assert time.monotonic() - started < 10
+    assert refused["errors"][0]["path"] == "template acme-apps/greeter"
+    assert "limit" in refused["errors"][0]["message"]
+    assert call(world.api, "GET", "/v4/catalog", world.tokens["erin"], expect=200)
+
+
+def git_repository_of(root, name, files):
+    """A git repository holding one app's files; its file:// URL (added by an admin: it reads the disk)."""
+    write_app(root, name, files)
+    git(root, "init", "-q", "-b", "main")
+    commit(root, "app")
+    return f"file://{root}"

@@ -60,7 +60,8 @@ def test_an_address_past_its_burst_is_refused_429_without_a_hash_and_may_try_aga
     assert refused.value.retry_after == 5
     clock.now += 5
     assert asyncio.run(attempt(gate, work, "user9", "10.0.0.9")) == 401
-    assert asyncio.run(attempt(gate, work, "user1", "10.0.0.10")) == 401  # another address has its own bucket
+    assert asyncio.run(attempt(gate, work, "user1", "10.0.0.10")) == 429  # the same /24: the same bucket
+    assert asyncio.run(attempt(gate, work, "user1", "10.0.1.10")) == 401  # another network has its own
 
 
 def test_an_account_has_one_check_at_a_time_and_its_own_limit_across_addresses():
@@ -81,15 +82,15 @@ def test_a_right_password_gives_the_account_its_attempt_back():
     assert [asyncio.run(attempt(gate, w, "bob", "10.0.0.1")) for w in (wrong, right, right, right)] == [401, 200, 200, 200]
 
 
-def test_checks_run_in_the_gates_own_pool_and_a_full_queue_is_a_503_at_once():
+def test_checks_run_in_the_gates_own_pool_and_a_full_lane_is_a_503_at_once():
     work = Hashes(seconds=0.05)
     gate = LoginGate(workers=2, waiting=6)
 
     async def storm() -> list[int]:
         return list(await asyncio.gather(*(attempt(gate, work, f"u{n}", f"10.1.0.{n}") for n in range(20))))
 
-    statuses = asyncio.run(storm())
-    assert statuses.count(401) == 6 and statuses.count(503) == 14
+    statuses = asyncio.run(storm())  # one check in the clean lane (one per prefix), six in the suspect lane
+    assert statuses.count(401) == 7 and statuses.count(503) == 13
     assert work.most == 2 and gate.memory_bound == 2 * 128 * 2**20
 
 
@@ -102,3 +103,53 @@ def test_the_login_route_answers_429_with_retry_after_and_the_sign_in_form_says_
     assert answers[2].headers["retry-after"] == "30" and "too many logins from this address" in answers[2].json()["error"]
     form = api.request("POST", "/ui/login", data={"username": "admin", "password": PASSWORD})
     assert form.status_code == 429 and "Too many logins from this address" in form.text
+
+
+class Login:
+    """A login that fails unless the password is right, taking `seconds` as a hash does."""
+
+    def __init__(self, passwords: dict[str, str], seconds: float) -> None:
+        self.passwords, self.seconds = passwords, seconds
+
+    def __call__(self, username: str, password: str) -> str:
+        time.sleep(self.seconds)
+        if self.passwords.get(username) != password:
+            raise PermissionError("wrong password")
+        return username
+
+
+async def login(gate: LoginGate, work: Login, account: str, password: str, address: str) -> int:
+    try:
+        await gate.check(account, address, work, account, password)
+    except TooManyLogins as refused:
+        return refused.status
+    except PermissionError:
+        return 401
+    return 200
+
+
+@pytest.mark.parametrize("spread", ["one /24", "80 networks", "80 IPv6 networks"])
+def test_a_spray_from_eighty_addresses_never_denies_the_right_password_of_an_account_it_does_not_target(spread):
+    """Unauthenticated guesses at many names, from 80 addresses at once: alice, who signed in from her office before,
+    and carol, signing in for the first time from hers, both get in while the spray waits in its own lane."""
+    work = Login({"alice": "right-alice", "carol": "right-carol"}, seconds=0.02)
+    gate = LoginGate(workers=1)
+    sprayers = {"one /24": [f"10.9.0.{n}" for n in range(80)], "80 networks": [f"10.9.{n}.7" for n in range(80)],
+                "80 IPv6 networks": [f"2001:db8:0:{n:x}::7" for n in range(80)]}[spread]
+
+    async def scenario() -> tuple[list[int], list[int]]:
+        assert await login(gate, work, "alice", "right-alice", "192.0.2.10") == 200  # yesterday, from her office
+        rounds: list[int] = []
+        for turn in range(3):  # the spray goes on; each of its rounds is 80 guesses at once
+            spray = [asyncio.create_task(login(gate, work, f"guess{turn}-{n}", "Wrong-Kettle-42-Moon", address))
+                     for n, address in enumerate(sprayers)]
+            await asyncio.sleep(0.01)
+            ours = await asyncio.gather(login(gate, work, "alice", "right-alice", "192.0.2.11"),
+                                        login(gate, work, "carol", "right-carol", f"198.51.100.{turn}"))
+            rounds.extend(ours)
+            statuses = await asyncio.gather(*spray)
+        return rounds, list(statuses)
+
+    ours, spray = asyncio.run(scenario())
+    assert ours == [200] * 6
+    assert 503 in spray or 429 in spray  # the spray itself was held back

@@ -133,3 +133,17 @@ def test_every_problem_of_a_payload_is_reported_at_once():
 def test_a_body_that_is_not_a_webhook_says_so(body, problem):
     with pytest.raises(AlertPayloadError, match=problem.replace("(", r"\(")):
         parse_webhook(body)
+
+
+def test_a_huge_alert_summary_still_holds_the_node_with_its_reason_cut():
+    """Issue 39: the summary is stored in the hold's event and quoted in every blocked cause."""
+    body = alert()
+    body["annotations"]["summary"] = "XID 79 " + "x" * 2_000_000
+    [place] = parse_webhook(webhook(body))
+    assert isinstance(place, PlaceMonitoringHold) and place.reason.startswith("XID 79 ") and len(place.reason) == 1_024
+
+
+def test_a_fingerprint_past_its_bound_is_named():
+    with pytest.raises(AlertPayloadError) as refused:
+        parse_webhook(webhook(alert(fingerprint="f" * 100_000)))
+    assert "alerts[0].fingerprint" in str(refused.value)

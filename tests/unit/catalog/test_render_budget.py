@@ -1,0 +1,78 @@
+"""A catalog template renders within a budget: past a limit it stops at once with the limit named (issue 39, item 5)."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+
+import pytest
+
+from domain.catalog import Budget, BudgetExceeded, Clock, RenderError, render
+
+CLOCK = Clock(datetime(2026, 1, 1, tzinfo=UTC), lambda low, high: low)
+
+
+def quick(text: str, values: dict | None = None, budget: Budget | None = None) -> tuple[str, float]:
+    """What the render raised (its message) and how long it took."""
+    started = time.monotonic()
+    with pytest.raises(RenderError) as raised:
+        render(text, values or {}, CLOCK, budget)
+    return str(raised.value), time.monotonic() - started
+
+
+def test_a_huge_printf_width_or_precision_is_refused_naming_the_limit():
+    message, took = quick('{{printf "%0999999999d" 1}}')
+    assert "printf width 999999999 is over the limit of 1,000" in message and took < 1
+    message, _ = quick('{{printf "%.99999s" "x"}}')
+    assert "printf precision 99999" in message
+    assert render('{{printf "%05d|%-4s|%.2f" 42 "ab" 3.14159}}', {}, CLOCK) == "00042|ab  |3.14"
+
+
+def test_a_range_over_millions_is_refused_before_it_starts():
+    message, took = quick("{{range 3000000}}x{{end}}")
+    assert "range over 3,000,000 items is over the limit of 10,000" in message and took < 1
+
+
+def test_nested_ranges_stop_at_the_step_limit():
+    message, took = quick("{{range 10000}}{{range 10000}}{{end}}{{end}}")
+    assert "steps (the limit)" in message and took < 5
+
+
+def test_the_output_is_capped():
+    message, _ = quick('{{range 10000}}{{printf "%1000s" "x"}}{{end}}')
+    assert "the rendered text is over 1,048,576 characters" in message
+
+
+def test_functions_cannot_build_huge_strings_lists_or_numbers():
+    assert "replace's result" in quick('{{$s := printf "%1000s" ""}}{{replace "" $s $s | replace "" $s}}')[0]
+    doubled = "{{$s := printf \"%1000s\" \"x\"}}{{range 12}}{{$s = print $s $s}}{{end}}"
+    assert "made a string of over" in quick(doubled)[0]
+    commas = '{{$c := replace " " "," (printf "%1000s" "")}}{{splitList "," (print $c $c $c $c $c $c $c $c $c $c)}}'
+    assert "splitList made 10,001 items, over the limit of 10,000" in quick(commas)[0]
+    grown = "{{$l := list}}{{range 10000}}{{$l = append $l 1}}{{end}}"  # each append copies the list: it costs
+    assert "steps (the limit)" in quick(grown)[0]
+    squared = "{{$n := 2}}{{range 20}}{{$n = mul $n $n}}{{end}}{{$n}}"
+    assert "number of over 256 bits" in quick(squared)[0]
+
+
+def test_a_deadline_given_from_outside_stops_the_render():
+    turns = iter(range(10**9))
+    budget = Budget(expired=lambda: next(turns) > 3, seconds=2)
+    message, _ = quick("{{range 10000}}{{range 10}}{{end}}{{end}}", budget=budget)
+    assert message == "the render ran past its deadline of 2 s"
+    assert isinstance(BudgetExceeded(message), RenderError)
+
+
+def test_a_render_cannot_hold_many_large_strings_at_once():
+    """Each large string costs steps in proportion: a list of 1 MiB copies stops after a dozen, not hundreds."""
+    import tracemalloc
+
+    hoard = ('{{$b := printf "%1000s" ""}}{{range 10}}{{$b = print $b $b}}{{end}}'
+             '{{$l := list}}{{range 1000}}{{$l = append $l (print $b "x")}}{{end}}')
+    tracemalloc.start()
+    try:
+        assert "steps (the limit)" in quick(hoard)[0]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 * 2**20
