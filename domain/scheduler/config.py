@@ -14,7 +14,7 @@ import msgspec
 
 from domain.ids import MAX_POSIX_ID
 from domain.project_paths import ProjectError, check_path
-from domain.quantities import MAX_SHARED
+from domain.quantities import MAX_SHARED, QuantityError, parse_memory
 from domain.scheduler.priority import DEFAULT_PRIORITY, PriorityError, compile_priority
 
 
@@ -41,6 +41,7 @@ class SchedulerConfig(msgspec.Struct, frozen=True, kw_only=True):
     storage_classes: dict[str, str] = {}
     shared_resources: dict[str, int] = {}  # scheduler.sharedResources: cluster-wide counted resources (licenses)
     default_project: str = ""  # projects.default: where work goes that names no project and whose group has none
+    default_memory_per_core: int = 0  # scheduler.defaultMemoryPerCore: bytes a core for work asking none (0: no limit)
 
 
 class ConfigProblem(msgspec.Struct, frozen=True, kw_only=True):
@@ -162,6 +163,13 @@ def _shared(value: Any) -> dict[str, int]:
     return found
 
 
+def _memory(value: Any) -> int:
+    try:
+        return parse_memory(value)
+    except (QuantityError, TypeError) as error:
+        raise Invalid(f"{error} (0 for no default)") from None
+
+
 def _project(value: Any) -> str:
     if value == "":
         return ""
@@ -204,6 +212,7 @@ KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "storage.classes": ("storage_classes", _classes),
     "scheduler.sharedResources": ("shared_resources", _shared),
     "projects.default": ("default_project", _project),
+    "scheduler.defaultMemoryPerCore": ("default_memory_per_core", _memory),
 }
 
 RETIRED: dict[str, str] = {
