@@ -18,6 +18,7 @@ from domain.app.unit_of_work import UnitOfWork, command
 from domain.fuzzfile import Problem
 from domain.node import Node, Placement
 from domain.node_admission import NodeError
+from domain.quantities import human_bytes
 from domain.scheduler.feasibility import Infeasible, check_feasible
 from domain.scheduler.reasons import Why
 from domain.scheduler.snapshot import Definition, QueuedAllocation
@@ -150,19 +151,14 @@ def infeasible_text(refused: Infeasible) -> str:
     asked = _shape(request) + f" on {request['nodes']} node{'s' if request['nodes'] != 1 else ''}"
     if request["annotations"]:
         asked += ", annotations " + ", ".join(f"{k}={v}" for k, v in sorted(request["annotations"].items()))
-    biggest = f"the largest node ({largest['definition']}) has {_shape(largest)}" if largest else "no nodes"
+    named = f"{largest['node']}, in {largest['definition']}" if largest and largest.get("node") else \
+        (largest or {}).get("definition")
+    biggest = f"the largest node ({named}) has {_shape(largest)}" if largest else "no nodes"
     why = "; ".join(f"{d}: {r}" for d, r in refused.rejections.items())
     return f"no node can ever hold this job: it asks {asked}; {biggest}; passed over: {why}"
 
 
 def _shape(values: dict[str, Any]) -> str:
-    text = f"cpu {values['cpu']}, memory {_bytes(values['memory'])}"
+    text = f"cpu {values['cpu']}, memory {human_bytes(values['memory'])}"
     devices = values.get("devices") or {}
     return text + ("".join(f", {name} x{count}" for name, count in sorted(devices.items())))
-
-
-def _bytes(count: int) -> str:
-    for unit, size in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20)):
-        if count >= size:
-            return f"{count / size:g} {unit}"
-    return f"{count} B"

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from domain.quantities import human_bytes
 from domain.scheduler.capacity import Slot, idle_fit
 from domain.scheduler.reasons import Reason, Why
 from domain.scheduler.snapshot import NodeStatus, QueuedAllocation
@@ -95,6 +96,10 @@ def _largest(slots: list[Slot]) -> dict[str, Any] | None:
     return {"node": view.name or view.id, "cpu": view.cpu, "memory": view.memory, "devices": dict(view.devices)}
 
 
+def _devices(devices: dict[str, int]) -> str:
+    return "".join(f", {name} x{count}" for name, count in sorted(devices.items()))
+
+
 def static_why(c: Candidates, a: QueuedAllocation) -> Why | None:
     """Why `a` cannot run even on idle nodes, or None when only current load stands in its way."""
     enough = 0
@@ -117,9 +122,12 @@ def static_why(c: Candidates, a: QueuedAllocation) -> Why | None:
         return Why(reason=Reason.NODE_HELD, message=f"{len(c.held)} matching nodes are held: {named}{more}",
                    detail={"holds": holds, "held_nodes": len(c.held)})
     pinned = f"its volumes live on node {a.volume_node}, which cannot take it; " if a.volume_node else ""
+    largest = _largest(c.static)
+    biggest = "" if largest is None else (f"; the largest, node {largest['node']}, has cpu {largest['cpu']}, "
+                                          f"memory {human_bytes(largest['memory'])}{_devices(largest['devices'])}")
     return Why(reason=Reason.INSUFFICIENT_RESOURCES,
-               message=f"{pinned}no usable node can hold {a.nodes} x (cpu {a.cpu}, memory {a.memory}, "
-                       f"devices {dict(a.devices)}) even when idle",
+               message=f"{pinned}no usable node can hold {a.nodes} x (cpu {a.cpu}, memory {human_bytes(a.memory)}"
+                       f"{_devices(a.devices)}) even when idle{biggest}",
                detail={"nodes_examined": len(c.static) + len(c.held), "passed_over": _summary(c),
                        "largest_usable_node": _largest(c.static), "even_when_idle": True})
 
