@@ -70,7 +70,8 @@ def _queued(e: Any, names: NodeName) -> str:
 
 
 def _placed(e: Any, names: NodeName) -> str:
-    return "Placed on " + ", ".join(names(node) for node in e.nodes)
+    note = getattr(e, "note", "")  # what it preempted to start (events logged before notes have none)
+    return "Placed on " + ", ".join(names(node) for node in e.nodes) + (f". {note}" if note else "")
 
 
 def _rank_exited(e: Any, names: NodeName) -> str:

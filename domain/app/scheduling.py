@@ -32,9 +32,9 @@ class SchedulingHandlers:
         self.profiles = profiles or ProfileHandlers(uow)
 
     @command
-    def place(self, allocation: UUID, node_ids: list[UUID], by: str, at: datetime) -> int:
+    def place(self, allocation: UUID, node_ids: list[UUID], by: str, at: datetime, note: str = "") -> int:
         touched: list[Any] = []
-        epoch = self._place_one(allocation, node_ids, by, at, touched)
+        epoch = self._place_one(allocation, node_ids, by, at, touched, note)
         self.uow.save(*touched)
         return epoch
 
@@ -52,7 +52,8 @@ class SchedulingHandlers:
         self.uow.save(*touched)
         return outcome
 
-    def _place_one(self, allocation: UUID, node_ids: list[UUID], by: str, at: datetime, touched: list[Any]) -> int:
+    def _place_one(self, allocation: UUID, node_ids: list[UUID], by: str, at: datetime, touched: list[Any],
+                   note: str = "") -> int:
         """Place one allocation in the running command, or refuse it (Conflict) having changed nothing."""
         alloc = self.uow.load(Allocation, allocation, "allocation")
         workflow = self.uow.load(Workflow, alloc.workflow_id, "workflow")
@@ -68,7 +69,7 @@ class SchedulingHandlers:
         if (refused := next((r for r in refusals if r is not None), None)) is not None:
             raise Conflict(f"cannot place {alloc.stage}: {refused}")
         try:
-            epoch = alloc.place([str(n) for n in node_ids], by=by, at=at)
+            epoch = alloc.place([str(n) for n in node_ids], by=by, at=at, note=note)
             for node in nodes:
                 node.place_allocation(placement, by=by, at=at)
             workflow.stage_started(alloc.stage, alloc.attempt, nodes[0].name, at=at, by=by)
