@@ -105,6 +105,7 @@ MESSAGES: dict[str, Callable[[Any, NodeName], str | None]] = {
     "Workflow.StageRunning": _running,
     "Workflow.TransferProgressed": lambda e, n: e.text,
     "Workflow.ImageProgressed": lambda e, n: e.text,
+    "Workflow.StageNoted": lambda e, n: e.text,
     "Workflow.VolumesBound": _volumes_bound,
     "Workflow.ServiceUnready": lambda e, n: f"Unready (still running, out of its endpoint): {e.reason}",
     "Workflow.ServiceReadyAgain": lambda e, n: "Ready again: back in its endpoint",
