@@ -3,7 +3,7 @@
 
 It runs in the process that serves the proxy, since that is where the traffic is counted. A decision made on a
 stale view is dropped by the command and the next tick decides again. A pool that may scale to zero is woken by
-the proxy (`wake`): the first request while no replica runs asks for one."""
+the proxy (api.http.wake): the first request while no replica runs asks for one."""
 
 from __future__ import annotations
 
@@ -14,35 +14,12 @@ from typing import Any
 import structlog
 
 from adapters.traffic import EndpointTraffic
+from api.http.wake import pool_of
 from domain.app import Conflict, NotFound
 from domain.autoscale import decide_scale
 
 log = structlog.get_logger("roving.autoscaler")
 DEFAULT_INTERVAL = 2.0
-
-
-def pool_of(views: Any, workflow_id: Any, service: str) -> Any:
-    """The autoscaled pool of `service` as the views have it now, or None."""
-    view = views.workflows
-    with view.lock:  # the tailer applies events to the mirrored workflow on its own thread
-        workflow = view.workflow(workflow_id)
-        return next((p for p in workflow.pools() if p.service == service), None) if workflow else None
-
-
-def wake(roving: Any, views: Any, workflow_id: Any, service: str, endpoint: str, now: datetime) -> bool:
-    """For a request through `endpoint`: whether its pool may scale to zero (then the request may wait for it), and,
-    when it is at zero now, one replica asked for. Another request waking it first is no failure."""
-    pool = pool_of(views, workflow_id, service)
-    if pool is None or pool.rule.low != 0:
-        return False
-    if pool.size == 0:
-        try:
-            if roving.scale_service(workflow_id, service, 0, 1, f"woken by a request through endpoint {endpoint}",
-                                    now, by="proxy"):
-                log.info("autoscaler.woken", workflow=str(workflow_id), service=service, endpoint=endpoint)
-        except (Conflict, NotFound) as error:
-            log.info("autoscaler.wake_refused", workflow=str(workflow_id), service=service, reason=str(error))
-    return True
 
 
 class AutoscalerLoop:
