@@ -104,8 +104,10 @@ class WorkflowHandlers(AgentReports):
             refused.append(Problem(path="project", message=str(error).removeprefix("project: ")))
             project = ""
         refused += self.projects.problems(list_steps_specs(parsed.definition), project, None)
-        return {"errors": refused + self._never_fits(parsed.definition, principal),
-                "warnings": parsed.warnings + self.cluster_warnings(parsed.definition)}
+        defaulted, notes = with_default_memory(parsed.definition,
+                                               self.scheduling.config.scheduler_config().default_memory_per_core)
+        return {"errors": refused + self._never_fits(defaulted, principal),
+                "warnings": parsed.warnings + self.cluster_warnings(parsed.definition) + notes}
 
     def _never_fits(self, definition: Fuzzfile, principal: Principal) -> list[Problem]:
         """What submission would refuse as no node of this cluster could ever hold it (the same check)."""

@@ -71,3 +71,15 @@ def test_roving_run_help_names_the_setting_its_default_memory_comes_from(capsys)
         main(["run", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "scheduler.defaultMemoryPerCore" in text and "no memory limit" in text
+
+
+def test_validate_says_what_submission_will_do_with_the_default_memory():
+    from domain.app import ReadModelFunctions
+    from domain.scheduler.snapshot import Definition, NodeShape
+
+    small = [Definition(id="small", max_nodes=1, shape=NodeShape(cpu=8, memory=3 * GiB, node="small-1"))]
+    roving = app(ReadModelFunctions(definitions=lambda: small))
+    roving.change_config({"scheduler.defaultMemoryPerCore": "2GiB"}, ADMIN, T0)
+    found = roving.validate_workflow(TWO_STEPS, user())
+    assert "jobs.bare.resource.memory" in {w.path for w in found["warnings"]}
+    assert any("memory 4 GiB > 3 GiB per node" in e.message for e in found["errors"])  # 2 cores x 2 GiB
