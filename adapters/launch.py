@@ -16,6 +16,7 @@ import shutil
 from typing import Any
 
 from adapters.runspec import JobUser
+from domain.quantities import human_bytes
 
 SAFE_PATH = "/usr/bin:/bin:/usr/sbin:/sbin"  # never the job's PATH: this shell runs as root
 SETPRIV = shutil.which("setpriv", path=SAFE_PATH)
@@ -23,7 +24,8 @@ SCRIPT = (
     'IFS=" "; procs=$1; memlock=$2; become=$3; shift 3; '
     'for f in $procs; do echo $$ >"$f" || { echo "roving: cannot join the allocation cgroup ($f)" >&2; exit 126; }; '
     'done; '
-    '[ -z "$memlock" ] || ulimit $memlock 2>/dev/null || :; '
+    '[ -z "$memlock" ] || ulimit $memlock 2>/dev/null || '
+    'echo "roving: the memlock limit (ulimit $memlock KiB) could not be set" >&2; '
     '[ -z "$become" ] || exec @SETPRIV@ $become -- "$@"; '
     'exec "$@"'
 )
@@ -45,6 +47,18 @@ def launcher(cgroup: Any, memory: int | None, user: JobUser | None) -> list[str]
 def _become(user: JobUser) -> str:
     groups = f"--groups={','.join(map(str, user.groups))}" if user.groups else "--clear-groups"
     return f"--reuid={user.uid} --regid={user.gid} {groups}"
+
+
+def memlock_note(memory: int | None) -> str | None:
+    """What the stage is told when its memlock limit will not be its memory request (None: it will be): without
+    root a hard limit below the request caps it."""
+    if not memory or os.geteuid() == 0:
+        return None
+    _, hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+    if hard == resource.RLIM_INFINITY or hard >= memory:
+        return None
+    return (f"memlock limit is {human_bytes(hard)}, not the memory request of {human_bytes(memory)}: the agent runs "
+            f"without root and its hard RLIMIT_MEMLOCK is lower (RDMA and GPU pinned memory may fail)")
 
 
 def _memlock(memory: int | None) -> str:

@@ -25,7 +25,7 @@ from domain.agent_start import Start as Start  # the run spec, re-exported: ever
 
 Port = Annotated[int, msgspec.Meta(ge=1, le=65535)]
 MAX_LISTENING = 1024  # ports one readiness may name: each is stored in the endpoint's events
-Event = Literal["started", "ready", "unready", "exited", "ran_on_host", "progress", "image"]
+Event = Literal["started", "ready", "unready", "exited", "ran_on_host", "progress", "image", "note"]
 
 
 class Register(msgspec.Struct):

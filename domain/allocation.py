@@ -115,11 +115,12 @@ class Allocation(TimedAggregate):
         self._check(QueueState.READY)
         self._readied(by=by, at=at)
 
-    def place(self, nodes: list[str], by: str, at: datetime) -> int:
-        """Place (or re-place) on nodes; returns the new fencing epoch the agent must echo in its reports."""
+    def place(self, nodes: list[str], by: str, at: datetime, note: str = "") -> int:
+        """Place (or re-place) on nodes; returns the new fencing epoch the agent must echo in its reports. `note`
+        says what the placement took (the work it preempted, and why), for the activity."""
         if (refused := self.placement_refusal(nodes)) is not None:
             raise IllegalTransition(refused)
-        self._placed(nodes=list(nodes), epoch=self.epoch + 1, by=by, at=at)
+        self._placed(nodes=list(nodes), epoch=self.epoch + 1, by=by, at=at, note=note)
         return self.epoch
 
     def unplace(self, reason: str, by: str, at: datetime) -> None:
@@ -226,7 +227,7 @@ class Allocation(TimedAggregate):
         self.state = QueueState.READY
 
     @event("Placed")
-    def _placed(self, nodes: list[str], epoch: int, by: str, at: datetime) -> None:
+    def _placed(self, nodes: list[str], epoch: int, by: str, at: datetime, note: str = "") -> None:
         self.state, self.nodes, self.epoch, self.started_at = QueueState.RUNNING, nodes, epoch, at
         self.exits, self.failed_rank = (), -1  # a new placement: every rank starts again
 

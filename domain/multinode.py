@@ -14,16 +14,20 @@ import msgspec
 RANK_REASON = "rank "  # how a multinode allocation's failure names the rank that failed first
 HOSTFILE = "hostfile"  # in the stage's work directory on every node
 LEADER_PORT_BASE, LEADER_PORT_SPAN = 29500, 1000  # torch.distributed's customary port, then a spread
+IMEX_CHANNEL_DIR = "/dev/nvidia-caps-imex-channels"  # where the NVIDIA driver makes channel<N> device nodes
 
 
-class Peers(msgspec.Struct, frozen=True, kw_only=True):
-    """One rank's view of its allocation: its rank and every rank's node address, in rank order."""
+class Peers(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One rank's view of its allocation: its rank and every rank's node address, in rank order; on a node in an
+    NVLink domain, the domain and the IMEX channel its ranks share (domain.scheduler.nvlink)."""
 
     rank: int
     hosts: tuple[str, ...]
     port: int
     procs_per_node: int = 1
     implementation: str = ""  # openmpi | mpich | gasnet, or "" when the Fuzzfile names none
+    nvlink_domain: str = ""
+    imex_channel: int | None = None
 
 
 def rank_reason(rank: int, exit_code: int) -> str:
@@ -59,4 +63,8 @@ def environment(peers: Peers, hostfile_path: str) -> dict[str, str]:
     }
     if peers.implementation:
         env["FB_MPI_IMPLEMENTATION"] = peers.implementation
+    if peers.imex_channel is not None:  # NVIDIA's container toolkit reads NVIDIA_IMEX_CHANNELS to give the device
+        env.update(NVIDIA_IMEX_CHANNELS=str(peers.imex_channel), FB_IMEX_CHANNEL=str(peers.imex_channel),
+                   FB_IMEX_CHANNEL_DEVICE=f"{IMEX_CHANNEL_DIR}/channel{peers.imex_channel}",
+                   FB_NVLINK_DOMAIN=peers.nvlink_domain)
     return env

@@ -35,3 +35,12 @@ def _whole(value: float) -> int:
     if value < 0:
         raise QuantityError("a memory size cannot be negative")
     return int(value)
+
+
+def human_bytes(size: int) -> str:
+    """A byte count as people write it in messages: `2 GiB`, `1.5 GiB`, `512 MiB`, `100 B` (at most two decimals,
+    trailing zeros dropped), so a refusal never reads `memory 2147483648`."""
+    for unit, factor in (("PiB", 2**50), ("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(size) >= factor:
+            return f"{size / factor:.2f}".rstrip("0").rstrip(".") + f" {unit}"
+    return f"{size} B"

@@ -128,6 +128,7 @@ class Workflow(TimedAggregate):
     stage_exited = reports.stage_exited
     transfer_progressed = reports.transfer_progressed
     image_progressed = reports.image_progressed
+    stage_noted = reports.stage_noted
     stage_stopped = reports.stage_stopped
     stage_lost_node = reports.stage_lost_node
     stage_preempted = reports.stage_preempted
@@ -187,6 +188,10 @@ class Workflow(TimedAggregate):
 
     @event("ImageProgressed")
     def _image_progressed(self, stage: str, attempt: int, text: str, by: str, at: datetime) -> None:
+        pass  # told, not kept: the activity stream shows it
+
+    @event("StageNoted")
+    def _noted(self, stage: str, attempt: int, text: str, by: str, at: datetime) -> None:
         pass  # told, not kept: the activity stream shows it
 
     @event("StageRunning")

@@ -115,6 +115,12 @@ def image_progressed(self: Workflow, stage: str, attempt: int, text: str, at: da
     self._image_progressed(stage=stage, attempt=attempt, text=text[:300], by=by, at=at)
 
 
+def stage_noted(self: Workflow, stage: str, attempt: int, text: str, at: datetime, by: str = "agent") -> None:
+    """The node ran the stage but could not do all it was asked (e.g. set its memlock limit): said, not silent."""
+    self._expect(stage, attempt, UP, "report a note")
+    self._noted(stage=stage, attempt=attempt, text=text[:300], by=by, at=at)
+
+
 def stage_stopped(self: Workflow, stage: str, attempt: int, at: datetime, by: str = "agent") -> None:
     """A service stopped because nothing needs it any more: that is its normal end."""
     state = self._expect(stage, attempt, UP, "stop")

@@ -70,7 +70,8 @@ def _queued(e: Any, names: NodeName) -> str:
 
 
 def _placed(e: Any, names: NodeName) -> str:
-    return "Placed on " + ", ".join(names(node) for node in e.nodes)
+    note = getattr(e, "note", "")  # what it preempted to start (events logged before notes have none)
+    return "Placed on " + ", ".join(names(node) for node in e.nodes) + (f". {note}" if note else "")
 
 
 def _rank_exited(e: Any, names: NodeName) -> str:
@@ -104,6 +105,7 @@ MESSAGES: dict[str, Callable[[Any, NodeName], str | None]] = {
     "Workflow.StageRunning": _running,
     "Workflow.TransferProgressed": lambda e, n: e.text,
     "Workflow.ImageProgressed": lambda e, n: e.text,
+    "Workflow.StageNoted": lambda e, n: e.text,
     "Workflow.VolumesBound": _volumes_bound,
     "Workflow.ServiceUnready": lambda e, n: f"Unready (still running, out of its endpoint): {e.reason}",
     "Workflow.ServiceReadyAgain": lambda e, n: "Ready again: back in its endpoint",

@@ -20,6 +20,7 @@ from domain.fuzzfile.restart import restart_delay
 from domain.fuzzfile.schema import Job, Probe, Service
 from domain.fuzzfile.transfers import TRANSFER_KINDS
 from domain.multinode import Peers, leader_port
+from domain.scheduler.nvlink import NVLINK_DOMAIN, imex_channel
 from domain.secrets.references import IMAGE_SECRET_VARIABLE
 from domain.workflow import Workflow, volumes_of
 from projections.nodes import NodesView
@@ -94,9 +95,12 @@ def _peers(a: Allocation, node_id: str, workflow: Workflow, nodes: NodesView) ->
     for peer in a.nodes:
         row = nodes.get(peer)
         hosts.append((row.address or row.name) if row is not None else peer)
+    here = nodes.get(node_id)
+    annotations = here.annotations if here is not None else {}
     return Peers(rank=a.rank_of(node_id), hosts=tuple(hosts), port=leader_port(a.id),
                  procs_per_node=multinode.procs_per_node or max(1, int(spec.resources.cpu_cores)),  # Fuzzball's default
-                 implementation=multinode.implementation or "")
+                 implementation=multinode.implementation or "", nvlink_domain=annotations.get(NVLINK_DOMAIN, ""),
+                 imex_channel=imex_channel(annotations))
 
 
 def run_spec(a: Allocation, workflow: Workflow, queue: QueueView, peers: Peers | None = None,

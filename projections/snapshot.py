@@ -138,11 +138,15 @@ def _definition(definition_id: str, members: list[NodeView]) -> Definition:
     for view in members[1:]:
         common = {k: v for k, v in common.items() if view.annotations.get(k) == v}
     segments = {v.segment for v in members}
-    shapes = {(v.cpu, v.memory, tuple(sorted(v.devices.items()))) for v in members}
+    shapes: dict[tuple, str] = {}  # each shape, with the first node (by name) that has it
+    for v in sorted(members, key=lambda v: v.name):
+        shapes.setdefault((v.cpu, v.memory, tuple(sorted(v.devices.items()))), v.name)
     return Definition(
         id=definition_id, annotations=common, segment=segments.pop() if len(segments) == 1 else "",
-        max_nodes=len(members), shape=NodeShape(cpu=largest.cpu, memory=largest.memory, devices=dict(largest.devices)),
-        shapes=tuple(NodeShape(cpu=cpu, memory=memory, devices=dict(devices)) for cpu, memory, devices in sorted(shapes)),
+        max_nodes=len(members), shape=NodeShape(cpu=largest.cpu, memory=largest.memory, devices=dict(largest.devices),
+                                                node=largest.name),
+        shapes=tuple(NodeShape(cpu=cpu, memory=memory, devices=dict(devices), node=shapes[(cpu, memory, devices)])
+                     for cpu, memory, devices in sorted(shapes)),
     )
 
 

@@ -12,6 +12,7 @@ import msgspec
 import structlog
 
 from adapters.executor import Executor, RunSpec, SpecError
+from adapters.launch import memlock_note
 from adapters.logs import LogWriter
 from adapters.outbox import Entry, Outbox
 from adapters.registry_auth import take_credential
@@ -177,6 +178,9 @@ class Agent(Membership):
         slot = self.slots[spec.allocation_id] = Slot(spec, running)
         self.log.info("agent.started", allocation_id=spec.allocation_id, pid=running.pid)
         self.report_slot(slot, "started")  # sent with the round's other reports; a fence stops the copy then
+        if note := memlock_note(spec.memory):  # sent at once, not kept: a control plane older than `note` refuses it
+            body = self._body(spec.allocation_id, spec.epoch, "note", reason=note)
+            await self.call("POST", "/v4/agent/reports", **as_json(body))
         if running.image_note:
             await self.pulls.ready(spec, running.image_note)
         if running.ran_on_host:

@@ -1,4 +1,4 @@
-"""`roving context login|use|show` and `roving config get|set` (the cluster's central configuration)."""
+"""`roving context login|use|show|token` and `roving config get|set` (the cluster's central configuration)."""
 
 from __future__ import annotations
 
@@ -42,6 +42,16 @@ def show(args: argparse.Namespace, client: Client) -> Any:
     return {"current": load_contexts()["current"], "api": found["api"], "token": "set" if found["token"] else "none"}
 
 
+def token(args: argparse.Namespace, client: Client) -> Any:
+    """The current context's access token alone on stdout, for `curl -H "Authorization: Bearer $(roving context
+    token)"` (e.g. a Prometheus scrape of /v4/metrics/node/NODE); asked for by name, unlike `show`, which hides it."""
+    found = current_context()
+    if not found["token"]:
+        fail(f"context {load_contexts()['current']!r} holds no token; run `roving context login USERNAME`")
+    print(found["token"])
+    return 0
+
+
 def config_get(args: argparse.Namespace, client: Client) -> Any:
     answer = client.get("/v4/admin/centralconfig")
     if args.key:
@@ -72,6 +82,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("name")
     p.set_defaults(handler=use)
     sub.add_parser("show", parents=[common], help="the current context").set_defaults(handler=show)
+    sub.add_parser("token", parents=[common], help="print the current context's access token").set_defaults(
+        handler=token)
     sub = commands.add_parser("config", help="the cluster's central configuration (cluster admin)").add_subparsers(
         dest="action", metavar="ACTION", required=True)
     p = sub.add_parser("get", parents=[common], help="all settings, or one KEY")

@@ -16,7 +16,8 @@ from typing import Any
 from api.cli.client import ApiError, Client
 
 # squeue's habit: who, how long, and why it waits (REASON is the scheduler's, "-" once running)
-COLUMNS = ["id", "workflow_id", "stage", "user", "state", "priority", "elapsed", "node", "reason"]
+COLUMNS = ["id", "workflow_id", "stage", "user", "state", "priority", "weight", "elapsed", "node", "reason"]
+WEIGHTS = ("organization", "group", "user", "workflow")  # the priority inputs WEIGHT shows, in this order
 WIDE = ["group", "nodes", "resources", "queued_at", "preemptible"]  # -o wide: where, how much, since when
 STATES = ["PENDING", "READY", "RUNNING", "FINISHED", "FAILED", "CANCELED", "PREEMPTED", "EVICTED"]
 STATS_COLUMNS = ["cluster", "stale", "age", "total", *STATES]
@@ -61,7 +62,17 @@ def show(args: argparse.Namespace, client: Client) -> Any:
         return answer["queue"]
     now = datetime.now(UTC)
     return [{**row, "user": row.get("user") or row.get("user_id"), "group": row.get("group") or row.get("group_id"),
-             "elapsed": elapsed(row, now), "reason": row.get("reason") or None} for row in answer["queue"]]
+             "weight": weight(row), "elapsed": elapsed(row, now), "reason": row.get("reason") or None}
+            for row in answer["queue"]]
+
+
+def weight(row: dict[str, Any]) -> str:
+    """`5/2/1/0`: the organization, group, user and workflow priorities the priority expression weighs (PRIORITY
+    is what it made of them and of the time waited); "-" where the queue does not say."""
+    inputs = row.get("priority_inputs") or {}
+    if not inputs:
+        return "-"
+    return "/".join(str(inputs.get(term, 0)) for term in WEIGHTS)
 
 
 def elapsed(row: dict[str, Any], now: datetime) -> str:
@@ -109,8 +120,10 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                         help="federated control plane: only these clusters (repeat, or comma-separate: c1,c2)")
     p = sub.add_parser("show", parents=[common, scoped], help="allocations in effective-priority order",
                        description="Allocations in effective-priority order, users and groups by name (-o json "
-                                   "keeps their ids). -o wide adds GROUP, NODES, RESOURCES, QUEUED_AT and "
-                                   "PREEMPTIBLE; --no-headers leaves out the header line.")
+                                   "keeps their ids). WEIGHT is ORG/GROUP/USER/WORKFLOW: the priorities the "
+                                   "scheduler's priority expression weighs into PRIORITY. -o wide adds GROUP, "
+                                   "NODES, RESOURCES, QUEUED_AT and PREEMPTIBLE; --no-headers leaves out the "
+                                   "header line.")
     p.add_argument("--mine", action="store_true", help="only your own work (always so unless you are an admin)")
     p.add_argument("--queue", help="only this state: PENDING, READY, RUNNING, ...")
     p.add_argument("--priority-min", type=float, help="only allocations at or above this priority")

@@ -137,7 +137,9 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--env", "-e", action="append", default=[], metavar="NAME=VALUE",
                    help="set a variable in the job (repeatable; secret://user/NAME values are resolved)")
     p.add_argument("--cpus", type=int, default=1, help="CPU cores for the job (default 1)")
-    p.add_argument("--memory", metavar="SIZE", help="memory for the job, e.g. 2GiB (default: the cluster's)")
+    p.add_argument("--memory", metavar="SIZE", help="memory for the job, e.g. 2GiB (default: --cpus times the cluster's "
+                        "scheduler.defaultMemoryPerCore, see `roving config get scheduler.defaultMemoryPerCore`; "
+                        "when that is 0, as it is unless set, the job gets no memory limit)")
     p.add_argument("--name", help="the workflow's name (default run-COMMAND)")
     p.add_argument("-i", "--interactive", action="store_true",
                    help="send standard input along (text, up to 256 KiB, read before the job starts)")

@@ -9,7 +9,7 @@ from typing import Any
 from uuid import UUID
 
 from api.cli.client import Client
-from api.cli.output import named
+from api.cli.output import fail, named
 from domain.ids import MAX_POSIX_ID
 
 PREEMPT = {"preempt": "preempt_names"}
@@ -108,8 +108,37 @@ def group_update(args: argparse.Namespace, client: Client) -> Any:
     return answers or named([client.get(f"/v4/groups/{args.group}")], args.output, GROUP_NAMES)[0]
 
 
+def org_members(args: argparse.Namespace, client: Client) -> Any:
+    """An organization's members: role, priority and groups (by name in a table)."""
+    users = client.get(f"/v4/organizations/{args.org}/users")["users"]
+    if args.output != "table":
+        return users
+    return [{"username": u["username"], "role": u["role"], "priority": u["priority"],
+             "groups": u.get("group_names") or u.get("groups") or []} for u in users]
+
+
+def group_members(group: str, output: str, client: Client) -> Any:
+    """A group's members with their role in it and their own priority (the user term of the priority expression),
+    beside the group's and its organization's, which every member's work shares."""
+    found = client.get(f"/v4/groups/{group}")
+    users = {u["id"]: u for u in client.get(f"/v4/organizations/{found['organization_id']}/users")["users"]}
+    org = client.get(f"/v4/organizations/{found['organization_id']}")
+    rows = [{"user_id": uid, "username": users.get(uid, {}).get("username", uid), "role": role,
+             "priority": users.get(uid, {}).get("priority"), "group_priority": found["priority"],
+             "organization_priority": org["priority"]} for uid, role in found["members"].items()]
+    return rows if output != "table" else [{k: v for k, v in r.items() if k != "user_id"} for r in rows]
+
+
 def group_member(args: argparse.Namespace, client: Client) -> Any:
-    path = f"/v4/groups/{args.group}/members/{args.user}"
+    """`member GROUP USER [--remove]` changes a membership; `member list GROUP` lists them (a group is never named
+    `list`: it is an id or ORG/NAME)."""
+    try:
+        if args.group == "list":
+            return group_members(group_ref(args.user), args.output, client)
+        group, user = group_ref(args.group), user_ref(args.user)
+    except argparse.ArgumentTypeError as error:
+        fail(str(error))
+    path = f"/v4/groups/{group}/members/{user}"
     if args.remove:
         return client.delete(path)
     return client.put(path, {"role": args.role})
@@ -191,6 +220,10 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     leaf(org, common, "show", org_show, "one organization", ("org", org_ref))
     leaf(org, common, "priority", org_priority, "set an organization's priority (cluster admin)",
          ("org", org_ref), ("priority", int))
+    member = org.add_parser("member", help="an organization's members").add_subparsers(
+        dest="member_action", metavar="ACTION", required=True)
+    leaf(member, common, "list", org_members, "its members with each one's role, priority and groups",
+         ("org", org_ref), columns=["username", "role", "priority", "groups"], wide=[])
     group = commands.add_parser("group", help="groups: priority, preempt lists, members").add_subparsers(
         dest="action", metavar="ACTION", required=True)
     leaf(group, common, "create", group_create, "create a group in an organization", ("org", org_ref), ("name", str))
@@ -207,8 +240,10 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                    help="allow this group to preempt G2 (repeatable)")
     p.add_argument("--no-preempt", action="append", default=[], type=group_ref, metavar="G2",
                    help="stop this group preempting G2 (repeatable)")
-    p = leaf(group, common, "member", group_member, "add (or --remove) a member", ("group", group_ref),
-             ("user", user_ref))
+    p = leaf(group, common, "member", group_member,
+             "GROUP USER: add (or --remove) a member; list GROUP: its members with each one's priority",
+             ("group", str), ("user", str), columns=["username", "role", "priority", "group_priority",
+                                                      "organization_priority"], wide=[])
     p.add_argument("--role", default="member", choices=["member", "group_owner"])
     p.add_argument("--remove", action="store_true")
     p = leaf(group, common, "explainer", group_explainer,

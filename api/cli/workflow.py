@@ -16,6 +16,7 @@ from typing import Any
 from api.cli.client import Client
 from api.cli.completion import FILES
 from api.cli.output import fail, table
+from api.cli.stage_describe import one_stage, stage_rows
 
 ENDED = ("FINISHED", "FAILED", "CANCELED")
 STAGE_COLUMNS = ["name", "kind", "status", "attempts", "exit_code", "node", "reason"]
@@ -131,6 +132,8 @@ def other_cluster(answer: dict[str, Any]) -> None:
 
 def describe(args: argparse.Namespace, client: Client) -> Any:
     detail = client.get(f"/v4/workflows/{args.id}")
+    if getattr(args, "stage", None):
+        return one_stage(detail, args.stage, args.output, client)
     if args.output != "table":
         return detail
     other_cluster(detail)
@@ -138,7 +141,7 @@ def describe(args: argparse.Namespace, client: Client) -> Any:
     project = (detail.get("owner") or {}).get("project")
     where += f"\nproject: {project}" if project else ""
     print(f"id: {detail['id']}\nname: {detail['name']}\nstatus: {detail['status']}\nowner: {owner_line(detail)}{where}")
-    return table(detail["stages"], STAGE_COLUMNS)
+    return table(stage_rows(detail["stages"]), STAGE_COLUMNS)
 
 
 def events(args: argparse.Namespace, client: Client) -> Any:
@@ -244,6 +247,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                                 ("stop", stop, "cancel a workflow and its running stages")):
         p = sub.add_parser(name, parents=[common], help=text)
         p.add_argument("id", help="workflow id")
+        if name == "describe":
+            p.add_argument("stage", nargs="?", help="one stage in full: its resources and its events")
         p.set_defaults(handler=handler)
     p = sub.add_parser("revoke-token", parents=[common], help="refuse the workflow's FB_WORKFLOW_TOKEN from now on",
                        description="Its running stages' token (FB_WORKFLOW_TOKEN) is refused from now on, and stages "

@@ -2,7 +2,8 @@
 (domain.autoscale) decides its pool's size; a step is committed as `scale_service` (a ServiceScaled event).
 
 It runs in the process that serves the proxy, since that is where the traffic is counted. A decision made on a
-stale view is dropped by the command and the next tick decides again."""
+stale view is dropped by the command and the next tick decides again. A pool that may scale to zero is woken by
+the proxy (api.http.wake): the first request while no replica runs asks for one."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any
 import structlog
 
 from adapters.traffic import EndpointTraffic
+from api.http.wake import pool_of
 from domain.app import Conflict, NotFound
 from domain.autoscale import decide_scale
 
@@ -57,10 +59,7 @@ class AutoscalerLoop:
         return scaled
 
     def _pool(self, workflow_id: Any, service: str) -> Any:
-        view = self.views.workflows
-        with view.lock:  # the tailer applies events to the mirrored workflow on its own thread
-            workflow = view.workflow(workflow_id)
-            return next((p for p in workflow.pools() if p.service == service), None) if workflow else None
+        return pool_of(self.views, workflow_id, service)
 
     def _bound_endpoints(self) -> list[tuple[str, Any, str]]:
         view = self.views.endpoints

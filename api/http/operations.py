@@ -7,6 +7,7 @@ OPERATIONS: dict[tuple[str, str], tuple[str, str]] = {
     ("GET", "/healthz"): ("getHealth", "Liveness: 200 while the process serves"),
     ("GET", "/readyz"): ("getReadiness", "Readiness: 200 once the views caught up and while the log is reachable"),
     ("GET", "/metrics"): ("getMetrics", "Prometheus metrics of this control-plane process"),
+    ("GET", "/v4/metrics/node/{node}"): ("getNodeMetrics", "One node's Prometheus metrics, read from its agent"),
     ("GET", "/v4/openapi.json"): ("getOpenApi", "This OpenAPI document"),
     ("GET", "/v4/version"): ("getVersion", "The server's Roving version and API version"),
     ("POST", "/v4/workflows"): ("submitWorkflow", "Submit a Fuzzfile as a new workflow"),

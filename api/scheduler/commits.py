@@ -43,7 +43,8 @@ class Commits:
             metrics.PREEMPTIONS.inc(evicted)
             if evicted:
                 metrics.BLOCKED_BEFORE_EVICTION.observe(self.waited(preemption.preemptor_id, now))
-            self.place(preemption.preemptor_id, preemption.node_ids, now, metrics.PLACEMENTS)
+            self.place(preemption.preemptor_id, preemption.node_ids, now, metrics.PLACEMENTS,
+                       "; ".join(preemption.preemptor_texts))
         chosen = [(p.allocation_id, p.node_ids, metrics.PLACEMENTS) for p in decisions.placements]
         chosen += [(b.allocation_id, b.node_ids, metrics.BACKFILLS) for b in decisions.backfills]
         for start in range(0, len(chosen), PLACEMENTS_PER_COMMIT):
@@ -72,12 +73,12 @@ class Commits:
                 counter.inc()
                 metrics.READY_WAIT.observe(waited[allocation])
 
-    def place(self, allocation: str, node_ids: Any, now: datetime, counter: Any) -> None:
+    def place(self, allocation: str, node_ids: Any, now: datetime, counter: Any, note: str = "") -> None:
         """Place one allocation; its wait since READY is observed only when the placement committed. A refused
         placement (a stale decision: the node filled or the allocation moved on) is remembered as refused."""
         waited = self.waited(allocation, now)
         try:
-            self.roving.place(UUID(allocation), [UUID(n) for n in node_ids], "scheduler", now)
+            self.roving.place(UUID(allocation), [UUID(n) for n in node_ids], "scheduler", now, note)
         except REFUSED as error:
             self.refuse(allocation, str(error))
             return

@@ -110,6 +110,12 @@ def alert_sender(principal: Principal) -> None:
         raise Forbidden("only the monitoring webhook principal may post alerts")
 
 
+def node_metrics_reader(principal: Principal) -> None:
+    """A node's metrics count every tenant's work on it: cluster admins and the monitoring token read them."""
+    if principal.source is not Source.MONITORING and not principal.is_cluster_admin:
+        raise Forbidden("a node's metrics are read by cluster admins and the monitoring token only")
+
+
 def organization_creator(principal: Principal) -> None:
     if not principal.is_cluster_admin:
         raise Forbidden("creating an organization needs the cluster admin role")

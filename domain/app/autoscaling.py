@@ -37,6 +37,8 @@ class AutoscaleHandlers:
             if alloc is not None:  # its agent stops the process once the assignment is gone
                 alloc.cancel(f"scaled down: {reason}", by=by, at=at)
                 touched += [alloc, *self.allocations.release(alloc, by, at)]
-            touched += self.endpoints.service_stopped(workflow, stage, "scaled down", at)
+            # at zero the endpoint stays bound with no replica ready: the next request wakes one
+            touched += (self.endpoints.replica_unready(workflow, stage, f"scaled to zero: {reason}", at) if to == 0
+                        else self.endpoints.service_stopped(workflow, stage, "scaled down", at))
         self.uow.save(*touched, *self.allocations.request_ready(workflow, by, at))
         return True

@@ -52,6 +52,9 @@ class AgentReports:
         if event == "image":
             self._image(alloc, reason, at)
             return
+        if event == "note":  # what the node could not do as asked (a memlock limit), told on the stage
+            self._tell(alloc, Workflow.stage_noted, reason, at)
+            return
         if event == "exited" and alloc.multinode:
             return self._rank_exited(alloc, str(node), code, at)
         if event == "exited" and alloc.ended and alloc.exit_code == code:

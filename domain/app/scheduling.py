@@ -18,6 +18,7 @@ from domain.app.unit_of_work import UnitOfWork, command
 from domain.fuzzfile import Problem
 from domain.node import Node, Placement
 from domain.node_admission import NodeError
+from domain.quantities import human_bytes
 from domain.scheduler.feasibility import Infeasible, check_feasible
 from domain.scheduler.reasons import Why
 from domain.scheduler.snapshot import Definition, QueuedAllocation
@@ -44,9 +45,9 @@ class SchedulingHandlers:
         self.profiles = profiles or ProfileHandlers(uow)
 
     @command
-    def place(self, allocation: UUID, node_ids: list[UUID], by: str, at: datetime) -> int:
+    def place(self, allocation: UUID, node_ids: list[UUID], by: str, at: datetime, note: str = "") -> int:
         touched: list[Any] = []
-        epoch = self._place_one(allocation, node_ids, by, at, touched)
+        epoch = self._place_one(allocation, node_ids, by, at, touched, note)
         self.uow.save(*touched)
         return epoch
 
@@ -64,7 +65,8 @@ class SchedulingHandlers:
         self.uow.save(*touched)
         return outcome
 
-    def _place_one(self, allocation: UUID, node_ids: list[UUID], by: str, at: datetime, touched: list[Any]) -> int:
+    def _place_one(self, allocation: UUID, node_ids: list[UUID], by: str, at: datetime, touched: list[Any],
+                   note: str = "") -> int:
         """Place one allocation in the running command, or refuse it (Conflict) having changed nothing."""
         alloc = self.uow.load(Allocation, allocation, "allocation")
         workflow = self.uow.load(Workflow, alloc.workflow_id, "workflow")
@@ -80,7 +82,7 @@ class SchedulingHandlers:
         if (refused := next((r for r in refusals if r is not None), None)) is not None:
             raise Conflict(f"cannot place {alloc.stage}: {refused}")
         try:
-            epoch = alloc.place([str(n) for n in node_ids], by=by, at=at)
+            epoch = alloc.place([str(n) for n in node_ids], by=by, at=at, note=note)
             for node in nodes:
                 node.place_allocation(placement, by=by, at=at)
             workflow.stage_started(alloc.stage, alloc.attempt, nodes[0].name, at=at, by=by)
@@ -169,19 +171,14 @@ def infeasible_text(refused: Infeasible) -> str:
     asked = _shape(request) + f" on {request['nodes']} node{'s' if request['nodes'] != 1 else ''}"
     if request["annotations"]:
         asked += ", annotations " + ", ".join(f"{k}={v}" for k, v in sorted(request["annotations"].items()))
-    biggest = f"the largest node ({largest['definition']}) has {_shape(largest)}" if largest else "no nodes"
+    named = f"{largest['node']}, in {largest['definition']}" if largest and largest.get("node") else \
+        (largest or {}).get("definition")
+    biggest = f"the largest node ({named}) has {_shape(largest)}" if largest else "no nodes"
     why = "; ".join(f"{d}: {r}" for d, r in refused.rejections.items())
     return f"no node can ever hold this job: it asks {asked}; {biggest}; passed over: {why}"
 
 
 def _shape(values: dict[str, Any]) -> str:
-    text = f"cpu {values['cpu']}, memory {_bytes(values['memory'])}"
+    text = f"cpu {values['cpu']}, memory {human_bytes(values['memory'])}"
     devices = values.get("devices") or {}
     return text + ("".join(f", {name} x{count}" for name, count in sorted(devices.items())))
-
-
-def _bytes(count: int) -> str:
-    for unit, size in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20)):
-        if count >= size:
-            return f"{count / size:g} {unit}"
-    return f"{count} B"

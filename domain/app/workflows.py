@@ -24,6 +24,7 @@ from domain.fuzzfile.parse import ParseResult
 from domain.fuzzfile.schema import Workflow as Fuzzfile
 from domain.fuzzfile.stages import list_steps
 from domain.project_paths import ProjectError, check_path
+from domain.scheduler.memory_default import with_default_memory
 from domain.scheduler.priority import check_workflow_priority
 from domain.scheduler.snapshot import Definition
 from domain.tenancy.permissions import Principal
@@ -66,8 +67,10 @@ class WorkflowHandlers(AgentReports):
         owner = owner_of(principal)
         if found := self.projects.resolve(parsed.definition, owner, principal):
             owner["project"] = found
-        spec = with_endpoint_env(self.profiles.bind(parsed.definition), self.endpoints.base_url)
-        warnings = parsed.warnings + self.cluster_warnings(parsed.definition)
+        spec, defaulted = with_default_memory(with_endpoint_env(self.profiles.bind(parsed.definition),
+                                                                self.endpoints.base_url),
+                                              self.scheduling.config.scheduler_config().default_memory_per_core)
+        warnings = parsed.warnings + self.cluster_warnings(parsed.definition) + defaulted
         repository = self.uow.repository
         # the same submission again (Idempotency-Key) gets the first answer; a fresh id is not looked up
         if not repository.presumed_new(workflow_id) and workflow_id in repository:
@@ -101,8 +104,10 @@ class WorkflowHandlers(AgentReports):
             refused.append(Problem(path="project", message=str(error).removeprefix("project: ")))
             project = ""
         refused += self.projects.problems(list_steps_specs(parsed.definition), project, None)
-        return {"errors": refused + self._never_fits(parsed.definition, principal),
-                "warnings": parsed.warnings + self.cluster_warnings(parsed.definition)}
+        defaulted, notes = with_default_memory(parsed.definition,
+                                               self.scheduling.config.scheduler_config().default_memory_per_core)
+        return {"errors": refused + self._never_fits(defaulted, principal),
+                "warnings": parsed.warnings + self.cluster_warnings(parsed.definition) + notes}
 
     def _never_fits(self, definition: Fuzzfile, principal: Principal) -> list[Problem]:
         """What submission would refuse as no node of this cluster could ever hold it (the same check)."""

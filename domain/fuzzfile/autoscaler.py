@@ -2,7 +2,10 @@
 
 A service with an autoscaler is a pool of `max-replicas` stages `web[1]` .. `web[max]`, of which the first
 `replicas` (else `min-replicas`) run at first; the autoscaler (domain/autoscale.py) moves the pool's size between
-the bounds. Its metrics are measured where requests reach the pool: the service's persistent endpoint."""
+the bounds. Its metrics are measured where requests reach the pool: the service's persistent endpoint.
+
+`min-replicas: 0` lets an idle pool scale to zero: it starts with one replica (unless `replicas` says otherwise),
+and the first request through its endpoint while none runs wakes one (api/composition/autoscaling.py)."""
 
 from __future__ import annotations
 
@@ -25,8 +28,8 @@ def pool_bounds(service: Service) -> tuple[int, int] | None:
     scaler = service.autoscaler
     if scaler is None:
         return None
-    low = scaler.min_replicas or 1
-    return low, max(scaler.max_replicas or low, low)
+    low = scaler.min_replicas if scaler.min_replicas is not None else 1
+    return low, max(scaler.max_replicas or low, low, 1)
 
 
 def initial_size(service: Service) -> int:
@@ -34,7 +37,7 @@ def initial_size(service: Service) -> int:
     bounds = pool_bounds(service)
     if bounds is None:
         return service.replicas or 1
-    return service.replicas or bounds[0]
+    return service.replicas if service.replicas is not None else max(bounds[0], 1)
 
 
 def cooldown_seconds(scaler: Autoscaler) -> float:
@@ -47,11 +50,11 @@ def check_autoscaler(service: Service, path: str, has_endpoint: bool) -> list[Pr
         return []
     where = join(path, "autoscaler")
     errors: list[Problem] = []
-    bounded(errors, join(where, "min-replicas"), scaler.min_replicas, 1, MAX_REPLICAS, "min-replicas")
+    bounded(errors, join(where, "min-replicas"), scaler.min_replicas, 0, MAX_REPLICAS, "min-replicas")
     if scaler.max_replicas is None:
         errors.append(Problem(join(where, "max-replicas"), "set the most replicas the pool may grow to"))
     bounded(errors, join(where, "max-replicas"), scaler.max_replicas, 1, MAX_REPLICAS, "max-replicas")
-    low, high = scaler.min_replicas or 1, scaler.max_replicas
+    low, high = scaler.min_replicas if scaler.min_replicas is not None else 1, scaler.max_replicas
     if high is not None and low > high:
         errors.append(Problem(join(where, "max-replicas"), f"max-replicas ({high}) is below min-replicas ({low})"))
     if service.replicas is not None and high is not None and not low <= service.replicas <= high:

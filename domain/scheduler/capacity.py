@@ -5,6 +5,7 @@ running when the head starts. Short work (ending before the head's start) ignore
 """
 from __future__ import annotations
 
+from domain.scheduler.nvlink import together
 from domain.scheduler.snapshot import NodeView, QueuedAllocation
 
 
@@ -109,14 +110,9 @@ class Slot:
 
 
 def scan(slots: list[Slot], a: QueuedAllocation, long: bool = False) -> list[Slot] | None:
-    """First fit: `a.nodes` distinct slots that each hold one copy of the request, or None."""
-    chosen: list[Slot] = []
-    for slot in slots:
-        if slot.fits(a, long):
-            chosen.append(slot)
-            if len(chosen) == a.nodes:
-                return chosen
-    return None
+    """First fit: `a.nodes` distinct slots that each hold one copy of the request (in one NVLink domain where it
+    must be), or None."""
+    return together((slot for slot in slots if slot.fits(a, long)), a)
 
 
 def idle_fit(view: NodeView, a: QueuedAllocation) -> bool:

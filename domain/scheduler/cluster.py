@@ -7,11 +7,13 @@ and slots too full for the smallest queued request are dropped from the candidat
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 
 from domain.scheduler.capacity import Slot
 from domain.scheduler.config import SchedulerConfig
 from domain.scheduler.eligibility import Candidates, build_candidates, static_key
+from domain.scheduler.nvlink import together
 from domain.scheduler.snapshot import NodeStatus, QueuedAllocation, RunningAllocation, Snapshot
 
 
@@ -80,19 +82,21 @@ class Cluster:
         return chosen
 
     def _scan(self, c: Candidates, a: QueuedAllocation, long: bool) -> list[Slot] | None:
-        """First fit over the live slots, dropping those too full for any queued request."""
-        chosen: list[Slot] = []
-        dead, min_cpu, min_memory, wanted = 0, self.min_cpu, self.min_memory, a.nodes
-        for slot in c.live:
-            if slot.fits(a, long):
-                chosen.append(slot)
-                if len(chosen) == wanted:
-                    break
-            elif slot.locked or slot.cpu < min_cpu or slot.memory < min_memory:
-                dead += 1
+        """First fit over the live slots (in one NVLink domain where the request must be), dropping those too full
+        for any queued request."""
+        dead, min_cpu, min_memory = 0, self.min_cpu, self.min_memory
+
+        def fitting() -> Iterator[Slot]:
+            nonlocal dead
+            for slot in c.live:
+                if slot.fits(a, long):
+                    yield slot
+                elif slot.locked or slot.cpu < min_cpu or slot.memory < min_memory:
+                    dead += 1
+        chosen = together(fitting(), a)
         if dead > 16 + len(c.live) // 8:
             c.live = [slot for slot in c.live if not self._dead(slot)]
-        return chosen if len(chosen) == a.nodes else None
+        return chosen
 
     def _dead(self, slot: Slot) -> bool:
         return slot.locked or slot.cpu < self.min_cpu or slot.memory < self.min_memory

@@ -47,6 +47,7 @@ class SchedulerConfig(msgspec.Struct, frozen=True, kw_only=True):
     object_group_count: int = 50_000
     object_store_bytes: int = 100 * 2**30  # objects.storeBytes: all objects together, so the log keeps its room
     catalog_allowed_sources: tuple[str, ...] = ()  # catalog.allowedSources: where non-admins' git sources may be
+    default_memory_per_core: int = 0  # scheduler.defaultMemoryPerCore: bytes a core for work asking none (0: no limit)
 
 
 class ConfigProblem(msgspec.Struct, frozen=True, kw_only=True):
@@ -172,7 +173,7 @@ def _bytes(value: Any) -> int:
     """A size: a whole number of bytes or a string such as 10GiB."""
     try:
         return parse_memory(value)
-    except QuantityError as error:
+    except (QuantityError, TypeError) as error:
         raise Invalid(str(error)) from None
 
 
@@ -235,6 +236,7 @@ KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "objects.groupObjects": ("object_group_count", _count(0)),
     "objects.storeBytes": ("object_store_bytes", _bytes),
     "catalog.allowedSources": ("catalog_allowed_sources", _allowed_sources),
+    "scheduler.defaultMemoryPerCore": ("default_memory_per_core", _bytes),
 }
 
 RETIRED: dict[str, str] = {

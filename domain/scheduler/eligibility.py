@@ -9,7 +9,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from domain.quantities import human_bytes
 from domain.scheduler.capacity import Slot, idle_fit
+from domain.scheduler.nvlink import kept_together, per_domain, shortage_text
 from domain.scheduler.reasons import Reason, Why
 from domain.scheduler.snapshot import NodeStatus, QueuedAllocation
 
@@ -95,13 +97,37 @@ def _largest(slots: list[Slot]) -> dict[str, Any] | None:
     return {"node": view.name or view.id, "cpu": view.cpu, "memory": view.memory, "devices": dict(view.devices)}
 
 
+def _devices(devices: dict[str, int]) -> str:
+    return "".join(f", {name} x{count}" for name, count in sorted(devices.items()))
+
+
+def _domain_why(c: Candidates, a: QueuedAllocation) -> Why | None:
+    """A job kept in one NVLink domain: None when one domain could hold it idle; otherwise, when the nodes that could
+    are spread over domains, why; else the usual reasons (static_why's rest) say it."""
+    counts = per_domain(slot for slot in c.static if idle_fit(slot.view, a))
+    if any(count >= a.nodes for count in counts.values()):
+        return None
+    if sum(counts.values()) < a.nodes:
+        return _static_rest(c, a)
+    return Why(reason=Reason.INSUFFICIENT_RESOURCES, message=shortage_text(counts, a.nodes, "even when idle"),
+               detail={"nvlink_domains": counts, "nodes_wanted": a.nodes, "even_when_idle": True,
+                       "passed_over": _summary(c)})
+
+
 def static_why(c: Candidates, a: QueuedAllocation) -> Why | None:
     """Why `a` cannot run even on idle nodes, or None when only current load stands in its way."""
+    if kept_together(a):
+        return _domain_why(c, a)
     enough = 0
     for slot in c.static:
         enough += idle_fit(slot.view, a)
         if enough >= a.nodes:
             return None
+    return _static_rest(c, a)
+
+
+def _static_rest(c: Candidates, a: QueuedAllocation) -> Why:
+    """Why too few nodes could hold `a` even when idle: annotations, holds, or their size."""
     wanted = dict(c.key[0])
     if wanted and c.annotation_matches == 0:
         return Why(reason=Reason.NODE_ANNOTATIONS_MISMATCH,
@@ -117,9 +143,12 @@ def static_why(c: Candidates, a: QueuedAllocation) -> Why | None:
         return Why(reason=Reason.NODE_HELD, message=f"{len(c.held)} matching nodes are held: {named}{more}",
                    detail={"holds": holds, "held_nodes": len(c.held)})
     pinned = f"its volumes live on node {a.volume_node}, which cannot take it; " if a.volume_node else ""
+    largest = _largest(c.static)
+    biggest = "" if largest is None else (f"; the largest, node {largest['node']}, has cpu {largest['cpu']}, "
+                                          f"memory {human_bytes(largest['memory'])}{_devices(largest['devices'])}")
     return Why(reason=Reason.INSUFFICIENT_RESOURCES,
-               message=f"{pinned}no usable node can hold {a.nodes} x (cpu {a.cpu}, memory {a.memory}, "
-                       f"devices {dict(a.devices)}) even when idle",
+               message=f"{pinned}no usable node can hold {a.nodes} x (cpu {a.cpu}, memory {human_bytes(a.memory)}"
+                       f"{_devices(a.devices)}) even when idle{biggest}",
                detail={"nodes_examined": len(c.static) + len(c.held), "passed_over": _summary(c),
                        "largest_usable_node": _largest(c.static), "even_when_idle": True})
 
@@ -132,4 +161,9 @@ def capacity_why(c: Candidates, a: QueuedAllocation, service: bool) -> Why:
         detail["roomiest_node"] = roomiest.view.name or roomiest.view.id
         detail["short_on_roomiest"] = roomiest.shortfall(a)
     reason = Reason.SERVICE_POOL_AT_CAPACITY if service else Reason.INSUFFICIENT_RESOURCES
+    if kept_together(a):
+        counts = per_domain(slot for slot in c.static if slot.fits(a))
+        if sum(counts.values()) >= a.nodes:  # enough free nodes, none in one domain: say that, not "busy"
+            detail["nvlink_domains"] = counts
+            return Why(reason=reason, message=shortage_text(counts, a.nodes, "now"), detail=detail)
     return Why(reason=reason, message=f"all {len(c.static)} usable nodes are busy", detail=detail)

@@ -9,6 +9,7 @@ from typing import Any
 
 import msgspec
 
+from domain.quantities import human_bytes
 from domain.scheduler.snapshot import Definition, NodeShape, QueuedAllocation
 
 
@@ -40,15 +41,25 @@ def _rejection(a: QueuedAllocation, d: Definition, ignored: frozenset[str]) -> s
 
 
 def _shortage(a: QueuedAllocation, shape: NodeShape) -> str | None:
-    """What one node of this shape lacks for the request (None: it holds it)."""
+    """What one node of this shape lacks for the request (None: it holds it), naming the node it compares with."""
     if a.cpu > shape.cpu:
-        return f"cpu {a.cpu} > {shape.cpu} per node"
-    if a.memory > shape.memory:
-        return f"memory {a.memory} > {shape.memory} per node"
-    for name, count in sorted(a.devices.items()):
-        if shape.devices.get(name, 0) < count:
-            return f"devices {name} {count} > {shape.devices.get(name, 0)} per node"
-    return None
+        short = f"cpu {a.cpu} > {shape.cpu} per node"
+    elif a.memory > shape.memory:
+        short = f"memory {human_bytes(a.memory)} > {human_bytes(shape.memory)} per node"
+    else:
+        lacking = [(n, c) for n, c in sorted(a.devices.items()) if shape.devices.get(n, 0) < c]
+        if not lacking:
+            return None
+        name, count = lacking[0]
+        short = f"devices {name} {count} > {shape.devices.get(name, 0)} per node"
+    return f"{short} ({shape_text(shape)})" if shape.node else short
+
+
+def shape_text(shape: NodeShape) -> str:
+    """`the GPU node local-gpu has cpu 2, memory 4 GiB, nvidia.com/gpu x1`: which node a comparison was made with."""
+    kind = "the GPU node" if any("gpu" in name.lower() for name in shape.devices) else "node"
+    devices = "".join(f", {name} x{count}" for name, count in sorted(shape.devices.items()))
+    return f"{kind} {shape.node} has cpu {shape.cpu}, memory {human_bytes(shape.memory)}{devices}"
 
 
 def check_feasible(request: QueuedAllocation, definitions: Iterable[Definition],
@@ -68,6 +79,6 @@ def check_feasible(request: QueuedAllocation, definitions: Iterable[Definition],
                  "nodes": request.nodes, "annotations": dict(request.annotations),
                  "segments": list(request.segments)},
         largest_node=None if largest is None else {
-            "definition": largest.id, "cpu": largest.shape.cpu, "memory": largest.shape.memory,
+            "definition": largest.id, "node": largest.shape.node, "cpu": largest.shape.cpu, "memory": largest.shape.memory,
             "devices": dict(largest.shape.devices)},
         rejections=rejections)

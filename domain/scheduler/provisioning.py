@@ -13,6 +13,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+from domain.quantities import human_bytes
 from domain.scheduler.decisions import ProvisionAsk, Unneeded
 from domain.scheduler.reasons import Reason, Why
 from domain.scheduler.snapshot import NodeTemplate, PendingNode, QueuedAllocation
@@ -159,7 +160,7 @@ class Provisioning:
                                   "requests": [v.request.request_id for v in chosen if v.request is not None]}
         if first is None:
             detail.update(request=None, state="NEW", requested_at=None, age_seconds=0.0)
-            message = (f"asking provisioner {t.provisioner} for a node (cpu {t.cpu}, memory {t.memory}); expected "
+            message = (f"asking provisioner {t.provisioner} for a node (cpu {t.cpu}, memory {human_bytes(t.memory)}); expected "
                        f"in about {t.expected_seconds:.0f}s")
             return Why(reason=Reason.WAITING_FOR_PROVISION, message=message, detail=detail)
         age = max(0.0, (self.now - first.requested_at).total_seconds())

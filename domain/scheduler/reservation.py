@@ -11,6 +11,7 @@ from datetime import datetime
 from domain.scheduler.capacity import Headroom, Slot
 from domain.scheduler.cluster import Cluster
 from domain.scheduler.eligibility import Candidates
+from domain.scheduler.nvlink import together
 from domain.scheduler.snapshot import QueuedAllocation
 
 
@@ -27,8 +28,8 @@ class Reservation:
 def _earliest(cluster: Cluster, c: Candidates, head: QueuedAllocation, now: datetime):
     """The start time and the nodes (as projected copies) where the head first fits, or (None, [])."""
     fitting = [slot.copy() for slot in c.static if slot.fits(head)]
-    if len(fitting) >= head.nodes:
-        return now, fitting[: head.nodes]
+    if len(fitting) >= head.nodes and (chosen := together(fitting, head)) is not None:
+        return now, chosen
     projected: dict[int, Slot] = {}
     seen = {slot.index for slot in fitting}
     timed = [(r.deadline, r) for r in cluster.releases if r.deadline is not None and r.allocation.id not in cluster.evicted]
@@ -42,8 +43,8 @@ def _earliest(cluster: Cluster, c: Candidates, head: QueuedAllocation, now: date
             if slot.index not in seen and twin.fits(head):
                 seen.add(slot.index)
                 fitting.append(twin)
-        if len(fitting) >= head.nodes:
-            return max(now, deadline), fitting[: head.nodes]
+        if len(fitting) >= head.nodes and (chosen := together(fitting, head)) is not None:
+            return max(now, deadline), chosen
     return None, []
 
 

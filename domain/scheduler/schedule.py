@@ -213,6 +213,15 @@ class _Pass(Backfill):
             self.record_preemption(a, p, outcome)
         return outcome
 
+    def preempted_text(self, v: RunningAllocation, p: float) -> str:
+        """What the preemptor's own events say of one victim: which work, where, and why it could be taken."""
+        where = ", ".join(slot.view.name or n if (slot := self.cluster.by_id.get(n)) else n for n in v.node_ids)
+        ranked = self.rank(v)
+        why = "it is preemptible" if ranked is None else \
+            f"it is preemptible and its priority {ranked:g} is below this one's {p:g} by more than the gap " \
+            f"of {self.config.preemption_gap:g}"
+        return f"Preempted {label(v)} on {where}: {why}"
+
     def record_preemption(self, a: QueuedAllocation, p: float, outcome: Outcome) -> None:
         self.occupy(a, outcome.slots, long=self.reservation is not None)  # behind a head: keep its share
         victims = outcome.victims
@@ -220,7 +229,7 @@ class _Pass(Backfill):
         victim_texts = tuple(f"Preempted by {label(a)}" for _ in victims)
         self.d.preemptions.append(Preemption(
             preemptor_id=a.id, victim_ids=tuple(v.id for v in victims), node_ids=nodes,
-            victim_texts=victim_texts, preemptor_texts=tuple(f"Preempted {label(v)}" for v in victims)))
+            victim_texts=victim_texts, preemptor_texts=tuple(self.preempted_text(v, p) for v in victims)))
         for v, text in zip(victims, victim_texts, strict=True):
             self.d.reasons[v.id] = Why(reason=Reason.PREEMPTED, message=text, detail={"by": a.id})
         self.d.reasons[a.id] = Why(reason=Reason.READY_TO_SCHEDULE, message="placed after preemption",

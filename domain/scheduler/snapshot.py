@@ -107,6 +107,7 @@ class NodeShape(msgspec.Struct, frozen=True, kw_only=True):
     cpu: int
     memory: int
     devices: dict[str, int] = {}
+    node: str = ""  # a node of this shape, which a refusal names ("" for a provisioner's template)
 
 
 class Definition(msgspec.Struct, frozen=True, kw_only=True):

@@ -118,3 +118,42 @@ services:
     assert stages["web[1]"]["status"] == "RUNNING"
     assert stages["web[2]"]["status"] == "PENDING" and stages["web[2]"]["reason"].startswith("Scaled down:")
     assert stack.client.post(f"/v4/workflows/{workflow_id}:stop").status_code == 200
+
+
+def test_an_idle_pool_scales_to_zero_and_the_first_request_wakes_it_and_is_answered(stack, job_dir):
+    created = stack.client.post("/v4/endpoints", json={"name": "sleepy", "scope": "user"})
+    assert created.status_code == 201, created.text
+    port, server = two_free_ports(), job_dir / "sleepy_server.py"
+    server.write_text(SERVER)
+    definition = f"""
+version: v4
+services:
+  web:
+    image: {{uri: docker://alpine:3.20}}
+    persist: true
+    resource: {{cpu: {{cores: 1}}, memory: {{size: 64MiB}}}}
+    readiness-probe: {{http-get: {{port: {port}, path: /healthz}}, period-seconds: 1}}
+    network:
+      ports: [{{name: http, port: {port}}}]
+      endpoints: [{{name: sleepy, port-name: http, persistent: true}}]
+    autoscaler:
+      min-replicas: 0
+      max-replicas: 2
+      cooldown: 3s
+      metrics: [{{name: in-flight-requests, target: 1}}]
+    script: exec python3 {server}
+"""
+    workflow_id = stack.submit(definition, "sleepy")
+    targets = lambda: stack.client.get("/v4/endpoints/sleepy").json()["targets"]  # noqa: E731
+    stack.wait(lambda: len(targets()) == 1, 60, "replica 1 in endpoint sleepy")
+    stack.wait(lambda: any(m.startswith("Scaled from 1 to 0") for m in scaled(stack, workflow_id)), 60,
+               "the idle pool to scale to zero")
+    stack.wait(lambda: targets() == [], 30, "the endpoint to have no replica")
+    started = time.monotonic()
+    answer = stack.client.get(created.json()["path"], timeout=90)
+    assert answer.status_code == 200 and answer.text.strip() == "replica 1", answer.text
+    woke_in = time.monotonic() - started
+    assert any(m == "Scaled from 0 to 1 replicas: woken by a request through endpoint sleepy"
+               for m in scaled(stack, workflow_id))
+    print(f"woken and answered in {woke_in:.1f}s")
+    assert stack.client.post(f"/v4/workflows/{workflow_id}:stop").status_code == 200

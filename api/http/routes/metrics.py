@@ -1,7 +1,9 @@
-"""`/metrics` for Prometheus, and the HTTP request metrics every answer feeds."""
+"""`/metrics` for Prometheus, the HTTP request metrics every answer feeds, and a node's own metrics read through the
+control plane (`/v4/metrics/node/{node}`: the agent's --metrics-port, found as service discovery finds it)."""
 
 from __future__ import annotations
 
+import aiohttp
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, Counter, Histogram, generate_latest
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -11,10 +13,16 @@ from starlette.types import Scope
 
 from api import metrics as gauges  # the control plane's series are exported by every API process, leader or not
 from api.composition.services import Services
+from api.http.errors import problem
+from api.http.routes import common as c
+from api.http.routes.nodes import LIVE, found
+from domain.app import access
 
 REQUESTS = Counter("roving_http_requests_total", "HTTP requests answered", ["method", "route", "status"])
 LATENCY = Histogram("roving_http_request_seconds", "HTTP request duration", ["method", "route"],
                     buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10))
+NODE_SCRAPE = aiohttp.ClientTimeout(total=5.0)  # inside Prometheus's own default scrape timeout (10 s)
+NODE_BODY_LIMIT = 4 * 2**20  # an agent's page is a few KB; the control plane holds no more than this of one
 
 
 def route_of(scope: Scope) -> str:
@@ -43,4 +51,28 @@ def refresh(svc: Services) -> None:
     gauges.observe_views(svc.views, svc.roving.configuration.max_monitoring_percent())
 
 
-routes = [Route("/metrics", metrics, methods=["GET"])]
+async def node_metrics(request: Request) -> Response:
+    """One node's metrics in Prometheus text, as its agent serves them. Cluster admins and the monitoring token
+    only: a node's running and failure counts are every tenant's work on it, which `node show` hides from users."""
+    access.node_metrics_reader(c.principal(request))
+    row = await found(request, request.path_params["node"])
+    if row.status not in LIVE:
+        return problem(503, f"node {row.name} is {row.status}: its metrics cannot be read now", "node")
+    if not row.port:
+        return problem(404, f"node {row.name} serves no metrics (its agent runs without --metrics-port)", "node")
+    url = f"http://{row.address or '127.0.0.1'}:{row.port}/metrics"
+    try:
+        # a session a scrape: one request every scrape interval a node, and nothing left open between them
+        async with aiohttp.ClientSession(timeout=NODE_SCRAPE) as session, session.get(url) as answer:
+            text = await answer.content.read(NODE_BODY_LIMIT + 1)
+            status = answer.status
+    except (aiohttp.ClientError, TimeoutError) as error:
+        return problem(502, f"node {row.name}'s agent did not answer at {url}: {type(error).__name__}", "node")
+    if status != 200 or len(text) > NODE_BODY_LIMIT:
+        reason = f"HTTP {status}" if status != 200 else f"more than {NODE_BODY_LIMIT} bytes"
+        return problem(502, f"node {row.name}'s agent answered {reason} at {url}", "node")
+    return Response(text, media_type=CONTENT_TYPE_LATEST)
+
+
+routes = [Route("/metrics", metrics, methods=["GET"]),
+          Route("/v4/metrics/node/{node}", node_metrics, methods=["GET"])]

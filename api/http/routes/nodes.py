@@ -54,9 +54,9 @@ class Deprovision(msgspec.Struct, forbid_unknown_fields=True):
     force: bool = False
 
 
-def target(request: Request) -> UUID:
+def target(request: Request, raw: str | None = None) -> UUID:
     """`{id}` is the node's id or its name (names map to ids deterministically)."""
-    raw = request.path_params["id"]
+    raw = request.path_params["id"] if raw is None else raw
     try:
         return UUID(raw)
     except ValueError:
@@ -86,8 +86,8 @@ def visible_work(request: Request) -> Callable[[str], bool]:
     return seen
 
 
-async def found(request: Request) -> Any:
-    row = await c.call(c.services(request).views.nodes.get, target(request))
+async def found(request: Request, raw: str | None = None) -> Any:
+    row = await c.call(c.services(request).views.nodes.get, target(request, raw))
     if row is None:
         raise NotFound("node")
     return row

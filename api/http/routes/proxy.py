@@ -24,6 +24,7 @@ from api.http.auth import claims_for, principal_of
 from api.http.errors import Unauthorized, problem
 from api.http.routes import common as c
 from api.http.timeouts import BodyTimeout
+from api.http.wake import not_serving, woken
 from domain.app import access
 from domain.endpoint import Endpoint, Scope
 
@@ -135,8 +136,10 @@ async def admitted(request: HTTPConnection) -> tuple[Endpoint, bool] | Response:
             return problem(401, "this endpoint needs a Roving token in FB-Authorization: Bearer <token>")
         if not access.reaches(who, endpoint):
             return problem(404, "endpoint not found")
-    if endpoint.serving_target() is None:
-        return problem(503, endpoint.not_serving_reason())
+    if endpoint.serving_target() is None:  # a pool scaled to zero wakes for this request (api.http.wake)
+        endpoint = await woken(request, endpoint, lookup) or endpoint
+        if endpoint.serving_target() is None:
+            return not_serving(endpoint)
     if refused := endpoint.unreachable_reason():  # ready, but at a port that is not (or not known to be) its own
         log.warning("proxy.target_refused", endpoint=endpoint.name, reason=refused)
         return problem(502, f"endpoint {endpoint.name}: not forwarded: {refused}")

@@ -177,10 +177,10 @@ def test_queue_show_names_the_user_and_says_how_long_and_why_like_squeue(api, ca
     assert run(api, carol, ["workflow", "start", str(fuzzfile), "-o", "json"], capsys)[0] == 0
     code, out, _ = run(api, api.admin, ["queue", "show"], capsys)
     header, *rows = out.splitlines()
-    assert code == 0 and header.split() == ["ID", "WORKFLOW_ID", "STAGE", "USER", "STATE", "PRIORITY", "ELAPSED",
-                                            "NODE", "REASON"]
+    assert code == 0 and header.split() == ["ID", "WORKFLOW_ID", "STAGE", "USER", "STATE", "PRIORITY", "WEIGHT",
+                                            "ELAPSED", "NODE", "REASON"]
     mine = [r.split() for r in rows if " carol " in r]
-    assert mine and mine[0][3] == "carol" and mine[0][6].count(":") == 2  # HH:MM:SS waited so far
+    assert mine and mine[0][3] == "carol" and mine[0][7].count(":") == 2  # HH:MM:SS waited so far
     code, out, _ = run(api, api.admin, ["queue", "show", "-o", "json"], capsys)
     assert {"user", "user_id", "reason"} <= set(json.loads(out)[0])
 

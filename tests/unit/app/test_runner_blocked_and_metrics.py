@@ -101,7 +101,7 @@ def test_a_preemptor_that_evicts_has_its_blocked_time_observed_once():
     now = datetime.now(UTC)
     done: list[str] = []
     roving = SimpleNamespace(preempt=lambda victim, text, by, at: done.append(f"evict {victim}"),
-                             place=lambda aid, nodes, by, at: done.append(f"place {aid}") or 1)
+                             place=lambda aid, nodes, by, at, note: done.append(f"place {aid}: {note}") or 1)
     views = SimpleNamespace(queue=SimpleNamespace(ready_since=lambda aid: now - timedelta(seconds=90)))
     runner = SchedulerRunner(roving, views, None, None)
     preemptor, victim, node = uuid4(), uuid4(), uuid4()
@@ -111,7 +111,7 @@ def test_a_preemptor_that_evicts_has_its_blocked_time_observed_once():
     count, total = (sample("roving_scheduler_blocked_seconds_before_eviction_count"),
                     sample("roving_scheduler_blocked_seconds_before_eviction_sum"))
     runner.commits.decisions(decisions, now)
-    assert done == [f"evict {victim}", f"place {preemptor}"]
+    assert done == [f"evict {victim}", f"place {preemptor}: Preempted workflow V job lo"]  # its events say so
     assert sample("roving_scheduler_blocked_seconds_before_eviction_count") == count + 1
     assert sample("roving_scheduler_blocked_seconds_before_eviction_sum") - total == 90
 

@@ -40,3 +40,18 @@ def test_the_metric_asking_for_the_most_replicas_wins_and_an_unmeasured_one_asks
     step = decide_scale(both, {"in-flight-requests": 2.0, "requests-per-second": 55.0}, 1, None, NOW)
     assert step.to == 6 and step.reason.startswith("requests-per-second 55.00 per replica")
     assert decide_scale(both, {}, 1, None, NOW) is None
+
+
+def test_a_pool_that_may_scale_to_zero_goes_to_zero_when_nobody_calls_and_starts_with_one():
+    from domain.fuzzfile import parse_fuzzfile
+    from domain.fuzzfile.autoscaler import initial_size
+
+    idle = PoolRule(low=0, high=3, metrics=(ScalingMetric(name="in-flight-requests", target=2),), cooldown=30)
+    step = decide_scale(idle, {"in-flight-requests": 0.0}, 1, None, NOW)
+    assert step is not None and step.to == 0
+    assert decide_scale(idle, {"in-flight-requests": 0.0}, 0, None, NOW) is None  # at zero it stays
+    text = ("version: v4\nservices:\n  web:\n    image: {uri: docker://nginx}\n    script: nginx\n"
+            "    network:\n      ports: [{name: http, port: 8000}]\n"
+            "      endpoints: [{name: web, port-name: http, persistent: true}]\n"
+            "    autoscaler: {min-replicas: 0, max-replicas: 2, metrics: [{name: in-flight-requests, target: 1}]}\n")
+    assert initial_size(parse_fuzzfile(text).definition.services["web"]) == 1

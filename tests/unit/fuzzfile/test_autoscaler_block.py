@@ -28,11 +28,13 @@ def test_an_autoscaled_service_is_a_pool_of_max_replicas_stages():
     assert list_stages(parsed.definition)[2].env["FB_PORT_HTTP"] == "8002"
 
 
-def test_min_above_max_and_min_below_one_are_refused_naming_the_field():
+def test_min_above_max_and_min_below_zero_are_refused_naming_the_field():
     found = problems("    autoscaler: {min-replicas: 3, max-replicas: 2, metrics: [{name: in-flight-requests, target: 1}]}\n")
     assert "below min-replicas" in found["services.web.autoscaler.max-replicas"]
-    found = problems("    autoscaler: {min-replicas: 0, max-replicas: 2, metrics: [{name: in-flight-requests, target: 1}]}\n")
+    found = problems("    autoscaler: {min-replicas: -1, max-replicas: 2, metrics: [{name: in-flight-requests, target: 1}]}\n")
     assert "services.web.autoscaler.min-replicas" in found
+    assert problems("    autoscaler: {min-replicas: 0, max-replicas: 2, metrics: [{name: in-flight-requests, target: 1}]}\n"
+                    ) == {}  # scale to zero: the seed allows it
     found = problems("    autoscaler: {min-replicas: 1, metrics: [{name: in-flight-requests, target: 1}]}\n")
     assert "services.web.autoscaler.max-replicas" in found
 

@@ -27,7 +27,9 @@ def test_a_blocked_allocation_preempts_an_allowed_victim_and_both_sides_get_a_te
     [p] = d.preemptions
     assert (p.preemptor_id, p.victim_ids, p.node_ids) == ("urgent", ("v",), ("n1",))
     assert p.victim_texts == ("Preempted by workflow wf-u job urgent",)
-    assert p.preemptor_texts == ("Preempted workflow wf-v job v",)
+    [text] = p.preemptor_texts
+    assert text.startswith("Preempted workflow wf-v job v on n1: it is preemptible and its priority ")
+    assert text.endswith("is below this one's 50 by more than the gap of 10")
     assert d.reasons["v"].reason is Reason.PREEMPTED and d.counters.preempted == 1
 
 

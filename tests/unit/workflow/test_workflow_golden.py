@@ -11,9 +11,10 @@ from workflow_builders import at, fuzzfile, run, step, submit
 
 from domain.allocation import Allocation, QueueState
 
-GOLDEN = Path(__file__).parent / "golden" / "workflow_v3.jsonl"  # v3: an allocation is requested ready in one event
-# written by earlier code, must still replay: v2 (a Requested then a Readied), v1 (a StageSkipped per skipped step)
-OLDER = [Path(__file__).parent / "golden" / "workflow_v2.jsonl", Path(__file__).parent / "golden" / "workflow_v1.jsonl"]
+GOLDEN = Path(__file__).parent / "golden" / "workflow_v4.jsonl"  # v4: a placement carries a note (what it preempted)
+# written by earlier code, must still replay: v3 (a Placed without a note), v2 (a Requested then a Readied),
+# v1 (a StageSkipped per skipped step)
+OLDER = [Path(__file__).parent / "golden" / f"workflow_v{n}.jsonl" for n in (3, 2, 1)]
 TEXT = fuzzfile([
     step("pre", extra="policy: {retry: {on: [75], attempts: 1}, timeout: {execute: 10m}}"),
     step("main", "pre"),

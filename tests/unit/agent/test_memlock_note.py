@@ -1,0 +1,54 @@
+"""A memlock limit that cannot be set as asked is said: on the job's stderr when `ulimit` refuses, and as an event
+on the stage when the agent's hard limit caps it below the memory request."""
+
+from __future__ import annotations
+
+import resource
+import subprocess
+from datetime import UTC, datetime
+from uuid import UUID
+
+import adapters.launch as launch
+from domain.app.ids import allocation_id
+from domain.tenancy import Role, Source
+from tests.unit.api.harness import JOB, Api, token
+
+AGENT = token("agent", Role.USER, source=Source.AGENT)
+
+
+def test_a_memlock_limit_ulimit_refuses_is_said_on_the_jobs_stderr_not_swallowed():
+    script = launch.SCRIPT.replace("@SETPRIV@", "setpriv")
+    done = subprocess.run(["/bin/sh", "-c", script, "roving-launch", "", "-l not-a-size", "", "/bin/echo", "ran"],
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0 and done.stdout == "ran\n"  # the job still runs
+    assert "roving: the memlock limit (ulimit -l not-a-size KiB) could not be set" in done.stderr
+
+
+def test_without_root_a_hard_limit_below_the_request_is_a_note_naming_both_sizes(monkeypatch):
+    monkeypatch.setattr(launch.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(launch.resource, "getrlimit", lambda which: (64 << 10, 64 << 10))
+    note = launch.memlock_note(1 << 30)
+    assert note is not None and note.startswith("memlock limit is 64 KiB, not the memory request of 1 GiB")
+    assert launch.memlock_note(32 << 10) is None  # within the hard limit: set as asked
+    monkeypatch.setattr(launch.resource, "getrlimit", lambda which: (64 << 10, resource.RLIM_INFINITY))
+    assert launch.memlock_note(1 << 30) is None
+
+
+def test_as_root_the_limit_is_set_as_asked_and_nothing_is_noted(monkeypatch):
+    monkeypatch.setattr(launch.os, "geteuid", lambda: 0)
+    assert launch.memlock_note(1 << 30) is None
+
+
+def test_an_agents_note_is_an_event_on_the_stage():
+    api = Api()
+    node = api.request("POST", "/v4/agent/register", AGENT,
+                       json={"name": "n1", "cpu": 4, "memory": 8 * 2**30, "definition": "local"}).json()
+    workflow = api.request("POST", "/v4/workflows", api.admin, json={"name": "w", "definition": JOB}).json()["id"]
+    aid = allocation_id(UUID(workflow), "hello", 1)
+    epoch = api.services.roving.place(aid, [UUID(node["node_id"])], "scheduler", datetime.now(UTC))
+    text = "memlock limit is 64 KiB, not the memory request of 1 GiB"
+    body = {"node_id": node["node_id"], "allocation_id": str(aid), "epoch": epoch, "event": "note", "reason": text}
+    assert api.request("POST", "/v4/agent/reports", AGENT, json=body).status_code == 200
+    api.services.tailer.wait_for(api.services.roving.last_position)
+    events = api.request("GET", f"/v4/workflows/{workflow}/events", api.admin).json()["events"]
+    assert {"stage": "hello", "message": text} in [{"stage": e["stage"], "message": e["message"]} for e in events]
