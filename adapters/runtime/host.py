@@ -8,7 +8,8 @@ write what that user can: the stack's checkout, its venv (a `.pth` file there ra
 sandbox), the user's home, and the other jobs' directories under the shared work root; and a root agent's job saw
 every process of the node. Under bubblewrap the job sees a fresh root (a tmpfs) holding every top-level directory of
 the node bound read-only, its own /dev/shm, /tmp and /var/tmp (empty tmpfs), each covered path (the agent's work
-root, the hidden ones) an empty tmpfs, then its own work directory and each volume bound read-write; `/proc` is its
+root, the hidden ones) an empty tmpfs, then its own work directory and each volume bound read-write (and the paths an
+admin made writable for every job, a shared filesystem, bound before the covers); `/proc` is its
 own pid namespace's, so no other process (nor its command line or environment) shows. As root, bubblewrap needs no
 user namespace; as another user it needs unprivileged user namespaces (Debian allows them), and `usable` says
 whether it runs here at all.
@@ -30,17 +31,20 @@ PRIVATE = ("/tmp", "/var/tmp", "/dev/shm")  # scratch every job has, of its own:
 class HostSandbox:
     """Turns a host job's argv into a bubblewrap command line; `hidden` paths show as empty directories."""
 
-    def __init__(self, bwrap: str, hidden: tuple[Path, ...] = (), root: Path = Path("/")) -> None:
+    def __init__(self, bwrap: str, hidden: tuple[Path, ...] = (), writable: tuple[Path, ...] = (),
+                 root: Path = Path("/")) -> None:
+        """`writable`: node paths a job may write as its uid allows (an admin's shared filesystem)."""
         self.bwrap, self.root = bwrap, root
         self.hidden = tuple(sorted({Path(p).resolve() for p in hidden}))
+        self.writable = tuple(sorted({Path(p).resolve() for p in writable}))
 
     @classmethod
-    def found(cls, hidden: tuple[Path, ...] = ()) -> HostSandbox | None:
+    def found(cls, hidden: tuple[Path, ...] = (), writable: tuple[Path, ...] = ()) -> HostSandbox | None:
         """The sandbox when bubblewrap is installed and runs for this user, else None."""
         bwrap = shutil.which("bwrap")
         if bwrap is None:
             return None
-        sandbox = cls(bwrap, hidden)
+        sandbox = cls(bwrap, hidden, writable)
         return sandbox if sandbox.usable() else None
 
     def usable(self) -> bool:
@@ -67,6 +71,8 @@ class HostSandbox:
                 command += ["--tmpfs", scratch]
         if isolated_network:
             command.append("--unshare-net")
+        # before the covers: a writable path holding the work root or a hidden path does not bring them back
+        command += [arg for path in self.writable if path.is_dir() for arg in ("--bind", str(path), str(path))]
         # a hidden path above the job's own directory (a shared work root) is one the job reaches whatever its uid
         covered = {path for path in self.hidden if hide or workdir.is_relative_to(path)}
         covered.update((shared.resolve(),) if shared is not None else ())

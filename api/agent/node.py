@@ -69,7 +69,7 @@ def host_sandbox(config: AgentConfig, log) -> tuple[HostSandbox | None, bool]:
     from its files."""
     confined = config.job_user is None and os.geteuid() != 0
     hidden = (Path(config.workdir) / ".roving-agent", *config.hide)
-    sandbox = HostSandbox.found(hidden) if config.runtime == "host" else None
+    sandbox = HostSandbox.found(hidden, config.writable) if config.runtime == "host" else None
     config.annotations.setdefault(SANDBOX, "bwrap" if sandbox is not None else "none")
     if sandbox is None and config.runtime == "host":
         log.warning("agent.no_sandbox", reason=f"volumes cannot be mounted at their paths: {INSTALL}",

@@ -188,3 +188,38 @@ def test_a_host_job_of_a_root_agent_lists_only_its_own_processes(as_root):
     outcome, _ = as_root  # bob's job: no volumes, nothing but the host runtime
     pids = int(outcome["pids"].removeprefix("pids:"))
     assert 0 < pids <= 6, outcome["pids"]  # bubblewrap's init, the job's shells, ls and grep: not the node's
+
+
+@needs_bwrap
+def test_a_path_the_admin_makes_writable_is_writable_and_never_brings_back_the_other_jobs_directories():
+    from adapters.executor import Executor, JobUser, RunSpec
+    from adapters.runtime.host import HostSandbox
+
+    shared = Path(tempfile.mkdtemp(prefix="roving-writable-"))
+    try:
+        shared.chmod(0o777)  # a shared filesystem: the job's uid (nobody under a root agent) may write it
+        user = JobUser(65534, 65534, "nobody") if os.geteuid() == 0 else None
+        executor = Executor(shared / "work", user=user, sandbox=HostSandbox.found(writable=(shared,)),
+                            confined=user is None)
+        other = executor.workdir(RunSpec(allocation_id="o1", epoch=1, workflow_id="other", stage="s"))
+        other.mkdir(parents=True)
+        spec = RunSpec(allocation_id="a1", epoch=1, workflow_id="wf", stage="s",
+                       script=f"touch {shared}/result && echo wrote; test -e {other} && echo saw-other; touch /usr/x")
+        output: list[bytes] = []
+        running = executor.start(spec, lambda stream, chunk: output.append(chunk), lambda *_: None)
+        code, _ = running.wait(30)
+        running.release()
+        assert (shared / "result").exists() and b"wrote" in b"".join(output)
+        assert b"saw-other" not in b"".join(output)
+        assert not Path("/usr/x").exists() and code != 0  # the rest of the node stays read-only
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
+
+
+def test_an_agent_is_told_the_node_paths_its_jobs_may_write_by_flag_and_environment(tmp_path):
+    from api.agent.args import parse_args
+
+    config = parse_args(["--node", "n1", "--api", "http://127.0.0.1:1", "--workdir", str(tmp_path),
+                         "--writable", "/scratch"], env={"ROVING_TOKEN": "t", "ROVING_AGENT_WRITABLE": "/lustre:/gpfs"},
+                         euid=1000)
+    assert config.writable == (Path("/scratch"), Path("/lustre"), Path("/gpfs"))
