@@ -22,8 +22,8 @@ JOB_USER = "roving.io/job-user"
 RUNTIME = "roving.io/runtime"
 SANDBOX = "roving.io/sandbox"  # bwrap: host jobs get their own namespaces (volumes at their paths); none: they do not
 TENANTS = "roving.io/tenants"  # only:<user id>: the agent runs one owner's work (said only then)
-SINGLE_USER = ("this node runs every job as its agent's own user (the agent is not root), so it cannot tell tenants "
-               "apart: it runs only its admin's work")
+SINGLE_USER = ("single-user node: it runs every job as its agent's own user (the agent is not root), so it cannot "
+               "tell tenants apart: it runs only its admin's work")
 
 
 def agent_name(config: AgentConfig) -> str:
@@ -101,6 +101,6 @@ def check_owner(executor: Executor, config: AgentConfig, spec: RunSpec) -> None:
     if not (executor.confined and only and spec.owner_id != only):
         return
     if executor.sandbox is None:
-        raise SpecError("this node runs every job as its agent's own user and cannot keep jobs from its files (no "
-                        f"bubblewrap): it runs only its admin's work; {INSTALL} or run roving up as root")
+        raise SpecError("single-user node: it runs every job as its agent's own user and cannot keep jobs from its "
+                        f"files (no bubblewrap): it runs only its admin's work; {INSTALL} or run roving up as root")
     raise SpecError(f"{SINGLE_USER}; run roving up as root to share it (each job then runs as its owner's uid)")

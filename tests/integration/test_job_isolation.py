@@ -73,9 +73,11 @@ AGENT = textwrap.dedent("""
 def readable_python() -> tuple[str, str] | None:
     """An interpreter a normal user can run, of this one's version, and the PYTHONPATH that imports this checkout
     and its venv's packages (the test's own interpreter may sit under /root, closed to others)."""
-    for python in (sys.executable, "/usr/bin/python3"):
+    for python in ("/usr/bin/python3", sys.executable):
+        # it starts itself again, as the stack starts its agents (an exec straight from setpriv proved nothing here)
         probe = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", python, "-c",
-                 "import sys; print(sys.version_info[:2])"]
+                 "import subprocess, sys; subprocess.run([sys.executable, '-c', ''], check=True); "
+                 "print(sys.version_info[:2])"]
         try:
             done = subprocess.run(probe, capture_output=True, text=True, timeout=30)
         except OSError:
