@@ -246,13 +246,16 @@ class Executor:
         sandboxed = running.pulled is None and spec.kind not in (*TRANSFER_KINDS, BUILD) and self.sandbox is not None
         if sandboxed:
             env.update(sandboxed_env(spec, running.workdir))
+        # a path in its own root (a volume's) is entered there; on the node the hook starts in the job's directory
+        own_root = (sandboxed or running.pulled is not None) and Path(spec.cwd or ".").is_absolute()
+        host_cwd = running.workdir if own_root else cwd
         for hook, argv in hooks:
             if running.pulled is not None and self.runtime is not None:
                 argv = self.runtime.wrap(argv, running.pulled.rootfs, running.workdir, cwd, spec.network_isolated)
             elif sandboxed and self.sandbox is not None:  # the job's own sandbox: a hook reaches what the job does
                 argv = self.sandbox.wrap(argv, running.workdir, cwd, self._mounts(spec), spec.network_isolated,
                                          hide=self.confined, shared=self.workdir_root)
-            run_post_hook(hook, argv, cwd, env, child_setup(None, None, user), emit)
+            run_post_hook(hook, argv, host_cwd, env, child_setup(None, None, user), emit)
 
     def _cgroup(self, spec: RunSpec, visible: str | None) -> Cgroup | None:
         if self.cgroups is None:

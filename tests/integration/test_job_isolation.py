@@ -16,6 +16,7 @@ import sys
 import sysconfig
 import tempfile
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -225,3 +226,25 @@ def test_an_agent_is_told_the_node_paths_its_jobs_may_write_by_flag_and_environm
                          "--writable", "/scratch"], env={"ROVING_TOKEN": "t", "ROVING_AGENT_WRITABLE": "/lustre:/gpfs"},
                          euid=1000)
     assert config.writable == (Path("/scratch"), Path("/lustre"), Path("/gpfs"))
+
+
+@needs_bwrap
+def test_a_post_hook_runs_in_its_jobs_sandbox_even_when_the_job_works_in_a_volume(tmp_path):
+    from adapters.executor import Executor, RunSpec
+    from adapters.hooks import HookSpec
+    from adapters.runtime.host import HostSandbox
+
+    executor = Executor(tmp_path / "work", sandbox=HostSandbox.found())
+    hook = HookSpec("post", "job", "echo after $ROVING_EXIT_CODE > hooked; ls /proc | grep -c '^[0-9]' >> hooked", 5)
+    spec = RunSpec(allocation_id="a1", epoch=1, workflow_id="wf", stage="s", mounts={"/scratch": "v"},
+                   cwd="/scratch", script="echo job > made", hooks=[hook])
+    ended: list[tuple[int, str]] = []
+    running = executor.start(spec, lambda *_: None, lambda code, reason: ended.append((code, reason)))
+    running.wait(30)
+    deadline = time.monotonic() + 10
+    while not ended and time.monotonic() < deadline:
+        time.sleep(0.05)
+    volume = executor.volumes.path("wf", "v")
+    assert (volume / "made").read_text() == "job\n" and ended[:1] == [(0, "exited with code 0")]
+    said, pids = (volume / "hooked").read_text().splitlines()
+    assert said == "after 0" and int(pids) <= 6  # in the job's volume, in a pid namespace of its own
