@@ -26,6 +26,7 @@ from tests.integration.test_job_isolation import readable_python, stack_user
 REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("adapters", "api", "domain", "ops", "projections")  # pyproject.toml's packages
 PASSWORD = "Blue-Kettle-42-Moon"
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="apt-get install bubblewrap (the jobs' sandbox)")
 PROBE = """version: v4
 jobs:
   probe:
