@@ -20,6 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from adapters.nats_server import find_binary
 from tests.e2e.stack import UP, LocalStack
 from tests.integration.test_job_isolation import readable_python, stack_user
 
@@ -65,7 +66,10 @@ def own_install(user: pwd.struct_passwd, base: Path) -> Path:
         pytest.skip("no python a normal user can run, of this version")
     subprocess.run([found[0], "-m", "venv", "--without-pip", str(venv)], check=True, timeout=60)
     site = next(venv.glob("lib/python3*/site-packages"))
-    (site / "roving-checkout.pth").write_text(f"{checkout}\n{sysconfig.get_paths()['purelib']}\n")
+    # the checkout first, then where this interpreter finds the dependencies (never this checkout itself)
+    found_on = [p for p in (sysconfig.get_paths()["purelib"], *sys.path) if p and Path(p).is_dir()
+                and Path(p).resolve() != REPO]
+    (site / "roving-checkout.pth").write_text("\n".join([str(checkout), *dict.fromkeys(found_on)]) + "\n")
     if os.geteuid() == 0:
         subprocess.run(["chown", "-R", f"{user.pw_uid}:{user.pw_gid}", str(base)], check=True, timeout=60)
     return venv / "bin" / "python"
@@ -82,7 +86,7 @@ def normal_stack():
     data_dir.mkdir()
     if os.geteuid() == 0:
         os.chown(data_dir, user.pw_uid, user.pw_gid)
-    nats = os.environ.get("ROVING_NATS_SERVER") or str(Path(sys.executable).parent / "nats-server")
+    nats = find_binary()
     settings = {"HOME": user.pw_dir, "USER": user.pw_name, "LOGNAME": user.pw_name, "ROVING_NATS_SERVER": nats,
                 "PYTHONDONTWRITEBYTECODE": "1"}
     stack = LocalStack(data_dir, nodes=1, settings=settings, command=tuple(as_user(user, str(python), "-c", UP)))
