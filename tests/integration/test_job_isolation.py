@@ -95,8 +95,12 @@ def stack_user() -> pwd.struct_passwd:
     except KeyError:
         if shutil.which("useradd") is None:
             pytest.skip("no useradd to make a normal user for the stack")
-        subprocess.run(["useradd", "--create-home", "--shell", "/bin/sh", STACK_USER], check=True, timeout=30)
+        made = subprocess.run(["useradd", "--create-home", "--shell", "/bin/sh", STACK_USER], capture_output=True,
+                              text=True, timeout=30)
+    try:  # another test worker may have made it meanwhile (useradd then says it exists)
         return pwd.getpwnam(STACK_USER)
+    except KeyError:
+        pytest.skip(f"useradd could not make the stack's user: {made.stderr.strip()}")
 
 
 def run_agent(as_root: bool) -> tuple[dict, dict[str, Path]]:
