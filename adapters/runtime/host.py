@@ -65,26 +65,30 @@ class HostSandbox:
         points)."""
         command = [self.bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--tmpfs", "/"]
         command += self._node_root()
-        command += ["--dev-bind", "/dev", "/dev", "--proc", "/proc"]
-        for scratch in PRIVATE:
-            if scratch == "/tmp" or Path(scratch).is_dir():
-                command += ["--tmpfs", scratch]
+        command += ["--dev-bind", "/dev", "/dev", "--proc", "/proc", *_scratch()]
         if isolated_network:
             command.append("--unshare-net")
         # before the covers: a writable path holding the work root or a hidden path does not bring them back
         command += [arg for path in self.writable if path.is_dir() for arg in ("--bind", str(path), str(path))]
-        # a hidden path above the job's own directory (a shared work root) is one the job reaches whatever its uid
-        covered = {path for path in self.hidden if hide or workdir.is_relative_to(path)}
-        covered.update((shared.resolve(),) if shared is not None else ())
-        for path in sorted(covered):
-            if path.is_dir():
-                command += ["--tmpfs", str(path)]  # an empty directory where it was
-            elif path.exists():
-                command += ["--ro-bind", "/dev/null", str(path)]  # a file (a token): empty
+        command += self._covers(workdir, hide, shared)
         command += ["--bind", str(workdir), str(workdir)]  # its own, again, wherever a cover fell over it
         for location, directory in sorted(mounts.items()):
             command += ["--bind", str(directory), location]
         return [*command, "--chdir", str(cwd), "--", *argv]
+
+    def _covers(self, workdir: Path, hide: bool, shared: Path | None) -> list[str]:
+        """An empty tmpfs over the work root and each hidden directory, /dev/null over each hidden file; a hidden path
+        above the job's own directory (a shared work root) is covered even when `hide` is off: the job reaches it
+        whatever its uid."""
+        covered = {path for path in self.hidden if hide or workdir.is_relative_to(path)}
+        covered.update((shared.resolve(),) if shared is not None else ())
+        found: list[str] = []
+        for path in sorted(covered):
+            if path.is_dir():
+                found += ["--tmpfs", str(path)]  # an empty directory where it was
+            elif path.exists():
+                found += ["--ro-bind", "/dev/null", str(path)]  # a file (a token): empty
+        return found
 
     def _node_root(self) -> list[str]:
         """Every top-level entry of the node's root, read-only (the job writes only its own directory, volumes and
@@ -98,3 +102,8 @@ class HostSandbox:
             elif entry.is_dir():
                 found += ["--ro-bind", str(entry), f"/{entry.name}"]
         return found
+
+
+def _scratch() -> list[str]:
+    """The job's own /tmp (always), /var/tmp and /dev/shm (where the node has them), each an empty tmpfs."""
+    return [arg for path in PRIVATE if path == "/tmp" or Path(path).is_dir() for arg in ("--tmpfs", path)]
