@@ -107,6 +107,9 @@ class Executor:
         else:
             argv = with_backoff(spec.start_delay_seconds, with_pre_hooks(spec.hooks, job_argv(spec, workdir), workdir))
             write_post_hooks(spec.hooks, workdir)
+        # the program the job names, checked before the sandbox's bwrap stands in front of it (a volume's path as its
+        # cwd exists only in the sandbox: there only bwrap is checked)
+        program = argv[0] if sandboxed and host_cwd == cwd else ""
         devices, note = self._bind(spec), ""
         pulled: Pulled | None = None
         try:
@@ -121,18 +124,21 @@ class Executor:
                                          mounts)
             elif sandboxed and self.sandbox is not None:  # (sandboxed needs a sandbox)
                 mounts = {location: path for location, path in bound.items() if location}
-                argv = self.sandbox.wrap(argv, workdir, cwd, mounts, spec.network_isolated, hide=self.confined)
+                argv = self.sandbox.wrap(argv, workdir, cwd, mounts, spec.network_isolated, hide=self.confined,
+                                         shared=self.workdir_root)
             elif spec.mounts and not own_program:  # never a silent ./NAME: a Fuzzfile means the same on every node
                 raise SpecError(f"this node cannot mount volumes at their paths ({', '.join(sorted(spec.mounts))}): "
                                 f"{INSTALL}")
             if user is not None:
                 hand_over(workdir, user)
             env = env_in_image(self.runtime, pulled, job_environment(spec, user, workdir, devices, workdir=workdir))
+            if sandboxed:
+                env.update(sandboxed_env(spec, workdir))
             if transfer:  # where this node reaches the world: a hub mirror, an S3 endpoint, a proxy
                 env.update({k: os.environ[k] for k in TRANSFER_PASSED if k in os.environ})
             if spec.kind == BUILD:
                 env.update(build_env(self.images_url))
-            check_findable(argv[0], env, host_cwd)
+            check_findable(program or argv[0], env, host_cwd)
             running = self._launch(spec, argv, host_cwd, env, workdir, user)
         except BaseException:
             self._unbind(spec)
@@ -147,9 +153,14 @@ class Executor:
         return running
 
     def _sandboxes(self, spec: RunSpec) -> bool:
-        """A host job runs in its own namespaces when it mounts volumes (at their paths) or when this agent runs
-        jobs as its own user (they must not see the node's private paths: `confined`)."""
-        return self.sandbox is not None and (bool(spec.mounts) or self.confined)
+        """Every host job runs in its own namespaces where bubblewrap runs, as root or not: its pids, the node
+        read-only, no other job's directory (without it, volumes at their paths are refused)."""
+        return self.sandbox is not None
+
+    def _mounts(self, spec: RunSpec) -> dict[str, Path]:
+        """Path in the job -> the volume's directory, as `Volumes.prepare` made them for the job's start."""
+        return {location: Path(spec.persistent[name].path) if name in spec.persistent
+                else self.volumes.path(spec.workflow_id, name) for location, name in spec.mounts.items()}
 
     def _launch(self, spec: RunSpec, argv: list[str], cwd: Path, env: dict[str, str], workdir: Path,
                 job_user: JobUser | None) -> Running:
@@ -232,10 +243,19 @@ class Executor:
                               workdir=running.workdir)
         env.update(ROVING_EXIT_CODE=str(code), ROVING_EXIT_REASON=reason)
         env = env_in_image(self.runtime, running.pulled, env)
+        sandboxed = running.pulled is None and spec.kind not in (*TRANSFER_KINDS, BUILD) and self.sandbox is not None
+        if sandboxed:
+            env.update(sandboxed_env(spec, running.workdir))
+        # a path in its own root (a volume's) is entered there; on the node the hook starts in the job's directory
+        own_root = (sandboxed or running.pulled is not None) and Path(spec.cwd or ".").is_absolute()
+        host_cwd = running.workdir if own_root else cwd
         for hook, argv in hooks:
             if running.pulled is not None and self.runtime is not None:
                 argv = self.runtime.wrap(argv, running.pulled.rootfs, running.workdir, cwd, spec.network_isolated)
-            run_post_hook(hook, argv, cwd, env, child_setup(None, None, user), emit)
+            elif sandboxed and self.sandbox is not None:  # the job's own sandbox: a hook reaches what the job does
+                argv = self.sandbox.wrap(argv, running.workdir, cwd, self._mounts(spec), spec.network_isolated,
+                                         hide=self.confined, shared=self.workdir_root)
+            run_post_hook(hook, argv, host_cwd, env, child_setup(None, None, user), emit)
 
     def _cgroup(self, spec: RunSpec, visible: str | None) -> Cgroup | None:
         if self.cgroups is None:
@@ -244,6 +264,12 @@ class Executor:
         limits = Limits(memory=spec.memory or None, cpus=spec.cpu_cores or None, pids=self.pids_limit,
                         denied_devices=denied)
         return self.cgroups.create(f"{spec.allocation_id}-e{spec.epoch}", limits)
+
+
+def sandboxed_env(spec: RunSpec, workdir: Path) -> dict[str, str]:
+    """A sandboxed job's scratch is its own /tmp and its home its work directory (unless its stage says otherwise):
+    the node, with the agent's HOME and TMPDIR, is read-only there."""
+    return {k: v for k, v in (("TMPDIR", "/tmp"), ("HOME", str(workdir))) if k not in (spec.env or {})}
 
 
 def _holder(spec: RunSpec) -> str:

@@ -1,14 +1,18 @@
-"""The `host` runtime's own namespaces: the node's root as it is, the stage's volumes at the paths its Fuzzfile names,
-the node's private paths out of sight, and pids of its own.
+"""The `host` runtime's own namespaces: the node read-only, the job's own work directory and its volumes read-write
+(at the paths its Fuzzfile names), a private /tmp, the node's private paths and the other jobs' directories out of
+sight, and pids of its own.
 
 Without them a volume mounted at `/scratch` was `./scratch` in the job's directory (a Fuzzfile meant something else on
-this runtime than on `oci`), and a job of an agent that runs every job as its own user (not root) could read what that
-user can: the control plane's data directory with the admin's token and the signing key, the agent's own state. Under
-bubblewrap the job sees a fresh root (a tmpfs) holding every top-level directory of the node bound as it is, then
-each hidden path covered by an empty tmpfs, then each volume bound read-write at its mount path; `/proc` is its own
-pid namespace's, so no other process (nor its command line or environment) shows. As root, bubblewrap needs no user
-namespace; as another user it needs unprivileged user namespaces (Debian allows them), and `usable` says whether it
-runs here at all.
+this runtime than on `oci`); a job of an agent that runs every job as its own user (a normal user's `make up`) could
+write what that user can: the stack's checkout, its venv (a `.pth` file there ran in the next agent, outside any
+sandbox), the user's home, and the other jobs' directories under the shared work root; and a root agent's job saw
+every process of the node. Under bubblewrap the job sees a fresh root (a tmpfs) holding every top-level directory of
+the node bound read-only, its own /dev/shm, /tmp and /var/tmp (empty tmpfs), each covered path (the agent's work
+root, the hidden ones) an empty tmpfs, then its own work directory and each volume bound read-write (and the paths an
+admin made writable for every job, a shared filesystem, bound before the covers); `/proc` is its
+own pid namespace's, so no other process (nor its command line or environment) shows. As root, bubblewrap needs no
+user namespace; as another user it needs unprivileged user namespaces (Debian allows them), and `usable` says
+whether it runs here at all.
 """
 
 from __future__ import annotations
@@ -16,59 +20,79 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 INSTALL = "install bubblewrap (apt-get install bubblewrap)"
-OWN = frozenset({"proc", "dev"})  # made by bubblewrap itself
+OWN = frozenset({"proc", "dev", "tmp"})  # made by bubblewrap itself (the job's own)
+PRIVATE = ("/tmp", "/var/tmp", "/dev/shm")  # scratch every job has, of its own: never another's, nor the node's
 
 
 class HostSandbox:
     """Turns a host job's argv into a bubblewrap command line; `hidden` paths show as empty directories."""
 
-    def __init__(self, bwrap: str, hidden: tuple[Path, ...] = (), root: Path = Path("/")) -> None:
+    def __init__(self, bwrap: str, hidden: tuple[Path, ...] = (), writable: tuple[Path, ...] = (),
+                 root: Path = Path("/")) -> None:
+        """`writable`: node paths a job may write as its uid allows (an admin's shared filesystem)."""
         self.bwrap, self.root = bwrap, root
         self.hidden = tuple(sorted({Path(p).resolve() for p in hidden}))
+        self.writable = tuple(sorted({Path(p).resolve() for p in writable}))
 
     @classmethod
-    def found(cls, hidden: tuple[Path, ...] = ()) -> HostSandbox | None:
+    def found(cls, hidden: tuple[Path, ...] = (), writable: tuple[Path, ...] = ()) -> HostSandbox | None:
         """The sandbox when bubblewrap is installed and runs for this user, else None."""
         bwrap = shutil.which("bwrap")
         if bwrap is None:
             return None
-        sandbox = cls(bwrap, hidden)
+        sandbox = cls(bwrap, hidden, writable)
         return sandbox if sandbox.usable() else None
 
     def usable(self) -> bool:
-        try:
-            done = subprocess.run(self.wrap(["/bin/true"], Path("/"), Path("/"), {}), capture_output=True, timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
-            return False
+        with tempfile.TemporaryDirectory(prefix="roving-bwrap-") as probe:
+            try:
+                argv = self.wrap(["/bin/true"], Path(probe), Path(probe), {}, shared=Path(probe))
+                done = subprocess.run(argv, capture_output=True, timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                return False
         return done.returncode == 0
 
     def wrap(self, argv: list[str], workdir: Path, cwd: Path, mounts: dict[str, Path],
-             isolated_network: bool = False, hide: bool = True) -> list[str]:
-        """`mounts`: path in the job -> the volume's directory on the node. The network is the node's unless the
-        stage asks for its own. `hide`: cover the hidden paths (a job running as another user than the agent cannot
-        reach them anyway, and could not even make their mount points)."""
+             isolated_network: bool = False, hide: bool = True, shared: Path | None = None) -> list[str]:
+        """`mounts`: path in the job -> the volume's directory on the node. `shared`: the work root the job's own
+        directory sits in (the other jobs' directories: not there at all). The network is the node's unless the
+        stage asks for its own. `hide`: cover every hidden path, not only those above the job's directory (a job
+        running as another user than the agent cannot reach them anyway, and could not even make their mount
+        points)."""
         command = [self.bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--tmpfs", "/"]
         command += self._node_root()
-        command += ["--dev-bind", "/dev", "/dev", "--proc", "/proc"]
+        command += ["--dev-bind", "/dev", "/dev", "--proc", "/proc", *_scratch()]
         if isolated_network:
             command.append("--unshare-net")
-        for hidden in self.hidden if hide else ():
-            if workdir == hidden or workdir.is_relative_to(hidden):  # never over the job's own directory
-                continue
-            if hidden.is_dir():
-                command += ["--tmpfs", str(hidden)]  # an empty directory where it was
-            elif hidden.exists():
-                command += ["--ro-bind", "/dev/null", str(hidden)]  # a file (a token): empty
+        # before the covers: a writable path holding the work root or a hidden path does not bring them back
+        command += [arg for path in self.writable if path.is_dir() for arg in ("--bind", str(path), str(path))]
+        command += self._covers(workdir, hide, shared)
+        command += ["--bind", str(workdir), str(workdir)]  # its own, again, wherever a cover fell over it
         for location, directory in sorted(mounts.items()):
             command += ["--bind", str(directory), location]
         return [*command, "--chdir", str(cwd), "--", *argv]
 
+    def _covers(self, workdir: Path, hide: bool, shared: Path | None) -> list[str]:
+        """An empty tmpfs over the work root and each hidden directory, /dev/null over each hidden file; a hidden path
+        above the job's own directory (a shared work root) is covered even when `hide` is off: the job reaches it
+        whatever its uid."""
+        covered = {path for path in self.hidden if hide or workdir.is_relative_to(path)}
+        covered.update((shared.resolve(),) if shared is not None else ())
+        found: list[str] = []
+        for path in sorted(covered):
+            if path.is_dir():
+                found += ["--tmpfs", str(path)]  # an empty directory where it was
+            elif path.exists():
+                found += ["--ro-bind", "/dev/null", str(path)]  # a file (a token): empty
+        return found
+
     def _node_root(self) -> list[str]:
-        """Every top-level entry of the node's root, as it is: directories bound read-write (the job's uid is what
-        limits it, as on the host), symbolic links (a merged /usr's /bin) made again."""
+        """Every top-level entry of the node's root, read-only (the job writes only its own directory, volumes and
+        scratch, whoever its uid is), symbolic links (a merged /usr's /bin) made again."""
         found = []
         for entry in sorted(self.root.iterdir()):
             if entry.name in OWN:
@@ -76,5 +100,10 @@ class HostSandbox:
             if entry.is_symlink():
                 found += ["--symlink", os.readlink(entry), f"/{entry.name}"]
             elif entry.is_dir():
-                found += ["--bind", str(entry), f"/{entry.name}"]
+                found += ["--ro-bind", str(entry), f"/{entry.name}"]
         return found
+
+
+def _scratch() -> list[str]:
+    """The job's own /tmp (always), /var/tmp and /dev/shm (where the node has them), each an empty tmpfs."""
+    return [arg for path in PRIVATE if path == "/tmp" or Path(path).is_dir() for arg in ("--tmpfs", path)]

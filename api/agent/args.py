@@ -52,6 +52,7 @@ class AgentConfig:
     address: str = ""
     sys_root: Path = Path("/sys")  # where the node's error counters are read (ROVING_SYS_ROOT: a test's fake tree)
     hide: tuple[Path, ...] = ()  # paths host jobs must not see (the control plane's data directory, say)
+    writable: tuple[Path, ...] = ()  # node paths host jobs may write (a shared filesystem); the rest is read-only
     only_owner: str = ""  # a user id: without namespaces to confine jobs, run only this owner's (roving up's admin)
 
 
@@ -161,6 +162,9 @@ def _parser() -> UsageParser:
     p.add_argument("--hide", type=Path, action="append", default=[],
                    help="a path host jobs must not see (repeatable; also ROVING_AGENT_HIDE, paths joined by ':'; the "
                         "agent's own state and token file always)")
+    p.add_argument("--writable", type=Path, action="append", default=[],
+                   help="a node path host jobs may write, as their uid allows (a shared filesystem; repeatable; also "
+                        "ROVING_AGENT_WRITABLE, paths joined by ':'); the rest of the node is read-only to them")
     p.add_argument("--only-owner", default="",
                    help="where jobs cannot be confined (not root, no bubblewrap), run only this user id's work "
                         "(also ROVING_AGENT_ONLY_OWNER)")
@@ -222,6 +226,7 @@ def parse_args(argv: list[str], env: Mapping[str, str] | None = None,
         poll=ns.poll, poll_wait=_env_poll_wait(ns.poll_wait, env), kill_grace=ns.kill_grace, address=ns.address,
         sys_root=ns.sys_root or Path(env.get("ROVING_SYS_ROOT") or "/sys"),
         hide=(*ns.hide, *_env_paths(env.get("ROVING_AGENT_HIDE", "")), *((ns.token_file,) if ns.token_file else ())),
+        writable=(*ns.writable, *_env_paths(env.get("ROVING_AGENT_WRITABLE", ""))),
         only_owner=ns.only_owner or env.get("ROVING_AGENT_ONLY_OWNER", ""),
         job_user=job_user(env, ns.allow_root_jobs, euid, workdir), allow_root_jobs=ns.allow_root_jobs,
         runtime=runtime(ns.runtime or env.get("ROVING_RUNTIME", "host")), image_cache=ns.image_cache,

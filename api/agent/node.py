@@ -21,6 +21,9 @@ ISOLATION = "roving.io/isolation"
 JOB_USER = "roving.io/job-user"
 RUNTIME = "roving.io/runtime"
 SANDBOX = "roving.io/sandbox"  # bwrap: host jobs get their own namespaces (volumes at their paths); none: they do not
+TENANTS = "roving.io/tenants"  # only:<user id>: the agent runs one owner's work (said only then)
+SINGLE_USER = ("single-user node: it runs every job as its agent's own user (the agent is not root), so it cannot "
+               "tell tenants apart: it runs only its admin's work")
 
 
 def agent_name(config: AgentConfig) -> str:
@@ -66,11 +69,14 @@ def host_sandbox(config: AgentConfig, log) -> tuple[HostSandbox | None, bool]:
     from its files."""
     confined = config.job_user is None and os.geteuid() != 0
     hidden = (Path(config.workdir) / ".roving-agent", *config.hide)
-    sandbox = HostSandbox.found(hidden) if config.runtime == "host" else None
+    sandbox = HostSandbox.found(hidden, config.writable) if config.runtime == "host" else None
     config.annotations.setdefault(SANDBOX, "bwrap" if sandbox is not None else "none")
     if sandbox is None and config.runtime == "host":
         log.warning("agent.no_sandbox", reason=f"volumes cannot be mounted at their paths: {INSTALL}",
                     single_user=confined, only_owner=config.only_owner or None)
+    if confined and config.only_owner:
+        config.annotations.setdefault(TENANTS, f"only:{config.only_owner}")
+        log.warning("agent.single_user", reason=SINGLE_USER, only_owner=config.only_owner)
     return sandbox, confined
 
 
@@ -88,9 +94,13 @@ def job_user_text(config: AgentConfig) -> str:
 
 
 def check_owner(executor: Executor, config: AgentConfig, spec: RunSpec) -> None:
-    """An agent that runs jobs as its own user with no namespaces to confine them (no bubblewrap) keeps the node's
-    private files only by running nobody else's work: with --only-owner, another owner's work is refused."""
+    """An agent that runs jobs as its own user runs them all under one uid: tenants are told apart only by uid (their
+    jobs' files, processes, signals), so with --only-owner another owner's work is refused, saying why; without
+    bubblewrap nothing even keeps the jobs from the agent's own files."""
     only = config.only_owner
-    if executor.confined and executor.sandbox is None and only and spec.owner_id != only:
-        raise SpecError("this node runs every job as its agent's own user and cannot keep jobs from its files (no "
-                        f"bubblewrap): it runs only its admin's work; {INSTALL} or run roving up as root")
+    if not (executor.confined and only and spec.owner_id != only):
+        return
+    if executor.sandbox is None:
+        raise SpecError("single-user node: it runs every job as its agent's own user and cannot keep jobs from its "
+                        f"files (no bubblewrap): it runs only its admin's work; {INSTALL} or run roving up as root")
+    raise SpecError(f"{SINGLE_USER}; run roving up as root to share it (each job then runs as its owner's uid)")

@@ -54,9 +54,10 @@ class LocalPool:
         # the token by environment, not a path in the command line: every user's `ps` shows command lines, while
         # a process's environment is its own user's (and root's) to read
         env = {**os.environ, "ROVING_TOKEN": (self.data_dir / "agent.token").read_text().strip(),
-               # its jobs never see this data directory (tokens, the signing key); where the agent cannot keep them
+               # its jobs never see this data directory (tokens, the signing key), nor the other agents' work
+               # directories (the other jobs'); where the agent cannot keep them
                # from it (not root: jobs run as this user; no bubblewrap), it runs only the admin's work
-               "ROVING_AGENT_HIDE": str(self.data_dir), "ROVING_AGENT_ONLY_OWNER": str(user_id("admin"))}
+               "ROVING_AGENT_HIDE": f"{self.data_dir}:{workdir}", "ROVING_AGENT_ONLY_OWNER": str(user_id("admin"))}
         for index in range(1, count + 1):
             argv = [sys.executable, "-c", AGENT_START, "--node", f"local-{index}", "--api", self.url,
                     "--cpus", str(cpus), "--memory", str(memory),

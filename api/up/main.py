@@ -126,19 +126,24 @@ def greeting(url: str, data_dir: Path) -> str:
 
 
 def pool_warning(local_agents: bool) -> str:
-    """What a local pool cannot promise here, said once at start: run as a normal user, its jobs share this user;
-    bubblewrap keeps them from the data directory and mounts volumes at their paths, and without it the pool runs
-    only the admin's work."""
+    """What a local pool cannot promise here, said once at start: run as a normal user, its jobs share this user, so
+    it runs only the admin's work (bubblewrap keeps them from the data directory, the checkout, the venv and the
+    home, and mounts volumes at their paths); as root, without bubblewrap, volumes cannot be mounted at their paths."""
     if not local_agents:
         return ""
     from adapters.runtime.host import INSTALL, HostSandbox
 
-    if HostSandbox.found() is not None:
-        return ""
+    sandbox = HostSandbox.found()
+    if os.geteuid() != 0 and sandbox is not None:
+        return ("note: the local pool is single-user: its jobs run as you (each in a sandbox: the node read-only, its "
+                "own directory and /tmp), so it runs only the admin's work; run roving up as root to share it")
     if os.geteuid() != 0:
         return (f"warning: the local pool is single-user: its jobs run as you, and without bubblewrap nothing keeps "
                 f"them from this data directory, so it runs only the admin's work; {INSTALL}")
-    return f"note: the local pool cannot mount volumes at their Fuzzfile paths (stages that do are refused): {INSTALL}"
+    if sandbox is None:
+        return (f"note: the local pool cannot mount volumes at their Fuzzfile paths (stages that do are refused): "
+                f"{INSTALL}")
+    return ""
 
 
 def _exit_on_sigterm() -> None:

@@ -103,9 +103,10 @@ def decide_exit(rule: RetryRule, code: int, retries_used: int) -> RetryDecision:
     return _within_budget(f"exit {code}", rule.attempts, retries_used)
 
 
-# how an agent's reasons naming them begin (an image that cannot be pulled: its name and the registry's answer)
+# how an agent's reasons naming them begin (an image that cannot be pulled: its name and the registry's answer; a
+# node that runs only its admin's work: why, api/agent/node.py)
 NAMED_CAUSES = ("readiness probe failed", "liveness probe failed", "execute timeout", "cannot start: image ",
-                "out of memory")
+                "out of memory", "cannot start: single-user node")
 
 
 def with_named_cause(decision: RetryDecision, told: str, code: int) -> RetryDecision:

@@ -1,8 +1,10 @@
-"""Start latency of a trivial job on the host, in a cgroup as nobody, and in a cached OCI image under bwrap, side
-by side in one run, and the pull + unpack time of a small image from a loopback registry; one JSON line.
+"""Start latency of a trivial job on the host, in a cgroup as nobody, in a cgroup as nobody in the host sandbox
+(adapters/runtime/host.py: what every host job of a root agent gets where bwrap runs; `cgroup` is what it had
+before), and in a cached OCI image under bwrap, side by side in one run, and the pull + unpack time of a small image
+from a loopback registry; one JSON line.
 
 Each figure is the median of ROUNDS runs of `true` from Executor.start to its reported exit, rounds interleaved
-(host, cgroup, oci, host, ...) so that machine noise falls on all three alike. Needs root, bwrap, skopeo,
+(host, cgroup, sandbox, oci, host, ...) so that machine noise falls on all of them alike. Needs root, bwrap, skopeo,
 docker-registry and busybox-static; without them it prints what is missing.
 """
 
@@ -22,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from adapters import cgroups  # noqa: E402
 from adapters.executor import Executor, JobUser, RunSpec  # noqa: E402
 from adapters.runtime.bwrap import OciRuntime  # noqa: E402
+from adapters.runtime.host import HostSandbox  # noqa: E402
 from adapters.runtime.images import ImageCache, machine_has  # noqa: E402
 from tests.integration.test_isolation_image import Registry, build_layout  # noqa: E402
 
@@ -56,6 +59,8 @@ def main() -> None:
         executors = {
             "host": (Executor(root / "host", kill_grace=0.3), None),
             "cgroup": (Executor(root / "cgroup", kill_grace=0.3, cgroups=hierarchy, user=nobody), None),
+            "sandbox": (Executor(root / "sandbox", kill_grace=0.3, cgroups=hierarchy, user=nobody,
+                                 sandbox=HostSandbox.found()), None),
             "oci": (Executor(root / "oci", kill_grace=0.3, cgroups=hierarchy, user=nobody,
                              runtime=OciRuntime(cache, (root / "oci").resolve())), image),
         }
@@ -67,7 +72,8 @@ def main() -> None:
         print(json.dumps({
             "bench": "isolation", "rounds": ROUNDS, "cgroups": isolation,
             "start_ms": {name: round(value, 2) for name, value in median.items()},
-            "added_ms_vs_host": {name: round(median[name] - median["host"], 2) for name in ("cgroup", "oci")},
+            "added_ms_vs_host": {name: round(median[name] - median["host"], 2) for name in ("cgroup", "sandbox", "oci")},
+            "sandbox_added_ms_vs_cgroup": round(median["sandbox"] - median["cgroup"], 2),
             "pull_unpack_s": round(pulled.seconds, 3),
             "image_bytes": sum(f.stat().st_size for f in pulled.rootfs.rglob("*") if f.is_file() and not f.is_symlink()),
         }))

@@ -9,8 +9,9 @@ from tests.e2e.stack import LocalStack
 from tests.unit.agent.job_pids import host_pid, kill_job
 
 
-def job(marker_dir, name: str, seconds: int, cpus: int = 1) -> str:
-    """A job that marks that it ran, runs `seconds`, says it is done; a second attempt says so at once."""
+def job(name: str, seconds: int, cpus: int = 1) -> str:
+    """A job that marks in its own directory that it runs (it writes nowhere else), runs `seconds`, says it is done;
+    a second attempt (its directory <stage>-2) says so at once."""
     return f"""
 version: v4
 jobs:
@@ -18,13 +19,18 @@ jobs:
     image: {{uri: docker://alpine:3.20}}
     resource: {{cpu: {{cores: {cpus}}}, memory: {{size: 64MiB}}}}
     script: |
-      if [ -f {marker_dir}/{name}.pid ]; then echo second attempt; exit 0; fi
-      echo $$ > {marker_dir}/{name}.pid
+      case "$PWD" in *-1) ;; *) echo second attempt; exit 0;; esac
+      touch started
       sleep {seconds}
       echo done after {seconds}s
     policy:
       retry: {{on: [node], attempts: 2}}
 """
+
+
+def runs(stack: LocalStack, name: str) -> bool:
+    """The first attempt of `name` has begun on some local node (its mark in its own directory)."""
+    return any(stack.work_dir.glob(f"local-*/*/{name}-1/started"))
 
 
 def started(stack: LocalStack, workflow_id: str) -> dict:
@@ -40,12 +46,12 @@ def alive(pid: int) -> bool:
     return True
 
 
-def test_a_job_running_when_roving_up_stops_runs_on_and_the_restarted_stack_sees_it_finish(tmp_path, job_dir):
+def test_a_job_running_when_roving_up_stops_runs_on_and_the_restarted_stack_sees_it_finish(tmp_path):
     first = LocalStack(tmp_path, nodes=1).start()
     try:
-        workflow = first.submit(job(job_dir, "long", 12), "long")
+        workflow = first.submit(job("long", 12), "long")
         started(first, workflow)
-        first.wait(lambda: (job_dir / "long.pid").exists(), 15, "the job to write its pid")
+        first.wait(lambda: runs(first, "long"), 15, "the job to begin")
     finally:
         first.stop(keep_jobs=True)
     pid = host_pid(first.work_dir / "local-1")  # its `$$` may be its pid namespace's (tests.unit.agent.job_pids)
@@ -60,13 +66,13 @@ def test_a_job_running_when_roving_up_stops_runs_on_and_the_restarted_stack_sees
         second.stop()
 
 
-def test_a_detached_job_whose_node_never_comes_back_is_retried_on_another_node(tmp_path, job_dir):
+def test_a_detached_job_whose_node_never_comes_back_is_retried_on_another_node(tmp_path):
     # two nodes of 2 cpus, two jobs of 2 cpus: one job on each node
     first = LocalStack(tmp_path, nodes=2, lease_seconds=2.0).start()
     try:
-        workflows = [first.submit(job(job_dir, f"on{n}", 20, cpus=2), f"on{n}") for n in (1, 2)]
+        workflows = [first.submit(job(f"on{n}", 20, cpus=2), f"on{n}") for n in (1, 2)]
         nodes = {w: started(first, w)["node"] for w in workflows}
-        first.wait(lambda: all((job_dir / f"on{n}.pid").exists() for n in (1, 2)), 15, "both jobs to run")
+        first.wait(lambda: all(runs(first, f"on{n}") for n in (1, 2)), 15, "both jobs to run")
     finally:
         first.stop(keep_jobs=True)
     lost = next(w for w in workflows if nodes[w] == "local-2")

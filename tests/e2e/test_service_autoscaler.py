@@ -38,8 +38,9 @@ server.server_close()
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory):
-    running = LocalStack(tmp_path_factory.mktemp("roving"), settings={"ROVING_AUTOSCALE_INTERVAL": "1s"}).start()
+def stack(tmp_path_factory: pytest.TempPathFactory, job_dir):
+    running = LocalStack(tmp_path_factory.mktemp("roving"),
+                         settings={"ROVING_AUTOSCALE_INTERVAL": "1s", "ROVING_AGENT_WRITABLE": str(job_dir)}).start()
     yield running
     running.stop()
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import tempfile
 import time
 from pathlib import Path
 
@@ -42,26 +41,26 @@ def test_the_log_of_a_finished_stage_holds_its_last_line_the_moment_it_is_finish
 
 
 def test_a_listed_exit_code_is_retried_and_the_activity_says_so(stack):
-    shared = Path(tempfile.mkdtemp(prefix="roving-flaky-"))
-    shared.chmod(0o777)  # jobs of a root agent run as nobody: the marker must be where that user can write
-    marker = shared / "flaky-once"
-    definition = f"""
+    # the marker in a workflow volume: it outlives the first attempt (a job writes nowhere else on the node)
+    definition = """
 version: v4
+volumes:
+  state: {reference: volume://user/ephemeral}
 jobs:
   flaky:
-    image: {{uri: docker://alpine:3.20}}
+    image: {uri: docker://alpine:3.20}
     script: |
-      if [ ! -f {marker} ]; then touch {marker}; exit 75; fi
+      if [ ! -f /state/flaky-once ]; then touch /state/flaky-once; exit 75; fi
       echo recovered
+    mounts: {/state: {volume: state}}
     policy:
-      retry: {{on: [75], attempts: 2}}
+      retry: {on: [75], attempts: 2}
 """
     workflow_id = stack.submit(definition, "flaky")
     done = stack.wait_status(workflow_id, ("FINISHED", "FAILED"))
     assert done["status"] == "FINISHED"
     assert done["stages"][0]["attempts"] == 2
     assert any("exit 75" in e["message"] for e in stack.events(workflow_id))
-    shutil.rmtree(shared)
 
 
 def test_an_exit_code_not_listed_fails_and_says_which_field_to_set(stack):

@@ -220,20 +220,18 @@ def test_a_service_ready_before_it_listens_is_reported_again_when_it_opens_and_c
 
 def test_a_detaching_agent_leaves_its_job_running_and_reports_no_exit(tmp_path):
     """`roving up`'s graceful stop: the job runs on for the next agent to adopt (test_agent_resume adopts)."""
-    pid_file = tmp_path / "job.pid"
-
     async def main(api: FakeApi) -> None:
         stop, detach = asyncio.Event(), asyncio.Event()
         agent = asyncio.create_task(run_agent(config(api, tmp_path), stop, detach))
         deadline = time.monotonic() + 10
-        while not pid_file.exists() and time.monotonic() < deadline:
+        while not any((tmp_path / "work").rglob("job.pid")) and time.monotonic() < deadline:
             await asyncio.sleep(0.02)
         detach.set()
         stop.set()
         await agent
 
     with FakeApi() as api:
-        api.start = [assignment(A1, script=f"echo $$ > {pid_file}; sleep 30")]
+        api.start = [assignment(A1, script="echo $$ > job.pid; sleep 30")]  # in its own directory: sandboxed
         asyncio.run(main(api))
     pid = host_pid(tmp_path / "work")
     try:

@@ -1,4 +1,5 @@
-"""An agent that runs jobs as its own user and cannot confine them (no bubblewrap) runs only its admin's work."""
+"""An agent that runs jobs as its own user (not root) cannot tell tenants apart: it runs only its admin's work, and
+says why (without bubblewrap, also what to install)."""
 
 from __future__ import annotations
 
@@ -24,8 +25,15 @@ def test_another_owners_work_is_refused_saying_what_to_install():
         check_owner(executor, config, spec("another-user"))
 
 
-@pytest.mark.parametrize("confined, sandbox, only", [(False, None, ADMIN), (True, object(), ADMIN), (True, None, "")])
-def test_a_node_that_can_confine_jobs_or_runs_them_as_their_owners_runs_everyones(confined, sandbox, only):
+def test_another_owners_work_is_refused_by_a_sandboxing_agent_that_is_not_root_saying_why():
+    executor, config = SimpleNamespace(confined=True, sandbox=object()), SimpleNamespace(only_owner=ADMIN)
+    check_owner(executor, config, spec(ADMIN))
+    with pytest.raises(SpecError, match="cannot tell tenants apart: it runs only its admin's work; run roving up as root"):
+        check_owner(executor, config, spec("another-user"))
+
+
+@pytest.mark.parametrize("confined, sandbox, only", [(False, None, ADMIN), (False, object(), ADMIN), (True, None, "")])
+def test_a_node_that_runs_jobs_as_their_owners_or_was_given_no_owner_runs_everyones(confined, sandbox, only):
     check_owner(SimpleNamespace(confined=confined, sandbox=sandbox), SimpleNamespace(only_owner=only),
                 spec("another-user"))
 
@@ -42,3 +50,6 @@ def test_roving_up_says_at_start_that_a_pool_it_cannot_confine_is_single_user(mo
     assert "cannot mount volumes at their Fuzzfile paths" in main.pool_warning(local_agents=True)
     monkeypatch.setattr(host.HostSandbox, "found", classmethod(lambda cls, hidden=(): object()))
     assert main.pool_warning(local_agents=True) == "" and main.pool_warning(local_agents=False) == ""
+    monkeypatch.setattr(main.os, "geteuid", lambda: 1000)
+    said = main.pool_warning(local_agents=True)
+    assert "single-user" in said and "only the admin's work" in said and "run roving up as root" in said
