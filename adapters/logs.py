@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 
@@ -19,15 +20,16 @@ END_HEADER = "Roving-Log-End"
 RANKS_HEADER = "Roving-Log-Ranks"  # on a multinode job's end markers: how many ranks each end its share of the log
 MAX_AGE = 7 * 24 * 3600.0
 MAX_MESSAGE = 256 * 1024
-MAX_BUFFERED = 8 * 1024 * 1024
+REPLICAS = "ROVING_NATS_REPLICAS"  # read as the event log's connection reads it (adapters/jetstream/factory.py)
 log = structlog.get_logger("roving.logs")
 
 
 class Logs:
     """Names, stream creation and reading of one cluster's job logs."""
 
-    def __init__(self, js, cluster: str, max_age: float = MAX_AGE):
+    def __init__(self, js, cluster: str, max_age: float = MAX_AGE, replicas: int | None = None):
         self.js, self.cluster, self.max_age = js, check_cluster_name(cluster), max_age
+        self.replicas = replicas if replicas is not None else _replicas()
         self.stream = f"LOGS_{cluster.upper().replace('-', '_')}"
 
     def subject(self, workflow_id: str, stage: str) -> str:
@@ -35,7 +37,7 @@ class Logs:
         return f"roving_logs.{self.cluster}.{id_token(workflow_id)}.{id_token(stage)}"
 
     async def ensure(self) -> None:
-        """Create the stream (file storage, old messages age out) unless it exists."""
+        """Create the stream (file storage, old messages age out, the configured replicas) unless it exists."""
         try:
             await self.js.stream_info(self.stream)
             return
@@ -43,7 +45,7 @@ class Logs:
             pass
         config = StreamConfig(
             name=self.stream, subjects=[f"roving_logs.{self.cluster}.>"], storage=StorageType.FILE,
-            max_age=self.max_age, discard=DiscardPolicy.OLD,
+            max_age=self.max_age, discard=DiscardPolicy.OLD, num_replicas=self.replicas,
         )
         try:
             await self.js.add_stream(config)
@@ -113,13 +115,13 @@ class Logs:
 
 
 class LogWriter(Logs):
-    """Buffers output chunks and publishes them in the background, coalescing small writes."""
+    """Buffers output chunks in memory and publishes them in the background, coalescing small writes (the
+    agent ships from its disk spool instead: adapters/log_shipper.py)."""
 
     def __init__(self, js, cluster: str, flush_interval: float = 0.2, max_age: float = MAX_AGE):
         super().__init__(js, cluster, max_age)
         self.flush_interval = flush_interval
         self._pending: list[tuple[str, dict[str, str], bytearray]] = []
-        self._buffered = 0
         self._task: asyncio.Task | None = None
         self._flushing = asyncio.Lock()
 
@@ -139,12 +141,8 @@ class LogWriter(Logs):
         last = self._pending[-1] if self._pending else None
         if last and last[0] == subject and last[1].get(STREAM_HEADER) == stream and len(last[2]) + len(chunk) <= MAX_MESSAGE:
             last[2].extend(chunk)
-        elif self._buffered + len(chunk) > MAX_BUFFERED:
-            log.warning("logs.dropped", workflow_id=workflow_id, stage=stage, bytes=len(chunk))
-            return
         else:
             self._pending.append((subject, {STREAM_HEADER: stream}, bytearray(chunk)))
-        self._buffered += len(chunk)
 
     def end(self, workflow_id: str, stage: str, reason: str, ranks: int = 1) -> None:
         """Mark the stage's log complete so followers stop (a rank of a multinode job: once all `ranks` have)."""
@@ -169,7 +167,6 @@ class LogWriter(Logs):
                     return
                 except nats.js.errors.APIError as error:  # refused for good (e.g. too large): drop, keep going
                     log.warning("logs.publish_refused", subject=subject, error=repr(error))
-                self._buffered -= len(data)
 
     async def close(self) -> None:
         """Stop the background flusher and publish what is left."""
@@ -183,6 +180,13 @@ class LogWriter(Logs):
         while True:
             await asyncio.sleep(self.flush_interval)
             await self.flush()
+
+
+def _replicas() -> int:
+    try:
+        return max(1, int(os.environ.get(REPLICAS) or 1))
+    except ValueError:
+        return 1
 
 
 def _ranks(text: str | None) -> int:

@@ -1,0 +1,71 @@
+"""Shipping the agent's spooled output (adapters/log_spool.py) to the log stream: in order, one acknowledged message
+at a time (the stream's pace is the shipper's: back-pressure, never loss), each under a message id made of the node,
+the stage attempt and the spool offset, so a message sent again after a lost ack or a restart is stored once."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from adapters.log_spool import END, Frame, Spool, StageSpool, end_of
+from adapters.logs import END_HEADER, MAX_MESSAGE, RANKS_HEADER, STREAM_HEADER, Logs
+
+MSG_ID = "Nats-Msg-Id"
+
+
+class Shipper:
+    """Sends every spool's unacknowledged frames; a failure raises and the next call takes up where it stopped."""
+
+    def __init__(self, logs: Logs, spool: Spool, node: Callable[[], str]) -> None:
+        self.logs, self.spool, self.node = logs, spool, node
+        self.shipped_bytes = 0
+
+    async def ship(self) -> None:
+        """Everything spooled so far (and what is spooled meanwhile), stage attempt by stage attempt."""
+        while pending := self.spool.pending():
+            for stage in pending:
+                await self.ship_stage(stage)
+
+    async def ship_stage(self, stage: StageSpool) -> None:
+        done, flight = stage.shipped()
+        while done < stage.size:
+            frames = message_frames(stage, done, flight)
+            end = frames[-1].end
+            if flight <= done:  # said before sending: a restart sends exactly this message again, under its id
+                stage.mark(done, end)
+            await self._publish(stage, frames)
+            done = flight = end
+            stage.mark(done, done)
+        if stage.ended:
+            self.spool.forget(stage)
+
+    async def _publish(self, stage: StageSpool, frames: list[Frame]) -> None:
+        first = frames[0]
+        headers = {MSG_ID: f"{self.node()}:{stage.key}:{first.offset}"}
+        if first.kind == END:
+            ranks, reason = end_of(first.payload)
+            headers.update({END_HEADER: reason or "exited", **({RANKS_HEADER: str(ranks)} if ranks > 1 else {})})
+            payload = b""
+        else:
+            headers[STREAM_HEADER] = first.stream
+            payload = b"".join(frame.payload for frame in frames)
+        await self.logs.js.publish(self.logs.subject(stage.meta.workflow_id, stage.meta.stage), payload,
+                                   headers=headers)
+        self.shipped_bytes += len(payload)
+
+
+def message_frames(stage: StageSpool, done: int, flight: int) -> list[Frame]:
+    """The frames of the next message: the one in flight again, or as many of one stream's as fit (an end alone)."""
+    if flight > done:
+        return stage.frames(done, MAX_MESSAGE, until=flight)
+    frames = stage.frames(done, MAX_MESSAGE)
+    return frames[:1] if frames[0].kind == END else _run(frames)
+
+
+def _run(frames: list[Frame]) -> list[Frame]:
+    """The leading frames of one kind."""
+    run = [frames[0]]
+    for frame in frames[1:]:
+        if frame.kind != run[0].kind:
+            break
+        run.append(frame)
+    return run

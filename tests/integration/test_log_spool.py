@@ -1,0 +1,142 @@
+"""A job's output is never dropped: spooled on the node, shipped whole and once, through bursts, a frozen or
+stopped log, and an agent restart (a real nats-server and the real agent; the control plane is the fake API)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from pathlib import Path
+
+import nats
+import nats.js.errors
+
+from adapters.log_shipper import Shipper
+from adapters.log_spool import Meta, Spool
+from adapters.logs import Logs
+from adapters.nats_server import NatsServer
+from api.agent.args import AgentConfig
+from api.agent.main import run_agent
+from tests.unit.agent.fake_api import A1, FakeApi, wire
+
+MB = 1_000_000
+BURSTS = 'for i in $(seq {n}); do head -c {size} /dev/zero | tr "\\0" x; sleep 0.05; done; echo; echo "last line"'
+
+
+def agent_config(api: FakeApi, workdir: Path) -> AgentConfig:
+    return AgentConfig(node="n1", api=api.url, token="tok", cpus=1, memory=2**30, devices={}, workdir=workdir,
+                       heartbeat=0.2, poll=0.05, kill_grace=0.3)
+
+
+async def whole_log(url: str, cluster: str, workflow_id: str, stage: str, timeout: float) -> bytes:
+    """The stage's log once its end marker is in the stream (the stream made by whoever comes first)."""
+    nc = await nats.connect(url)
+    try:
+        logs = Logs(nc.jetstream(), cluster)
+        await logs.ensure()
+        chunks = []
+        async with asyncio.timeout(timeout):
+            async for chunk in logs.follow(workflow_id, stage):
+                chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        await nc.close()
+
+
+def run_job(api: FakeApi, workdir: Path, script: str, url: str, cluster: str, timeout: float,
+            during=None) -> bytes:
+    """Run one job on a real agent and read its whole log; `during(agent_task)` runs alongside (may restart it)."""
+    api.config = {"nats_url": url, "cluster": cluster}
+    api.start = [wire(A1, workflow_id="wf-s", stage="train", script=script)] if script else []
+
+    async def main() -> bytes:
+        stop = asyncio.Event()
+        agent = asyncio.create_task(run_agent(agent_config(api, workdir), stop))
+        side = asyncio.create_task(during()) if during else None
+        try:
+            return await whole_log(url, cluster, "wf-s", "train", timeout)
+        finally:
+            if side is not None:
+                await side
+            stop.set()
+            await agent
+
+    return asyncio.run(main())
+
+
+def test_100_mb_written_in_bursts_reaches_the_stage_log_whole_with_its_last_line(nats_url, tmp_path):
+    began = time.monotonic()
+    with FakeApi() as api:
+        log = run_job(api, tmp_path, BURSTS.format(n=20, size=5 * MB), nats_url, "spool-burst", timeout=240)
+    seconds = time.monotonic() - began
+    assert len(log) == 100 * MB + len(b"\nlast line\n"), f"{len(log)} bytes in {seconds:.1f} s"
+    assert log.endswith(b"x\nlast line\n") and log.count(b"x") == 100 * MB
+
+
+def test_output_written_while_the_log_stream_is_frozen_arrives_in_order_once(tmp_path):
+    server = NatsServer(tmp_path / "nats").start()
+    assert server.process is not None
+    script = 'for i in $(seq 1 30); do echo "line $i"; sleep 0.1; done'
+
+    async def freeze() -> None:
+        await asyncio.sleep(0.5)
+        os.kill(server.process.pid, signal.SIGSTOP)  # a log that takes nothing and answers nothing
+        await asyncio.sleep(6)
+        os.kill(server.process.pid, signal.SIGCONT)
+
+    try:
+        with FakeApi() as api:
+            log = run_job(api, tmp_path / "work", script, server.url, "spool-frozen", timeout=60, during=freeze)
+    finally:
+        os.kill(server.process.pid, signal.SIGCONT)
+        server.stop()
+    assert log.decode().splitlines() == [f"line {i}" for i in range(1, 31)]
+
+
+def test_output_spooled_while_the_log_is_stopped_ships_once_when_it_returns_to_a_restarted_agent(tmp_path):
+    server = NatsServer(tmp_path / "nats").start()
+    url, workdir = server.url, tmp_path / "work"
+    server.stop()  # the log is away for the job's whole life and the first agent's
+    with FakeApi() as api:
+        api.config = {"nats_url": url, "cluster": "spool-away"}
+        api.start = [wire(A1, workflow_id="wf-s", stage="train", script='echo "written while away"')]
+
+        async def first_agent() -> None:
+            stop = asyncio.Event()
+            agent = asyncio.create_task(run_agent(agent_config(api, workdir), stop))
+            while not any(r["event"] == "exited" for r in api.reports):
+                await asyncio.sleep(0.05)
+            stop.set()
+            await agent
+
+        asyncio.run(asyncio.wait_for(first_agent(), 30))
+        assert any((workdir / ".roving-agent" / "spool").iterdir()), "the output waits on the node's disk"
+        server.start()
+        api.start = []
+        try:
+            log = run_job(api, workdir, "", url, "spool-away", timeout=30)
+        finally:
+            server.stop()
+    assert log == b"written while away\n"
+    assert not any((workdir / ".roving-agent" / "spool").iterdir()), "a shipped spool leaves the disk"
+
+
+def test_a_message_whose_ack_was_lost_is_stored_once_when_it_is_sent_again(nats_url, tmp_path):
+    async def main() -> tuple[int, bytes]:
+        nc = await nats.connect(nats_url)
+        try:
+            logs = Logs(nc.jetstream(), "spool-dup")
+            await logs.ensure()
+            spool = Spool(tmp_path / "spool")
+            stage = spool.stage("a.1", Meta("wf-d", "train"))
+            stage.append(b"o", b"first ")
+            await Shipper(logs, spool, lambda: "node").ship()
+            stage.mark(0, stage.size)  # as if the agent died after the publish, before recording its ack
+            stage.append(b"o", b"second")
+            await Shipper(logs, Spool(tmp_path / "spool"), lambda: "node").ship()
+            return await logs.count("wf-d", "train"), await logs.read("wf-d", "train")
+        finally:
+            await nc.close()
+
+    assert asyncio.run(main()) == (2, b"first second")
