@@ -140,3 +140,25 @@ def test_a_message_whose_ack_was_lost_is_stored_once_when_it_is_sent_again(nats_
             await nc.close()
 
     assert asyncio.run(main()) == (2, b"first second")
+
+
+def test_output_a_job_wrote_while_no_agent_watched_it_reaches_the_log_through_the_agent_that_adopts_it(nats_url,
+                                                                                                       tmp_path):
+    script = 'sleep 1.5; echo "written while no agent watched"'
+    with FakeApi() as api:
+        api.config = {"nats_url": nats_url, "cluster": "spool-adopt"}
+        api.start = [wire(A1, workflow_id="wf-s", stage="train", script=script)]
+
+        async def detaching_agent() -> None:  # `roving up`'s graceful stop: the job runs on, unwatched
+            stop, detach = asyncio.Event(), asyncio.Event()
+            agent = asyncio.create_task(run_agent(agent_config(api, tmp_path), stop, detach))
+            while not any(r["event"] == "started" for r in api.reports):
+                await asyncio.sleep(0.05)
+            detach.set()
+            stop.set()
+            await agent
+            await asyncio.sleep(2.5)  # the job writes and ends with no agent
+
+        asyncio.run(asyncio.wait_for(detaching_agent(), 30))
+        log = run_job(api, tmp_path, "", nats_url, "spool-adopt", timeout=30)
+    assert log == b"written while no agent watched\n"
