@@ -61,15 +61,23 @@ class Logs:
 
     async def read(self, workflow_id: str, stage: str, streams: tuple[str, ...] = ("stdout", "stderr")) -> bytes:
         """Everything logged so far, stdout and stderr interleaved in the order they were written."""
-        out = bytearray()
+        return (await self.read_range(workflow_id, stage, streams=streams))[0]
+
+    async def read_range(self, workflow_id: str, stage: str, offset: int = 0, limit: int | None = None,
+                         streams: tuple[str, ...] = ("stdout", "stderr")) -> tuple[bytes, int]:
+        """(the log's bytes from `offset`, `limit` of them at most (None: all), how many bytes it holds so far)."""
+        out, total = bytearray(), 0
+        end = None if limit is None else offset + limit
         if await self.count(workflow_id, stage) == 0:
-            return b""
+            return b"", 0
         async with aclosing(self._messages(workflow_id, stage, streams)) as messages:
             async for chunk, _, last, _ in messages:
-                out += chunk
+                if total + len(chunk) > offset and (end is None or total < end):
+                    out += chunk[max(0, offset - total):None if end is None else end - total]
+                total += len(chunk)
                 if last:
                     break
-        return bytes(out)
+        return bytes(out), total
 
     async def follow(
         self, workflow_id: str, stage: str, streams: tuple[str, ...] = ("stdout", "stderr")
