@@ -65,19 +65,17 @@ class Logs:
 
     async def read_range(self, workflow_id: str, stage: str, offset: int = 0, limit: int | None = None,
                          streams: tuple[str, ...] = ("stdout", "stderr")) -> tuple[bytes, int]:
-        """(the log's bytes from `offset`, `limit` of them at most (None: all), how many bytes it holds so far)."""
-        out, total = bytearray(), 0
-        end = None if limit is None else offset + limit
+        """(the log's bytes from `offset` (a negative one counts from the end), `limit` of them at most (None: all),
+        how many bytes it holds so far)."""
+        window = Window(offset, limit)
         if await self.count(workflow_id, stage) == 0:
             return b"", 0
         async with aclosing(self._messages(workflow_id, stage, streams)) as messages:
             async for chunk, _, last, _ in messages:
-                if total + len(chunk) > offset and (end is None or total < end):
-                    out += chunk[max(0, offset - total):None if end is None else end - total]
-                total += len(chunk)
+                window.add(chunk)
                 if last:
                     break
-        return bytes(out), total
+        return window.data(), window.total
 
     async def follow(
         self, workflow_id: str, stage: str, streams: tuple[str, ...] = ("stdout", "stderr")
@@ -188,6 +186,32 @@ class LogWriter(Logs):
         while True:
             await asyncio.sleep(self.flush_interval)
             await self.flush()
+
+
+class Window:
+    """The bytes of a log read in chunks that fall in [offset, offset + limit); a negative offset keeps the last
+    -offset bytes (the total is known only at the end)."""
+
+    def __init__(self, offset: int, limit: int | None) -> None:
+        self.offset, self.limit, self.total, self.kept = offset, limit, 0, bytearray()
+
+    def add(self, chunk: bytes) -> None:
+        start, self.total = self.total, self.total + len(chunk)
+        if self.offset < 0:
+            self.kept += chunk
+            del self.kept[:max(0, len(self.kept) + self.offset)]
+            return
+        end = None if self.limit is None else self.offset + self.limit
+        if self.total > self.offset and (end is None or start < end):
+            self.kept += chunk[max(0, self.offset - start):None if end is None else end - start]
+
+    def data(self) -> bytes:
+        return bytes(self.kept if self.offset >= 0 or self.limit is None else self.kept[:self.limit])
+
+
+def start_of(offset: int, total: int) -> int:
+    """Where a window asked for at `offset` (negative: from the end) starts in a log of `total` bytes."""
+    return offset if offset >= 0 else max(0, total + offset)
 
 
 def _replicas() -> int:

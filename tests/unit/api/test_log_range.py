@@ -43,7 +43,14 @@ def test_the_whole_log_keeps_its_text_body_and_names_its_total(api, alice, workf
     assert answer.text == LOG.decode() and answer.headers["Roving-Log-Total"] == str(len(LOG))
 
 
-@pytest.mark.parametrize(("query", "field"), [("offset=-1", "offset"), ("limit=x", "limit"), ("limit=-5", "limit")])
+def test_a_negative_offset_reads_the_last_part_and_says_where_it_starts(api, alice, workflow):
+    answer = api.request("GET", f"/v4/workflows/{workflow}/log/hello?offset=-6&limit=3", alice)
+    assert answer.content == LOG[-6:-3] and answer.headers["Roving-Log-Offset"] == str(len(LOG) - 6)
+    longer = api.request("GET", f"/v4/workflows/{workflow}/log/hello?offset=-1000", alice)
+    assert longer.content == LOG and longer.headers["Roving-Log-Offset"] == "0"
+
+
+@pytest.mark.parametrize(("query", "field"), [("offset=x", "offset"), ("limit=x", "limit"), ("limit=-5", "limit")])
 def test_a_bad_range_is_refused_naming_the_parameter(api, alice, workflow, query, field):
     answer = api.request("GET", f"/v4/workflows/{workflow}/log/hello?{query}", alice)
     assert answer.status_code == 400 and field in answer.text
