@@ -56,15 +56,24 @@ class StageSpool:
     size: int = 0
     ended: bool = False
     written: int = 0  # output bytes spooled (not counting ends)
+    left_out: int = 0  # output bytes past the cluster's cap, never spooled (kept in `left_out` across restarts)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def key(self) -> str:
         return self.root.name
 
-    def append(self, kind: bytes, payload: bytes) -> None:
-        """Frames for `payload`, on disk before this returns; a disk that refuses waits (the job's pipe fills)."""
+    def append(self, kind: bytes, payload: bytes, cap: int = 0) -> None:
+        """Frames for `payload`, on disk before this returns; a disk that refuses waits (the job's pipe fills).
+        Output past `cap` bytes (0: none) is counted, not kept."""
         with self.lock:
+            if cap and kind != END and self.written + len(payload) > cap:
+                kept = max(0, cap - self.written)
+                self.left_out += len(payload) - kept
+                (self.root / "left_out").write_text(str(self.left_out))
+                payload = payload[:kept]
+                if not payload:
+                    return
             for start in range(0, max(len(payload), 1), MAX_FRAME):
                 part = payload[start:start + MAX_FRAME]
                 self._write(kind + len(part).to_bytes(4, "big") + part)
@@ -142,6 +151,7 @@ class Spool:
         self.root = root
         self.stages: dict[str, StageSpool] = {}
         self.lock = threading.Lock()
+        self.cap = 0  # the cluster's logs.maxBytesPerStage (0: no cap), as the control plane last said
         self.recover()
 
     def recover(self) -> None:
@@ -156,6 +166,7 @@ class Spool:
                 continue
             stage = StageSpool(path, meta)
             stage.size, stage.ended, stage.written = _scan(path / "data")
+            stage.left_out = _number(path / "left_out")
             stage._truncate(stage.size)
             self.stages[path.name] = stage
 
@@ -173,10 +184,15 @@ class Spool:
 
     def output(self, key: str, meta: Meta, stream: str, chunk: bytes) -> None:
         if chunk:
-            self.stage(key, meta).append(KINDS.get(stream, b"o"), chunk)
+            self.stage(key, meta).append(KINDS.get(stream, b"o"), chunk, self.cap)
 
-    def end(self, key: str, meta: Meta, reason: str, ranks: int = 1) -> None:
-        self.stage(key, meta).append(END, f"{ranks}\n{reason}".encode())
+    def end(self, key: str, meta: Meta, reason: str, ranks: int = 1) -> int:
+        """The attempt's log ends; output left out past the cap is named at its end. Returns how many bytes were."""
+        stage = self.stage(key, meta)
+        if stage.left_out:
+            stage.append(b"e", left_out_marker(stage.left_out, self.cap or stage.written))
+        stage.append(END, f"{ranks}\n{reason}".encode())
+        return stage.left_out
 
     def pending(self) -> list[StageSpool]:
         """Spools with frames the stream has not acknowledged, oldest first."""
@@ -210,6 +226,19 @@ def _scan(data: Path) -> tuple[int, bool, int]:
     except OSError:
         pass
     return size, ended, written
+
+
+def left_out_marker(left_out: int, cap: int) -> bytes:
+    """The line a capped log ends with."""
+    return (f"\n[roving: {left_out:,} bytes of output left out of this log: past the cluster's cap of {cap:,} bytes "
+            f"a stage (logs.maxBytesPerStage)]\n").encode()
+
+
+def _number(path: Path) -> int:
+    try:
+        return int(path.read_text())
+    except (OSError, ValueError):
+        return 0
 
 
 def end_of(payload: bytes) -> tuple[int, str]:

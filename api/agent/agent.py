@@ -234,8 +234,8 @@ class Agent(Membership):
         await stop_probes([slot])
         if exit_code != 0:
             self.metrics.failures.labels("exit").inc()
-        self.shipping.end(spec.allocation_id, spec.epoch, spec.workflow_id, spec.stage, reason,
-                          ranks=len(spec.peers.hosts) if spec.peers else 1)
+        reason = self.shipping.end(spec.allocation_id, spec.epoch, spec.workflow_id, spec.stage, reason,
+                                   ranks=len(spec.peers.hosts) if spec.peers else 1)
         self.log.info("agent.exited", allocation_id=spec.allocation_id, exit_code=exit_code, reason=reason)
         if slot.fenced:
             slot.running.release()  # never to be said: the job's state may go

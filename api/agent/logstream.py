@@ -25,6 +25,7 @@ CLOSE_WAIT = 3.0  # seconds a stopping agent gives its log stream to take what i
 FLUSH = 0.2  # seconds between shipping rounds when no output wakes the shipper sooner
 RETRY = (0.2, 5.0)  # seconds between tries after a failure: the first, and the most (doubling in between)
 SETTLE_POLL = 0.01
+CONFIG_EVERY = 60.0  # seconds between looks at the cluster's log cap (logs.maxBytesPerStage)
 Ask = Callable[[], Awaitable[Config | None]]
 
 
@@ -59,10 +60,15 @@ class LogShipping:
         """On disk before it returns (a job's reader thread calls it); the shipper is woken."""
         self.spool.output(spool_key(spec.allocation_id, spec.epoch), Meta(spec.workflow_id, spec.stage), stream, chunk)
 
-    def end(self, allocation_id: str, epoch: int, workflow_id: str, stage: str, reason: str, ranks: int = 1) -> None:
-        """The stage attempt's log ends here (a multinode rank's: followers wait for every rank's end)."""
-        self.spool.end(spool_key(allocation_id, epoch), Meta(workflow_id, stage), reason, ranks)
+    def end(self, allocation_id: str, epoch: int, workflow_id: str, stage: str, reason: str, ranks: int = 1) -> str:
+        """The stage attempt's log ends here (a multinode rank's: followers wait for every rank's end); the reason
+        its exit reports, naming the output left out of its log past the cluster's cap."""
+        left_out = self.spool.end(spool_key(allocation_id, epoch), Meta(workflow_id, stage), reason, ranks)
         self.wake.set()
+        if not left_out:
+            return reason
+        return (f"{reason}; {left_out:,} bytes of its output were left out of its log (past the cluster's "
+                f"logs.maxBytesPerStage of {self.spool.cap:,} bytes)")
 
     def start(self, ask: Ask) -> None:
         """Ship in the background; `ask` fetches `GET /v4/agent/config` (None: the control plane is away)."""
@@ -95,11 +101,14 @@ class LogShipping:
                 self.log.warning("agent.log_stream_close_failed", error=repr(error))
 
     async def _run(self, ask: Ask) -> None:
-        delay = RETRY[0]
+        delay, asked = RETRY[0], asyncio.get_running_loop().time()
         while True:
             try:
                 if self.shipper is None and not await self._open(ask):
                     return
+                if asyncio.get_running_loop().time() - asked > CONFIG_EVERY:  # an admin may change the cap
+                    asked = asyncio.get_running_loop().time()
+                    self._configure(await ask())
                 await self._ship()
                 delay = RETRY[0]
             except Exception as error:  # noqa: BLE001 - every failure waits with the spool on disk, then tries again
@@ -114,6 +123,10 @@ class LogShipping:
             except TimeoutError:
                 pass
 
+    def _configure(self, answer: Config | None) -> None:
+        if answer is not None:
+            self.spool.cap = max(0, answer.log_max_bytes_per_stage)
+
     async def _ship(self) -> None:
         assert self.shipper is not None
         if not self.ensured:  # again after a failure: the stream may have been lost with its server
@@ -126,6 +139,7 @@ class LogShipping:
         answer = await ask()
         if answer is None:
             raise ConnectionError("the control plane did not say where job output goes")
+        self._configure(answer)
         if not answer.nats_url:
             self.log.warning("agent.no_log_stream", spooled_bytes=self.spool.on_disk())
             return False

@@ -41,6 +41,7 @@ class SchedulerConfig(msgspec.Struct, frozen=True, kw_only=True):
     storage_classes: dict[str, str] = {}
     shared_resources: dict[str, int] = {}  # scheduler.sharedResources: cluster-wide counted resources (licenses)
     default_project: str = ""  # projects.default: where work goes that names no project and whose group has none
+    log_max_bytes_per_stage: int = 0  # logs.maxBytesPerStage: output a stage attempt's log keeps at most (0: all)
 
 
 class ConfigProblem(msgspec.Struct, frozen=True, kw_only=True):
@@ -204,6 +205,7 @@ KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "storage.classes": ("storage_classes", _classes),
     "scheduler.sharedResources": ("shared_resources", _shared),
     "projects.default": ("default_project", _project),
+    "logs.maxBytesPerStage": ("log_max_bytes_per_stage", _count(0)),
 }
 
 RETIRED: dict[str, str] = {

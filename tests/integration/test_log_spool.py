@@ -162,3 +162,28 @@ def test_output_a_job_wrote_while_no_agent_watched_it_reaches_the_log_through_th
         asyncio.run(asyncio.wait_for(detaching_agent(), 30))
         log = run_job(api, tmp_path, "", nats_url, "spool-adopt", timeout=30)
     assert log == b"written while no agent watched\n"
+
+
+def test_past_the_cluster_s_cap_a_log_ends_with_a_marker_naming_what_was_left_out_and_the_exit_says_so(nats_url,
+                                                                                                      tmp_path):
+    with FakeApi() as api:
+        api.config = {"nats_url": nats_url, "cluster": "spool-cap", "log_max_bytes_per_stage": MB}
+        api.start = [wire(A1, workflow_id="wf-s", stage="train", script=BURSTS.format(n=3, size=MB))]
+
+        async def main() -> bytes:
+            stop = asyncio.Event()
+            agent = asyncio.create_task(run_agent(agent_config(api, tmp_path), stop))
+            try:
+                return await whole_log(nats_url, "spool-cap", "wf-s", "train", 60)
+            finally:
+                stop.set()
+                await agent
+
+        log = asyncio.run(main())
+    left_out = 3 * MB + len(b"\nlast line\n") - MB
+    assert log[:MB] == b"x" * MB
+    assert log[MB:].decode() == (f"\n[roving: {left_out:,} bytes of output left out of this log: past the cluster's "
+                                 f"cap of {MB:,} bytes a stage (logs.maxBytesPerStage)]\n")
+    exits = [r["reason"] for r in api.reports if r["event"] == "exited"]
+    assert exits == [f"exited with code 0; {left_out:,} bytes of its output were left out of its log (past the "
+                     f"cluster's logs.maxBytesPerStage of {MB:,} bytes)"]

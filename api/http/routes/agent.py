@@ -229,8 +229,10 @@ def running_here(views, b: Report) -> bool:
 async def config(request: Request) -> Response:
     agent_only(request)
     svc, settings = c.services(request), c.settings(request)
+    cap = (await c.call(svc.roving.scheduler_config)).log_max_bytes_per_stage
     # the agent role's URL only: the control plane's credentials could write any event
-    return c.json(Config(nats_url=svc.agent_nats_url or None, cluster=svc.cluster or settings.cluster))
+    return c.json(Config(nats_url=svc.agent_nats_url or None, cluster=svc.cluster or settings.cluster,
+                         log_max_bytes_per_stage=cap))
 
 
 routes = [
