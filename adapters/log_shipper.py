@@ -10,6 +10,7 @@ from adapters.log_spool import END, Frame, Spool, StageSpool, end_of
 from adapters.logs import END_HEADER, MAX_MESSAGE, RANKS_HEADER, STREAM_HEADER, Logs
 
 MSG_ID = "Nats-Msg-Id"
+ROUND = 4 * 1024 * 1024  # spooled bytes of one stage attempt a round ships before it turns to the next
 
 
 class Shipper:
@@ -20,14 +21,22 @@ class Shipper:
         self.shipped_bytes = 0
 
     async def ship(self) -> None:
-        """Everything spooled so far (and what is spooled meanwhile), stage attempt by stage attempt."""
-        while pending := self.spool.pending():
-            for stage in pending:
-                await self.ship_stage(stage)
+        """Everything spooled so far (and what is spooled meanwhile), in rounds."""
+        while await self.round():
+            pass
 
-    async def ship_stage(self, stage: StageSpool) -> None:
+    async def round(self) -> bool:
+        """Up to ROUND bytes of each stage attempt with output to ship, so a job that writes faster than the stream
+        takes never holds back another's log (or its end, which its exit report waits for); False: nothing was."""
+        pending = self.spool.pending()
+        for stage in pending:
+            await self.ship_stage(stage, ROUND)
+        return bool(pending)
+
+    async def ship_stage(self, stage: StageSpool, budget: int) -> None:
         done, flight = stage.shipped()
-        while done < stage.size:
+        until = min(stage.size, done + budget)
+        while done < until:
             frames = message_frames(stage, done, flight)
             end = frames[-1].end
             if flight <= done:  # said before sending: a restart sends exactly this message again, under its id
@@ -35,7 +44,7 @@ class Shipper:
             await self._publish(stage, frames)
             done = flight = end
             stage.mark(done, done)
-        if stage.ended:
+        if stage.ended and done >= stage.size:
             self.spool.forget(stage)
 
     async def _publish(self, stage: StageSpool, frames: list[Frame]) -> None:

@@ -200,6 +200,12 @@ class Spool:
             stages = list(self.stages.values())
         return [stage for stage in stages if stage.shipped()[0] < stage.size]
 
+    def shipping(self, key: str) -> bool:
+        """The stage attempt's spool has frames the stream has not acknowledged."""
+        with self.lock:
+            stage = self.stages.get(quote(key, safe=""))
+        return stage is not None and stage.shipped()[0] < stage.size
+
     def forget(self, stage: StageSpool) -> None:
         """A spool shipped to its end goes from disk."""
         with self.lock:

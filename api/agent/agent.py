@@ -16,7 +16,7 @@ from adapters.log_spool import Spool
 from adapters.outbox import Entry, Outbox
 from adapters.registry_auth import take_credential
 from api.agent.args import AgentConfig
-from api.agent.logstream import LOG_WAIT, LogShipping, config_of
+from api.agent.logstream import LOG_WAIT, LogShipping, config_of, spool_key
 from api.agent.membership import Membership
 from api.agent.messages import as_json, report_of, reportable
 from api.agent.metrics import NodeMetrics
@@ -119,8 +119,9 @@ class Agent(Membership):
     async def _tick(self) -> None:
         await self.drain()
         await self.ports.check(self.slots)
-        if any(body.event == "exited" for body, _ in self.reporter.queued):
-            await self.shipping.settle(LOG_WAIT)  # a FINISHED stage's log is whole when its user reads it
+        if exits := [spool_key(str(body.allocation_id), body.epoch) for body, _ in self.reporter.queued
+                     if body.event == "exited"]:
+            await self.shipping.settle(LOG_WAIT, exits)  # a FINISHED stage's log is whole when its user reads it
         await self.reporter.flush()
 
     async def apply(self, answer: Assignments[Start]) -> None:

@@ -75,13 +75,17 @@ class LogShipping:
         if self.task is None:
             self.task = asyncio.create_task(self._run(ask))
 
-    async def settle(self, seconds: float) -> None:
-        """Wait, `seconds` at most, until the stream has taken everything spooled (exits wait on their logs)."""
-        if self.shipper is None or not self.spool.pending():
+    async def settle(self, seconds: float, keys: list[str] | None = None) -> None:
+        """Wait, `seconds` at most, until the stream has taken what is spooled: of the stage attempts `keys` names
+        (exits wait on their own logs, not on another job's backlog), or everything."""
+        def waiting() -> bool:
+            return any(map(self.spool.shipping, keys)) if keys is not None else bool(self.spool.pending())
+
+        if self.shipper is None or not waiting():
             return
         self.wake.set()
         deadline = asyncio.get_running_loop().time() + seconds
-        while self.spool.pending():
+        while waiting():
             if asyncio.get_running_loop().time() >= deadline:
                 self.log.warning("agent.log_flush_slow", waited_s=seconds)
                 return

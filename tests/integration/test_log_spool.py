@@ -187,3 +187,24 @@ def test_past_the_cluster_s_cap_a_log_ends_with_a_marker_naming_what_was_left_ou
     exits = [r["reason"] for r in api.reports if r["event"] == "exited"]
     assert exits == [f"exited with code 0; {left_out:,} bytes of its output were left out of its log (past the "
                      f"cluster's logs.maxBytesPerStage of {MB:,} bytes)"]
+
+
+def test_a_stage_s_backlog_does_not_hold_back_another_stage_s_log_and_end(nats_url, tmp_path):
+    async def main() -> tuple[bool, bool, bytes]:
+        nc = await nats.connect(nats_url)
+        try:
+            logs = Logs(nc.jetstream(), "spool-fair")
+            await logs.ensure()
+            spool = Spool(tmp_path / "spool")
+            spool.output("big.1", Meta("wf-f", "flood"), "stdout", b"y" * (20 * MB))  # 5 rounds' worth
+            spool.output("small.1", Meta("wf-f", "quick"), "stdout", b"quick and done\n")
+            spool.end("small.1", Meta("wf-f", "quick"), "exited with code 0")
+            shipper = Shipper(logs, spool, lambda: "node")
+            await shipper.round()
+            state = spool.shipping("small.1"), spool.shipping("big.1")
+            return *state, await whole_log(nats_url, "spool-fair", "wf-f", "quick", 10)
+        finally:
+            await nc.close()
+
+    small_waiting, big_waiting, quick = asyncio.run(main())
+    assert quick == b"quick and done\n" and not small_waiting and big_waiting
