@@ -10,7 +10,7 @@ from contextlib import aclosing
 import nats.errors
 import nats.js.errors
 import structlog
-from nats.js.api import DeliverPolicy, DiscardPolicy, StorageType, StreamConfig
+from nats.js.api import ConsumerConfig, DeliverPolicy, DiscardPolicy, StorageType, StreamConfig
 
 from adapters.jetstream.refusals import TRANSIENT
 from adapters.jetstream.subjects import check_cluster_name, id_token
@@ -20,6 +20,8 @@ END_HEADER = "Roving-Log-End"
 RANKS_HEADER = "Roving-Log-Ranks"  # on a multinode job's end markers: how many ranks each end its share of the log
 MAX_AGE = 7 * 24 * 3600.0
 MAX_MESSAGE = 256 * 1024
+SIZE_HEADER = "Nats-Msg-Size"  # what a headers-only consumer says of each message's payload
+READ_WAIT = 30.0  # seconds a read waits for the next message the stream said it holds
 REPLICAS = "ROVING_NATS_REPLICAS"  # read as the event log's connection reads it (adapters/jetstream/factory.py)
 log = structlog.get_logger("roving.logs")
 
@@ -66,16 +68,41 @@ class Logs:
     async def read_range(self, workflow_id: str, stage: str, offset: int = 0, limit: int | None = None,
                          streams: tuple[str, ...] = ("stdout", "stderr")) -> tuple[bytes, int]:
         """(the log's bytes from `offset` (a negative one counts from the end), `limit` of them at most (None: all),
-        how many bytes it holds so far)."""
-        window = Window(offset, limit)
+        how many bytes it holds so far). A window reads the messages' sizes first (headers only), then the bytes
+        of the messages it covers, never the whole log."""
         if await self.count(workflow_id, stage) == 0:
             return b"", 0
-        async with aclosing(self._messages(workflow_id, stage, streams)) as messages:
+        total, first, before = 0, 0, 0
+        if offset != 0 or limit is not None:
+            sizes = await self._sizes(workflow_id, stage, streams)
+            total = sum(size for _, size in sizes)
+            found = _first_message(sizes, start_of(offset, total))
+            if found is None:
+                return b"", total
+            first, before = found
+        window = Window(start_of(offset, total) - before, limit)
+        async with aclosing(self._messages(workflow_id, stage, streams, first)) as messages:
             async for chunk, _, last, _ in messages:
                 window.add(chunk)
-                if last:
+                if last or window.full():
                     break
-        return window.data(), window.total
+        return window.data(), max(total, before + window.total)
+
+    async def _sizes(self, workflow_id: str, stage: str, streams: tuple[str, ...]) -> list[tuple[int, int]]:
+        """(stream sequence, bytes) of each output message of the stage in `streams`, read as headers only."""
+        sub = await self.js.subscribe(self.subject(workflow_id, stage), ordered_consumer=True,
+                                      deliver_policy=DeliverPolicy.ALL, headers_only=True)
+        found = []
+        try:
+            while True:
+                msg = await sub.next_msg(timeout=READ_WAIT)
+                headers = msg.headers or {}
+                if headers.get(STREAM_HEADER, "") in streams:
+                    found.append((msg.metadata.sequence.stream, int(headers.get(SIZE_HEADER) or 0)))
+                if msg.metadata.num_pending == 0:
+                    return found
+        finally:
+            await sub.unsubscribe()
 
     async def follow(
         self, workflow_id: str, stage: str, streams: tuple[str, ...] = ("stdout", "stderr")
@@ -99,12 +126,15 @@ class Logs:
                 if chunk:
                     yield stream, chunk
 
-    async def _messages(self, workflow_id: str, stage: str, streams: tuple[str, ...]):
+    async def _messages(self, workflow_id: str, stage: str, streams: tuple[str, ...], first: int = 0):
         """(chunk, ranks its end marker counts (0: not one), nothing pending, its stream) for each message of the
-        stage, via an ordered consumer."""
-        sub = await self.js.subscribe(
-            self.subject(workflow_id, stage), ordered_consumer=True, deliver_policy=DeliverPolicy.ALL
-        )
+        stage (from stream sequence `first`, else all), via an ordered consumer."""
+        subject = self.subject(workflow_id, stage)
+        if first:
+            sub = await self.js.subscribe(subject, ordered_consumer=True, deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
+                                          config=ConsumerConfig(opt_start_seq=first))
+        else:
+            sub = await self.js.subscribe(subject, ordered_consumer=True, deliver_policy=DeliverPolicy.ALL)
         try:
             while True:
                 try:
@@ -189,24 +219,32 @@ class LogWriter(Logs):
 
 
 class Window:
-    """The bytes of a log read in chunks that fall in [offset, offset + limit); a negative offset keeps the last
-    -offset bytes (the total is known only at the end)."""
+    """The bytes in [offset, offset + limit) of chunks read in order from the log's start (or a message's)."""
 
     def __init__(self, offset: int, limit: int | None) -> None:
         self.offset, self.limit, self.total, self.kept = offset, limit, 0, bytearray()
 
     def add(self, chunk: bytes) -> None:
         start, self.total = self.total, self.total + len(chunk)
-        if self.offset < 0:
-            self.kept += chunk
-            del self.kept[:max(0, len(self.kept) + self.offset)]
-            return
         end = None if self.limit is None else self.offset + self.limit
         if self.total > self.offset and (end is None or start < end):
             self.kept += chunk[max(0, self.offset - start):None if end is None else end - start]
 
+    def full(self) -> bool:
+        return self.limit is not None and len(self.kept) >= self.limit
+
     def data(self) -> bytes:
-        return bytes(self.kept if self.offset >= 0 or self.limit is None else self.kept[:self.limit])
+        return bytes(self.kept)
+
+
+def _first_message(sizes: list[tuple[int, int]], start: int) -> tuple[int, int] | None:
+    """(sequence of the message holding byte `start`, bytes before it); None when the log is shorter."""
+    before = 0
+    for sequence, size in sizes:
+        if before + size > start:
+            return sequence, before
+        before += size
+    return None
 
 
 def start_of(offset: int, total: int) -> int:
