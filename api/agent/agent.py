@@ -21,6 +21,7 @@ from api.agent.membership import Membership
 from api.agent.messages import as_json, report_of, reportable
 from api.agent.metrics import NodeMetrics
 from api.agent.node import check_owner
+from api.agent.pipe_keeper import keep_pipes
 from api.agent.poll import AssignmentFeed, follow
 from api.agent.ports import PortWatch, listening_of
 from api.agent.progress import ProgressRelay
@@ -270,6 +271,8 @@ class Agent(Membership):
         a crash, but with the reports due sent first); its probes stop here and start again in the next agent."""
         await self.drain()
         await stop_probes(self.slots.values())
+        for slot in self.slots.values():  # what the jobs write (and end with) while no agent reads waits for the next
+            keep_pipes(slot.running.files, self.log)
         await self.reporter.flush(force=True)
         self.log.info("agent.detached", allocations=sorted(self.slots))
 
