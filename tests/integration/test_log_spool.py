@@ -44,6 +44,17 @@ async def whole_log(url: str, cluster: str, workflow_id: str, stage: str, timeou
         await nc.close()
 
 
+async def stream_exists(url: str, name: str) -> bool:
+    nc = await nats.connect(url)
+    try:
+        await nc.jetstream().stream_info(name)
+        return True
+    except nats.js.errors.NotFoundError:
+        return False
+    finally:
+        await nc.close()
+
+
 def run_job(api: FakeApi, workdir: Path, script: str, url: str, cluster: str, timeout: float,
             during=None) -> bytes:
     """Run one job on a real agent and read its whole log; `during(agent_task)` runs alongside (may restart it)."""
@@ -208,3 +219,44 @@ def test_a_stage_s_backlog_does_not_hold_back_another_stage_s_log_and_end(nats_u
 
     small_waiting, big_waiting, quick = asyncio.run(main())
     assert quick == b"quick and done\n" and not small_waiting and big_waiting
+
+
+def test_a_log_stream_deleted_under_the_agent_is_made_again_and_the_output_after_it_arrives(nats_url, tmp_path):
+    from api.agent.logstream import LogShipping
+    from domain.agent_protocol import Config
+
+    class Quiet:
+        def __init__(self) -> None:
+            self.events: list[str] = []
+
+        def warning(self, event: str, **_: object) -> None:
+            self.events.append(event)
+
+    async def main() -> tuple[bytes, list[str]]:
+        log = Quiet()
+        shipping = LogShipping(Spool(tmp_path / "spool"), lambda: "node", log)
+
+        async def ask() -> Config:
+            return Config(nats_url=nats_url, cluster="spool-lost")
+
+        shipping.start(ask)
+        shipping.spool.output("a.1", Meta("wf-l", "train"), "stdout", b"before the stream went\n")
+        shipping.wake.set()
+        while shipping.spool.pending():
+            await asyncio.sleep(0.02)
+        nc = await nats.connect(nats_url)
+        await nc.jetstream().delete_stream("LOGS_SPOOL_LOST")  # NoStreamResponse / no responders from now on
+        await nc.close()
+        shipping.spool.output("a.1", Meta("wf-l", "train"), "stdout", b"after it came back\n")
+        shipping.spool.end("a.1", Meta("wf-l", "train"), "exited with code 0")
+        shipping.wake.set()
+        try:
+            async with asyncio.timeout(30):
+                while not await stream_exists(nats_url, "LOGS_SPOOL_LOST"):  # made again by the agent, not us
+                    await asyncio.sleep(0.05)
+            return await whole_log(nats_url, "spool-lost", "wf-l", "train", 30), log.events
+        finally:
+            await shipping.close(1)
+
+    log, events = asyncio.run(main())
+    assert log == b"after it came back\n" and "agent.log_ship_failed" in events
