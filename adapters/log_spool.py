@@ -57,6 +57,7 @@ class StageSpool:
     ended: bool = False
     written: int = 0  # output bytes spooled (not counting ends)
     left_out: int = 0  # output bytes past the cluster's cap, never spooled (kept in `left_out` across restarts)
+    offsets: tuple[int, int] | None = None  # `shipped`, once read
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -107,18 +108,21 @@ class StageSpool:
             pass
 
     def shipped(self) -> tuple[int, int]:
-        """(acknowledged, in flight) offsets."""
-        try:
-            done, flight = (self.root / "shipped").read_text().split()
-            return int(done), int(flight)
-        except (OSError, ValueError):
-            return 0, 0
+        """(acknowledged, in flight) offsets (read from disk once, then kept as they are marked)."""
+        if self.offsets is None:
+            try:
+                done, flight = (self.root / "shipped").read_text().split()
+                self.offsets = int(done), int(flight)
+            except (OSError, ValueError):
+                self.offsets = 0, 0
+        return self.offsets
 
     def mark(self, done: int, flight: int) -> None:
         """Record the offsets (replaced whole, so a crash leaves the old or the new pair)."""
         temporary = self.root / "shipped.new"
         temporary.write_text(f"{done} {flight}")
         os.replace(temporary, self.root / "shipped")
+        self.offsets = done, flight
 
     def frames(self, start: int, limit: int, until: int | None = None) -> list[Frame]:
         """The whole frames from `start` (to `until`), their payloads `limit` bytes at most (at least one frame)."""
