@@ -180,8 +180,9 @@ class Spool:
         with self.lock:
             if (found := self.stages.get(name)) is not None:
                 return found
+            self.root.mkdir(mode=0o700, parents=True, exist_ok=True)  # job output: the agent's alone to read
             root = self.root / name
-            root.mkdir(parents=True, exist_ok=True)
+            root.mkdir(mode=0o700, exist_ok=True)
             (root / "meta.json").write_bytes(msgspec.json.encode(meta))
             found = self.stages[name] = StageSpool(root, meta)
             return found

@@ -260,3 +260,11 @@ def test_a_log_stream_deleted_under_the_agent_is_made_again_and_the_output_after
 
     log, events = asyncio.run(main())
     assert log == b"after it came back\n" and "agent.log_ship_failed" in events
+
+
+def test_the_spool_is_readable_by_the_agent_alone(tmp_path):
+    spool = Spool(tmp_path / "state" / "spool")
+    spool.output("a.1", Meta("wf", "train"), "stdout", b"a tenant's output")
+    modes = {path.name: path.stat().st_mode & 0o777 for path in (spool.root, spool.root / "a.1",
+                                                                 spool.root / "a.1" / "data")}
+    assert modes == {"spool": 0o700, "a.1": 0o700, "data": 0o600}
