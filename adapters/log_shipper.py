@@ -6,10 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import structlog
+
 from adapters.log_spool import END, Frame, Spool, StageSpool, end_of
 from adapters.logs import END_HEADER, MAX_MESSAGE, RANKS_HEADER, STREAM_HEADER, Logs
 
 MSG_ID = "Nats-Msg-Id"
+log = structlog.get_logger("roving.spool")
 ROUND = 4 * 1024 * 1024  # spooled bytes of one stage attempt a round ships before it turns to the next
 
 
@@ -37,7 +40,12 @@ class Shipper:
         done, flight = stage.shipped()
         until = min(stage.size, done + budget)
         while done < until:
-            frames = message_frames(stage, done, flight)
+            try:
+                frames = message_frames(stage, done, flight)
+            except (OSError, IndexError) as error:  # its file went (by hand): it must not hold the others back
+                log.error("spool.unreadable", spool=stage.key, error=repr(error))
+                self.spool.forget(stage)
+                return
             end = frames[-1].end
             if flight <= done:  # said before sending: a restart sends exactly this message again, under its id
                 stage.mark(done, end)

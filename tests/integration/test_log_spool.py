@@ -268,3 +268,22 @@ def test_the_spool_is_readable_by_the_agent_alone(tmp_path):
     modes = {path.name: path.stat().st_mode & 0o777 for path in (spool.root, spool.root / "a.1",
                                                                  spool.root / "a.1" / "data")}
     assert modes == {"spool": 0o700, "a.1": 0o700, "data": 0o600}
+
+
+def test_a_spool_whose_file_was_removed_by_hand_does_not_hold_back_the_others(nats_url, tmp_path):
+    async def main() -> tuple[bytes, bool]:
+        nc = await nats.connect(nats_url)
+        try:
+            logs = Logs(nc.jetstream(), "spool-gone")
+            await logs.ensure()
+            spool = Spool(tmp_path / "spool")
+            spool.output("gone.1", Meta("wf-g", "gone"), "stdout", b"lost by hand")
+            spool.output("kept.1", Meta("wf-g", "kept"), "stdout", b"kept\n")
+            spool.end("kept.1", Meta("wf-g", "kept"), "exited with code 0")
+            (spool.root / "gone.1" / "data").unlink()
+            await Shipper(logs, spool, lambda: "node").ship()
+            return await whole_log(nats_url, "spool-gone", "wf-g", "kept", 10), spool.shipping("gone.1")
+        finally:
+            await nc.close()
+
+    assert asyncio.run(main()) == (b"kept\n", False)
