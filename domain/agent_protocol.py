@@ -134,4 +134,5 @@ class Config(msgspec.Struct):
 
     nats_url: str | None = None
     cluster: str = ""
+    log_max_bytes_per_stage: int = 0  # the cluster's logs.maxBytesPerStage (0: no cap; older APIs never send it)
 

@@ -13,15 +13,16 @@ import structlog
 
 from adapters.executor import Executor, RunSpec, SpecError
 from adapters.launch import memlock_note
-from adapters.logs import LogWriter
+from adapters.log_spool import Spool
 from adapters.outbox import Entry, Outbox
 from adapters.registry_auth import take_credential
 from api.agent.args import AgentConfig
-from api.agent.logstream import close_job_logs, config_of, logs_before_exits, open_job_logs
+from api.agent.logstream import LOG_WAIT, LogShipping, config_of, spool_key
 from api.agent.membership import Membership
 from api.agent.messages import as_json, report_of, reportable
 from api.agent.metrics import NodeMetrics
 from api.agent.node import check_owner
+from api.agent.pipe_keeper import keep_pipes
 from api.agent.poll import AssignmentFeed, follow
 from api.agent.ports import PortWatch, listening_of
 from api.agent.progress import ProgressRelay
@@ -30,7 +31,7 @@ from api.agent.reports import Reporter
 from api.agent.serving import watch_service
 from api.agent.slots import Slot, adopt_jobs, confirm_adopted, stop_probes
 from api.agent.starts import build_spec
-from domain.agent_protocol import Assignments, Event, Report, Start, Stop
+from domain.agent_protocol import Assignments, Config, Event, Report, Start, Stop
 
 log = structlog.get_logger("roving.agent")
 OUTBOX_DRAIN_SECONDS = 120.0  # a restarted agent delivers what its predecessor left before registering anew
@@ -49,7 +50,6 @@ class Agent(Membership):
         self.config, self.http, self.executor, self.metrics = config, http, executor, metrics
         self.slots: dict[str, Slot] = {}
         self.finished: set[tuple[str, int]] = set()
-        self.logs: LogWriter | None = None
         self.events: asyncio.Queue = asyncio.Queue()
         self.loop = asyncio.get_running_loop()
         self.log = log.bind(node=config.node)
@@ -61,9 +61,10 @@ class Agent(Membership):
         self.progress = ProgressRelay()
         self.pulls = ImagePulls(self.call, lambda: self.node_id, self.loop)
         self.ports = PortWatch(self.report_ports, config.address)
+        self.shipping = LogShipping(Spool(state / "spool"), lambda: str(self.node_id), self.log)
 
     async def run(self, stop: asyncio.Event, detach: asyncio.Event | None = None) -> None:
-        nc = beats = None
+        beats = None
         try:
             adopted = self.adopt()
             if unreadable := self.reporter.outbox.unreadable:  # left by a predecessor: no control plane takes them
@@ -75,7 +76,7 @@ class Agent(Membership):
                 if adopted:  # the control plane gave them up with the old registration: no copy may run on
                     await self.stop_all("its node registered anew: the allocation was given up", report=False)
                 await self.register(stop)
-            nc = await self.connect_logs()
+            await self.connect_logs()
             beats = asyncio.create_task(self.keep_lease(stop))  # never behind a slow poll or report
             await self.follow(stop)
         finally:
@@ -86,7 +87,7 @@ class Agent(Membership):
                 await self.detach()
             else:
                 await self.stop_all("agent stopped", report=True)
-            await close_job_logs(self.logs, nc, self.log)
+            await self.shipping.close()
 
     def adopt(self) -> list[Slot]:
         """Watch again every job a predecessor on this work directory left (api/agent/slots.adopt_jobs)."""
@@ -98,12 +99,16 @@ class Agent(Membership):
             if slot.spec.kind == "service":
                 await self.serve(slot)
 
-    async def connect_logs(self):
-        """Job output goes straight to the logs stream the API names; without one, output is dropped."""
-        answer = config_of(await self.call("GET", "/v4/agent/config"), self.log)
-        nc, self.logs = await open_job_logs(answer, self.log)
-        self.executor.images_url = answer.nats_url or None  # builds and built images: the same credentials
-        return nc
+    async def connect_logs(self) -> None:
+        """Job output (spooled from the start, adopted jobs' too) ships to the log stream the API names."""
+        answer = await self.log_config()
+        self.executor.images_url = (answer.nats_url if answer else None) or None  # builds, built images: the same
+        self.shipping.start(self.log_config)
+
+    async def log_config(self) -> Config | None:
+        """`GET /v4/agent/config`'s answer; None while the control plane cannot be reached."""
+        response = await self.call("GET", "/v4/agent/config")
+        return None if response is None else config_of(response, self.log)
 
     async def heartbeat(self, stop: asyncio.Event) -> None:
         self.metrics.refresh(len(self.slots))
@@ -116,7 +121,9 @@ class Agent(Membership):
     async def _tick(self) -> None:
         await self.drain()
         await self.ports.check(self.slots)
-        await logs_before_exits(self.logs, any(body.event == "exited" for body, _ in self.reporter.queued), self.log)
+        if exits := [spool_key(str(body.allocation_id), body.epoch) for body, _ in self.reporter.queued
+                     if body.event == "exited"]:
+            await self.shipping.settle(LOG_WAIT, exits)  # a FINISHED stage's log is whole when its user reads it
         await self.reporter.flush()
 
     async def apply(self, answer: Assignments[Start]) -> None:
@@ -143,8 +150,8 @@ class Agent(Membership):
                 or self.reporter.waiting(allocation_id, epoch, "exited")):
             return
         self.finished.add((allocation_id, epoch))
-        if self.logs is not None and order.ranks:  # its share of the log ends too: followers wait for it
-            self.logs.end(order.workflow_id, order.stage, "not started", ranks=order.ranks)
+        if order.ranks:  # its share of the log ends too: followers wait for it
+            self.shipping.end(allocation_id, epoch, order.workflow_id, order.stage, "not started", ranks=order.ranks)
         self.reporter.queue(self._body(allocation_id, epoch, "exited", exit_code=143,
                                        reason=f"not started: {order.reason}"))
 
@@ -233,8 +240,8 @@ class Agent(Membership):
         await stop_probes([slot])
         if exit_code != 0:
             self.metrics.failures.labels("exit").inc()
-        if self.logs is not None:
-            self.logs.end(spec.workflow_id, spec.stage, reason, ranks=len(spec.peers.hosts) if spec.peers else 1)
+        reason = self.shipping.end(spec.allocation_id, spec.epoch, spec.workflow_id, spec.stage, reason,
+                                   ranks=len(spec.peers.hosts) if spec.peers else 1)
         self.log.info("agent.exited", allocation_id=spec.allocation_id, exit_code=exit_code, reason=reason)
         if slot.fenced:
             slot.running.release()  # never to be said: the job's state may go
@@ -268,6 +275,8 @@ class Agent(Membership):
         a crash, but with the reports due sent first); its probes stop here and start again in the next agent."""
         await self.drain()
         await stop_probes(self.slots.values())
+        for slot in self.slots.values():  # what the jobs write (and end with) while no agent reads waits for the next
+            keep_pipes(slot.running.files, self.log)
         await self.reporter.flush(force=True)
         self.log.info("agent.detached", allocations=sorted(self.slots))
 
@@ -284,8 +293,8 @@ class Agent(Membership):
     def _forward_output(self, spec: RunSpec):
         def forward(stream: str, chunk: bytes) -> None:
             self.progress.seen(spec, stream, chunk)
-            if self.logs is not None:
-                self._threadsafe(self.logs.append, spec.workflow_id, spec.stage, stream, chunk)
+            self.shipping.output(spec, stream, chunk)
+            self._threadsafe(self.shipping.wake.set)
         return forward
 
     def _forward_exit(self, spec: RunSpec):

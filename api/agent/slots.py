@@ -11,6 +11,7 @@ from typing import Any
 
 from adapters.executor import Executor, Running, RunSpec
 from adapters.probes import ProbeRunner
+from api.agent.pipe_keeper import release_pipes
 from domain.agent_protocol import Assignments, Start
 
 
@@ -33,6 +34,7 @@ def adopt_jobs(executor: Executor, slots: dict[str, Slot], forward_output: Calla
     for files, state in executor.found():
         spec = state.spec
         running = executor.adopt(files, state, forward_output(spec), forward_exit(spec))
+        release_pipes(files)  # its output is ours to read now (api/agent/pipe_keeper.py)
         adopted.append(slots.setdefault(spec.allocation_id, Slot(spec, running)))
         keep |= {Path(d).name for d in state.cgroup_dirs.values()}
     if reaped := executor.reap(keep):

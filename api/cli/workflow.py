@@ -7,6 +7,7 @@ another cluster says which (and, on standard error, when what the hub holds of i
 from __future__ import annotations
 
 import argparse
+import codecs
 import json
 import sys
 import time
@@ -158,24 +159,48 @@ def events(args: argparse.Namespace, client: Client) -> Any:
 
 
 def log(args: argparse.Namespace, client: Client, interval: float = 1.0) -> Any:
-    """The stage's output; with --follow, what it writes next too, until its workflow ends."""
+    """The stage's output; with --follow, what it writes next too, until its workflow ends (each look asks only for
+    the bytes after those it has: api.http.routes.log_range)."""
     path = f"/v4/workflows/{args.id}/log/{args.stage}"
     structured = getattr(args, "output", "table") in ("json", "yaml")
-    if structured and not args.follow:  # one document, for scripts: -o json|yaml
-        return {"workflow_id": args.id, "stage": args.stage, "output": client.get(path)}
+    if not args.follow:
+        text = client.get(path)
+        if structured:  # one document, for scripts: -o json|yaml
+            return {"workflow_id": args.id, "stage": args.stage, "output": text}
+        sys.stdout.write(text)
+        return None
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")  # a character cut between two reads stays whole
     written = 0
     while True:
-        ended = not args.follow or client.get(f"/v4/workflows/{args.id}")["status"] in ENDED
-        text = client.get(path)
-        if structured and text[written:]:  # followed: one JSON object a line per new piece of output
-            sys.stdout.write(json.dumps({"workflow_id": args.id, "stage": args.stage, "output": text[written:]}) + "\n")
-        elif not structured:
-            sys.stdout.write(text[written:])
-        sys.stdout.flush()
-        written = len(text)
+        ended = client.get(f"/v4/workflows/{args.id}")["status"] in ENDED
+        while piece := new_output(client, path, written):
+            written += len(piece)
+            _write_output(args, decoder.decode(piece), structured)
         if ended:  # read once more after the end was seen: output that landed just before it is not lost
+            _write_output(args, decoder.decode(b"", final=True), structured)
             return None
         time.sleep(interval)
+
+
+LOG_PAGE = 4 * 1024 * 1024  # bytes a look asks for at most (a long log comes in pages)
+
+
+def new_output(client: Client, path: str, offset: int) -> bytes:
+    """The log's bytes from `offset`; an older server that answers the whole log is cut here instead."""
+    from api.cli.client import ApiError
+
+    answer = client.send("GET", path, params={"offset": offset, "limit": LOG_PAGE})
+    if answer.status_code >= 400:
+        raise ApiError(client.refusal(answer))
+    return answer.content if "Roving-Log-Offset" in answer.headers else answer.content[offset:offset + LOG_PAGE]
+
+
+def _write_output(args: argparse.Namespace, text: str, structured: bool) -> None:
+    if text and structured:  # followed: one JSON object a line per new piece of output
+        sys.stdout.write(json.dumps({"workflow_id": args.id, "stage": args.stage, "output": text}) + "\n")
+    elif text:
+        sys.stdout.write(text)
+    sys.stdout.flush()
 
 
 def why(args: argparse.Namespace, client: Client) -> Any:

@@ -26,6 +26,10 @@ class LogReader:
     def read(self, workflow_id: str, stage: str) -> bytes:
         return self.connection.run(lambda: self.logs.read(workflow_id, stage))
 
+    def read_range(self, workflow_id: str, stage: str, offset: int, limit: int | None) -> tuple[bytes, int]:
+        """(bytes from `offset`, `limit` at most; the log's total so far)."""
+        return self.connection.run(lambda: self.logs.read_range(workflow_id, stage, offset, limit))
+
     def follow(self, workflow_id: str, stage: str):
         """(stream, chunk) as the stage writes them, until its end, for a caller on another loop (the HTTP server's)."""
         from adapters.loop_bridge import pulled

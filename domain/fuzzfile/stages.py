@@ -173,12 +173,16 @@ def _build(workflow: Workflow, image: str) -> Stage:
 
 
 def _after_build(workflow: Workflow, step: Step) -> Step:
-    """A step whose image the workflow builds waits for that build."""
+    """A step whose image the workflow builds waits for that build, and runs only where that image can run (a node
+    with the oci runtime, as the build): a host node would run it bare, without the image it names."""
     image = own_image(workflow, step.template.image)
     if image is None:
         return step
     needs = [Needs(build_stage_name(image), "FINISHED"), *step.template.dependencies]
-    return msgspec.structs.replace(step, template=msgspec.structs.replace(step.template, dependencies=needs))
+    resources = step.template.resources
+    oci = msgspec.structs.replace(resources, annotations={**resources.annotations, RUNTIME_ANNOTATION: "oci"})
+    template = msgspec.structs.replace(step.template, dependencies=needs, resources=oci)
+    return msgspec.structs.replace(step, template=template)
 
 
 def list_stages(workflow: Workflow) -> list[Stage]:

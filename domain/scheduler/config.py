@@ -48,6 +48,7 @@ class SchedulerConfig(msgspec.Struct, frozen=True, kw_only=True):
     object_store_bytes: int = 100 * 2**30  # objects.storeBytes: all objects together, so the log keeps its room
     catalog_allowed_sources: tuple[str, ...] = ()  # catalog.allowedSources: where non-admins' git sources may be
     default_memory_per_core: int = 0  # scheduler.defaultMemoryPerCore: bytes a core for work asking none (0: no limit)
+    log_max_bytes_per_stage: int = 0  # logs.maxBytesPerStage: output a stage attempt's log keeps at most (0: all)
 
 
 class ConfigProblem(msgspec.Struct, frozen=True, kw_only=True):
@@ -237,6 +238,7 @@ KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "objects.storeBytes": ("object_store_bytes", _bytes),
     "catalog.allowedSources": ("catalog_allowed_sources", _allowed_sources),
     "scheduler.defaultMemoryPerCore": ("default_memory_per_core", _bytes),
+    "logs.maxBytesPerStage": ("log_max_bytes_per_stage", _count(0)),
 }
 
 RETIRED: dict[str, str] = {

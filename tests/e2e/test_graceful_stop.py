@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 
+from adapters.adoption import found_jobs
+from api.agent.pipe_keeper import release_pipes
 from tests.e2e.stack import LocalStack
 from tests.unit.agent.job_pids import host_pid, kill_job
 
@@ -78,6 +80,8 @@ def test_a_detached_job_whose_node_never_comes_back_is_retried_on_another_node(t
     lost = next(w for w in workflows if nodes[w] == "local-2")
     kept = next(w for w in workflows if w != lost)
     kill_job(host_pid(first.work_dir / "local-2"))  # the machine went with its processes
+    for files, _ in found_jobs(first.work_dir / "local-2" / ".roving-agent" / "jobs"):
+        release_pipes(files)  # its agent's keeper of the job's output pipes too
     second = LocalStack(tmp_path, nodes=1, lease_seconds=2.0).start()  # local-2 never comes back
     try:
         done = second.wait_status(lost, ("FINISHED", "FAILED"), timeout=90)
@@ -87,3 +91,36 @@ def test_a_detached_job_whose_node_never_comes_back_is_retried_on_another_node(t
     finally:
         second.stop()
 
+
+
+WHILE_AWAY = """
+version: v4
+jobs:
+  away:
+    image: {{uri: docker://alpine:3.20}}
+    resource: {{cpu: {{cores: 1}}, memory: {{size: 64MiB}}}}
+    script: |
+      echo $$ > {marker_dir}/away.pid
+      while [ ! -e {marker_dir}/away.go ]; do sleep 0.1; done
+      echo "written while roving was stopped"
+"""
+
+
+def test_output_a_job_writes_and_ends_with_while_roving_up_is_stopped_is_in_its_log_after_the_restart(tmp_path,
+                                                                                                      job_dir):
+    first = LocalStack(tmp_path, nodes=1).start()
+    try:
+        workflow = first.submit(WHILE_AWAY.format(marker_dir=job_dir), "away")
+        started(first, workflow)
+        first.wait(lambda: (job_dir / "away.pid").exists(), 15, "the job to write its pid")
+    finally:
+        first.stop(keep_jobs=True)
+    pid = host_pid(first.work_dir / "local-1")
+    (job_dir / "away.go").touch()  # it writes its last line and ends while no agent and no control plane run
+    first.wait(lambda: not alive(pid), 15, "the job to end")
+    second = LocalStack(tmp_path, nodes=1).start()
+    try:
+        assert second.wait_status(workflow, ("FINISHED", "FAILED"), timeout=60)["status"] == "FINISHED"
+        assert "written while roving was stopped" in second.stage_log(workflow, "away", "written while roving")
+    finally:
+        second.stop()

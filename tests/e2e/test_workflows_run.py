@@ -165,3 +165,29 @@ def test_a_volume_is_at_the_path_the_fuzzfile_mounts_it_on_the_host_runtime(stac
     done = stack.wait_status(workflow_id, ("FINISHED", "FAILED"))
     assert done["status"] == "FINISHED", stack.client.get(f"/v4/workflows/{workflow_id}/log/write").text
     assert "from-write" in stack.stage_log(workflow_id, "read", "from-write")
+
+
+BIG = """version: v4
+jobs:
+  train:
+    image: {uri: docker://alpine:3.20}
+    script: |
+      head -c 30000000 /dev/zero | tr '\\0' x
+      echo
+      echo "last line"
+    resource: {cpu: {cores: 1}, memory: {size: 64MiB}}
+"""
+SIZE = 30_000_000 + len("\nlast line\n")
+
+
+def test_a_stage_that_writes_30_mb_and_a_last_line_has_all_of_it_in_its_log(stack):
+    began = time.monotonic()
+    workflow_id = stack.submit(BIG, "big-output")
+    assert stack.wait_status(workflow_id, ("FINISHED", "FAILED"), timeout=120)["status"] == "FINISHED"
+    path = f"/v4/workflows/{workflow_id}/log/train"
+    whole = stack.client.get(path, timeout=120)
+    took = time.monotonic() - began
+    assert len(whole.content) == SIZE and whole.headers["Roving-Log-Total"] == str(SIZE), f"after {took:.1f} s"
+    assert whole.content.count(b"x") == 30_000_000 and whole.text.endswith("x\nlast line\n")
+    tail = stack.client.get(path, params={"offset": -10})
+    assert tail.content == b"last line\n" and tail.headers["Roving-Log-Offset"] == str(SIZE - 10)

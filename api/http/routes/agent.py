@@ -7,6 +7,7 @@ import secrets as secrets_module
 from datetime import timedelta
 from uuid import UUID
 
+import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -36,7 +37,13 @@ from domain.tenancy import Role, Source
 
 MAX_WAIT_SECONDS = 30
 NODE_TOKEN_TTL = timedelta(days=30)  # as the shared agent token `roving up` writes
-ADVISORY = frozenset({"started", "ran_on_host"})  # reports the application records no event for
+ADVISORY = frozenset({"started"})  # reports the application records no event for
+
+
+def recorded_as(b: Report) -> Report:
+    """A node that could not use the stage's image ran it on the host: the workflow's events say so, in the
+    agent's words ("image X was not used: this node's runtime is host"), as the image's other news."""
+    return msgspec.structs.replace(b, event="image") if b.event == "ran_on_host" else b
 
 
 def agent_only(request: Request, node: UUID | None = None) -> None:
@@ -163,10 +170,11 @@ def wait_param(request: Request) -> float:
 
 
 async def report(request: Request) -> Response:
-    """`started` and `ran_on_host` write nothing: one the views show running at that epoch on that node is
-    acknowledged from them; any other (and every report that writes) is decided by the application."""
+    """`started` writes nothing: one the views show running at that epoch on that node is acknowledged from them;
+    any other (and every report that writes) is decided by the application."""
     b, svc = await c.body(request, Report), c.services(request)
     agent_only(request, b.node_id)
+    b = recorded_as(b)
     if b.event in ADVISORY and await c.call(running_here, svc.views, b):
         return c.json({"ok": True})
     listening = tuple(b.listening) if b.listening is not None else None
@@ -189,6 +197,7 @@ async def reports(request: Request) -> Response:
         raise BadRequest("reports", f"at most {MAX_REPORTS} reports a request, not {len(b.reports)}")
     if any(r.node_id != b.node_id for r in b.reports):
         raise BadRequest("reports", "every report must be of the node the request names")
+    b.reports = [recorded_as(r) for r in b.reports]
     advisory = await c.call(lambda: [r.event in ADVISORY and running_here(svc.views, r) for r in b.reports])
     decided = [r for r, known in zip(b.reports, advisory, strict=True) if not known]
     refusals = iter(await c.call(svc.roving.report_all, b.node_id, decided, c.now()) if decided else [])
@@ -220,8 +229,10 @@ def running_here(views, b: Report) -> bool:
 async def config(request: Request) -> Response:
     agent_only(request)
     svc, settings = c.services(request), c.settings(request)
+    cap = (await c.call(svc.roving.scheduler_config)).log_max_bytes_per_stage
     # the agent role's URL only: the control plane's credentials could write any event
-    return c.json(Config(nats_url=svc.agent_nats_url or None, cluster=svc.cluster or settings.cluster))
+    return c.json(Config(nats_url=svc.agent_nats_url or None, cluster=svc.cluster or settings.cluster,
+                         log_max_bytes_per_stage=cap))
 
 
 routes = [

@@ -35,7 +35,7 @@ from api.http.errors import BadRequest, problem
 from api.http.fanout import Located, locate
 from api.http.routes import common as c
 from api.http.routes import federation as hub_routes
-from api.http.routes import log_follow
+from api.http.routes import log_follow, log_range
 from api.http.routes.names import names
 from api.http.routes.why import explain, why
 from domain.app import access
@@ -251,17 +251,21 @@ async def stage_log(request: Request) -> Response:
         raise NotFound(f"stage {stage!r}")
     if c.query_bool(request, "follow"):  # live, stdout and stderr apart (api.http.routes.log_follow)
         return await log_follow.followed(request, found, stage)
+    asked = log_range.window(request)  # by offset (api.http.routes.log_range), or whole
     if found.fan is not None:
-        return await member_log(found, stage)
+        return await member_log(found, stage, asked)
     logs = c.services(request).logs
     if logs is None:
         raise NotFound("logs (this control plane has no log stream)")
     # off the loop: the reader blocks on the log, retrying for up to a minute while it is unreachable
+    if asked is not None:
+        data, total = await c.call(logs.read_range, str(detail.id), stage, *asked)
+        return log_range.ranged(data, total, asked[0])
     text = await c.call(logs.read, str(detail.id), stage)
-    return PlainTextResponse(text.decode("utf-8", errors="replace"))
+    return PlainTextResponse(text.decode("utf-8", errors="replace"), headers={log_range.TOTAL: str(len(text))})
 
 
-async def member_log(found: Located, stage: str) -> Response:
+async def member_log(found: Located, stage: str, asked: tuple[int, int | None] | None = None) -> Response:
     """The stage's log from its own cluster's log stream, through the hub (503 naming the cluster if it cannot)."""
     assert found.fan is not None
     domain = found.fan.domain_of(found.cluster)
@@ -271,7 +275,11 @@ async def member_log(found: Located, stage: str) -> Response:
         return problem(503, f"the log of workflow {found.detail.id} stays on cluster {found.cluster}, which cannot "
                             f"be read through the hub just now ({error.__class__.__name__}: {error})", "cluster",
                        cluster=found.cluster)
-    return PlainTextResponse(text.decode("utf-8", errors="replace"), headers={"Roving-Cluster": found.cluster})
+    if asked is not None:
+        data, total = log_range.sliced(text, *asked)
+        return log_range.ranged(data, total, asked[0], headers={"Roving-Cluster": found.cluster})
+    return PlainTextResponse(text.decode("utf-8", errors="replace"),
+                             headers={"Roving-Cluster": found.cluster, log_range.TOTAL: str(len(text))})
 
 
 routes = [

@@ -7,9 +7,9 @@ from typing import Any
 from urllib.parse import urlencode
 
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, Response
+from starlette.responses import Response
 
-from api.http.routes import queue, workflows
+from api.http.routes import log_range, queue, workflows
 from api.http.routes import why as why_routes
 from api.http.routes.workflows import ENDED
 from api.http.ui import graph, pages, render
@@ -228,19 +228,30 @@ async def follow(request: Request, who: Principal) -> Response:
     return await workflows.events(with_query(request, follow="true", since=request.query_params.get("since")))
 
 
+LOG_TAIL = 256 * 1024  # bytes of a log its page opens on (the end); earlier parts and the whole log on request
+
+
 async def log_page(request: Request, who: Principal) -> Response:
+    """The last part of the stage's log, with "load earlier", a download of the whole, and follow (log.js reads
+    only the bytes after those it has)."""
     wid, stage = request.path_params["id"], request.path_params["stage"]
-    text = await log_text(request)
-    body = render.fill("log", workflow=render.link(f"/ui/workflows/{wid}", "back to the workflow"), text=text,
-                       source=f"/ui/workflows/{wid}/logs/{stage}.txt")
+    answer = await workflows.stage_log(with_query(request, offset=str(-LOG_TAIL)))
+    start, total = answer.headers[log_range.OFFSET], answer.headers[log_range.TOTAL]
+    source = f"/ui/workflows/{wid}/logs/{stage}.txt"
+    body = render.fill("log", workflow=render.link(f"/ui/workflows/{wid}", "back to the workflow"),
+                       text=bytes(answer.body).decode("utf-8", errors="replace"), source=source, start=start,
+                       total=total, download=f"{source}?download=true", hidden=render.Html("hidden" if start == "0" else ""),
+                       shown=f"showing the last {int(total) - int(start):,} of {int(total):,} bytes")
     return render.page(f"Log of {stage}", body, user=who, csrf=csrf_for(request), current="/ui/workflows",
                        script="log.js")
 
 
-async def log_text(request: Request) -> str:
-    answer = await workflows.stage_log(request)
-    return bytes(answer.body).decode("utf-8", errors="replace")
-
-
 async def log_raw(request: Request, who: Principal) -> Response:
-    return PlainTextResponse(await log_text(request), headers={"Cache-Control": "no-store"})
+    """The log as it was written (`offset`/`limit` as the API takes them); `download=true` saves it as a file."""
+    answer = await workflows.stage_log(request)
+    headers = {"Cache-Control": "no-store",
+               **{k: answer.headers[k] for k in (log_range.TOTAL, log_range.OFFSET) if k in answer.headers}}
+    if request.query_params.get("download") == "true":
+        name = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in request.path_params["stage"])
+        headers["Content-Disposition"] = f'attachment; filename="{name}.log"'
+    return Response(bytes(answer.body), media_type=log_range.MEDIA_TYPE, headers=headers)

@@ -11,10 +11,12 @@ from pathlib import Path
 
 from prometheus_client import generate_latest
 
+from adapters.adoption import found_jobs
 from adapters.nats_server import free_port
 from api.agent.args import AgentConfig
 from api.agent.main import run_agent
 from api.agent.metrics import NodeMetrics
+from api.agent.pipe_keeper import release_pipes
 from tests.unit.agent.fake_api import A1, A2, NODE_ID, FakeApi, wire
 from tests.unit.agent.job_pids import host_pid, kill_job
 
@@ -234,11 +236,14 @@ def test_a_detaching_agent_leaves_its_job_running_and_reports_no_exit(tmp_path):
         api.start = [assignment(A1, script="echo $$ > job.pid; sleep 30")]  # in its own directory: sandboxed
         asyncio.run(main(api))
     pid = host_pid(tmp_path / "work")
+    (files, _), = found_jobs(tmp_path / "work" / ".roving-agent" / "jobs")
     try:
         os.kill(pid, 0)  # raises if the job is gone
         assert api.events(A1) == [("started", 1, None)]
+        assert (files.directory / "keeper").exists(), "its output pipes are held for the next agent"
     finally:
         kill_job(pid)
+        release_pipes(files)  # no next agent adopts it here: its pipes' keeper goes
 
 
 def test_an_order_for_an_allocation_id_that_is_no_uuid_is_left_and_the_others_run(tmp_path):

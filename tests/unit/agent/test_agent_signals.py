@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 
+from adapters.log_spool import Meta, Spool
 from api.agent import logstream
 from api.agent.agent import DETACH
 from api.agent.main import stop_listening
@@ -30,23 +31,30 @@ def test_a_stopping_agent_ignores_late_signals_and_leaves_no_wakeup_fd():
 
 
 class _Stuck:
-    """A log writer whose server went with a killed `roving up`: its last publish never answers."""
+    """A log connection whose server went with a killed `roving up`: nothing it is asked ever answers."""
 
     async def close(self) -> None:
         await asyncio.Event().wait()
 
 
-def test_a_stopping_agent_gives_a_log_stream_that_does_not_answer_a_bounded_wait(monkeypatch):
-    monkeypatch.setattr(logstream, "CLOSE_WAIT", 0.2)
+def test_a_stopping_agent_gives_a_log_stream_that_does_not_answer_a_bounded_wait(tmp_path):
     warnings: list[str] = []
 
     class Log:
         def warning(self, event: str, **_: object) -> None:
             warnings.append(event)
 
+    async def main() -> None:
+        shipping = logstream.LogShipping(Spool(tmp_path / "spool"), lambda: "node", Log())
+        shipping.spool.output("a.1", Meta("wf", "train"), "stdout", b"never taken")
+        shipping.shipper, shipping.nc = _Stuck(), _Stuck()  # type: ignore[assignment]
+        await shipping.close(0.2)
+
     began = time.monotonic()
-    asyncio.run(logstream.close_job_logs(_Stuck(), None, Log()))  # type: ignore[arg-type]
-    assert time.monotonic() - began < 2 and warnings == ["agent.log_stream_close_slow"]
+    asyncio.run(main())
+    assert time.monotonic() - began < 2
+    assert warnings == ["agent.log_flush_slow", "agent.log_stream_close_failed"]
+    assert (tmp_path / "spool" / "a.1" / "data").stat().st_size > 0, "what was not taken waits for the next agent"
 
 
 def test_an_agent_whose_stop_hangs_is_gone_at_the_latest_when_its_bound_runs_out():

@@ -60,6 +60,11 @@ class FakeLogs:
     def read(self, workflow_id: str, stage: str) -> bytes:
         return self.lines.get((workflow_id, stage), b"")
 
+    def read_range(self, workflow_id: str, stage: str, offset: int, limit: int | None) -> tuple[bytes, int]:
+        whole = self.read(workflow_id, stage)
+        start = offset if offset >= 0 else max(0, len(whole) + offset)
+        return whole[start:None if limit is None else start + limit], len(whole)
+
     async def follow(self, workflow_id: str, stage: str):
         """What was written, as stdout, then the end (the real follow waits for the stage's end marker)."""
         if text := self.lines.get((workflow_id, stage), b""):

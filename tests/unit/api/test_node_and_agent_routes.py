@@ -49,7 +49,8 @@ def test_assignments_and_config_answer_the_agent(api, node):
     assert api.request("GET", f"/v4/agent/assignments?node_id={node['node_id']}", AGENT).json() == {
         "start": [], "stop": [], "volumes": []}
     answer = api.request("GET", "/v4/agent/config", AGENT)
-    assert answer.json() == {"nats_url": "nats://agent:ag3nt@127.0.0.1:4222", "cluster": "test"}
+    assert answer.json() == {"nats_url": "nats://agent:ag3nt@127.0.0.1:4222", "cluster": "test",
+                             "log_max_bytes_per_stage": 0}
     assert "c0ntrol" not in answer.text  # the control plane's credentials could write any event
 
 

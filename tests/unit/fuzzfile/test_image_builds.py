@@ -183,6 +183,6 @@ def test_a_build_is_placed_only_where_a_node_runs_images_and_refused_where_none_
                      shape=NodeShape(cpu=8, memory=1 << 34))
     with pytest.raises(Invalid) as refused:
         app().submit_workflow(uuid4(), "tools", TOOLS, 0, None, user(), T0, definitions=[host])
-    assert {p.path for p in refused.value.problems} == {"images.tools", "images.extra"}
+    assert {p.path for p in refused.value.problems} == {"images.tools", "images.extra", "jobs.use.resource"}
     assert "annotation roving.io/runtime=oci not offered" in refused.value.problems[0].message
     app().submit_workflow(uuid4(), "tools", TOOLS, 0, None, user(), T0, definitions=[host, oci])

@@ -47,3 +47,10 @@ def test_output_appended_while_its_message_is_on_the_wire_is_kept():
         return js
 
     assert written(asyncio.run(main())) == b"first second"
+
+
+def test_the_log_stream_is_made_with_the_replicas_the_event_log_is_configured_with(monkeypatch):
+    monkeypatch.setenv("ROVING_NATS_REPLICAS", "3")
+    assert LogWriter(SlowStream(), "c1").replicas == 3
+    monkeypatch.delenv("ROVING_NATS_REPLICAS")
+    assert LogWriter(SlowStream(), "c1").replicas == 1

@@ -1,5 +1,6 @@
-// Stage logs: search marks every match in place (Enter goes to the next one), or shows only the lines that
-// match; follow re-reads the log every two seconds. Log text is user data: it is only ever set as text.
+// Stage logs: the page opens on the log's last part ("load earlier" prepends the part before it); search marks
+// every match in place (Enter goes to the next one), or shows only the lines that match; follow asks every two
+// seconds for the bytes after those it has, never the whole log again. Log text is user data: only ever set as text.
 "use strict";
 document.addEventListener("DOMContentLoaded", () => {
   const pre = document.getElementById("log");
@@ -44,15 +45,44 @@ document.addEventListener("DOMContentLoaded", () => {
   search.addEventListener("input", show);
   only.addEventListener("change", show);
   document.getElementById("log-tools").addEventListener("submit", (e) => { e.preventDefault(); next(); });
+  const source = follow.dataset.source;
+  const EARLIER = 256 * 1024;
+  let start = Number(pre.dataset.start) || 0;  // byte offsets of what the page holds: [start, end)
+  let end = Number(pre.dataset.total) || 0;
+  const decoder = new TextDecoder();  // streaming: a character cut between two reads stays whole
+  const bytesOf = (url) => fetch(url, { credentials: "same-origin" })
+    .then((a) => (a.ok ? a.arrayBuffer() : Promise.reject(a.status)));
+  const earlier = document.getElementById("log-earlier");
+  if (earlier) {
+    earlier.addEventListener("click", () => {
+      const from = Math.max(0, start - EARLIER);
+      bytesOf(`${source}?offset=${from}&limit=${start - from}`).then((buffer) => {
+        full = new TextDecoder().decode(buffer) + full;
+        start = from;
+        show();
+        if (start === 0) document.getElementById("log-earlier-row").hidden = true;
+        else document.getElementById("log-shown").textContent = `showing the last ${(end - start).toLocaleString()} of ${end.toLocaleString()} bytes`;
+      }).catch(() => {});
+    });
+  }
   let timer = null;
+  let asking = false;
   follow.addEventListener("change", () => {
     clearInterval(timer);
     if (!follow.checked) return;
     timer = setInterval(() => {
-      fetch(follow.dataset.source, { credentials: "same-origin" })
-        .then((a) => (a.ok ? a.text() : Promise.reject(a.status)))
-        .then((text) => { if (text !== full) { full = text; show(); pre.scrollTop = pre.scrollHeight; } })
-        .catch(() => {});
+      if (asking) return;
+      asking = true;
+      bytesOf(`${source}?offset=${end}`)
+        .then((buffer) => {
+          if (!buffer.byteLength) return;
+          end += buffer.byteLength;
+          full += decoder.decode(buffer, { stream: true });
+          show();
+          pre.scrollTop = pre.scrollHeight;
+        })
+        .catch(() => {})
+        .finally(() => { asking = false; });
     }, 2000);
   });
 });
