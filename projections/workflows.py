@@ -17,6 +17,7 @@ import msgspec
 from domain.workflow import Workflow
 from projections.activity import ActivityRow, activity_rows, skipped_rows
 from projections.base import Mirror, Projection, as_uuid, on
+from projections.workflow_pages import ListQuery, matches, page, past_cursor
 
 
 class Owner(msgspec.Struct, frozen=True, kw_only=True):
@@ -109,6 +110,15 @@ class WorkflowsView(Projection):
         rows = [r for r in rows if (visible is None or visible(r)) and (status is None or r.status == status.upper())]
         key, reverse = ORDERS.get(order_by or "submitted", ORDERS["submitted"])
         return sorted(rows, key=key, reverse=reverse)
+
+    def page(self, query: ListQuery, keep: Callable[[WorkflowRow], bool] | None = None
+             ) -> tuple[builtins.list[WorkflowRow], str | None]:
+        """One page of the rows `keep` (the caller's visibility and owner filters) and the query select, in the
+        query's order, and the cursor to the next page (None: this is the last)."""
+        with self.lock:
+            rows = [self._row(w) for w in self.mirror.values()]
+        chosen = (r for r in rows if matches(query, r) and past_cursor(query, r) and (keep is None or keep(r)))
+        return page(chosen, query)
 
     def get(self, workflow_id: UUID | str) -> WorkflowDetail | None:
         with self.lock:
