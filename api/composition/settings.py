@@ -58,6 +58,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     object_max_bytes: int = 16 * 2**30  # the largest object a put may store (ROVING_OBJECT_MAX_BYTES)
     workflow_token_ttl_seconds: float = 7 * 86400.0  # FB_WORKFLOW_TOKEN's longest life; its workflow's end ends it sooner
     presets_dir: Path | None = None  # admin-deployed presets (ROVING_PRESETS_DIR); None: <data dir>/presets
+    hot_workflows: int = 10_000  # finished workflows the views keep in memory; older ones are read from the log
 
     @property
     def presets(self) -> Path:
@@ -116,6 +117,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         object_max_bytes=_size(env, "ROVING_OBJECT_MAX_BYTES", defaults.object_max_bytes),
         workflow_token_ttl_seconds=_ttl(env, "ROVING_WORKFLOW_TOKEN_TTL", defaults.workflow_token_ttl_seconds),
         presets_dir=Path(env["ROVING_PRESETS_DIR"]) if (env.get("ROVING_PRESETS_DIR") or "").strip() else None,
+        hot_workflows=_count(env, "ROVING_HOT_WORKFLOWS", defaults.hot_workflows, minimum=0),
     )
 
 
