@@ -47,6 +47,7 @@ class ColdIndex:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(str(path), timeout=BUSY_SECONDS, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")  # a power cut may lose the last rows: removing views.snapshot rebuilds them
         self._db.executescript(SCHEMA)
         self._lock = threading.Lock()
         self._encode = msgspec.json.Encoder().encode
@@ -56,8 +57,14 @@ class ColdIndex:
         values = [(str(r.id), r.name, r.status, r.owner.organization_id, r.effective_inputs,
                    r.submitted_at.timestamp(), self._encode(r)) for r in rows]
         if values:
-            with self._lock:
-                self._db.executemany("INSERT OR REPLACE INTO cold_workflows VALUES (?, ?, ?, ?, ?, ?, ?)", values)
+            with self._lock:  # one transaction a trim: one sync, however many rows
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    self._db.executemany("INSERT OR REPLACE INTO cold_workflows VALUES (?, ?, ?, ?, ?, ?, ?)", values)
+                except BaseException:
+                    self._db.execute("ROLLBACK")
+                    raise
+                self._db.execute("COMMIT")
 
     def matching(self, query: ListQuery, keep: Callable[[WorkflowRow], bool] | None, most: int,
                  organization: str | None = None) -> list[WorkflowRow]:
