@@ -180,6 +180,14 @@ class WorkflowsView(Projection):
         found = self.get(workflow_id)
         return found.status if found is not None else None
 
+    def aggregate(self, workflow_id: UUID | str) -> Workflow | None:
+        """The workflow as the domain holds it, hot or cold (a cold one is read from the log: call off the loop)."""
+        with self.lock:
+            found = self.workflow(workflow_id)
+        if found is None and (cold := self._cold(workflow_id)) is not None:
+            return cold.workflow(workflow_id)
+        return found
+
     def _cold(self, workflow_id: UUID | str) -> WorkflowsView | None:
         key = as_uuid(workflow_id)
         return self.cold(key) if self.cold is not None and key is not None else None

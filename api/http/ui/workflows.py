@@ -9,6 +9,7 @@ from urllib.parse import urlencode
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
+from api.http.routes import common as c
 from api.http.routes import queue, workflows
 from api.http.routes import why as why_routes
 from api.http.routes.workflows import ENDED
@@ -110,10 +111,10 @@ def more_link(after: str | None, status: str, sort: str, q: str) -> render.Html:
     return render.Html(f'<p><a class="button" id="next-page" href="/ui/workflows?{render.esc(query)}">Next page</a></p>')
 
 
-def dependencies(request: Request, workflow_id: str) -> dict[str, list[str]]:
-    """Each step's `depends-on` (name and wanted status), from the mirrored definition; called after the
-    API's describe handler has decided the caller may see this workflow."""
-    found = request.app.state.services.views.workflows.workflow(workflow_id)
+async def dependencies(request: Request, workflow_id: str) -> dict[str, list[str]]:
+    """Each step's `depends-on` (name and wanted status), from the mirrored definition (read from the log when the
+    workflow is cold); called after the API's describe handler has decided the caller may see this workflow."""
+    found = await c.call(request.app.state.services.views.workflows.aggregate, workflow_id)
     if found is None:
         return {}
     return {spec.step: [f"{n.name} {n.status}" for n in spec.dependencies] for spec in found.step_specs()}
@@ -203,7 +204,7 @@ async def why_rows(request: Request) -> tuple[list[list[Any]], str]:
 
 async def summary(request: Request, detail: dict[str, Any]) -> render.Html:
     """The part of the workflow page the live script re-renders as events arrive."""
-    needs = dependencies(request, detail["id"])
+    needs = await dependencies(request, detail["id"])
     why, why_note = await why_rows(request)
     used = sorted({s["node"] for s in detail["stages"] if s["node"]})
     return render.fill(
