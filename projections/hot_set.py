@@ -9,6 +9,7 @@ allocations has not ended, so a node is still told to stop what it runs. The tri
 
 from __future__ import annotations
 
+from itertools import islice
 from uuid import UUID
 
 from domain.allocation import ENDED as ALLOCATION_ENDED
@@ -23,7 +24,9 @@ def trim(workflows: WorkflowsView, queue: QueueView, keep: int) -> list[UUID]:
     over = len(workflows.finished) - keep
     if over <= 0:
         return []
-    gone = [w for w in list(workflows.finished) if all(_ended(queue, a) for a in queue.of_workflow(w))][:over]
+    # the oldest first, and only as far as needed: a batch's trim costs what it forgets, not the hot set's size
+    evictable = (w for w in workflows.finished if all(_ended(queue, a) for a in queue.of_workflow(w)))
+    gone = list(islice(evictable, over))
     if workflows.cold_rows is not None:  # their list rows first: a list never misses one in between
         workflows.cold_rows.write([row for w in gone if (row := workflows.row(w)) is not None])
     for workflow_id in gone:
