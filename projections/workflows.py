@@ -172,7 +172,7 @@ class WorkflowsView(Projection):
         return (rows or [])[since:]
 
     def status(self, workflow_id: UUID | str) -> str | None:
-        """The workflow's status in constant time (None when unknown), for pollers that need nothing else."""
+        """The workflow's status (None when unknown): in constant time while it is hot, else read from the log."""
         with self.lock:
             workflow = self.workflow(workflow_id)
             if workflow is not None:
