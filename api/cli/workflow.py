@@ -146,6 +146,13 @@ def watch_list(args: argparse.Namespace, client: Client) -> int:
         args.watch = watching
 
 
+def count(text: str) -> int:
+    """`--limit`: a whole number, 0 or more."""
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a whole number, 0 or more, got {text!r}")
+    return int(text)
+
+
 def moment(text: str) -> str:
     """`--since`/`--until`: an ISO 8601 date or time, or a span ago (`90m`, `12h`, `7d`) as the API's UTC time."""
     unit = SPANS.get(text[-1:])
@@ -296,10 +303,10 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                                                        "time, or a span ago: 12h, 7d), as sacct -S")
     p.add_argument("-E", "--until", type=moment, help="only workflows submitted before this time, as sacct -E")
     p.add_argument("--name", help="only workflows whose name holds this text (or whose id starts with it)")
-    p.add_argument("--limit", type=int, default=LIST_DEFAULT, metavar="N",
+    p.add_argument("--limit", type=count, default=LIST_DEFAULT, metavar="N",
                    help=f"at most N workflows, newest first (default {LIST_DEFAULT}; 0: every one, page by page)")
     p.add_argument("--watch", action="store_true", help="print the list again every --interval seconds (Ctrl-C stops)")
-    p.add_argument("--interval", type=float, default=2.0, metavar="SECONDS", help=argparse.SUPPRESS)
+    p.add_argument("--interval", type=float, default=2.0, metavar="SECONDS", help="--watch's pause (default 2)")
     p.set_defaults(handler=list_workflows, columns=["id", "name", "status", "priority", "submitted_by", "submitted_at"],
                    wide_columns=["group", "organization", "project", "stages", "preemptible", "updated_at"])
     for name, handler, text in (("describe", describe, "its owner by name; stages, nodes, attempts, exit codes"),

@@ -58,10 +58,11 @@ def test_user_takes_a_name_and_state_and_time_filter(api, tokens, submitted, cap
     assert listed(api, tokens[1], capsys, "-u", "erin", "-E", "2000-01-01") == []
 
 
-def test_a_bad_time_is_a_usage_error_naming_the_option(capsys):
+@pytest.mark.parametrize("option, value", [("--since", "last tuesday"), ("-E", "31/01/2026"), ("--limit", "-5")])
+def test_a_bad_time_or_limit_is_a_usage_error_naming_the_option(capsys, option, value):
     with pytest.raises(SystemExit) as stopped:
-        build_parser().parse_args(["workflow", "list", "--since", "last tuesday"])
-    assert stopped.value.code == 2 and "--since" in capsys.readouterr().err
+        build_parser().parse_args(["workflow", "list", option, value])
+    assert stopped.value.code == 2 and option in capsys.readouterr().err
 
 
 def test_watch_prints_the_list_again_until_interrupted(api, tokens, submitted, capsys, monkeypatch):
