@@ -18,7 +18,7 @@ from typing import Any
 
 import msgspec
 
-from projections.workflow_pages import ListQuery
+from projections.workflow_pages import ListQuery, full_key
 from projections.workflows import WorkflowRow
 
 SCHEMA = """
@@ -36,6 +36,7 @@ ORDERS = {
     "name": ("name, id", "(name, id)", ">"),
 }
 SCAN_BATCH = 500
+SCAN_BUDGET = 20_000  # cold rows one list request reads at most (a caller who may see few of them pages on)
 BUSY_SECONDS = 30.0  # another API process's write holds the file's lock this long at most
 
 
@@ -67,9 +68,10 @@ class ColdIndex:
                 self._db.execute("COMMIT")
 
     def matching(self, query: ListQuery, keep: Callable[[WorkflowRow], bool] | None, most: int,
-                 organization: str | None = None) -> list[WorkflowRow]:
-        """The first `most` rows in the query's order past its cursor that the query and `keep` select;
-        `organization` narrows the scan to one organization's rows (a caller who sees no other's)."""
+                 organization: str | None = None) -> tuple[list[WorkflowRow], list[Any] | None]:
+        """The first `most` rows in the query's order past its cursor that the query and `keep` select, and,
+        when SCAN_BUDGET rows were read before `most` were found, the full key of the last one read (the rest
+        comes after it); `organization` narrows the scan to one organization's rows."""
         order, key, past = ORDERS[query.order_by]
         where, params = _filters(query, organization)
         if query.after is not None:
@@ -77,12 +79,15 @@ class ColdIndex:
             params += query.after
         sql = f"SELECT row FROM cold_workflows{' WHERE ' + ' AND '.join(where) if where else ''} ORDER BY {order}"
         found: list[WorkflowRow] = []
+        read, last = 0, None
         with self._lock:
             cursor = self._db.execute(sql, params)
-            while len(found) < most and (batch := cursor.fetchmany(SCAN_BATCH)):
-                rows = (self._decode(blob) for (blob,) in batch)
+            while len(found) < most and read < SCAN_BUDGET and (batch := cursor.fetchmany(SCAN_BATCH)):
+                rows = [self._decode(blob) for (blob,) in batch]
                 found += [r for r in rows if keep is None or keep(r)]
-        return found[:most]
+                read, last = read + len(rows), rows[-1]
+        stopped = len(found) < most and read >= SCAN_BUDGET and last is not None
+        return found[:most], full_key(query.order_by, last) if stopped and last is not None else None
 
     def count(self) -> int:
         with self._lock:

@@ -17,7 +17,7 @@ import msgspec
 from domain.workflow import Workflow
 from projections.activity import ActivityRow, activity_rows, skipped_rows
 from projections.base import Mirror, Projection, as_uuid, on
-from projections.workflow_pages import ListQuery, matches, page, past_cursor
+from projections.workflow_pages import ListQuery, encode, matches, page, past_cursor
 
 ENDED = frozenset({"FINISHED", "FAILED", "CANCELED"})
 
@@ -94,7 +94,7 @@ class ColdRows(Protocol):
     def write(self, rows: Iterable[WorkflowRow]) -> None: ...
 
     def matching(self, query: ListQuery, keep: Callable[[WorkflowRow], bool] | None, most: int,
-                 organization: str | None = None) -> builtins.list[WorkflowRow]: ...
+                 organization: str | None = None) -> tuple[builtins.list[WorkflowRow], builtins.list[Any] | None]: ...
 
 
 class WorkflowsView(Projection):
@@ -136,11 +136,14 @@ class WorkflowsView(Projection):
         with self.lock:
             rows = [self._row(w) for w in self.mirror.values()]
         hot = [r for r in rows if matches(query, r) and past_cursor(query, r) and (keep is None or keep(r))]
-        if self.cold_rows is not None:
-            ids = {r.id for r in rows}  # a workflow replayed hot again may still have its cold row
-            cold = self.cold_rows.matching(query, keep, query.limit + 1, organization)
-            hot += [r for r in cold if r.id not in ids]
-        return page(hot, query)
+        if self.cold_rows is None:
+            return page(hot, query)
+        ids = {r.id for r in rows}  # a workflow replayed hot again may still have its cold row
+        cold, stopped = self.cold_rows.matching(query, keep, query.limit + 1, organization)
+        if stopped is not None:  # the cold scan's budget ran out there: this page ends there at the latest
+            hot = [r for r in hot if not past_cursor(msgspec.structs.replace(query, after=stopped), r)]
+        shown, after = page([*hot, *(r for r in cold if r.id not in ids)], query)
+        return shown, after if after is not None or stopped is None else encode(query.order_by, stopped)
 
     def row(self, workflow_id: UUID) -> WorkflowRow | None:
         workflow = self.workflow(workflow_id)

@@ -12,7 +12,7 @@ import pytest
 from adapters.cold_index import ColdIndex
 from projections import workflow_pages as pages
 from projections.workflow_pages import ListQuery
-from projections.workflows import Owner, WorkflowRow
+from projections.workflows import Owner, WorkflowRow, WorkflowsView
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -35,7 +35,7 @@ def test_paging_the_cold_index_gives_the_hot_order_each_row_once(order_by):
     seen, after = [], None
     while True:
         query = ListQuery(order_by=order_by, limit=7, after=pages.decode(order_by, after) if after else None)
-        page, after = pages.page(index.matching(query, None, query.limit + 1), query)
+        page, after = pages.page(index.matching(query, None, query.limit + 1)[0], query)
         seen += page
         if after is None:
             break
@@ -48,4 +48,24 @@ def test_the_cold_index_filters_by_status_name_and_time_as_the_hot_rows_do():
     index.write(written)
     query = ListQuery(status="failed", q="A_", since=START + timedelta(seconds=1), limit=100)
     hot = [r for r in written if pages.matches(query, r)]
-    assert {r.id for r in index.matching(query, None, 100)} == {r.id for r in hot}
+    assert {r.id for r in index.matching(query, None, 100)[0]} == {r.id for r in hot}
+
+
+def test_a_scan_that_runs_out_of_budget_ends_the_page_with_a_cursor_so_nothing_is_skipped(monkeypatch):
+    from adapters import cold_index
+    monkeypatch.setattr(cold_index, "SCAN_BUDGET", 5)
+    monkeypatch.setattr(cold_index, "SCAN_BATCH", 5)
+    written = rows(40)
+    wanted = {r.id for r in written if r.status == "FAILED"}
+    index, seen, after, requests = ColdIndex(":memory:"), [], None, 0
+    index.write(written)
+    view = WorkflowsView()
+    view.cold_rows = index
+    while True:
+        query = ListQuery(limit=100, after=pages.decode("-submitted", after) if after else None)
+        page, after = view.page(query, lambda r: r.status == "FAILED")
+        seen, requests = seen + page, requests + 1
+        if after is None:
+            break
+    assert [r.id for r in seen if r.id in wanted] == [r.id for r in seen] and {r.id for r in seen} == wanted
+    assert requests >= 40 // 5
