@@ -135,7 +135,8 @@ def watch_list(args: argparse.Namespace, client: Client) -> int:
         while True:
             if sys.stdout.isatty():
                 print("\033[H\033[2J", end="")
-            print(f"every {args.interval:g}s: roving workflow list    {time.strftime('%Y-%m-%d %H:%M:%S')}")
+            if args.output == "table":  # -o json/yaml: each round is one document, nothing else
+                print(f"every {args.interval:g}s: roving workflow list    {time.strftime('%Y-%m-%d %H:%M:%S')}")
             text = render(list_workflows(args, client), args.output, args.columns, headers=not args.no_headers)
             print(text or "(none)")
             sys.stdout.flush()

@@ -76,3 +76,12 @@ def test_watch_prints_the_list_again_until_interrupted(api, tokens, submitted, c
     monkeypatch.setattr(cli_workflow.time, "sleep", sleep)
     code, out, _ = run(api, tokens[0], ["workflow", "list", "--watch", "--name", "run-0"], capsys)
     assert code == 0 and out.count("every 2s: roving workflow list") == 2 and out.count("run-0") == 2
+
+
+def test_watch_with_json_prints_only_json_documents(api, tokens, submitted, capsys, monkeypatch):
+    def sleep(seconds):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli_workflow.time, "sleep", sleep)
+    code, out, _ = run(api, tokens[0], ["workflow", "list", "--watch", "-o", "json", "--name", "run-0"], capsys)
+    assert code == 0 and [r["name"] for r in json.loads(out)] == ["run-0"]
