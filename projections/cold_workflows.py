@@ -3,7 +3,8 @@
 A workflow's events are read by its subject, then its allocations' (their ids follow from the workflow, stage
 and attempt: domain.ids.allocation_id), and replayed in time order into a view of that one workflow, so describe,
 events, `why` and logs answer for any id as they did while it was hot. The last few rebuilt are kept, so a
-client that polls or follows one does not read the log each time.
+client that polls or follows one does not read the log each time (a task array's tasks are each an allocation:
+its first cold read costs a read per task).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from domain.ids import allocation_id
 from projections.workflows import WorkflowsView
 
 KEPT = 64  # cold workflows rebuilt and kept (an ended workflow never changes)
+KEPT_STAGES = 20_000  # and at most this many stages among them (a task array's tasks each count)
 EventsOf = Callable[[UUID], Iterable[Any]]  # one aggregate's events, from the log by its subject
 
 
@@ -39,9 +41,12 @@ class ColdWorkflows:
         if view is not None and view.status(workflow_id) in ("FINISHED", "FAILED", "CANCELED"):
             with self._lock:  # only an ended one: a workflow read here while still being written moves on
                 self._kept[workflow_id] = view
-                while len(self._kept) > KEPT:
+                while len(self._kept) > 1 and (len(self._kept) > KEPT or self._stages() > KEPT_STAGES):
                     self._kept.popitem(last=False)
         return view
+
+    def _stages(self) -> int:
+        return sum(len(w.stages) for view in self._kept.values() for w in view.mirror.values())
 
     def rebuild(self, workflow_id: UUID) -> WorkflowsView | None:
         own = list(self.events_of(workflow_id))
