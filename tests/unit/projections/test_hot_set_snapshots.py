@@ -51,3 +51,18 @@ def test_restored_views_hold_the_hot_set_and_keep_trimming(tmp_path):
     assert [w.name for w in restored.workflows.mirror.values()] == ["wf-7", "wf-8", "wf-9"]
     grown(restored, 10, 2)
     assert [w.name for w in restored.workflows.mirror.values()] == ["wf-9", "wf-10", "wf-11"]
+
+
+def test_the_views_memory_stays_flat_as_finished_workflows_grow_beyond_the_hot_set():
+    import gc
+    import tracemalloc
+    views, sizes = Views(hot_workflows=50), []
+    tracemalloc.start()
+    try:
+        for step in range(3):
+            grown(views, step * 300, 300)
+            gc.collect()
+            sizes.append(tracemalloc.get_traced_memory()[0])
+    finally:
+        tracemalloc.stop()
+    assert sizes[2] < sizes[1] * 1.02, sizes  # 600 and 900 finished (after a warm-up of 300): the same 50 held
