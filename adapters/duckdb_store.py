@@ -48,7 +48,11 @@ UPDATE_TRACKING = "UPDATE audit_tracking SET position = $2 WHERE cluster = $1"
 INSERT_TRACKING = "INSERT INTO audit_tracking VALUES ($1, $2)"
 LINEAGE = """
 SELECT aggregate_id, arg_min(workflow, position), arg_min(organization, position), arg_min(group_name, position)
-FROM audit_events WHERE workflow IS NOT NULL GROUP BY aggregate_id
+FROM audit_events WHERE workflow IS NOT NULL GROUP BY aggregate_id ORDER BY max(position) DESC LIMIT $1
+"""
+LINEAGE_OF = """
+SELECT workflow, organization, group_name FROM audit_events WHERE aggregate_id = $1 AND workflow IS NOT NULL
+ORDER BY position LIMIT 1
 """
 MEMORY_LIMIT, TEMP_LIMIT = "1GB", "4GB"
 CHUNK = 1000  # rows per JSON document: several documents parse in parallel
@@ -81,14 +85,21 @@ class AuditStore:
         found = self.connection.execute("SELECT position FROM audit_tracking WHERE cluster = $1", [cluster]).fetchone()
         return found[0] if found else 0
 
-    def lineage(self) -> dict[str, tuple[str | None, str | None, str | None]]:
-        """aggregate id -> (workflow, organization, group), as the aggregate's first attributed row said.
+    def lineage(self, most: int | None = None) -> dict[str, tuple[str | None, str | None, str | None]]:
+        """aggregate id -> (workflow, organization, group), as the aggregate's first attributed row said, for the
+        `most` aggregates written last (newest first; every one when None).
 
         Read back from the rows themselves, so it is exactly as durable as they are and costs the
         write path nothing; a restart pays one grouped scan.
         """
-        rows = self.connection.execute(LINEAGE).fetchall()
+        rows = self.connection.execute(LINEAGE, [most if most is not None else 2**62]).fetchall()
         return {aggregate_id: (workflow, org, group) for aggregate_id, workflow, org, group in rows}
+
+    def lineage_of(self, aggregate_id: str) -> tuple[str | None, str | None, str | None] | None:
+        """One aggregate's lineage from its rows (None: no row of it names a workflow)."""
+        with self.connection.cursor() as cursor:  # its own cursor: the routes read beside the feed
+            found = cursor.execute(LINEAGE_OF, [aggregate_id]).fetchone()
+        return (found[0], found[1], found[2]) if found is not None else None
 
     def write(self, cluster: str, rows: list[bytes], position: int) -> None:
         """Rows (each one JSON-encoded row object) and the cluster's new position: all or nothing."""

@@ -3,7 +3,9 @@
 Rows carry who (principal, role, source), when, what (aggregate kind and id, version, event type)
 and whose (organization, group, workflow, node). Events that do not repeat their owner (a workflow's
 later events, an allocation's events) inherit it through a lineage map (aggregate -> owner) that is
-read back from the stored rows, so a restarted projection attributes them the same way.
+read back from the stored rows, so a restarted projection attributes them the same way. The map holds the most
+recent LINEAGE_KEPT aggregates; an older aggregate's owner is read back from its rows when one of its events needs it,
+so the feed's memory and restart do not grow with history.
 
 The projection is handed decoded events and writes through the store it is given (adapters.duckdb_store);
 the feed (adapters.audit_feed) reads and decodes the log, the queries run in adapters.audit_log.
@@ -12,6 +14,7 @@ the feed (adapters.audit_feed) reads and decodes the log, the queries run in ada
 from __future__ import annotations
 
 import datetime as dt
+from collections import OrderedDict
 from collections.abc import Iterable
 from enum import Enum
 from typing import Any, NamedTuple, Protocol
@@ -25,6 +28,8 @@ MICROSECOND = dt.timedelta(microseconds=1)
 SYSTEM_SOURCES = frozenset({"admin", "monitoring", "provisioner", "scheduler", "agent"})
 HEADER_FIELDS = frozenset({"originator_id", "originator_version", "timestamp", "originator_topic"})
 Lineage = tuple[str | None, str | None, str | None]
+LINEAGE_KEPT = 100_000  # aggregates whose owner the projection keeps in memory (the rows keep every one)
+UNATTRIBUTED_KEPT = 10_000
 
 
 def _to_builtin(value: Any) -> Any:
@@ -48,7 +53,9 @@ class AuditRows(Protocol):
 
     def position(self, cluster: str) -> int: ...
 
-    def lineage(self) -> dict[str, Lineage]: ...
+    def lineage(self, most: int | None = None) -> dict[str, Lineage]: ...
+
+    def lineage_of(self, aggregate_id: str) -> Lineage | None: ...
 
     def write(self, cluster: str, rows: list[bytes], position: int) -> None: ...
 
@@ -60,7 +67,9 @@ class AuditProjection:
         self.store = store
         self.cluster = cluster
         self.position = store.position(cluster)
-        self._lineage: dict[str, Lineage] = store.lineage()
+        # the most recent aggregates' lineage; an older one's is read back from the rows when an event needs it
+        self._lineage: OrderedDict[str, Lineage] = OrderedDict(reversed(store.lineage(LINEAGE_KEPT).items()))
+        self._unattributed: OrderedDict[str, None] = OrderedDict()  # asked of the rows and not found (nodes...)
         self._encode = msgspec.json.Encoder(enc_hook=_to_builtin).encode
 
     def apply(self, batch: Iterable[tuple[int, LoggedEvent]]) -> int:
@@ -77,7 +86,8 @@ class AuditProjection:
         if not rows:
             return 0
         self.store.write(self.cluster, rows, last)
-        self._lineage.update(pending)
+        for aggregate_id, lineage in pending.items():
+            self._remember(aggregate_id, lineage)
         self.position = last
         return len(rows)
 
@@ -105,14 +115,39 @@ class AuditProjection:
         parent = state.get("workflow_id")
         if parent is not None:
             workflow = str(parent)
-            _, organization, group = pending.get(workflow) or self._lineage.get(workflow) or (None, None, None)
+            _, organization, group = pending.get(workflow) or self._known(workflow) or (None, None, None)
             pending[aggregate_id] = (workflow, organization, group)
             return pending[aggregate_id]
-        known = pending.get(aggregate_id) or self._lineage.get(aggregate_id)
+        known = pending.get(aggregate_id) or self._known(aggregate_id)
         if known is not None:
             return known
         organization = state.get("organization_id") or state.get("organization")
         return (aggregate_id if kind == "workflow" else None), _text(organization), _text(state.get("group"))
+
+
+    def _known(self, aggregate_id: str) -> Lineage | None:
+        """What the aggregate's first attributed row said: from memory, else from the rows (once per miss)."""
+        found = self._lineage.get(aggregate_id)
+        if found is not None:
+            self._lineage.move_to_end(aggregate_id)
+            return found
+        if aggregate_id in self._unattributed:
+            return None
+        found = self.store.lineage_of(aggregate_id)
+        if found is None:
+            self._unattributed[aggregate_id] = None
+            if len(self._unattributed) > UNATTRIBUTED_KEPT:
+                self._unattributed.popitem(last=False)
+            return None
+        self._remember(aggregate_id, found)
+        return found
+
+    def _remember(self, aggregate_id: str, lineage: Lineage) -> None:
+        self._unattributed.pop(aggregate_id, None)
+        self._lineage[aggregate_id] = lineage
+        self._lineage.move_to_end(aggregate_id)
+        if len(self._lineage) > LINEAGE_KEPT:
+            self._lineage.popitem(last=False)
 
 
 def _who(state: dict[str, Any]) -> tuple[str | None, str | None, str | None]:

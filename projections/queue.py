@@ -85,6 +85,23 @@ class QueueView(Projection):
         with self.lock:
             self._on_node.get(str(node_id), set()).difference_update(allocation_ids)
 
+    def of_workflow(self, workflow_id: UUID) -> set[UUID]:
+        """The ids of the workflow's allocations (every attempt)."""
+        return self._of_workflow.get(workflow_id, set())
+
+    def forget(self, workflow_id: UUID) -> None:
+        """Drop a finished workflow's allocations from memory (projections.hot_set decides when)."""
+        for allocation_id in self._of_workflow.pop(workflow_id, set()):
+            a = self.mirror.items.pop(allocation_id, None)
+            state = self._state_of.pop(allocation_id, None)
+            if state is not None:
+                self._by_state.get(state, set()).discard(allocation_id)
+            for node in a.nodes if a is not None else ():
+                self._on_node.get(str(node), set()).discard(allocation_id)
+            self.readied.pop(str(allocation_id), None)
+            self._changed(allocation_id)
+        self.owners.pop(workflow_id, None)
+
     def owner(self, workflow_id: UUID) -> Owner:
         return self.owners.get(workflow_id, Owner())
 
@@ -227,6 +244,8 @@ class QueueView(Projection):
 
     @on("Allocation.*")
     def _replay(self, event: Any) -> None:
+        if event.originator_id not in self.mirror.items and event.originator_version > 1:
+            return  # an allocation of a cold workflow (projections.hot_set): the log holds what follows
         a = self.mirror.apply(event)
         before, after = self._state_of.get(a.id), a.state.value
         if before != after:

@@ -17,7 +17,9 @@ from domain.scheduler.snapshot import Snapshot
 from projections.assignments import assignments
 from projections.base import Batch, Projection
 from projections.catalog import CatalogSourcesView
+from projections.cold_workflows import ColdWorkflows, EventsOf
 from projections.endpoints import EndpointsView
+from projections.hot_set import DEFAULT_HOT_WORKFLOWS, trim
 from projections.node_events import NodeEventsView
 from projections.nodes import NodesView
 from projections.projects import ProjectsView
@@ -32,7 +34,8 @@ class Views:
     """The workflows, queue, nodes and tenancy views, and the rest, all fed from the log and nothing else (the
     scheduler runner's reasons, priorities and figures are its own: api.scheduler.state)."""
 
-    def __init__(self) -> None:
+    def __init__(self, hot_workflows: int = DEFAULT_HOT_WORKFLOWS) -> None:
+        self.hot_workflows = hot_workflows  # finished workflows kept in memory (projections.hot_set)
         self.lock = threading.RLock()
         self.workflows = WorkflowsView(self.lock)
         self.queue = QueueView(self.lock)
@@ -58,8 +61,13 @@ class Views:
         batch = list(batch)
         with self.lock:
             fresh = max(p.apply(batch) for p in self.projections)
+            trim(self.workflows, self.queue, self.hot_workflows)
             self.applied.notify_all()
         return fresh
+
+    def read_cold_from(self, events_of: EventsOf) -> None:
+        """Answer for workflows that left the hot set by reading their events from the log (`events_of(id)`)."""
+        self.workflows.cold = ColdWorkflows(events_of, self.workflows.node_names.copy)
 
     def saved_state(self) -> dict[str, dict[str, Any]]:
         """Every view's log-built state, taken at one position."""

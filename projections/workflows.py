@@ -7,9 +7,9 @@ domain's (`Workflow.stage_views()`, `Workflow.status`), never a second reading o
 from __future__ import annotations
 
 import builtins  # `list` is also a method here
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 from uuid import UUID
 
 import msgspec
@@ -17,6 +17,9 @@ import msgspec
 from domain.workflow import Workflow
 from projections.activity import ActivityRow, activity_rows, skipped_rows
 from projections.base import Mirror, Projection, as_uuid, on
+from projections.workflow_pages import ListQuery, encode, matches, page, past_cursor
+
+ENDED = frozenset({"FINISHED", "FAILED", "CANCELED"})
 
 
 class Owner(msgspec.Struct, frozen=True, kw_only=True):
@@ -85,8 +88,20 @@ ORDERS: dict[str, tuple[Callable[[WorkflowRow], Any], bool]] = {
 }
 
 
+class ColdRows(Protocol):
+    """Where the list rows of workflows that left the hot set go, and are paged from (adapters.cold_index)."""
+
+    def write(self, rows: Iterable[WorkflowRow]) -> None: ...
+
+    def matching(self, query: ListQuery, keep: Callable[[WorkflowRow], bool] | None, most: int,
+                 organization: str | None = None) -> tuple[builtins.list[WorkflowRow], builtins.list[Any] | None]: ...
+
+
 class WorkflowsView(Projection):
-    """Workflows, their stages and activity, by id."""
+    """Workflows, their stages and activity, by id: the hot set (live work and the most recent finished); a
+    colder one is asked of `cold` (projections.cold_workflows), which reads it from the log on demand."""
+
+    transient = ("cold", "cold_rows")
 
     def __init__(self, lock: Any = None) -> None:
         super().__init__(lock)
@@ -97,6 +112,9 @@ class WorkflowsView(Projection):
         self.allocation_stage: dict[UUID, tuple[UUID, str]] = {}
         self.node_names: dict[str, str] = {}
         self.times: dict[UUID, dict[str, list[datetime | None]]] = {}  # stage -> [started, ended] of its attempt
+        self.finished: dict[UUID, None] = {}  # ended workflows in the order they ended (projections.hot_set trims)
+        self.cold: Callable[[UUID], WorkflowsView | None] | None = None  # a cold workflow's own view, read on demand
+        self.cold_rows: ColdRows | None = None  # cold workflows' list rows (adapters.cold_index)
 
     def workflow(self, workflow_id: UUID | str) -> Workflow | None:
         """The mirrored aggregate (read-only: the assignments and snapshot read stage specs from it)."""
@@ -110,27 +128,87 @@ class WorkflowsView(Projection):
         key, reverse = ORDERS.get(order_by or "submitted", ORDERS["submitted"])
         return sorted(rows, key=key, reverse=reverse)
 
+    def page(self, query: ListQuery, keep: Callable[[WorkflowRow], bool] | None = None,
+             organization: str | None = None) -> tuple[builtins.list[WorkflowRow], str | None]:
+        """One page of the rows `keep` (the caller's visibility and owner filters) and the query select, hot and
+        cold, in the query's order, and the cursor to the next page (None: this is the last). `organization`
+        narrows the cold scan to the one organization a caller can see."""
+        with self.lock:
+            rows = [self._row(w) for w in self.mirror.values()]
+        hot = [r for r in rows if matches(query, r) and past_cursor(query, r) and (keep is None or keep(r))]
+        if self.cold_rows is None:
+            return page(hot, query)
+        ids = {r.id for r in rows}  # a workflow replayed hot again may still have its cold row
+        cold, stopped = self.cold_rows.matching(query, keep, query.limit + 1, organization)
+        if stopped is not None:  # the cold scan's budget ran out there: this page ends there at the latest
+            hot = [r for r in hot if not past_cursor(msgspec.structs.replace(query, after=stopped), r)]
+        shown, after = page([*hot, *(r for r in cold if r.id not in ids)], query)
+        return shown, after if after is not None or stopped is None else encode(query.order_by, stopped)
+
+    def row(self, workflow_id: UUID) -> WorkflowRow | None:
+        workflow = self.workflow(workflow_id)
+        return self._row(workflow) if workflow is not None else None
+
     def get(self, workflow_id: UUID | str) -> WorkflowDetail | None:
         with self.lock:
             workflow = self.workflow(workflow_id)
-            if workflow is None:
-                return None
-            row = self._row(workflow)
-            stages = [self._stage(workflow, view) for view in workflow.stage_views()]
+            if workflow is not None:
+                row = self._row(workflow)
+                stages = [self._stage(workflow, view) for view in workflow.stage_views()]
+        if workflow is None:  # not hot: the log still holds it (read outside the lock, which the tailer needs)
+            cold = self._cold(workflow_id)
+            return cold.get(workflow_id) if cold is not None else None
         return WorkflowDetail(**msgspec.structs.asdict(row), stages=stages,
                               canceled_reason=workflow.canceled_reason)
 
     def events(self, workflow_id: UUID | str, since: int = 0) -> builtins.list[ActivityRow]:
         """The workflow's activity rows from the `since`-th on (a follower asks only for what it has not sent)."""
         key = as_uuid(workflow_id)
+        if key is None:
+            return []
         with self.lock:
-            return self.activity.get(key, [])[since:] if key is not None else []
+            rows = self.activity.get(key)
+            hot = key in self.mirror.items
+        if not hot:
+            cold = self._cold(key)
+            return cold.events(key, since) if cold is not None else []
+        return (rows or [])[since:]
 
     def status(self, workflow_id: UUID | str) -> str | None:
-        """The workflow's status in constant time (None when unknown), for pollers that need nothing else."""
+        """The workflow's status (None when unknown): in constant time while it is hot, else read from the log."""
         with self.lock:
             workflow = self.workflow(workflow_id)
-            return workflow.status if workflow is not None else None
+            if workflow is not None:
+                return workflow.status
+        found = self.get(workflow_id)
+        return found.status if found is not None else None
+
+    def aggregate(self, workflow_id: UUID | str) -> Workflow | None:
+        """The workflow as the domain holds it, hot or cold (a cold one is read from the log: call off the loop)."""
+        with self.lock:
+            found = self.workflow(workflow_id)
+        if found is None and (cold := self._cold(workflow_id)) is not None:
+            return cold.workflow(workflow_id)
+        return found
+
+    def _cold(self, workflow_id: UUID | str) -> WorkflowsView | None:
+        key = as_uuid(workflow_id)
+        return self.cold(key) if self.cold is not None and key is not None else None
+
+    def forget(self, workflow_id: UUID, allocation_ids: Iterable[UUID]) -> None:
+        """Drop a finished workflow from memory (projections.hot_set): it is read from the log when asked for."""
+        self.mirror.items.pop(workflow_id, None)
+        for table in (self.updated, self.activity, self.current, self.times, self.finished):
+            table.pop(workflow_id, None)
+        for allocation_id in allocation_ids:
+            self.allocation_stage.pop(allocation_id, None)
+
+    def restore_state(self, state: dict[str, Any]) -> None:
+        """A snapshot taken before the hot set existed lists no finished workflows: they are found again here."""
+        super().restore_state(state)
+        if "finished" not in state:
+            with self.lock:
+                self.finished = {w.id: None for w in self.mirror.values() if w.status in ENDED}
 
     def current_allocation(self, workflow_id: UUID, stage: str) -> UUID | None:
         found = self.current.get(workflow_id, {}).get(stage)
@@ -141,7 +219,13 @@ class WorkflowsView(Projection):
 
     @on("Workflow.*")
     def _replay(self, event: Any) -> None:
-        self.mirror.apply(event)
+        if event.originator_id not in self.mirror.items and event.originator_version > 1:
+            return  # a cold workflow's later event: the log holds it, and a cold read replays it from there
+        workflow = self.mirror.apply(event)
+        if workflow.status in ENDED:
+            self.finished.setdefault(workflow.id, None)
+        else:
+            self.finished.pop(workflow.id, None)
         self.updated[event.originator_id] = getattr(event, "at", None) or event.timestamp
         if type(event).__qualname__ == "Workflow.StepsSkipped":  # a cascade: one line per step it canceled
             self.activity.setdefault(event.originator_id, []).extend(skipped_rows(self.applying, event))
@@ -167,6 +251,8 @@ class WorkflowsView(Projection):
 
     @on("Allocation.Requested")
     def _requested(self, event: Any) -> None:
+        if event.workflow_id not in self.mirror.items:
+            return  # its workflow is cold (a workflow is always recorded before its allocations)
         self.allocation_stage[event.originator_id] = (event.workflow_id, event.stage)
         stages = self.current.setdefault(event.workflow_id, {})
         known = stages.get(event.stage)

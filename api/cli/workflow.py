@@ -11,15 +11,19 @@ import codecs
 import json
 import sys
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from api.cli.client import Client
 from api.cli.completion import FILES
-from api.cli.output import fail, table
+from api.cli.output import fail, render, table
 from api.cli.stage_describe import one_stage, stage_rows
 
 ENDED = ("FINISHED", "FAILED", "CANCELED")
+LIST_PAGE = 500  # rows asked of the API per request while `workflow list` pages through
+LIST_DEFAULT = 100
+SPANS = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 STAGE_COLUMNS = ["name", "kind", "status", "attempts", "exit_code", "node", "reason"]
 
 
@@ -102,11 +106,67 @@ class Transitions:
 
 
 def list_workflows(args: argparse.Namespace, client: Client) -> Any:
-    rows = client.get("/v4/workflows", order_by=args.order_by, status=args.status)["workflows"]
+    """Newest first (unless --order-by), page by page until --limit rows; --watch prints it again every few seconds."""
+    if args.watch:
+        return watch_list(args, client)
+    rows = listed(args, client)
     if args.output != "table":
         return rows
     return [{**r, **owner_names(r), "project": (r.get("owner") or {}).get("project") or None,
              "stages": f"{r.get('stages_ended', 0)}/{r.get('stage_count', 0)}"} for r in rows]
+
+
+def listed(args: argparse.Namespace, client: Client) -> list[dict[str, Any]]:
+    """The list's pages, following the API's `next` cursor until --limit rows (0: every row) or the last page."""
+    rows: list[dict[str, Any]] = []
+    after = None
+    while True:
+        size = min(LIST_PAGE, args.limit - len(rows)) if args.limit else LIST_PAGE
+        answer = client.get("/v4/workflows", order_by=args.order_by, status=args.status, owner=args.user,
+                            since=args.since, until=args.until, q=args.name, limit=size, next=after)
+        rows += answer["workflows"]
+        after = answer.get("next")
+        if not after or (args.limit and len(rows) >= args.limit):
+            return rows[:args.limit] if args.limit else rows
+
+
+def watch_list(args: argparse.Namespace, client: Client) -> int:
+    """The list again every --interval seconds until interrupted, the screen cleared first on a terminal."""
+    watching, args.watch = args.watch, False
+    try:
+        while True:
+            if sys.stdout.isatty():
+                print("\033[H\033[2J", end="")
+            if args.output == "table":  # -o json/yaml: each round is one document, nothing else
+                print(f"every {args.interval:g}s: roving workflow list    {time.strftime('%Y-%m-%d %H:%M:%S')}")
+            text = render(list_workflows(args, client), args.output, args.columns, headers=not args.no_headers)
+            print(text or "(none)")
+            sys.stdout.flush()
+            time.sleep(args.interval)
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        args.watch = watching
+
+
+def count(text: str) -> int:
+    """`--limit`: a whole number, 0 or more."""
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a whole number, 0 or more, got {text!r}")
+    return int(text)
+
+
+def moment(text: str) -> str:
+    """`--since`/`--until`: an ISO 8601 date or time, or a span ago (`90m`, `12h`, `7d`) as the API's UTC time."""
+    unit = SPANS.get(text[-1:])
+    if unit is not None and text[:-1].isdigit():
+        return (datetime.now(UTC) - timedelta(seconds=int(text[:-1]) * unit)).isoformat(timespec="seconds")
+    try:
+        datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a date or time (2026-01-31, 2026-01-31T12:00) or a span ago "
+                                         f"(90m, 12h, 7d), got {text!r}") from None
+    return text
 
 
 def owner_names(row: dict[str, Any]) -> dict[str, Any]:
@@ -264,8 +324,18 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                        description="Workflows you can see. -o wide adds the owner's user, group and organization "
                                    "(by name; -o json keeps their ids), its project, stages ended/total and "
                                    "preemptible.")
-    p.add_argument("--order-by", choices=["priority", "submitted", "-submitted", "name"])
-    p.add_argument("--status", help="only workflows in this status")
+    p.add_argument("--order-by", choices=["priority", "submitted", "-submitted", "name"],
+                   help="the order (default: -submitted, newest first)")
+    p.add_argument("--status", "--state", help="only workflows in this status (PENDING, STARTED, FINISHED, ...)")
+    p.add_argument("-u", "--user", "--owner", help="only this user's workflows (a user name or id), as sacct -u")
+    p.add_argument("-S", "--since", type=moment, help="only workflows submitted at or after this time (a date or "
+                                                       "time, or a span ago: 12h, 7d), as sacct -S")
+    p.add_argument("-E", "--until", type=moment, help="only workflows submitted before this time, as sacct -E")
+    p.add_argument("--name", help="only workflows whose name holds this text (or whose id starts with it)")
+    p.add_argument("--limit", type=count, default=LIST_DEFAULT, metavar="N",
+                   help=f"at most N workflows, newest first (default {LIST_DEFAULT}; 0: every one, page by page)")
+    p.add_argument("--watch", action="store_true", help="print the list again every --interval seconds (Ctrl-C stops)")
+    p.add_argument("--interval", type=float, default=2.0, metavar="SECONDS", help="--watch's pause (default 2)")
     p.set_defaults(handler=list_workflows, columns=["id", "name", "status", "priority", "submitted_by", "submitted_at"],
                    wide_columns=["group", "organization", "project", "stages", "preemptible", "updated_at"])
     for name, handler, text in (("describe", describe, "its owner by name; stages, nodes, attempts, exit codes"),

@@ -73,3 +73,11 @@ class Services:
     objects: ObjectStore | None = None  # people's objects (adapters.object_store), streamed through the API
     # the last pass of this process's scheduler runner (empty where it never led): `why`, ranked priorities, figures
     scheduling: SchedulerState = field(default_factory=SchedulerState)
+
+    def __post_init__(self) -> None:
+        # a workflow that left the views' hot set is read from the log by its subject (projections.cold_workflows)
+        if self.views.workflows.cold is None:
+            self.views.read_cold_from(self.roving.events.get)
+        if self.views.workflows.cold_rows is None and self.settings is not None:  # their list rows (adapters.cold_index)
+            from adapters.cold_index import ColdIndex
+            self.views.workflows.cold_rows = ColdIndex(self.settings.data_dir / "views" / "cold-workflows.sqlite")

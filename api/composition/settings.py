@@ -59,6 +59,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     workflow_token_ttl_seconds: float = 7 * 86400.0  # FB_WORKFLOW_TOKEN's longest life; its workflow's end ends it sooner
     presets_dir: Path | None = None  # admin-deployed presets (ROVING_PRESETS_DIR); None: <data dir>/presets
     wake_seconds: float = 60.0  # how long a request waits for a pool scaled to zero to wake (ROVING_WAKE_TIMEOUT)
+    hot_workflows: int = 10_000  # finished workflows the views keep in memory; older ones are read from the log
 
     @property
     def presets(self) -> Path:
@@ -118,6 +119,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         workflow_token_ttl_seconds=_ttl(env, "ROVING_WORKFLOW_TOKEN_TTL", defaults.workflow_token_ttl_seconds),
         presets_dir=Path(env["ROVING_PRESETS_DIR"]) if (env.get("ROVING_PRESETS_DIR") or "").strip() else None,
         wake_seconds=_ttl(env, "ROVING_WAKE_TIMEOUT", defaults.wake_seconds),
+        hot_workflows=_count(env, "ROVING_HOT_WORKFLOWS", defaults.hot_workflows, minimum=0),
     )
 
 

@@ -103,7 +103,7 @@ class Stack(LocalPool):
         from projections.snapshot import node_segments
         from projections.views import Views
 
-        self.views = Views()
+        self.views = Views(hot_workflows=self.settings.hot_workflows)
         read_models = ReadModelFunctions(definitions=lambda: pool_definitions(self.views.nodes, self.views.provisioners),
                                          priorities=self.views.tenancy.owner_priorities,
                                          allocations_of_owner=self.views.queue.live_allocations_of,

@@ -48,7 +48,8 @@ class WorkflowSummary(Answer):
 
 
 class WorkflowList(Answer):
-    workflows: list[WorkflowSummary]
+    workflows: list[WorkflowSummary]  # newest first unless `order_by` said otherwise
+    next: str | None = None  # pass back as `?next=` for the following page; None: this was the last
 
 
 class Stage(Answer):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 from uuid import UUID, uuid4, uuid5
 
@@ -40,8 +41,11 @@ from api.http.routes.names import names
 from api.http.routes.why import explain, why
 from domain.app import access
 from domain.app.errors import NotFound
+from projections import workflow_pages as pages
+from projections.workflow_pages import ListQuery
 from projections.workflows import ORDERS
 
+LIST_PARAMS = ("status", "order_by", "limit", "next", "q", "owner", "since", "until")
 ENDED = frozenset({"FINISHED", "FAILED", "CANCELED"})
 WORKFLOW_STATUSES = ("PENDING", "STARTED", "FINISHED", "FAILED", "CANCELED")  # domain.workflow.Workflow.status
 YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml")
@@ -128,17 +132,53 @@ async def located(request: Request, allowed: Any = access.view_work) -> Located:
 
 @answers(WorkflowList)
 async def list_workflows(request: Request) -> Response:
+    """Newest first unless `order_by` says otherwise; at most `limit` rows and, while more remain, `next`: the
+    cursor to pass back as `?next=` for the following page. `owner` is a user's name or id, `q` part of the name
+    (or the start of the id), `since`/`until` bound the submission time."""
     who, views = c.principal(request), c.services(request).views
+    c.only_params(request, LIST_PARAMS)
+    query, owner = list_query(request), request.query_params.get("owner") or None
+    known = names(request)
 
-    def visible(row: Any) -> bool:
+    def keep(row: Any) -> bool:
+        if owner is not None and owner not in (str(row.owner.user_id), row.submitted_by, known.user(row.owner.user_id)):
+            return False
         return access.visible(who, access.work(row.owner, "workflow"))
 
-    c.only_params(request, ("status", "order_by"))
+    organization = None if who.is_cluster_admin else str(who.organization_id or "")  # the cold scan's bound
+    rows, after = await c.call(views.workflows.page, query, keep, organization)
+    return c.json({"workflows": [{**msgspec.structs.asdict(r), **known.owner(r.owner)} for r in rows], "next": after})
+
+
+def list_query(request: Request) -> ListQuery:
+    """The list's query parameters; a bad one is a 400 naming it."""
     status = c.query_choice(request, "status", WORKFLOW_STATUSES)
-    order_by = c.query_choice(request, "order_by", ORDERS, fold=str)
-    rows = await c.call(views.workflows.list, visible, status, order_by)
-    known = names(request)
-    return c.json({"workflows": [{**msgspec.structs.asdict(r), **known.owner(r.owner)} for r in rows]})
+    order_by = c.query_choice(request, "order_by", ORDERS, fold=str) or "-submitted"
+    limit = c.query_int(request, "limit")
+    if limit is not None and not 1 <= limit <= pages.MAX_LIMIT:
+        raise BadRequest("limit", f"expected a whole number from 1 to {pages.MAX_LIMIT}, got {limit}")
+    q = request.query_params.get("q") or None
+    if q is not None and len(q) > pages.MAX_Q:
+        raise BadRequest("q", f"expected at most {pages.MAX_Q} characters, got {len(q)}")
+    cursor = request.query_params.get("next") or None
+    try:
+        after = pages.decode(order_by, cursor) if cursor is not None else None
+    except pages.BadCursor as error:
+        raise BadRequest("next", str(error)) from None
+    return ListQuery(status=status, order_by=order_by, limit=limit or pages.DEFAULT_LIMIT, after=after, q=q,
+                     since=query_time(request, "since"), until=query_time(request, "until"))
+
+
+def query_time(request: Request, name: str) -> datetime | None:
+    """An ISO 8601 time (a date alone is its midnight; no offset is UTC)."""
+    raw = request.query_params.get(name) or None
+    if raw is None:
+        return None
+    try:
+        when = datetime.fromisoformat(raw)
+    except ValueError:
+        raise BadRequest(name, f"expected an ISO 8601 time such as 2026-01-31 or 2026-01-31T12:00:00Z, got {raw!r}") from None
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
 def stage_answer(stage: Any) -> dict[str, Any]:

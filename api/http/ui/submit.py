@@ -10,6 +10,7 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from api.http.routes import common as c
 from api.http.routes import workflows
 from api.http.ui import render
 from api.http.ui.core import Refused, api, csrf_for, with_json
@@ -67,7 +68,7 @@ async def stop(request: Request, who: Principal) -> Response:
 async def resubmit(request: Request, who: Principal) -> Response:
     """The same definition and name, as a new workflow of the signed-in user (who must be able to see the old one)."""
     detail = await api(workflows.describe, request)
-    found = request.app.state.services.views.workflows.workflow(detail["id"])
+    found = await c.call(request.app.state.services.views.workflows.aggregate, detail["id"])  # hot or cold
     if found is None:
         raise Refused(404, "Not found: this workflow's definition is not on this control plane.")
     definition = msgspec.to_builtins(found.definition)

@@ -9,6 +9,7 @@ from urllib.parse import urlencode
 from starlette.requests import Request
 from starlette.responses import Response
 
+from api.http.routes import common as c
 from api.http.routes import log_range, queue, workflows
 from api.http.routes import why as why_routes
 from api.http.routes.workflows import ENDED
@@ -26,6 +27,7 @@ SORT_LABELS = {"submitted": "Submitted (newest first)", "oldest": "Submitted (ol
 COLUMN_SORTS = {"Submitted": ("submitted", "oldest"), "Started": ("started", "first-started"),
                 "Priority": ("priority", "priority")}
 QUEUE_ALL = 10_000
+UI_PAGE = 50  # workflows on one list page; the Next link asks for the following ones
 
 
 def chosen(request: Request, name: str, choices: Any, default: str = "") -> str:
@@ -76,11 +78,15 @@ def sort_header(name: str, sort: str, status: str) -> str | render.Html:
 
 
 async def list_page(request: Request, who: Principal) -> Response:
+    """A page of UI_PAGE workflows (the API's cursor behind the Next link), filtered by status and a name search."""
     status = chosen(request, "status", STATUSES)
     sort = chosen(request, "sort", SORTS, "submitted")
-    rows = (await api(workflows.list_workflows, request, status=status, order_by=SORTS[sort]))["workflows"]
+    q, after = request.query_params.get("q", ""), request.query_params.get("next", "")
+    answer = await api(workflows.list_workflows, request, status=status, order_by=SORTS[sort], q=q, next=after,
+                       limit=UI_PAGE)
+    rows = answer["workflows"]
     started, estimated = await started_times(request, who)
-    if sort in ("started", "first-started"):
+    if sort in ("started", "first-started"):  # within the page: the API orders by submission
         rows.sort(key=lambda r: started.get(str(r["id"]), ""), reverse=sort == "started")
         rows.sort(key=lambda r: str(r["id"]) not in started)  # never-started workflows last either way
     headers = [sort_header(name, sort, status) for name in
@@ -91,15 +97,24 @@ async def list_page(request: Request, who: Principal) -> Response:
           f"{r['stages_ended']}/{r['stage_count']}", r["priority"], render.when(r["submitted_at"]),
           started_cell(str(r["id"]), started, estimated), r["submitted_by"]] for r in rows],
         "No workflows match.", id="workflows")
-    body = render.fill("workflows", statuses=options(("", *STATUSES), status),
-                       sorts=options(tuple(SORTS), sort, SORT_LABELS), table=table, count=len(rows))
+    body = render.fill("workflows", statuses=options(("", *STATUSES), status), q=q,
+                       sorts=options(tuple(SORTS), sort, SORT_LABELS), table=table, count=len(rows),
+                       more=more_link(answer.get("next"), status, sort, q))
     return render.page("Workflows", body, user=who, csrf=csrf_for(request), current="/ui/workflows")
 
 
-def dependencies(request: Request, workflow_id: str) -> dict[str, list[str]]:
-    """Each step's `depends-on` (name and wanted status), from the mirrored definition; called after the
-    API's describe handler has decided the caller may see this workflow."""
-    found = request.app.state.services.views.workflows.workflow(workflow_id)
+def more_link(after: str | None, status: str, sort: str, q: str) -> render.Html:
+    """The Next link to the following page (none on the last), keeping the filters."""
+    if not after:
+        return render.Html("")
+    query = urlencode({k: v for k, v in (("status", status), ("sort", sort), ("q", q), ("next", after)) if v})
+    return render.Html(f'<p><a class="button" id="next-page" href="/ui/workflows?{render.esc(query)}">Next page</a></p>')
+
+
+async def dependencies(request: Request, workflow_id: str) -> dict[str, list[str]]:
+    """Each step's `depends-on` (name and wanted status), from the mirrored definition (read from the log when the
+    workflow is cold); called after the API's describe handler has decided the caller may see this workflow."""
+    found = await c.call(request.app.state.services.views.workflows.aggregate, workflow_id)
     if found is None:
         return {}
     return {spec.step: [f"{n.name} {n.status}" for n in spec.dependencies] for spec in found.step_specs()}
@@ -189,7 +204,7 @@ async def why_rows(request: Request) -> tuple[list[list[Any]], str]:
 
 async def summary(request: Request, detail: dict[str, Any]) -> render.Html:
     """The part of the workflow page the live script re-renders as events arrive."""
-    needs = dependencies(request, detail["id"])
+    needs = await dependencies(request, detail["id"])
     why, why_note = await why_rows(request)
     used = sorted({s["node"] for s in detail["stages"] if s["node"]})
     return render.fill(

@@ -126,6 +126,16 @@ def test_the_token_is_refused_once_its_workflow_has_ended(world):
     assert answer.status_code == 401 and "has ended (CANCELED)" in answer.json()["error"]
 
 
+def test_the_token_is_still_refused_once_its_ended_workflow_has_left_memory(world):
+    bearer = world.started(world.parent)["env"][VARIABLE]
+    world.api.services.views.hot_workflows = 0  # every finished workflow goes cold at once
+    assert world.api.request("PATCH", f"/v4/workflows/{world.parent}:stop", world.alice).status_code == 200
+    world.api.services.tailer.wait_for(world.api.services.roving.last_position)
+    assert world.api.services.views.workflows.workflow(world.parent) is None
+    answer = world.api.request("POST", "/v4/workflows", bearer, json={"name": "late", "definition": CHILD})
+    assert answer.status_code == 401 and "has ended (CANCELED)" in answer.json()["error"]
+
+
 def test_a_revoked_token_is_refused_and_later_stages_get_none(world):
     bearer = world.started(world.parent)["env"][VARIABLE]
     mallory = world.api.organization_with_user("globex", "mallory")[1]

@@ -65,3 +65,27 @@ def test_each_cluster_keeps_its_own_position(store):
     AuditProjection(store, "c2").apply(log.events[:2])
     assert (store.position("c1"), store.position("c2")) == (len(log.events), 2)
     assert len(AuditLog(store).list(AuditFilters(cluster="c2"), ADMIN)) == 2
+
+
+def test_an_old_workflows_later_events_keep_its_organization_while_memory_holds_only_the_recent(store, monkeypatch):
+    from projections import audit as audit_projection
+    monkeypatch.setattr(audit_projection, "LINEAGE_KEPT", 2)
+    projection, log = AuditProjection(store, "c1"), Log()
+    for n in range(1, 6):
+        log.record(workflow(n, "org-a" if n == 1 else "org-b", "alice"))
+    projection.apply(log.events)
+    assert len(projection._lineage) <= 2
+    projection.apply(log.record(allocation(1, 1, "n9", minute=30)))  # workflow 1 left memory long ago
+    rows = AuditLog(store).list(AuditFilters(event_type="Allocation.Placed"), Scope("org-a"))
+    assert [(r.organization, r.node) for r in rows] == [("org-a", "n9")] and len(projection._lineage) <= 2
+
+
+def test_a_restarted_projection_reads_back_only_the_most_recent_lineage(tmp_path, monkeypatch):
+    from projections import audit as audit_projection
+    monkeypatch.setattr(audit_projection, "LINEAGE_KEPT", 3)
+    first, log = AuditStore(tmp_path / "a.duckdb"), Log()
+    for n in range(1, 8):
+        log.record(workflow(n, "org-a", "alice"))
+    AuditProjection(first, "c1").apply(log.events)
+    assert len(AuditProjection(first, "c1")._lineage) == 3
+    first.close()
