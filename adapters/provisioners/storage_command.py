@@ -2,8 +2,9 @@
 volume mounted on the nodes), JSON in and out, as the node provisioners' `command` provider does.
 
 The program gets one JSON object on stdin: `{"action": "create", "provisioner", "request", "class", "reference",
-"scope", "name", "organization", "uid", "gid", "mode", "root", "attempt"}` and prints one JSON object as its last
-line: `{"path": "<the volume's directory on the nodes>"}`, under `root`, made with the owner's ids and mode.
+"scope", "name", "organization" (its id, `_` for none), "uid", "gid", "mode", "root", "attempt"}` and prints one
+JSON object as its last line: `{"path": "<the volume's directory on the nodes>"}`, under `root`, made with the
+owner's ids and mode.
 It must be idempotent by `request`: asked again (a restart, a retry, the same volume asked by a later workflow
 after a failure) it answers the directory it made before. Any other exit is a failure; `{"error": "<reason>"}`
 on stdout is the reason the waiting workflows are given. Its stderr may hold what only an admin should see
@@ -43,7 +44,7 @@ def provision(name: str, spec: StorageSpec, volume: Volume) -> Outcome:
     """Run the program for one volume request; never raises for anything the program did."""
     message = {"action": "create", "provisioner": name, "request": volume.request, "class": volume.storage_class,
                "reference": volume.reference, "scope": volume.scope, "name": volume.name,
-               "organization": volume.organization, "uid": volume.uid, "gid": volume.gid, "mode": volume.mode,
+               "organization": volume.organization or "_", "uid": volume.uid, "gid": volume.gid, "mode": volume.mode,
                "root": spec.root, "attempt": volume.attempts}
     try:
         process = subprocess.Popen([spec.program], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
