@@ -12,6 +12,8 @@ from domain.app import Forbidden, Invalid
 from domain.scheduler import Reason, SchedulerConfig, schedule
 from domain.storage_provisioner import State, StorageError, StorageProvisioners, Volume, volume_request
 from domain.storage_provisioner_spec import StorageBody, path_problem, to_spec
+from domain.tenancy import Role
+from domain.tenancy.permissions import Principal
 from tests.unit.app.builders import ADMIN, T0, later
 from tests.unit.scheduler.builders import job, node, snap
 from tests.unit.volumes.test_persistent_volumes import USES, app, tenant
@@ -150,3 +152,21 @@ def test_a_failed_volume_ends_the_workflows_waiting_for_it_with_the_programs_rea
     assert workflow.status == "CANCELED"
     assert workflow.canceled_reason == ("volume volume://user/lustre/data could not be provisioned by lustre: its "
                                         "program exited 3: quota exceeded")
+
+
+def test_a_group_volume_is_the_groups_one_request_and_another_organizations_is_its_own():
+    roving = application()
+    _, alice = tenant(roving)
+    first = submit(roving, alice, "volume://group/lustre/shared")
+    org = roving.create_organization("globex", ADMIN, T0)
+    bob = roving.create_user(org, "bob", "bob@example.org", "A long passphrase 42!", "user", ADMIN, T0)
+    group = roving.create_group(org, "physics", ADMIN, T0)
+    roving.add_member(group, bob, "member", ADMIN, T0)
+    other = Principal(user_id=bob, username="bob", role=Role.USER, organization_id=org, group_ids=frozenset({group}))
+    second = submit(roving, other, "volume://group/lustre/shared")
+    pending = roving.volume_provisioners.find().pending()
+    assert [(v.organization, v.scope, v.waiting) for v in pending] == [
+        (roving.repository.get(first).owner["organization_id"], "group", (str(first),)), (str(org), "group", (str(second),))]
+    assert pending[0].gid != pending[1].gid and pending[0].mode == 0o2770
+    roving.volume_ready(pending[0].request, "/lustre/roving/acme/shared", later(2))
+    assert roving.repository.get(second).volume_bindings["data"]["path"] == ""  # never the other organization's
