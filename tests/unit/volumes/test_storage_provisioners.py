@@ -8,6 +8,8 @@ from uuid import uuid4
 
 import pytest
 
+from adapters.volumes import make_persistent
+from domain.agent_start import PersistentVolume
 from domain.app import Forbidden, Invalid
 from domain.scheduler import Reason, SchedulerConfig, schedule
 from domain.storage_provisioner import State, StorageError, StorageProvisioners, Volume, volume_request
@@ -170,3 +172,12 @@ def test_a_group_volume_is_the_groups_one_request_and_another_organizations_is_i
     assert pending[0].gid != pending[1].gid and pending[0].mode == 0o2770
     roving.volume_ready(pending[0].request, "/lustre/roving/acme/shared", later(2))
     assert roving.repository.get(second).volume_bindings["data"]["path"] == ""  # never the other organization's
+
+
+def test_a_node_without_the_provisioners_directory_refuses_to_start_rather_than_make_one_on_its_own_disk(tmp_path):
+    missing = tmp_path / "lustre" / "acme" / "d"
+    with pytest.raises(FileNotFoundError, match="is not on this node"):
+        make_persistent(PersistentVolume(str(missing), 100000, 100000, 0o700, made=True), as_root=False)
+    assert not (tmp_path / "lustre").exists()
+    missing.mkdir(parents=True)
+    assert make_persistent(PersistentVolume(str(missing), 100000, 100000, 0o700, made=True), as_root=False) == missing
