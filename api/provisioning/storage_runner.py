@@ -104,7 +104,7 @@ class StorageRunner:
         return holding
 
     def _provision(self, volume: Volume, spec: Any) -> None:
-        started = time.monotonic()
+        started, recorded = time.monotonic(), False
         try:
             outcome = provision(volume.provisioner, spec, volume)
             if outcome.path:
@@ -115,6 +115,7 @@ class StorageRunner:
                 self.roving.volume_failed(volume.request, outcome.reason, utcnow())
                 log.warning("volume_provisioner.failed", provisioner=volume.provisioner, request=volume.request,
                             reason=outcome.reason)
+            recorded = True
         except AppError as error:  # moved on meanwhile (deleted, answered by another): the next look decides
             log.info("volume_provisioner.refused", request=volume.request, reason=str(error))
         except Exception:  # noqa: BLE001 - logged; asked again on the next tick
@@ -122,4 +123,5 @@ class StorageRunner:
         finally:
             with self.lock:
                 self.busy.discard(volume.request)
-            self.wake.set()
+            if recorded:  # the next look at once; after an error, at the next interval (never a hot loop)
+                self.wake.set()
