@@ -2,7 +2,8 @@
 starts here, owned by the job user, bound at each stage's mount paths, and removed once the workflow has ended.
 
 A persistent volume (the run spec's `persistent`) is the storage provisioner's directory instead: made on first use
-with its owner's ids and mode, its parents searchable only, and never removed here."""
+with its owner's ids and mode, its parents searchable only, and never removed here. A volume provisioner's
+(`made`) is its program's directory, never made here."""
 
 from __future__ import annotations
 
@@ -85,6 +86,9 @@ def make_persistent(volume: PersistentVolume, as_root: bool) -> Path:
     or group folder) searchable and not listable, the volume its owner's with its mode. An agent that runs jobs as
     their owners (root) gives it their ids; one that runs them as itself keeps it its own."""
     directory = Path(volume.path)
+    if getattr(volume, "made", False) and not directory.is_dir():  # made elsewhere: one made here is this disk
+        raise FileNotFoundError(f"volume directory {directory} is not on this node: its volume provisioner made it, "
+                                "so its storage is not mounted here")
     if directory.is_dir():
         # made earlier as the parent of a named volume (root's, searchable only): now the volume itself, its owner's
         if as_root and directory.stat().st_uid != volume.uid:

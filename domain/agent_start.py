@@ -35,13 +35,14 @@ class Transfer(msgspec.Struct):
     destination: str
 
 
-class PersistentVolume(msgspec.Struct, frozen=True):
+class PersistentVolume(msgspec.Struct, frozen=True, omit_defaults=True):
     """A persistent volume's directory on the node (the storage provisioner's), its owner's ids and mode."""
 
     path: str
     uid: int
     gid: int
     mode: int
+    made: bool = False  # a volume provisioner's: made by its program, never here (missing: its storage is not here)
 
 
 class Start(msgspec.Struct, kw_only=True, omit_defaults=True):

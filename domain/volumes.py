@@ -11,6 +11,10 @@ storage class of `storage.classes` (`persistent` always exists once `storage.loc
 
 each made on first use with its owner's ids and never removed when a workflow ends. A class naming a segment
 restricts every stage that mounts the volume to nodes in that segment.
+
+A class a volume provisioner makes (domain.storage_provisioner: an admin's program, e.g. for Lustre or a cloud
+volume) is bound to that provisioner's request for the volume instead: its directory is what the program answers,
+and until it has, the stages that mount it wait (`pending`).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import msgspec
 
 from domain.fuzzfile.schema import Problem, Workflow
 from domain.fuzzfile.volume_refs import EPHEMERAL_CLASS, PREFIX, Reference, parse_reference, references
+from domain.storage_provisioner import volume_request
 
 __all__ = ["Binding", "Owner", "Reference", "Storage", "bind", "parse_reference", "storage_warnings"]
 
@@ -27,13 +32,17 @@ USER_MODE, GROUP_MODE = 0o700, 0o2770
 
 
 class Storage(msgspec.Struct, frozen=True, kw_only=True):
-    """The cluster's provisioner: the local driver's root ("" means none) and its classes (name -> segment)."""
+    """The cluster's provisioners: the local driver's root ("" means none) and its classes (name -> segment), and
+    the classes volume provisioners make (name -> provisioner)."""
 
     root: str = ""
     classes: dict[str, str] = {}
+    provisioned: dict[str, str] = {}
 
     def segment_of(self, storage_class: str) -> str | None:
         """The class's segment ("" for none), or None for a class this cluster does not have."""
+        if storage_class in self.provisioned:
+            return ""
         if not self.root:
             return None
         if storage_class in self.classes:
@@ -61,15 +70,21 @@ class Binding(msgspec.Struct, frozen=True, kw_only=True):
     gid: int
     mode: int
     segment: str = ""
+    provisioner: str = ""  # a provisioned class's: who makes it, and its request there (path "" until ready)
+    request: str = ""
+
+    @property
+    def pending(self) -> bool:
+        return bool(self.provisioner) and not self.path
 
 
 def unsupported(ref: Reference, storage: Storage) -> str | None:
     """Why this cluster would run the reference as an ephemeral volume instead, or None when it can provide it."""
     if ref.ephemeral or storage.segment_of(ref.storage_class) is not None:
         return None
-    if not storage.root:
+    if not storage.root and not storage.provisioned:
         return "this cluster has no storage provisioner (storage.local.root is not set)"
-    known = ", ".join(sorted({DEFAULT_CLASS, *storage.classes}))
+    known = ", ".join(sorted({*([DEFAULT_CLASS, *storage.classes] if storage.root else []), *storage.provisioned}))
     return f"no storage class {ref.storage_class!r} (this cluster has {known})"
 
 
@@ -108,6 +123,8 @@ def _binding(ref: Reference, storage: Storage, owner: Owner) -> Binding:
         base = f"{base}/class/{ref.storage_class}"
     segment = storage.segment_of(ref.storage_class) or ""
     text = f"{PREFIX}{ref.scope}/{ref.storage_class}" + (f"/{ref.name}" if ref.name else "")
+    if (provisioner := storage.provisioned.get(ref.storage_class)) is not None:
+        return _provisioned(ref, text, provisioner, owner)
     if ref.scope == "user":
         path = f"{base}/user/{owner.uid}" + (f"/{ref.name}" if ref.name else "")
         assert owner.uid is not None
@@ -115,6 +132,18 @@ def _binding(ref: Reference, storage: Storage, owner: Owner) -> Binding:
     assert owner.uid is not None and owner.gid is not None
     return Binding(reference=text, path=f"{base}/group/{owner.gid}/{ref.name}", uid=owner.uid, gid=owner.gid,
                    mode=GROUP_MODE, segment=segment)
+
+
+def _provisioned(ref: Reference, text: str, provisioner: str, owner: Owner) -> Binding:
+    """Asked of its provisioner by the organization and owner ids it belongs to: another's is another request."""
+    assert owner.uid is not None
+    user = ref.scope == "user"
+    gid = owner.uid if user else owner.gid
+    assert gid is not None
+    request = volume_request(owner.organization or "_", ref.scope, owner.uid if user else gid, ref.storage_class,
+                             ref.name)
+    return Binding(reference=text, path="", uid=owner.uid, gid=gid, mode=USER_MODE if user else GROUP_MODE,
+                   provisioner=provisioner, request=request)
 
 
 def storage_warnings(workflow: Workflow, storage: Storage, provided: set[str] | None) -> list[Problem]:

@@ -157,7 +157,7 @@ def _persistent(workflow: Workflow, spec: Any) -> dict[str, PersistentVolume]:
     """The persistent volumes this stage uses, as bound at submission: each one's directory, owner and mode."""
     bindings = workflow.volume_bindings
     return {name: PersistentVolume(bindings[name]["path"], bindings[name]["uid"], bindings[name]["gid"],
-                                   bindings[name]["mode"])
+                                   bindings[name]["mode"], made=bool(bindings[name].get("provisioner")))
             for name in volumes_of(spec) if name in bindings}
 
 

@@ -55,6 +55,8 @@ def _queued(a: Allocation, queue: QueueView, workflows: WorkflowsView,
             extra["volume_node"] = node
         if segments := volume_segments(workflow, state.template):
             extra["segments"] = segments
+        if provisioning := volume_provisioning(workflow, state.template):
+            extra["provisioning"] = provisioning
         if kind is Kind.SERVICE and (ports := host_ports(workflow, state.spec.step)):
             extra["host_ports"] = ports
         if kind is Kind.SERVICE and base.project and (room := largest_job(workflow.step_specs())):
@@ -82,6 +84,15 @@ def volume_segments(workflow: Workflow, spec) -> tuple[str, ...]:
     if not bindings:
         return ()
     return stage_segments(volumes_of(spec), {name: b.get("segment", "") for name, b in bindings.items()})
+
+
+def volume_provisioning(workflow: Workflow, spec) -> str:
+    """Why this stage waits for a volume it mounts: its volume provisioner has not made it yet ("" : none)."""
+    bindings = workflow.volume_bindings
+    for name in volumes_of(spec) if bindings else ():
+        if (b := bindings.get(name)) and b.get("provisioner") and not b.get("path"):
+            return f"volume {name} is being provisioned by {b['provisioner']}"
+    return ""
 
 
 def host_ports(workflow: Workflow, service: str) -> tuple[int, ...]:

@@ -26,6 +26,7 @@ from api.cli import (
     run,
     secret,
     tenancy,
+    volume,
     workflow,
 )
 from api.cli.client import ApiError, Client, context_renewer, current_context
@@ -42,7 +43,7 @@ PROCESSES: dict[str, tuple[str, str, str]] = {
 }
 OWN_PACKAGES = ("api", "domain", "projections", "adapters")
 GROUPS = (workflow, run, queue, nodes, tenancy, secret, objects, profile, provisioner, project, preset, catalog, audit,
-          endpoints, federation, context, completion)
+          endpoints, federation, context, completion, volume)
 EXTRAS = {"mcp": "mcp"}  # a missing package -> the extra that brings it (the rest come with `server`)
 DESCRIPTION = """Roving: an event-sourced control plane for HPC/AI clusters.
 

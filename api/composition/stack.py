@@ -50,6 +50,7 @@ if TYPE_CHECKING:  # built lazily in start(): `roving` commands that need no sta
     from api.composition.autoscaling import AutoscalerLoop
     from api.composition.refused_alerts import RefusedAlertsLoop
     from api.provisioning.runner import ProvisionerRunner
+    from api.provisioning.storage_runner import StorageRunner
 
 log = structlog.get_logger("roving.stack")
 AUDIT_OWNER = "audit-owner"
@@ -88,6 +89,7 @@ class Stack(LocalPool):
         self.audit_lease: AuditByLease | None = None  # audit="lease": the audit runs while this runner leads
         self.with_provisioners = provisioners
         self.provisioner_runner: ProvisionerRunner | None = None
+        self.storage_runner: StorageRunner | None = None  # volume provisioners' programs
 
     @property
     def url(self) -> str:
@@ -141,6 +143,10 @@ class Stack(LocalPool):
 
             self.refused_alerts = RefusedAlertsLoop(self.roving, self.views, self.runner, follower=self.tailer).start()
         self.provisioner_runner = self._start_provisioners(roving, leases, tailer, cluster)
+        if self.with_provisioners:
+            from api.provisioning.storage_runner import StorageRunner
+
+            self.storage_runner = StorageRunner(roving, leases, self.signals, ready=tailer.caught_up.is_set).start()
         if self.with_audit and self.with_audit != "lease":
             self._start_audit(roving, cluster)
         from adapters.traffic import EndpointTraffic
@@ -279,7 +285,7 @@ class Stack(LocalPool):
         if self.server is not None:
             self.server.should_exit = True
         for part in (self.log_probe, self.provisioner_runner, self.autoscaler, self.refused_alerts, self.audit_lease,
-                     self.runner, self.tailer,
+                     self.runner, self.tailer, self.storage_runner,
                      self.audit_feed):
             if part is not None:
                 part.stop()

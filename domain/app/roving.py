@@ -22,6 +22,7 @@ from domain.app.projects import ProjectHandlers
 from domain.app.provisioners import ProvisionerHandlers
 from domain.app.read_models import NoReadModels, ReadModels
 from domain.app.scheduling import SchedulingHandlers
+from domain.app.storage_provisioners import StorageHandlers
 from domain.app.tenancy import TenancyHandlers
 from domain.app.unit_of_work import UnitOfWork
 from domain.app.workflows import WorkflowHandlers
@@ -63,6 +64,7 @@ class Roving(UnitOfWork):
         self.tenancy = TenancyHandlers(self, self.allocations, passwords, self.configuration)  # type: ignore[arg-type]  # None only where nothing hashes (tools, tests)
         self.autoscaling = AutoscaleHandlers(self, self.allocations, self.endpoints)
         self.provisioners = ProvisionerHandlers(self, self.allocations)
+        self.volume_provisioners = StorageHandlers(self, self.allocations, self.endpoints)
 
     # What callers call on the application (`roving.submit_workflow(...)`): each is one handler's method, typed as it.
     # workflows
@@ -131,6 +133,11 @@ class Roving(UnitOfWork):
     start_delete = delegate("provisioners", ProvisionerHandlers.start_delete)
     drain_node = delegate("provisioners", ProvisionerHandlers.drain_node)
     finish_delete = delegate("provisioners", ProvisionerHandlers.finish_delete)
+    # volume provisioners
+    set_volume_provisioner = delegate("volume_provisioners", StorageHandlers.set_volume_provisioner)
+    delete_volume_provisioner = delegate("volume_provisioners", StorageHandlers.delete_volume_provisioner)
+    volume_ready = delegate("volume_provisioners", StorageHandlers.volume_ready)
+    volume_failed = delegate("volume_provisioners", StorageHandlers.volume_failed)
     # projects
     put_project = delegate("projects", ProjectHandlers.put_project)
     change_project = delegate("projects", ProjectHandlers.change_project)

@@ -12,6 +12,7 @@ import msgspec
 from domain.app.config import ConfigHandlers
 from domain.app.errors import Invalid
 from domain.app.read_models import ReadModels
+from domain.app.storage_provisioners import ask_volumes, current
 from domain.app.unit_of_work import UnitOfWork
 from domain.fuzzfile.schema import Problem
 from domain.fuzzfile.schema import Workflow as Definition
@@ -31,7 +32,9 @@ class VolumeHandlers:
 
     def storage(self) -> Storage:
         settings = self.config.scheduler_config()
-        return Storage(root=settings.storage_root, classes=dict(settings.storage_classes))
+        provisioners = current(self.uow)
+        return Storage(root=settings.storage_root, classes=dict(settings.storage_classes),
+                       provisioned=provisioners.classes() if provisioners is not None else {})
 
     def resolve(self, definition: Definition, owner: dict[str, str],
                 principal: Principal) -> tuple[dict[str, Binding], list[Problem]]:
@@ -40,12 +43,15 @@ class VolumeHandlers:
         segments = {name: b.segment for name, b in bindings.items()}
         return bindings, problems + segment_problems(_steps(definition), segments, self._segments())
 
-    def bind(self, workflow: Workflow, principal: Principal, at: datetime) -> None:
-        """Record the persistent volumes' bindings on the workflow; Invalid names each volume it refuses."""
+    def bind(self, workflow: Workflow, principal: Principal, at: datetime) -> list[Any]:
+        """Record the persistent volumes' bindings on the workflow; Invalid names each volume it refuses. A volume
+        provisioner's volume not ready yet is asked for (the aggregate returned, to save with the workflow)."""
         bindings, problems = self.resolve(workflow.definition, workflow.owner, principal)
         if problems:
             raise Invalid(problems)
-        workflow.bind_volumes({n: msgspec.to_builtins(b) for n, b in bindings.items()}, by=principal.username, at=at)
+        bindings, touched = ask_volumes(self.uow, workflow.id, workflow.owner.get("organization_id", ""), bindings, at)
+        workflow.bind_volumes({n: _recorded(b) for n, b in bindings.items()}, by=principal.username, at=at)
+        return touched
 
     def warnings(self, definition: Definition) -> list[Problem]:
         """What `validate` says this cluster will not do as written (see domain.volumes.storage_warnings)."""
@@ -69,6 +75,15 @@ class VolumeHandlers:
         except ValueError:
             return None
         return found if isinstance(found, kind) else None
+
+
+def _recorded(binding: Binding) -> dict[str, Any]:
+    """A binding as the workflow's event keeps it; a local one as it always was (no provisioner, no request)."""
+    recorded = msgspec.to_builtins(binding)
+    if not binding.provisioner:
+        recorded.pop("provisioner")
+        recorded.pop("request")
+    return recorded
 
 
 def _steps(definition: Definition) -> list[tuple[str, list[str]]]:

@@ -83,9 +83,10 @@ class WorkflowHandlers(AgentReports):
             raise invalid("definition", str(error)) from error
         self.scheduling.check_feasible_submission(workflow, definitions)
         self.projects.check_fits(workflow, definitions)
-        self.volumes.bind(workflow, principal, at)
+        asked = self.volumes.bind(workflow, principal, at)
         bound = self.endpoints.bind(workflow, spec, principal, at, endpoint_strategy)
-        self.uow.save(workflow, *self.allocations.request_ready(workflow, principal.username, at, fresh=True), *bound)
+        self.uow.save(workflow, *self.allocations.request_ready(workflow, principal.username, at, fresh=True), *bound,
+                      *asked)
         return warnings
 
     def validate_workflow(self, definition: str | dict, principal: Principal) -> dict[str, list[Problem]]:

@@ -25,6 +25,7 @@ class Reason(enum.Enum):
     SERVICE_POOL_AT_CAPACITY = "SERVICE_POOL_AT_CAPACITY"
     PREEMPTION_PROTECTED = "PREEMPTION_PROTECTED"
     WAITING_FOR_PROVISION = "WAITING_FOR_PROVISION"  # a node is being made for it (domain.scheduler.provisioning)
+    WAITING_FOR_VOLUME = "WAITING_FOR_VOLUME"  # a volume it mounts is being made (domain.storage_provisioner)
     PROJECT_QUOTA = "PROJECT_QUOTA"  # its project's (or an ancestor's) quota has no room for it now, or ever
     SHARED_RESOURCE = "SHARED_RESOURCE"  # not enough of a shared resource (a license) is free
     PROJECT_HELD = "PROJECT_HELD"  # its project was deleted, or its owner is no longer a member
@@ -46,6 +47,7 @@ _CAUSE_KEYS: dict[Reason, tuple[str, ...]] = {
     Reason.PREEMPTION_PROTECTED: ("victims",),
     Reason.INVALID_REQUEST: ("field",),
     Reason.WAITING_FOR_PROVISION: ("provisioner", "request", "state"),
+    Reason.WAITING_FOR_VOLUME: ("volume",),
     Reason.PROJECT_QUOTA: ("project", "resource"),
     Reason.SHARED_RESOURCE: ("resource",),
     Reason.PROJECT_HELD: ("project", "cause"),

@@ -81,6 +81,10 @@ class _Pass(Backfill):
                                       detail={"stages": list(a.waiting_on.stages),
                                               "condition": a.waiting_on.condition})
                 d.counters.waiting += 1
+            elif a.provisioning:
+                d.reasons[a.id] = Why(reason=Reason.WAITING_FOR_VOLUME, message=a.provisioning,
+                                      detail={"volume": a.provisioning})
+                d.counters.waiting += 1
             else:
                 ranked.append((-p, a.submitted_at, a.id, a))
         ranked.sort(key=lambda row: row[:3])

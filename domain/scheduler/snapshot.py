@@ -75,6 +75,7 @@ class QueuedAllocation(msgspec.Struct, frozen=True, kw_only=True):
     preemptible: bool = False
     host_ports: tuple[int, ...] = ()
     waiting_on: Dependency | None = None
+    provisioning: str = ""  # "volume X is being provisioned by P": a volume it mounts is not made yet
     preemptions: tuple[datetime, ...] = ()
     project: str = ""  # the project path its workflow runs under ("" before any project existed)
     shared: dict[str, int] = {}  # cluster-wide counted resources it holds while it runs (licenses), by name

@@ -30,11 +30,12 @@ def all_routes() -> list[BaseRoute]:
         secrets,
         sessions,
         tenancy,
+        volume_provisioners,
         workflow_tokens,
         workflows,
     )
 
     modules = (health, metrics, openapi, workflows, queue, nodes, alerts, accounts, tenancy, sessions, config, agent, audit,
                endpoints, secrets, profiles, projects, provisioners, catalog, federation, proxy, proxy_ws, objects,
-               workflow_tokens)
+               workflow_tokens, volume_provisioners)
     return [route for module in modules for route in module.routes]
