@@ -325,14 +325,16 @@ class ObjectStore:
             info = {"name": name, "bucket": bucket, "nuid": meta.nuid, "size": 0, "chunks": 0, "digest": "",
                     "deleted": True, "mtime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
             try:
-                await self.js.publish(meta_subject(bucket, name), json.dumps(info).encode(), headers={
+                tombstone = await self.js.publish(meta_subject(bucket, name), json.dumps(info).encode(), headers={
                     Header.ROLLUP: "sub", "Nats-Expected-Last-Subject-Sequence": str(meta.sequence)})
             except nats.js.errors.APIError as error:
                 if error.err_code in WRONG_LAST_SEQUENCE:
                     continue
                 raise
             await self._purge(bucket, f"$O.{bucket}.C.{meta.nuid}")
-            await self._purge(bucket, meta_subject(bucket, name))  # its subjects count only live objects
+            # The tombstone goes too (the meta subjects count only live objects), but nothing after it: a put that
+            # committed since was answered, and its metadata is all that points at its chunks.
+            await self._purge(bucket, meta_subject(bucket, name), before=tombstone.seq + 1)
             return meta
 
     async def _ensure(self, bucket: str) -> None:
@@ -350,8 +352,9 @@ class ObjectStore:
                 storage=nats.js.api.StorageType.FILE))
         self._made.add(bucket)
 
-    async def _purge(self, bucket: str, subject: str) -> None:
+    async def _purge(self, bucket: str, subject: str, before: int | None = None) -> None:
+        """The subject's messages (only those with a sequence below `before`, if given)."""
         try:
-            await self.js.purge_stream(f"OBJ_{bucket}", subject=subject)
+            await self.js.purge_stream(f"OBJ_{bucket}", subject=subject, seq=before)
         except nats.js.errors.Error:
             pass  # a leftover chunk subject costs space, never correctness: no metadata points at it
