@@ -7,10 +7,15 @@ JSON ObjectInfo, the last message on `$O.<bucket>.M.<base64 name>`. Two things a
   the metadata it decided against (`Nats-Expected-Last-Subject-Sequence`), so two puts of one name at once cannot
   both win: the loser reloads and decides again (unchanged, conflict or replace). Chunks of a put that does not
   commit are purged, and so are the replaced object's once the new one is in place;
-- a holder's bucket is held to its `Quota`: its bytes (as the stream stores them) and its count of live objects, read
-  as a put begins, and all holders' buckets together to `store_bytes`, so objects cannot take the room the log needs.
-  A put past any is QuotaExceeded with the figures. Puts at once (or from several processes) each see the use before
-  theirs, so together they may pass a quota by what they were putting: the bound is per put, not exact;
+- a holder's bucket is held to its `Quota`: its bytes (as the stream stores them) and its count of live objects, and
+  all holders' buckets together to `store_bytes`, so objects cannot take the room the log needs. A put reads the use
+  as it begins; the puts running in this process hold their bytes and new names in a `Ledger` as they stream, so puts
+  at once share the room rather than each seeing all of it, and at most PUTS_AT_ONCE run per holder (Busy past it).
+  Before it commits, a put reads its holder's use again, its own chunks in it: puts of another API process, which
+  the ledger does not see, can together pass a holder's bytes only by the metadata they add, its count by one object
+  per other process racing on the last place. The store total is read at most every STORE_SECONDS and is not re-checked at
+  commit: across processes it may be passed by what their puts stream in that time. A put past any is QuotaExceeded
+  with the figures;
 - chunks are read through a pull consumer, a few at a time, asked for when the reader has taken the last: a
   multi-gigabyte object passes through in 128 KiB pieces (at most 1 MiB of it held), and a slow HTTP client slows
   the read instead of filling memory. Puts keep at most 1 MiB of chunks awaiting their acks.
@@ -37,6 +42,7 @@ from nats.js.api import AckPolicy, DeliverPolicy, Header
 from nats.nuid import NUID
 
 from adapters.loop_bridge import on_loop, pulled
+from adapters.object_ledger import Ledger, Slot
 from adapters.object_meta import (
     UPLOADER,
     UPLOADER_NAME,
@@ -85,7 +91,8 @@ class ObjectStore:
                  replicas: int = 1) -> None:
         self.js, self.cluster, self.max_bytes, self.loop, self.replicas = js, cluster, max_bytes, loop, replicas
         self._made: set[str] = set()
-        self._store_seen = (-STORE_SECONDS, 0)  # (when, every bucket's bytes then)
+        self._store_seen = (-STORE_SECONDS, 0, 0)  # (when, every bucket's bytes then, ledger's store_committed then)
+        self.ledger = Ledger()
 
     async def meta(self, holder: Holder, name: str) -> ObjectMeta | None:
         return await on_loop(self.loop, self._meta(bucket_name(self.cluster, holder), name))
@@ -131,39 +138,53 @@ class ObjectStore:
     async def _put(self, bucket: str, name: str, chunks: AsyncIterator[bytes], decide: Decide,
                    uploader: tuple[str, str], quota: Quota | None) -> tuple[Verdict, ObjectMeta]:
         await self._ensure(bucket)
-        room = await self._room(bucket, name, quota)
-        nuid = NUID().next().decode()
-        subject = f"$O.{bucket}.C.{nuid}"
-        try:
+        with self.ledger.slot(bucket) as slot:
+            room = await self._room(bucket, name, quota, slot)
+            nuid = NUID().next().decode()
+            subject = f"$O.{bucket}.C.{nuid}"
             try:
-                size, count, sha = await self._write_chunks(subject, chunks, room)
-            except nats.js.errors.APIError as error:
-                if error.err_code not in NO_STORAGE:
-                    raise
-                raise QuotaExceeded("store bytes", 0, quota.store_bytes if quota else 0) from None
-            return await self._commit(bucket, name, nuid, size, count, digest_text(sha), decide, uploader)
-        except BaseException:
-            await asyncio.shield(self._purge(bucket, subject))
-            raise
+                try:
+                    size, count, sha = await self._write_chunks(subject, chunks, room)
+                except nats.js.errors.APIError as error:
+                    if error.err_code not in NO_STORAGE:
+                        raise
+                    raise QuotaExceeded("store bytes", 0, quota.store_bytes if quota else 0) from None
+                return await self._commit(bucket, name, nuid, (size, count, digest_text(sha)), decide, uploader,
+                                          (quota, slot))
+            except BaseException:
+                await asyncio.shield(self._purge(bucket, subject))
+                raise
 
-    async def _room(self, bucket: str, name: str, quota: Quota | None) -> Room:
-        """What bounds this put's bytes: the object size bound, the holder's room and the store's. A new name past
-        the holder's count is refused here, before a byte is read."""
+    async def _room(self, bucket: str, name: str, quota: Quota | None, slot: Slot) -> Room:
+        """What bounds this put's bytes: the object size bound, the holder's room and the store's, less what the
+        other puts in flight here hold. A new name past the holder's count is refused here, before a byte is read."""
         if quota is None:
             return self._within_bound
         used, count = await self._usage(bucket)
-        if count >= quota.objects and await self._meta(bucket, name) is None:
-            raise QuotaExceeded("objects", count, quota.objects)
-        store_used = await self._store_used() if quota.store_bytes else 0
+        if count + slot.holder.new_names < quota.objects:
+            slot.adds_name()  # perhaps a name already there: held as new only while the put runs
+        elif await self._meta(bucket, name) is None:
+            raise QuotaExceeded("objects", count + slot.holder.new_names, quota.objects)
+        store_used, committed_then = await self._store_used() if quota.store_bytes else (0, 0)
 
         def room(size: int) -> None:
             self._within_bound(size)
-            if used + size > quota.bytes:
-                raise QuotaExceeded("bytes", used + size, quota.bytes)
-            if quota.store_bytes and store_used + size > quota.store_bytes:
-                raise QuotaExceeded("store bytes", store_used + size, quota.store_bytes)
+            if (held := used + slot.ahead() + size) > quota.bytes:
+                raise QuotaExceeded("bytes", held, quota.bytes)
+            if quota.store_bytes and (total := store_used + slot.store_ahead(committed_then) + size) > quota.store_bytes:
+                raise QuotaExceeded("store bytes", total, quota.store_bytes)
+            slot.grow(size)
         room(0)
         return room
+
+    async def _recheck(self, bucket: str, quota: Quota, new_name: bool) -> None:
+        """The holder's use as stored, this put's chunks in it, just before it commits: what puts of another process
+        stored meanwhile (the ledger sees only this one's) is in it."""
+        used, count = await self._usage(bucket)
+        if used > quota.bytes:
+            raise QuotaExceeded("bytes", used, quota.bytes)
+        if new_name and count >= quota.objects:
+            raise QuotaExceeded("objects", count, quota.objects)
 
     def _within_bound(self, size: int) -> None:
         if size > self.max_bytes:
@@ -176,17 +197,18 @@ class ObjectStore:
             return 0, 0
         return int(state.bytes or 0), len(state.subjects or {})
 
-    async def _store_used(self) -> int:
-        """Every holder's bucket's bytes together, listed at most every STORE_SECONDS."""
-        seen, total = self._store_seen
+    async def _store_used(self) -> tuple[int, int]:
+        """Every holder's bucket's bytes together, listed at most every STORE_SECONDS, and the ledger's
+        store_committed as they were listed (what this process committed since is not in them)."""
+        seen, total, committed_then = self._store_seen
         if time.monotonic() - seen < STORE_SECONDS:
-            return total
-        prefix, total, offset = f"OBJ_ROVING_OBJ_{self.cluster}_", 0, 0
+            return total, committed_then
+        prefix, total, offset, committed_then = f"OBJ_ROVING_OBJ_{self.cluster}_", 0, 0, self.ledger.store_committed
         while page := await self.js.streams_info(offset=offset):
             total += sum(int(i.state.bytes or 0) for i in page if i.config.name and i.config.name.startswith(prefix))
             offset += len(page)
-        self._store_seen = (time.monotonic(), total)
-        return total
+        self._store_seen = (time.monotonic(), total, committed_then)
+        return total, committed_then
 
     async def _write_chunks(self, subject: str, chunks: AsyncIterator[bytes], room: Room) -> tuple[int, int, bytes]:
         """Chunks published in order on one connection, up to WINDOW awaiting their acks (about twice the rate of
@@ -219,10 +241,11 @@ class ObjectStore:
                 ack.cancel()
         return size, count, sha.digest()
 
-    async def _commit(self, bucket: str, name: str, nuid: str, size: int, count: int, digest: str, decide: Decide,
-                      uploader: tuple[str, str]) -> tuple[Verdict, ObjectMeta]:
-        """Decide against what is there now and publish the metadata expecting it; a put that lands between the two
-        makes the publish fail, and this decides again against that one."""
+    async def _commit(self, bucket: str, name: str, nuid: str, written: tuple[int, int, str], decide: Decide,
+                      uploader: tuple[str, str], held: tuple[Quota | None, Slot]) -> tuple[Verdict, ObjectMeta]:
+        """Decide against what is there now, re-check the quota and publish the metadata expecting what was there;
+        a put that lands between the two makes the publish fail, and this decides again against that one."""
+        (size, count, digest), (quota, slot) = written, held
         while True:
             existing = await self._meta_any(bucket, name)
             live = existing[0] if existing and not existing[1] else None
@@ -230,6 +253,8 @@ class ObjectStore:
             if verdict is Verdict.UNCHANGED and live is not None:
                 await self._purge(bucket, f"$O.{bucket}.C.{nuid}")
                 return verdict, live
+            if quota is not None:
+                await self._recheck(bucket, quota, live is None)
             info = {"name": name, "bucket": bucket, "nuid": nuid, "size": size, "chunks": count, "digest": digest,
                     "mtime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                     "headers": {UPLOADER: [uploader[0]], UPLOADER_NAME: [uploader[1]]}}
@@ -241,6 +266,7 @@ class ObjectStore:
                 if error.err_code in WRONG_LAST_SEQUENCE:
                     continue
                 raise
+            slot.committed()
             if live is not None:
                 await self._purge(bucket, f"$O.{bucket}.C.{live.nuid}")
             return verdict, meta_of(info, ack.seq)
@@ -325,14 +351,16 @@ class ObjectStore:
             info = {"name": name, "bucket": bucket, "nuid": meta.nuid, "size": 0, "chunks": 0, "digest": "",
                     "deleted": True, "mtime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
             try:
-                await self.js.publish(meta_subject(bucket, name), json.dumps(info).encode(), headers={
+                tombstone = await self.js.publish(meta_subject(bucket, name), json.dumps(info).encode(), headers={
                     Header.ROLLUP: "sub", "Nats-Expected-Last-Subject-Sequence": str(meta.sequence)})
             except nats.js.errors.APIError as error:
                 if error.err_code in WRONG_LAST_SEQUENCE:
                     continue
                 raise
             await self._purge(bucket, f"$O.{bucket}.C.{meta.nuid}")
-            await self._purge(bucket, meta_subject(bucket, name))  # its subjects count only live objects
+            # The tombstone goes too (the meta subjects count only live objects), but nothing after it: a put that
+            # committed since was answered, and its metadata is all that points at its chunks.
+            await self._purge(bucket, meta_subject(bucket, name), before=tombstone.seq + 1)
             return meta
 
     async def _ensure(self, bucket: str) -> None:
@@ -350,8 +378,9 @@ class ObjectStore:
                 storage=nats.js.api.StorageType.FILE))
         self._made.add(bucket)
 
-    async def _purge(self, bucket: str, subject: str) -> None:
+    async def _purge(self, bucket: str, subject: str, before: int | None = None) -> None:
+        """The subject's messages (only those with a sequence below `before`, if given)."""
         try:
-            await self.js.purge_stream(f"OBJ_{bucket}", subject=subject)
+            await self.js.purge_stream(f"OBJ_{bucket}", subject=subject, seq=before)
         except nats.js.errors.Error:
             pass  # a leftover chunk subject costs space, never correctness: no metadata points at it

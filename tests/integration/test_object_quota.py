@@ -5,11 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from contextlib import ExitStack
+from uuid import UUID
 
 import nats
 import pytest
 
+from adapters.object_ledger import PUTS_AT_ONCE
+from adapters.object_meta import bucket_name
 from adapters.object_store import ObjectStore
+from domain.objects.access import Holder
+from domain.objects.names import Scope
 from tests.unit.api.harness import JOB, PASSWORD, Api
 
 MAX = 8 * 2**20
@@ -101,7 +107,7 @@ def test_a_full_object_store_is_a_507_naming_its_limit_and_readyz_and_the_log_ar
     who = people(api)
     configure(api, storeBytes="1MiB")
     assert put(api, who["alice"], "/v4/objects/user/a.bin", b"a" * 700_000).status_code == 201
-    api.services.objects._store_seen = (-1e9, 0)  # not the five seconds' cached sum: this test does not wait
+    api.services.objects._store_seen = (-1e9, 0, 0)  # not the five seconds' cached sum: this test does not wait
     refused = put(api, who["bob"], "/v4/objects/user/b.bin", b"b" * 700_000)
     assert refused.status_code == 507, refused.text
     assert refused.json()["quota"] == "objects.storeBytes" and "used" not in refused.json()  # alice's use is hers
@@ -112,3 +118,17 @@ def test_a_full_object_store_is_a_507_naming_its_limit_and_readyz_and_the_log_ar
 def test_a_quota_is_not_a_place_to_hide_a_bad_setting(api):
     answer = api.request("PUT", "/v4/admin/centralconfig", api.admin, json={"objects.userBytes": "lots"})
     assert answer.status_code == 400 and answer.json()["errors"][0]["path"] == "objects.userBytes"
+
+
+def test_a_user_with_as_many_puts_running_as_allowed_gets_a_429_and_another_user_does_not(api):
+    who = people(api)
+    store = api.services.objects
+    bucket = bucket_name(store.cluster, Holder(Scope.USER, UUID(who["alice_id"]), "alice"))
+    with ExitStack() as running:  # alice's puts in flight, as the ledger holds them
+        for _ in range(PUTS_AT_ONCE):
+            running.enter_context(store.ledger.slot(bucket))
+        refused = put(api, who["alice"], "/v4/objects/user/more", b"more")
+        assert refused.status_code == 429 and refused.headers["Retry-After"] == "1"
+        assert f"at most {PUTS_AT_ONCE} run at once" in refused.json()["error"]
+        assert put(api, who["bob"], "/v4/objects/user/mine", b"mine").status_code == 201
+    assert put(api, who["alice"], "/v4/objects/user/more", b"more").status_code == 201

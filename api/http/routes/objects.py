@@ -14,6 +14,8 @@ Each user's and each group's objects are held to the cluster's `objects.*` quota
 together to `objects.storeBytes`, the object store's room apart from the log's: a put past any is a 507 naming the
 quota with its figures (used, limit). Only the holder's own figures are said, never another's or the store's total
 beyond its limit; the log, and so `/readyz`, is untouched by a full object store.
+A holder has at most a few puts running at once in each API process (adapters.object_ledger); one more is a 429
+with Retry-After.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
+from adapters.object_ledger import Busy
 from adapters.object_meta import Quota
 from adapters.object_store import ObjectMeta, QuotaExceeded, TooLarge
 from api.http.errors import BadRequest, problem
@@ -87,6 +90,8 @@ async def put_object(request: Request) -> Response:
         return too_large(error.limit)
     except QuotaExceeded as error:
         return quota_full(owner, error)
+    except Busy as error:
+        return busy(owner, error)
     status = 200 if verdict is Verdict.UNCHANGED else 201
     return c.json({"object": location.uri, "result": verdict.value, **meta.shown()}, status=status)
 
@@ -110,6 +115,14 @@ def quota_full(owner: Holder, error: QuotaExceeded) -> Response:
     message = (f"{owner.scope.value} {owner.label}'s objects would pass their quota: {error.used:,} of "
                f"{error.limit:,} {unit.lower()} ({key})")
     return problem(507, message, "body", quota=key, used=error.used, limit=error.limit)
+
+
+def busy(owner: Holder, error: Busy) -> Response:
+    """429: the holder's puts at once are bounded (each holds a share of its quota while it streams)."""
+    answer = problem(429, f"{owner.scope.value} {owner.label} has {error.limit} puts running; at most {error.limit} "
+                          "run at once: retry when one ends", "body", limit=error.limit)
+    answer.headers["Retry-After"] = "1"
+    return answer
 
 
 def too_large(limit: int) -> Response:
