@@ -25,6 +25,7 @@ import structlog
 from nats.js.api import KeyValueConfig, StorageType
 
 from adapters.jetstream.connection import Connection
+from adapters.jetstream.replicas import hold_replicas
 
 log = structlog.get_logger("roving.log_probe")
 EVERY, DEADLINE = 1.0, 2.0
@@ -99,11 +100,13 @@ class LogProbe:
     async def _open(self) -> Any:
         js = self.connection.client.js
         try:
-            return await js.key_value(self.bucket)
+            kv = await js.key_value(self.bucket)
         except nats.js.errors.BucketNotFoundError:
             config = KeyValueConfig(bucket=self.bucket, history=1, ttl=300, storage=StorageType.FILE,
                                     replicas=self.connection.replicas)
             return await js.create_key_value(config)
+        await hold_replicas(js, f"KV_{self.bucket}", self.connection.replicas)
+        return kv
 
     def _stalled(self, seconds: float) -> str:
         if not self.connection.reachable:

@@ -58,6 +58,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     object_max_bytes: int = 16 * 2**30  # the largest object a put may store (ROVING_OBJECT_MAX_BYTES)
     workflow_token_ttl_seconds: float = 7 * 86400.0  # FB_WORKFLOW_TOKEN's longest life; its workflow's end ends it sooner
     presets_dir: Path | None = None  # admin-deployed presets (ROVING_PRESETS_DIR); None: <data dir>/presets
+    nats_replicas: int = 1  # replicas of every stream, KV bucket and object store (ROVING_NATS_REPLICAS, 1..5)
+    log_write_timeout_seconds: float = 10.0  # a write the log cannot take within it answers 503 (ROVING_LOG_WRITE_TIMEOUT)
 
     @property
     def presets(self) -> Path:
@@ -116,7 +118,17 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         object_max_bytes=_size(env, "ROVING_OBJECT_MAX_BYTES", defaults.object_max_bytes),
         workflow_token_ttl_seconds=_ttl(env, "ROVING_WORKFLOW_TOKEN_TTL", defaults.workflow_token_ttl_seconds),
         presets_dir=Path(env["ROVING_PRESETS_DIR"]) if (env.get("ROVING_PRESETS_DIR") or "").strip() else None,
+        nats_replicas=_replicas(env),
+        log_write_timeout_seconds=_ttl(env, "ROVING_LOG_WRITE_TIMEOUT", defaults.log_write_timeout_seconds),
     )
+
+
+def _replicas(env: Mapping[str, str]) -> int:
+    """ROVING_NATS_REPLICAS: 1 (one server) up to 5, JetStream's most; 3 for the shipped three-server cluster."""
+    count = _count(env, "ROVING_NATS_REPLICAS", 1, minimum=1)
+    if count > 5:
+        raise SettingsError(f"ROVING_NATS_REPLICAS={count}: JetStream keeps at most 5 replicas of a stream")
+    return count
 
 
 def api_workers(raw: str | None) -> int:

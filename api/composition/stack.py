@@ -98,7 +98,8 @@ class Stack(LocalPool):
         self.data_dir.mkdir(parents=True, exist_ok=True)
         nats_url = self.settings.nats_url or self.start_nats()
         cluster = self.settings.cluster
-        env = {"PERSISTENCE_MODULE": "adapters.jetstream", "ROVING_NATS_URL": nats_url, "ROVING_CLUSTER": cluster}
+        env = {"PERSISTENCE_MODULE": "adapters.jetstream", "ROVING_NATS_URL": nats_url, "ROVING_CLUSTER": cluster,
+               "ROVING_NATS_REPLICAS": str(self.settings.nats_replicas)}
         from projections.provisioners import pool_definitions
         from projections.snapshot import node_segments
         from projections.views import Views
@@ -129,7 +130,9 @@ class Stack(LocalPool):
         self.positions = PositionWaiters(self.views)  # requests naming a log position (read-your-writes)
         self.signals.listen(self.positions.observe)
         self.tailer.start()
-        leases = self.leases = Leases(Connection(nats_url, cluster), ttl=self.settings.node_lease_seconds)
+        # every stream the stack makes on this connection (leases, probe, job logs, objects) takes the replicas
+        connection = Connection(nats_url, cluster, replicas=self.settings.nats_replicas)
+        leases = self.leases = Leases(connection, ttl=self.settings.node_lease_seconds)
         self.log_probe = LogProbe(self.leases.connection, store=self._embedded_store()).start()
         self.runner = None
         self.scheduling = SchedulerState()  # the runner's last pass, which the API and the UI show
