@@ -7,6 +7,7 @@ routes read through the log connection (readers), the scheduler runner and its s
 from __future__ import annotations
 
 import os
+import signal
 import threading
 import time
 from pathlib import Path
@@ -53,6 +54,7 @@ if TYPE_CHECKING:  # built lazily in start(): `roving` commands that need no sta
 
 log = structlog.get_logger("roving.stack")
 AUDIT_OWNER = "audit-owner"
+DETACH = signal.SIGUSR1  # api.agent.agent.DETACH (not imported: the agent's modules are not the stack's to load)
 
 
 class Stack(LocalPool):
@@ -68,8 +70,9 @@ class Stack(LocalPool):
         self.with_scheduler = scheduler
         self.nats: NatsServer | None = None
         self.supervisor: Supervisor | None = None
-        # none outlives us; a dead one comes back (unless ROVING_LOCAL_AGENT_RESTART=false)
-        self.agents = LocalAgents(preexec=death_signal(os.getpid()), restart=settings.local_agent_restart)
+        # a crash of ours (kill -9) detaches them, as a graceful stop does: their jobs run on for the next start to
+        # adopt; a dead one comes back (unless ROVING_LOCAL_AGENT_RESTART=false)
+        self.agents = LocalAgents(preexec=death_signal(os.getpid(), DETACH), restart=settings.local_agent_restart)
         self.server: uvicorn.Server | None = None
         self.audit_store: AuditStore | None = None
         self.audit_feed: AuditFeed | None = None
@@ -182,7 +185,7 @@ class Stack(LocalPool):
         launch = AgentLaunch(api=self.url, token_file=self.data_dir / "agent.token",
                              work_root=local_work_dir(self.data_dir, cluster), log_dir=self.data_dir)
         return ProvisionerRunner(roving, self.views, leases, launch, signals=self.signals,
-                                 preexec=death_signal(os.getpid()), ready=tailer.caught_up.is_set).start()
+                                 preexec=death_signal(os.getpid(), DETACH), ready=tailer.caught_up.is_set).start()
 
     def _follow_audit_lease(self, roving: Roving, leases: Leases, runner: SchedulerRunner, cluster: str) -> None:
         """The audit runs in whichever worker's runner leads; the others forward audit reads to its private
