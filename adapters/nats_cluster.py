@@ -17,8 +17,9 @@ class LocalCluster:
 
     def __init__(self, root: Path, size: int = 3, name: str = "roving-ha") -> None:
         routes = [free_port() for _ in range(size)]
-        self.servers = [NatsServer(root / f"n{i}", name=f"n{i}", cluster=ClusterSpec(name, routes[i], routes),
-                                   secure=False) for i in range(size)]
+        # client ports chosen now: `url` is known (and handed out) before the servers start
+        self.servers = [NatsServer(root / f"n{i}", port=free_port(), name=f"n{i}",
+                                   cluster=ClusterSpec(name, routes[i], routes), secure=False) for i in range(size)]
 
     @property
     def url(self) -> str:
