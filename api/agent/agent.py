@@ -17,7 +17,7 @@ from adapters.outbox import Entry, Outbox
 from adapters.registry_auth import take_credential
 from api.agent.args import AgentConfig
 from api.agent.logstream import close_job_logs, config_of, logs_before_exits, open_job_logs
-from api.agent.membership import Membership
+from api.agent.membership import Membership, sleep_or_stop
 from api.agent.messages import as_json, report_of, reportable
 from api.agent.metrics import NodeMetrics
 from api.agent.node import check_owner
@@ -74,8 +74,8 @@ class Agent(Membership):
                 if adopted:  # the control plane gave them up with the old registration: no copy may run on
                     await self.stop_all("its node registered anew: the allocation was given up", report=False)
                 await self.register(stop)
-            nc = await self.connect_logs()
-            beats = asyncio.create_task(self.keep_lease(stop))  # never behind a slow poll or report
+            beats = asyncio.create_task(self.keep_lease(stop))  # never behind a slow poll, report or log stream
+            nc = await self.connect_logs(stop)
             await self.follow(stop)
         finally:
             if beats is not None:
@@ -97,12 +97,22 @@ class Agent(Membership):
             if slot.spec.kind == "service":
                 await self.serve(slot)
 
-    async def connect_logs(self):
-        """Job output goes straight to the logs stream the API names; without one, output is dropped."""
-        answer = config_of(await self.call("GET", "/v4/agent/config"), self.log)
-        nc, self.logs = await open_job_logs(answer, self.log)
-        self.executor.images_url = answer.nats_url or None  # builds and built images: the same credentials
-        return nc
+    async def connect_logs(self, stop: asyncio.Event):
+        """Job output goes straight to the logs stream the API names; without one, output is dropped. A stream
+        that cannot be opened now (its servers electing a leader) is tried again each heartbeat: never a reason
+        to stop the jobs this agent adopted."""
+        while True:
+            answer = config_of(await self.call("GET", "/v4/agent/config"), self.log)
+            try:
+                nc, self.logs = await open_job_logs(answer, self.log)
+            except Exception:  # noqa: BLE001 - see above
+                self.log.exception("agent.log_stream_open_failed", retry_in_s=self.config.heartbeat)
+                if stop.is_set():
+                    return None
+                await sleep_or_stop(stop, self.config.heartbeat)
+                continue
+            self.executor.images_url = answer.nats_url or None  # builds and built images: the same credentials
+            return nc
 
     async def heartbeat(self, stop: asyncio.Event) -> None:
         self.metrics.refresh(len(self.slots))
