@@ -76,6 +76,7 @@ def test_killing_any_one_of_three_servers_keeps_readyz_agents_and_every_workflow
     stack.start()
     readiness = Readiness(stack.url)
     workflows: list[str] = []
+    names: list[str] = []
     try:
         agents = {node: agents_on(stack.work_dir / node) for node in ("local-1", "local-2")}
         readiness.start()
@@ -83,14 +84,19 @@ def test_killing_any_one_of_three_servers_keeps_readyz_agents_and_every_workflow
         for victim in (first, (first + 1) % 3, (first + 2) % 3):
             for _ in range(4):
                 workflows.append(stack.submit(JOB, f"before-{victim}"))
+                names.append(f"before-{victim}")
             cluster.kill(victim)
             for _ in range(8):  # submitted while the server is down
                 workflows.append(stack.submit(JOB, f"during-{victim}"))
+                names.append(f"during-{victim}")
                 time.sleep(0.5)
             cluster.restart(victim)
             time.sleep(3)  # it catches up before the next one goes
         ended = {w: stack.wait_status(w, ("FINISHED", "FAILED", "CANCELED"), timeout=120)["status"] for w in workflows}
         assert {w: s for w, s in ended.items() if s != "FINISHED"} == {}
+        during = [w for w, name in zip(workflows, names, strict=True) if name.startswith("during")]
+        lost = [w for w in during if "ok" not in stack.stage_log(w, "work", "ok", timeout=5)]
+        assert lost == [], f"{len(lost)} of {len(during)} jobs run while a server was down lost their output"
         assert {node: agents_on(stack.work_dir / node) for node in agents} == agents, "an agent process exited"
     finally:
         readiness.stopping.set()
