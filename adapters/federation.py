@@ -182,6 +182,7 @@ class Federation:
             ))
         else:
             config.sources, config.metadata = sources, metadata
+            config.num_replicas = max(config.num_replicas or 1, self.replicas)  # up only, as adapters.jetstream.replicas
             await js.update_stream(config)
         return members
 

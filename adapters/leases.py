@@ -11,6 +11,7 @@ from nats.js.api import KeyValueConfig, StorageType
 
 from adapters.jetstream.connection import Connection
 from adapters.jetstream.refusals import TRANSIENT
+from adapters.jetstream.replicas import hold_replicas
 
 LEADER_KEY = "scheduler-leader"
 
@@ -26,11 +27,13 @@ class Leases:
     async def _open(self):
         js = self.connection.client.js
         try:
-            return await js.key_value(self.bucket)
+            kv = await js.key_value(self.bucket)
         except nats.js.errors.BucketNotFoundError:
             config = KeyValueConfig(bucket=self.bucket, ttl=self.ttl, storage=StorageType.FILE,
                                     replicas=self.connection.replicas)
             return await js.create_key_value(config)
+        await hold_replicas(js, f"KV_{self.bucket}", self.connection.replicas)
+        return kv
 
     def touch(self, node: str, value: str = "alive") -> None:
         self.connection.run(lambda: self._kv.put(_key(node), value.encode()))

@@ -8,6 +8,10 @@ entry (its own key, in a bucket of its own that keeps one value per key) every `
 With `store` (the embedded server's store directory) a write that fails on a full disk is named as such. (A full
 disk leaves nats-server's file store with a sticky write error; the embedded server's supervisor starts it again
 once the disk has room: adapters/nats_supervisor.py.)
+
+On a cluster, a stream whose leader's server died answers "no response from stream" until the others elect a new
+leader (raft: 4 to 9 s after a kill -9); writes wait that out (adapters/jetstream/refusals.TRANSIENT), so the probe
+does too, for ELECTION_GRACE, before it says the log takes no writes: losing one server of three is not an outage.
 """
 
 from __future__ import annotations
@@ -25,9 +29,12 @@ import structlog
 from nats.js.api import KeyValueConfig, StorageType
 
 from adapters.jetstream.connection import Connection
+from adapters.jetstream.replicas import hold_replicas
 
 log = structlog.get_logger("roving.log_probe")
 EVERY, DEADLINE = 1.0, 2.0
+ELECTION_GRACE = 10.0  # how long a leaderless stream is waited on before /readyz says so
+LEADERLESS = "the log's stream has no leader"
 FULL_BELOW = 16 * 2**20  # free bytes under which the store's disk counts as full
 
 
@@ -52,6 +59,7 @@ class LogProbe:
         self._failure = "the log has not been written to yet"
         self._began: float | None = None  # when the write under way began
         self._failing_since: float | None = None
+        self._leaderless_since: float | None = None  # the probe's stream has answered "no response" since
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="roving-log-probe", daemon=True)
 
@@ -86,6 +94,8 @@ class LogProbe:
             return self._disk()
         except (TimeoutError, nats.errors.TimeoutError):
             return self._stalled(time.monotonic() - began)
+        except nats.js.errors.NoStreamResponseError:
+            return self._disk() or f"{LEADERLESS}: its servers are electing one, or too few of them are up to"
         except Exception as error:  # noqa: BLE001 - any refusal is the answer /readyz gives
             return self._disk() or f"the log refused a write: {type(error).__name__}: {error}"[:300]
         finally:
@@ -99,11 +109,13 @@ class LogProbe:
     async def _open(self) -> Any:
         js = self.connection.client.js
         try:
-            return await js.key_value(self.bucket)
+            kv = await js.key_value(self.bucket)
         except nats.js.errors.BucketNotFoundError:
             config = KeyValueConfig(bucket=self.bucket, history=1, ttl=300, storage=StorageType.FILE,
                                     replicas=self.connection.replicas)
             return await js.create_key_value(config)
+        await hold_replicas(js, f"KV_{self.bucket}", self.connection.replicas)
+        return kv
 
     def _stalled(self, seconds: float) -> str:
         if not self.connection.reachable:
@@ -119,6 +131,13 @@ class LogProbe:
 
     def _record(self, failure: str) -> None:
         now = time.monotonic()
+        if failure.startswith(LEADERLESS):
+            self._leaderless_since = self._leaderless_since or now
+            if now - self._leaderless_since < ELECTION_GRACE:
+                log.info("log_probe.leaderless", for_seconds=round(now - self._leaderless_since, 1))
+                failure = ""  # an election under way: writes wait it out
+        else:
+            self._leaderless_since = None
         if failure and not self._failure:
             log.warning("log_probe.failing", reason=failure)
         elif not failure and self._failure and self._failing_since is not None:

@@ -29,13 +29,13 @@ class StoreInUse(RuntimeError):
     """Another live process serves this store; the message names it."""
 
 
-def death_signal(parent: int) -> Callable[[], None]:
-    """A preexec_fn: the server gets SIGTERM when the thread that started it ends (Linux), so a killed
+def death_signal(parent: int, signum: int = signal.SIGTERM) -> Callable[[], None]:
+    """A preexec_fn: the server gets `signum` (SIGTERM) when the thread that started it ends (Linux), so a killed
     control plane takes its server along; a parent already gone before the prctl is caught by the ppid."""
 
     def arm() -> None:
         try:
-            ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signum)
         except OSError:
             return
         if os.getppid() != parent:

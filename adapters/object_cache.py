@@ -23,6 +23,7 @@ import nats.js.api
 import nats.js.errors
 from nats.nuid import NUID
 
+from adapters.jetstream.replicas import hold_replicas
 from adapters.nats_tls import connect_options
 
 BUCKET = "ROVING_IMAGES"
@@ -78,6 +79,8 @@ async def ensure_bucket(js: Any, replicas: int = 1) -> None:
         await js.create_object_store(BUCKET, config=nats.js.api.ObjectStoreConfig(
             bucket=BUCKET, description="images built by workflows", replicas=replicas,
             storage=nats.js.api.StorageType.FILE))
+        return
+    await hold_replicas(js, f"OBJ_{BUCKET}", replicas)
 
 
 class ImageStore:

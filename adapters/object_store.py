@@ -41,6 +41,7 @@ import nats.js.errors
 from nats.js.api import AckPolicy, DeliverPolicy, Header
 from nats.nuid import NUID
 
+from adapters.jetstream.replicas import hold_replicas
 from adapters.loop_bridge import on_loop, pulled
 from adapters.object_ledger import Ledger, Slot
 from adapters.object_meta import (
@@ -371,7 +372,7 @@ class ObjectStore:
         if bucket in self._made:
             return
         try:
-            await self.js.stream_info(f"OBJ_{bucket}")
+            await hold_replicas(self.js, f"OBJ_{bucket}", self.replicas)
         except nats.js.errors.NotFoundError:
             await self.js.create_object_store(bucket, config=nats.js.api.ObjectStoreConfig(
                 bucket=bucket, description="roving objects", replicas=self.replicas,

@@ -22,6 +22,7 @@ from adapters.jetstream.inbox import Ack, Answer, Batch, Inbox, RawMsg
 from adapters.jetstream.link import Link, log_error
 from adapters.jetstream.loop import outcome
 from adapters.jetstream.refusals import LogUnavailable, ServerRefused, sequence_in
+from adapters.jetstream.replicas import hold_replicas
 from adapters.nats_auth import CONTROL_INBOX
 from adapters.nats_tls import connect_options
 
@@ -104,7 +105,7 @@ class JetStreamClient:
 
     async def ensure_stream(self, name: str, subjects: list[str], replicas: int = 1, **extra) -> None:
         try:
-            await self.js.stream_info(name)
+            await hold_replicas(self.js, name, replicas)  # a layout made with another count moves to this one
             return
         except nats.js.errors.NotFoundError:
             pass

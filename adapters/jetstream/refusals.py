@@ -21,6 +21,9 @@ TRANSIENT = (
     nats.errors.OutboundBufferLimitError,
     nats.errors.StaleConnectionError,
     nats.js.errors.ServiceUnavailableError,
+    # a JetStream publish no stream answered (nats-py's rewording of no responders): a stream without a leader while
+    # its servers elect one or regain quorum, or one being made again; it answers once they have
+    nats.js.errors.NoStreamResponseError,
 )
 
 

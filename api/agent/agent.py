@@ -76,8 +76,8 @@ class Agent(Membership):
                 if adopted:  # the control plane gave them up with the old registration: no copy may run on
                     await self.stop_all("its node registered anew: the allocation was given up", report=False)
                 await self.register(stop)
+            beats = asyncio.create_task(self.keep_lease(stop))  # never behind a slow poll, report or log stream
             await self.connect_logs()
-            beats = asyncio.create_task(self.keep_lease(stop))  # never behind a slow poll or report
             await self.follow(stop)
         finally:
             if beats is not None:

@@ -113,8 +113,13 @@ class Membership:
         return True
 
     async def keep_lease(self, stop: asyncio.Event) -> None:
+        """Heartbeat until stopped: a failed beat is logged and the next one tried (this task ending would let the
+        node's lease lapse while its jobs run)."""
         while not stop.is_set():
-            await self.heartbeat(stop)
+            try:
+                await self.heartbeat(stop)
+            except Exception:  # noqa: BLE001 - see above
+                self.log.exception("agent.heartbeat_failed")
             await sleep_or_stop(stop, self.config.heartbeat)
 
     async def heartbeat(self, stop: asyncio.Event) -> None:

@@ -75,13 +75,19 @@ async def follow(feed: AssignmentFeed, node: Callable[[], str | None],
             if fetch is None and time.monotonic() >= not_before:
                 fetch = asyncio.create_task(feed.fetch(node()))
             await _idle(stop, wake, fetch, interval)
-            if fetch is not None and fetch.done():
-                answer, again = fetch.result()
-                fetch = None
-                if answer is not None:
-                    await apply(answer)
-                not_before = 0.0 if again else time.monotonic() + interval
-            await tick()
+            try:
+                if fetch is not None and fetch.done():
+                    answer, again = fetch.result()
+                    fetch = None
+                    if answer is not None:
+                        await apply(answer)
+                    not_before = 0.0 if again else time.monotonic() + interval
+                await tick()
+            except Exception:  # noqa: BLE001 - whatever the API or the log said, the jobs run on: next round tries again
+                log.exception("agent.round_failed", retry_in_s=interval)
+                not_before = time.monotonic() + interval
+                if fetch is not None and fetch.done():  # its error was the one: a poll still held runs on
+                    fetch = None
     finally:
         if fetch is not None:
             fetch.cancel()

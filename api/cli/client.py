@@ -2,12 +2,20 @@
 
 A context from `roving context login` also holds a refresh token: when the server says the access token has
 expired, the client spends it once for a new pair, saves that, and sends the request again.
+
+A 503 with `Retry-After` (the log takes no writes now, the server is busy) is waited out: the client says so on
+stderr and sends the request again after the pause, for up to WAIT_SECONDS (ROVING_CLI_WAIT) in all. Every write
+carries an `Idempotency-Key`, the same on each try, so a submit that landed before its answer was lost is not made
+twice (api/http/log_bound.py).
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
+import sys
+import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +24,8 @@ import httpx
 import yaml
 
 DEFAULT_API = "http://127.0.0.1:8080"
+WAIT_SECONDS = 300.0  # how long a command waits out a server that answers "try again" (ROVING_CLI_WAIT overrides)
+READS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 class ApiError(Exception):
@@ -102,6 +112,22 @@ def expired(response: httpx.Response) -> bool:
     return response.status_code == 401 and "token refused: expired" in message_of(response)
 
 
+def wait_seconds() -> float:
+    """ROVING_CLI_WAIT, else WAIT_SECONDS; 0 never waits."""
+    try:
+        return max(0.0, float(os.environ.get("ROVING_CLI_WAIT") or WAIT_SECONDS))
+    except ValueError:
+        return WAIT_SECONDS
+
+
+def retry_after(response: httpx.Response) -> float | None:
+    """The pause a 503 asks for (its Retry-After seconds, at least 1, at most 30); None for any other answer."""
+    raw = response.headers.get("retry-after", "")
+    if response.status_code != 503 or not raw.isdigit():
+        return None
+    return float(min(max(int(raw), 1), 30))
+
+
 class Client:
     """A thin synchronous client; every method returns decoded JSON or raises ApiError."""
 
@@ -132,7 +158,20 @@ class Client:
             self.http.headers["Roving-Position"] = raw
 
     def send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        """The server's answer as it is (an expired access token renewed once); ApiError only if unreachable."""
+        """The server's answer as it is (an expired access token renewed once, a "try again" waited out); ApiError only
+        if unreachable."""
+        if method.upper() not in READS:  # one key for every try of this write
+            kwargs["headers"] = {"Idempotency-Key": uuid.uuid4().hex, **(kwargs.get("headers") or {})}
+        deadline = time.monotonic() + wait_seconds()
+        while True:
+            response = self._send_once(method, path, **kwargs)
+            pause = retry_after(response)
+            if pause is None or time.monotonic() + pause > deadline:
+                return response
+            print(f"roving: {message_of(response)}; waiting {pause:g}s and trying again", file=sys.stderr, flush=True)
+            time.sleep(pause)
+
+    def _send_once(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         response = self._send(method, path, **kwargs)
         if self.renew is not None and expired(response):
             self.token = self.renew(self.token)

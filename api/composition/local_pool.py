@@ -16,12 +16,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from adapters.nats_server import free_port, port_is_taken
+from api.up.local_agents import outlive_predecessors
 from domain.app.ids import user_id
 
 if TYPE_CHECKING:
     from api.composition.settings import Settings
     from api.up.local_agents import LocalAgents
 
+DETACH = signal.SIGUSR1  # api.agent.agent.DETACH: a predecessor's jobs run on for the new agent to adopt
 AGENT_START = "import sys; from api.agent.main import agent_main; sys.exit(agent_main(sys.argv[1:]))"
 
 
@@ -59,6 +61,7 @@ class LocalPool:
                # from it (not root: jobs run as this user; no bubblewrap), it runs only the admin's work
                "ROVING_AGENT_HIDE": f"{self.data_dir}:{workdir}", "ROVING_AGENT_ONLY_OWNER": str(user_id("admin"))}
         for index in range(1, count + 1):
+            outlive_predecessors(workdir / f"local-{index}", DETACH)  # a crashed start's agent: one agent a node
             argv = [sys.executable, "-c", AGENT_START, "--node", f"local-{index}", "--api", self.url,
                     "--cpus", str(cpus), "--memory", str(memory),
                     "--definition", "local", "--workdir", str(workdir / f"local-{index}"), "--address", "127.0.0.1"]

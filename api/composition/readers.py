@@ -15,13 +15,17 @@ class LogReader:
     """Synchronous reads of the job log stream for the HTTP routes, on the leases' connection loop."""
 
     def __init__(self, connection: Connection, cluster: str) -> None:
+        from adapters.jetstream.replicas import hold_replicas
         from adapters.logs import Logs
         from adapters.object_cache import ensure_bucket
 
         self.connection = connection
-        self.logs = Logs(connection.client.js, cluster)
+        js, replicas = connection.client.js, connection.replicas
+        self.logs = Logs(js, cluster)
         connection.run(self.logs.ensure)
-        connection.run(lambda: ensure_bucket(connection.client.js))  # built images: agents use it, never make it
+        # the job log takes the connection's replicas whoever made it (and however: Logs.ensure makes it as it likes)
+        connection.run(lambda: hold_replicas(js, self.logs.stream, replicas))
+        connection.run(lambda: ensure_bucket(js, replicas))  # built images: agents use it, never make it
 
     def read(self, workflow_id: str, stage: str) -> bytes:
         return self.connection.run(lambda: self.logs.read(workflow_id, stage))
@@ -41,4 +45,4 @@ def object_store(connection: Connection, cluster: str, max_bytes: int) -> Object
     """People's objects (adapters.object_store), on the leases' connection and its loop."""
     from adapters.object_store import ObjectStore
 
-    return ObjectStore(connection.client.js, cluster, max_bytes, loop=connection.loop.loop)
+    return ObjectStore(connection.client.js, cluster, max_bytes, loop=connection.loop.loop, replicas=connection.replicas)

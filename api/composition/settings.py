@@ -60,6 +60,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     presets_dir: Path | None = None  # admin-deployed presets (ROVING_PRESETS_DIR); None: <data dir>/presets
     wake_seconds: float = 60.0  # how long a request waits for a pool scaled to zero to wake (ROVING_WAKE_TIMEOUT)
     hot_workflows: int = 10_000  # finished workflows the views keep in memory; older ones are read from the log
+    nats_replicas: int = 1  # replicas of every stream, KV bucket and object store (ROVING_NATS_REPLICAS, 1..5)
+    log_write_timeout_seconds: float = 10.0  # a write the log cannot take within it answers 503 (ROVING_LOG_WRITE_TIMEOUT)
 
     @property
     def presets(self) -> Path:
@@ -120,7 +122,17 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         presets_dir=Path(env["ROVING_PRESETS_DIR"]) if (env.get("ROVING_PRESETS_DIR") or "").strip() else None,
         wake_seconds=_ttl(env, "ROVING_WAKE_TIMEOUT", defaults.wake_seconds),
         hot_workflows=_count(env, "ROVING_HOT_WORKFLOWS", defaults.hot_workflows, minimum=0),
+        nats_replicas=_replicas(env),
+        log_write_timeout_seconds=_ttl(env, "ROVING_LOG_WRITE_TIMEOUT", defaults.log_write_timeout_seconds),
     )
+
+
+def _replicas(env: Mapping[str, str]) -> int:
+    """ROVING_NATS_REPLICAS: 1 (one server) up to 5, JetStream's most; 3 for the shipped three-server cluster."""
+    count = _count(env, "ROVING_NATS_REPLICAS", 1, minimum=1)
+    if count > 5:
+        raise SettingsError(f"ROVING_NATS_REPLICAS={count}: JetStream keeps at most 5 replicas of a stream")
+    return count
 
 
 def api_workers(raw: str | None) -> int:

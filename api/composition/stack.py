@@ -7,6 +7,7 @@ routes read through the log connection (readers), the scheduler runner and its s
 from __future__ import annotations
 
 import os
+import signal
 import threading
 import time
 from pathlib import Path
@@ -54,6 +55,7 @@ if TYPE_CHECKING:  # built lazily in start(): `roving` commands that need no sta
 
 log = structlog.get_logger("roving.stack")
 AUDIT_OWNER = "audit-owner"
+DETACH = signal.SIGUSR1  # api.agent.agent.DETACH (not imported: the agent's modules are not the stack's to load)
 
 
 class Stack(LocalPool):
@@ -69,8 +71,9 @@ class Stack(LocalPool):
         self.with_scheduler = scheduler
         self.nats: NatsServer | None = None
         self.supervisor: Supervisor | None = None
-        # none outlives us; a dead one comes back (unless ROVING_LOCAL_AGENT_RESTART=false)
-        self.agents = LocalAgents(preexec=death_signal(os.getpid()), restart=settings.local_agent_restart)
+        # a crash of ours (kill -9) detaches them, as a graceful stop does: their jobs run on for the next start to
+        # adopt; a dead one comes back (unless ROVING_LOCAL_AGENT_RESTART=false)
+        self.agents = LocalAgents(preexec=death_signal(os.getpid(), DETACH), restart=settings.local_agent_restart)
         self.server: uvicorn.Server | None = None
         self.audit_store: AuditStore | None = None
         self.audit_feed: AuditFeed | None = None
@@ -100,7 +103,8 @@ class Stack(LocalPool):
         self.data_dir.mkdir(parents=True, exist_ok=True)
         nats_url = self.settings.nats_url or self.start_nats()
         cluster = self.settings.cluster
-        env = {"PERSISTENCE_MODULE": "adapters.jetstream", "ROVING_NATS_URL": nats_url, "ROVING_CLUSTER": cluster}
+        env = {"PERSISTENCE_MODULE": "adapters.jetstream", "ROVING_NATS_URL": nats_url, "ROVING_CLUSTER": cluster,
+               "ROVING_NATS_REPLICAS": str(self.settings.nats_replicas)}
         from projections.provisioners import pool_definitions
         from projections.snapshot import node_segments
         from projections.views import Views
@@ -131,7 +135,9 @@ class Stack(LocalPool):
         self.positions = PositionWaiters(self.views)  # requests naming a log position (read-your-writes)
         self.signals.listen(self.positions.observe)
         self.tailer.start()
-        leases = self.leases = Leases(Connection(nats_url, cluster), ttl=self.settings.node_lease_seconds)
+        # every stream the stack makes on this connection (leases, probe, job logs, objects) takes the replicas
+        connection = Connection(nats_url, cluster, replicas=self.settings.nats_replicas)
+        leases = self.leases = Leases(connection, ttl=self.settings.node_lease_seconds)
         self.log_probe = LogProbe(self.leases.connection, store=self._embedded_store()).start()
         self.runner = None
         self.scheduling = SchedulerState()  # the runner's last pass, which the API and the UI show
@@ -185,7 +191,7 @@ class Stack(LocalPool):
         launch = AgentLaunch(api=self.url, token_file=self.data_dir / "agent.token",
                              work_root=local_work_dir(self.data_dir, cluster), log_dir=self.data_dir)
         return ProvisionerRunner(roving, self.views, leases, launch, signals=self.signals,
-                                 preexec=death_signal(os.getpid()), ready=tailer.caught_up.is_set).start()
+                                 preexec=death_signal(os.getpid(), DETACH), ready=tailer.caught_up.is_set).start()
 
     def _follow_audit_lease(self, roving: Roving, leases: Leases, runner: SchedulerRunner, cluster: str) -> None:
         """The audit runs in whichever worker's runner leads; the others forward audit reads to its private

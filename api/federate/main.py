@@ -35,6 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--api", action="append", default=[], metavar="CLUSTER=URL",
                         help="a member's control-plane URL, named in answers that send users there")
     parser.add_argument("--timeout", type=float, default=2.0, help="seconds to wait for each server answer")
+    parser.add_argument("--replicas", type=int, choices=range(1, 6), metavar="1..5",
+                        default=int(os.environ.get("ROVING_NATS_REPLICAS") or 1),
+                        help="replicas of the federated stream on a clustered hub (default $ROVING_NATS_REPLICAS or 1)")
     parser.add_argument("-o", "--output", choices=("table", "json"), default="table")
     return parser
 
@@ -76,7 +79,7 @@ def federate_main(argv: list[str]) -> int:
         members = [Member(m.cluster, m.domain, urls.get(m.cluster)) for m in members]
         if args.action == "create" and not members:
             raise UsageError("no members: give --member CLUSTER=DOMAIN once for each member cluster")
-        federation = Federation(args.hub, members, timeout=args.timeout)
+        federation = Federation(args.hub, members, timeout=args.timeout, replicas=args.replicas)
     except (UsageError, ValueError) as error:
         print(f"roving federate: {error}", file=sys.stderr)
         return 2

@@ -13,6 +13,7 @@ from api.composition.settings import Settings
 from api.http.auth import AuthMiddleware
 from api.http.errors import HANDLERS, Handler
 from api.http.limits import DEFAULT_MAX_BODY_BYTES, BodyLimitMiddleware, BodyTooLarge, on_too_large
+from api.http.log_bound import LogWriteBound
 from api.http.logins import LoginGate, TooManyLogins, on_too_many_logins
 from api.http.positions import PositionMiddleware
 from api.http.routes import all_routes
@@ -38,6 +39,8 @@ def create_app(settings: Settings, services: Services) -> Starlette:
         Middleware(SecurityMiddleware, observe=observe),
         Middleware(BodyLimitMiddleware, limit=limit),  # before auth: an oversized body costs no token check
         Middleware(BodyTimeoutMiddleware, seconds=getattr(settings, "body_timeout_seconds", 30.0)),
+        Middleware(LogWriteBound, seconds=getattr(settings, "log_write_timeout_seconds", 10.0),
+                   failure=lambda: probe.failure() if (probe := getattr(services, "log_probe", None)) else ""),
         # before auth, which reads users and revoked tokens from the views: they must have reached the position
         Middleware(PositionMiddleware, workers=getattr(settings, "api_workers", 1)),
         Middleware(UiGate),  # /ui/ pages check their own session cookie; every other path goes on to bearer auth

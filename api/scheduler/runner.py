@@ -182,6 +182,15 @@ class SchedulerRunner:
         self._standby_until = float("-inf") if self.leading else asked + self.leases.ttl * RENEW_AFTER
         return self.leading
 
+    def _still_leads(self) -> bool:
+        """Before a pass commits: a lease renewed less than RENEW_AFTER of its TTL ago holds (nobody else can lead
+        for the rest of it); after a longer pass (a stalled or frozen process) it is renewed first, which fails on
+        the lease's revision if it lapsed or another runner took it, and the pass's decisions are then dropped."""
+        if self.leases is None or time.monotonic() - self._renewed < self.leases.ttl * RENEW_AFTER:
+            return True
+        self.leading = False
+        return self.lead()
+
     def _lease_period(self) -> float:
         return self.leases.ttl / 3 if self.leases else 0.0
 
@@ -191,6 +200,9 @@ class SchedulerRunner:
         decisions = schedule(self.views.scheduler_snapshot(now), self.config(), now)
         elapsed = time.perf_counter() - started
         metrics.PASS_SECONDS.observe(elapsed)
+        if not self._still_leads():
+            log.warning("scheduler.pass_outlived_lease", elapsed_s=round(elapsed, 3))
+            return decisions
         self.commits.decisions(decisions, now)
         for hook in self.after_pass:
             hook(decisions, now)

@@ -5,10 +5,14 @@ The same keeper holds `roving up`'s API workers (api.up.workers), with `kind="wo
 An agent that exits while the stack runs (killed, crashed) is started again with the same command line; its
 running jobs were left running and its successor adopts them. One that keeps dying is started again after a
 growing pause (1 s doubling to 30 s), so a broken agent does not spin; the pause resets once one has lived a minute.
+
+An agent still alive on a work directory when `roving up` starts (its crashed predecessor's, detaching: see
+api.composition.stack) is waited for, and ended if it lingers, before a new one starts there: one agent a node.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import threading
@@ -20,9 +24,11 @@ from pathlib import Path
 import structlog
 
 from adapters.backoff import Backoff
+from adapters.nats_owner import cmdline
 
 log = structlog.get_logger("roving.stack")
 FIRST_PAUSE, LONGEST_PAUSE, STEADY_SECONDS, CHECK_EVERY = 1.0, 30.0, 60.0, 0.5
+PREDECESSOR_WAIT = 15.0  # an agent detaching takes its kill grace plus its stop margin at most (api/agent/main.py)
 
 
 @dataclass
@@ -102,3 +108,43 @@ class LocalAgents:
             kept.due, kept.restarts = 0.0, kept.restarts + 1
             self._start(kept)
             log.info(f"stack.{self.kind}_restarted", node=kept.name, restarts=kept.restarts)
+
+
+def agents_on(workdir: Path) -> list[int]:
+    """Live `roving agent` processes (other than ours) working in `workdir`, from their command lines."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        argv = cmdline(int(name))
+        if "--workdir" in argv[:-1] and argv[argv.index("--workdir") + 1] == str(workdir) and _is_agent(argv):
+            found.append(int(name))
+    return found
+
+
+def _is_agent(argv: list[str]) -> bool:
+    return any("agent_main" in part for part in argv) or (len(argv) > 1 and argv[1] == "agent")
+
+
+def outlive_predecessors(workdir: Path, signum: int, wait: float = PREDECESSOR_WAIT) -> list[int]:
+    """Ask the agents still on `workdir` to go with `signum` (a detach: their jobs run on for ours to adopt), wait
+    for them, and SIGKILL those still there after `wait` s (the jobs are sessions of their own: they survive it).
+    Returns the pids found."""
+    found = agents_on(workdir)
+    for pid in found:
+        _signal(pid, signum)
+    deadline = time.monotonic() + wait
+    while (left := [pid for pid in found if cmdline(pid)]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for pid in left:
+        _signal(pid, signal.SIGKILL)
+    if found:
+        log.warning("stack.agent_predecessors", workdir=str(workdir), pids=found, killed=left)
+    return found
+
+
+def _signal(pid: int, signum: int) -> None:
+    try:
+        os.kill(pid, signum)
+    except ProcessLookupError:
+        pass

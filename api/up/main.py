@@ -26,6 +26,9 @@ Settings come from the environment:
   ROVING_LOCAL_NODE_CPUS     cpus each local node declares (default 4)
   ROVING_LOCAL_NODE_MEMORY   memory each local node declares (default 8GiB)
   ROVING_NATS_URL            use this NATS (cluster) instead of starting one
+  ROVING_NATS_REPLICAS       replicas of every stream, KV bucket and object store (default 1; 3 on a
+                             three-server cluster; an existing layout is moved up to it at start)
+  ROVING_LOG_WRITE_TIMEOUT   a write the log cannot take within it answers 503 with Retry-After (default 10s)
   ROVING_NATS_CREDS          the control plane's user file for it (`user: NAME`, `password: SECRET`),
                              or ROVING_NATS_USER and ROVING_NATS_PASSWORD
   ROVING_NATS_AGENT_CREDS    the user file agents are given for the job log (never the control plane's)

@@ -12,19 +12,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from ops.soak import procs
+from ops.soak.cluster_faults import ClusterFaults
 from ops.soak.stack import SoakStack, StackError
 from ops.soak.tally import Api, Tally
 
 KINDS = ("stop", "evict", "cordon", "drain", "alert", "agent", "control", "nats", "freeze", "diskfull")
-OUTAGES = ("control", "nats", "freeze", "diskfull")  # faults that take the log or the API down on purpose
+OUTAGES = ("control", "nats", "freeze", "diskfull", "leader")  # faults that take the log or the API down on purpose
 READYZ_CONTRACT = 5.0  # seconds /readyz has to say the log is unwritable, and writable again
 NATS_BACK = 20.0      # seconds the nats-server gets to come back by itself before the harness restarts the stack
 RECOVERY = 45.0       # seconds a node or the API gets to come back after a fault
 
 
-def parse_kinds(text: str, extra: tuple[str, ...] = ()) -> tuple[str, ...]:
-    """`extra`: the kinds a run's options add (ops.soak.provisioning's with --provision), part of `all` then."""
-    known = KINDS + extra
+def parse_kinds(text: str, extra: tuple[str, ...] = (), without: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """`extra`: the kinds a run's options add (ops.soak.provisioning's with --provision), part of `all` then;
+    `without`: those it takes away (the embedded server's, on a cluster)."""
+    known = tuple(kind for kind in KINDS + extra if kind not in without)
     if text == "all":
         return known
     if text in ("none", ""):
@@ -57,7 +59,7 @@ def plan(seed: int, kinds: tuple[str, ...], nodes: list[str], duration: float, g
     return found
 
 
-class Injector(threading.Thread):
+class Injector(ClusterFaults, threading.Thread):
     """Runs the plan one fault at a time (each with its own recovery), then returns; `broken` if the stack died."""
 
     def __init__(self, stack: SoakStack, tally: Tally, schedule: list[Planned], submitted: list[str],

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ops.soak import faults, invariants, limits, workload
+from ops.soak.cluster_faults import CLUSTER_KINDS, EMBEDDED_KINDS
 from ops.soak.eventlog import Event, read_log
 from ops.soak.provisioning import KINDS as PROVISION_KINDS
 from ops.soak.provisioning import POOLS, Provisioning, check_log
@@ -135,14 +136,16 @@ def histories(stack: SoakStack, tally: Tally, events: list[Event]) -> None:
 
 def run(seed: int, duration: float, kinds: tuple[str, ...], workers: int = 4, nodes: int = 3, lease: float = 3.0,
         settle_bound: float = 180.0, outstanding: int = 24, keep: bool = False,
-        provision: bool = False) -> dict[str, Any]:
+        provision: bool = False, nats_cluster: int = 0) -> dict[str, Any]:
     root = Path(tempfile.mkdtemp(prefix=f"roving-soak-{seed}-"))
-    tally, stack = Tally(seed), SoakStack(root, nodes=nodes, lease=lease, own_store="diskfull" in kinds)
+    tally = Tally(seed)
+    stack = SoakStack(root, nodes=nodes, lease=lease, own_store="diskfull" in kinds, cluster=nats_cluster)
     pools = Provisioning(root, stack.data_dir) if provision else None
     if pools is not None:
         stack.spare = pools.machine
     began = time.monotonic()
-    summary: dict[str, Any] = {"seed": seed, "duration_s": duration}
+    summary: dict[str, Any] = {"seed": seed, "duration_s": duration, **({"nats_cluster": nats_cluster}
+                                                                       if nats_cluster else {})}
     injector = None
     try:
         stack.start()
@@ -252,12 +255,16 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--provision", action="store_true",
                         help=f"add two provisioners (local and command) that some jobs need, and the faults "
                              f"{', '.join(PROVISION_KINDS)} (part of `all` then)")
+    parser.add_argument("--nats-cluster", type=int, default=0, choices=(0, 3),
+                        help="run on three nats-servers of the soak's own (R3 streams, two API workers) and add the "
+                             f"faults {', '.join(CLUSTER_KINDS)} (instead of {', '.join(EMBEDDED_KINDS)})")
     args = parser.parse_args(argv)
+    extra = (PROVISION_KINDS if args.provision else ()) + (CLUSTER_KINDS if args.nats_cluster else ())
     try:
-        kinds = faults.parse_kinds(args.faults, PROVISION_KINDS if args.provision else ())
+        kinds = faults.parse_kinds(args.faults, extra, EMBEDDED_KINDS if args.nats_cluster else ())
     except ValueError as error:
         parser.error(str(error))
     summary = run(args.seed, args.duration, kinds, args.workers, args.nodes, args.lease, args.settle,
-                  args.outstanding, args.keep, args.provision)
+                  args.outstanding, args.keep, args.provision, args.nats_cluster)
     print(json.dumps(summary, default=str), flush=True)
     return 1 if summary["violations"] else 0

@@ -1,4 +1,7 @@
-"""The soak's own `roving up`: started on a fresh data dir and free ports, crashed and restarted on purpose."""
+"""The soak's own `roving up`: started on a fresh data dir and free ports, crashed and restarted on purpose.
+
+With `cluster` (`--nats-cluster 3`) it runs on three nats-servers of its own (adapters.nats_cluster) with every stream
+R3 and two API workers, so one server or the control-plane process leading the scheduler can be killed."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from pathlib import Path
 import httpx
 
 from adapters.nats_auth import role_url
+from adapters.nats_cluster import LocalCluster
 from adapters.nats_server import free_port
 from ops.soak import procs
 
@@ -29,9 +33,10 @@ class SoakStack:
     """One `roving up` subprocess (which keeps its local agents running), crashed and restarted on purpose."""
 
     def __init__(self, root: Path, nodes: int = 3, lease: float = 3.0, cpus: int = 4, memory: str = "4GiB",
-                 own_store: bool = False) -> None:
+                 own_store: bool = False, cluster: int = 0) -> None:
         """`own_store`: the log's store on a filesystem of its own (a tmpfs, root only), which the disk-full fault
-        fills by shrinking it to what it holds."""
+        fills by shrinking it to what it holds. `cluster`: that many nats-servers of its own instead of the
+        embedded one."""
         self.root = root
         self.data_dir = root / "data"
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -48,6 +53,11 @@ class SoakStack:
                     "ROVING_WORK_DIR": str(root / "work")}  # jobs run on across a graceful stop: find them here
         for name in ("ROVING_NATS_URL", "ROVING_FEDERATION_HUB"):
             self.env.pop(name, None)
+        self.cluster = LocalCluster(root / "cluster", size=cluster) if cluster else None
+        if self.cluster is not None:
+            self.env.update({"ROVING_NATS_URL": self.cluster.url, "ROVING_NATS_REPLICAS": str(min(cluster, 3)),
+                             "ROVING_API_WORKERS": "2"})
+            self.env.pop("ROVING_NATS_PORT")
         self.process: subprocess.Popen | None = None
         self.starts = 0
         self.store = self.data_dir / "nats"
@@ -65,6 +75,8 @@ class SoakStack:
     def start(self, timeout: float = 90.0) -> None:
         """Start `roving up` and wait until the API answers and every local node is READY."""
         self.starts += 1
+        if self.cluster is not None and self.starts == 1:
+            self.cluster.start()
         log = open(self.data_dir / f"up-{self.starts}.log", "wb")  # noqa: SIM115 - the child keeps its copy
         try:
             self.process = subprocess.Popen([sys.executable, "-c", UP], env=self.env, cwd=REPO, stdout=log,
@@ -101,9 +113,13 @@ class SoakStack:
 
     def log_url(self) -> str:
         """The embedded log's URL as the control plane uses it: its credentials, and its CA when it speaks TLS."""
+        if self.cluster is not None:
+            return self.cluster.url
         return role_url(self.nats_url, self.data_dir / "nats", "control")
 
     def nats_up(self) -> bool:
+        if self.cluster is not None:
+            return all(server.process is not None and server.process.poll() is None for server in self.cluster.servers)
         try:
             with socket.create_connection(("127.0.0.1", self.nats_port), timeout=1):
                 return True
@@ -171,13 +187,37 @@ class SoakStack:
         procs.wait_gone(pids, 10)
         return pids[0] if pids else None
 
+    def kill_server(self, index: int) -> int | None:
+        """kill -9 one of the cluster's servers; its pid."""
+        assert self.cluster is not None
+        server = self.cluster.servers[index]
+        pid = server.process.pid if server.process is not None and server.process.poll() is None else None
+        self.cluster.kill(index)
+        return pid
+
+    def restart_server(self, index: int) -> None:
+        assert self.cluster is not None
+        self.cluster.restart(index)
+
+    def scheduler_leader(self, tries: int = 40) -> int | None:
+        """The pid of the API worker leading the scheduler, as /readyz answers say (workers share the port)."""
+        for _ in range(tries):
+            try:
+                process = httpx.get(self.url + "/readyz", timeout=2).json().get("process", {})
+            except (httpx.HTTPError, ValueError):
+                process = {}
+            if process.get("leads_scheduler"):
+                return int(process["pid"])
+            time.sleep(0.1)
+        return None
+
     def restart(self, timeout: float = 90.0) -> dict[int, str]:
         """Stop what is left (gracefully first), reap every process tied to the data dir, start again.
 
         Returns the pids that had to be reaped after `roving up` was gone.
         """
         self.stop_up()
-        # Agents of a crashed `roving up` get SIGTERM from the kernel and stop their jobs: give them that time.
+        # Agents of a crashed `roving up` get SIGUSR1 from the kernel and detach (their jobs run on): that time.
         nats = set(procs.nats_pids(self.data_dir))
         kept = self.spare or (lambda pid: False)
         procs.wait_gone([p for p in procs.owned(self.data_dir) if p not in nats and not kept(p)], 15)
@@ -201,6 +241,8 @@ class SoakStack:
         self.stop_up(30)
         procs.reap_all(self.data_dir)
         procs.reap_all(self.root / "work")  # the jobs a graceful stop leaves running for the next start
+        if self.cluster is not None:
+            self.cluster.stop()
         if self.store_mounted:
             subprocess.run(["umount", "-l", str(self.store)], capture_output=True)
             self.store_mounted = False

@@ -29,8 +29,9 @@ class LocalStack:
         self.nodes = nodes
         env = {**os.environ, "ROVING_DATA_DIR": str(data_dir), "ROVING_LISTEN": f"127.0.0.1:{self.port}",
                "ROVING_LOCAL_NODES": str(nodes), "ROVING_LOCAL_NODE_CPUS": "2", "ROVING_LOCAL_NODE_MEMORY": "2GiB",
-               "ROVING_NODE_LEASE": str(lease_seconds), "ROVING_LOG_FORMAT": "console", **(settings or {})}
-        env.pop("ROVING_NATS_URL", None)
+               "ROVING_NODE_LEASE": str(lease_seconds), "ROVING_LOG_FORMAT": "console"}
+        env.pop("ROVING_NATS_URL", None)  # never the caller's own; a test's `settings` may name one
+        env.update(settings or {})
         self.cluster = env.get("ROVING_CLUSTER") or "local"
         self.log = open(data_dir / "stack.log", "wb")  # noqa: SIM115 - closed in stop()
         argv = [*(command or (sys.executable, "-c", UP)), *args]

@@ -169,3 +169,17 @@ def test_a_burst_of_passes_renews_the_leader_lease_and_checks_node_leases_once(s
     assert (leases.renewals, leases.checks) == (1, 1)
     runner.tick("interval")  # the backstop still looks at every node
     assert leases.checks == 2
+
+
+def test_a_pass_that_outlived_its_lease_commits_nothing_and_the_next_one_places(two_control_planes):
+    (roving, views, _, _, runner), _ = two_control_planes
+    roving.register_node("n1", 2, 4 << 30, {}, {}, "pool", "127.0.0.1", None, now())
+    roving.submit_workflow(uuid4(), "four", JOBS, 0, None, USER, now())
+    wait_for(lambda: len(views.queue.rows()) == 4)
+    assert runner.lead()
+    time.sleep(1.5)  # a process frozen between taking the lease and committing its pass: the 1 s lease lapses
+    runner.run_pass()
+    time.sleep(0.5)
+    assert [r.state for r in views.queue.rows() if r.state == "RUNNING"] == [], "a stale pass placed work"
+    runner.tick()
+    wait_for(lambda: sum(r.state == "RUNNING" for r in views.queue.rows()) == 2)
