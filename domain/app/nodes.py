@@ -14,8 +14,7 @@ from domain.app.ids import hold_id, node_id
 from domain.app.unit_of_work import UnitOfWork, command
 from domain.fuzzfile import Problem
 from domain.holds import Effect, HoldError, NodeSummary, ReleaseRefused
-from domain.node import Capacity, Credential, Node
-from domain.node_admission import NodeError, StaleAgent
+from domain.node import Capacity, Credential, Node, NodeError, StaleAgent
 from domain.tenancy.permissions import Principal
 from domain.tenancy.revocation import RevokedToken, revocation_id
 

@@ -16,8 +16,7 @@ from domain.app.errors import Forbidden, Invalid, NotFound, invalid
 from domain.app.ids import hold_id, node_id
 from domain.app.unit_of_work import UnitOfWork, command
 from domain.holds import HoldError, Source
-from domain.node import Node
-from domain.node_admission import NodeError
+from domain.node import Node, NodeError
 from domain.provisioner import Provisioner, ProvisionerError, provisioner_id
 from domain.provisioner_spec import ProvisionerBody, name_problem, to_spec
 from domain.tenancy.permissions import Principal

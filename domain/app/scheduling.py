@@ -16,8 +16,7 @@ from domain.app.profiles import ProfileHandlers
 from domain.app.read_models import ReadModels
 from domain.app.unit_of_work import UnitOfWork, command
 from domain.fuzzfile import Problem
-from domain.node import Node, Placement
-from domain.node_admission import NodeError
+from domain.node import Node, NodeError, Placement
 from domain.scheduler.feasibility import Infeasible, check_feasible
 from domain.scheduler.reasons import Why
 from domain.scheduler.snapshot import Definition, QueuedAllocation
