@@ -11,8 +11,6 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-import msgspec
-
 from domain.allocation import Allocation
 from domain.app.config import ConfigHandlers
 from domain.app.errors import Conflict
@@ -47,7 +45,7 @@ class Allocations:
             if not fresh and not repository.presumed_new(aid) and aid in repository:
                 continue
             alloc = Allocation.request(
-                aid, workflow.id, ready.stage.name, ready.attempt, msgspec.to_builtins(ready.stage.resources),
+                aid, workflow.id, ready.stage.name, ready.attempt, ready.stage.resources,
                 workflow_priority=workflow.priority, preemptible=ready.preemptible,
                 execute_timeout_seconds=ready.stage.execute_timeout_seconds, by=by, at=at, **priorities,
                 profile=ready.stage.profile, profile_revision=ready.stage.profile_revision, ready=True)
