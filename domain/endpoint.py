@@ -100,17 +100,20 @@ class Endpoint(TimedAggregate):
     @property
     def members(self) -> dict[str, str]:
         """Ready replicas of the bound service: stage name -> host:port (made lazily for restored snapshots)."""
-        return self.__dict__.setdefault("_members", {})
+        found: dict[str, str] = self.__dict__.setdefault("_members", {})
+        return found
 
     @property
     def unready(self) -> dict[str, str]:
         """Replicas of the bound service out of the endpoint: stage name -> why."""
-        return self.__dict__.setdefault("_unready", {})
+        found: dict[str, str] = self.__dict__.setdefault("_unready", {})
+        return found
 
     @property
     def listening(self) -> dict[str, tuple[int, ...] | None]:
         """Ready replicas: stage name -> the ports its own processes listen on, as its agent last said."""
-        return self.__dict__.setdefault("_listening", {})
+        found: dict[str, tuple[int, ...] | None] = self.__dict__.setdefault("_listening", {})
+        return found
 
     def reachable_targets(self) -> list[str]:
         """The ready targets the proxy may reach: each one's port is one its own service bound on its node."""

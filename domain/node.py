@@ -21,12 +21,12 @@ from domain.holds import (
     NodeSummary,
     RefusedHold,
     ReleaseRefused,
-    Source,
     UnknownHold,
     monitoring_hold_allowed,
     release_refusal,
 )
 from domain.scheduler.snapshot import NodeStatus  # the statuses the scheduler reads are the node's own
+from domain.tenancy.common import Source
 from domain.timed import TimedAggregate
 
 LEASE_LAPSED = "lease lapsed"
@@ -125,7 +125,9 @@ class Node(TimedAggregate):
     @property
     def refused_holds(self) -> dict[str, RefusedHold]:
         """Monitoring holds the ceiling refused whose alerts have not resolved (domain.alerts retries them)."""
-        return self.__dict__.setdefault("refused", {})  # a node loaded from before this state existed has none
+        # a node loaded from before this state existed has none
+        found: dict[str, RefusedHold] = self.__dict__.setdefault("refused", {})
+        return found
 
     def check_epoch(self, epoch: int) -> None:
         """Refuse a report from an agent that registered before the node's latest (re)registration."""

@@ -133,12 +133,14 @@ class Workflow(TimedAggregate):
     def volume_nodes(self) -> dict[str, str]:
         """Volume name -> the node holding it: the node the first stage using it started on (made lazily, so a
         workflow restored from a snapshot taken before volumes existed has it too)."""
-        return self.__dict__.setdefault("_volume_nodes", {})
+        found: dict[str, str] = self.__dict__.setdefault("_volume_nodes", {})
+        return found
 
     @property
     def volume_bindings(self) -> dict[str, dict[str, Any]]:
         """Persistent volume name -> its binding (domain.volumes.Binding as a dict), fixed at submission."""
-        return self.__dict__.setdefault("_volume_bindings", {})
+        found: dict[str, dict[str, Any]] = self.__dict__.setdefault("_volume_bindings", {})
+        return found
 
     # What it shows: its stages' views, what the scheduler may allocate now, and why a stage waits (reads only)
 

@@ -104,7 +104,8 @@ class Ledgers:
     def _ledger(self, kind: str, name: str, by: str, at: datetime) -> Ledger:
         lid = ledger_id(kind, name)
         if lid in self.uow.repository:
-            return self.uow.repository.get(lid)
+            found: Ledger = self.uow.repository.get(lid)
+            return found
         ledger = Ledger.open(kind, name, by=by, at=at)
         self.uow.repository.hold([ledger])  # the command's later placements charge this one, never a second copy
         return ledger
