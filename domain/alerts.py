@@ -21,10 +21,10 @@ from domain.holds import (
     REFUSAL_FRESH_FOR,
     Effect,
     NodeSummary,
-    Source,
     monitoring_hold_allowed,
 )
 from domain.node import Node
+from domain.tenancy.common import Source
 
 ACTIONS = {e.value: e for e in Effect}
 STATUSES = ("firing", "resolved")

@@ -1,14 +1,21 @@
-"""The Allocation aggregate: one placeable stage attempt, its queue state, placement with fencing, and times."""
+"""The Allocation aggregate: one placeable stage attempt, its queue state, placement with fencing, and times.
+
+It holds its stage's request as the stage's own typed `Resources`; the `Requested` event records them as builtins
+(as every version has), and `recorded_resources` is the one upcaster that reads them back.
+"""
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+import msgspec
 from eventsourcing.domain import event
 
+from domain.fuzzfile import Resources
 from domain.multinode import rank_reason
 from domain.timed import TimedAggregate
 
@@ -48,6 +55,19 @@ def effective_preemptible(stage: bool | None, start: bool | None, workflow: bool
     return next((flag for flag in (stage, start, workflow) if flag is not None), False)
 
 
+# Spellings of the request that the first queue view also read (a hand-written or federated log may carry them);
+# the stage's own name wins when both are there.
+OLD_SPELLINGS = {"cpu": "cpu_cores", "memory": "memory_bytes"}
+
+
+def recorded_resources(recorded: Mapping[str, Any]) -> Resources:
+    """The upcaster of a `Requested` event's `resources`: the stage's Resources as recorded (builtins, defaults
+    omitted, in every version of the log), read back as the typed value."""
+    named = {OLD_SPELLINGS.get(key, key): value for key, value in recorded.items()
+             if OLD_SPELLINGS.get(key) not in recorded}
+    return msgspec.convert(named, Resources)
+
+
 class Allocation(TimedAggregate):
     # Set by events added after the first release; class defaults keep older histories replayable.
     blocked_cause: str = ""
@@ -68,7 +88,7 @@ class Allocation(TimedAggregate):
         if priority.get("workflow", 0) > 0:
             raise ValueError("workflow priority must be 0 or lower")
         self.workflow_id, self.stage, self.attempt = workflow_id, stage, attempt
-        self.resources, self.priority, self.preemptible = resources, priority, preemptible
+        self.resources, self.priority, self.preemptible = recorded_resources(resources), priority, preemptible
         self.execute_timeout_seconds = execute_timeout_seconds
         self.state = QueueState.READY if ready else QueueState.PENDING
         self.nodes: list[str] = []
@@ -81,18 +101,18 @@ class Allocation(TimedAggregate):
 
     @classmethod
     def request(
-        cls, id: UUID, workflow_id: UUID, stage: str, attempt: int, resources: dict[str, Any], *,
+        cls, id: UUID, workflow_id: UUID, stage: str, attempt: int, resources: Resources, *,
         workflow_priority: int = 0, organization_priority: int = 0, group_priority: int = 0, user_priority: int = 0,
         preemptible: bool = False, execute_timeout_seconds: float | None = None, by: str, at: datetime,
         profile: str = "", profile_revision: int = 0, ready: bool = False,
     ) -> Allocation:
-        """A new allocation for one stage attempt, PENDING or (`ready`) READY at once; `resources` is the stage's
-        Resources as builtins."""
+        """A new allocation for one stage attempt, PENDING or (`ready`) READY at once, asking for its stage's
+        `resources` (recorded as builtins: the log keeps the shape it has always had)."""
         if workflow_priority > 0:
             raise ValueError(f"workflow priority must be 0 or lower, got {workflow_priority}")
         priority = {"workflow": workflow_priority, "organization": organization_priority,
                     "group": group_priority, "user": user_priority}
-        return cls(id=id, workflow_id=workflow_id, stage=stage, attempt=attempt, resources=dict(resources),
+        return cls(id=id, workflow_id=workflow_id, stage=stage, attempt=attempt, resources=msgspec.to_builtins(resources),
                    priority=priority, preemptible=preemptible, execute_timeout_seconds=execute_timeout_seconds,
                    by=by, at=at, ready=ready)._bound(profile, profile_revision, by, at)
 

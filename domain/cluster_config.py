@@ -48,7 +48,7 @@ class ClusterConfig(Aggregate):
         return texts
 
     @event("Changed")
-    def _changed(self, changes: dict[str, Any], revision: int, warnings: list[str], by: str, at: datetime):
+    def _changed(self, changes: dict[str, Any], revision: int, warnings: list[str], by: str, at: datetime) -> None:
         for key, value in changes.items():
             if value is None:
                 self.settings.pop(key, None)

@@ -15,8 +15,7 @@ from uuid import UUID
 import msgspec
 from eventsourcing.domain import event
 
-from domain.endpoint_reach import event_ports, kept
-from domain.endpoint_serving import Serving
+from domain.endpoint_reach import event_ports, kept, refusal, replica_order
 from domain.endpoint_values import Binding, Decision, EndpointError, check_name, check_target, choice
 from domain.timed import TimedAggregate
 
@@ -62,8 +61,8 @@ def audience(owner_kind: OwnerKind, owner_id: str, scope: Scope, group_id: str, 
     return group, org
 
 
-class Endpoint(TimedAggregate, Serving):
-    """A persistent name and what serves it; what it serves, read off this state, is `Serving`'s."""
+class Endpoint(TimedAggregate):
+    """A persistent name and what serves it."""
 
     # Set once a ReplicaReady event was seen: before that (histories older than replicas) the binding's own
     # target is the one ready target.
@@ -95,6 +94,80 @@ class Endpoint(TimedAggregate, Serving):
         return cls(id=id, name=name, owner_kind=kind, owner_id=owner_id, scope=scope, group_id=group,
                    organization_id=org, by=by, at=at)
 
+    # What it serves, read off its state: the ready replicas of its bound service, which of their targets the
+    # proxy may reach (a port its own service listens on) and why not, and why nothing is served at all.
+
+    @property
+    def members(self) -> dict[str, str]:
+        """Ready replicas of the bound service: stage name -> host:port (made lazily for restored snapshots)."""
+        found: dict[str, str] = self.__dict__.setdefault("_members", {})
+        return found
+
+    @property
+    def unready(self) -> dict[str, str]:
+        """Replicas of the bound service out of the endpoint: stage name -> why."""
+        found: dict[str, str] = self.__dict__.setdefault("_unready", {})
+        return found
+
+    @property
+    def listening(self) -> dict[str, tuple[int, ...] | None]:
+        """Ready replicas: stage name -> the ports its own processes listen on, as its agent last said."""
+        found: dict[str, tuple[int, ...] | None] = self.__dict__.setdefault("_listening", {})
+        return found
+
+    def reachable_targets(self) -> list[str]:
+        """The ready targets the proxy may reach: each one's port is one its own service bound on its node."""
+        return [target for target, refusal in self._checked() if not refusal]
+
+    def unreachable_reason(self) -> str:
+        """Why no ready target may be reached (the proxy's 502), "" when one may."""
+        refusals = [refusal for _, refusal in self._checked()]
+        return "" if not refusals or not all(refusals) else "; ".join(refusals)
+
+    def _checked(self) -> list[tuple[str, str]]:
+        """(target, why the proxy must not reach it or "") for every ready target."""
+        if self.binding is None or self.deleted:
+            return []
+        if not self.tracks_replicas:
+            return [(self.binding.target, refusal(self.binding.service, self.binding.port, self.binding.listening))]
+        found = []
+        for name in sorted(self.members, key=replica_order):
+            target = self.members[name]
+            port = int(target.rpartition(":")[2] or 0)
+            found.append((target, refusal(name, port, self.listening.get(name))))
+        return found
+
+    def serving_targets(self) -> list[str]:
+        """host:port of every ready replica of the bound service, in replica order."""
+        if self.deleted or self.binding is None:
+            return []
+        if not self.tracks_replicas:
+            return [self.binding.target]
+        return [self.members[name] for name in sorted(self.members, key=replica_order)]
+
+    def serving_target(self) -> Binding | None:
+        """The binding requests go to while one of its replicas is ready, or None (then `not_serving_reason` is
+        the 503's message)."""
+        return self.binding if self.serving_targets() else None
+
+    def not_serving_reason(self) -> str:
+        if self.deleted:
+            return f"endpoint {self.name} was deleted"
+        if self.binding is not None and self.serving_targets():
+            return ""
+        if self.binding is not None:
+            why = "; ".join(f"{name}: {reason}" for name, reason in sorted(self.unready.items())) or "no replica is ready"
+            return f"endpoint {self.name}: service {self.binding.service} is not ready ({why})"
+        if self.pending is not None:
+            return (f"endpoint {self.name} is waiting for workflow {self.pending.workflow_id} service "
+                    f"{self.pending.service} to become ready")
+        return f"endpoint {self.name} has no ready service: {self.unbound_reason}"
+
+    def binding_target(self) -> str:
+        return self.binding.target if self.binding is not None else ""
+
+    def _is_bound(self, workflow_id: UUID, service: str) -> bool:
+        return self.binding is not None and (self.binding.workflow_id, self.binding.service) == (workflow_id, service)
 
     def visible_to(self, user_id: str | None, group_ids: Iterable[str] = (), organization_ids: Iterable[str] = ()) -> bool:
         """Scope rules; `user_id` None is an anonymous caller, who sees only public endpoints."""

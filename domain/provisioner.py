@@ -71,7 +71,7 @@ class Request(msgspec.Struct, frozen=True, kw_only=True):
 
 def backoff(attempts: int) -> float:
     """Seconds before attempt `attempts + 1`: 5 s doubling to 5 min, so a broken provider is not hammered."""
-    return min(BACKOFF_FIRST * 2 ** max(attempts - 1, 0), BACKOFF_LONGEST)
+    return min(BACKOFF_FIRST * (1 << max(attempts - 1, 0)), BACKOFF_LONGEST)
 
 
 class Provisioner(TimedAggregate):

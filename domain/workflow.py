@@ -1,16 +1,19 @@
 """The Workflow aggregate: a submitted definition's stages, their dependencies, retries, cancel and status.
 
-This module holds the aggregate's state, its creation and its events (each one's effect on the state). The
-commands and queries are functions of the modules beside it, each a concept: what it shows (workflow_views), what
-it is told of its stages' attempts and how it retries (workflow_reports), how it moves stages on (workflow_advance),
-and its service pools and volumes (workflow_resources). They are methods here by assignment, so this class lists
-its whole surface and mypy checks each against it (a mixin cannot name the aggregate as its `self` type).
+One class, one concept, and so one module although it is long: every command here checks a report or a request
+against the same state (the stage book, the attempt each stage is on, the volumes' nodes, the service pools) and
+records what it decided through one of the same events, and every query reads that state. Its parts are in this
+order: the state and its creation; what it shows; what it is told of its stages' attempts and how it retries;
+its service pools and volumes; how it moves stages on after every change; its events (each one's effect on the
+state). What owns its own state is carved out and called, not attached: the stage book (domain/workflow_book.py),
+each step's and stage's state (domain/workflow_stages.py), the retry rules (domain/fuzzfile/semantics.py).
 Every event class stays nested in `Workflow` here, so the topics stored in the log (`domain.workflow:Workflow.
 StageStarted`) are the ones this class has always had (tests/unit/workflow/test_workflow_golden.py replays them).
 """
 
 from __future__ import annotations
 
+import heapq
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -18,23 +21,56 @@ from uuid import UUID
 import msgspec
 from eventsourcing.domain import event
 
-from domain import workflow_advance as advance
-from domain import workflow_reports as reports
-from domain import workflow_resources as resources
-from domain import workflow_views as views
+from domain.autoscale import Pool, pool_rule
+from domain.fuzzfile import Stage
 from domain.fuzzfile.autoscaler import initial_size
+from domain.fuzzfile.hooks import PRE_HOOK_REASON
+from domain.fuzzfile.images import BUILD
 from domain.fuzzfile.schema import Workflow as Definition
-from domain.fuzzfile.semantics import StageStatus
+from domain.fuzzfile.semantics import (
+    RetryDecision,
+    StageStatus,
+    condition,
+    decide_exit,
+    decide_node_loss,
+    with_named_cause,
+)
 from domain.fuzzfile.stages import list_steps
+from domain.fuzzfile.transfers import TRANSFER_KINDS, mounted_volumes
+from domain.multinode import RANK_REASON
 from domain.timed import TimedAggregate
 from domain.workflow_book import StageBook
-from domain.workflow_reports import DEFAULT_MAX_EVICTION_RESTARTS
-from domain.workflow_resources import volumes_of
 from domain.workflow_stages import ReadyStage, StageState, StageView, StepState, WorkflowError
 
 __all__ = [
-    "DEFAULT_MAX_EVICTION_RESTARTS", "ReadyStage", "StageView", "Workflow", "WorkflowError", "volumes_of",
+    "DEFAULT_MAX_EVICTION_RESTARTS", "ReadyStage", "StageView", "Workflow", "WorkflowError", "exit_decision",
+    "volumes_of",
 ]
+
+DEFAULT_MAX_EVICTION_RESTARTS = 3
+UP = (StageStatus.STARTED, StageStatus.RUNNING)
+MAKES_READY = ("StageReadied", "StageRetried", "StagePreempted")
+
+
+def exit_decision(template: Stage, exit_code: int, retries_used: int, told: str) -> RetryDecision:
+    """Retry or fail a stage that exited `exit_code`. `told`, the agent's reason, replaces the exit code's words
+    when the stage fails for a reason the agent knows better: a failed transfer or build, a failing pre hook,
+    or the rank of a multinode job whose failure stopped the others."""
+    decision = with_named_cause(decide_exit(template.retry, exit_code, retries_used), told, exit_code)
+    if not told or decision.retry:
+        return decision
+    if template.kind in (*TRANSFER_KINDS, BUILD):
+        return RetryDecision(False, f"Failed: {told}")
+    if told.startswith(PRE_HOOK_REASON):
+        return RetryDecision(False, f"Failed: {told} (exit {exit_code})")
+    if told.startswith(RANK_REASON):
+        return RetryDecision(False, f"Failed: {told}")
+    return decision
+
+
+def volumes_of(spec: Stage) -> list[str]:
+    """The volumes a stage uses: those it mounts, or the one its ingress or egress moves files for."""
+    return [spec.volume] if spec.volume else mounted_volumes(spec.mounts)
 
 
 class Workflow(TimedAggregate):
@@ -97,60 +133,335 @@ class Workflow(TimedAggregate):
     def volume_nodes(self) -> dict[str, str]:
         """Volume name -> the node holding it: the node the first stage using it started on (made lazily, so a
         workflow restored from a snapshot taken before volumes existed has it too)."""
-        return self.__dict__.setdefault("_volume_nodes", {})
+        found: dict[str, str] = self.__dict__.setdefault("_volume_nodes", {})
+        return found
 
     @property
     def volume_bindings(self) -> dict[str, dict[str, Any]]:
         """Persistent volume name -> its binding (domain.volumes.Binding as a dict), fixed at submission."""
-        return self.__dict__.setdefault("_volume_bindings", {})
+        found: dict[str, dict[str, Any]] = self.__dict__.setdefault("_volume_bindings", {})
+        return found
 
-    # What it shows (read only): domain/workflow_views.py
-    stage = views.stage
-    _view = views._view
-    stage_views = views.stage_views
-    step_specs = views.step_specs
-    live_stage_views = views.live_stage_views
-    ready_stages = views.ready_stages
-    newly_ready = views.newly_ready
-    service_of = views.service_of
-    live_replicas = views.live_replicas
-    _ready = views._ready
-    _preemptible = views._preemptible
-    _state = views._state
-    _reason = views._reason
+    # What it shows: its stages' views, what the scheduler may allocate now, and why a stage waits (reads only)
 
-    # Its stages' attempts reported, retried or failed; cancel: domain/workflow_reports.py
-    stage_started = reports.stage_started
-    start_refusal = reports.start_refusal
-    stage_running = reports.stage_running
-    service_unready = reports.service_unready
-    service_ready_again = reports.service_ready_again
-    stage_exited = reports.stage_exited
-    transfer_progressed = reports.transfer_progressed
-    image_progressed = reports.image_progressed
-    stage_noted = reports.stage_noted
-    stage_stopped = reports.stage_stopped
-    stage_lost_node = reports.stage_lost_node
-    stage_preempted = reports.stage_preempted
-    cancel = reports.cancel
-    _retry_or_fail = reports._retry_or_fail
-    _expect = reports._expect
+    def stage(self, name: str) -> StageView:
+        return self._view(self._state(name))
 
-    # Autoscaled service pools and volumes: domain/workflow_resources.py
-    pools = resources.pools
-    scale_service = resources.scale_service
-    services_to_stop = resources.services_to_stop
-    services_never_needed = resources.services_never_needed
-    stage_not_needed = resources.stage_not_needed
-    _close_pool = resources._close_pool
-    bind_volumes = resources.bind_volumes
-    _node_volumes = resources._node_volumes
-    _volume_refusal = resources._volume_refusal
+    def _view(self, s: StageState) -> StageView:
+        return StageView(s.name, s.step.kind, s.status, s.attempt, s.retries_used, s.exit_code, s.node, self._reason(s))
 
-    # Moving stages on after every change: domain/workflow_advance.py
-    _advance = advance._advance
-    _settle = advance._settle
-    _flush_skips = advance._flush_skips
+    def stage_views(self) -> list[StageView]:
+        return [self._view(s) for s in self.book.states()]
+
+    def step_specs(self) -> list[Stage]:
+        """One spec per job, service and task array (an array's template): what every stage of it asks for."""
+        return [step.definition.template for step in self.book.order]
+
+    def live_stage_views(self) -> list[StageView]:
+        """READY, STARTED and RUNNING stages only: what may hold an allocation."""
+        return [self._view(s) for s in self.book.in_order(self.book.live.values())]
+
+    def ready_stages(self) -> list[ReadyStage]:
+        """What may be allocated now (task arrays already limited to their concurrency)."""
+        ready = [s for s in self.book.live.values() if s.status is StageStatus.READY]
+        return [self._ready(s) for s in self.book.in_order(ready)]
+
+    def newly_ready(self) -> list[ReadyStage]:
+        """Stages made READY by events not yet saved: each is a new attempt, so none has an allocation yet."""
+        pending: list[Any] = self.pending_events  # Workflow's own events, made by the metaclass: unknown to mypy
+        names = dict.fromkeys(e.stage for e in pending if type(e).__name__ in MAKES_READY)
+        states = [self.book.live.get(name) for name in names]
+        return [self._ready(s) for s in states if s is not None and s.status is StageStatus.READY]
+
+    def service_of(self, stage: str) -> str:
+        """The job or service a stage belongs to (`web` for replica `web[2]`)."""
+        return self._state(stage).template.step
+
+    def live_replicas(self, service: str) -> list[str]:
+        """The stages of `service` that are READY, STARTED or RUNNING."""
+        return [s.name for s in self.book.live.values() if s.template.step == service and s.step.kind == "service"]
+
+    def _ready(self, state: StageState) -> ReadyStage:
+        spec = state.spec
+        return ReadyStage(spec, state.attempt, self._preemptible(spec), self.priority)
+
+    def _preemptible(self, spec: Stage) -> bool:
+        for flag in (spec.preemptible, self.preemptible, self.definition.preemptible):
+            if flag is not None:
+                return flag
+        return False
+
+    def _state(self, name: str) -> StageState:
+        if name not in self.book:
+            raise WorkflowError(f"workflow {self.name} has no stage named {name}")
+        return self.book[name]
+
+    def _reason(self, state: StageState) -> str:
+        if state.reason:
+            return state.reason
+        template = state.template
+        if state.status is StageStatus.WAITING:
+            needs = ", ".join(f"{n.name} {n.status}" for n in template.dependencies)
+            return f"Waiting for {needs}"
+        if state.status is StageStatus.PENDING and template.concurrency is not None:
+            return f"Waiting for a task-array slot (concurrency {template.concurrency})"
+        return ""
+
+    # What it is told of its stages' attempts, each checked against the attempt it names, and how it retries; cancel
+
+    def stage_started(self, stage: str, attempt: int, node: str, at: datetime, by: str = "agent") -> None:
+        if (refused := self.start_refusal(stage, attempt, node)) is not None:
+            raise WorkflowError(refused)
+        self._started(stage=stage, attempt=attempt, node=node, by=by, at=at)
+
+    def start_refusal(self, stage: str, attempt: int, node: str) -> str | None:
+        """Why the stage's attempt cannot start on `node` now (None: it can); changes nothing."""
+        try:
+            state = self._expect(stage, attempt, (StageStatus.READY,), "start")
+        except WorkflowError as error:
+            return str(error)
+        return self._volume_refusal(stage, state.template, node)
+
+    def stage_running(self, stage: str, attempt: int, at: datetime, by: str = "agent") -> None:
+        """A service passed its readiness probe; dependents waiting for RUNNING may go."""
+        state = self._expect(stage, attempt, (StageStatus.STARTED,), "mark running")
+        if state.step.kind != "service":
+            raise WorkflowError(f"{stage} is a job; only services become RUNNING (after their readiness probe)")
+        self._running(stage=stage, attempt=attempt, by=by, at=at)
+        self._advance(at, state.step)
+
+    def service_unready(self, stage: str, attempt: int, reason: str, at: datetime, by: str = "agent") -> bool:
+        """A ready service's readiness probe failed: it leaves its endpoint but keeps running (and stays RUNNING for
+        its dependents). False when it was unready already."""
+        state = self._expect(stage, attempt, (StageStatus.RUNNING,), "become unready")
+        if state.unready:
+            return False
+        self._unready(stage=stage, attempt=attempt, reason=reason[:300], by=by, at=at)
+        return True
+
+    def service_ready_again(self, stage: str, attempt: int, at: datetime, by: str = "agent") -> bool:
+        """An unready service's probe passes again; False when it was not unready (a repeated report)."""
+        state = self._expect(stage, attempt, (StageStatus.RUNNING,), "become ready again")
+        if not state.unready:
+            return False
+        self._ready_again(stage=stage, attempt=attempt, by=by, at=at)
+        return True
+
+    def stage_exited(self, stage: str, attempt: int, exit_code: int, at: datetime, by: str = "agent",
+                     told: str = "") -> None:
+        """`told`: the agent's reason. A failing pre hook (named) or a failed ingress or egress (its URI and the
+        cause) replaces the exit code's own words when the stage fails; a failed readiness probe or an execute
+        timeout is named beside the exit code."""
+        state = self._expect(stage, attempt, UP, "exit")
+        if exit_code == 0:
+            said = f"Finished: {told}" if told and state.template.kind == BUILD else "Finished"  # built or cached
+            self._finished(stage=stage, attempt=attempt, exit_code=0, reason=said, by=by, at=at)
+        else:
+            decision = exit_decision(state.template, exit_code, state.retries_used, told)
+            self._retry_or_fail(state, attempt, decision, "exit", exit_code, by, at)
+        self._advance(at, state.step)
+
+    def transfer_progressed(self, stage: str, attempt: int, text: str, at: datetime, by: str = "agent") -> None:
+        """A running ingress or egress says how far it has come (the text is the agent's, at most 300 characters)."""
+        state = self._expect(stage, attempt, (StageStatus.STARTED,), "report progress")
+        if state.template.kind not in (*TRANSFER_KINDS, BUILD):
+            raise WorkflowError(f"{stage} is a {state.template.kind}; "
+                                "only ingress and egress report progress (and builds their steps)")
+        self._progressed(stage=stage, attempt=attempt, text=text[:300], by=by, at=at)
+
+    def image_progressed(self, stage: str, attempt: int, text: str, at: datetime, by: str = "agent") -> None:
+        """The node pulls the stage's image, or has it ready (the text is the agent's, at most 300 characters)."""
+        self._expect(stage, attempt, UP, "report its image")
+        self._image_progressed(stage=stage, attempt=attempt, text=text[:300], by=by, at=at)
+
+    def stage_noted(self, stage: str, attempt: int, text: str, at: datetime, by: str = "agent") -> None:
+        """The node ran the stage but could not do all it was asked (e.g. set its memlock limit): said, not silent."""
+        self._expect(stage, attempt, UP, "report a note")
+        self._noted(stage=stage, attempt=attempt, text=text[:300], by=by, at=at)
+
+    def stage_stopped(self, stage: str, attempt: int, at: datetime, by: str = "agent") -> None:
+        """A service stopped because nothing needs it any more: that is its normal end."""
+        state = self._expect(stage, attempt, UP, "stop")
+        self._finished(stage=stage, attempt=attempt, exit_code=None, reason="Stopped: no remaining dependents", by=by, at=at)
+        self._close_pool(state.step, at)
+        self._advance(at, state.step)
+
+    def stage_lost_node(
+        self, stage: str, attempt: int, at: datetime,
+        max_eviction_restarts: int = DEFAULT_MAX_EVICTION_RESTARTS, by: str = "agent", cause: str = "",
+    ) -> None:
+        """`cause`: why its node went (an eviction's hold reason, a removal), named instead of 'lost its node'."""
+        state = self._expect(stage, attempt, UP, "lose its node")
+        decision = decide_node_loss(state.template.retry, state.retries_used, state.node_retries_used, max_eviction_restarts)
+        if cause and not decision.retry:
+            decision = RetryDecision(False, decision.reason.replace("lost its node", cause, 1))
+        self._retry_or_fail(state, attempt, decision, "node", None, by, at)
+        self._advance(at, state.step)
+
+    def stage_preempted(self, stage: str, attempt: int, at: datetime, by: str = "scheduler",
+                        requeue: bool = True) -> None:
+        """Preemption requeues the stage as a new attempt without spending its retry budget, or abandons it."""
+        state = self._expect(stage, attempt, UP, "be preempted")
+        if requeue:
+            self._preempted(stage=stage, attempt=attempt, reason=f"Preempted; requeued as attempt {attempt + 1}", by=by, at=at)
+        else:
+            self._skipped(stage=stage, reason="Canceled: preempted and abandoned", by_design=False, by=by, at=at)
+        self._advance(at, state.step)
+
+    def cancel(self, by: str, at: datetime, reason: str = "") -> None:
+        if self.status in ("FINISHED", "FAILED", "CANCELED"):
+            raise WorkflowError(f"workflow {self.name} already ended {self.status}; nothing to cancel")
+        self._canceled(reason=reason or "canceled", by=by, at=at)
+
+    def _retry_or_fail(self, state: StageState, attempt: int, decision: RetryDecision, cause: str,
+                       exit_code: int | None, by: str, at: datetime) -> None:
+        stage = state.name
+        if decision.retry:
+            self._retried(stage=stage, attempt=attempt, cause=cause, exit_code=exit_code, reason=decision.reason, by=by, at=at)
+            return
+        if "exhausted" in decision.reason or "maxEvictionRestarts" in decision.reason:
+            self._exhausted(stage=stage, attempt=attempt, cause=cause, reason=decision.reason, by=by, at=at)
+        self._failed(stage=stage, attempt=attempt, exit_code=exit_code, reason=decision.reason, by=by, at=at)
+
+    def _expect(self, name: str, attempt: int, allowed: tuple[StageStatus, ...], doing: str) -> StageState:
+        state = self._state(name)
+        if self.canceled_reason is not None:
+            raise WorkflowError(f"workflow {self.name} was canceled; {name} cannot {doing}")
+        if attempt != state.attempt:
+            raise WorkflowError(f"{name} is on attempt {state.attempt}; a report for attempt {attempt} is stale")
+        if state.status not in allowed:
+            raise WorkflowError(f"{name} is {state.status.value}; it cannot {doing} now")
+        return state
+
+    # Its autoscaled service pools and the nodes its volumes live on
+
+    def pools(self) -> list[Pool]:
+        """Every autoscaled service of a workflow still running: its size, rule and last scale step."""
+        if self.canceled_reason is not None:
+            return []
+        found = []
+        for name, service in (self.definition.services or {}).items():
+            step, rule = self.book.steps[name], pool_rule(service)
+            if rule is not None and step.limit is not None and step.outcome() in ("OPEN", "RUNNING"):
+                found.append(Pool(name, step.limit, rule, step.scaled_at))
+        return found
+
+    def scale_service(self, service: str, to: int, reason: str, at: datetime, by: str = "autoscaler") -> list[str]:
+        """Grow or shrink an autoscaled pool to `to` replicas. Shrinking stops the highest-numbered live replicas
+        (they wait, PENDING, to be the first started again); growing readies the next ones. Returns the stages
+        stopped (their allocations are the caller's to cancel)."""
+        step = self.book.steps.get(service)
+        rule = pool_rule((self.definition.services or {})[service]) if step is not None and step.kind == "service" else None
+        if step is None or rule is None or step.limit is None:
+            raise WorkflowError(f"workflow {self.name} has no autoscaled service named {service}")
+        if self.canceled_reason is not None or step.outcome() not in ("OPEN", "RUNNING"):
+            raise WorkflowError(f"service {service} of workflow {self.name} has ended; it cannot scale")
+        if not rule.low <= to <= rule.high:
+            raise WorkflowError(f"service {service} scales between {rule.low} and {rule.high} replicas, not to {to}")
+        live = sorted((s for s in self.book.live.values() if s.step is step), key=lambda s: s.offset)
+        stopped = [s.name for s in live[to:]][::-1]
+        self._scaled(service=service, from_size=step.limit, to_size=to, reason=reason, stopped=stopped, by=by, at=at)
+        self._advance(at, step)
+        return stopped
+
+    def services_to_stop(self) -> list[str]:
+        """Non-persistent services still up although every job has ended."""
+        if self.book.open_jobs:
+            return []
+        services = [s for step in self.book.order if step.kind == "service" for s in step.touched.values()]
+        return [s.name for s in services if not s.template.persist
+                and s.status in (StageStatus.STARTED, StageStatus.RUNNING)]
+
+    def services_never_needed(self) -> list[str]:
+        """Non-persistent services that have not started although every job has ended: waiting for a node (a quota, a
+        reservation) or for their own dependencies. Nothing can need them any more; started later, they would run on
+        alone and the workflow would never end. A workflow of services alone runs them until it is stopped."""
+        if self.book.open_jobs or all(step.kind == "service" for step in self.book.order):
+            return []
+        waiting = (StageStatus.PENDING, StageStatus.WAITING, StageStatus.READY)
+        return [state.name for step in self.book.order if step.kind == "service"
+                for state in (step.state(offset, self.book.canceled) for offset in range(step.definition.size))
+                if state.status in waiting and not state.template.persist]
+
+    def stage_not_needed(self, stage: str, at: datetime, by: str = "scheduler") -> None:
+        """A service that never started ends as a stopped one does: nothing needs it."""
+        state = self._state(stage)
+        self._finished(stage=stage, attempt=state.attempt, exit_code=None,
+                       reason="Stopped: every job ended before it started", by=by, at=at)
+        self._advance(at, state.step)
+
+    def _close_pool(self, step: StepState, at: datetime) -> None:
+        """The last live replica of an autoscaled pool stopped: its stages not running end too."""
+        if step.limit is None or any(s.step is step for s in self.book.live.values()):
+            return
+        while (offset := step.next_free()) is not None:
+            name = step.definition.stage_name(offset)
+            self._finished(stage=name, attempt=self.book[name].attempt, exit_code=None,
+                           reason=f"Stopped: not needed (the pool ran {step.limit})", by="workflow", at=at)
+
+    def bind_volumes(self, bindings: dict[str, dict[str, Any]], by: str, at: datetime) -> None:
+        """Record where the persistent volumes live (a VolumesBound event; none, no event)."""
+        if bindings:
+            self._volumes_bound(bindings=bindings, by=by, at=at)
+
+    def _node_volumes(self, spec: Stage) -> list[str]:
+        """The volumes that live on one node (ephemeral ones): a persistent volume is the provisioner's directory,
+        which every node that may run the stage sees, so it pins no stage anywhere."""
+        bound = self.volume_bindings
+        return [v for v in volumes_of(spec) if v not in bound]
+
+    def _volume_refusal(self, stage: str, spec: Stage, node: str) -> str | None:
+        """Why `stage` cannot start on `node`: a volume it mounts lives on another node (None: no such volume)."""
+        for volume in self._node_volumes(spec):
+            if (held := self.volume_nodes.get(volume, node)) != node:
+                return f"{stage} mounts volume {volume}, which lives on node {held}, not {node}"
+        return None
+
+    # Moving stages on after every change: what it decides, the events StageReadied and StepsSkipped record
+
+    def _advance(self, at: datetime, *changed: StepState) -> None:
+        """Skip stages whose conditions can never hold, ready those whose conditions hold, until nothing moves.
+
+        Only steps that can move are examined: the changed ones (a freed slot) and, transitively, the
+        dependents of any step whose stages moved. Dependencies come first in step order, so taking steps in
+        that order settles each at most once, with the events in the order a sweep over every stage gave."""
+        steps = self.book.steps
+        queue = sorted({step.index for step in changed} | {steps[d].index for s in changed for d in s.dependents})
+        queued, skipped = set(queue), list[list[Any]]()
+        while queue:
+            step = self.book.order[heapq.heappop(queue)]
+            if self._settle(step, at, skipped):
+                for index in (steps[d].index for d in step.dependents):
+                    if index not in queued:
+                        queued.add(index)
+                        heapq.heappush(queue, index)
+        self._flush_skips(skipped, at)
+
+    def _settle(self, step: StepState, at: datetime, skipped: list[list[Any]]) -> bool:
+        """Skip a step whose conditions can never hold (every stage of it not yet begun), or ready what may start.
+        Skips cascade down a chain in one pass: they are gathered into one StepsSkipped event (a 3,000-job chain's
+        failure is one event, where one event per stage overflowed a commit), saved before any readiness after it."""
+        if step.next_free() is None:
+            return False
+        needs = step.definition.template.dependencies
+        verdicts = [condition(n.name, n.status, self.book.outcome(n.name)) for n in needs]
+        never = next((v for v in verdicts if v.never), None)
+        if never is not None:
+            reason = f"Canceled: {never.reason}"
+            self._skip_step(step, reason, never.by_design)  # now: the steps after it see it canceled
+            skipped.append([step.name, reason, never.by_design])
+            return True
+        self._flush_skips(skipped, at)
+        moved = False
+        while all(v.holds for v in verdicts) and step.has_slot() and (offset := step.next_free()) is not None:
+            self._readied(stage=step.definition.stage_name(offset), by="workflow", at=at)
+            moved = True
+        return moved
+
+    def _flush_skips(self, skipped: list[list[Any]], at: datetime) -> None:
+        if skipped:
+            self._steps_skipped(steps=list(skipped), by="workflow", at=at)
+            skipped.clear()
 
     @event("VolumesBound")
     def _volumes_bound(self, bindings: dict[str, dict[str, Any]], by: str, at: datetime) -> None:

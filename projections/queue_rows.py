@@ -62,11 +62,10 @@ def to_queued(a: Allocation, owner: Owner, inputs: dict[str, int], kind: Kind = 
         organization_id=owner.organization_id, group_id=owner.group_id, user_id=owner.user_id,
         workflow_priority=inputs.get("workflow", 0), organization_priority=inputs.get("organization", 0),
         group_priority=inputs.get("group", 0), user_priority=inputs.get("user", 0), submitted_at=a.requested_at,
-        cpu=int(r.get("cpu_cores", r.get("cpu", 1))), memory=int(r.get("memory_bytes", r.get("memory", 0))),
-        devices=dict(r.get("devices", {})), annotations=dict(r.get("annotations", {})),
-        exclusive=bool(r.get("exclusive", False)), nodes=int(r.get("nodes", 1)),
+        cpu=r.cpu_cores, memory=r.memory_bytes, devices=dict(r.devices), annotations=dict(r.annotations),
+        exclusive=r.exclusive, nodes=r.nodes,
         execute_timeout=int(timeout) if timeout is not None and math.isfinite(timeout) else timeout, preemptible=a.preemptible,
-        project=owner.project, shared=dict(r.get("shared") or {}),
+        project=owner.project, shared=dict(r.shared),
     )
 
 
@@ -76,7 +75,7 @@ def queue_row(a: Allocation, owner: Owner, inputs: dict[str, int], node_names: d
     return QueueRow(
         id=a.id, workflow_id=a.workflow_id, stage=a.stage, attempt=a.attempt, state=a.state.value,
         priority=0.0, priority_inputs=inputs, node=names[0] if names else None, nodes=names,
-        node_ids=list(a.nodes), epoch=a.epoch, preemptible=a.preemptible, resources=dict(a.resources),
+        node_ids=list(a.nodes), epoch=a.epoch, preemptible=a.preemptible, resources=msgspec.to_builtins(a.resources),
         execute_timeout_seconds=a.execute_timeout_seconds, queued_at=a.requested_at, started_at=a.started_at,
         ended_at=a.ended_at, organization_id=owner.organization_id, group_id=owner.group_id,
         user_id=owner.user_id, exit_code=a.exit_code, reason=a.reason, project=owner.project,

@@ -11,8 +11,6 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-import msgspec
-
 from domain.allocation import Allocation
 from domain.app.config import ConfigHandlers
 from domain.app.errors import Conflict
@@ -47,7 +45,7 @@ class Allocations:
             if not fresh and not repository.presumed_new(aid) and aid in repository:
                 continue
             alloc = Allocation.request(
-                aid, workflow.id, ready.stage.name, ready.attempt, msgspec.to_builtins(ready.stage.resources),
+                aid, workflow.id, ready.stage.name, ready.attempt, ready.stage.resources,
                 workflow_priority=workflow.priority, preemptible=ready.preemptible,
                 execute_timeout_seconds=ready.stage.execute_timeout_seconds, by=by, at=at, **priorities,
                 profile=ready.stage.profile, profile_revision=ready.stage.profile_revision, ready=True)
@@ -72,10 +70,10 @@ class Allocations:
                 nodes.append(node)
         return nodes + self.ledgers.discharge(alloc, by, at)
 
-    def lose(self, lost: list[str], reason: str, by: str, at: datetime) -> list:
+    def lose(self, lost: list[str], reason: str, by: str, at: datetime) -> list[Any]:
         """Allocations whose node went away: evicted, their resources released, their stages retried or failed
         by policy. Each workflow decides its next attempts once, after all of its losses."""
-        touched: list = []
+        touched: list[Any] = []
         workflows: dict[UUID, Workflow] = {}
         for aid in lost:
             alloc = self.uow.load(Allocation, UUID(aid), "allocation")
@@ -136,7 +134,7 @@ class Allocations:
             pending = []
         return updated
 
-    def _update_chunk(self, kind: str, ids: list[UUID], new: int, by: str, at: datetime, with_: list) -> int:
+    def _update_chunk(self, kind: str, ids: list[UUID], new: int, by: str, at: datetime, with_: list[Any]) -> int:
         for attempt in (1, 2):  # a chunk that raced a placement is reloaded once and written again
             touched = [a for a in (self._live(aid) for aid in ids) if a is not None
                        and a.update_priority(kind, new, by=by, at=at)]

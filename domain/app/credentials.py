@@ -4,6 +4,7 @@ password, token revocation and spending a refresh token; passwords are hashed by
 from __future__ import annotations
 
 from datetime import datetime
+from types import TracebackType
 from typing import Protocol
 from uuid import UUID
 
@@ -44,7 +45,7 @@ class CredentialHandlers:
             self.passwords.hash(password)  # the work a verify at today's parameters costs
             reason, _ = self.strangers.fail(username, at)
             raise LoginRefused(reason)
-        user = self.uow.repository.get(uid)
+        user: User = self.uow.repository.get(uid)
         # A locked account refuses even the right password and says so to anyone: no hash to spend on it
         locked = not user.disabled and user.is_locked(at)
         ok = not locked and self.passwords.verify(password, user.password_hash)
@@ -127,7 +128,7 @@ class tenancy_errors:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, kind, error, tb) -> None:
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
         if isinstance(error, ValueError) and not isinstance(error, TenancyError) and kind is ValueError:
             raise Invalid([Problem(path="role", message=str(error))]) from error
         if isinstance(error, TenancyError):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
+from types import TracebackType
 from typing import Any
 from uuid import UUID
 
@@ -209,7 +210,7 @@ class _endpoint_errors:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, kind, error, tb) -> None:
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
         if isinstance(error, EndpointError):
             raise invalid(self.path, str(error)) from error
 

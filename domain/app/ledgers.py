@@ -30,10 +30,8 @@ def requested(alloc: Allocation) -> QueuedAllocation:
     """The allocation's request in the scheduler's terms, for `charge` (what it counts toward quotas)."""
     r = alloc.resources
     return QueuedAllocation(id=str(alloc.id), workflow_id=str(alloc.workflow_id), stage=alloc.stage,
-                            submitted_at=alloc.requested_at, cpu=int(r.get("cpu_cores", 1)),
-                            memory=int(r.get("memory_bytes", 0)), devices=dict(r.get("devices", {})),
-                            exclusive=bool(r.get("exclusive", False)), nodes=int(r.get("nodes", 1)),
-                            shared=dict(r.get("shared") or {}))
+                            submitted_at=alloc.requested_at, cpu=r.cpu_cores, memory=r.memory_bytes,
+                            devices=dict(r.devices), exclusive=r.exclusive, nodes=r.nodes, shared=dict(r.shared))
 
 
 class Ledgers:
@@ -43,7 +41,7 @@ class Ledgers:
     def charge(self, alloc: Allocation, workflow: Workflow, nodes: list[Node], by: str, at: datetime) -> list[Ledger]:
         """Charge its project (and every ancestor) and its shared resources, or Conflict naming the limit."""
         project = str(workflow.owner.get("project") or "")
-        shared = dict(alloc.resources.get("shared") or {})
+        shared = dict(alloc.resources.shared)
         if not project and not shared:
             return []
         touched: list[Ledger] = []
@@ -68,7 +66,7 @@ class Ledgers:
         """Why `charge` would refuse (the first limit it would pass), changing nothing: a batch of placements checks
         each one whole before any of it is made (SchedulingHandlers.place_all)."""
         project = str(workflow.owner.get("project") or "")
-        shared = dict(alloc.resources.get("shared") or {})
+        shared = dict(alloc.resources.shared)
         limits: list[tuple[Ledger, dict[str, int], dict[str, int]]] = []
         if project:
             amounts = charge(requested(alloc), [to_node_view(n) for n in nodes])
@@ -85,7 +83,7 @@ class Ledgers:
         """Give back what the allocation held (nothing if it never was charged)."""
         if not alloc.nodes:
             return []
-        names = [(SHARED, name) for name in sorted(alloc.resources.get("shared") or {})]
+        names = [(SHARED, name) for name in sorted(alloc.resources.shared)]
         workflow = self.uow.repository.get(alloc.workflow_id) if alloc.workflow_id in self.uow.repository else None
         project = str(getattr(workflow, "owner", {}).get("project") or "")
         names += [(PROJECT, path) for path in ancestors(project)]
@@ -106,7 +104,8 @@ class Ledgers:
     def _ledger(self, kind: str, name: str, by: str, at: datetime) -> Ledger:
         lid = ledger_id(kind, name)
         if lid in self.uow.repository:
-            return self.uow.repository.get(lid)
+            found: Ledger = self.uow.repository.get(lid)
+            return found
         ledger = Ledger.open(kind, name, by=by, at=at)
         self.uow.repository.hold([ledger])  # the command's later placements charge this one, never a second copy
         return ledger

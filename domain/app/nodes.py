@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from types import TracebackType
 from uuid import UUID
 
 from domain.alerts import AlertPayloadError, apply_alert, parse_webhook, retry_refused
@@ -14,8 +15,7 @@ from domain.app.ids import hold_id, node_id
 from domain.app.unit_of_work import UnitOfWork, command
 from domain.fuzzfile import Problem
 from domain.holds import Effect, HoldError, NodeSummary, ReleaseRefused
-from domain.node import Capacity, Credential, Node
-from domain.node_admission import NodeError, StaleAgent
+from domain.node import Capacity, Credential, Node, NodeError, StaleAgent
 from domain.tenancy.permissions import Principal
 from domain.tenancy.revocation import RevokedToken, revocation_id
 
@@ -202,7 +202,7 @@ class _hold_errors:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, kind, error, tb) -> None:
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
         if isinstance(error, ReleaseRefused):
             raise Forbidden(str(error)) from error
         if error is not None and isinstance(error, (HoldError, NodeError)):

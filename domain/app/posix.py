@@ -8,6 +8,7 @@ take the next one.
 from __future__ import annotations
 
 from datetime import datetime
+from types import TracebackType
 
 from domain.app.errors import Invalid
 from domain.app.unit_of_work import UnitOfWork
@@ -56,6 +57,6 @@ class posix_errors:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, kind, error, tb) -> None:
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
         if isinstance(error, TenancyError):
             raise Invalid([Problem(path=error.field, message=error.reason)]) from error

@@ -15,11 +15,11 @@ from domain.app.allocations import Allocations
 from domain.app.errors import Forbidden, Invalid, NotFound, invalid
 from domain.app.ids import hold_id, node_id
 from domain.app.unit_of_work import UnitOfWork, command
-from domain.holds import HoldError, Source
-from domain.node import Node
-from domain.node_admission import NodeError
+from domain.holds import HoldError
+from domain.node import Node, NodeError
 from domain.provisioner import Provisioner, ProvisionerError, provisioner_id
 from domain.provisioner_spec import ProvisionerBody, name_problem, to_spec
+from domain.tenancy.common import Source
 from domain.tenancy.permissions import Principal
 
 BY = "provisioner"
@@ -79,7 +79,8 @@ class ProvisionerHandlers:
     @command
     def start_create(self, name: str, request_id: str, at: datetime) -> int | None:
         """Recorded before the provider is asked: the attempt's number, None when it is not to be made now."""
-        return self._step(name, lambda p: p.start_create(request_id, at=at))
+        attempt: int | None = self._step(name, lambda p: p.start_create(request_id, at=at))
+        return attempt
 
     @command
     def record_created(self, name: str, request_id: str, instance: str, at: datetime) -> bool:
@@ -88,12 +89,14 @@ class ProvisionerHandlers:
     @command
     def record_create_failed(self, name: str, request_id: str, error: str, at: datetime) -> datetime | None:
         """The attempt failed; when the next one is due (None: the request moved on meanwhile)."""
-        return self._step(name, lambda p: p.create_failed(request_id, error, at=at))
+        due: datetime | None = self._step(name, lambda p: p.create_failed(request_id, error, at=at))
+        return due
 
     @command
     def record_up(self, name: str, request_id: str, node: str, at: datetime) -> float | None:
         """Its node registered READY; the provision latency in seconds."""
-        return self._step(name, lambda p: p.came_up(request_id, node, at=at))
+        latency: float | None = self._step(name, lambda p: p.came_up(request_id, node, at=at))
+        return latency
 
     @command
     def start_delete(self, name: str, request_id: str, reason: str, at: datetime) -> bool:

@@ -138,7 +138,8 @@ class AgentReports:
         except (StaleFence, IllegalTransition) as error:
             raise StaleEpoch(str(error)) from error
         if not ended:
-            return self.uow.save(alloc)
+            self.uow.save(alloc)
+            return
         self._stage_ended(alloc, alloc.exit_code or 0, at, alloc.reason if alloc.exit_code else "")
 
     def _ready_again(self, workflow: Workflow, alloc: Allocation, at: datetime,

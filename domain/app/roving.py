@@ -35,8 +35,9 @@ def delegate(family: str, method: Callable[Concatenate[Any, P], R]) -> Callable[
     """`roving.NAME(...)` is `roving.<family>.NAME(...)`, with the handler method's own signature for type checkers."""
     name = method.__name__
 
-    def call(self: Any, *args: P.args, **kwargs: P.kwargs) -> R:
-        return getattr(getattr(self, family), name)(*args, **kwargs)
+    def call(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        answer: R = getattr(getattr(self, family), name)(*args, **kwargs)
+        return answer
 
     call.__name__ = call.__qualname__ = name
     call.__doc__ = f"`{family}.{name}`"

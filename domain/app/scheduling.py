@@ -16,8 +16,7 @@ from domain.app.profiles import ProfileHandlers
 from domain.app.read_models import ReadModels
 from domain.app.unit_of_work import UnitOfWork, command
 from domain.fuzzfile import Problem
-from domain.node import Node, Placement
-from domain.node_admission import NodeError
+from domain.node import Node, NodeError, Placement
 from domain.quantities import human_bytes
 from domain.scheduler.feasibility import Infeasible, check_feasible
 from domain.scheduler.reasons import Why
@@ -73,8 +72,7 @@ class SchedulingHandlers:
         nodes = [self.uow.load(Node, n, "node") for n in node_ids]
         self.profiles.check_current(workflow.stages[alloc.stage].spec)  # moved: refused, it stays queued
         res = alloc.resources
-        placement = Placement(id=str(alloc.id), cpu=int(res.get("cpu_cores", 1)), memory=int(res.get("memory_bytes", 0)),
-                              devices=dict(res.get("devices", {})))
+        placement = Placement(id=str(alloc.id), cpu=res.cpu_cores, memory=res.memory_bytes, devices=dict(res.devices))
         refusals = [alloc.placement_refusal([str(n) for n in node_ids]),
                     *(node.placement_refusal(placement) for node in nodes),
                     workflow.start_refusal(alloc.stage, alloc.attempt, nodes[0].name) if nodes else None,

@@ -79,7 +79,7 @@ class VolumeHandlers:
 
 def _recorded(binding: Binding) -> dict[str, Any]:
     """A binding as the workflow's event keeps it; a local one as it always was (no provisioner, no request)."""
-    recorded = msgspec.to_builtins(binding)
+    recorded: dict[str, Any] = msgspec.to_builtins(binding)
     if not binding.provisioner:
         recorded.pop("provisioner")
         recorded.pop("request")

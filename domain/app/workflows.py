@@ -44,10 +44,10 @@ class WorkflowHandlers(AgentReports):
         self.projects = ProjectHandlers(uow, scheduling.config, scheduling.read_models)
 
     @command
-    def submit_workflow(self, workflow_id: UUID, name: str, definition: str | dict, priority: int,
+    def submit_workflow(self, workflow_id: UUID, name: str, definition: str | dict[str, Any], priority: int,
                         preemptible: bool | None, principal: Principal, at: datetime,
                         definitions: list[Definition] | None = None, *, endpoint_strategy: str | None = None,
-                        project: str | None = None, annotations: dict[str, str] | None = None) -> list:
+                        project: str | None = None, annotations: dict[str, str] | None = None) -> list[Any]:
         """`definitions` (else the read models' node definitions) lets it refuse work no node could ever hold.
 
         Persistent endpoints of its services are claimed with `endpoint_strategy` (else the
@@ -89,7 +89,7 @@ class WorkflowHandlers(AgentReports):
                       *asked)
         return warnings
 
-    def validate_workflow(self, definition: str | dict, principal: Principal) -> dict[str, list[Problem]]:
+    def validate_workflow(self, definition: str | dict[str, Any], principal: Principal) -> dict[str, list[Problem]]:
         """`roving workflow validate` against this cluster: the parser's errors and warnings, what submission would
         refuse for this caller (volumes, segments) and what this cluster would not do as written."""
         access.submitter(principal)

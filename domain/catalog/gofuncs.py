@@ -140,12 +140,12 @@ def required(message: str, value: Any = None) -> Any:
 
 def substr(start: int, end: int, text: Any) -> str:
     """sprig's substr: a negative start means from 0, an end past the string (or negative) means to its end."""
-    text = to_string(text)
+    whole = to_string(text)
     if start < 0:
-        return text[:end]
-    if end < 0 or end > len(text):
-        return text[start:]
-    return text[start:end]
+        return whole[:end]
+    if end < 0 or end > len(whole):
+        return whole[start:]
+    return whole[start:end]
 
 
 def join(sep: Any, items: Any) -> str:
@@ -155,10 +155,10 @@ def join(sep: Any, items: Any) -> str:
 
 
 def replace(old: Any, new: Any, text: Any) -> str:
-    old, new, text = to_string(old), to_string(new), to_string(text)
-    count = text.count(old) if old else len(text) + 1
-    too_long(len(text) + count * max(0, len(new) - len(old)), "replace's result")
-    return text.replace(old, new)
+    was, now, whole = to_string(old), to_string(new), to_string(text)
+    count = whole.count(was) if was else len(whole) + 1
+    too_long(len(whole) + count * max(0, len(now) - len(was)), "replace's result")
+    return whole.replace(was, now)
 
 
 def to_string(value: Any) -> str:

@@ -8,7 +8,7 @@ within `budget` (domain.catalog.budget): every action, call and loop turn is a s
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -146,11 +146,17 @@ def _call(name: str, args: list[Term], piped: list[Any], scope: Scope, funcs: di
 
 def _and_or(conjunction: bool, args: list[Term], piped: list[Any], scope: Scope, funcs: Any) -> Any:
     value: Any = None
-    for thunk in [*(lambda a=a: _value(a, scope, funcs) for a in args), *(lambda p=p: p for p in piped)]:
-        value = thunk()
+    for value in _lazily(args, piped, scope, funcs):
         if truthy(value) != conjunction:
             return value
     return value
+
+
+def _lazily(args: list[Term], piped: list[Any], scope: Scope, funcs: Any) -> Iterator[Any]:
+    """The arguments' values, each worked out only when asked for (`and`/`or` stop at the first that decides)."""
+    for term in args:
+        yield _value(term, scope, funcs)
+    yield from piped
 
 
 def _value(term: Term, scope: Scope, funcs: dict[str, Callable[..., Any]]) -> Any:

@@ -139,7 +139,7 @@ def upgraded_text(text: str) -> tuple[str, list[Problem]]:
     return yaml.dump(upgraded, Dumper=_BlockDumper, sort_keys=False, width=1000, allow_unicode=True), warnings
 
 
-class _BlockDumper(yaml.SafeDumper):
+class _BlockDumper(yaml.SafeDumper):  # type: ignore[misc]  # yaml ships no stubs: its classes are Any
     """Scripts stay readable: a string with newlines is written as a `|` block, as template authors write them."""
 
 

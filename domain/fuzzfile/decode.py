@@ -26,7 +26,7 @@ class LeadingZero(str):
     env value `01234` keeps its zero); where a number is expected the shape check says how to write one."""
 
 
-class DuplicateKey(yaml.MarkedYAMLError):
+class DuplicateKey(yaml.MarkedYAMLError):  # type: ignore[misc]  # yaml ships no stubs: its classes are Any
     """A mapping that names a key twice; YAML libraries silently keep the last one."""
 
 
@@ -35,7 +35,7 @@ class _Loader(_BASE_LOADER):  # type: ignore[misc, valid-type]  # a base chosen 
     True), no timestamps, no sexagesimal numbers (`1:30` is text, not 90), no octal without `0o` (`017` is not 15),
     and a key given twice in one mapping is an error naming both lines."""
 
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, yaml.Node] = {}
         for key_node, _ in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":
@@ -46,7 +46,8 @@ class _Loader(_BASE_LOADER):  # type: ignore[misc, valid-type]  # a base chosen 
                 raise DuplicateKey(None, None, f"duplicate key `{key}` (first at line {first.start_mark.line + 1},"
                                    f" again at line {key_node.start_mark.line + 1}; only one may stay)",
                                    key_node.start_mark)
-        return super().construct_mapping(node, deep=deep)
+        mapping: dict[Any, Any] = super().construct_mapping(node, deep=deep)
+        return mapping
 
 
 _Loader.yaml_implicit_resolvers = {

@@ -8,12 +8,15 @@ number the pass cannot compute with (a timedelta past year 9999, a CEL int64 ove
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from domain.fuzzfile.decode import join
 from domain.fuzzfile.schema import Problem, Workflow
+
+if TYPE_CHECKING:  # stages are listed by domain.fuzzfile.stages, which imports this module's limits
+    from domain.fuzzfile.stages import Stage
 
 DAY = 86_400
 MAX_EXECUTE_SECONDS = 365 * DAY          # timeout.execute
@@ -79,8 +82,8 @@ def _slots(step: Any) -> int:
     array = getattr(step, "task_array", None)
     if array is not None:
         tasks = max(0, array.end - array.start + 1)
-        return min(tasks, array.concurrency or tasks)
-    return max(getattr(step, "replicas", None) or 1, 1)
+        return int(min(tasks, array.concurrency or tasks))
+    return max(int(getattr(step, "replicas", None) or 1), 1)
 
 
 def check_size(workflow: Workflow) -> list[Problem]:
@@ -108,7 +111,7 @@ def check_size(workflow: Workflow) -> list[Problem]:
     return []
 
 
-def check_stage_totals(stages: list) -> list[Problem]:
+def check_stage_totals(stages: list[Stage]) -> list[Problem]:
     """Per stage after defaults and by-core are applied: memory stays within MAX_MEMORY_BYTES (one per step)."""
     problems: list[Problem] = []
     seen: set[str] = set()

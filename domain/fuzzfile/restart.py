@@ -63,7 +63,7 @@ def restart_delay(attempt: int, first: float, most: float) -> float:
     """Seconds to wait before attempt `attempt` (2 is the first restart): first, doubling, at most `most`."""
     if attempt < 2 or first <= 0:
         return 0.0
-    return min(first * 2 ** min(attempt - 2, 30), max(most, first))
+    return min(first * (1 << min(attempt - 2, 30)), max(most, first))
 
 
 def _seconds_problem(value: str | int | float) -> str | None:

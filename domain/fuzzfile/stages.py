@@ -6,6 +6,8 @@ only when asked for, so a definition's size, not its array sizes, is what listin
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 
 from domain.fuzzfile.blocks import Resource
@@ -248,7 +250,7 @@ def _stage(name: str, kind: str, step: Container, layers: list[StepDefaults], fe
     )
 
 
-def _profile(step: Container) -> dict:
+def _profile(step: Container) -> dict[str, Any]:
     """The bound profile's name, revision and fingerprint, and the hooks in the order they run: the profile's pre
     before the job's own, the job's own post before the profile's."""
     bound, own = step.roving_profile, step.roving_hooks

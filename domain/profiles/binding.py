@@ -44,7 +44,7 @@ def bind_profiles(workflow: Workflow, lookup: Lookup) -> tuple[Workflow, list[Pr
     return msgspec.structs.replace(workflow, **changes), problems
 
 
-def bind_step(step: Container, layers: list, path: str, body: ProfileBody, revision: int,
+def bind_step(step: Container, layers: list[Any], path: str, body: ProfileBody, revision: int,
               digest: str) -> tuple[Any, list[Problem]]:
     name = step.profile or ""
     refuse = _Refusals(name, path)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 MIN_LENGTH = 12
@@ -44,7 +45,7 @@ def _contains(lowered_password: str, part: str) -> bool:
     return len(part) >= MIN_IDENTITY_PART and part in lowered_password
 
 
-_RULES = (
+_RULES: tuple[tuple[Callable[[str], bool], str], ...] = (
     (lambda p: len(p) >= MIN_LENGTH, f"must be at least {MIN_LENGTH} characters long"),
     (lambda p: any(c.isupper() for c in p) and any(c.islower() for c in p),
      "must mix upper-case and lower-case letters"),

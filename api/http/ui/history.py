@@ -43,8 +43,7 @@ def from_log(allocations: Iterable[Any], total_cpu: int, now: datetime) -> tuple
 
 
 def cpu_of(allocation: Any) -> int:
-    found = allocation.resources or {}
-    return int(found.get("cpu_cores", found.get("cpu", 1)) or 1)
+    return int(allocation.resources.cpu_cores or 1)
 
 
 def from_prometheus(url: str, now: datetime, ask: Callable[[str], Any] | None = None) -> tuple[Series, Series, Series]:

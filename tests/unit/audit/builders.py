@@ -12,7 +12,7 @@ from eventsourcing.persistence import Mapper, Notification
 from adapters.audit_feed import LoggedEvents
 from adapters.transcoder import MsgspecTranscoder
 from domain.allocation import Allocation
-from domain.fuzzfile import parse_fuzzfile
+from domain.fuzzfile import Resources, parse_fuzzfile
 from domain.workflow import Workflow
 from projections.audit import LoggedEvent
 
@@ -63,7 +63,7 @@ def workflow(number: int, organization: str, user: str, minute: int = 0, node: s
 def allocation(number: int, workflow_number: int, node: str, minute: int = 0) -> Allocation:
     """An allocation of the workflow's main stage, placed by the scheduler on `node`."""
     placed = Allocation.request(UUID(int=10_000 + number), UUID(int=workflow_number), "main", 1,
-                                {"cpu": 1}, by="scheduler", at=at(minute))
+                                Resources(), by="scheduler", at=at(minute))
     placed.mark_ready(by="scheduler", at=at(minute))
     placed.place([node], by="scheduler", at=at(minute + 1))
     return placed

@@ -16,7 +16,7 @@ from adapters.jetstream.client import RawMsg
 from adapters.jetstream.subjects import StreamNames, kind_of
 from adapters.transcoder import MsgspecTranscoder
 from domain.allocation import Allocation
-from domain.fuzzfile import parse_fuzzfile
+from domain.fuzzfile import Resources, parse_fuzzfile
 from domain.workflow import Workflow
 from projections.federated import FederatedView, UnknownWorkflow, parse_clusters
 
@@ -62,7 +62,7 @@ def workflow(number: int, finish: bool) -> Workflow:
 
 
 def allocation(number: int, workflow_number: int) -> Allocation:
-    a = Allocation.request(UUID(int=10_000 + number), UUID(int=workflow_number), "main", 1, {"cpu": 1},
+    a = Allocation.request(UUID(int=10_000 + number), UUID(int=workflow_number), "main", 1, Resources(),
                            by="scheduler", at=T0)
     a.mark_ready(by="scheduler", at=T0)
     return a

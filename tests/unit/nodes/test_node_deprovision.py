@@ -3,7 +3,7 @@
 import pytest
 
 from domain.holds import Effect, Source
-from domain.node_admission import NodeError
+from domain.node import NodeError
 from tests.unit.nodes.builders import at, busy_node, capacity, placement, ready_node
 
 

@@ -3,7 +3,7 @@
 import pytest
 
 from domain.holds import Effect, HoldError, ReleaseRefused, Source, UnknownHold, source_of
-from domain.node_admission import NodeError
+from domain.node import NodeError
 from tests.unit.nodes.builders import at, busy_node, peers, placement, ready_node
 
 FEW_HELD = peers(total=9, held=0)

@@ -3,8 +3,7 @@
 import pytest
 
 from domain.holds import Effect, Source
-from domain.node import LEASE_LAPSED, NodeStatus
-from domain.node_admission import NodeError, StaleAgent
+from domain.node import LEASE_LAPSED, NodeError, NodeStatus, StaleAgent
 from tests.unit.nodes.builders import GiB, at, busy_node, capacity, peers, placement, ready_node, registered_node
 
 

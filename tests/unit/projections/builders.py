@@ -10,7 +10,7 @@ import msgspec
 from eventsourcing.domain import Aggregate
 
 from domain.allocation import Allocation
-from domain.fuzzfile import parse_fuzzfile
+from domain.fuzzfile import Resources, parse_fuzzfile
 from domain.node import Capacity, Node
 from domain.workflow import Workflow
 from projections.views import Views
@@ -61,7 +61,7 @@ def request(workflow: Workflow, stage: str, attempt: int = 1, minute: float = 0,
     spec = workflow.stages[stage].spec
     allocation = Allocation.request(
         uid(f"{workflow.id}:{stage}:{attempt}"), workflow.id, stage, attempt,
-        {"cpu_cores": spec.resources.cpu_cores, "memory_bytes": spec.resources.memory_bytes},
+        Resources(cpu_cores=spec.resources.cpu_cores, memory_bytes=spec.resources.memory_bytes),
         workflow_priority=workflow.priority, preemptible=False,
         execute_timeout_seconds=spec.execute_timeout_seconds, by="scheduler", at=at(minute), **priority)
     allocation.mark_ready(by="scheduler", at=at(minute))

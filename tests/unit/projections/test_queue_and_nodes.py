@@ -4,6 +4,7 @@ from datetime import timedelta
 
 from domain.allocation import Allocation
 from domain.cluster_config import ClusterConfig
+from domain.fuzzfile import Resources
 from domain.holds import Effect, Source
 from domain.node import Placement
 from domain.tenancy import Group, Organization, Role, User
@@ -118,11 +119,11 @@ def test_an_allocations_wait_starts_when_it_became_ready_in_either_shape_of_the_
     """Newer logs request a ready allocation in one event; older ones have a Requested, then a Readied later."""
     feed = Feed()
     workflow = submit(ONE_JOB)
-    older = Allocation.request(uid("older"), workflow.id, "main", 1, {"cpu_cores": 1}, by="scheduler", at=at(1))
+    older = Allocation.request(uid("older"), workflow.id, "main", 1, Resources(), by="scheduler", at=at(1))
     older.mark_ready(by="scheduler", at=at(3))
-    newer = Allocation.request(uid("newer"), workflow.id, "main", 2, {"cpu_cores": 1}, by="scheduler", at=at(4),
+    newer = Allocation.request(uid("newer"), workflow.id, "main", 2, Resources(), by="scheduler", at=at(4),
                                ready=True)
-    waiting = Allocation.request(uid("waiting"), workflow.id, "main", 3, {"cpu_cores": 1}, by="scheduler", at=at(5))
+    waiting = Allocation.request(uid("waiting"), workflow.id, "main", 3, Resources(), by="scheduler", at=at(5))
     feed.save(workflow, older, newer, waiting)
     queue = feed.views.queue
     assert queue.ready_since(older.id) == at(3) and queue.ready_since(newer.id) == at(4)

@@ -6,10 +6,11 @@ import pytest
 from workflow_builders import at
 
 from domain.allocation import Allocation, IllegalTransition, QueueState, StaleFence, effective_preemptible
+from domain.fuzzfile import Resources
 
 
 def allocation(**kwargs) -> Allocation:
-    resources = {"cpu_cores": 2, "memory_bytes": 2**30}
+    resources = Resources(cpu_cores=2, memory_bytes=2**30)
     return Allocation.request(UUID(int=7), UUID(int=1), "train", 1, resources, by="scheduler", at=at(0), **kwargs)
 
 
@@ -72,3 +73,11 @@ def test_per_stage_preemptible_wins_over_the_start_flag_and_top_level():
     assert effective_preemptible(None, True, False) is True
     assert effective_preemptible(None, None, True) is True
     assert effective_preemptible(None, None, None) is False
+
+
+def test_a_request_recorded_with_cpu_and_memory_spelled_short_reads_back_as_the_stages_resources():
+    """Logs written by hand or by early tools spell them `cpu` and `memory`; the queue view always read those too."""
+    recorded = Allocation(id=UUID(int=8), workflow_id=UUID(int=1), stage="train", attempt=1,
+                          resources={"cpu": 8, "memory": 2**30, "devices": {"gpu": 1}}, priority={"workflow": 0},
+                          preemptible=False, execute_timeout_seconds=None, by="scheduler", at=at(0))
+    assert recorded.resources == Resources(cpu_cores=8, memory_bytes=2**30, devices={"gpu": 1})

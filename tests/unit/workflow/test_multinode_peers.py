@@ -3,6 +3,7 @@
 from uuid import uuid4
 
 from domain.allocation import Allocation, QueueState
+from domain.fuzzfile import Resources
 from domain.multinode import Peers, environment, hostfile, leader_port
 from tests.unit.app.builders import T0, later
 
@@ -32,7 +33,7 @@ def test_the_leader_port_is_the_same_for_every_rank_and_in_its_range():
 
 
 def test_a_new_placement_forgets_the_ranks_that_exited_before_it():
-    a = Allocation.request(uuid4(), uuid4(), "train", 1, {"nodes": 2}, by="s", at=T0)
+    a = Allocation.request(uuid4(), uuid4(), "train", 1, Resources(nodes=2), by="s", at=T0)
     a.mark_ready(by="s", at=T0)
     first = a.place(["n1", "n2"], by="s", at=later(1))
     a.rank_exited("n1", 0, first, by="agent", at=later(2))

@@ -10,11 +10,15 @@ from eventsourcing.persistence import DatetimeAsISO, DecimalAsStr, JSONTranscode
 from workflow_builders import at, fuzzfile, run, step, submit
 
 from domain.allocation import Allocation, QueueState
+from domain.fuzzfile import Resources
 
-GOLDEN = Path(__file__).parent / "golden" / "workflow_v4.jsonl"  # v4: a placement carries a note (what it preempted)
-# written by earlier code, must still replay: v3 (a Placed without a note), v2 (a Requested then a Readied),
+# v5: the allocation is requested with its stage's typed Resources (recorded as builtins, defaults omitted)
+GOLDEN = Path(__file__).parent / "golden" / "workflow_v5.jsonl"
+# written by earlier code, must still replay: v4 (a placement carries a note, what it preempted; resources a dict),
+# v3 (a Placed without a note; an allocation requested ready in one event), v2 (a Requested then a Readied),
 # v1 (a StageSkipped per skipped step)
-OLDER = [Path(__file__).parent / "golden" / f"workflow_v{n}.jsonl" for n in (3, 2, 1)]
+OLDER = [Path(__file__).parent / "golden" / f"workflow_v{n}.jsonl" for n in (4, 3, 2, 1)]
+REQUESTED = {"workflow_v5": Resources(cpu_cores=2, memory_bytes=2**30)}  # v1-v4 recorded {"cpu_cores": 1}
 TEXT = fuzzfile([
     step("pre", extra="policy: {retry: {on: [75], attempts: 1}, timeout: {execute: 10m}}"),
     step("main", "pre"),
@@ -36,7 +40,7 @@ def scenario() -> list:
     run(workflow, "pre", minute=3)
     workflow.stage_started("main", 1, "n2", at(5))
     workflow.stage_lost_node("main", 1, at(6))
-    alloc = Allocation.request(UUID(int=9), workflow.id, "main", 1, {"cpu_cores": 1}, workflow_priority=-1,
+    alloc = Allocation.request(UUID(int=9), workflow.id, "main", 1, REQUESTED["workflow_v5"], workflow_priority=-1,
                                preemptible=True, execute_timeout_seconds=None, by="scheduler", at=at(4), ready=True)
     alloc.place(["n2"], by="scheduler", at=at(5))
     alloc.evict("node n2 went offline", by="monitoring", at=at(6))
@@ -72,6 +76,7 @@ def test_the_golden_log_replays_to_the_same_workflow_and_allocation_views(log):
     }
     alloc = aggregates[str(UUID(int=9))]
     assert (alloc.state, alloc.nodes, alloc.epoch, alloc.reason) == (QueueState.EVICTED, ["n2"], 1, "node n2 went offline")
+    assert alloc.resources == REQUESTED.get(log.stem, Resources(cpu_cores=1))  # typed, from any recorded shape
 
 
 def test_todays_code_writes_the_events_in_the_golden_log_unchanged():
