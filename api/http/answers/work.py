@@ -1,10 +1,14 @@
 """Answers about work: workflows (submitted, validated, stopped, listed, described), their activity, `why` their
 stages wait, and the scheduler's queue and its figures."""
 
-from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
-from api.http.answers.base import Answer, Problem
+from api.http.answers.base import Answer, Problem, Timestamp
+
+# The statuses the domain derives (domain.workflow.Workflow.status, domain.fuzzfile.semantics.StageStatus): enums in
+# the document, so a generated client compares against names, not free strings.
+WorkflowStatus = Literal["PENDING", "STARTED", "FINISHED", "FAILED", "CANCELED"]
+StageStatus = Literal["PENDING", "WAITING", "READY", "STARTED", "RUNNING", "FINISHED", "FAILED", "CANCELED"]
 
 
 class WorkflowCreated(Answer):
@@ -32,14 +36,14 @@ class Owner(Answer):
 class WorkflowSummary(Answer):
     id: str
     name: str
-    status: str
+    status: WorkflowStatus
     owner: Owner
     priority: int
     effective_inputs: int
     preemptible: bool | None
     submitted_by: str
-    submitted_at: datetime
-    updated_at: datetime
+    submitted_at: Timestamp
+    updated_at: Timestamp
     stage_count: int
     stages_ended: int
     user: str | None
@@ -54,26 +58,26 @@ class WorkflowList(Answer):
 class Stage(Answer):
     name: str
     kind: str
-    status: str
+    status: StageStatus
     attempts: int
     exit_code: int | None
     node: str | None
     reason: str
     allocation_id: str | None
     priority: dict[str, int] | None
-    started_at: datetime | None  # the current attempt's start (None: it never started)
-    ended_at: datetime | None
+    started_at: Timestamp | None  # the current attempt's start (None: it never started)
+    ended_at: Timestamp | None
 
 
 class WorkflowDetail(Answer):
     id: str
     name: str
-    status: str
+    status: WorkflowStatus
     owner: Owner
     priority: int
     preemptible: bool | None
     submitted_by: str
-    submitted_at: datetime
+    submitted_at: Timestamp
     stages: list[Stage]
     user: str | None
     group: str | None
@@ -82,7 +86,7 @@ class WorkflowDetail(Answer):
 
 
 class ActivityEvent(Answer):
-    time: datetime
+    time: Timestamp
     type: str
     stage: str | None
     message: str
