@@ -1,7 +1,7 @@
 """Answers about nodes: the node list with holds and capacity, node events, holds placed and released, evictions,
 agent credentials, Prometheus service discovery targets, and the outcomes of monitoring alerts."""
 
-from typing import Literal
+import enum
 
 from api.http.answers.base import Answer, Timestamp
 
@@ -15,6 +15,14 @@ class Hold(Answer):
     at: Timestamp
 
 
+class NodeStatus(str, enum.Enum):
+    """domain.scheduler.snapshot.NodeStatus, and OFFLINE for a removed node."""
+
+    READY = "READY"
+    NOT_READY = "NOT_READY"
+    OFFLINE = "OFFLINE"
+
+
 class Resources(Answer):
     cpu: int
     memory: int
@@ -24,7 +32,7 @@ class Resources(Answer):
 class Node(Answer):
     id: str
     name: str
-    status: Literal["READY", "NOT_READY", "OFFLINE"]  # domain.scheduler.snapshot.NodeStatus
+    status: NodeStatus
     status_reason: str
     cpu: int
     memory: int

@@ -1,14 +1,34 @@
 """Answers about work: workflows (submitted, validated, stopped, listed, described), their activity, `why` their
 stages wait, and the scheduler's queue and its figures."""
 
-from typing import Any, Literal
+import enum
+from typing import Any
 
 from api.http.answers.base import Answer, Problem, Timestamp
 
-# The statuses the domain derives (domain.workflow.Workflow.status, domain.fuzzfile.semantics.StageStatus): enums in
-# the document, so a generated client compares against names, not free strings.
-WorkflowStatus = Literal["PENDING", "STARTED", "FINISHED", "FAILED", "CANCELED"]
-StageStatus = Literal["PENDING", "WAITING", "READY", "STARTED", "RUNNING", "FINISHED", "FAILED", "CANCELED"]
+
+class WorkflowStatus(str, enum.Enum):
+    """As domain.workflow.Workflow.status derives it: a named enum in the document, so a generated client compares
+    against names, not free strings."""
+
+    PENDING = "PENDING"
+    STARTED = "STARTED"
+    FINISHED = "FINISHED"
+    FAILED = "FAILED"
+    CANCELED = "CANCELED"
+
+
+class StageStatus(str, enum.Enum):
+    """domain.fuzzfile.semantics.StageStatus, as answers show it."""
+
+    PENDING = "PENDING"
+    WAITING = "WAITING"
+    READY = "READY"
+    STARTED = "STARTED"
+    RUNNING = "RUNNING"
+    FINISHED = "FINISHED"
+    FAILED = "FAILED"
+    CANCELED = "CANCELED"
 
 
 class WorkflowCreated(Answer):

@@ -46,10 +46,11 @@ def test_every_refusal_refers_to_the_one_error_schema(document):
 
 def test_statuses_are_enums_and_times_are_date_times(document):
     schemas = document["components"]["schemas"]
-    assert set(schemas["WorkflowSummary"]["properties"]["status"]["enum"]) == {
-        "PENDING", "STARTED", "FINISHED", "FAILED", "CANCELED"}
-    assert "RUNNING" in schemas["Stage"]["properties"]["status"]["enum"]
-    assert set(schemas["Node"]["properties"]["status"]["enum"]) == {"READY", "NOT_READY", "OFFLINE"}
+    assert schemas["WorkflowSummary"]["properties"]["status"] == {"$ref": "#/components/schemas/WorkflowStatus"}
+    assert set(schemas["WorkflowStatus"]["enum"]) == {"PENDING", "STARTED", "FINISHED", "FAILED", "CANCELED"}
+    assert schemas["Stage"]["properties"]["status"] == {"$ref": "#/components/schemas/StageStatus"}
+    assert "RUNNING" in schemas["StageStatus"]["enum"]
+    assert set(schemas["NodeStatus"]["enum"]) == {"READY", "NOT_READY", "OFFLINE"}
     assert schemas["WorkflowSummary"]["properties"]["submitted_at"]["format"] == "date-time"
     assert schemas["CatalogSource"]["properties"]["added_at"]["format"] == "date-time"
 
