@@ -15,7 +15,19 @@ from starlette.routing import Route
 
 from api.http import answers as a
 from api.http.operations import operation_names
-from api.http.routes import accounts, agent, audit, catalog, endpoints, nodes, projects, sessions, tenancy, workflows
+from api.http.routes import (
+    accounts,
+    agent,
+    audit,
+    catalog,
+    endpoints,
+    log_follow,
+    nodes,
+    projects,
+    sessions,
+    tenancy,
+    workflows,
+)
 from api.http.routes import common as c
 from domain.app.errors import NotFound
 from domain.provisioner_spec import ProvisionerBody
@@ -112,6 +124,7 @@ QUERIES: dict[tuple[str, str], dict[str, dict[str, Any]]] = {
     ("GET", "/v4/catalog"): {"q": STRING, "category": STRING},
     ("GET", "/v4/catalog/templates/{name}"): {"source": STRING},
     ("GET", "/v4/workflows/{id}/events"): {"follow": BOOLEAN},
+    ("GET", "/v4/workflows/{id}/log/{stage}"): {"follow": BOOLEAN},
     ("GET", "/v4/workflows/{id}/why"): {"all": BOOLEAN},
     ("GET", "/v4/agent/assignments"): {"node_id": {"type": "string", "format": "uuid"}},
     ("GET", "/v4/audit"): {**dict.fromkeys(audit.FILTERS[:-1], STRING),
@@ -131,7 +144,7 @@ BINARY = {"schema": {"type": "string", "format": "binary"}}
 CONTENT: dict[tuple[str, str], dict[str, Any]] = {  # answers that are not JSON
     ("GET", "/metrics"): {"text/plain": TEXT},
     ("GET", "/v4/audit/export.parquet"): {audit.PARQUET: TEXT},
-    ("GET", "/v4/workflows/{id}/log/{stage}"): {"text/plain": TEXT},
+    ("GET", "/v4/workflows/{id}/log/{stage}"): {"text/plain": TEXT, log_follow.MEDIA_TYPE: BINARY},
     ("GET", "/v4/workflows/{id}/events"): {"text/event-stream": TEXT},
     ("GET", "/v4/objects/user/{name}"): {"application/octet-stream": BINARY},
     ("GET", "/v4/objects/group/{group}/{name}"): {"application/octet-stream": BINARY},
