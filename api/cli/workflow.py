@@ -16,8 +16,10 @@ from typing import Any
 from api.cli.client import Client
 from api.cli.completion import FILES
 from api.cli.output import fail, table
+from api.cli.short_ids import resolving
 
 ENDED = ("FINISHED", "FAILED", "CANCELED")
+ID_HELP = "the workflow's id, or its first characters (as the UI shows 8) when no other visible id starts so"
 STAGE_COLUMNS = ["name", "kind", "status", "attempts", "exit_code", "node", "reason"]
 
 
@@ -243,30 +245,30 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     for name, handler, text in (("describe", describe, "its owner by name; stages, nodes, attempts, exit codes"),
                                 ("stop", stop, "cancel a workflow and its running stages")):
         p = sub.add_parser(name, parents=[common], help=text)
-        p.add_argument("id", help="workflow id")
-        p.set_defaults(handler=handler)
+        p.add_argument("id", help=ID_HELP)
+        p.set_defaults(handler=resolving(handler))
     p = sub.add_parser("revoke-token", parents=[common], help="refuse the workflow's FB_WORKFLOW_TOKEN from now on",
                        description="Its running stages' token (FB_WORKFLOW_TOKEN) is refused from now on, and stages "
                                    "it starts later get none; the workflow itself runs on. Its owner or a cluster "
                                    "admin. (A token also ends when its workflow ends.)")
-    p.add_argument("id", help="workflow id")
+    p.add_argument("id", help=ID_HELP)
     p.add_argument("--reason", default="revoked by the workflow's owner", help="recorded with the revocation")
-    p.set_defaults(handler=revoke_token)
+    p.set_defaults(handler=resolving(revoke_token))
     p = sub.add_parser("events", parents=[common], help="the workflow's activity, as sentences")
-    p.add_argument("id")
+    p.add_argument("id", help=ID_HELP)
     p.add_argument("--follow", action="store_true", help="keep printing until the workflow ends")
-    p.set_defaults(handler=events, columns=["time", "stage", "type", "message"])
+    p.set_defaults(handler=resolving(events), columns=["time", "stage", "type", "message"])
     p = sub.add_parser("log", parents=[common], help="a stage's output")
     p.add_argument("id", help="the workflow's id (as `roving workflow list` shows it)")
     p.add_argument("stage", help="the stage to read: a job or service by name (hello), one task of an array as "
                                   "NAME[INDEX] ('shard[3]'); `roving workflow describe ID` lists them")
     p.add_argument("-f", "--follow", action="store_true", help="keep printing new output until the workflow ends")
-    p.set_defaults(handler=log)
+    p.set_defaults(handler=resolving(log))
     p = sub.add_parser("why", parents=[common], help="why stages are waiting (or explain one allocation)")
-    p.add_argument("id")
+    p.add_argument("id", help=ID_HELP)
     p.add_argument("allocation", nargs="?", help="explain this allocation in full")
     p.add_argument("--all", action="store_true", help="include stages that already run or ended")
-    p.set_defaults(handler=why, columns=["stage", "reason", "detail", "allocation_id"])
+    p.set_defaults(handler=resolving(why), columns=["stage", "reason", "detail", "allocation_id"])
     p = sub.add_parser("validate", parents=[common], help="check a Fuzzfile without submitting it")
     p.add_argument("file").complete = FILES
     p.add_argument("--offline", action="store_true", help="only the Fuzzfile's own checks, without asking the cluster")
