@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 
-from api.cli.client import ApiError, Client, message_of
+from api.cli.client import ApiError, Client, message_of, unreachable
 
 COLUMNS = ["position", "time", "event_type", "principal", "aggregate_kind", "aggregate_id", "workflow", "node",
            "organization"]
@@ -40,7 +40,7 @@ def export(args: argparse.Namespace, client: Client) -> Any:
     try:
         response = client.http.get("/v4/audit/export.parquet", params=filters(args))
     except httpx.HTTPError as error:
-        raise ApiError(f"cannot reach {client.http.base_url}: {error}") from None
+        raise ApiError(unreachable(client.http.base_url, error)) from None
     if response.status_code >= 400:
         raise ApiError(f"{message_of(response)} (HTTP {response.status_code})")
     target = Path(args.parquet)

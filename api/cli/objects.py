@@ -21,7 +21,7 @@ from urllib.parse import quote
 
 import httpx
 
-from api.cli.client import ApiError, Client, message_of
+from api.cli.client import ApiError, Client, message_of, unreachable
 from api.cli.completion import FILES
 from domain.objects.names import Location, ObjectNameError, Scope, parse_location
 
@@ -98,7 +98,7 @@ def _send(client: Client, target: Location, source: Any, size: int | None, force
         response = client.http.put(path_of(target), content=pieces(source), headers=headers, params=params,
                                    timeout=httpx.Timeout(30.0, read=300.0))
     except httpx.HTTPError as error:
-        raise ApiError(f"cannot reach {client.http.base_url}: {error}") from None
+        raise ApiError(unreachable(client.http.base_url, error)) from None
     if response.status_code >= 400:
         raise ApiError(f"{message_of(response)} (HTTP {response.status_code})")
     answer = response.json()
