@@ -68,6 +68,7 @@ def watch(client: Client, workflow_id: str, interval: float = 1.0) -> int:
         if sys.stdout.isatty():
             text = f"workflow {detail['name']} ({workflow_id}): {detail['status']}\n" + table(detail["stages"],
                                                                                             STAGE_COLUMNS)
+            text += "".join(f"\n  {stage}: {line}" for stage, line in under_way(client, workflow_id, detail).items())
             if shown:
                 sys.stdout.write(f"\x1b[{shown}F\x1b[J")
             print(text, flush=True)
@@ -78,6 +79,21 @@ def watch(client: Client, workflow_id: str, interval: float = 1.0) -> int:
         if detail["status"] in ENDED:
             return 0 if detail["status"] == "FINISHED" else 1
         time.sleep(interval)
+
+
+PROGRESS = ("Workflow.ImageProgressed", "Workflow.TransferProgressed")  # the agent's "pulling IMAGE: 2 of 5 blobs"
+
+
+def under_way(client: Client, workflow_id: str, detail: dict[str, Any]) -> dict[str, str]:
+    """Each stage still getting ready (image pull, ingress): the newest progress line its node told."""
+    waiting = {s["name"] for s in detail["stages"] if s["status"] in ("STARTED", "READY")}
+    if not waiting:
+        return {}
+    lines: dict[str, str] = {}
+    for event in client.get(f"/v4/workflows/{workflow_id}/events")["events"]:
+        if event["type"] in PROGRESS and event.get("stage") in waiting:
+            lines[event["stage"]] = event["message"]
+    return lines
 
 
 class Transitions:

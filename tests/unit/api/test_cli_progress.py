@@ -55,3 +55,32 @@ def test_json_output_and_pipes_get_no_progress_line(api, alice, capsys, tmp_path
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
     code, _, err = run(api, alice, ["object", "get", "progress/quiet.bin", str(tmp_path / "q2.bin")], capsys)
     assert code == 0 and "/s" not in err  # standard output still a pipe
+
+
+class PullingWorkflow:
+    """A client whose workflow's one stage pulls its image on the first look and has finished on the second."""
+
+    def __init__(self) -> None:
+        self.looks = 0
+
+    def get(self, path, **_):
+        if path.endswith("/events"):
+            return {"events": [
+                {"type": "Workflow.ImageProgressed", "stage": "hello", "message": "pulling docker://alpine: 1 of 3 blobs"},
+                {"type": "Workflow.ImageProgressed", "stage": "hello", "message": "pulling docker://alpine: 2 of 3 blobs"},
+                {"type": "Workflow.StageStarted", "stage": "hello", "message": "Started on n1"}]}
+        self.looks += 1
+        status = "STARTED" if self.looks == 1 else "FINISHED"
+        return {"name": "w", "status": status,
+                "stages": [{"name": "hello", "kind": "job", "status": status, "attempts": 1, "exit_code": None,
+                            "node": "n1", "reason": ""}]}
+
+
+def test_watching_on_a_terminal_shows_the_newest_pull_progress_under_the_stage_table(capsys, monkeypatch):
+    from api.cli.workflow import watch
+
+    pretend_terminal(monkeypatch)
+    assert watch(PullingWorkflow(), "wf", interval=0) == 0
+    out = capsys.readouterr().out
+    assert "  hello: pulling docker://alpine: 2 of 3 blobs" in out and "1 of 3 blobs" not in out
+    assert out.count("pulling docker://alpine") == 1  # the second look: finished, nothing under way
