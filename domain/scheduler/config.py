@@ -12,6 +12,7 @@ from typing import Any
 
 import msgspec
 
+from domain.fuzzfile.limits import MAX_EXECUTE_SECONDS
 from domain.ids import MAX_POSIX_ID
 from domain.project_paths import ProjectError, check_path
 from domain.quantities import MAX_SHARED
@@ -41,6 +42,10 @@ class SchedulerConfig(msgspec.Struct, frozen=True, kw_only=True):
     storage_classes: dict[str, str] = {}
     shared_resources: dict[str, int] = {}  # scheduler.sharedResources: cluster-wide counted resources (licenses)
     default_project: str = ""  # projects.default: where work goes that names no project and whose group has none
+    # scheduler.defaultExecuteTimeout and scheduler.profileExecuteTimeouts: given at submission to a job that sets no
+    # execute timeout (domain.fuzzfile.default_timeouts), so it can backfill; 0 and {} give none
+    default_execute_timeout_seconds: float = 0.0
+    profile_execute_timeouts: dict[str, float] = {}
 
 
 class ConfigProblem(msgspec.Struct, frozen=True, kw_only=True):
@@ -162,6 +167,28 @@ def _shared(value: Any) -> dict[str, int]:
     return found
 
 
+def _execute_timeout(value: Any) -> float:
+    seconds = _duration(value)
+    if seconds > MAX_EXECUTE_SECONDS:
+        raise Invalid(f"an execute timeout may be at most {MAX_EXECUTE_SECONDS // 86_400} days, got {value!r}")
+    return seconds
+
+
+def _profile_timeouts(value: Any) -> dict[str, float]:
+    """{PROFILE: DURATION}: the default execute timeout of jobs that use that profile (`profile: NAME`)."""
+    if not isinstance(value, Mapping):
+        raise Invalid(f"expected {{PROFILE: DURATION}}, e.g. {{gpu: 4h}}, got {value!r}")
+    found = {}
+    for name, duration in value.items():
+        if not isinstance(name, str) or not _SHARED.match(name):
+            raise Invalid(f"{name!r} is not a profile name")
+        try:
+            found[name] = _execute_timeout(duration)
+        except Invalid as error:
+            raise Invalid(f"{name}: {error.reason}") from None
+    return found
+
+
 def _project(value: Any) -> str:
     if value == "":
         return ""
@@ -204,6 +231,8 @@ KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "storage.classes": ("storage_classes", _classes),
     "scheduler.sharedResources": ("shared_resources", _shared),
     "projects.default": ("default_project", _project),
+    "scheduler.defaultExecuteTimeout": ("default_execute_timeout_seconds", _execute_timeout),
+    "scheduler.profileExecuteTimeouts": ("profile_execute_timeouts", _profile_timeouts),
 }
 
 RETIRED: dict[str, str] = {
