@@ -237,7 +237,21 @@ def plain_names(types: list[Any], refs: list[dict], components: dict[str, Any]) 
     for old, new in renamed.items():
         text = text.replace(f'"#/components/schemas/{old}"', f'"#/components/schemas/{new}"')
     new_refs, new_components = msgspec.json.decode(text)
+    for old, new in renamed.items():  # generators name a model by its title, which msgspec sets to the class name
+        new_components[old]["title"] = new
     return new_refs, {renamed.get(name, name): schema for name, schema in new_components.items()}
+
+
+def any_items(node: Any) -> Any:
+    """`items: {}` on every array that names none (msgspec's list[Any]): generators refuse an array without items."""
+    if isinstance(node, list):
+        return [any_items(n) for n in node]
+    if not isinstance(node, dict):
+        return node
+    found = {k: any_items(v) for k, v in node.items()}
+    if found.get("type") == "array" and "items" not in found:
+        found["items"] = {}
+    return found
 
 
 def document(routes: list[Any]) -> dict[str, Any]:
@@ -263,7 +277,7 @@ def document(routes: list[Any]) -> dict[str, Any]:
     responses = {name: {"description": text, "content": {"application/json": {"schema": ERROR_REF}}}
                  for name, text in REFUSALS.items()}
     return {"openapi": "3.1.0", "info": info, "paths": paths,
-            "components": {"schemas": components, "responses": responses,
+            "components": {"schemas": any_items(components), "responses": responses,
                            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}}}
 
 
