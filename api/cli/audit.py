@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 
 from api.cli.client import ApiError, Client, message_of, unreachable
+from api.cli.tenancy import org_ref
 
 COLUMNS = ["position", "time", "event_type", "principal", "aggregate_kind", "aggregate_id", "workflow", "node",
            "organization"]
@@ -55,7 +56,8 @@ def add_filters(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--type", help="event type, e.g. Workflow.Submitted or Node.HoldPlaced")
     parser.add_argument("--node", help="events on this node")
     parser.add_argument("--workflow", help="events of this workflow and its allocations")
-    parser.add_argument("--organization", help="an organization id (cluster admins; owners see their own)")
+    parser.add_argument("--organization", type=org_ref,
+                        help="an organization, by name or id (cluster admins; owners see their own)")
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:

@@ -75,3 +75,15 @@ def test_endpoint_create_with_a_group_owner_but_no_org_is_bad_usage(capsys):
     args = build_parser().parse_args(["endpoint", "create", "web", "--owner-kind", "group", "--owner", "gpu"])
     assert execute(args, client) == 2
     assert "ORG/NAME" in capsys.readouterr().err
+
+
+def test_audit_list_organization_takes_a_name(capsys):
+    asked = []
+
+    def answer(request):
+        asked.append(dict(request.url.params))
+        return httpx.Response(200, json={"rows": []})
+
+    client = Client("http://roving.test", transport=httpx.MockTransport(answer))
+    assert execute(build_parser().parse_args(["audit", "list", "--organization", "lab"]), client) == 0
+    assert asked[0]["organization"] == str(org_id("lab"))
