@@ -9,9 +9,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-import ops
+from roving.ops import ROOT as OPERATOR_FILES
 
-SHIPPED_RULES = ops.ROOT / "prometheus" / "roving-rules.yml"  # package data: in a source tree and a wheel alike
+SHIPPED_RULES = OPERATOR_FILES / "prometheus" / "roving-rules.yml"  # package data: in a source tree and a wheel alike
 ACTIONS = "cordon|evict|deprovision"
 
 

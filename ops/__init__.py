@@ -1,8 +1,9 @@
 """The operator's files that ship with Roving (Prometheus rules, Alertmanager routes, Grafana dashboards, NATS
 configs, systemd units, the nginx site), found through `ROOT` in a source tree and in an installed wheel alike.
 
-They are package data of this package (pyproject.toml), so `pip install roving` puts them beside the code and
-`roving up --monitoring` reads its rules from there; `python -c 'import ops; print(ops.ROOT)'` shows where."""
+A wheel installs this package as `roving.ops` (roving/ops links here), never as a top-level `ops`, which is another
+library's name; its package data (pyproject.toml) go beside it, and `roving up --monitoring` reads its rules from
+there; `python -c 'import roving.ops; print(roving.ops.ROOT)'` shows where."""
 
 from __future__ import annotations
 

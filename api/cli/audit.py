@@ -9,7 +9,8 @@ from typing import Any
 
 import httpx
 
-from api.cli.client import ApiError, Client, message_of
+from api.cli.client import ApiError, Client, message_of, unreachable
+from api.cli.tenancy import org_ref
 
 COLUMNS = ["position", "time", "event_type", "principal", "aggregate_kind", "aggregate_id", "workflow", "node",
            "organization"]
@@ -40,7 +41,7 @@ def export(args: argparse.Namespace, client: Client) -> Any:
     try:
         response = client.http.get("/v4/audit/export.parquet", params=filters(args))
     except httpx.HTTPError as error:
-        raise ApiError(f"cannot reach {client.http.base_url}: {error}") from None
+        raise ApiError(unreachable(client.http.base_url, error)) from None
     if response.status_code >= 400:
         raise ApiError(f"{message_of(response)} (HTTP {response.status_code})")
     target = Path(args.parquet)
@@ -55,7 +56,8 @@ def add_filters(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--type", help="event type, e.g. Workflow.Submitted or Node.HoldPlaced")
     parser.add_argument("--node", help="events on this node")
     parser.add_argument("--workflow", help="events of this workflow and its allocations")
-    parser.add_argument("--organization", help="an organization id (cluster admins; owners see their own)")
+    parser.add_argument("--organization", type=org_ref,
+                        help="an organization, by name or id (cluster admins; owners see their own)")
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import fcntl
 import os
+import socket
+import ssl
 import sys
 import time
 import uuid
@@ -107,6 +109,29 @@ def message_of(response: httpx.Response) -> str:
     return str(body.get("error") if isinstance(body, dict) else body)
 
 
+# What an unreachable API is, in words (httpx's own text is "[Errno 111] Connection refused")
+UNREACHABLE: tuple[tuple[type[BaseException], str], ...] = (
+    (httpx.ConnectTimeout, "no answer in time"),
+    (httpx.ReadTimeout, "it stopped answering (read timed out)"),
+    (ConnectionRefusedError, "nothing answers there (connection refused): is the control plane running, and is "
+                             "this its address (ROVING_API, or `roving context`)?"),
+    (socket.gaierror, "the host name does not resolve"),
+    (ssl.SSLCertVerificationError, "its TLS certificate is not trusted"),
+    (httpx.RemoteProtocolError, "it closed the connection mid-answer"),
+)
+
+
+def unreachable(base_url: Any, error: BaseException) -> str:
+    """`cannot reach URL: why`, the why in words where the failure is a known one."""
+    chain: list[BaseException] = []
+    seen: BaseException | None = error
+    while seen is not None and len(chain) < 5:
+        chain.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    words = next((text for e in chain for kind, text in UNREACHABLE if isinstance(e, kind)), str(error))
+    return f"cannot reach {base_url}: {words}"
+
+
 def expired(response: httpx.Response) -> bool:
     """The server refused the access token because its time ran out (api.http.auth says `token refused: expired`)."""
     return response.status_code == 401 and "token refused: expired" in message_of(response)
@@ -198,7 +223,7 @@ class Client:
         try:
             return self.http.request(method, path, **kwargs)
         except httpx.HTTPError as error:
-            raise ApiError(f"cannot reach {self.http.base_url}: {error}") from None
+            raise ApiError(unreachable(self.http.base_url, error)) from None
 
     def get(self, path: str, **params: Any) -> Any:
         return self.request("GET", path, params={k: v for k, v in params.items() if v is not None})
@@ -221,4 +246,4 @@ class Client:
                     raise ApiError(self.refusal(response))
                 yield from response.iter_lines()
         except httpx.HTTPError as error:
-            raise ApiError(f"cannot reach {self.http.base_url}: {error}") from None
+            raise ApiError(unreachable(self.http.base_url, error)) from None

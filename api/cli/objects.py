@@ -21,8 +21,9 @@ from urllib.parse import quote
 
 import httpx
 
-from api.cli.client import ApiError, Client, message_of
+from api.cli.client import ApiError, Client, message_of, unreachable
 from api.cli.completion import FILES
+from api.cli.progress import Progress, for_people
 from domain.objects.names import Location, ObjectNameError, Scope, parse_location
 
 PIECE = 1 << 20
@@ -48,8 +49,9 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def pieces(source: Any) -> Iterator[bytes]:
+def pieces(source: Any, meter: Progress) -> Iterator[bytes]:
     while piece := source.read(PIECE):
+        meter.advance(len(piece))
         yield piece
 
 
@@ -62,7 +64,8 @@ def put(args: argparse.Namespace, client: Client) -> Any:
     except ObjectNameError as error:
         return usage(f"DEST: {error.reason}")
     if args.source == "-":
-        return _send(client, target, sys.stdin.buffer, None, args.force)
+        return _send(client, target, sys.stdin.buffer, Progress(f"put {target.uri}", None, for_people(args)),
+                     args.force)
     source = Path(args.source)
     if not source.is_file():
         return usage(f"SRC: {args.source} is not a file you can read")
@@ -77,7 +80,7 @@ def put(args: argparse.Namespace, client: Client) -> Any:
         if not args.force:
             raise ApiError(f"{target.uri} already exists with different content; put it with --force to replace it")
     with source.open("rb") as opened:
-        return _send(client, target, opened, size, args.force)
+        return _send(client, target, opened, Progress(f"put {target.uri}", size, for_people(args)), args.force)
 
 
 def _head(client: Client, location: Location) -> httpx.Response | None:
@@ -89,16 +92,18 @@ def _head(client: Client, location: Location) -> httpx.Response | None:
     return response
 
 
-def _send(client: Client, target: Location, source: Any, size: int | None, force: bool) -> Any:
+def _send(client: Client, target: Location, source: Any, meter: Progress, force: bool) -> Any:
     headers = {"Content-Type": "application/octet-stream"}
-    if size is not None:
-        headers["Content-Length"] = str(size)
+    if meter.total is not None:
+        headers["Content-Length"] = str(meter.total)
     params = {"force": "true"} if force else {}
     try:
-        response = client.http.put(path_of(target), content=pieces(source), headers=headers, params=params,
+        response = client.http.put(path_of(target), content=pieces(source, meter), headers=headers, params=params,
                                    timeout=httpx.Timeout(30.0, read=300.0))
     except httpx.HTTPError as error:
-        raise ApiError(f"cannot reach {client.http.base_url}: {error}") from None
+        raise ApiError(unreachable(client.http.base_url, error)) from None
+    finally:
+        meter.finish()
     if response.status_code >= 400:
         raise ApiError(f"{message_of(response)} (HTTP {response.status_code})")
     answer = response.json()
@@ -113,14 +118,14 @@ def get(args: argparse.Namespace, client: Client) -> Any:
     if source.is_folder:
         return usage(f"SRC: {source.uri} is a folder; name an object (roving object list shows them)")
     if args.destination == "-":
-        return _download(client, source, None, args.force)
+        return _download(client, source, None, args.force, False)
     target = Path(args.destination)
     if args.destination.endswith("/") or target.is_dir():
         target = target / Path(source.name).name
-    return _download(client, source, target, args.force)
+    return _download(client, source, target, args.force, for_people(args))
 
 
-def _download(client: Client, source: Location, target: Path | None, force: bool) -> Any:
+def _download(client: Client, source: Location, target: Path | None, force: bool, shown: bool) -> Any:
     there = _head(client, source)
     if there is None:
         raise ApiError(f"object {source.uri} not found (HTTP 404)")
@@ -133,8 +138,9 @@ def _download(client: Client, source: Location, target: Path | None, force: bool
     if target is not None:
         target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(f".{target.name}.part") if target is not None else None
+    meter = Progress(f"get {source.uri}", int(there.headers.get("content-length", 0)) or None, shown)
     try:
-        size, digest = _receive(client, source, partial)
+        size, digest = _receive(client, source, partial, meter)
     except BaseException:
         if partial is not None:
             partial.unlink(missing_ok=True)
@@ -149,7 +155,7 @@ def _download(client: Client, source: Location, target: Path | None, force: bool
     return {"object": source.uri, "file": str(target), "result": "written", "size": size, "sha256": digest}
 
 
-def _receive(client: Client, source: Location, partial: Path | None) -> tuple[int, str]:
+def _receive(client: Client, source: Location, partial: Path | None, meter: Progress) -> tuple[int, str]:
     """The object's bytes into `partial` (standard output when None); (size, sha256)."""
     digest, size = hashlib.sha256(), 0
     out = partial.open("wb") if partial is not None else sys.stdout.buffer
@@ -162,9 +168,11 @@ def _receive(client: Client, source: Location, partial: Path | None) -> tuple[in
                 digest.update(piece)
                 out.write(piece)
                 size += len(piece)
+                meter.advance(len(piece))
     except httpx.HTTPError as error:
         raise ApiError(f"reading {source.uri} failed: {error}") from None
     finally:
+        meter.finish()
         if partial is not None:
             out.close()
         else:

@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from datetime import UTC, datetime
 from typing import Any
+from uuid import UUID
 
 from api.cli.client import ApiError, Client
+from api.cli.output import render
+from api.cli.tenancy import group_ref, user_ref
 
 # squeue's habit: who, how long, and why it waits (REASON is the scheduler's, "-" once running)
 COLUMNS = ["id", "workflow_id", "stage", "user", "state", "priority", "weight", "elapsed", "node", "reason"]
@@ -50,7 +54,39 @@ def warn_stale(answer: dict[str, Any]) -> None:
             print(f"warning: cluster {c['cluster']} is stale ({why}); {since}", file=sys.stderr)
 
 
+def owner_ref(text: str) -> str:
+    """`--owner`: a user by name, a group as ORG/NAME, or either by id (names map to ids without a lookup)."""
+    try:
+        return str(UUID(text))
+    except ValueError:
+        return group_ref(text) if "/" in text else user_ref(text)
+
+
+CLEAR = "\x1b[H\x1b[2J"  # cursor home, clear screen: each refresh replaces the last, as watch(1) does
+
+
+def watch(args: argparse.Namespace, client: Client) -> int:
+    """`queue show --watch [SECONDS]`: the queue again every SECONDS until Ctrl-C (on a terminal, in place)."""
+    try:
+        while True:
+            rows = shown(args, client)
+            if isinstance(rows, int):
+                return rows
+            text = render(rows, args.output, args.columns, headers=not args.no_headers)
+            stamp = f"every {args.watch:g}s: roving queue show    {datetime.now(UTC):%Y-%m-%d %H:%M:%S}Z\n"
+            screen = sys.stdout.isatty() and args.output == "table"
+            sys.stdout.write((CLEAR + stamp if screen else "") + text + "\n")
+            sys.stdout.flush()
+            time.sleep(args.watch)
+    except KeyboardInterrupt:
+        return 0
+
+
 def show(args: argparse.Namespace, client: Client) -> Any:
+    return watch(args, client) if args.watch else shown(args, client)
+
+
+def shown(args: argparse.Namespace, client: Client) -> Any:
     answer = ask(client, "/v4/scheduler/queue", mine="true" if args.mine else None, queue=args.queue,
                  priority_min=args.priority_min, owner=args.owner, cluster=scope(args))
     if isinstance(answer, int):
@@ -127,7 +163,9 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--mine", action="store_true", help="only your own work (always so unless you are an admin)")
     p.add_argument("--queue", help="only this state: PENDING, READY, RUNNING, ...")
     p.add_argument("--priority-min", type=float, help="only allocations at or above this priority")
-    p.add_argument("--owner", help="only this user or group id")
+    p.add_argument("--owner", type=owner_ref, help="only this user (name or id) or group (ORG/NAME or id)")
+    p.add_argument("--watch", type=float, nargs="?", const=2.0, metavar="SECONDS",
+                   help="show it again every SECONDS (default 2) until Ctrl-C, in place on a terminal")
     p.set_defaults(handler=show, columns=COLUMNS, wide_columns=WIDE)
     p = sub.add_parser("stats", parents=[common, scoped], help="depths per state and the last scheduling pass")
     p.set_defaults(handler=stats)

@@ -10,7 +10,7 @@ from uuid import UUID
 
 from api.cli.client import Client
 from api.cli.output import fail, named
-from domain.ids import MAX_POSIX_ID
+from domain.ids import MAX_POSIX_ID, group_id, org_id, user_id
 
 PREEMPT = {"preempt": "preempt_names"}
 GROUP_NAMES = {**PREEMPT, "members": "member_names"}  # a table shows these lists by name; json keeps the ids
@@ -21,8 +21,6 @@ def org_ref(text: str) -> str:
     try:
         return str(UUID(text))
     except ValueError:
-        from domain.app.ids import org_id  # here, not at the top: `domain.app` costs every command a second
-
         return str(org_id(text))
 
 
@@ -34,8 +32,6 @@ def group_ref(text: str) -> str:
         org, _, name = text.partition("/")
         if not name:
             raise argparse.ArgumentTypeError(f"{text!r}: give a group id or ORG/NAME") from None
-        from domain.app.ids import group_id
-
         return str(group_id(UUID(org_ref(org)), name))
 
 
@@ -43,8 +39,6 @@ def user_ref(text: str) -> str:
     try:
         return str(UUID(text))
     except ValueError:
-        from domain.app.ids import user_id
-
         return str(user_id(text))
 
 

@@ -18,9 +18,11 @@ from typing import Any
 from api.cli.client import Client
 from api.cli.completion import FILES
 from api.cli.output import fail, render, table
+from api.cli.short_ids import resolving
 from api.cli.stage_describe import one_stage, stage_rows
 
 ENDED = ("FINISHED", "FAILED", "CANCELED")
+ID_HELP = "the workflow's id, or its first characters (as the UI shows 8) when no other visible id starts so"
 LIST_PAGE = 500  # rows asked of the API per request while `workflow list` pages through
 LIST_DEFAULT = 100
 SPANS = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -72,6 +74,7 @@ def watch(client: Client, workflow_id: str, interval: float = 1.0) -> int:
         if sys.stdout.isatty():
             text = f"workflow {detail['name']} ({workflow_id}): {detail['status']}\n" + table(detail["stages"],
                                                                                             STAGE_COLUMNS)
+            text += "".join(f"\n  {stage}: {line}" for stage, line in under_way(client, workflow_id, detail).items())
             if shown:
                 sys.stdout.write(f"\x1b[{shown}F\x1b[J")
             print(text, flush=True)
@@ -82,6 +85,21 @@ def watch(client: Client, workflow_id: str, interval: float = 1.0) -> int:
         if detail["status"] in ENDED:
             return 0 if detail["status"] == "FINISHED" else 1
         time.sleep(interval)
+
+
+PROGRESS = ("Workflow.ImageProgressed", "Workflow.TransferProgressed")  # the agent's "pulling IMAGE: 2 of 5 blobs"
+
+
+def under_way(client: Client, workflow_id: str, detail: dict[str, Any]) -> dict[str, str]:
+    """Each stage still getting ready (image pull, ingress): the newest progress line its node told."""
+    waiting = {s["name"] for s in detail["stages"] if s["status"] in ("STARTED", "READY")}
+    if not waiting:
+        return {}
+    lines: dict[str, str] = {}
+    for event in client.get(f"/v4/workflows/{workflow_id}/events")["events"]:
+        if event["type"] in PROGRESS and event.get("stage") in waiting:
+            lines[event["stage"]] = event["message"]
+    return lines
 
 
 class Transitions:
@@ -341,32 +359,32 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     for name, handler, text in (("describe", describe, "its owner by name; stages, nodes, attempts, exit codes"),
                                 ("stop", stop, "cancel a workflow and its running stages")):
         p = sub.add_parser(name, parents=[common], help=text)
-        p.add_argument("id", help="workflow id")
+        p.add_argument("id", help=ID_HELP)
         if name == "describe":
             p.add_argument("stage", nargs="?", help="one stage in full: its resources and its events")
-        p.set_defaults(handler=handler)
+        p.set_defaults(handler=resolving(handler))
     p = sub.add_parser("revoke-token", parents=[common], help="refuse the workflow's FB_WORKFLOW_TOKEN from now on",
                        description="Its running stages' token (FB_WORKFLOW_TOKEN) is refused from now on, and stages "
                                    "it starts later get none; the workflow itself runs on. Its owner or a cluster "
                                    "admin. (A token also ends when its workflow ends.)")
-    p.add_argument("id", help="workflow id")
+    p.add_argument("id", help=ID_HELP)
     p.add_argument("--reason", default="revoked by the workflow's owner", help="recorded with the revocation")
-    p.set_defaults(handler=revoke_token)
+    p.set_defaults(handler=resolving(revoke_token))
     p = sub.add_parser("events", parents=[common], help="the workflow's activity, as sentences")
-    p.add_argument("id")
+    p.add_argument("id", help=ID_HELP)
     p.add_argument("--follow", action="store_true", help="keep printing until the workflow ends")
-    p.set_defaults(handler=events, columns=["time", "stage", "type", "message"])
+    p.set_defaults(handler=resolving(events), columns=["time", "stage", "type", "message"])
     p = sub.add_parser("log", parents=[common], help="a stage's output")
     p.add_argument("id", help="the workflow's id (as `roving workflow list` shows it)")
     p.add_argument("stage", help="the stage to read: a job or service by name (hello), one task of an array as "
                                   "NAME[INDEX] ('shard[3]'); `roving workflow describe ID` lists them")
     p.add_argument("-f", "--follow", action="store_true", help="keep printing new output until the workflow ends")
-    p.set_defaults(handler=log)
+    p.set_defaults(handler=resolving(log))
     p = sub.add_parser("why", parents=[common], help="why stages are waiting (or explain one allocation)")
-    p.add_argument("id")
+    p.add_argument("id", help=ID_HELP)
     p.add_argument("allocation", nargs="?", help="explain this allocation in full")
     p.add_argument("--all", action="store_true", help="include stages that already run or ended")
-    p.set_defaults(handler=why, columns=["stage", "reason", "detail", "allocation_id"])
+    p.set_defaults(handler=resolving(why), columns=["stage", "reason", "detail", "allocation_id"])
     p = sub.add_parser("validate", parents=[common], help="check a Fuzzfile without submitting it")
     p.add_argument("file").complete = FILES
     p.add_argument("--offline", action="store_true", help="only the Fuzzfile's own checks, without asking the cluster")

@@ -20,6 +20,7 @@ from domain.app.secret_reading import check_references
 from domain.app.unit_of_work import UnitOfWork, command
 from domain.app.volumes import VolumeHandlers
 from domain.fuzzfile import Problem, parse_fuzzfile
+from domain.fuzzfile.default_timeouts import no_backfill_warnings, with_default_timeouts
 from domain.fuzzfile.parse import ParseResult
 from domain.fuzzfile.schema import Workflow as Fuzzfile
 from domain.fuzzfile.stages import list_steps
@@ -67,9 +68,9 @@ class WorkflowHandlers(AgentReports):
         owner = owner_of(principal)
         if found := self.projects.resolve(parsed.definition, owner, principal):
             owner["project"] = found
-        spec, defaulted = with_default_memory(with_endpoint_env(self.profiles.bind(parsed.definition),
-                                                                self.endpoints.base_url),
-                                              self.scheduling.config.scheduler_config().default_memory_per_core)
+        spec, defaulted = with_default_memory(
+            self.with_cluster_defaults(with_endpoint_env(self.profiles.bind(parsed.definition), self.endpoints.base_url)),
+            self.scheduling.config.scheduler_config().default_memory_per_core)
         warnings = parsed.warnings + self.cluster_warnings(parsed.definition) + defaulted
         repository = self.uow.repository
         # the same submission again (Idempotency-Key) gets the first answer; a fresh id is not looked up
@@ -123,7 +124,15 @@ class WorkflowHandlers(AgentReports):
     def cluster_warnings(self, definition: Fuzzfile) -> list[Problem]:
         """What this cluster will not do as the definition says (each naming its field), beyond what the parser
         knows: answered by validate and by submission, which still accepts it."""
-        return self.volumes.warnings(definition)
+        backfill = self.scheduling.config.scheduler_config().backfill_enabled
+        unbounded = no_backfill_warnings(self.with_cluster_defaults(definition)) if backfill else []
+        return self.volumes.warnings(definition) + unbounded
+
+    def with_cluster_defaults(self, definition: Fuzzfile) -> Fuzzfile:
+        """The cluster's default execute timeouts given to the jobs that set none."""
+        config = self.scheduling.config.scheduler_config()
+        return with_default_timeouts(definition, config.default_execute_timeout_seconds,
+                                     config.profile_execute_timeouts)
 
     @command
     def stop_workflow(self, workflow_id: UUID, principal: Principal, at: datetime) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 import msgspec
 
+from domain.fuzzfile.limits import MAX_EXECUTE_SECONDS
 from domain.ids import MAX_POSIX_ID
 from domain.project_paths import ProjectError, check_path
 from domain.quantities import MAX_SHARED, QuantityError, parse_memory
@@ -49,6 +50,10 @@ class SchedulerConfig(msgspec.Struct, frozen=True, kw_only=True):
     catalog_allowed_sources: tuple[str, ...] = ()  # catalog.allowedSources: where non-admins' git sources may be
     default_memory_per_core: int = 0  # scheduler.defaultMemoryPerCore: bytes a core for work asking none (0: no limit)
     log_max_bytes_per_stage: int = 0  # logs.maxBytesPerStage: output a stage attempt's log keeps at most (0: all)
+    # scheduler.defaultExecuteTimeout and scheduler.profileExecuteTimeouts: given at submission to a job that sets no
+    # execute timeout (domain.fuzzfile.default_timeouts), so it can backfill; 0 and {} give none
+    default_execute_timeout_seconds: float = 0.0
+    profile_execute_timeouts: dict[str, float] = {}
 
 
 class ConfigProblem(msgspec.Struct, frozen=True, kw_only=True):
@@ -187,6 +192,26 @@ def _allowed_sources(value: Any) -> tuple[str, ...]:
         raise Invalid(f"expected a list of scheme://host[:port] (https, http, ssh or git; a host may start with *.), "
                       f"got {value!r}")
     return tuple(value)
+def _execute_timeout(value: Any) -> float:
+    seconds = _duration(value)
+    if seconds > MAX_EXECUTE_SECONDS:
+        raise Invalid(f"an execute timeout may be at most {MAX_EXECUTE_SECONDS // 86_400} days, got {value!r}")
+    return seconds
+
+
+def _profile_timeouts(value: Any) -> dict[str, float]:
+    """{PROFILE: DURATION}: the default execute timeout of jobs that use that profile (`profile: NAME`)."""
+    if not isinstance(value, Mapping):
+        raise Invalid(f"expected {{PROFILE: DURATION}}, e.g. {{gpu: 4h}}, got {value!r}")
+    found = {}
+    for name, duration in value.items():
+        if not isinstance(name, str) or not _SHARED.match(name):
+            raise Invalid(f"{name!r} is not a profile name")
+        try:
+            found[name] = _execute_timeout(duration)
+        except Invalid as error:
+            raise Invalid(f"{name}: {error.reason}") from None
+    return found
 
 
 def _project(value: Any) -> str:
@@ -239,6 +264,8 @@ KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "catalog.allowedSources": ("catalog_allowed_sources", _allowed_sources),
     "scheduler.defaultMemoryPerCore": ("default_memory_per_core", _bytes),
     "logs.maxBytesPerStage": ("log_max_bytes_per_stage", _count(0)),
+    "scheduler.defaultExecuteTimeout": ("default_execute_timeout_seconds", _execute_timeout),
+    "scheduler.profileExecuteTimeouts": ("profile_execute_timeouts", _profile_timeouts),
 }
 
 RETIRED: dict[str, str] = {

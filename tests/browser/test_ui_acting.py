@@ -25,6 +25,7 @@ jobs:
     command: [sleep, "1"]
     command: [echo, twice]
     resource: {cpu: {cores: 1}, memory: {size: 64MiB}}
+    policy: {timeout: {execute: 1m}}
 """
 CHAIN = "version: v4\njobs:\n" + "".join(
     f"  s{i}:\n    image: {{uri: docker://alpine}}\n    command: [sleep, \"1\"]\n"

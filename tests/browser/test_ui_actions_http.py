@@ -98,3 +98,12 @@ def test_a_tenant_dashboard_says_it_counts_their_own_work_and_charts_it():
     assert "the whole cluster" in everyone
     assert float(re.search(r'data-series="waiting" data-last="([0-9.]+)"', everyone).group(1)) == 2.0
     assert PASSWORD not in mine
+
+
+def test_the_submit_pages_check_warns_that_a_job_without_an_execute_timeout_cannot_backfill():
+    api = Api()
+    cookie = session(api)
+    page = api.request("GET", "/ui/submit", headers=cookie).text
+    checked = form(api, "/ui/submit/validate", cookie, page, definition=JOB)
+    assert checked.status_code == 200
+    assert "jobs.hello.policy.timeout.execute" in [w["path"] for w in checked.json()["warnings"]]

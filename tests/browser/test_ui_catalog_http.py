@@ -65,12 +65,25 @@ def test_start_submits_as_the_signed_in_person_and_opens_the_workflow(api):
     assert shown["name"] == "from-ui" and shown["submitted_by"] == "admin"
 
 
-def test_bad_values_are_an_error_page_naming_the_field(api):
+def test_a_refused_start_shows_the_form_again_with_the_refusal_beside_the_field_it_names(api):
     cookie = session(api)
     form = api.request("GET", "/ui/catalog/greeter?source=apps", headers=cookie).text
     answer = api.request("POST", "/ui/catalog/greeter/start", headers=cookie, data={
-        "csrf": csrf(form), "source": "apps", "v.Cores": "lots"})
-    assert answer.status_code == 400 and "values.Cores: expected a whole number" in answer.text
+        "csrf": csrf(form), "source": "apps", "v.Cores": "lots", "v.Greeting": "kept", "workflow_name": "mine"})
+    assert answer.status_code == 400 and 'id="run-form"' in answer.text  # the form, not a bare "Error" page
+    cores = answer.text.split('id="input-Cores"')[1].split("</label>")[0]
+    assert 'value="lots"' in cores and "expected a whole number" in cores and 'class="error field-error"' in cores
+    assert 'value="kept"' in answer.text.split('id="input-Greeting"')[1].split("</label>")[0]
+    assert 'id="workflow-name" value="mine"' in answer.text
+
+
+def test_the_catalog_filters_by_category_and_counts_in_words(api):
+    text = page(api, "/ui/catalog")
+    assert re.findall(r"<option>([^<]+)</option>", text.split('id="catalog-category"')[1].split("</select>")[0])
+    assert '<span class="hint" id="catalog-count">2 templates</span>' in text
+    only = page(api, "/ui/catalog?category=Examples")
+    assert re.findall(r'data-key="([^"]+)"', only) == ["apps/greeter"]
+    assert '<span class="hint" id="catalog-count">1 template</span>' in only and "<option selected>Examples" in only
 
 
 def test_a_start_without_the_forms_csrf_token_is_refused(api):

@@ -16,8 +16,8 @@ from tests.e2e.stack import LocalStack
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ["api/http/ui/templates/layout.html", "api/http/ui/static/ui.css", "api/http/ui/static/ui.js",
-           "ops/prometheus/roving-rules.yml", "ops/alertmanager/alertmanager.yml", "ops/grafana/node-health.json",
-           "ops/nats/single.conf", "ops/systemd/roving-api.service"]
+           "roving/ops/prometheus/roving-rules.yml", "roving/ops/alertmanager/alertmanager.yml",
+           "roving/ops/grafana/node-health.json", "roving/ops/nats/single.conf", "roving/ops/systemd/roving-api.service"]
 
 
 def run(argv: list[str], **kwargs) -> subprocess.CompletedProcess:
@@ -52,11 +52,14 @@ def test_the_sdist_and_the_wheel_carry_what_roving_up_serves_and_deploys(dist: P
         in_wheel = set(archive.namelist())
     assert [name for name in SHIPPED if name not in in_sdist] == []
     assert [name for name in SHIPPED if name not in in_wheel] == []
-    assert not [name for name in in_wheel if name.startswith(("ops/bench/", "ops/soak/", "tests/"))]
+    assert not [name for name in in_wheel if name.startswith(("roving/ops/bench/", "roving/ops/soak/", "tests/"))]
+    # no top-level `ops`: another library's import name (the two would overwrite each other's files)
+    assert {name.split("/", 1)[0] for name in in_wheel if "/" in name and ".dist-info/" not in name} == {
+        "api", "domain", "adapters", "projections", "roving"}
 
 
 def test_the_installed_wheel_runs_roving_up_serves_the_ui_and_runs_a_job(installed: Path, tmp_path: Path):
-    where = run([str(installed / "python"), "-c", "import api, ops; print(api.__file__, ops.ROOT)"], cwd=tmp_path)
+    where = run([str(installed / "python"), "-c", "import api, roving.ops; print(api.__file__, roving.ops.ROOT)"], cwd=tmp_path)
     assert str(ROOT) not in where.stdout and "site-packages" in where.stdout
     stack = LocalStack(tmp_path, nodes=1, command=(str(installed / "roving"), "up"))
     try:

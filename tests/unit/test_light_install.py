@@ -84,3 +84,46 @@ def test_roving_mcp_without_the_sdk_names_the_mcp_extra():
                           env={**__import__("os").environ, "ROVING_API": "http://127.0.0.1:9", "ROVING_TOKEN": "x"})
     assert done.returncode == 1
     assert "pip install 'roving[mcp]'" in done.stderr and "Traceback" not in done.stderr
+
+
+def imported_by(module: str) -> set[str]:
+    """Every module `module`'s source imports, at its top and inside its functions (where commands import lazily)."""
+    import ast
+
+    source = ROOT / (module.replace(".", "/") + ".py")
+    names = set()
+    for node in ast.walk(ast.parse(source.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module)
+        elif isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+    return names
+
+
+def cli_command_modules() -> list[str]:
+    from api.cli.main import GROUPS
+
+    return sorted(group.__name__ for group in GROUPS)
+
+
+IMPORTER = """
+import importlib, sys
+failed = []
+for name in {names!r}:
+    try:
+        importlib.import_module(name)
+    except ImportError as error:
+        failed.append(f"{{name}}: {{error}}")
+print("\\n".join(failed))
+"""
+
+
+@pytest.mark.parametrize("module", cli_command_modules())
+def test_every_import_of_a_cli_command_loads_without_the_server_packages(module):
+    """A command imports lazily (to start fast), so --help never reaches the import a command's run makes."""
+    names = sorted(imported_by(module) | {module})
+    script = BLOCKER.split("from api.cli.main")[0].format(blocked=sorted(server_only_modules())) + \
+        IMPORTER.format(names=names)
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == ""

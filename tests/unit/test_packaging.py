@@ -49,3 +49,19 @@ def test_dependencies_whose_formats_the_code_relies_on_have_an_upper_bound():
 def test_the_server_extra_names_every_library_the_control_plane_imports_at_start():
     server = {re.split(r"[<>=!~\[; ]", d)[0] for d in PROJECT["optional-dependencies"]["server"]}
     assert {"pycryptodome", "eventsourcing", "starlette", "uvicorn", "structlog", "prometheus-client"} <= server
+
+
+def test_the_wheel_installs_the_operator_files_under_roving_not_as_a_top_level_ops_package():
+    """`ops` is also the import name of Canonical's charm framework: one environment with both would have one
+    package's files overwrite the other's."""
+    from setuptools import find_packages
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    packages = find_packages(str(ROOT), include=config["packages"]["find"]["include"])
+    assert "ops" not in {name.split(".")[0] for name in packages}
+    assert "roving.ops" in packages and "roving.ops.soak" not in packages
+    assert "prometheus/*.yml" in config["package-data"]["roving.ops"]
+    import roving.ops
+    from adapters.monitoring_config import SHIPPED_RULES
+
+    assert SHIPPED_RULES == roving.ops.ROOT / "prometheus" / "roving-rules.yml" and SHIPPED_RULES.is_file()

@@ -2,10 +2,45 @@
 against, tests/unit/api/test_openapi_answers.py) and that /v4/openapi.json describes as response schemas.
 
 `@answers(Type)` on a route names its success answer; the OpenAPI document reads it from there. The types live by
-subject (base, work, nodes, tenancy, owned); every name is importable from here, as routes do.
+subject (base, work, nodes, tenancy, owned; `more` for the routes typed by operation); every name is importable
+from here, as routes do.
 """
 
-from api.http.answers.base import Answer, Health, Problem, Readiness, Version, answers
+from api.http.answers.base import Answer, Error, Health, Problem, Readiness, Version, answers
+from api.http.answers.more import (
+    AuditResult,
+    AuditRows,
+    Catalog,
+    CatalogSource,
+    CatalogSourceRemoved,
+    CatalogSources,
+    Explained,
+    FederatedWorkflows,
+    FederationStats,
+    FederationStatus,
+    GroupProjectSet,
+    KeyRotated,
+    ObjectDeleted,
+    ObjectList,
+    ObjectPut,
+    Ok,
+    Preset,
+    Presets,
+    Profile,
+    ProfileDeleted,
+    Profiles,
+    Project,
+    Projects,
+    Provisioner,
+    ProvisionerDeleted,
+    Provisioners,
+    Rendered,
+    SharedResources,
+    StoredObject,
+    Template,
+    TemplateStarted,
+    TokenRevoked,
+)
 from api.http.answers.nodes import (
     Credential,
     CredentialRevoked,
@@ -63,12 +98,17 @@ from api.http.answers.work import (
 
 __all__ = [
     "ActivityEvent", "Answer", "Changed", "Created", "Credential", "CredentialRevoked", "Credentials", "Deleted",
-    "Endpoint", "EndpointList", "Evicted", "Group", "Groups", "Health", "Hold", "HoldCreated", "Holds", "Membership",
+    "Endpoint", "EndpointList", "Error", "Evicted", "Group", "Groups", "Health", "Hold", "HoldCreated", "Holds", "Membership",
     "Node", "NodeEvent", "NodeEvents", "NodeList", "Organization", "Organizations", "Outcomes", "Owner", "PosixId",
     "PreemptList", "PriorityChanged", "Problem", "QueuePage", "QueueStats", "Readiness", "Readmitted", "Released",
     "Removed", "Resources", "Revoked", "Secret", "SecretCreated", "Secrets", "Stage", "Stopped", "TargetGroup",
     "TokenPair", "Unlocked", "User", "Users", "Validation", "Version", "Whoami", "WhyAnswer", "WhyStage",
     "WorkflowCreated", "WorkflowDetail", "WorkflowEvents", "WorkflowList", "WorkflowSummary", "answers",
+    "AuditResult", "AuditRows", "Catalog", "CatalogSource", "CatalogSourceRemoved", "CatalogSources", "Explained",
+    "FederatedWorkflows", "FederationStats", "FederationStatus", "GroupProjectSet", "KeyRotated", "ObjectDeleted",
+    "ObjectList", "ObjectPut", "Ok", "Preset", "Presets", "Profile", "ProfileDeleted", "Profiles", "Project",
+    "Projects", "Provisioner", "ProvisionerDeleted", "Provisioners", "Rendered", "SharedResources", "StoredObject",
+    "Template", "TemplateStarted", "TokenRevoked",
 ]
 
 # The OpenAPI document names a schema whose class name is taken twice (a request body's, too) by module and class:

@@ -2,11 +2,14 @@
 health, readiness, version, and the `Problem` a validation names."""
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from datetime import datetime
+from typing import Annotated, Any, TypeVar
 
 import msgspec
 
 F = TypeVar("F", bound=Callable[..., Any])
+# msgspec describes a datetime as a bare string; the format tells a generated client to parse it as one
+Timestamp = Annotated[datetime, msgspec.Meta(extra_json_schema={"format": "date-time"})]
 
 
 def answers(kind: Any) -> Callable[[F], F]:
@@ -40,3 +43,10 @@ class Version(Answer):
 class Problem(Answer):
     path: str
     message: str
+
+
+class Error(Answer):
+    """Every refusal's body (api.http.errors): the message, and each problem with the field it names."""
+
+    error: str
+    errors: list[Problem]

@@ -1,9 +1,9 @@
 """Answers about nodes: the node list with holds and capacity, node events, holds placed and released, evictions,
 agent credentials, Prometheus service discovery targets, and the outcomes of monitoring alerts."""
 
-from datetime import datetime
+import enum
 
-from api.http.answers.base import Answer
+from api.http.answers.base import Answer, Timestamp
 
 
 class Hold(Answer):
@@ -12,7 +12,15 @@ class Hold(Answer):
     source: str
     reason: str
     by: str
-    at: datetime
+    at: Timestamp
+
+
+class NodeStatus(str, enum.Enum):
+    """domain.scheduler.snapshot.NodeStatus, and OFFLINE for a removed node."""
+
+    READY = "READY"
+    NOT_READY = "NOT_READY"
+    OFFLINE = "OFFLINE"
 
 
 class Resources(Answer):
@@ -24,7 +32,7 @@ class Resources(Answer):
 class Node(Answer):
     id: str
     name: str
-    status: str
+    status: NodeStatus
     status_reason: str
     cpu: int
     memory: int
@@ -51,7 +59,7 @@ class Holds(Answer):
 
 class NodeEvent(Answer):
     position: int
-    at: datetime
+    at: Timestamp
     type: str
     by: str
     message: str
@@ -81,9 +89,9 @@ class Removed(Answer):
 
 class Credential(Answer):
     id: str
-    issued_at: datetime
-    expires: datetime
-    revoked_at: datetime | None
+    issued_at: Timestamp
+    expires: Timestamp
+    revoked_at: Timestamp | None
     revoked_by: str | None
     reason: str | None
 

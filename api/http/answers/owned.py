@@ -1,9 +1,8 @@
 """Answers about what people keep by name: persistent endpoints (binding, targets and takeover; the list; a deletion)
 and secrets (a created secret's id; a secret's name and scope, never its value)."""
 
-from datetime import datetime
 
-from api.http.answers.base import Answer
+from api.http.answers.base import Answer, Timestamp
 
 
 class Endpoint(Answer):
@@ -48,7 +47,7 @@ class Secret(Answer):
     group: str
     reference: str
     created_by: str
-    created_at: datetime
+    created_at: Timestamp
 
 
 class Secrets(Answer):

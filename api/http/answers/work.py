@@ -1,10 +1,34 @@
 """Answers about work: workflows (submitted, validated, stopped, listed, described), their activity, `why` their
 stages wait, and the scheduler's queue and its figures."""
 
-from datetime import datetime
+import enum
 from typing import Any
 
-from api.http.answers.base import Answer, Problem
+from api.http.answers.base import Answer, Problem, Timestamp
+
+
+class WorkflowStatus(str, enum.Enum):
+    """As domain.workflow.Workflow.status derives it: a named enum in the document, so a generated client compares
+    against names, not free strings."""
+
+    PENDING = "PENDING"
+    STARTED = "STARTED"
+    FINISHED = "FINISHED"
+    FAILED = "FAILED"
+    CANCELED = "CANCELED"
+
+
+class StageStatus(str, enum.Enum):
+    """domain.fuzzfile.semantics.StageStatus, as answers show it."""
+
+    PENDING = "PENDING"
+    WAITING = "WAITING"
+    READY = "READY"
+    STARTED = "STARTED"
+    RUNNING = "RUNNING"
+    FINISHED = "FINISHED"
+    FAILED = "FAILED"
+    CANCELED = "CANCELED"
 
 
 class WorkflowCreated(Answer):
@@ -32,14 +56,14 @@ class Owner(Answer):
 class WorkflowSummary(Answer):
     id: str
     name: str
-    status: str
+    status: WorkflowStatus
     owner: Owner
     priority: int
     effective_inputs: int
     preemptible: bool | None
     submitted_by: str
-    submitted_at: datetime
-    updated_at: datetime
+    submitted_at: Timestamp
+    updated_at: Timestamp
     stage_count: int
     stages_ended: int
     user: str | None
@@ -55,26 +79,26 @@ class WorkflowList(Answer):
 class Stage(Answer):
     name: str
     kind: str
-    status: str
+    status: StageStatus
     attempts: int
     exit_code: int | None
     node: str | None
     reason: str
     allocation_id: str | None
     priority: dict[str, int] | None
-    started_at: datetime | None  # the current attempt's start (None: it never started)
-    ended_at: datetime | None
+    started_at: Timestamp | None  # the current attempt's start (None: it never started)
+    ended_at: Timestamp | None
 
 
 class WorkflowDetail(Answer):
     id: str
     name: str
-    status: str
+    status: WorkflowStatus
     owner: Owner
     priority: int
     preemptible: bool | None
     submitted_by: str
-    submitted_at: datetime
+    submitted_at: Timestamp
     stages: list[Stage]
     user: str | None
     group: str | None
@@ -83,7 +107,7 @@ class WorkflowDetail(Answer):
 
 
 class ActivityEvent(Answer):
-    time: datetime
+    time: Timestamp
     type: str
     stage: str | None
     message: str

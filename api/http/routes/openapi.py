@@ -13,8 +13,21 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, Response
 from starlette.routing import Route
 
+from api.http import answers as a
 from api.http.operations import operation_names
-from api.http.routes import accounts, agent, audit, catalog, endpoints, nodes, projects, sessions, tenancy, workflows
+from api.http.routes import (
+    accounts,
+    agent,
+    audit,
+    catalog,
+    endpoints,
+    log_follow,
+    nodes,
+    projects,
+    sessions,
+    tenancy,
+    workflows,
+)
 from api.http.routes import common as c
 from domain.app.errors import NotFound
 from domain.provisioner_spec import ProvisionerBody
@@ -54,6 +67,53 @@ BODIES: dict[tuple[str, str], type] = {
     ("PATCH", "/v4/projects/{path}"): projects.ProjectChange,
     ("PUT", "/v4/groups/{id}/project"): projects.GroupProject,
 }
+# The answers of routes that carry no `@answers` mark, by operation (the types are in api.http.answers.more).
+ANSWERS: dict[tuple[str, str], Any] = {
+    ("GET", "/v4/openapi.json"): dict[str, Any],
+    ("GET", "/v4/workflows/{id}/allocations/{aid}/explain"): a.Explained,
+    ("GET", "/v4/admin/centralconfig"): dict[str, Any],
+    ("PUT", "/v4/admin/centralconfig"): dict[str, Any],
+    ("POST", "/v4/agent/heartbeat"): a.Ok,
+    ("POST", "/v4/agent/reports"): a.Ok,
+    ("GET", "/v4/audit"): a.AuditRows,
+    ("POST", "/v4/audit/query"): a.AuditResult,
+    ("POST", "/v4/secrets/-/rotate-key"): a.KeyRotated,
+    ("GET", "/v4/profiles"): a.Profiles,
+    ("PUT", "/v4/profiles/{name}"): a.Profile,
+    ("GET", "/v4/profiles/{name}"): a.Profile,
+    ("DELETE", "/v4/profiles/{name}"): a.ProfileDeleted,
+    ("GET", "/v4/projects"): a.Projects,
+    ("GET", "/v4/projects/{path}"): a.Project,
+    ("PUT", "/v4/projects/{path}"): a.Project,
+    ("PATCH", "/v4/projects/{path}"): a.Project,
+    ("PUT", "/v4/groups/{id}/project"): a.GroupProjectSet,
+    ("GET", "/v4/scheduler/shared-resources"): a.SharedResources,
+    ("GET", "/v4/presets"): a.Presets,
+    ("GET", "/v4/presets/{name}"): a.Preset,
+    ("GET", "/v4/provisioners"): a.Provisioners,
+    ("PUT", "/v4/provisioners/{name}"): a.Provisioner,
+    ("GET", "/v4/provisioners/{name}"): a.Provisioner,
+    ("DELETE", "/v4/provisioners/{name}"): a.ProvisionerDeleted,
+    ("GET", "/v4/catalog"): a.Catalog,
+    ("GET", "/v4/catalog/sources"): a.CatalogSources,
+    ("POST", "/v4/catalog/sources"): a.CatalogSource,
+    ("DELETE", "/v4/catalog/sources/{id}"): a.CatalogSourceRemoved,
+    ("POST", "/v4/catalog/templates/{name}:render"): a.Rendered,
+    ("POST", "/v4/catalog/templates/{name}:start"): a.TemplateStarted,
+    ("GET", "/v4/catalog/templates/{name}"): a.Template,
+    ("GET", "/v4/federation/status"): a.FederationStatus,
+    ("GET", "/v4/federation/queue/stats"): a.FederationStats,
+    ("GET", "/v4/federation/workflows"): a.FederatedWorkflows,
+    ("GET", "/v4/federation/workflows/{id}/events"): dict[str, Any],
+    ("GET", "/v4/federation/workflows/{id}"): dict[str, Any],
+    ("GET", "/v4/objects"): a.ObjectList,
+    ("PUT", "/v4/objects/user/{name}"): a.ObjectPut,
+    ("PUT", "/v4/objects/group/{group}/{name}"): a.ObjectPut,
+    ("DELETE", "/v4/objects/user/{name}"): a.ObjectDeleted,
+    ("DELETE", "/v4/objects/group/{group}/{name}"): a.ObjectDeleted,
+    ("POST", "/v4/workflows/{id}/token:revoke"): a.TokenRevoked,
+}
+NO_CONTENT = {("DELETE", "/v4/projects/{path}")}
 STRING, BOOLEAN, INTEGER, NUMBER = {"type": "string"}, {"type": "boolean"}, {"type": "integer"}, {"type": "number"}
 QUERIES: dict[tuple[str, str], dict[str, dict[str, Any]]] = {
     ("GET", "/v4/scheduler/queue"): {"mine": BOOLEAN, "all": BOOLEAN, "owner": STRING, "priority_min": NUMBER,
@@ -67,6 +127,7 @@ QUERIES: dict[tuple[str, str], dict[str, dict[str, Any]]] = {
     ("GET", "/v4/catalog"): {"q": STRING, "category": STRING},
     ("GET", "/v4/catalog/templates/{name}"): {"source": STRING},
     ("GET", "/v4/workflows/{id}/events"): {"follow": BOOLEAN},
+    ("GET", "/v4/workflows/{id}/log/{stage}"): {"follow": BOOLEAN},
     ("GET", "/v4/workflows/{id}/why"): {"all": BOOLEAN},
     ("GET", "/v4/agent/assignments"): {"node_id": {"type": "string", "format": "uuid"}},
     ("GET", "/v4/audit"): {**dict.fromkeys(audit.FILTERS[:-1], STRING),
@@ -82,16 +143,69 @@ CREATED = {("POST", p) for p in ("/v4/workflows", "/v4/organizations", "/v4/orga
                                   "/v4/nodes/{id}/holds", "/v4/catalog/sources",
                                   "/v4/catalog/templates/{name}:start")}
 TEXT = {"schema": {"type": "string"}}
+BINARY = {"schema": {"type": "string", "format": "binary"}}
 CONTENT: dict[tuple[str, str], dict[str, Any]] = {  # answers that are not JSON
     ("GET", "/metrics"): {"text/plain": TEXT},
     ("GET", "/v4/audit/export.parquet"): {audit.PARQUET: TEXT},
-    ("GET", "/v4/workflows/{id}/log/{stage}"): {"text/plain": TEXT},
-    ("GET", "/v4/workflows/{id}/events"): {"application/json": {"schema": {}}, "text/event-stream": TEXT},
+    ("GET", "/v4/workflows/{id}/log/{stage}"): {"text/plain": TEXT, log_follow.MEDIA_TYPE: BINARY},
+    ("GET", "/v4/workflows/{id}/events"): {"text/event-stream": TEXT},
+    ("GET", "/v4/objects/user/{name}"): {"application/octet-stream": BINARY},
+    ("GET", "/v4/objects/group/{group}/{name}"): {"application/octet-stream": BINARY},
 }
 PROXY = "/endpoints/"  # a bound service's own answers, whatever they are
 CONVERTOR = re.compile(r"{(\w+):\w+}")  # Starlette's `{path:path}` is OpenAPI's `{path}`
-ERROR = {"type": "object", "properties": {"error": {"type": "string"}, "errors": {"type": "array", "items": {
-    "type": "object", "properties": {"path": {"type": "string"}, "message": {"type": "string"}}}}}}
+# Every refusal is one `Error` body (api.http.answers.base); the answers below $ref it, so a generated client has one
+# error type, not one per operation and status.
+REFUSALS = {
+    "BadInput": "Bad input: `errors` names each field and the reason",
+    "NotFound": "Not found",
+    "Unavailable": "A part of the control plane this needs is not running or not configured",
+    "Unauthorized": "Missing, invalid or expired token",
+    "Forbidden": "Not allowed to the caller",
+    "Conflict": "Conflicts with the current state",
+    "TooLarge": "The body is over ROVING_MAX_BODY_BYTES (api.http.limits)",
+    "LoginRefused": "Unknown username or wrong password",
+    "RefreshRefused": "Refresh token expired, used up or reused, or the account disabled",
+}
+ERROR_REF = {"$ref": "#/components/schemas/Error"}
+AREAS = {"organizations": "tenancy", "groups": "tenancy", "users": "tenancy", "healthz": "service",
+         "readyz": "service", "metrics": "service", "version": "service", "openapi.json": "service",
+         "scheduler": "queue", "presets": "profiles", "endpoints": "endpoints"}
+
+
+def refusal(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/responses/{name}"}
+
+
+def area(path: str) -> str:
+    """The operation's tag: the API's area, from the path's first segment after /v4 (a few merged)."""
+    segments = [s for s in path.removeprefix("/v4").split("/") if s]
+    first = re.split(r"[:{]", segments[0])[0] if segments else "service"
+    return AREAS.get(first, first)
+
+
+def refusals(method: str, path: str) -> dict[str, Any]:
+    found = {"400": refusal("BadInput"), "404": refusal("NotFound"), "503": refusal("Unavailable")}
+    if path not in PUBLIC:
+        found |= {"401": refusal("Unauthorized"), "403": refusal("Forbidden")}
+    if method != "GET":
+        found |= {"409": refusal("Conflict"), "413": refusal("TooLarge")}
+    if path == "/v4/auth/login":
+        found["401"] = refusal("LoginRefused")
+    if path == "/v4/auth/refresh":
+        found["401"] = refusal("RefreshRefused")
+    return found
+
+
+def success(method: str, path: str, answer: Any, refs: dict[Any, dict]) -> dict[str, Any]:
+    if (method, path) in NO_CONTENT:
+        return {"204": {"description": "Done"}}
+    if path.startswith(PROXY):
+        return {"200": {"description": "The service's answer", "content": {"*/*": BINARY}}}
+    typed = {"application/json": {"schema": refs[answer]}} if answer is not None else {}
+    content = {**CONTENT.get((method, path), {}), **typed}
+    created = (method, path) in CREATED
+    return {"201" if created else "200": {"description": "Created" if created else "OK", "content": content}}
 
 
 def operation(method: str, path: str, endpoint: Any, refs: dict[Any, dict]) -> dict[str, Any]:
@@ -100,52 +214,57 @@ def operation(method: str, path: str, endpoint: Any, refs: dict[Any, dict]) -> d
     params += [{"name": n, "in": "query", "required": False, "schema": schema}
                for n, schema in QUERIES.get((method, path), {}).items()]
     operation_id, summary = operation_names(method, path, endpoint.__name__)
-    answer = getattr(endpoint, "answer", None)
-    success = {"application/json": {"schema": refs[answer] if answer is not None else {}}}
-    op: dict[str, Any] = {
-        "summary": summary,
-        "operationId": operation_id,
-        "parameters": params,
-        "responses": {"201" if (method, path) in CREATED else "200": {
-                          "description": "Created" if (method, path) in CREATED else "OK",
-                          "content": {**CONTENT.get((method, path), success),
-                                      **(success if answer is not None else {})}},
-                      "400": {"description": "Bad input", "content": {"application/json": {"schema": ERROR}}},
-                      "404": {"description": "Not found", "content": {"application/json": {"schema": ERROR}}},
-                      "503": {"description": "A part of the control plane this needs is not running or not configured",
-                              "content": {"application/json": {"schema": ERROR}}}},
-    }
+    answer = getattr(endpoint, "answer", None) or ANSWERS.get((method, path))
+    op: dict[str, Any] = {"summary": summary, "operationId": operation_id, "tags": [area(path)], "parameters": params,
+                          "responses": {**success(method, path, answer, refs), **refusals(method, path)}}
     if path not in PUBLIC:
         op["security"] = [{"bearer": []}]
-        op["responses"]["401"] = {"description": "Missing, invalid or expired token",
-                                  "content": {"application/json": {"schema": ERROR}}}
-        op["responses"]["403"] = {"description": "Not allowed to the caller",
-                                  "content": {"application/json": {"schema": ERROR}}}
-    if method != "GET":
-        op["responses"]["409"] = {"description": "Conflicts with the current state",
-                                  "content": {"application/json": {"schema": ERROR}}}
-        op["responses"]["413"] = {"description": "The body is over ROVING_MAX_BODY_BYTES (api.http.limits)",
-                                  "content": {"application/json": {"schema": ERROR}}}
-    if path == "/v4/auth/login":
-        op["responses"]["401"] = {"description": "Unknown username or wrong password",
-                                  "content": {"application/json": {"schema": ERROR}}}
-    if path == "/v4/auth/refresh":
-        op["responses"]["401"] = {"description": "Refresh token expired, used up or reused, or the account disabled",
-                                  "content": {"application/json": {"schema": ERROR}}}
     if path.startswith(PROXY):
-        op["responses"]["200"]["content"] = {"*/*": {"schema": {}}}
-        op["responses"]["default"] = {"description": "The service's own answer", "content": {"*/*": {"schema": {}}}}
+        op["responses"]["default"] = {"description": "The service's own answer", "content": {"*/*": BINARY}}
     body = BODIES.get((method, path))
     if body is not None:
         op["requestBody"] = {"required": True, "content": {"application/json": {"schema": refs[body]}}}
     return op
 
 
+def plain_names(types: list[Any], refs: list[dict], components: dict[str, Any]) -> tuple[list[dict], dict[str, Any]]:
+    """msgspec names a schema by module and class when two classes share a name (a request body and an answer both
+    called `Membership`): the answer keeps the plain name, the body takes `...Body`; no name carries a dot."""
+    renamed: dict[str, str] = {}
+    for kind, ref in zip(types, refs, strict=True):
+        name = ref.get("$ref", "").rsplit("/", 1)[-1]
+        if "." in name:
+            plain = name.rsplit(".", 1)[1]
+            renamed[name] = plain + "Body" if kind in BODIES.values() else plain
+    text = msgspec.json.encode([refs, components]).decode()
+    for old, new in renamed.items():
+        text = text.replace(f'"#/components/schemas/{old}"', f'"#/components/schemas/{new}"')
+    new_refs, new_components = msgspec.json.decode(text)
+    for old, new in renamed.items():  # generators name a model by its title, which msgspec sets to the class name
+        new_components[old]["title"] = new
+    return new_refs, {renamed.get(name, name): schema for name, schema in new_components.items()}
+
+
+def any_items(node: Any) -> Any:
+    """`items: {}` on every array that names none (msgspec's list[Any]): generators refuse an array without items."""
+    if isinstance(node, list):
+        return [any_items(n) for n in node]
+    if not isinstance(node, dict):
+        return node
+    found = {k: any_items(v) for k, v in node.items()}
+    if found.get("type") == "array" and "items" not in found:
+        found["items"] = {}
+    return found
+
+
 def document(routes: list[Any]) -> dict[str, Any]:
     """The OpenAPI 3.1 document of `routes`."""
     answered = [getattr(r.endpoint, "answer", None) for r in routes if isinstance(r, Route)]
-    types = list(dict.fromkeys([*BODIES.values(), *(t for t in answered if t is not None)]))
-    refs, components = msgspec.json.schema_components(types, ref_template="#/components/schemas/{name}")
+    types = list(dict.fromkeys([*BODIES.values(), *(t for t in answered if t is not None), *ANSWERS.values(),
+                                a.Error]))
+    generated, named = msgspec.json.schema_components(types, ref_template="#/components/schemas/{name}")
+    refs, components = plain_names(types, list(generated), named)
+    by_type = dict(zip(types, refs, strict=True))
     paths: dict[str, dict[str, Any]] = {}
     for route in routes:
         if not isinstance(route, Route):
@@ -154,13 +273,14 @@ def document(routes: list[Any]) -> dict[str, Any]:
         if path.startswith("/v4/docs"):
             continue  # the try-it page is for people, not an operation
         for method in sorted((route.methods or set()) - {"HEAD"}):
-            paths.setdefault(path, {})[method.lower()] = operation(method, path, route.endpoint,
-                                                                  dict(zip(types, refs, strict=True)))
+            paths.setdefault(path, {})[method.lower()] = operation(method, path, route.endpoint, by_type)
     info = {"title": "Roving", "version": "4",
             "description": "Roving's HTTP API. Get a token with POST /v4/auth/login (or `roving context login`), then "
                            "send it as `Authorization: Bearer <token>`. Try it at /v4/docs."}
+    responses = {name: {"description": text, "content": {"application/json": {"schema": ERROR_REF}}}
+                 for name, text in REFUSALS.items()}
     return {"openapi": "3.1.0", "info": info, "paths": paths,
-            "components": {"schemas": components,
+            "components": {"schemas": any_items(components), "responses": responses,
                            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}}}
 
 

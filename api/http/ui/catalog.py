@@ -13,13 +13,16 @@ from typing import Any
 from urllib.parse import quote, urlencode
 from uuid import uuid4
 
+import msgspec
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from api.http.routes import catalog as routes
 from api.http.routes import common as c
 from api.http.ui import render
-from api.http.ui.core import Refused, api, csrf_for
+from api.http.ui.core import Refused, api, csrf_for, refusal
+from domain.app.errors import Conflict, Invalid
+from domain.catalog import CatalogError
 from domain.tenancy.permissions import Principal
 
 FIELD = "v."  # form fields holding values are named v.NAME
@@ -42,15 +45,30 @@ def template_href(row: dict[str, Any]) -> str:
     return f"/ui/catalog/{quote(row['name'], safe='')}?{urlencode({'source': row['source']})}"
 
 
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def category_choices(categories: list[str], chosen: str) -> render.Html:
+    """The category filter's options: every category of the templates the person can see, and "all"."""
+    options = [f'<option value=""{"" if chosen else " selected"}>all categories</option>']
+    options += [f'<option{" selected" if c == chosen else ""}>{render.esc(c)}</option>' for c in categories]
+    return render.Html("".join(options))
+
+
 async def catalog_page(request: Request, who: Principal) -> Response:
     query = request.query_params.get("q", "")[:MAX_QUERY]
-    answer = await api(routes.list_templates, request, q=query)
+    category = request.query_params.get("category", "")[:MAX_QUERY]
+    everything = await api(routes.list_templates, request, q=query)
+    answer = await api(routes.list_templates, request, q=query, category=category) if category else everything
+    categories = sorted({t["category"] for t in everything["templates"] if t["category"]})
     cards = [render.fill("catalog_card", href=template_href(t), title=t["display_name"], key=t["key"],
                          category=t["category"] or t["scope"], description=described(t["description"]))
              for t in answer["templates"]]
     warnings = render.Html("".join(source_warning(s) for s in answer["sources"] if s["error"] or s["problems"]))
-    empty = "No template matches." if query else "No catalog source you can see holds templates yet."
-    body = render.fill("catalog", query=query, warnings=warnings, count=len(cards),
+    empty = "No template matches." if query or category else "No catalog source you can see holds templates yet."
+    body = render.fill("catalog", query=query, warnings=warnings, count=plural(len(cards), "template"),
+                       categories=category_choices(categories, category),
                        cards=render.Html("".join(cards)) if cards else render.Html(
                            f'<p class="empty" id="catalog-empty">{render.esc(empty)}</p>'))
     return render.page("Catalog", body, user=who, csrf=csrf_for(request), current="/ui/catalog")
@@ -64,15 +82,18 @@ def source_warning(source: dict[str, Any]) -> render.Html:
                        f"({render.esc(source['scope'])}) {render.esc(what)}</p>")
 
 
-def field(spec: dict[str, Any]) -> render.Html:
-    """One input of the run form, by kind: a choice, a whole number, true/false, or text (references too)."""
-    name, kind, default = spec["name"], spec["kind"], spec["default"]
+def field(spec: dict[str, Any], entered: dict[str, str], errors: dict[str, list[str]]) -> render.Html:
+    """One input of the run form, by kind: a choice, a whole number, true/false, or text (references too); after a
+    refused Start, with the value the person entered and the refusal that names it beside it."""
+    name, kind = spec["name"], spec["kind"]
+    default = entered.get(name, spec["default"])
     attrs = f'id="input-{render.esc(name)}" name="{FIELD}{render.esc(name)}"'
     if spec["options"]:
         choices = "".join(f'<option{" selected" if o == default else ""}>{render.esc(o)}</option>' for o in spec["options"])
         control = f"<select {attrs}>{choices}</select>"
     elif kind == "bool":
-        choices = "".join(f'<option value="{v}"{" selected" if (v == "true") == bool(default) else ""}>{v}</option>'
+        on = default == "true" if isinstance(default, str) else bool(default)
+        choices = "".join(f'<option value="{v}"{" selected" if (v == "true") == on else ""}>{v}</option>'
                           for v in ("true", "false"))
         control = f"<select {attrs}>{choices}</select>"
     elif kind == "uint":
@@ -82,21 +103,57 @@ def field(spec: dict[str, Any]) -> render.Html:
         control = f'<input type="text" {attrs} value="{render.esc(default)}" placeholder="{hint}">'
     optional = ' <span class="hint">(optional: may be left empty)</span>' if spec.get("optional") else ""
     label = render.esc(spec["display_name"] or name)
-    return render.Html(f'<label class="input"><span>{label}{optional} <code>{render.esc(name)}</code></span>'
-                       f"{control}</label>")
+    refused = "".join(f'<span class="error field-error" role="alert">{render.esc(m)}</span>'
+                      for m in errors.get(name, []))
+    invalid = ' aria-invalid="true"' if name in errors else ""
+    return render.Html(f'<label class="input"{invalid}><span>{label}{optional} <code>{render.esc(name)}</code></span>'
+                       f"{control}{refused}</label>")
 
 
-async def template_page(request: Request, who: Principal) -> Response:
-    found = await api(routes.show_template, request, source=request.query_params.get("source", ""))
+def beside_fields(problems: list[tuple[str, str]], names: list[str]) -> tuple[dict[str, list[str]], list[str]]:
+    """Each refusal by the input it names (`values.Cores`, or a Fuzzfile path ending in that name, as
+    `jobs.render.resource.cpu.cores`), and the rest, which name no input, for the top of the form."""
+    by_input: dict[str, list[str]] = {}
+    rest = []
+    lowered = {n.lower(): n for n in names}
+    for path, message in problems:
+        last = path.removeprefix("values.").rsplit(".", 1)[-1].lower()
+        name = lowered.get(last) if path else None
+        if name is not None:
+            by_input.setdefault(name, []).append(message)
+        else:
+            rest.append(f"{path}: {message}" if path else message)
+    return by_input, rest
+
+
+class Retry(msgspec.Struct, frozen=True):
+    """A refused Start shown again: what was entered and each refusal (path, message)."""
+
+    source: str
+    values: dict[str, str]
+    workflow_name: str
+    problems: list[tuple[str, str]]
+    status: int
+
+
+async def template_page(request: Request, who: Principal, retry: Retry | None = None) -> Response:
+    found = await api(routes.show_template, request,
+                      source=retry.source if retry else request.query_params.get("source", ""))
+    names = [i["name"] for g in found["groups"] for i in g["inputs"]]
+    errors, general = beside_fields(retry.problems if retry else [], names)
+    entered = retry.values if retry else {}
     groups = "".join(f'<fieldset class="group" data-category="{render.esc(g["display_category"])}">'
                      f'<legend>{render.esc(g["display_category"])}</legend>'
-                     + "".join(field(i) for i in g["inputs"]) + "</fieldset>" for g in found["groups"])
+                     + "".join(field(i, entered, errors) for i in g["inputs"]) + "</fieldset>"
+                     for g in found["groups"])
+    refused = "".join(f'<p class="error form-error" role="alert">{render.esc(m)}</p>' for m in general)
     action = f"/ui/catalog/{quote(found['name'], safe='')}/start"
     body = render.fill("catalog_template", key=found["key"], scope=found["scope"], category=found["category"],
-                       description=described(found["description"]), groups=render.Html(groups), action=action,
-                       source=found["source"], csrf=render.hidden_csrf(csrf_for(request)), name=found["name"],
-                       template=found["template"])
-    return render.page(found["display_name"], body, user=who, csrf=csrf_for(request), current="/ui/catalog")
+                       description=described(found["description"]), groups=render.Html(refused + groups),
+                       action=action, source=found["source"], csrf=render.hidden_csrf(csrf_for(request)),
+                       name=retry.workflow_name if retry else found["name"], template=found["template"])
+    return render.page(found["display_name"], body, user=who, csrf=csrf_for(request), current="/ui/catalog",
+                       status_code=retry.status if retry else 200)
 
 
 async def start(request: Request, who: Principal) -> Response:
@@ -107,8 +164,14 @@ async def start(request: Request, who: Principal) -> Response:
     if len(workflow_name) > 256:
         raise Refused(400, "workflow_name: expected at most 256 characters")
     handlers = routes.catalog(request)
-    started = await c.call(handlers.start, who, request.path_params["name"], values, uuid4(), c.now(),
-                           workflow_name, fields.get("source", ""), routes.render_budget())
+    try:
+        started = await c.call(handlers.start, who, request.path_params["name"], values, uuid4(), c.now(),
+                               workflow_name, fields.get("source", ""), routes.render_budget())
+    except (Invalid, Conflict, CatalogError) as error:  # the form again, the refusal beside the field it names
+        problems = [(p.path, p.message) for p in getattr(error, "problems", [])] or [("", str(error))]
+        status = 400 if isinstance(error, CatalogError) else refusal(error).status
+        retry = Retry(fields.get("source", ""), values, workflow_name or request.path_params["name"], problems, status)
+        return await template_page(request, who, retry)
     await c.settle(request)
     return RedirectResponse(f"/ui/workflows/{started['id']}", status_code=303)
 

@@ -45,6 +45,8 @@ def ui_routes() -> list[BaseRoute]:
         Route("/ui/workflows/{id}/summary", signed_in(workflows.summary_fragment), methods=["GET"]),
         Route("/ui/workflows/{id}/events", signed_in(workflows.follow), methods=["GET"]),
         Route("/ui/workflows/{id}/logs/{stage}.txt", signed_in(workflows.log_raw), methods=["GET"]),
+        Route("/ui/workflows/{id}/download/events", signed_in(workflows.download_events), methods=["GET"]),
+        Route("/ui/workflows/{id}/download/logs/{stage}", signed_in(workflows.download_log), methods=["GET"]),
         Route("/ui/workflows/{id}/logs/{stage}", signed_in(workflows.log_page), methods=["GET"]),
         Route("/ui/nodes", signed_in(nodes.nodes_page), methods=["GET"]),
         Route("/ui/nodes/{id}", signed_in(nodes.node_page), methods=["GET"]),

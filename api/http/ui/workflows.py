@@ -130,17 +130,42 @@ def attempts_made(stage: dict[str, Any]) -> Any:
     return made if made > 0 else "—"
 
 
+def moment(value: Any) -> datetime:
+    return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+
+
+def took(seconds: float) -> str:
+    """`0.4s`, `05m 09s`, `1h 02m 03s`."""
+    hours, rest = divmod(int(seconds), 3600)
+    return (f"{seconds:.1f}s" if seconds < 60 else
+            (f"{hours}h " if hours else "") + f"{rest // 60:02d}m {rest % 60:02d}s")
+
+
 def duration(stage: dict[str, Any], now: datetime) -> str:
-    """How long the current attempt ran (or has run so far): `0.4s`, `05m 09s`, `1h 02m 03s`; empty before it started."""
+    """How long the current attempt ran (or has run so far); empty before it started."""
     if not stage.get("started_at"):
         return ""
-    started = datetime.fromisoformat(str(stage["started_at"]).replace("Z", "+00:00"))
-    ended = datetime.fromisoformat(str(stage["ended_at"]).replace("Z", "+00:00")) if stage.get("ended_at") else now
-    took = max(0.0, (ended - started).total_seconds())
-    hours, rest = divmod(int(took), 3600)
-    text = (f"{took:.1f}s" if took < 60 else
-            (f"{hours}h " if hours else "") + f"{rest // 60:02d}m {rest % 60:02d}s")
+    ended = moment(stage["ended_at"]) if stage.get("ended_at") else now
+    text = took(max(0.0, (ended - moment(stage["started_at"])).total_seconds()))
     return text if stage.get("ended_at") else f"{text} so far"
+
+
+def workflow_duration(detail: dict[str, Any], now: datetime) -> str:
+    """From submission to its last stage's end (or so far), as sacct's Elapsed."""
+    ends = [moment(s["ended_at"]) for s in detail["stages"] if s.get("ended_at")]
+    ended = detail["status"] in ENDED
+    last = max(ends) if ended and ends else now
+    text = took(max(0.0, (last - moment(detail["submitted_at"])).total_seconds()))
+    return text if ended else f"{text} so far"
+
+
+def downloads(detail: dict[str, Any]) -> render.Html:
+    """The events as JSON and each stage's log as a file, to keep or attach to a ticket."""
+    wid = detail["id"]
+    links = [render.link(f"/ui/workflows/{wid}/download/events", "events (JSON)")]
+    links += [render.link(f"/ui/workflows/{wid}/download/logs/{s['name']}", f"{s['name']} log")
+              for s in detail["stages"]]
+    return render.Html(" · ".join(links))
 
 
 def stage_rows(detail: dict[str, Any], needs: dict[str, list[str]]) -> list[list[Any]]:
@@ -208,7 +233,8 @@ async def summary(request: Request, detail: dict[str, Any]) -> render.Html:
     why, why_note = await why_rows(request)
     used = sorted({s["node"] for s in detail["stages"] if s["node"]})
     return render.fill(
-        "workflow_summary", status=render.status(detail["status"]), status_text=detail["status"],
+        "workflow_summary", actions=actions(request, detail), duration=workflow_duration(detail, datetime.now(UTC)),
+        downloads=downloads(detail), status=render.status(detail["status"]), status_text=detail["status"],
         priority=detail["priority"], submitted_by=detail["submitted_by"], submitted_at=render.when(detail["submitted_at"]),
         nodes=render.Html(", ".join(render.node_link(n) for n in used) or "none yet"),
         graph=graph.stage_graph(detail["stages"], {step: [n.rpartition(" ")[0] for n in wanted]
@@ -226,7 +252,6 @@ async def detail_page(request: Request, who: Principal) -> Response:
     events = (await api(workflows.events, request))["events"]
     rows = [[render.when(e["time"]), e["type"], e["stage"] or "", e["message"]] for e in events]
     body = render.fill("workflow", id=detail["id"], summary=part, notice=notice(request),
-                       actions=actions(request, detail),
                        events=render.table(["Time", "Event", "Stage", "Message"], rows, "No events yet.", id="events"),
                        follow=f"/ui/workflows/{wid}/events?since={len(events)}", fragment=f"/ui/workflows/{wid}/summary")
     return render.page(f"Workflow {detail['name'] or detail['id']}", body, user=who, csrf=csrf_for(request),
@@ -267,6 +292,27 @@ async def log_raw(request: Request, who: Principal) -> Response:
     headers = {"Cache-Control": "no-store",
                **{k: answer.headers[k] for k in (log_range.TOTAL, log_range.OFFSET) if k in answer.headers}}
     if request.query_params.get("download") == "true":
-        name = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in request.path_params["stage"])
-        headers["Content-Disposition"] = f'attachment; filename="{name}.log"'
-    return Response(bytes(answer.body), media_type=log_range.MEDIA_TYPE, headers=headers)
+        name = f"{file_part(request.path_params['id'])}-{file_part(request.path_params['stage'])}.log"
+        headers["Content-Disposition"] = f'attachment; filename="{name}"'
+    return Response(bytes(answer.body), status_code=answer.status_code, media_type=log_range.MEDIA_TYPE,
+                    headers=headers)
+
+
+def file_part(text: str) -> str:
+    """A path parameter as part of a download's file name: nothing that could end the header's quoting."""
+    return "".join(ch if ch.isascii() and (ch.isalnum() or ch in "-_[]") else "_" for ch in text)[:200]
+
+
+async def download_events(request: Request, who: Principal) -> Response:
+    """The workflow's events as the API answers them, as a file (`workflow-<id>-events.json`)."""
+    answer = await workflows.events(request)
+    if answer.status_code >= 400:
+        return answer
+    name = f"workflow-{file_part(request.path_params['id'])}-events.json"
+    return Response(bytes(answer.body), media_type="application/json",
+                    headers={"Content-Disposition": f'attachment; filename="{name}"', "Cache-Control": "no-store"})
+
+
+async def download_log(request: Request, who: Principal) -> Response:
+    """A stage's whole log as a file (`<workflow id>-<stage>.log`)."""
+    return await log_raw(with_query(request, download="true"), who)

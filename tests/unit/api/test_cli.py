@@ -208,3 +208,51 @@ def test_workflow_log_with_o_json_prints_one_json_document_for_scripts(api, caps
     assert json.loads(out) == {"workflow_id": wid, "stage": "hello", "output": "line one\nline two\n"}
     code, out, _ = run(api, api.admin, ["workflow", "log", wid, "hello"], capsys)
     assert out == "line one\nline two\n"
+
+
+def test_a_workflow_is_described_and_stopped_by_the_first_characters_of_its_id(api, capsys, tmp_path):
+    _, carol = api.organization_with_user("shortids", "shortid-user")
+    fuzzfile = tmp_path / "hello.yaml"
+    fuzzfile.write_text(JOB)
+    code, out, _ = run(api, carol, ["workflow", "start", str(fuzzfile), "-o", "json"], capsys)
+    workflow_id = json.loads(out)["id"]
+    code, out, err = run(api, carol, ["workflow", "describe", workflow_id[:8], "-o", "json"], capsys)
+    assert code == 0, err
+    assert json.loads(out)["id"] == workflow_id
+    code, out, err = run(api, carol, ["workflow", "stop", workflow_id[:8].upper(), "-o", "json"], capsys)
+    assert code == 0 and json.loads(out)["id"] == workflow_id
+
+
+class PagedList:
+    """The CLI client's get(), answering /v4/workflows in pages of two with a `next` cursor."""
+
+    def __init__(self, ids):
+        self.pages = [ids[i:i + 2] for i in range(0, len(ids), 2)]
+
+    def get(self, path, **params):
+        page = int(params.get("next") or 0)
+        more = page + 1 < len(self.pages)
+        return {"workflows": [{"id": i} for i in self.pages[page]], "next": str(page + 1) if more else None}
+
+
+def test_a_short_id_is_matched_across_every_page_and_ambiguity_names_the_candidates():
+    from api.cli.short_ids import ShortIdError, workflow_id
+
+    ids = ["0b1e7d2a-0000-4000-8000-000000000001", "5a5a0000-0000-4000-8000-000000000002",
+           "abcd1234-0000-4000-8000-000000000003", "abcd9999-0000-4000-8000-000000000004",
+           "f00d0000-0000-4000-8000-000000000005"]
+    assert workflow_id(PagedList(ids), "f00d") == ids[4]  # on the last page
+    with pytest.raises(ShortIdError, match="'abcd' starts 2 workflow ids .*abcd1234.*abcd9999.*give more"):
+        workflow_id(PagedList(ids), "abcd")
+
+
+def test_a_short_id_of_another_tenants_workflow_is_bad_usage_that_reveals_nothing(api, capsys, tmp_path):
+    _, erin = api.organization_with_user("tenant-a", "short-erin")
+    _, frank = api.organization_with_user("tenant-b", "short-frank")
+    fuzzfile = tmp_path / "hello.yaml"
+    fuzzfile.write_text(JOB)
+    erins = json.loads(run(api, erin, ["workflow", "start", str(fuzzfile), "-o", "json"], capsys)[1])["id"]
+    code, _, err = run(api, frank, ["workflow", "describe", erins[:8]], capsys)
+    assert code == 2 and "no workflow you can see" in err and erins not in err
+    code, _, err = run(api, frank, ["workflow", "describe", "zz"], capsys)
+    assert code == 2 and "not a workflow id" in err and "Traceback" not in err

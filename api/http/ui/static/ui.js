@@ -5,11 +5,11 @@ document.addEventListener("DOMContentLoaded", () => {
   document.querySelectorAll("form.filters select").forEach((select) => {
     select.addEventListener("change", () => select.form.submit());
   });
-  // a destructive form asks first (without this script it simply posts)
-  document.querySelectorAll("form[data-confirm]").forEach((form) => {
-    form.addEventListener("submit", (event) => {
-      if (!window.confirm(form.dataset.confirm)) event.preventDefault();
-    });
+  // a destructive form asks first (without this script it simply posts); delegated, so a form a live page
+  // re-renders (the workflow page's Stop) asks too
+  document.addEventListener("submit", (event) => {
+    const form = event.target.closest("form[data-confirm]");
+    if (form && !window.confirm(form.dataset.confirm)) event.preventDefault();
   });
   window.rovingTimes(document);
 });
