@@ -186,6 +186,13 @@ ROUTES = [
         PROVISIONERS),
     Row("GET", "/v4/provisioners/{name}", EVERYONE, lambda w: Call(w.provisioner()), PROVISIONERS),
     Row("DELETE", "/v4/provisioners/{name}", ADMINS, lambda w: Call(w.provisioner()), PROVISIONERS),
+    # volume provisioners are the cluster's and name every organization's volumes: cluster admins alone, reads too
+    Row("GET", "/v4/volume-provisioners", ADMINS),
+    Row("PUT", "/v4/volume-provisioners/{name}", ADMINS, lambda w: Call(
+        f"/v4/volume-provisioners/{(n := w.fresh('vp'))}", {"class": n, "program": "/opt/site/make-volume",
+                                                           "root": "/lustre/roving"}), PROVISIONERS),
+    Row("GET", "/v4/volume-provisioners/{name}", ADMINS, lambda w: Call(w.volume_provisioner()), PROVISIONERS),
+    Row("DELETE", "/v4/volume-provisioners/{name}", ADMINS, lambda w: Call(w.volume_provisioner()), PROVISIONERS),
     # projects are cluster policy: admins make and change them; a user sees those they belong to (all are in common)
     Row("GET", "/v4/projects", EVERYONE),
     Row("GET", "/v4/projects/{path:path}", EVERYONE, lambda w: Call("/v4/projects/common"), PROJECTS),

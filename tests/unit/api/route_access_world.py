@@ -190,6 +190,13 @@ class World:
         self.as_admin("PUT", path, {"provider": "local", "template": {"cpu": 2, "memory": "1GiB"}, "maxNodes": 1})
         return path
 
+    def volume_provisioner(self) -> str:
+        """A new volume provisioner, defined by a cluster admin: its path."""
+        name = self.fresh("vp")
+        path = f"/v4/volume-provisioners/{name}"
+        self.as_admin("PUT", path, {"class": name, "program": "/opt/site/make-volume", "root": "/lustre/roving"})
+        return path
+
     def node(self) -> dict[str, Any]:
         body = {"name": self.fresh("n"), "cpu": 4, "memory": 8 * 2**30, "definition": "local"}
         answer = self.api.request("POST", "/v4/agent/register", self.tokens[AGENT], json=body)
