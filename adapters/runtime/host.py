@@ -63,7 +63,9 @@ class HostSandbox:
         stage asks for its own. `hide`: cover every hidden path, not only those above the job's directory (a job
         running as another user than the agent cannot reach them anyway, and could not even make their mount
         points)."""
-        command = [self.bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--tmpfs", "/"]
+        # no capability inside, whoever starts it: a root job (--allow-root-jobs) could otherwise remount the node's
+        # paths read-write or unmount a cover
+        command = [self.bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--cap-drop", "ALL", "--tmpfs", "/"]
         command += self._node_root()
         command += ["--dev-bind", "/dev", "/dev", "--proc", "/proc", *_scratch()]
         if isolated_network:

@@ -39,6 +39,15 @@ def open_tmp():
     shutil.rmtree(path, ignore_errors=True)
 
 
+@pytest.fixture
+def node_dir():
+    """A directory of the node outside /tmp (a job's /tmp is its own): where an admin's hidden paths are."""
+    path = Path(tempfile.mkdtemp(prefix="roving-node-", dir="/var/lib"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
 @needs_bwrap
 @needs_root
 def test_a_volume_is_read_at_its_mount_path_by_a_job_on_the_host_runtime(open_tmp):
@@ -94,3 +103,20 @@ def test_an_agent_that_is_not_root_keeps_its_jobs_from_its_private_files_and_pro
     assert "the-admin-token" not in done.stdout + done.stderr, done.stdout
     assert "files:0" in done.stdout, done.stdout + done.stderr
     assert "agent:0" in done.stdout, done.stdout  # the agent (and its command line, its environment) out of sight
+
+
+@needs_bwrap
+@needs_root
+def test_a_root_job_has_no_capability_in_its_sandbox_and_never_sees_a_hidden_path(open_tmp, node_dir):
+    """--allow-root-jobs: bubblewrap started as root kept every capability (a job could mount over or remount the
+    read-only node) and a hidden path was left to permissions root's job bypasses."""
+    hidden = node_dir / "hidden"
+    hidden.mkdir(mode=0o700)
+    (hidden / "secret").write_text("the-secret")
+    root = JobUser(uid=0, gid=0, name="root")
+    executor = Executor(open_tmp / "work", user=root, allow_root=True, sandbox=HostSandbox.found((hidden,)))
+    script = (f"cat {hidden}/secret; mount -t tmpfs none /mnt 2>/dev/null && echo mounted; "
+              "grep CapEff /proc/self/status")
+    (code, _), output = run(executor, RunSpec(allocation_id="a1", epoch=1, workflow_id="wf", stage="s", script=script))
+    assert b"the-secret" not in output and b"mounted" not in output, output
+    assert b"CapEff:\t0000000000000000" in output, output
