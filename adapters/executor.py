@@ -125,7 +125,7 @@ class Executor:
             elif sandboxed and self.sandbox is not None:  # (sandboxed needs a sandbox)
                 mounts = {location: path for location, path in bound.items() if location}
                 argv = self.sandbox.wrap(argv, workdir, cwd, mounts, spec.network_isolated,
-                                         hide=self._hides(user), shared=self.workdir_root)
+                                         user=user, shared=self.workdir_root)
             elif spec.mounts and not own_program:  # never a silent ./NAME: a Fuzzfile means the same on every node
                 raise SpecError(f"this node cannot mount volumes at their paths ({', '.join(sorted(spec.mounts))}): "
                                 f"{INSTALL}")
@@ -156,10 +156,6 @@ class Executor:
         """Every host job runs in its own namespaces where bubblewrap runs, as root or not: its pids, the node
         read-only, no other job's directory (without it, volumes at their paths are refused)."""
         return self.sandbox is not None
-
-    def _hides(self, user: JobUser | None) -> bool:
-        """Whether every hidden path is covered: for jobs of the agent's own user and for root's, who reach them."""
-        return self.confined or (user.uid if user is not None else os.geteuid()) == 0
 
     def _mounts(self, spec: RunSpec) -> dict[str, Path]:
         """Path in the job -> the volume's directory, as `Volumes.prepare` made them for the job's start."""
@@ -258,7 +254,7 @@ class Executor:
                 argv = self.runtime.wrap(argv, running.pulled.rootfs, running.workdir, cwd, spec.network_isolated)
             elif sandboxed and self.sandbox is not None:  # the job's own sandbox: a hook reaches what the job does
                 argv = self.sandbox.wrap(argv, running.workdir, cwd, self._mounts(spec), spec.network_isolated,
-                                         hide=self._hides(user), shared=self.workdir_root)
+                                         user=user, shared=self.workdir_root)
             run_post_hook(hook, argv, host_cwd, env, child_setup(None, None, user), emit)
 
     def _cgroup(self, spec: RunSpec, visible: str | None) -> Cgroup | None:

@@ -23,6 +23,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from adapters.runspec import JobUser
+
 INSTALL = "install bubblewrap (apt-get install bubblewrap)"
 OWN = frozenset({"proc", "dev", "tmp"})  # made by bubblewrap itself (the job's own)
 PRIVATE = ("/tmp", "/var/tmp", "/dev/shm")  # scratch every job has, of its own: never another's, nor the node's
@@ -57,12 +59,10 @@ class HostSandbox:
         return done.returncode == 0
 
     def wrap(self, argv: list[str], workdir: Path, cwd: Path, mounts: dict[str, Path],
-             isolated_network: bool = False, hide: bool = True, shared: Path | None = None) -> list[str]:
+             isolated_network: bool = False, user: JobUser | None = None, shared: Path | None = None) -> list[str]:
         """`mounts`: path in the job -> the volume's directory on the node. `shared`: the work root the job's own
         directory sits in (the other jobs' directories: not there at all). The network is the node's unless the
-        stage asks for its own. `hide`: cover every hidden path, not only those above the job's directory (a job
-        running as another user than the agent cannot reach them anyway, and could not even make their mount
-        points)."""
+        stage asks for its own. `user`: whom the job runs as (None: the agent's own user)."""
         # no capability inside, whoever starts it: a root job (--allow-root-jobs) could otherwise remount the node's
         # paths read-write or unmount a cover
         command = [self.bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--cap-drop", "ALL", "--tmpfs", "/"]
@@ -72,17 +72,17 @@ class HostSandbox:
             command.append("--unshare-net")
         # before the covers: a writable path holding the work root or a hidden path does not bring them back
         command += [arg for path in self.writable if path.is_dir() for arg in ("--bind", str(path), str(path))]
-        command += self._covers(workdir, hide, shared)
+        command += self._covers(user, shared)
         command += ["--bind", str(workdir), str(workdir)]  # its own, again, wherever a cover fell over it
         for location, directory in sorted(mounts.items()):
             command += ["--bind", str(directory), location]
         return [*command, "--chdir", str(cwd), "--", *argv]
 
-    def _covers(self, workdir: Path, hide: bool, shared: Path | None) -> list[str]:
-        """An empty tmpfs over the work root and each hidden directory, /dev/null over each hidden file; a hidden path
-        above the job's own directory (a shared work root) is covered even when `hide` is off: the job reaches it
-        whatever its uid."""
-        covered = {path for path in self.hidden if hide or workdir.is_relative_to(path)}
+    def _covers(self, user: JobUser | None, shared: Path | None) -> list[str]:
+        """An empty tmpfs over the work root and each hidden directory, /dev/null over each hidden file, wherever the
+        job's uid can get to them (root's always); one it cannot get to it could not read either, and bubblewrap,
+        running as that uid, could not even make its mount point."""
+        covered = {path for path in self.hidden if reaches(path, user)}
         covered.update((shared.resolve(),) if shared is not None else ())
         found: list[str] = []
         for path in sorted(covered):
@@ -104,6 +104,23 @@ class HostSandbox:
             elif entry.is_dir():
                 found += ["--ro-bind", str(entry), f"/{entry.name}"]
         return found
+
+
+def reaches(path: Path, user: JobUser | None) -> bool:
+    """Whether `user` (None: this process's own) may search every directory above `path`, by its mode bits (an ACL
+    granting more is not read); root always may."""
+    uid, gids = (os.geteuid(), {os.getegid(), *os.getgroups()}) if user is None else (user.uid, {user.gid, *user.groups})
+    if uid == 0:
+        return True
+    for parent in path.parents:
+        try:
+            info = parent.stat()
+        except OSError:
+            return False
+        search = 0o100 if info.st_uid == uid else 0o010 if info.st_gid in gids else 0o001
+        if not info.st_mode & search:
+            return False
+    return True
 
 
 def _scratch() -> list[str]:

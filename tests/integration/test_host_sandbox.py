@@ -120,3 +120,21 @@ def test_a_root_job_has_no_capability_in_its_sandbox_and_never_sees_a_hidden_pat
     (code, _), output = run(executor, RunSpec(allocation_id="a1", epoch=1, workflow_id="wf", stage="s", script=script))
     assert b"the-secret" not in output and b"mounted" not in output, output
     assert b"CapEff:\t0000000000000000" in output, output
+
+
+@needs_bwrap
+@needs_root
+def test_a_path_the_admin_hides_is_covered_for_a_root_agents_jobs_whenever_their_uid_can_reach_it(open_tmp, node_dir):
+    """--hide under a root agent was left to permissions: a world-readable hidden path stayed readable to every job;
+    a hidden path the job's uid cannot get to stays as it is (bubblewrap could not make its mount point)."""
+    shown, closed = node_dir / "shown", node_dir / "closed"
+    shown.mkdir(mode=0o755)
+    (shown / "notes").write_text("the-notes")
+    (shown / "notes").chmod(0o644)
+    (closed / "inner").mkdir(parents=True)
+    closed.chmod(0o700)
+    executor = Executor(open_tmp / "work", user=NOBODY, sandbox=HostSandbox.found((shown, closed / "inner")))
+    script = f"cat {shown}/notes; echo listed:$(ls -A {shown} | wc -l)"
+    (code, _), output = run(executor, RunSpec(allocation_id="a1", epoch=1, workflow_id="wf", stage="s", script=script))
+    assert b"the-notes" not in output and b"listed:0" in output, output
+    assert code == 0, output
