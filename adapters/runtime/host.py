@@ -11,8 +11,8 @@ the node bound read-only, its own /dev/shm, /tmp and /var/tmp (empty tmpfs), eac
 root, the hidden ones) an empty tmpfs, then its own work directory and each volume bound read-write (and the paths an
 admin made writable for every job, a shared filesystem, bound before the covers); `/proc` is its
 own pid namespace's, so no other process (nor its command line or environment) shows. As root, bubblewrap needs no
-user namespace; as another user it needs unprivileged user namespaces (Debian allows them), and `usable` says
-whether it runs here at all.
+user namespace; as another user it needs unprivileged user namespaces (Debian allows them), and `refusal` says
+whether it runs here for the jobs' user, tried the way a job starts (bwrap run as that uid).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from adapters.runspec import JobUser
 
 INSTALL = "install bubblewrap (apt-get install bubblewrap)"
 OWN = frozenset({"proc", "dev", "tmp"})  # made by bubblewrap itself (the job's own)
+USERNS = "as another user than root it needs unprivileged user namespaces: sysctl user.max_user_namespaces > 0"
 PRIVATE = ("/tmp", "/var/tmp", "/dev/shm")  # scratch every job has, of its own: never another's, nor the node's
 
 
@@ -41,22 +42,44 @@ class HostSandbox:
         self.writable = tuple(sorted({Path(p).resolve() for p in writable}))
 
     @classmethod
-    def found(cls, hidden: tuple[Path, ...] = (), writable: tuple[Path, ...] = ()) -> HostSandbox | None:
-        """The sandbox when bubblewrap is installed and runs for this user, else None."""
+    def found(cls, hidden: tuple[Path, ...] = (), writable: tuple[Path, ...] = (),
+              user: JobUser | None = None) -> HostSandbox | None:
+        """The sandbox when bubblewrap is installed and runs jobs of `user` here, else None."""
+        return cls.probe(hidden, writable, user)[0]
+
+    @classmethod
+    def probe(cls, hidden: tuple[Path, ...] = (), writable: tuple[Path, ...] = (),
+              user: JobUser | None = None) -> tuple[HostSandbox | None, str]:
+        """The sandbox and '', or None and why not: bubblewrap missing, or not running for the jobs' user
+        (None: the agent's own)."""
         bwrap = shutil.which("bwrap")
         if bwrap is None:
-            return None
+            return None, INSTALL
         sandbox = cls(bwrap, hidden, writable)
-        return sandbox if sandbox.usable() else None
+        refused = sandbox.refusal(user)
+        return (None, refused) if refused else (sandbox, "")
 
-    def usable(self) -> bool:
-        with tempfile.TemporaryDirectory(prefix="roving-bwrap-") as probe:
-            try:
-                argv = self.wrap(["/bin/true"], Path(probe), Path(probe), {}, shared=Path(probe))
-                done = subprocess.run(argv, capture_output=True, timeout=10)
-            except (OSError, subprocess.TimeoutExpired):
-                return False
-        return done.returncode == 0
+    def refusal(self, user: JobUser | None = None) -> str:
+        """Why a job of `user` could not start in this sandbox, '' when it can: tried the way jobs run it, bwrap
+        started as that uid (where unprivileged user namespaces are off, bwrap runs for root and for no one else)."""
+        probe = Path(tempfile.mkdtemp(prefix="roving-bwrap-"))
+        other = user if user is not None and user.uid != os.geteuid() else None  # (as jobs start: setpriv to it)
+        try:
+            probe.chmod(0o755)  # the job's uid enters it
+            argv = self.wrap(["/bin/true"], probe, probe, {}, user=user, shared=probe)
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=10, cwd=probe,
+                                  user=other.uid if other else None, group=other.gid if other else None,
+                                  extra_groups=list(other.groups) if other else None)
+        except (OSError, subprocess.SubprocessError) as error:
+            return f"bubblewrap did not start: {error}"
+        finally:
+            shutil.rmtree(probe, ignore_errors=True)
+        if done.returncode == 0:
+            return ""
+        said = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
+        whom = f" as the jobs' user {user.name} (uid {user.uid})" if user is not None else ""
+        hint = f" ({USERNS})" if (user.uid if user is not None else os.geteuid()) != 0 else ""
+        return f"bubblewrap does not run here{whom}: {said}{hint}"
 
     def wrap(self, argv: list[str], workdir: Path, cwd: Path, mounts: dict[str, Path],
              isolated_network: bool = False, user: JobUser | None = None, shared: Path | None = None) -> list[str]:

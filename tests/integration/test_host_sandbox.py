@@ -10,6 +10,7 @@ import sys
 import tempfile
 import textwrap
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -138,3 +139,46 @@ def test_a_path_the_admin_hides_is_covered_for_a_root_agents_jobs_whenever_their
     (code, _), output = run(executor, RunSpec(allocation_id="a1", epoch=1, workflow_id="wf", stage="s", script=script))
     assert b"the-notes" not in output and b"listed:0" in output, output
     assert code == 0, output
+
+
+class Said:
+    """The agent's log: what it warned of at start."""
+
+    def __init__(self) -> None:
+        self.warnings: list[tuple[str, dict]] = []
+
+    def warning(self, event: str, **fields) -> None:
+        self.warnings.append((event, fields))
+
+    def info(self, event: str, **fields) -> None:
+        pass
+
+
+@needs_bwrap
+@needs_root
+def test_a_root_agent_whose_bubblewrap_runs_only_for_root_says_so_and_still_runs_its_jobs(open_tmp, monkeypatch):
+    """Where unprivileged user namespaces are off, bwrap runs as root (the agent) but not as a job's uid: the agent
+    once tried it as root, then wrapped every job in it, and every host job failed to start."""
+    from api.agent.args import parse_args
+    from api.agent.node import build_executor
+
+    fake = open_tmp / "bin"
+    fake.mkdir(mode=0o755)
+    (fake / "bwrap").write_text(f'#!/bin/sh\n[ "$(id -u)" = 0 ] || {{ echo "bwrap: No permissions to create new '
+                                f'namespace" >&2; exit 1; }}\nexec {shutil.which("bwrap")} "$@"\n')
+    (fake / "bwrap").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake}:{os.environ['PATH']}")
+    config = parse_args(["--node", "n1", "--api", "http://127.0.0.1:1", "--workdir", str(open_tmp / "work")],
+                        env={"ROVING_TOKEN": "t"}, detect=lambda: SimpleNamespace(cpu=1, memory=2**30, devices={}),
+                        euid=0)
+    said = Said()
+    executor = build_executor(config, said, detect=lambda name: (None, "none"))
+    (code, _), output = run(executor, RunSpec(allocation_id="a1", epoch=1, workflow_id="wf", stage="s",
+                                              script="echo ran as $(id -u)"))
+    assert (code, output) == (0, b"ran as 65534\n")
+    [(event, fields)] = [warning for warning in said.warnings if warning[0] == "agent.no_sandbox"]
+    assert "as the jobs' user nobody (uid 65534): bwrap: No permissions" in fields["reason"]
+    assert config.annotations["roving.io/sandbox"] == "none"
+    volume = RunSpec(allocation_id="a2", epoch=1, workflow_id="wf", stage="v", mounts={"/scratch": "v"}, script="true")
+    with pytest.raises(SpecError, match="cannot mount volumes at their paths .*uid 65534.*user namespaces"):
+        executor.start(volume, lambda *_: None, lambda *_: None)
