@@ -105,7 +105,7 @@ class HostSandbox:
         """An empty tmpfs over the work root and each hidden directory, /dev/null over each hidden file, wherever the
         job's uid can get to them (root's always); one it cannot get to it could not read either, and bubblewrap,
         running as that uid, could not even make its mount point."""
-        covered = {path for path in self.hidden if reaches(path, user)}
+        covered = {path for path in self.hidden if reaches(path, user) and not _scratched(path)}
         covered.update((shared.resolve(),) if shared is not None else ())
         found: list[str] = []
         for path in sorted(covered):
@@ -144,6 +144,11 @@ def reaches(path: Path, user: JobUser | None) -> bool:
         if not info.st_mode & search:
             return False
     return True
+
+
+def _scratched(path: Path) -> bool:
+    """Under the job's own /tmp, /var/tmp or /dev/shm: not there at all, nothing to cover."""
+    return any(path.is_relative_to(Path(scratch).resolve()) for scratch in PRIVATE)
 
 
 def _scratch() -> list[str]:
