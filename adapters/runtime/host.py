@@ -7,7 +7,8 @@ this runtime than on `oci`); a job of an agent that runs every job as its own us
 write what that user can: the stack's checkout, its venv (a `.pth` file there ran in the next agent, outside any
 sandbox), the user's home, and the other jobs' directories under the shared work root; and a root agent's job saw
 every process of the node. Under bubblewrap the job sees a fresh root (a tmpfs) holding every top-level directory of
-the node bound read-only, its own /dev/shm, /tmp and /var/tmp (empty tmpfs), each covered path (the agent's work
+the node bound read-only, its own /dev/shm, /tmp and /var/tmp and an empty /run (a socket or FIFO under a read-only
+mount still answers: the user's session bus, docker's socket), each covered path (the agent's work
 root, the hidden ones) an empty tmpfs, then its own work directory and each volume bound read-write (and the paths an
 admin made writable for every job, a shared filesystem, bound before the covers); `/proc` is its
 own pid namespace's, so no other process (nor its command line or environment) shows. As root, bubblewrap needs no
@@ -21,6 +22,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 from adapters.runspec import JobUser
@@ -28,6 +30,8 @@ from adapters.runspec import JobUser
 INSTALL = "install bubblewrap (apt-get install bubblewrap)"
 OWN = frozenset({"proc", "dev", "tmp"})  # made by bubblewrap itself (the job's own)
 USERNS = "as another user than root it needs unprivileged user namespaces: sysctl user.max_user_namespaces > 0"
+RESOLV = Path("/etc/resolv.conf")  # may point into /run (systemd-resolved's stub-resolv.conf): kept there
+RUNTIME_DIRS = ("/run", "/var/run")  # sockets and FIFOs: read-only, they still connect (a user's bus, docker's)
 PRIVATE = ("/tmp", "/var/tmp", "/dev/shm")  # scratch every job has, of its own: never another's, nor the node's
 
 
@@ -89,7 +93,7 @@ class HostSandbox:
         # no capability inside, whoever starts it: a root job (--allow-root-jobs) could otherwise remount the node's
         # paths read-write or unmount a cover
         command = [self.bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--cap-drop", "ALL", "--tmpfs", "/"]
-        command += self._node_root()
+        command += self._node_root() + _runtime_dirs()
         command += ["--dev-bind", "/dev", "/dev", "--proc", "/proc", *_scratch()]
         if isolated_network:
             command.append("--unshare-net")
@@ -127,6 +131,25 @@ class HostSandbox:
             elif entry.is_dir():
                 found += ["--ro-bind", str(entry), f"/{entry.name}"]
         return found
+
+
+def _runtime_dirs() -> list[str]:
+    """/run (and a /var/run of its own) empty: a socket there answers a job whatever the mount's read-only flag
+    (/run/user/UID/bus, where `systemd-run --user` starts a process outside the sandbox; docker.sock); only the
+    resolver's file /etc/resolv.conf points to there, if it does, is bound again, so names still resolve."""
+    found = [arg for path in RUNTIME_DIRS if Path(path).is_dir() and not Path(path).is_symlink()
+             for arg in ("--tmpfs", path)]
+    kept = Path(os.path.realpath(RESOLV))
+    if found and kept.is_file() and kept.is_relative_to("/run"):
+        found += ["--ro-bind", str(kept), str(kept)]
+    return found
+
+
+def agent_sockets(env: Mapping[str, str]) -> tuple[Path, ...]:
+    """The directories of the agent's own sockets it knows of outside /run and /tmp (its ssh agent's, which may sit
+    under its home): covered like hidden paths, since a read-only view still lets a job connect to them."""
+    found = (Path(env[name]).parent for name in ("SSH_AUTH_SOCK",) if env.get(name, "").startswith("/"))
+    return tuple(path for path in found if not path.is_relative_to("/run") and not path.is_relative_to("/tmp"))
 
 
 def reaches(path: Path, user: JobUser | None) -> bool:

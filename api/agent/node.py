@@ -13,7 +13,7 @@ from adapters import cgroups
 from adapters.apptainer import ApptainerRuntime, SifCache
 from adapters.executor import Executor, RunSpec, SpecError
 from adapters.runtime.bwrap import OciRuntime
-from adapters.runtime.host import INSTALL, HostSandbox
+from adapters.runtime.host import INSTALL, HostSandbox, agent_sockets
 from adapters.runtime.images import ImageCache
 from api.agent.args import AgentConfig
 
@@ -69,7 +69,7 @@ def host_sandbox(config: AgentConfig, log) -> tuple[HostSandbox | None, bool, st
     from its files), and why there are none. Tried as the jobs' user: where bubblewrap runs only for root, host
     jobs run as before, unsandboxed, and only stages with volumes are refused, saying why."""
     confined = config.job_user is None and os.geteuid() != 0
-    hidden = (Path(config.workdir) / ".roving-agent", *config.hide)
+    hidden = (Path(config.workdir) / ".roving-agent", *config.hide, *agent_sockets(os.environ))
     sandbox, why = HostSandbox.probe(hidden, config.writable, config.job_user) if config.runtime == "host" else (None, "")
     config.annotations.setdefault(SANDBOX, "bwrap" if sandbox is not None else "none")
     if sandbox is None and config.runtime == "host":
@@ -78,6 +78,9 @@ def host_sandbox(config: AgentConfig, log) -> tuple[HostSandbox | None, bool, st
     if confined and config.only_owner:
         config.annotations.setdefault(TENANTS, f"only:{config.only_owner}")
         log.warning("agent.single_user", reason=SINGLE_USER, only_owner=config.only_owner)
+    elif confined:  # told so (--any-owner): parse_args refuses to start otherwise
+        log.warning("agent.shared_uid", reason="every owner's jobs run as this agent's own uid (--any-owner): they "
+                    "can reach each other's files, processes and sockets")
     return sandbox, confined, why
 
 

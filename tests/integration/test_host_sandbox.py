@@ -182,3 +182,42 @@ def test_a_root_agent_whose_bubblewrap_runs_only_for_root_says_so_and_still_runs
     volume = RunSpec(allocation_id="a2", epoch=1, workflow_id="wf", stage="v", mounts={"/scratch": "v"}, script="true")
     with pytest.raises(SpecError, match="cannot mount volumes at their paths .*uid 65534.*user namespaces"):
         executor.start(volume, lambda *_: None, lambda *_: None)
+
+
+CONNECT = ("for s in {sockets}; do /usr/bin/python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX)"
+           ".connect(sys.argv[1])' $s 2>/dev/null && echo connected:$s; done; cat {resolv} >/dev/null && echo resolver")
+
+
+@needs_bwrap
+@needs_root
+def test_a_job_connects_to_no_socket_of_the_node_and_still_reads_its_resolver_file(open_tmp, node_dir, monkeypatch):
+    """A read-only mount does not stop connect(): a job reached sockets under /run (a user's session bus, docker's)
+    and the agent's ssh agent. /run is empty in the sandbox but for the file /etc/resolv.conf points to there."""
+    import socket
+
+    import adapters.runtime.host as host
+
+    run_dir = Path(tempfile.mkdtemp(prefix="roving-run-", dir="/run"))
+    try:
+        run_dir.chmod(0o755)
+        stub = run_dir / "stub-resolv.conf"
+        stub.write_text("nameserver 127.0.0.53\n")
+        (open_tmp / "resolv.conf").symlink_to(stub)  # as systemd-resolved links /etc/resolv.conf
+        monkeypatch.setattr(host, "RESOLV", open_tmp / "resolv.conf")
+        (node_dir / "ssh").mkdir(mode=0o755)
+        paths = [run_dir / "docker.sock", node_dir / "ssh" / "agent.sock"]
+        listening = [socket.socket(socket.AF_UNIX) for _ in paths]
+        for server, path in zip(listening, paths, strict=True):
+            server.bind(str(path))
+            server.listen()
+            path.chmod(0o777)
+        hidden = host.agent_sockets({"SSH_AUTH_SOCK": str(paths[1])})
+        executor = Executor(open_tmp / "work", user=NOBODY, sandbox=HostSandbox.found(hidden))
+        script = CONNECT.format(sockets=" ".join(map(str, paths)), resolv=stub)
+        (code, _), output = run(executor, RunSpec(allocation_id="a1", epoch=1, workflow_id="wf", stage="s",
+                                                  script=script))
+        assert b"connected" not in output and output.endswith(b"resolver\n"), output
+        for server in listening:
+            server.close()
+    finally:
+        shutil.rmtree(run_dir, ignore_errors=True)
