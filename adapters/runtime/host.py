@@ -32,6 +32,7 @@ OWN = frozenset({"proc", "dev", "tmp"})  # made by bubblewrap itself (the job's 
 USERNS = "as another user than root it needs unprivileged user namespaces: sysctl user.max_user_namespaces > 0"
 RESOLV = Path("/etc/resolv.conf")  # may point into /run (systemd-resolved's stub-resolv.conf): kept there
 RUNTIME_DIRS = ("/run", "/var/run")  # sockets and FIFOs: read-only, they still connect (a user's bus, docker's)
+NAME_SERVICE = ("/run/nscd/socket", "/run/nslcd/socket")  # user and group names of a directory (LDAP): kept
 PRIVATE = ("/tmp", "/var/tmp", "/dev/shm")  # scratch every job has, of its own: never another's, nor the node's
 
 
@@ -135,14 +136,17 @@ class HostSandbox:
 
 def _runtime_dirs() -> list[str]:
     """/run (and a /var/run of its own) empty: a socket there answers a job whatever the mount's read-only flag
-    (/run/user/UID/bus, where `systemd-run --user` starts a process outside the sandbox; docker.sock); only the
-    resolver's file /etc/resolv.conf points to there, if it does, is bound again, so names still resolve."""
+    (/run/user/UID/bus, where `systemd-run --user` starts a process outside the sandbox; docker.sock); only the file
+    /etc/resolv.conf points to there, if it does, and the name service's sockets are bound again, so host names and
+    the directory's user names still resolve."""
     found = [arg for path in RUNTIME_DIRS if Path(path).is_dir() and not Path(path).is_symlink()
              for arg in ("--tmpfs", path)]
-    kept = Path(os.path.realpath(RESOLV))
-    if found and kept.is_file() and kept.is_relative_to("/run"):
-        found += ["--ro-bind", str(kept), str(kept)]
-    return found
+    if not found:
+        return []
+    resolver = Path(os.path.realpath(RESOLV))
+    kept = [*((resolver,) if resolver.is_file() and resolver.is_relative_to("/run") else ()),
+            *(Path(path) for path in NAME_SERVICE if Path(path).exists())]
+    return found + [arg for path in kept for arg in ("--ro-bind", str(path), str(path))]
 
 
 def agent_sockets(env: Mapping[str, str]) -> tuple[Path, ...]:

@@ -192,7 +192,8 @@ CONNECT = ("for s in {sockets}; do /usr/bin/python3 -c 'import socket, sys; sock
 @needs_root
 def test_a_job_connects_to_no_socket_of_the_node_and_still_reads_its_resolver_file(open_tmp, node_dir, monkeypatch):
     """A read-only mount does not stop connect(): a job reached sockets under /run (a user's session bus, docker's)
-    and the agent's ssh agent. /run is empty in the sandbox but for the file /etc/resolv.conf points to there."""
+    and the agent's ssh agent. /run is empty in the sandbox but for the file /etc/resolv.conf points to there and the
+    name service's sockets (nscd, nslcd)."""
     import socket
 
     import adapters.runtime.host as host
@@ -205,7 +206,8 @@ def test_a_job_connects_to_no_socket_of_the_node_and_still_reads_its_resolver_fi
         (open_tmp / "resolv.conf").symlink_to(stub)  # as systemd-resolved links /etc/resolv.conf
         monkeypatch.setattr(host, "RESOLV", open_tmp / "resolv.conf")
         (node_dir / "ssh").mkdir(mode=0o755)
-        paths = [run_dir / "docker.sock", node_dir / "ssh" / "agent.sock"]
+        paths = [run_dir / "docker.sock", node_dir / "ssh" / "agent.sock", run_dir / "nscd.sock"]
+        monkeypatch.setattr(host, "NAME_SERVICE", (str(paths[2]),))  # user names from a directory: still answers
         listening = [socket.socket(socket.AF_UNIX) for _ in paths]
         for server, path in zip(listening, paths, strict=True):
             server.bind(str(path))
@@ -216,7 +218,7 @@ def test_a_job_connects_to_no_socket_of_the_node_and_still_reads_its_resolver_fi
         script = CONNECT.format(sockets=" ".join(map(str, paths)), resolv=stub)
         (code, _), output = run(executor, RunSpec(allocation_id="a1", epoch=1, workflow_id="wf", stage="s",
                                                   script=script))
-        assert b"connected" not in output and output.endswith(b"resolver\n"), output
+        assert output == f"connected:{paths[2]}\nresolver\n".encode(), output
         for server in listening:
             server.close()
     finally:
