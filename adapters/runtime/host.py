@@ -153,7 +153,8 @@ def agent_sockets(env: Mapping[str, str]) -> tuple[Path, ...]:
     """The directories of the agent's own sockets it knows of outside /run and /tmp (its ssh agent's, which may sit
     under its home): covered like hidden paths, since a read-only view still lets a job connect to them."""
     found = (Path(env[name]).parent for name in ("SSH_AUTH_SOCK",) if env.get(name, "").startswith("/"))
-    return tuple(path for path in found if not path.is_relative_to("/run") and not path.is_relative_to("/tmp"))
+    return tuple(path for path in found if path != Path("/") and not path.is_relative_to("/run")
+                 and not path.is_relative_to("/tmp"))
 
 
 def reaches(path: Path, user: JobUser | None) -> bool:

@@ -167,8 +167,8 @@ def _parser() -> UsageParser:
                    help="a node path host jobs may write, as their uid allows (a shared filesystem; repeatable; also "
                         "ROVING_AGENT_WRITABLE, paths joined by ':'); the rest of the node is read-only to them")
     p.add_argument("--only-owner", default="",
-                   help="where jobs cannot be confined (not root, no bubblewrap), run only this user id's work "
-                        "(also ROVING_AGENT_ONLY_OWNER)")
+                   help="an agent that is not root (its jobs share its uid) runs only this user id's work "
+                        "(also ROVING_AGENT_ONLY_OWNER); it needs this or --any-owner")
     p.add_argument("--any-owner", action="store_true",
                    help="an agent that is not root runs every owner's work, all under its own uid, where they can "
                         "reach each other's jobs (also ROVING_AGENT_ANY_OWNER=1); without it, it needs --only-owner")
