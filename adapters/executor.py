@@ -51,14 +51,16 @@ class Executor:
     def __init__(self, workdir_root: Path, kill_grace: float = 10.0, cgroups: Hierarchy | None = None,
                  user: JobUser | None = None, runtime: OciRuntime | ApptainerRuntime | None = None,
                  pids_limit: int = PIDS_PER_ALLOCATION, state_root: Path | None = None, gpus: list[Gpu] | None = None,
-                 allow_root: bool = False, sandbox: HostSandbox | None = None, confined: bool = False):
+                 allow_root: bool = False, sandbox: HostSandbox | None = None, confined: bool = False,
+                 unsandboxed: str = INSTALL):
         """`sandbox`: the host runtime's namespaces (adapters/runtime/host.py); `confined`: every host job runs in
-        them (an agent that runs jobs as its own user)."""
+        them (an agent that runs jobs as its own user); `unsandboxed`: why there is no sandbox (told to a stage
+        that mounts volumes at their paths)."""
         self.workdir_root = Path(workdir_root).resolve()
         self.state_root = Path(state_root) if state_root else self.workdir_root / ".roving-agent" / "jobs"
         self.kill_grace, self.cgroups, self.user, self.pids_limit = kill_grace, cgroups, user, pids_limit
         self.runtime, self.allow_root = runtime, allow_root
-        self.sandbox, self.confined = sandbox, confined
+        self.sandbox, self.confined, self.unsandboxed = sandbox, confined, unsandboxed
         self.images_url: str | None = None  # the object store of built images (the agent role's NATS URL)
         self.volumes = Volumes(self.workdir_root, user)
         self.binder = DeviceBinder(gpus) if gpus else None
@@ -124,11 +126,11 @@ class Executor:
                                          mounts)
             elif sandboxed and self.sandbox is not None:  # (sandboxed needs a sandbox)
                 mounts = {location: path for location, path in bound.items() if location}
-                argv = self.sandbox.wrap(argv, workdir, cwd, mounts, spec.network_isolated, hide=self.confined,
-                                         shared=self.workdir_root)
+                argv = self.sandbox.wrap(argv, workdir, cwd, mounts, spec.network_isolated,
+                                         user=user, shared=self.workdir_root)
             elif spec.mounts and not own_program:  # never a silent ./NAME: a Fuzzfile means the same on every node
                 raise SpecError(f"this node cannot mount volumes at their paths ({', '.join(sorted(spec.mounts))}): "
-                                f"{INSTALL}")
+                                f"{self.unsandboxed}")
             if user is not None:
                 hand_over(workdir, user)
             env = env_in_image(self.runtime, pulled, job_environment(spec, user, workdir, devices, workdir=workdir))
@@ -254,7 +256,7 @@ class Executor:
                 argv = self.runtime.wrap(argv, running.pulled.rootfs, running.workdir, cwd, spec.network_isolated)
             elif sandboxed and self.sandbox is not None:  # the job's own sandbox: a hook reaches what the job does
                 argv = self.sandbox.wrap(argv, running.workdir, cwd, self._mounts(spec), spec.network_isolated,
-                                         hide=self.confined, shared=self.workdir_root)
+                                         user=user, shared=self.workdir_root)
             run_post_hook(hook, argv, host_cwd, env, child_setup(None, None, user), emit)
 
     def _cgroup(self, spec: RunSpec, visible: str | None) -> Cgroup | None:

@@ -54,6 +54,7 @@ class AgentConfig:
     hide: tuple[Path, ...] = ()  # paths host jobs must not see (the control plane's data directory, say)
     writable: tuple[Path, ...] = ()  # node paths host jobs may write (a shared filesystem); the rest is read-only
     only_owner: str = ""  # a user id: without namespaces to confine jobs, run only this owner's (roving up's admin)
+    any_owner: bool = False  # an agent that is not root runs every owner's work under its one uid, as told to
 
 
 def _typed(kind: str, parse):
@@ -166,8 +167,11 @@ def _parser() -> UsageParser:
                    help="a node path host jobs may write, as their uid allows (a shared filesystem; repeatable; also "
                         "ROVING_AGENT_WRITABLE, paths joined by ':'); the rest of the node is read-only to them")
     p.add_argument("--only-owner", default="",
-                   help="where jobs cannot be confined (not root, no bubblewrap), run only this user id's work "
-                        "(also ROVING_AGENT_ONLY_OWNER)")
+                   help="an agent that is not root (its jobs share its uid) runs only this user id's work "
+                        "(also ROVING_AGENT_ONLY_OWNER); it needs this or --any-owner")
+    p.add_argument("--any-owner", action="store_true",
+                   help="an agent that is not root runs every owner's work, all under its own uid, where they can "
+                        "reach each other's jobs (also ROVING_AGENT_ANY_OWNER=1); without it, it needs --only-owner")
     return p
 
 
@@ -228,11 +232,21 @@ def parse_args(argv: list[str], env: Mapping[str, str] | None = None,
         hide=(*ns.hide, *_env_paths(env.get("ROVING_AGENT_HIDE", "")), *((ns.token_file,) if ns.token_file else ())),
         writable=(*ns.writable, *_env_paths(env.get("ROVING_AGENT_WRITABLE", ""))),
         only_owner=ns.only_owner or env.get("ROVING_AGENT_ONLY_OWNER", ""),
+        any_owner=ns.any_owner or env.get("ROVING_AGENT_ANY_OWNER") == "1",
         job_user=job_user(env, ns.allow_root_jobs, euid, workdir), allow_root_jobs=ns.allow_root_jobs,
         runtime=runtime(ns.runtime or env.get("ROVING_RUNTIME", "host")), image_cache=ns.image_cache,
         image_cache_bytes=_cache_bytes(ns.image_cache_bytes, env),
         insecure_registries=tuple(r.strip() for r in env.get("ROVING_INSECURE_REGISTRIES", "").split(",") if r.strip()),
     )
+
+
+def check_tenancy(config: AgentConfig, euid: int) -> None:
+    """An agent that is not root runs every job as its own uid (tenants would reach each other's files, processes
+    and sockets): it starts only told whose work it runs (--only-owner), or that every owner's may share it."""
+    if euid != 0 and config.job_user is None and not config.only_owner and not config.any_owner:
+        raise UsageError(f"argument --only-owner: this agent is not root, so every job runs as its own uid ({euid}) "
+                         "and tenants cannot be told apart: pass --only-owner USER_ID (the one user whose work it "
+                         "runs; also ROVING_AGENT_ONLY_OWNER) or --any-owner (every owner's jobs share this uid)")
 
 
 def _env_paths(text: str) -> list[Path]:

@@ -13,7 +13,7 @@ import httpx
 from prometheus_client import start_http_server
 
 from api.agent.agent import DETACH, Agent, log
-from api.agent.args import AgentConfig, UsageError, parse_args
+from api.agent.args import AgentConfig, UsageError, check_tenancy, parse_args
 from api.agent.metrics import NodeMetrics
 from api.agent.node import build_executor
 
@@ -49,6 +49,7 @@ def agent_main(argv: list[str]) -> int:
     logging.getLogger("httpx").setLevel(logging.WARNING)
     try:
         config = parse_args(argv)
+        check_tenancy(config, os.geteuid())
     except UsageError as error:
         print(f"roving agent: error: {error}", file=sys.stderr)
         return 2

@@ -13,7 +13,7 @@ from adapters import cgroups
 from adapters.apptainer import ApptainerRuntime, SifCache
 from adapters.executor import Executor, RunSpec, SpecError
 from adapters.runtime.bwrap import OciRuntime
-from adapters.runtime.host import INSTALL, HostSandbox
+from adapters.runtime.host import INSTALL, HostSandbox, agent_sockets
 from adapters.runtime.images import ImageCache
 from api.agent.args import AgentConfig
 
@@ -57,27 +57,31 @@ def build_executor(config: AgentConfig, log, detect=cgroups.detect) -> Executor:
         runtime = ApptainerRuntime(sifs, Path(config.workdir).resolve(), apptainer)
     if config.gpus:
         log.info("agent.gpus", indices=[gpu.index for gpu in config.gpus])
-    sandbox, confined = host_sandbox(config, log)
+    sandbox, confined, why = host_sandbox(config, log)
     return Executor(config.workdir, kill_grace=config.kill_grace, cgroups=hierarchy, user=config.job_user,
                     runtime=runtime, gpus=config.gpus, allow_root=config.allow_root_jobs, sandbox=sandbox,
-                    confined=confined)
+                    confined=confined, unsandboxed=why or INSTALL)
 
 
-def host_sandbox(config: AgentConfig, log) -> tuple[HostSandbox | None, bool]:
+def host_sandbox(config: AgentConfig, log) -> tuple[HostSandbox | None, bool, str]:
     """The host runtime's namespaces (volumes at their paths; the agent's state, its token and --hide paths out of
-    sight) and whether every host job runs in them: when jobs run as the agent's own user, nothing else keeps them
-    from its files."""
+    sight), whether every host job runs in them (when jobs run as the agent's own user, nothing else keeps them
+    from its files), and why there are none. Tried as the jobs' user: where bubblewrap runs only for root, host
+    jobs run as before, unsandboxed, and only stages with volumes are refused, saying why."""
     confined = config.job_user is None and os.geteuid() != 0
-    hidden = (Path(config.workdir) / ".roving-agent", *config.hide)
-    sandbox = HostSandbox.found(hidden, config.writable) if config.runtime == "host" else None
+    hidden = (Path(config.workdir) / ".roving-agent", *config.hide, *agent_sockets(os.environ))
+    sandbox, why = HostSandbox.probe(hidden, config.writable, config.job_user) if config.runtime == "host" else (None, "")
     config.annotations.setdefault(SANDBOX, "bwrap" if sandbox is not None else "none")
     if sandbox is None and config.runtime == "host":
-        log.warning("agent.no_sandbox", reason=f"volumes cannot be mounted at their paths: {INSTALL}",
-                    single_user=confined, only_owner=config.only_owner or None)
+        log.warning("agent.no_sandbox", reason=f"host jobs run unsandboxed; volumes cannot be mounted at their paths: "
+                    f"{why}", single_user=confined, only_owner=config.only_owner or None)
     if confined and config.only_owner:
         config.annotations.setdefault(TENANTS, f"only:{config.only_owner}")
         log.warning("agent.single_user", reason=SINGLE_USER, only_owner=config.only_owner)
-    return sandbox, confined
+    elif confined:  # told so (--any-owner): parse_args refuses to start otherwise
+        log.warning("agent.shared_uid", reason="every owner's jobs run as this agent's own uid (--any-owner): they "
+                    "can reach each other's files, processes and sockets")
+    return sandbox, confined, why
 
 
 def job_user_text(config: AgentConfig) -> str:

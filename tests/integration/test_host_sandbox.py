@@ -10,6 +10,7 @@ import sys
 import tempfile
 import textwrap
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -34,6 +35,15 @@ def run(executor: Executor, spec: RunSpec) -> tuple[tuple[int, str], bytes]:
 def open_tmp():
     """A directory nobody (the jobs' user) can reach: pytest's own are under a 0700 parent."""
     path = Path(tempfile.mkdtemp(prefix="roving-sandbox-"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def node_dir():
+    """A directory of the node outside /tmp (a job's /tmp is its own): where an admin's hidden paths are."""
+    path = Path(tempfile.mkdtemp(prefix="roving-node-", dir="/var/lib"))
     path.chmod(0o755)
     yield path
     shutil.rmtree(path, ignore_errors=True)
@@ -94,3 +104,122 @@ def test_an_agent_that_is_not_root_keeps_its_jobs_from_its_private_files_and_pro
     assert "the-admin-token" not in done.stdout + done.stderr, done.stdout
     assert "files:0" in done.stdout, done.stdout + done.stderr
     assert "agent:0" in done.stdout, done.stdout  # the agent (and its command line, its environment) out of sight
+
+
+@needs_bwrap
+@needs_root
+def test_a_root_job_has_no_capability_in_its_sandbox_and_never_sees_a_hidden_path(open_tmp, node_dir):
+    """--allow-root-jobs: bubblewrap started as root kept every capability (a job could mount over or remount the
+    read-only node) and a hidden path was left to permissions root's job bypasses."""
+    hidden = node_dir / "hidden"
+    hidden.mkdir(mode=0o700)
+    (hidden / "secret").write_text("the-secret")
+    root = JobUser(uid=0, gid=0, name="root")
+    executor = Executor(open_tmp / "work", user=root, allow_root=True, sandbox=HostSandbox.found((hidden,)))
+    script = (f"cat {hidden}/secret; mount -t tmpfs none /mnt 2>/dev/null && echo mounted; "
+              "grep CapEff /proc/self/status")
+    (code, _), output = run(executor, RunSpec(allocation_id="a1", epoch=1, workflow_id="wf", stage="s", script=script))
+    assert b"the-secret" not in output and b"mounted" not in output, output
+    assert b"CapEff:\t0000000000000000" in output, output
+
+
+@needs_bwrap
+@needs_root
+def test_a_path_the_admin_hides_is_covered_for_a_root_agents_jobs_whenever_their_uid_can_reach_it(open_tmp, node_dir):
+    """--hide under a root agent was left to permissions: a world-readable hidden path stayed readable to every job;
+    a hidden path the job's uid cannot get to stays as it is (bubblewrap could not make its mount point)."""
+    shown, closed = node_dir / "shown", node_dir / "closed"
+    shown.mkdir(mode=0o755)
+    (shown / "notes").write_text("the-notes")
+    (shown / "notes").chmod(0o644)
+    (closed / "inner").mkdir(parents=True)
+    closed.chmod(0o700)
+    executor = Executor(open_tmp / "work", user=NOBODY, sandbox=HostSandbox.found((shown, closed / "inner")))
+    script = f"cat {shown}/notes; echo listed:$(ls -A {shown} | wc -l)"
+    (code, _), output = run(executor, RunSpec(allocation_id="a1", epoch=1, workflow_id="wf", stage="s", script=script))
+    assert b"the-notes" not in output and b"listed:0" in output, output
+    assert code == 0, output
+
+
+class Said:
+    """The agent's log: what it warned of at start."""
+
+    def __init__(self) -> None:
+        self.warnings: list[tuple[str, dict]] = []
+
+    def warning(self, event: str, **fields) -> None:
+        self.warnings.append((event, fields))
+
+    def info(self, event: str, **fields) -> None:
+        pass
+
+
+@needs_bwrap
+@needs_root
+def test_a_root_agent_whose_bubblewrap_runs_only_for_root_says_so_and_still_runs_its_jobs(open_tmp, monkeypatch):
+    """Where unprivileged user namespaces are off, bwrap runs as root (the agent) but not as a job's uid: the agent
+    once tried it as root, then wrapped every job in it, and every host job failed to start."""
+    from api.agent.args import parse_args
+    from api.agent.node import build_executor
+
+    fake = open_tmp / "bin"
+    fake.mkdir(mode=0o755)
+    (fake / "bwrap").write_text(f'#!/bin/sh\n[ "$(id -u)" = 0 ] || {{ echo "bwrap: No permissions to create new '
+                                f'namespace" >&2; exit 1; }}\nexec {shutil.which("bwrap")} "$@"\n')
+    (fake / "bwrap").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake}:{os.environ['PATH']}")
+    config = parse_args(["--node", "n1", "--api", "http://127.0.0.1:1", "--workdir", str(open_tmp / "work")],
+                        env={"ROVING_TOKEN": "t"}, detect=lambda: SimpleNamespace(cpu=1, memory=2**30, devices={}),
+                        euid=0)
+    said = Said()
+    executor = build_executor(config, said, detect=lambda name: (None, "none"))
+    (code, _), output = run(executor, RunSpec(allocation_id="a1", epoch=1, workflow_id="wf", stage="s",
+                                              script="echo ran as $(id -u)"))
+    assert (code, output) == (0, b"ran as 65534\n")
+    [(event, fields)] = [warning for warning in said.warnings if warning[0] == "agent.no_sandbox"]
+    assert "as the jobs' user nobody (uid 65534): bwrap: No permissions" in fields["reason"]
+    assert config.annotations["roving.io/sandbox"] == "none"
+    volume = RunSpec(allocation_id="a2", epoch=1, workflow_id="wf", stage="v", mounts={"/scratch": "v"}, script="true")
+    with pytest.raises(SpecError, match="cannot mount volumes at their paths .*uid 65534.*user namespaces"):
+        executor.start(volume, lambda *_: None, lambda *_: None)
+
+
+CONNECT = ("for s in {sockets}; do /usr/bin/python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX)"
+           ".connect(sys.argv[1])' $s 2>/dev/null && echo connected:$s; done; cat {resolv} >/dev/null && echo resolver")
+
+
+@needs_bwrap
+@needs_root
+def test_a_job_connects_to_no_socket_of_the_node_and_still_reads_its_resolver_file(open_tmp, node_dir, monkeypatch):
+    """A read-only mount does not stop connect(): a job reached sockets under /run (a user's session bus, docker's)
+    and the agent's ssh agent. /run is empty in the sandbox but for the file /etc/resolv.conf points to there and the
+    name service's sockets (nscd, nslcd)."""
+    import socket
+
+    import adapters.runtime.host as host
+
+    run_dir = Path(tempfile.mkdtemp(prefix="roving-run-", dir="/run"))
+    try:
+        run_dir.chmod(0o755)
+        stub = run_dir / "stub-resolv.conf"
+        stub.write_text("nameserver 127.0.0.53\n")
+        (open_tmp / "resolv.conf").symlink_to(stub)  # as systemd-resolved links /etc/resolv.conf
+        monkeypatch.setattr(host, "RESOLV", open_tmp / "resolv.conf")
+        (node_dir / "ssh").mkdir(mode=0o755)
+        paths = [run_dir / "docker.sock", node_dir / "ssh" / "agent.sock", run_dir / "nscd.sock"]
+        monkeypatch.setattr(host, "NAME_SERVICE", (str(paths[2]),))  # user names from a directory: still answers
+        listening = [socket.socket(socket.AF_UNIX) for _ in paths]
+        for server, path in zip(listening, paths, strict=True):
+            server.bind(str(path))
+            server.listen()
+            path.chmod(0o777)
+        hidden = host.agent_sockets({"SSH_AUTH_SOCK": str(paths[1])})
+        executor = Executor(open_tmp / "work", user=NOBODY, sandbox=HostSandbox.found(hidden))
+        script = CONNECT.format(sockets=" ".join(map(str, paths)), resolv=stub)
+        (code, _), output = run(executor, RunSpec(allocation_id="a1", epoch=1, workflow_id="wf", stage="s",
+                                                  script=script))
+        assert output == f"connected:{paths[2]}\nresolver\n".encode(), output
+        for server in listening:
+            server.close()
+    finally:
+        shutil.rmtree(run_dir, ignore_errors=True)

@@ -252,3 +252,29 @@ def test_a_post_hook_runs_in_its_jobs_sandbox_even_when_the_job_works_in_a_volum
     assert (volume / "made").read_text() == "job\n" and ended[:1] == [(0, "exited with code 0")]
     said, pids = (volume / "hooked").read_text().splitlines()
     assert said == "after 0" and int(pids) <= 6  # in the job's volume, in a pid namespace of its own
+
+
+def test_an_agent_started_by_a_normal_user_runs_no_one_elses_work_unless_told_whose_or_that_any_owners_may():
+    """Its jobs share its uid, where tenants reach each other's files, processes and sockets: a hand-started agent
+    (not `roving up`'s pool, which names its admin) ran every tenant's work."""
+    from api.agent.args import UsageError, check_tenancy, parse_args
+
+    if os.geteuid() == 0:
+        user, found = stack_user(), readable_python()
+        if found is None or shutil.which("setpriv") is None:
+            pytest.skip("no setpriv, or no python a normal user can run, of this version")
+        command = ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--init-groups", found[0]]
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": user.pw_dir, "PYTHONPATH": found[1]}
+    else:
+        command, env = [sys.executable], dict(os.environ)
+    start = "import sys; from api.agent.main import agent_main; sys.exit(agent_main(sys.argv[1:]))"
+    done = subprocess.run([*command, "-c", start, "--node", "n1", "--api", "http://127.0.0.1:1", "--workdir",
+                           "/tmp/roving-unstarted"], env={**env, "ROVING_TOKEN": "t"}, capture_output=True, text=True,
+                          timeout=60, cwd="/")
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "pass --only-owner USER_ID" in done.stderr and "or --any-owner" in done.stderr
+    told = ["--node", "n1", "--api", "http://127.0.0.1:1", "--workdir", "/tmp/roving-unstarted"]
+    for argv, environment in ((["--only-owner", "u1"], {}), (["--any-owner"], {}), ([], {"ROVING_AGENT_ANY_OWNER": "1"})):
+        check_tenancy(parse_args(told + argv, env={"ROVING_TOKEN": "t", **environment}, euid=1000), 1000)
+    with pytest.raises(UsageError):
+        check_tenancy(parse_args(told, env={"ROVING_TOKEN": "t"}, euid=1000), 1000)
