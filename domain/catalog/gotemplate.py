@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from domain.catalog.budget import Budget, BudgetExceeded
-from domain.catalog.gofuncs import FUNCS, Clock, RenderError, TemplateFailure, clock_funcs, show, truthy
+from domain.catalog.gofuncs import FUNCS, JOINING, Clock, RenderError, TemplateFailure, clock_funcs, show, truthy
 from domain.catalog.goparse import Block, Pipeline, Term, parse
 
 __all__ = ["Budget", "BudgetExceeded", "Clock", "RenderError", "TemplateFailure", "render"]
@@ -135,7 +135,7 @@ def _call(name: str, args: list[Term], piped: list[Any], scope: Scope, funcs: di
     if name in LAZY:
         return _and_or(name == "and", args, piped, scope, funcs)
     values = [_value(a, scope, funcs) for a in args] + piped
-    scope.budget.spend()
+    scope.budget.call(name, values, name in JOINING)
     try:
         return scope.budget.admit(funcs[name](*values), name)
     except (RenderError, TemplateFailure):
@@ -146,6 +146,7 @@ def _call(name: str, args: list[Term], piped: list[Any], scope: Scope, funcs: di
 
 def _and_or(conjunction: bool, args: list[Term], piped: list[Any], scope: Scope, funcs: Any) -> Any:
     value: Any = None
+    scope.budget.spend(1 + len(args) + len(piped))
     for thunk in [*(lambda a=a: _value(a, scope, funcs) for a in args), *(lambda p=p: p for p in piped)]:
         value = thunk()
         if truthy(value) != conjunction:

@@ -46,7 +46,7 @@ def test_the_output_is_capped():
 def test_functions_cannot_build_huge_strings_lists_or_numbers():
     assert "replace's result" in quick('{{$s := printf "%1000s" ""}}{{replace "" $s $s | replace "" $s}}')[0]
     doubled = "{{$s := printf \"%1000s\" \"x\"}}{{range 12}}{{$s = print $s $s}}{{end}}"
-    assert "made a string of over" in quick(doubled)[0]
+    assert "print would make a string of over 1,048,576 characters" in quick(doubled)[0]
     commas = '{{$c := replace " " "," (printf "%1000s" "")}}{{splitList "," (print $c $c $c $c $c $c $c $c $c $c)}}'
     assert "splitList made 10,001 items, over the limit of 10,000" in quick(commas)[0]
     grown = "{{$l := list}}{{range 10000}}{{$l = append $l 1}}{{end}}"  # each append copies the list: it costs
@@ -76,3 +76,48 @@ def test_a_render_cannot_hold_many_large_strings_at_once():
     finally:
         tracemalloc.stop()
     assert peak < 64 * 2**20
+
+
+def peak_of(text: str) -> tuple[str, int]:
+    """What the render raised and the most memory it held at once (bytes, traced)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        message = quick(text)[0]
+        return message, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+MIB = '{{$s := printf "%1000s" ""}}{{range 10}}{{$s = print $s $s}}{{end}}'  # $s: a 1 MiB string (1,024,000)
+
+
+@pytest.mark.parametrize("function", ["print", "println", "quote", "squote", 'printf "' + "%v" * 100 + '"'])
+def test_a_function_given_many_copies_of_a_large_string_is_refused_before_it_builds_them(function):
+    message, peak = peak_of(MIB + "{{" + function + " $s" * 100 + "}}")
+    assert "would make a string of over 1,048,576 characters (the limit)" in message
+    assert peak < 16 * 2**20  # 100 copies would be 100 MiB
+
+
+def test_printf_stops_at_the_limit_while_padding_many_verbs():
+    message, peak = peak_of(MIB + '{{$f := replace " " "%1000s" (substr 0 20000 $s)}}{{printf $f' + " 1" * 20_000
+                            + "}}")
+    assert "printf's result would be over 1,048,576 characters (the limit)" in message
+    assert peak < 16 * 2**20  # 20,000 padded verbs would be 20 MB
+
+
+def test_every_argument_of_a_call_costs_a_step():
+    message, _ = quick("{{add" + " 1" * 2_000 + "}}", budget=Budget(max_steps=1_000))
+    assert "over 1,000 steps (the limit)" in message
+
+
+def test_mul_of_many_large_numbers_stops_at_the_size_limit_not_after_multiplying_them_all():
+    message, took = quick("{{$n := 18446744073709551615}}{{mul" + " $n" * 150_000 + "}}")
+    assert "mul made a number of over 256 bits (the limit)" in message and took < 3
+
+
+def test_split_list_refuses_a_list_past_the_limit_before_it_splits():
+    message, peak = peak_of(MIB + '{{$c := replace " " "ab," (substr 0 340000 $s)}}{{splitList "," $c}}')
+    assert "splitList made 340,001 items, over the limit of 10,000" in message
+    assert peak < 12 * 2**20  # 340,000 two-letter strings and their list: over 20 MiB
