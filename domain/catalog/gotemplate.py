@@ -47,11 +47,12 @@ class Scope:
 def render(text: str, values: Mapping[str, Any], clock: Clock, budget: Budget | None = None) -> str:
     """The template executed over `values`; RenderError (TemplateFailure for `fail`, BudgetExceeded past the
     budget) says what went wrong."""
-    nodes = parse(text)
+    budget = budget or Budget()
+    nodes = parse(text, budget)
     funcs = {**FUNCS, **clock_funcs(clock)}
     out: list[str] = []
     data = dict(values)
-    _run(nodes, Scope(data, [{"$": data}], budget or Budget()), funcs, out)
+    _run(nodes, Scope(data, [{"$": data}], budget), funcs, out)
     return "".join(out)
 
 

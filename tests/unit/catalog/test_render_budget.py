@@ -113,7 +113,8 @@ def test_every_argument_of_a_call_costs_a_step():
 
 
 def test_mul_of_many_large_numbers_stops_at_the_size_limit_not_after_multiplying_them_all():
-    message, took = quick("{{$n := 18446744073709551615}}{{mul" + " $n" * 150_000 + "}}")
+    big = "{{$n := mul 18446744073709551615 18446744073709551615 18446744073709551615}}"  # 192 bits
+    message, took = quick(big + "{{mul" + " $n" * 40_000 + "}}")  # multiplying them all took 36 s
     assert "mul made a number of over 256 bits (the limit)" in message and took < 3
 
 
@@ -121,3 +122,45 @@ def test_split_list_refuses_a_list_past_the_limit_before_it_splits():
     message, peak = peak_of(MIB + '{{$c := replace " " "ab," (substr 0 340000 $s)}}{{splitList "," $c}}')
     assert "splitList made 340,001 items, over the limit of 10,000" in message
     assert peak < 12 * 2**20  # 340,000 two-letter strings and their list: over 20 MiB
+
+
+def test_a_1_mib_template_of_actions_is_refused_in_well_under_a_second():
+    message, took = quick("{{1}}" * (2**20 // 5))  # took 94 s to parse, counting lines from the start each time
+    assert "the template has over 50,000 actions and terms (the limit)" in message and took < 1
+
+
+def test_a_1_mib_template_of_20000_actions_renders_well_within_the_deadline():
+    text = ("{{1}}" + "x" * 46 + "\n") * 20_000
+    started = time.monotonic()
+    assert len(render(text, {}, CLOCK)) == 20_000 * 48
+    assert time.monotonic() - started < 3  # 0.4 s on a loaded machine; parsing alone took 11 s
+    with pytest.raises(RenderError, match='line 20001: function "frob" not defined'):
+        render(text + "{{frob}}", {}, CLOCK)
+
+
+@pytest.mark.parametrize(("text", "limit"), [
+    ("{{" + "(" * 5000 + "1" + ")" * 5000 + "}}", "line 1: parentheses are nested over 100 deep (the limit)"),
+    ("{{if 1}}" * 5000 + "{{end}}" * 5000, "line 1: blocks are nested over 100 deep (the limit)"),
+    ("{{with 1}}\n" * 5000 + "{{end}}" * 5000, "line 101: blocks are nested over 100 deep (the limit)"),
+])
+def test_deep_nesting_is_a_render_error_naming_the_limit(text, limit):
+    assert quick(text)[0] == limit  # was Python's RecursionError: a 500
+    assert render("{{" + "(" * 100 + "1" + ")" * 100 + "}}" + "{{if 1}}" * 100 + "x" + "{{end}}" * 100, {},
+                  CLOCK) == "1x"
+
+
+def test_parsing_looks_at_the_deadline():
+    message, _ = quick("{{1}}" * 40_000, budget=Budget(expired=lambda: True, seconds=3))
+    assert message == "parsing the template ran past the render's deadline of 3 s"
+
+
+def test_a_1_mib_string_in_a_template_parses_in_little_memory():
+    message, peak = peak_of('{{$s := "' + 'ab\\"}}' * 170_000 + '"}}{{fail (len $s)}}')
+    assert message == "850000" and peak < 16 * 2**20  # the regular expression's backtracking held 150 MiB
+
+
+def test_a_template_is_parsed_once_however_often_it_is_rendered():
+    from domain.catalog.goparse import parse
+
+    text = "{{range 3}}{{.}}{{end}} once"
+    assert parse(text) is parse(text)
