@@ -52,7 +52,11 @@ def render(text: str, values: Mapping[str, Any], clock: Clock, budget: Budget | 
     funcs = {**FUNCS, **clock_funcs(clock)}
     out: list[str] = []
     data = dict(values)
-    _run(nodes, Scope(data, [{"$": data}], budget), funcs, out)
+    try:
+        _run(nodes, Scope(data, [{"$": data}], budget), funcs, out)
+    except RecursionError:  # `{{$l = list $l}}` in a loop nests a list as deep as it likes; printing it recurses
+        raise BudgetExceeded("the render made a value nested too deeply to print or compare (the limit is Python's "
+                             "stack, about 1,000 levels)") from None
     return "".join(out)
 
 

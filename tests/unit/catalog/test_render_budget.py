@@ -149,6 +149,12 @@ def test_deep_nesting_is_a_render_error_naming_the_limit(text, limit):
                   CLOCK) == "1x"
 
 
+@pytest.mark.parametrize("use", ["{{$l}}", "{{toJson $l}}", "{{print $l}}"])
+def test_a_value_the_template_nests_deeply_is_a_render_error_naming_the_limit(use):
+    message, _ = quick("{{$l := list}}{{range 5000}}{{$l = list $l}}{{end}}" + use)
+    assert "nested too deeply to print or compare (the limit is Python's stack" in message  # was a RecursionError
+
+
 def test_parsing_looks_at_the_deadline():
     message, _ = quick("{{1}}" * 40_000, budget=Budget(expired=lambda: True, seconds=3))
     assert message == "parsing the template ran past the render's deadline of 3 s"
