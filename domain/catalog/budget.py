@@ -13,12 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from domain.catalog.gofuncs import MAX_TEXT, MAX_WIDTH, RenderError
+from domain.catalog.gofuncs import MAX_INT_BITS, MAX_ITEMS, MAX_TEXT, MAX_WIDTH, RenderError, texts_size
 
 MAX_STEPS = 200_000  # actions, calls and loop turns (the largest reference template takes 207)
 MAX_OUTPUT = MAX_TEXT  # characters of rendered text, and of any one string a function makes
-MAX_RANGE = 10_000  # turns of one `range`, and items of a list a function makes
-MAX_INT_BITS = 256  # a whole number's size: `mul` cannot build numbers whose printing costs seconds
+MAX_RANGE = MAX_ITEMS  # turns of one `range`, and items of a list a function makes
 CHECK_EVERY = 256  # steps between two looks at the deadline
 
 
@@ -65,6 +64,14 @@ class Budget:
         if count > self.max_range:
             raise BudgetExceeded(f"range over {count:,} items is over the limit of {self.max_range:,}")
         self.spend(count)
+
+    def call(self, name: str, values: list[Any], joining: bool) -> None:
+        """A call about to be made: a step per argument, and for a function whose result holds every argument's
+        text, refused before it is made when that text is already over the limit (300 copies of a 1 MiB string
+        would be 300 MiB)."""
+        self.spend(1 + len(values))
+        if joining and texts_size(values) > self.max_output:
+            raise BudgetExceeded(f"{name} would make a string of over {self.max_output:,} characters (the limit)")
 
     def admit(self, value: Any, name: str) -> Any:
         """A function's result, refused when it is larger than any render may hold; a large one costs steps (making it

@@ -19,6 +19,8 @@ from typing import Any
 VERB = re.compile(r"%([-+# 0]*)(\d*)(?:\.(\d+))?([a-zA-Z%])")
 MAX_TEXT = 2**20  # characters of any one string a function makes (domain/catalog/budget.py: the render's budget)
 MAX_WIDTH = 1_000  # printf's width and precision: Go pads to any width, so a template could ask for gigabytes
+MAX_ITEMS = 10_000  # items of a list a function makes, and turns of one `range`
+MAX_INT_BITS = 256  # a whole number's size: `mul` cannot build numbers whose printing costs seconds
 
 
 class RenderError(ValueError):
@@ -68,6 +70,16 @@ def text_size(value: Any, limit: int = MAX_TEXT) -> int:
     return total
 
 
+def texts_size(values: Any) -> int:
+    """About how many characters `values` print as together, counted only until past MAX_TEXT."""
+    total = 0
+    for value in values:
+        total += text_size(value, MAX_TEXT - total)
+        if total > MAX_TEXT:
+            break
+    return total
+
+
 def too_long(size: int, what: str) -> None:
     if size > MAX_TEXT:
         raise RenderError(f"{what} would be over {MAX_TEXT:,} characters (the limit)")
@@ -88,7 +100,7 @@ def truthy(value: Any) -> bool:
 
 def printf(fmt: str, *args: Any) -> str:
     """Go's Sprintf for the verbs templates use (%s %v %q %d %f %x %%), with flags and widths."""
-    queue = list(args)
+    queue, made = list(args), [len(fmt)]
 
     def one(match: re.Match[str]) -> str:
         flags, width, precision, verb = match.groups()
@@ -96,7 +108,10 @@ def printf(fmt: str, *args: Any) -> str:
             return "%"
         if not queue:
             return f"%!{verb}(MISSING)"
-        return _verb(queue.pop(0), flags, width, precision, verb)
+        text = _verb(queue.pop(0), flags, width, precision, verb)
+        made[0] += len(text)  # many padded verbs in one format: stop at the limit, not after building them all
+        too_long(made[0], "printf's result")
+        return text
 
     out = VERB.sub(one, fmt)
     return out + "".join(f"%!(EXTRA {show(a)})" for a in queue)
@@ -215,7 +230,16 @@ def product(*values: Any) -> int:
     result = 1
     for value in values:
         result *= to_int(value)
+        if result.bit_length() > MAX_INT_BITS:  # each further product would cost more than the last
+            raise RenderError(f"mul made a number of over {MAX_INT_BITS} bits (the limit)")
     return result
+
+
+def split_list(sep: Any, text: Any) -> list[str]:
+    whole, between = to_string(text), to_string(sep)
+    if between and whole.count(between) >= MAX_ITEMS:
+        raise RenderError(f"splitList made {whole.count(between) + 1:,} items, over the limit of {MAX_ITEMS:,}")
+    return whole.split(between)
 
 
 def comparable(a: Any, b: Any) -> tuple[Any, Any]:
@@ -263,7 +287,7 @@ FUNCS: dict[str, Callable[..., Any]] = {
     "upper": lambda s: to_string(s).upper(),
     "replace": replace,
     "substr": substr,
-    "splitList": lambda sep, s: to_string(s).split(sep),
+    "splitList": split_list,
     "join": join,
     "base": base,
     "quote": lambda *a: " ".join(json.dumps(to_string(v), ensure_ascii=False) for v in a),
@@ -283,3 +307,4 @@ FUNCS: dict[str, Callable[..., Any]] = {
     "dict": lambda *a: {to_string(k): v for k, v in zip(a[::2], a[1::2], strict=False)},  # an odd last key is dropped
     "unixEpoch": lambda t: str(int(t.timestamp())),
 }
+JOINING = frozenset({"print", "println", "printf", "quote", "squote"})  # their result holds every argument's text

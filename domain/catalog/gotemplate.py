@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from domain.catalog.budget import Budget, BudgetExceeded
-from domain.catalog.gofuncs import FUNCS, Clock, RenderError, TemplateFailure, clock_funcs, show, truthy
+from domain.catalog.gofuncs import FUNCS, JOINING, Clock, RenderError, TemplateFailure, clock_funcs, show, truthy
 from domain.catalog.goparse import Block, Pipeline, Term, parse
 
 __all__ = ["Budget", "BudgetExceeded", "Clock", "RenderError", "TemplateFailure", "render"]
@@ -47,11 +47,16 @@ class Scope:
 def render(text: str, values: Mapping[str, Any], clock: Clock, budget: Budget | None = None) -> str:
     """The template executed over `values`; RenderError (TemplateFailure for `fail`, BudgetExceeded past the
     budget) says what went wrong."""
-    nodes = parse(text)
+    budget = budget or Budget()
+    nodes = parse(text, budget)
     funcs = {**FUNCS, **clock_funcs(clock)}
     out: list[str] = []
     data = dict(values)
-    _run(nodes, Scope(data, [{"$": data}], budget or Budget()), funcs, out)
+    try:
+        _run(nodes, Scope(data, [{"$": data}], budget), funcs, out)
+    except RecursionError:  # `{{$l = list $l}}` in a loop nests a list as deep as it likes; printing it recurses
+        raise BudgetExceeded("the render made a value nested too deeply to print or compare (the limit is Python's "
+                             "stack, about 1,000 levels)") from None
     return "".join(out)
 
 
@@ -135,7 +140,7 @@ def _call(name: str, args: list[Term], piped: list[Any], scope: Scope, funcs: di
     if name in LAZY:
         return _and_or(name == "and", args, piped, scope, funcs)
     values = [_value(a, scope, funcs) for a in args] + piped
-    scope.budget.spend()
+    scope.budget.call(name, values, name in JOINING)
     try:
         return scope.budget.admit(funcs[name](*values), name)
     except (RenderError, TemplateFailure):
@@ -146,6 +151,7 @@ def _call(name: str, args: list[Term], piped: list[Any], scope: Scope, funcs: di
 
 def _and_or(conjunction: bool, args: list[Term], piped: list[Any], scope: Scope, funcs: Any) -> Any:
     value: Any = None
+    scope.budget.spend(1 + len(args) + len(piped))
     for value in _lazily(args, piped, scope, funcs):
         if truthy(value) != conjunction:
             return value

@@ -71,7 +71,8 @@ def check_source(name: str, kind: str, location: str, ref: str) -> SourceKind:
 
 
 REMOTE_SCHEMES = ("https", "http", "ssh", "git")
-URL_HOST = re.compile(r"^([a-z]+)://(?:[^/@]*@)?(\[[0-9A-Fa-f:.]+\]|[^/:?#]*)(?::(\d+))?(?:[/?#]|$)")
+# The userinfo ends at the first / ? or #, as curl and git read a URL: `https://evil#@good/` goes to evil.
+URL_HOST = re.compile(r"^([a-z]+)://(?:[^/?#@]*@)?(\[[0-9A-Fa-f:.]+\]|[^/:?#]*)(?::(\d+))?(?:[/?#]|$)")
 
 
 def remote_of(location: str) -> tuple[str, str, str] | None:

@@ -271,7 +271,9 @@ def test_concurrent_adds_of_one_name_make_one_source_and_a_clear_refusal(world):
 
 
 @pytest.mark.parametrize("action", ['{{printf "%0999999999d" 1}}', "{{range 3000000}}x{{end}}",
-                                    "{{range 10000}}{{range 10000}}{{end}}{{end}}"])
+                                    "{{range 10000}}{{range 10000}}{{end}}{{end}}",
+                                    "{{" + "(" * 5000 + "1" + ")" * 5000 + "}}", "{{if 1}}" * 5000 + "{{end}}" * 5000,
+                                    "{{$l := list}}{{range 5000}}{{$l = list $l}}{{end}}{{$l}}"])
 def test_a_template_past_the_render_budget_is_a_4xx_naming_the_template_and_the_limit_within_seconds(world, action):
     """An organization owner writes the template, any member renders it: neither holds the control plane."""
     app = {**MARKDOWN_APP, "template": MARKDOWN_APP["template"].replace("echo {{ .Greeting }}", f"echo {action}")}

@@ -24,6 +24,8 @@ def test_a_location_at_an_allowed_scheme_and_host_is_allowed(location):
     "https://github.com.evil.org/acme/catalog.git",   # a host that only starts like it
     "https://github.com@169.254.169.254/latest/",     # user info in front of another host
     "https://evil.org\\@github.com/x",                 # a backslash parsers disagree on
+    "https://evil.internal#@github.com/x",            # a fragment before the @: git and curl go to evil.internal
+    "https://evil.internal?@github.com/x",            # a query before the @, likewise
     "ssh://git@example.org/acme.git",                 # *.example.org is below example.org only
     "git://git.example.com:9419/catalog",             # another port
     "git://git.example.com/catalog",                  # the default port is not the one allowed
