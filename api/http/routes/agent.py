@@ -18,6 +18,7 @@ from api.http.errors import BadRequest
 from api.http.routes import common as c
 from api.http.routes import secrets
 from api.http.workflow_tokens import with_workflow_tokens
+from domain.agent_address import address_problem
 from domain.agent_protocol import (
     Assignments,
     BatchResult,
@@ -61,6 +62,8 @@ async def register(request: Request) -> Response:
     agent_only(request)
     b, svc, now = await c.body(request, Register), c.services(request), c.now()
     agent_only(request, node_id(b.name))
+    if (wrong := address_problem(b.address)) is not None:  # the control plane builds URLs from it (node metrics)
+        raise BadRequest("address", wrong)
     # hex, never a leading '-': `roving node credential revoke NODE ID` took one such id for an option (1 run in 64)
     credential_id, ttl = secrets_module.token_hex(9), NODE_TOKEN_TTL
     node, epoch = await c.call(svc.roving.register_node, b.name, b.cpu, b.memory, b.devices, b.annotations,
