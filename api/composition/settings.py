@@ -60,6 +60,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     presets_dir: Path | None = None  # admin-deployed presets (ROVING_PRESETS_DIR); None: <data dir>/presets
     wake_seconds: float = 60.0  # how long a request waits for a pool scaled to zero to wake (ROVING_WAKE_TIMEOUT)
     hot_workflows: int = 10_000  # finished workflows the views keep in memory; older ones are read from the log
+    wake_waiters: int = 256  # requests that may wait on one endpoint's pool to wake; more are 503 (ROVING_WAKE_WAITERS)
 
     @property
     def presets(self) -> Path:
@@ -120,6 +121,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         presets_dir=Path(env["ROVING_PRESETS_DIR"]) if (env.get("ROVING_PRESETS_DIR") or "").strip() else None,
         wake_seconds=_ttl(env, "ROVING_WAKE_TIMEOUT", defaults.wake_seconds),
         hot_workflows=_count(env, "ROVING_HOT_WORKFLOWS", defaults.hot_workflows, minimum=0),
+        wake_waiters=_count(env, "ROVING_WAKE_WAITERS", defaults.wake_waiters, minimum=1),
     )
 
 
