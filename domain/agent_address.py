@@ -8,7 +8,8 @@ from __future__ import annotations
 import ipaddress
 import re
 
-MAX_ADDRESS = 253  # a DNS name's longest spelling
+from domain.agent_protocol import MAX_ADDRESS
+
 _LABEL = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?")
 
 

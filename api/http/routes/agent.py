@@ -30,6 +30,7 @@ from domain.agent_protocol import (
     Report,
     Reports,
     Start,
+    bounded_reason,
 )
 from domain.app import access
 from domain.app.errors import Conflict, NotFound, StaleEpoch
@@ -44,6 +45,7 @@ ADVISORY = frozenset({"started"})  # reports the application records no event fo
 def recorded_as(b: Report) -> Report:
     """A node that could not use the stage's image ran it on the host: the workflow's events say so, in the
     agent's words ("image X was not used: this node's runtime is host"), as the image's other news."""
+    b = bounded_reason(b)  # stored in the stage's events: an event is one JetStream message
     return msgspec.structs.replace(b, event="image") if b.event == "ran_on_host" else b
 
 
