@@ -31,7 +31,7 @@ from domain.scheduler.reasons import Reason, Why
 from domain.scheduler.reservation import Reservation, reserve
 from domain.scheduler.sanity import set_aside, unusable
 from domain.scheduler.shared import SharedPool
-from domain.scheduler.snapshot import Kind, QueuedAllocation, RunningAllocation, Snapshot, label
+from domain.scheduler.snapshot import Kind, QueuedAllocation, RunningAllocation, Snapshot
 
 
 def schedule(snapshot: Snapshot, config: SchedulerConfig, now: datetime) -> Decisions:
@@ -225,7 +225,8 @@ class _Pass(Backfill):
         self.occupy(a, outcome.slots, long=self.reservation is not None)  # behind a head: keep its share
         victims = outcome.victims
         nodes = tuple(slot.view.id for slot in outcome.slots)
-        victim_texts = tuple(f"Preempted by {label(a)}" for _ in victims)
+        # the preemptor is often another tenant's: its priority, not its workflow or stage
+        victim_texts = tuple(f"Preempted by a higher-priority job (priority {p:g})" for _ in victims)
         self.d.preemptions.append(Preemption(
             preemptor_id=a.id, victim_ids=tuple(v.id for v in victims), node_ids=nodes,
             victim_texts=victim_texts, preemptor_text=self.preempted_text(victims, p)))
