@@ -25,6 +25,18 @@ from domain.agent_start import Start as Start  # the run spec, re-exported: ever
 
 Port = Annotated[int, msgspec.Meta(ge=1, le=65535)]
 MAX_LISTENING = 1024  # ports one readiness may name: each is stored in the endpoint's events
+# A registration is stored in the node's events, each event one JetStream message (1 MiB): bounds as the API's
+# (api/http/fields.py), generous for a node (its own annotations, set by its admin, and the agent's own).
+MAX_NODE_ANNOTATIONS = 256
+MAX_ANNOTATION_KEY = 253
+MAX_ANNOTATION_VALUE = 1_024
+MAX_DEFINITION = 253  # a node definition's name
+MAX_ADDRESS = 253  # a DNS name's longest spelling (domain/agent_address.py checks what it may be)
+MAX_REPORT_REASON = 4_096  # characters of a report's reason kept; the rest is cut (see `bounded_reason`)
+NodeAnnotations = Annotated[
+    dict[Annotated[str, msgspec.Meta(max_length=MAX_ANNOTATION_KEY)],
+         Annotated[str, msgspec.Meta(max_length=MAX_ANNOTATION_VALUE)]],
+    msgspec.Meta(max_length=MAX_NODE_ANNOTATIONS)]
 Event = Literal["started", "ready", "unready", "exited", "ran_on_host", "progress", "image", "note"]
 
 
@@ -35,9 +47,9 @@ class Register(msgspec.Struct):
     cpu: int
     memory: int
     devices: dict[str, int] = {}
-    annotations: dict[str, str] = {}
-    definition: str = ""
-    address: str = ""
+    annotations: NodeAnnotations = {}
+    definition: Annotated[str, msgspec.Meta(max_length=MAX_DEFINITION)] = ""
+    address: Annotated[str, msgspec.Meta(max_length=MAX_ADDRESS)] = ""
     metrics_port: int | None = None
     segment: str = ""  # the storage segment the node is in (`roving agent --segment`)
 
@@ -67,7 +79,7 @@ class Report(msgspec.Struct):
     epoch: int
     event: Event
     exit_code: int | None = None
-    reason: str = ""
+    reason: str = ""  # cut to MAX_REPORT_REASON by both sides, not refused: a refused report is dropped (its exit lost)
     ports: list[int | dict[str, Any]] = []  # a service's declared ports, echoed back in its ready report
     # a service's readiness changes after the first carry their count (`ready#2`): the outbox keys them apart
     change: int = 0
@@ -136,3 +148,12 @@ class Config(msgspec.Struct):
     cluster: str = ""
     log_max_bytes_per_stage: int = 0  # the cluster's logs.maxBytesPerStage (0: no cap; older APIs never send it)
 
+
+
+def bounded_reason(report: Report) -> Report:
+    """`report` with its reason cut to MAX_REPORT_REASON characters. Cut rather than refused: an agent drops a
+    report the control plane refuses, and an older agent's long reason must not cost a stage its exit."""
+    if len(report.reason) <= MAX_REPORT_REASON:
+        return report
+    cut = f" ... ({len(report.reason) - MAX_REPORT_REASON} characters cut)"
+    return msgspec.structs.replace(report, reason=report.reason[:MAX_REPORT_REASON - len(cut)] + cut)

@@ -9,6 +9,7 @@ from typing import Any
 import msgspec
 
 from domain.allocation import priority_updated_text, scheduling_blocked_text
+from domain.scheduler.preempted_text import readable_note
 from domain.scheduler.priority import PriorityInputs, priority_set_text
 
 NodeName = Callable[[str], str]
@@ -70,7 +71,8 @@ def _queued(e: Any, names: NodeName) -> str:
 
 
 def _placed(e: Any, names: NodeName) -> str:
-    note = getattr(e, "note", "")  # what it preempted to start (events logged before notes have none)
+    # what it preempted to start (events logged before notes have none; older notes named the victims)
+    note = readable_note(getattr(e, "note", "") or "")
     return "Placed on " + ", ".join(names(node) for node in e.nodes) + (f". {note}" if note else "")
 
 

@@ -9,7 +9,7 @@ import httpx
 import msgspec
 import structlog
 
-from domain.agent_protocol import Event, Registered, Report
+from domain.agent_protocol import Event, Registered, Report, bounded_reason
 
 log = structlog.get_logger("roving.agent")
 
@@ -22,7 +22,8 @@ def as_json(message: msgspec.Struct) -> dict[str, Any]:
 def report_of(node_id: str | None, allocation_id: str, epoch: int, event: Event, **fields: Any) -> Report:
     """A report of this node (the ids as the control plane gave them: a malformed one is a ValueError here, where
     it was a refusal by the control plane; `reportable` keeps such orders out)."""
-    return Report(node_id=UUID(node_id or ""), allocation_id=UUID(allocation_id), epoch=epoch, event=event, **fields)
+    return bounded_reason(Report(node_id=UUID(node_id or ""), allocation_id=UUID(allocation_id), epoch=epoch,
+                                 event=event, **fields))
 
 
 def reportable(allocation_id: Any, epoch: Any, logger: Any = log) -> bool:

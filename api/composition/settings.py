@@ -62,6 +62,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     hot_workflows: int = 10_000  # finished workflows the views keep in memory; older ones are read from the log
     nats_replicas: int = 1  # replicas of every stream, KV bucket and object store (ROVING_NATS_REPLICAS, 1..5)
     log_write_timeout_seconds: float = 10.0  # a write the log cannot take within it answers 503 (ROVING_LOG_WRITE_TIMEOUT)
+    wake_waiters: int = 256  # requests that may wait on one endpoint's pool to wake; more are 503 (ROVING_WAKE_WAITERS)
 
     @property
     def presets(self) -> Path:
@@ -124,6 +125,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         hot_workflows=_count(env, "ROVING_HOT_WORKFLOWS", defaults.hot_workflows, minimum=0),
         nats_replicas=_replicas(env),
         log_write_timeout_seconds=_ttl(env, "ROVING_LOG_WRITE_TIMEOUT", defaults.log_write_timeout_seconds),
+        wake_waiters=_count(env, "ROVING_WAKE_WAITERS", defaults.wake_waiters, minimum=1),
     )
 
 

@@ -9,7 +9,8 @@ once took its 40 threads (another tenant's submit waited 65 s) and 40 hashes' me
   memory at once;
 - each address prefix (/24 for IPv4, /64 for IPv6: one network, however many addresses it sprays from) and each
   account has a token bucket (a burst, then one attempt per few seconds), and an account has one check at a time;
-  past either, a 429 with Retry-After, also without a hash;
+  past either, a 429 with Retry-After, also without a hash. An IPv6 /64 is also counted in its site's /48 (SITE):
+  one /48 holds 65,536 /64s, each a fresh bucket, enough to fill the clean lane on its own;
 - checks wait for the pool in three lanes, each holding at most `waiting` (the clean lane CLEAN_ROOM times as many:
   a waiting check costs no hash); a full lane is a 503 with Retry-After, answered at once. A free worker takes the
   first lane first: `known` (an account that signed in from this prefix before, which no spray of wrong passwords
@@ -67,20 +68,23 @@ ADDRESS = Limits(burst=20, refill=3.0)   # an office behind one prefix: 20 at on
 ACCOUNT = Limits(burst=10, refill=6.0)   # past the lockout's 5 failures, which then answers (and costs no hash)
 PREFIX_TRUST = Limits(burst=1, refill=300.0)   # one failed check makes a prefix suspect for five minutes
 ACCOUNT_TRUST = Limits(burst=3, refill=300.0)  # failed checks for an account before it counts as under attack
+SITE = Limits(burst=60, refill=1.0)  # an IPv6 /48 (a site's many /64s): three offices' worth, then one a second
+SITE_TRUST = Limits(burst=4, refill=300.0)  # failed checks from a /48 (any of its /64s) before it is suspect
 MAX_KEYS = 100_000  # buckets kept per kind; the oldest go first (a spray of names must not grow memory either)
 LANES = ("known", "clean", "suspect")  # in the order a free worker takes them
 CLEAN_ROOM = 16  # the clean lane holds this many times `waiting`: one check per prefix, so many prefixes' firsts
 
 
-def prefix_of(address: str) -> str:
-    """The network an address belongs to for the limits: its /24 (IPv4, also IPv4-mapped IPv6) or its /64 (IPv6)."""
+def prefix_of(address: str, site: bool = False) -> str:
+    """The network an address belongs to for the limits: its /24 (IPv4, also IPv4-mapped IPv6) or its /64 (IPv6);
+    with `site`, an IPv6 address's /48 (an IPv4 one's /24 still)."""
     try:
         ip = ipaddress.ip_address(address.partition("%")[0])
     except ValueError:
         return address
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
         ip = ip.ipv4_mapped
-    bits = 24 if ip.version == 4 else 64
+    bits = 24 if ip.version == 4 else 48 if site else 64
     return str(ipaddress.ip_network(f"{ip}/{bits}", strict=False))
 
 
@@ -165,9 +169,10 @@ class LoginGate:
         self.lanes = Lanes(self.workers)
         self.addresses, self.accounts = Buckets(address, clock), Buckets(account, clock)
         self.prefix_trust, self.account_trust = Buckets(PREFIX_TRUST, clock), Buckets(ACCOUNT_TRUST, clock)
+        self.sites, self.site_trust = Buckets(SITE, clock), Buckets(SITE_TRUST, clock)  # IPv6 /48s only
         self.known: dict[tuple[str, str], None] = {}  # (account, prefix) that signed in, oldest first
         self.checking: set[str] = set()  # accounts with a check under way
-        self.clean_checks: set[str] = set()  # prefixes with a check in the clean lane
+        self.clean_checks: set[str] = set()  # sites (/24, /48) with a check in the clean lane
         self.queued = dict.fromkeys(LANES, 0)
         self.room = {"known": self.waiting_limit, "clean": CLEAN_ROOM * self.waiting_limit, "suspect": self.waiting_limit}
         self.lock = threading.Lock()
@@ -181,8 +186,8 @@ class LoginGate:
         """Run `work(*args)` (a login or password change) if this account and address may try now; a right password
         (no exception) gives the account its attempt back and makes its prefix known, a wrong one (an exception)
         counts against the trust of both."""
-        account, prefix = account.strip().casefold(), prefix_of(address)
-        lane = self._admit(account, prefix)
+        account, prefix, site = account.strip().casefold(), prefix_of(address), prefix_of(address, site=True)
+        lane = self._admit(account, prefix, site)
         try:
             await self.lanes.acquire(lane)
             try:
@@ -192,26 +197,29 @@ class LoginGate:
         except Exception:
             self.prefix_trust.take(prefix)
             self.account_trust.take(account)
+            if site != prefix:
+                self.site_trust.take(site)
             raise
         finally:
             with self.lock:
                 self.queued[lane] -= 1
                 self.checking.discard(account)
                 if lane == "clean":
-                    self.clean_checks.discard(prefix)
+                    self.clean_checks.discard(site)
         self.accounts.give_back(account)
         self._remember(account, prefix)
         return result
 
-    def _lane(self, account: str, prefix: str) -> str:
+    def _lane(self, account: str, prefix: str, site: str) -> str:
         if (account, prefix) in self.known:
             return "known"
         clean = self.prefix_trust.level(prefix) >= 1 and self.account_trust.level(account) >= 1
-        return "clean" if clean and prefix not in self.clean_checks else "suspect"
+        clean = clean and (site == prefix or self.site_trust.level(site) >= 1)
+        return "clean" if clean and site not in self.clean_checks else "suspect"
 
-    def _admit(self, account: str, prefix: str) -> str:
+    def _admit(self, account: str, prefix: str, site: str) -> str:
         with self.lock:
-            lane = self._lane(account, prefix)
+            lane = self._lane(account, prefix, site)
             if self.queued[lane] >= self.room[lane]:
                 seconds = self.queued[lane] / self.workers * 0.4  # a hash takes about 0.35 s of a core
                 raise TooManyLogins(503, f"{self.queued[lane]} password checks are waiting; try again shortly", seconds)
@@ -219,12 +227,14 @@ class LoginGate:
                 raise TooManyLogins(429, "a login for this account is being checked; wait for its answer", 1)
             if lane != "known" and (wait := self.addresses.take(prefix)):  # a neighbour's spray spends no known one's
                 raise TooManyLogins(429, "too many logins from this address; slow down", wait)
+            if lane != "known" and site != prefix and (wait := self.sites.take(site)):
+                raise TooManyLogins(429, "too many logins from this network; slow down", wait)
             if wait := self.accounts.take(account):
                 raise TooManyLogins(429, "too many logins for this account; slow down", wait)
             self.checking.add(account)
             self.queued[lane] += 1
             if lane == "clean":
-                self.clean_checks.add(prefix)
+                self.clean_checks.add(site)
             return lane
 
     def _remember(self, account: str, prefix: str) -> None:

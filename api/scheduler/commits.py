@@ -44,7 +44,7 @@ class Commits:
             if evicted:
                 metrics.BLOCKED_BEFORE_EVICTION.observe(self.waited(preemption.preemptor_id, now))
             self.place(preemption.preemptor_id, preemption.node_ids, now, metrics.PLACEMENTS,
-                       "; ".join(preemption.preemptor_texts))
+                       preemption.preemptor_text)
         chosen = [(p.allocation_id, p.node_ids, metrics.PLACEMENTS) for p in decisions.placements]
         chosen += [(b.allocation_id, b.node_ids, metrics.BACKFILLS) for b in decisions.backfills]
         for start in range(0, len(chosen), PLACEMENTS_PER_COMMIT):

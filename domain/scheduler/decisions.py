@@ -29,7 +29,7 @@ class Preemption(msgspec.Struct, frozen=True, kw_only=True):
     victim_ids: tuple[str, ...]
     node_ids: tuple[str, ...]
     victim_texts: tuple[str, ...]
-    preemptor_texts: tuple[str, ...]
+    preemptor_text: str  # how many it preempted and why: the victims are not named (another tenant's work)
 
 
 class ReservationHeld(msgspec.Struct, frozen=True, kw_only=True):

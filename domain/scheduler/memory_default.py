@@ -1,23 +1,31 @@
 """The cluster's default memory per core (`scheduler.defaultMemoryPerCore`), written into a submitted definition's
-defaults for the steps that request no memory, so the stage, its limit and `describe` all carry the same size."""
+defaults for the steps that request no memory, so the stage, its limit and `describe` all carry the same size.
+A size of 0 asks for nothing (it would otherwise schedule at 0 B with no limit), so it gets the default too."""
 
 from __future__ import annotations
+
+from typing import TypeVar
 
 import msgspec
 
 from domain.fuzzfile import Problem
 from domain.fuzzfile.blocks import Memory, Resource
 from domain.fuzzfile.layering import layers_of, step_resource
-from domain.fuzzfile.schema import Defaults
+from domain.fuzzfile.schema import Defaults, Job, Service, StepDefaults
 from domain.fuzzfile.schema import Workflow as Fuzzfile
-from domain.quantities import human_bytes
+from domain.quantities import QuantityError, human_bytes, parse_memory
+
+_Layer = TypeVar("_Layer", Defaults, StepDefaults, Job, Service)
 
 
 def with_default_memory(definition: Fuzzfile, per_core: int) -> tuple[Fuzzfile, list[Problem]]:
     """The definition with `per_core` bytes a core beneath every step that asks no memory size, and one note per such
     step naming the size it gets. `per_core` 0 (the default) leaves everything as written: no limit."""
+    if not per_core:
+        return definition, []
+    definition = _without_empty_memory(definition)
     bare = [(kind, name, cores) for kind, name, cores in _steps(definition) if cores is not None]
-    if not per_core or not bare:
+    if not bare:
         return definition, []
     defaults = definition.defaults or Defaults()
     resource = defaults.resource or Resource()
@@ -41,3 +49,32 @@ def _steps(definition: Fuzzfile) -> list[tuple[str, str, int | None]]:
             cores = resource.cpu.cores if resource.cpu and resource.cpu.cores else 1
             found.append((kind, name, None if asked else cores))
     return found
+
+
+def _without_empty_memory(definition: Fuzzfile) -> Fuzzfile:
+    """The definition with every memory block that asks no size (none, or 0) removed, in the defaults and the steps:
+    a step's own block replaces the defaults' whole, so one left there would hide the default written beneath."""
+    defaults = definition.defaults
+    if defaults is not None:
+        defaults = _layer(msgspec.structs.replace(defaults, job=defaults.job and _layer(defaults.job),
+                                                  service=defaults.service and _layer(defaults.service)))
+    jobs = {name: _layer(step) for name, step in definition.jobs.items()} if definition.jobs else definition.jobs
+    services = ({name: _layer(step) for name, step in definition.services.items()} if definition.services
+                else definition.services)
+    return msgspec.structs.replace(definition, defaults=defaults, jobs=jobs, services=services)
+
+
+def _layer(layer: _Layer) -> _Layer:
+    resource = layer.resource
+    if resource is None or resource.memory is None or not _empty(resource.memory):
+        return layer
+    return msgspec.structs.replace(layer, resource=msgspec.structs.replace(resource, memory=None))
+
+
+def _empty(memory: Memory) -> bool:
+    if memory.size is None:
+        return True
+    try:
+        return parse_memory(memory.size) == 0
+    except QuantityError:  # validation names the field; an unreadable size is not this pass's to judge
+        return False

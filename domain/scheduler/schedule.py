@@ -13,6 +13,7 @@ head is domain.scheduler.backfill's.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from domain.scheduler.backfill import Backfill, iso, protected_why
@@ -21,6 +22,7 @@ from domain.scheduler.cluster import Cluster
 from domain.scheduler.config import SchedulerConfig
 from domain.scheduler.decisions import Decisions, Placement, Preemption, ReservationHeld
 from domain.scheduler.eligibility import Candidates, capacity_why, static_why
+from domain.scheduler.preempted_text import preempted_text
 from domain.scheduler.preemption import Outcome, Preemptor
 from domain.scheduler.priority import Evaluator, Unevaluable
 from domain.scheduler.provisioning import Provisioning, unreserve
@@ -29,7 +31,7 @@ from domain.scheduler.reasons import Reason, Why
 from domain.scheduler.reservation import Reservation, reserve
 from domain.scheduler.sanity import set_aside, unusable
 from domain.scheduler.shared import SharedPool
-from domain.scheduler.snapshot import Kind, QueuedAllocation, RunningAllocation, Snapshot, label
+from domain.scheduler.snapshot import Kind, QueuedAllocation, RunningAllocation, Snapshot
 
 
 def schedule(snapshot: Snapshot, config: SchedulerConfig, now: datetime) -> Decisions:
@@ -217,23 +219,21 @@ class _Pass(Backfill):
             self.record_preemption(a, p, outcome)
         return outcome
 
-    def preempted_text(self, v: RunningAllocation, p: float) -> str:
-        """What the preemptor's own events say of one victim: which work, where, and why it could be taken."""
-        where = ", ".join(slot.view.name or n if (slot := self.cluster.by_id.get(n)) else n for n in v.node_ids)
-        ranked = self.rank(v)
-        why = "it is preemptible" if ranked is None else \
-            f"it is preemptible and its priority {ranked:g} is below this one's {p:g} by more than the gap " \
-            f"of {self.config.preemption_gap:g}"
-        return f"Preempted {label(v)} on {where}: {why}"
+    def preempted_text(self, victims: Sequence[RunningAllocation], p: float) -> str:
+        """What the preemptor's own events say of its victims: how many, where and why, never which."""
+        names = [slot.view.name or n if (slot := self.cluster.by_id.get(n)) else n for v in victims for n in v.node_ids]
+        ranked = all(self.rank(v) is not None for v in victims)
+        return preempted_text(len(victims), names, p if ranked else None, self.config.preemption_gap)
 
     def record_preemption(self, a: QueuedAllocation, p: float, outcome: Outcome) -> None:
         self.occupy(a, outcome.slots, long=self.reservation is not None)  # behind a head: keep its share
         victims = outcome.victims
         nodes = tuple(slot.view.id for slot in outcome.slots)
-        victim_texts = tuple(f"Preempted by {label(a)}" for _ in victims)
+        # the preemptor is often another tenant's: its priority, not its workflow or stage
+        victim_texts = tuple(f"Preempted by a higher-priority job (priority {p:g})" for _ in victims)
         self.d.preemptions.append(Preemption(
             preemptor_id=a.id, victim_ids=tuple(v.id for v in victims), node_ids=nodes,
-            victim_texts=victim_texts, preemptor_texts=tuple(self.preempted_text(v, p) for v in victims)))
+            victim_texts=victim_texts, preemptor_text=self.preempted_text(victims, p)))
         for v, text in zip(victims, victim_texts, strict=True):
             self.d.reasons[v.id] = Why(reason=Reason.PREEMPTED, message=text, detail={"by": a.id})
         self.d.reasons[a.id] = Why(reason=Reason.READY_TO_SCHEDULE, message="placed after preemption",

@@ -18,6 +18,7 @@ from api.http.errors import BadRequest
 from api.http.routes import common as c
 from api.http.routes import secrets
 from api.http.workflow_tokens import with_workflow_tokens
+from domain.agent_address import address_problem
 from domain.agent_protocol import (
     Assignments,
     BatchResult,
@@ -29,6 +30,7 @@ from domain.agent_protocol import (
     Report,
     Reports,
     Start,
+    bounded_reason,
 )
 from domain.app import access
 from domain.app.errors import Conflict, NotFound, StaleEpoch
@@ -43,6 +45,7 @@ ADVISORY = frozenset({"started"})  # reports the application records no event fo
 def recorded_as(b: Report) -> Report:
     """A node that could not use the stage's image ran it on the host: the workflow's events say so, in the
     agent's words ("image X was not used: this node's runtime is host"), as the image's other news."""
+    b = bounded_reason(b)  # stored in the stage's events: an event is one JetStream message
     return msgspec.structs.replace(b, event="image") if b.event == "ran_on_host" else b
 
 
@@ -61,6 +64,8 @@ async def register(request: Request) -> Response:
     agent_only(request)
     b, svc, now = await c.body(request, Register), c.services(request), c.now()
     agent_only(request, node_id(b.name))
+    if (wrong := address_problem(b.address)) is not None:  # the control plane builds URLs from it (node metrics)
+        raise BadRequest("address", wrong)
     # hex, never a leading '-': `roving node credential revoke NODE ID` took one such id for an option (1 run in 64)
     credential_id, ttl = secrets_module.token_hex(9), NODE_TOKEN_TTL
     node, epoch = await c.call(svc.roving.register_node, b.name, b.cpu, b.memory, b.devices, b.annotations,

@@ -10,7 +10,7 @@ any limit the answer is a 400 naming the template and the limit, well within the
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 from starlette.requests import Request
@@ -18,12 +18,13 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from api.http import fields
-from api.http.errors import problem
+from api.http.errors import BadRequest, problem
 from api.http.routes import common as c
 from api.http.routes.workflows import MAX_NAME, submission_id
 from domain.app.catalog import CatalogHandlers
 from domain.app.errors import NotFound
 from domain.catalog import Budget, detail, summary
+from domain.catalog.inputs import MAX_VALUES_BYTES
 
 RENDER_SECONDS = 3.0  # a render's wall-clock deadline (real templates take milliseconds)
 
@@ -43,10 +44,24 @@ class AddSource(msgspec.Struct, forbid_unknown_fields=True):
     owner: fields.Text = ""
 
 
+MAX_INPUTS = 1_024  # names a person's values may give: a template takes its inputs, far fewer
+MAX_INPUT_NAME = 253
+
+
 class Values(msgspec.Struct, forbid_unknown_fields=True):
-    values: dict[str, Any] = {}
+    # as many names as a values file could hold, each a name; the whole as a values file (MAX_VALUES_BYTES)
+    values: Annotated[dict[Annotated[str, msgspec.Meta(max_length=MAX_INPUT_NAME)], Any],
+                      msgspec.Meta(max_length=MAX_INPUTS)] = {}
     source: fields.Text = ""
     name: str = msgspec.field(default="")  # the workflow's name (start only)
+
+
+def bounded(wanted: Values) -> Values:
+    """The values, refused past a values file's size (a template renders them, the start stores them)."""
+    size = len(msgspec.json.encode(wanted.values))
+    if size > MAX_VALUES_BYTES:
+        raise BadRequest("values", f"the values take at most {MAX_VALUES_BYTES} bytes (as JSON), not {size}")
+    return wanted
 
 
 def catalog(request: Request) -> CatalogHandlers:
@@ -92,7 +107,7 @@ async def show_template(request: Request) -> Response:
 
 
 async def render(request: Request) -> Response:
-    wanted = await c.body(request, Values)
+    wanted = bounded(await c.body(request, Values))
     answer = await c.call(catalog(request).render, c.principal(request), request.path_params["name"], wanted.values,
                           c.now(), wanted.source or request.query_params.get("source", ""), render_budget())
     return c.json(answer)
@@ -100,7 +115,7 @@ async def render(request: Request) -> Response:
 
 async def start(request: Request) -> Response:
     """As `POST /v4/workflows`: an `Idempotency-Key` names the same workflow again."""
-    wanted = await c.body(request, Values)
+    wanted = bounded(await c.body(request, Values))
     if len(wanted.name) > MAX_NAME:
         return problem(400, f"expected at most {MAX_NAME} characters", "name")
     answer = await c.call(catalog(request).start, c.principal(request), request.path_params["name"], wanted.values,

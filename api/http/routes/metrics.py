@@ -16,6 +16,7 @@ from api.composition.services import Services
 from api.http.errors import problem
 from api.http.routes import common as c
 from api.http.routes.nodes import LIVE, found
+from domain.agent_address import url_host
 from domain.app import access
 
 REQUESTS = Counter("roving_http_requests_total", "HTTP requests answered", ["method", "route", "status"])
@@ -60,10 +61,18 @@ async def node_metrics(request: Request) -> Response:
         return problem(503, f"node {row.name} is {row.status}: its metrics cannot be read now", "node")
     if not row.port:
         return problem(404, f"node {row.name} serves no metrics (its agent runs without --metrics-port)", "node")
-    url = f"http://{row.address or '127.0.0.1'}:{row.port}/metrics"
+    if not row.address:
+        return problem(404, f"node {row.name} registered no address (its agent runs with an empty --address)", "node")
     try:
-        # a session a scrape: one request every scrape interval a node, and nothing left open between them
-        async with aiohttp.ClientSession(timeout=NODE_SCRAPE) as session, session.get(url) as answer:
+        host = url_host(row.address)
+    except ValueError as error:  # registered before addresses were checked: never a URL of its making
+        return problem(502, f"node {row.name} registered an address the control plane will not fetch: {error}", "node")
+    url = f"http://{host}:{row.port}/metrics"
+    try:
+        # a session a scrape: one request every scrape interval a node, and nothing left open between them; a
+        # redirect is not followed (the agent serves its own page: anywhere else is a fetch the caller steered)
+        async with (aiohttp.ClientSession(timeout=NODE_SCRAPE) as session,
+                    session.get(url, allow_redirects=False) as answer):
             text = await answer.content.read(NODE_BODY_LIMIT + 1)
             status = answer.status
     except (aiohttp.ClientError, TimeoutError) as error:

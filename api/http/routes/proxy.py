@@ -137,7 +137,10 @@ async def admitted(request: HTTPConnection) -> tuple[Endpoint, bool] | Response:
         if not access.reaches(who, endpoint):
             return problem(404, "endpoint not found")
     if endpoint.serving_target() is None:  # a pool scaled to zero wakes for this request (api.http.wake)
-        endpoint = await woken(request, endpoint, lookup) or endpoint
+        awake = await woken(request, endpoint, lookup)
+        if isinstance(awake, Response):
+            return awake
+        endpoint = awake or endpoint
         if endpoint.serving_target() is None:
             return not_serving(endpoint)
     if refused := endpoint.unreachable_reason():  # ready, but at a port that is not (or not known to be) its own

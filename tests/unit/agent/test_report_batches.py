@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from uuid import uuid4
 
 from adapters.outbox import Outbox
 from tests.unit.agent.fake_api import A1, NODE_ID, FakeApi, alloc, report
@@ -92,3 +93,10 @@ def test_an_exit_signalled_while_the_last_answer_was_applied_is_handled_at_once_
         return time.monotonic() - began
 
     assert asyncio.run(scenario()) < 0.5
+
+
+def test_an_agent_cuts_a_megabyte_reason_before_it_journals_or_sends_the_report():
+    from api.agent.messages import report_of
+    from domain.agent_protocol import MAX_REPORT_REASON
+    made = report_of(str(uuid4()), str(uuid4()), 1, "exited", exit_code=1, reason="cannot start: " + "e" * 2**20)
+    assert len(made.reason) == MAX_REPORT_REASON and made.reason.startswith("cannot start: ")

@@ -5,6 +5,7 @@ from uuid import UUID
 
 import pytest
 
+from domain.agent_protocol import MAX_NODE_ANNOTATIONS, MAX_REPORT_REASON
 from domain.app.errors import Busy
 from domain.app.ids import allocation_id
 from domain.tenancy import Role, Source
@@ -125,3 +126,31 @@ def test_a_batch_that_keeps_losing_write_races_answers_503_so_every_report_is_tr
     api.services.roving.report_all = always_busy
     answer = api.request("POST", "/v4/agent/reports:batch", AGENT, json={"node_id": body["node_id"], "reports": [body]})
     assert (answer.status_code, answer.headers["retry-after"]) == (503, "1")
+
+
+@pytest.mark.parametrize("route", ["/v4/agent/reports", "/v4/agent/reports:batch"])
+def test_a_megabyte_exit_reason_is_recorded_cut_to_its_bound_not_refused(placed, route):
+    """Cut, not refused: an agent drops a report the control plane refuses, and the stage would lose its exit."""
+    api, body = placed
+    roving, recorded = api.services.roving, []
+    single, batch = roving.report, roving.report_all
+    roving.report = lambda *args: recorded.append(args[5]) or single(*args)
+    roving.report_all = lambda node, reports, at: recorded.extend(r.reason for r in reports) or batch(node, reports, at)
+    report = {**body, "exit_code": 3, "reason": "disk on fire " + "x" * 2**20}
+    sent = report if route.endswith("reports") else {"node_id": body["node_id"], "reports": [report]}
+    answer = api.request("POST", route, AGENT, json=sent)
+    assert answer.status_code == 200 and answer.json().get("results", [{"status": 200}])[0]["status"] == 200
+    [told] = recorded
+    assert told.startswith("disk on fire ") and len(told) == MAX_REPORT_REASON and told.endswith("characters cut)")
+
+
+@pytest.mark.parametrize("field, value", [
+    ("annotations", {f"k{n}": "v" for n in range(MAX_NODE_ANNOTATIONS + 1)}),
+    ("annotations[...]", {"notes": "x" * 2**20}),
+    ("definition", "d" * 100_000),
+    ("address", "a" * 100_000),
+])
+def test_a_registration_past_a_bound_is_a_400_naming_the_field(field, value):
+    answer = Api().request("POST", "/v4/agent/register", AGENT, json={**REGISTER, field.removesuffix("[...]"): value})
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["errors"][0]["path"] == field

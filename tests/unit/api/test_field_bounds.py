@@ -66,3 +66,12 @@ def test_a_users_email_and_password_are_bounded_when_an_admin_creates_them(api):
     refused(api.request("POST", f"/v4/organizations/{org}/users", api.admin, json=body), "email")
     body = {"username": "zed", "email": "zed@example.org", "password": "Correct-Horse-9-" + "b" * 1_200_000}
     refused(api.request("POST", f"/v4/organizations/{org}/users", api.admin, json=body), "password")
+
+
+@pytest.mark.parametrize("values", [{f"v{n}": 1 for n in range(2_000)}, {"n" * 1_000: 1}, {"text": "x" * 300_000}])
+def test_catalog_values_past_their_bounds_are_a_400_naming_values(api, alice, values):
+    for action in ("render", "start"):
+        answer = api.request("POST", f"/v4/catalog/templates/any:{action}", alice, json={"values": values})
+        assert answer.status_code == 400, answer.text
+        [error] = answer.json()["errors"]
+        assert error["path"] == "values" or "`$.values`" in error["message"]  # a name too long: msgspec's words

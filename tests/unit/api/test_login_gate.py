@@ -153,3 +153,23 @@ def test_a_spray_from_eighty_addresses_never_denies_the_right_password_of_an_acc
     ours, spray = asyncio.run(scenario())
     assert ours == [200] * 6
     assert 503 in spray or 429 in spray  # the spray itself was held back
+
+
+def test_a_spray_from_fresh_ipv6_64s_of_one_48_is_limited_as_one_network():
+    """A /48 holds 65,536 /64s, each its own bucket: guesses from a fresh one each time are still one site's."""
+    clock, work = Clock(), Hashes()
+    gate = LoginGate(workers=1, clock=clock)
+    statuses = [asyncio.run(attempt(gate, work, f"user{n}", f"2001:db8:7:{n:x}::1")) for n in range(100)]
+    assert statuses.count(401) == 60 and statuses[60:] == [429] * 40 and work.ran == 60
+    assert asyncio.run(attempt(gate, work, "user1", "2001:db8:8::1")) == 401  # another /48 has its own
+
+
+def test_fresh_ipv6_64s_of_one_48_take_one_place_in_the_clean_lane_not_one_each():
+    work = Hashes(seconds=0.05)
+    gate = LoginGate(workers=1, waiting=2)
+
+    async def storm() -> list[int]:
+        return list(await asyncio.gather(*(attempt(gate, work, f"u{n}", f"2001:db8:7:{n:x}::1") for n in range(20))))
+
+    statuses = asyncio.run(storm())  # one in the clean lane (one per /48), two in the suspect lane, the rest 503
+    assert statuses.count(401) == 3 and statuses.count(503) == 17

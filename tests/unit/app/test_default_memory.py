@@ -83,3 +83,35 @@ def test_validate_says_what_submission_will_do_with_the_default_memory():
     found = roving.validate_workflow(TWO_STEPS, user())
     assert "jobs.bare.resource.memory" in {w.path for w in found["warnings"]}
     assert any("memory 4 GiB > 3 GiB per node" in e.message for e in found["errors"])  # 2 cores x 2 GiB
+
+
+ZERO_SIZES = """
+version: v4
+defaults:
+  job: {resource: {memory: {size: 0}}}
+jobs:
+  zero:
+    image: {uri: docker://alpine}
+    script: echo zero
+    resource: {cpu: {cores: 2}, memory: {size: 0}}
+  zero_text:
+    image: {uri: docker://alpine}
+    script: echo zero
+    resource: {memory: {size: 0GiB, by-core: true}}
+  from_defaults:
+    image: {uri: docker://alpine}
+    script: echo defaults
+"""
+
+
+def test_a_memory_size_of_zero_gets_the_cluster_default_instead_of_running_without_a_limit():
+    roving = app()
+    roving.change_config({"scheduler.defaultMemoryPerCore": "2GiB"}, ADMIN, T0)
+    workflow, warnings = submitted(roving, ZERO_SIZES)
+    assert [memory(workflow, s) for s in ("zero", "zero_text", "from_defaults")] == [4 * GiB, 2 * GiB, 2 * GiB]
+    assert {"jobs.zero.resource.memory", "jobs.zero_text.resource.memory"} <= {w.path for w in warnings}
+
+
+def test_without_the_setting_a_memory_size_of_zero_still_means_no_limit():
+    workflow, _ = submitted(app(), ZERO_SIZES)
+    assert [memory(workflow, s) for s in ("zero", "zero_text", "from_defaults")] == [0, 0, 0]

@@ -107,11 +107,12 @@ def test_a_preemptor_that_evicts_has_its_blocked_time_observed_once():
     preemptor, victim, node = uuid4(), uuid4(), uuid4()
     decisions = Decisions(preemptions=[Preemption(
         preemptor_id=str(preemptor), victim_ids=(str(victim),), node_ids=(str(node),),
-        victim_texts=("Preempted by workflow W job hi",), preemptor_texts=("Preempted workflow V job lo",))])
+        victim_texts=("Preempted by workflow W job hi",), preemptor_text="Preempted 1 lower-priority job on n1: preemptible")])
     count, total = (sample("roving_scheduler_blocked_seconds_before_eviction_count"),
                     sample("roving_scheduler_blocked_seconds_before_eviction_sum"))
     runner.commits.decisions(decisions, now)
-    assert done == [f"evict {victim}", f"place {preemptor}: Preempted workflow V job lo"]  # its events say so
+    # its events say so
+    assert done == [f"evict {victim}", f"place {preemptor}: Preempted 1 lower-priority job on n1: preemptible"]
     assert sample("roving_scheduler_blocked_seconds_before_eviction_count") == count + 1
     assert sample("roving_scheduler_blocked_seconds_before_eviction_sum") - total == 90
 

@@ -26,10 +26,9 @@ def test_a_blocked_allocation_preempts_an_allowed_victim_and_both_sides_get_a_te
     d = decide([urgent()], [victim()])
     [p] = d.preemptions
     assert (p.preemptor_id, p.victim_ids, p.node_ids) == ("urgent", ("v",), ("n1",))
-    assert p.victim_texts == ("Preempted by workflow wf-u job urgent",)
-    [text] = p.preemptor_texts
-    assert text.startswith("Preempted workflow wf-v job v on n1: it is preemptible and its priority ")
-    assert text.endswith("is below this one's 50 by more than the gap of 10")
+    assert p.victim_texts == ("Preempted by a higher-priority job (priority 50)",)
+    assert p.preemptor_text == ("Preempted 1 lower-priority job on n1: preemptible, with a priority below this "
+                                "one's 50 by more than the gap of 10")
     assert d.reasons["v"].reason is Reason.PREEMPTED and d.counters.preempted == 1
 
 
@@ -104,3 +103,18 @@ def test_the_cheapest_victim_is_chosen_first():
     busy = [victim("pricey", "n1", organization_priority=20), victim("cheap", "n2", organization_priority=0)]
     [p] = decide([urgent()], busy, nodes=[node("n1"), node("n2")]).preemptions
     assert p.victim_ids == ("cheap",)
+
+
+def test_the_preemptors_text_counts_its_victims_without_naming_another_tenants_workflow_or_stage():
+    busy = [victim("secret-a", cpu=4, workflow_id="wf-other-tenant"), victim("secret-b", cpu=4)]
+    multi = SchedulerConfig(preemption_enabled=True, preemption_multi_victim_enabled=True)
+    [p] = decide([urgent()], busy, config=multi).preemptions
+    assert len(p.victim_ids) == 2
+    assert p.preemptor_text == ("Preempted 2 lower-priority jobs on n1: preemptible, with a priority below this "
+                                "one's 50 by more than the gap of 10")
+
+
+def test_a_victims_text_names_no_workflow_or_stage_of_the_preemptor():
+    [p] = decide([job("secret-stage", cpu=8, group_id="prod", organization_priority=50, workflow_id="wf-secret")],
+                 [victim()]).preemptions
+    assert "secret" not in p.victim_texts[0] and "wf-" not in p.victim_texts[0]
