@@ -145,3 +145,19 @@ def test_the_cli_lists_follow_next_to_the_last_page(api, filled, capsys, monkeyp
     assert [r["position"] for r in json.loads(out)] == [r["position"] for r in everything[:5]]
     code, out, _ = run(api, alice, ["object", "list", "runs/", "--page-size", "2", "-o", "json"], capsys)
     assert code == 0 and len(json.loads(out)) == 5
+
+
+def test_audit_pages_do_not_skip_rows_of_clusters_that_share_a_position(api, filled, tmp_path):
+    """A hub's audit holds several clusters' rows, whose positions repeat: a page may end between two of them."""
+    store = AuditStore(tmp_path / "hub.duckdb")
+    try:
+        for cluster in ("east", "west"):
+            sync(AuditFeed(api.services.roving.recorder, AuditProjection(store, cluster)))
+        hub = Api()
+        hub.services.audit = AuditLog(store)
+        everything = whole(hub, hub.admin, "/v4/audit", "rows", {"limit": 10_000})
+        assert {r["cluster"] for r in everything} == {"east", "west"}
+        rows, _ = every_page(hub, hub.admin, "/v4/audit", "rows", {"limit": 3})
+        assert [(r["position"], r["cluster"]) for r in rows] == [(r["position"], r["cluster"]) for r in everything]
+    finally:
+        store.close()
