@@ -84,6 +84,11 @@ def _where(filters: AuditFilters, organization: str | None) -> tuple[str, list[A
     for clause, value in (("time >= ?", filters.since), ("time < ?", filters.until), ("position > ?", filters.after)):
         if value is not None:
             add(clause, value)
+    if filters.resume is not None:  # (position, cluster) past the cursor's: several clusters share a position
+        position, cluster = filters.resume
+        params += [position, position, cluster]
+        n = len(params)
+        clauses.append(f"(position > ${n - 2} OR (position = ${n - 1} AND cluster > ${n}))")
     return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
 
 

@@ -13,8 +13,11 @@ import subprocess
 import threading
 from collections.abc import Callable
 
+from adapters import net_words
+
 Tell = Callable[[str], None]
 BLOB = "Copying blob "
+PINGING = re.compile(r"pinging container registry ([^\s:]+(?::\d+)?)")  # where skopeo could not reach
 LOGRUS = re.compile(r'level=(?:fatal|error) msg="((?:[^"\\]|\\.)*)"')  # skopeo's `time=... level=fatal msg="..."`
 
 
@@ -66,12 +69,22 @@ def layer_count(manifest: str) -> int | None:
 
 def tool_answer(output: str, code: int) -> str:
     """The registry's answer from skopeo's (or apptainer's) output: its last line (the fatal message), or the exit
-    code."""
+    code; a registry that cannot be reached is said in words, naming it."""
     lines = output.strip().splitlines()
     if not lines:
         return f"exit {code}"
     found = LOGRUS.search(lines[-1])
-    return found.group(1).replace('\\"', '"') if found else lines[-1]
+    answer = found.group(1).replace('\\"', '"') if found else lines[-1]
+    words = net_words.of_text(answer)  # the registry cannot be reached: why, in words (adapters.net_words)
+    if words is None:
+        return answer
+    where = registry_named(answer)
+    return f"{words} (registry {where})" if where else words
+
+
+def registry_named(answer: str) -> str | None:
+    found = PINGING.search(answer)
+    return found.group(1) if found else None
 
 
 def run_following(argv: list[str], on_line: Callable[[str], None], timeout: float,

@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import ssl
 import sys
 import time
-import urllib.error
 from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+from adapters import net_words
 from adapters.transfer_remote import Permanent, download, upload
 
 ATTEMPTS = 4
@@ -124,37 +122,12 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-# A network failure in words: urllib's text is "<urlopen error [Errno 111] Connection refused>", httpx's
-# "[Errno 111] Connection refused"; the stage's reason is read by people who did not write the transfer.
-WORDS: tuple[tuple[type[BaseException], str], ...] = (
-    (ConnectionRefusedError, "nothing answers at that address (connection refused)"),
-    (ConnectionResetError, "the server closed the connection"),
-    (socket.gaierror, "the host name does not resolve"),
-    (TimeoutError, "no answer in time"),
-    (ssl.SSLCertVerificationError, "the server's TLS certificate is not trusted"),
-    (ssl.SSLError, "the TLS handshake failed"),
-)
-
-
 def _cause(error: BaseException) -> str:
-    found = _network_error(error)
-    if found is not None:
-        return next(words for kind, words in WORDS if isinstance(found, kind))
+    words = net_words.of_error(error)
+    if words is not None:
+        return words
     text = str(error).strip().splitlines()
     return (text[0] if text else type(error).__name__)[:500]
-
-
-def _network_error(error: BaseException) -> BaseException | None:
-    """The failure under `error` (urllib's URLError.reason, an httpx error's cause) that WORDS names, if any."""
-    seen: BaseException | None = error
-    for _ in range(5):  # a chain is short; a cycle must not loop
-        if seen is None:
-            return None
-        if isinstance(seen, tuple(kind for kind, _ in WORDS)):
-            return seen
-        reason = getattr(seen, "reason", None) if isinstance(seen, urllib.error.URLError) else None
-        seen = reason if isinstance(reason, BaseException) else (seen.__cause__ or seen.__context__)
-    return None
 
 
 def _mib(count: int | None) -> str:

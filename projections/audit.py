@@ -209,6 +209,7 @@ class AuditFilters(msgspec.Struct, frozen=True, kw_only=True):
     after: int | None = None
     limit: int = 100
     descending: bool = False
+    resume: tuple[int, str] | None = None  # a `next` cursor's (position, cluster): rows after it in log order
 
 
 class AuditRow(msgspec.Struct, frozen=True):

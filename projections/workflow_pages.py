@@ -1,5 +1,8 @@
 """Pages of the workflow list: one order's sort key, the filters a list takes, and the opaque cursor between pages.
 
+The cursor is the one every paged list uses (nodes, events, audit rows and objects page with `after_key`): a
+list names itself in place of an order, so a cursor from one list is refused by another.
+
 A cursor is the last row's full sort key (the order's key, then the id), so the next page starts strictly after
 it: a workflow submitted while a client pages does not shift or repeat the rows it has yet to read. Hot rows
 (the views) and cold rows (the audit store) are merged under the same key, so a page may hold both.
@@ -90,8 +93,9 @@ def encode(order_by: str, key: list[Any]) -> str:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def decode(order_by: str, cursor: str) -> list[Any]:
-    """The full key a cursor holds; BadCursor when it is not one of ours, or was made for another order."""
+def decode(order_by: str, cursor: str, types: list[type] | None = None) -> list[Any]:
+    """The full key a cursor holds; BadCursor when it is not one of ours, or was made for another order (or list).
+    `types` are the key's types (default: the workflow order's key, then the id)."""
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         made_for, *key = msgspec.json.decode(raw, type=list)
@@ -99,6 +103,16 @@ def decode(order_by: str, cursor: str) -> list[Any]:
         raise BadCursor("not a cursor this list answered (pass the `next` of the previous page as it is)") from None
     if made_for != order_by:
         raise BadCursor(f"the cursor was made for order_by={made_for}, not {order_by}")
-    if [type(k) for k in key] != [*KEY_TYPES[order_by], str]:
+    if [type(k) for k in key] != ([*KEY_TYPES[order_by], str] if types is None else types):
         raise BadCursor("not a cursor this list answered (pass the `next` of the previous page as it is)")
     return key
+
+
+def after_key(rows: Iterable[Any], key: Callable[[Any], list[Any]], list_name: str, limit: int | None,
+              after: list[Any] | None) -> tuple[list[Any], str | None]:
+    """Rows (in ascending `key` order) past the cursor's key, at most `limit` of them (None: all), and the cursor
+    to the next page (None: the last)."""
+    past = [r for r in rows if after is None or key(r) > after]
+    if limit is None or len(past) <= limit:
+        return past, None
+    return past[:limit], encode(list_name, key(past[limit - 1]))

@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 
+from api.cli import pages
 from api.cli.client import ApiError, Client, message_of, unreachable
 from api.cli.tenancy import org_ref
 
@@ -23,7 +24,14 @@ def filters(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def list_rows(args: argparse.Namespace, client: Client) -> Any:
-    return client.get("/v4/audit", limit=args.limit, after=args.after, **filters(args))["rows"]
+    """At most --limit rows, in pages of at most pages.PAGE, following each page's `next`."""
+    found: list[dict[str, Any]] = []
+    for answer in pages.answers(client, "/v4/audit", min(args.limit, pages.PAGE), after=args.after,
+                                  **filters(args)):
+        found += answer["rows"]
+        if len(found) >= args.limit:
+            break
+    return found[:args.limit]
 
 
 def query(args: argparse.Namespace, client: Client) -> Any:

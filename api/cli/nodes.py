@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from api.cli import pages
 from api.cli.client import ApiError, Client
 from api.cli.output import fail
 
@@ -15,7 +16,7 @@ CREDENTIAL_COLUMNS = ["id", "issued_at", "expires", "revoked_at", "revoked_by", 
 
 
 def list_nodes(args: argparse.Namespace, client: Client) -> Any:
-    nodes = client.get("/v4/nodes")["nodes"]
+    nodes = pages.rows(client, "/v4/nodes", "nodes", q=args.name)
     made = provisioned(client)
     if args.output != "table":
         return [{**n, "provisioner": made.get(n["name"])} for n in nodes]
@@ -144,8 +145,9 @@ def several(sub: Any, common: argparse.ArgumentParser, name: str, handler: Any, 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
     group = commands.add_parser("node", help="nodes and their holds (changes need the cluster admin role)")
     sub = group.add_subparsers(dest="action", metavar="ACTION", required=True)
-    sub.add_parser("list", parents=[common], help="every node with status and holds").set_defaults(
-        handler=list_nodes, columns=COLUMNS)
+    p = sub.add_parser("list", parents=[common], help="every node with status and holds, by name")
+    p.add_argument("--name", help="only nodes whose name holds this text")
+    p.set_defaults(handler=list_nodes, columns=COLUMNS)
     p = sub.add_parser("show", parents=[common], help="one node in full")
     p.add_argument("node")
     p.set_defaults(handler=show)

@@ -21,6 +21,7 @@ from urllib.parse import quote
 
 import httpx
 
+from api.cli import pages as paged
 from api.cli.client import ApiError, Client, message_of, unreachable
 from api.cli.completion import FILES
 from api.cli.progress import Progress, for_people
@@ -189,17 +190,17 @@ def list_objects(args: argparse.Namespace, client: Client) -> Any:
         return usage(f"--page-size: expected 1 to 1000, got {args.page_size}")
     if args.max_pages < 0:
         return usage(f"--max-pages: expected 0 (no limit) or more, got {args.max_pages}")
-    rows, token, pages = [], None, 0
-    while True:
-        answer = client.get("/v4/objects", location=location.uri, page_size=args.page_size, page_token=token)
-        rows += answer["objects"]
-        token, pages = answer.get("next_page_token"), pages + 1
-        if token is None:
+    rows: list[dict[str, Any]] = []
+    pages = 0
+    for answer in paged.answers(client, "/v4/objects", args.page_size, location=location.uri):
+        rows, pages = rows + answer["objects"], pages + 1
+        if not answer.get("next"):
             return rows
         if args.max_pages and pages >= args.max_pages:
             print(f"roving: more objects follow; showing {pages} page(s) of {args.page_size} "
                   "(raise --max-pages, or 0 for all)", file=sys.stderr)
             return rows
+    return rows
 
 
 def delete(args: argparse.Namespace, client: Client) -> Any:

@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from api.cli import pages
 from api.cli.client import Client
 from api.cli.completion import FILES
 from api.cli.output import fail, render, table
@@ -96,7 +97,7 @@ def under_way(client: Client, workflow_id: str, detail: dict[str, Any]) -> dict[
     if not waiting:
         return {}
     lines: dict[str, str] = {}
-    for event in client.get(f"/v4/workflows/{workflow_id}/events")["events"]:
+    for event in pages.rows(client, f"/v4/workflows/{workflow_id}/events", "events"):
         if event["type"] in PROGRESS and event.get("stage") in waiting:
             lines[event["stage"]] = event["message"]
     return lines
@@ -225,9 +226,12 @@ def describe(args: argparse.Namespace, client: Client) -> Any:
 
 def events(args: argparse.Namespace, client: Client) -> Any:
     if not args.follow:
-        answer = client.get(f"/v4/workflows/{args.id}/events")
-        other_cluster(answer)
-        return answer["events"]
+        found: list[dict[str, Any]] = []
+        for number, answer in enumerate(pages.answers(client, f"/v4/workflows/{args.id}/events")):
+            if number == 0:
+                other_cluster(answer)
+            found += answer["events"]
+        return found
     for line in client.stream(f"/v4/workflows/{args.id}/events?follow=true"):
         if line.startswith("data: "):
             event = json.loads(line[6:])

@@ -15,6 +15,7 @@ class Ok(Answer):
 
 class AuditRows(Answer):
     rows: list[dict[str, Any]]
+    next: str | None = None  # pass back as `?next=` for the following page; None: this was the last
 
 
 class AuditResult(Answer):
@@ -155,6 +156,7 @@ class ObjectPut(StoredObject):
 class ObjectList(Answer):
     objects: list[StoredObject]
     next_page_token: str | None
+    next: str | None = None  # the same place as `next_page_token`, as every list pages: pass back as `?next=`
 
 
 class ObjectDeleted(Answer):

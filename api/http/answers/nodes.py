@@ -51,6 +51,7 @@ class Node(Answer):
 
 class NodeList(Answer):
     nodes: list[Node]
+    next: str | None = None  # pass back as `?next=` for the following page; None: this was the last
 
 
 class Holds(Answer):

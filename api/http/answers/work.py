@@ -115,6 +115,7 @@ class ActivityEvent(Answer):
 
 class WorkflowEvents(Answer):
     events: list[ActivityEvent]
+    next: str | None = None  # pass back as `?next=` for the following page; None: this was the last
 
 
 class WhyStage(Answer):

@@ -24,8 +24,10 @@ from adapters.sql_guard import RefusedQuery
 from api.http.audit_forward import to_audit_owner
 from api.http.errors import BadRequest, problem
 from api.http.routes import common as c
+from api.http.routes import paging
 from domain.app import access
 from domain.tenancy.permissions import Principal
+from projections import workflow_pages as pages
 from projections.audit import AccessDenied, AuditFilters, QueryFailed, Scope
 
 MAX_LIMIT = 10_000
@@ -51,9 +53,9 @@ def audit_log(request: Request) -> Any:
     return found
 
 
-def filters_of(request: Request) -> AuditFilters:
+def filters_of(request: Request, known: tuple[str, ...] = FILTERS) -> AuditFilters:
     """Query parameters as AuditFilters; a bad value or an unknown parameter is a 400 naming the parameter."""
-    c.only_params(request, FILTERS)
+    c.only_params(request, known)
     raw = {name: request.query_params[name] for name in FILTERS if request.query_params.get(name)}
     try:
         filters = msgspec.convert(raw, AuditFilters, strict=False)
@@ -79,12 +81,21 @@ def refused(error: Exception) -> Response:
 
 
 async def list_rows(request: Request) -> Response:
-    scope, filters = scope_of(c.principal(request)), filters_of(request)
+    """In log order, at most `limit` rows (default 100) and `next` while more remain."""
+    scope, filters = scope_of(c.principal(request)), filters_of(request, (*FILTERS, "next"))
+    resume = paging.after(request, "audit", [int, str])
+    wanted = msgspec.structs.replace(filters, limit=filters.limit + 1,  # one more: whether another page follows
+                                     resume=(resume[0], resume[1]) if resume is not None else None)
     try:
-        rows = await c.call(audit_log(request).list, filters, scope)
+        rows = await c.call(audit_log(request).list, wanted, scope)
     except AccessDenied as error:
         return refused(error)
-    return c.json({"rows": rows})
+    shown, more = pages.after_key(rows, row_key, "audit", filters.limit, None)
+    return c.json({"rows": shown, "next": more})
+
+
+def row_key(row: Any) -> list[Any]:
+    return [row.position, row.cluster]
 
 
 async def query(request: Request) -> Response:

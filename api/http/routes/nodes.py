@@ -29,9 +29,11 @@ from api.http.answers import (
     answers,
 )
 from api.http.routes import common as c
+from api.http.routes import paging
 from domain.app import access
 from domain.app.errors import NotFound
 from domain.app.ids import node_id
+from projections import workflow_pages as pages
 
 LIVE = frozenset({"READY", "NOT_READY"})
 
@@ -93,11 +95,21 @@ async def found(request: Request, raw: str | None = None) -> Any:
     return row
 
 
+def node_key(row: Any) -> list[Any]:
+    return [row.name, str(row.id)]
+
+
 @answers(NodeList)
 async def list_nodes(request: Request) -> Response:
+    """By name; `q` is part of the name; with `limit`, at most that many and `next` while more remain (without
+    it, every node, as before lists paged)."""
+    limit, q = paging.limit(request), paging.search(request)
+    after = paging.after(request, "nodes", [str, str])
     rows = await c.call(c.services(request).views.nodes.list)
+    chosen = sorted((r for r in rows if q is None or q in r.name.lower()), key=node_key)
+    shown, more = pages.after_key(chosen, node_key, "nodes", limit, after)
     seen = visible_work(request)
-    return c.json({"nodes": [node_answer(r, seen) for r in rows]})
+    return c.json({"nodes": [node_answer(r, seen) for r in shown], "next": more})
 
 
 @answers(Node)

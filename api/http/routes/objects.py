@@ -33,9 +33,11 @@ from adapters.object_meta import Quota
 from adapters.object_store import ObjectMeta, QuotaExceeded, TooLarge
 from api.http.errors import BadRequest, problem
 from api.http.routes import common as c
+from api.http.routes import paging
 from domain.app.errors import NotFound
 from domain.objects.access import Holder, Verdict, decide_put, holder_of, may_replace
 from domain.objects.names import Location, ObjectNameError, Scope, check_name, parse_location
+from projections import workflow_pages as pages
 
 DEFAULT_PAGE, MAX_PAGE = 100, 1000
 
@@ -162,23 +164,27 @@ async def delete_object(request: Request) -> Response:
 
 
 async def list_objects(request: Request) -> Response:
-    """A page of the objects under `location` (default object://user/: all of yours), by name; `next_page_token`
-    is null on the last page."""
-    c.only_params(request, ("location", "page_size", "page_token"))
+    """A page of the objects under `location` (default object://user/: all of yours), by name; `q` is part of the
+    name. `limit` and `next` (as every list pages) or `page_size` and `page_token`: `next` and `next_page_token`
+    are null on the last page."""
+    c.only_params(request, ("location", "page_size", "page_token", "q", *paging.PARAMS))
     try:
         location = parse_location(request.query_params.get("location") or "object://user/")
     except ObjectNameError as error:
         raise BadRequest("location", error.reason) from None
-    size = c.query_int(request, "page_size") or DEFAULT_PAGE
+    size = c.query_int(request, "page_size") or paging.limit(request, MAX_PAGE) or DEFAULT_PAGE
     if not 1 <= size <= MAX_PAGE:
         raise BadRequest("page_size", f"expected 1 to {MAX_PAGE}, got {size}")
-    after = page_after(request.query_params.get("page_token", ""))
-    rows = [m for m in await store_of(request).list(holder(request, location), location.name) if m.name > after]
+    resumed, q = paging.after(request, "objects", [str]), paging.search(request)
+    after = resumed[0] if resumed is not None else page_after(request.query_params.get("page_token", ""))
+    rows = [m for m in await store_of(request).list(holder(request, location), location.name)
+            if m.name > after and (q is None or q in m.name.lower())]
     page = rows[:size]
-    token = page_token(page[-1].name) if len(rows) > size else None
+    last = page[-1].name if len(rows) > size else None
     scope = Location(location.scope, "", location.group)
     return c.json({"objects": [{"object": f"{scope.uri}{m.name}", **m.shown()} for m in page],
-                   "next_page_token": token})
+                   "next_page_token": page_token(last) if last is not None else None,
+                   "next": pages.encode("objects", [last]) if last is not None else None})
 
 
 def page_token(name: str) -> str:

@@ -115,6 +115,7 @@ ANSWERS: dict[tuple[str, str], Any] = {
 }
 NO_CONTENT = {("DELETE", "/v4/projects/{path}")}
 STRING, BOOLEAN, INTEGER, NUMBER = {"type": "string"}, {"type": "boolean"}, {"type": "integer"}, {"type": "number"}
+LIMIT = {"type": "integer", "minimum": 1, "maximum": 10_000}  # projections.workflow_pages.MAX_LIMIT
 QUERIES: dict[tuple[str, str], dict[str, dict[str, Any]]] = {
     ("GET", "/v4/scheduler/queue"): {"mine": BOOLEAN, "all": BOOLEAN, "owner": STRING, "priority_min": NUMBER,
                                      "queue": STRING, "state": STRING,
@@ -126,12 +127,16 @@ QUERIES: dict[tuple[str, str], dict[str, dict[str, Any]]] = {
     ("POST", "/v4/workflows:validate"): {"cluster": STRING},
     ("GET", "/v4/catalog"): {"q": STRING, "category": STRING},
     ("GET", "/v4/catalog/templates/{name}"): {"source": STRING},
-    ("GET", "/v4/workflows/{id}/events"): {"follow": BOOLEAN},
+    ("GET", "/v4/workflows/{id}/events"): {"follow": BOOLEAN, "since": INTEGER, "next": STRING, "limit": LIMIT},
+    ("GET", "/v4/nodes"): {"q": STRING, "next": STRING, "limit": LIMIT},
+    ("GET", "/v4/objects"): {"location": STRING, "q": STRING, "next": STRING, "page_token": STRING,
+                             "limit": {"type": "integer", "minimum": 1, "maximum": 1_000},
+                             "page_size": {"type": "integer", "minimum": 1, "maximum": 1_000}},
     ("GET", "/v4/workflows/{id}/log/{stage}"): {"follow": BOOLEAN},
     ("GET", "/v4/workflows/{id}/why"): {"all": BOOLEAN},
     ("GET", "/v4/agent/assignments"): {"node_id": {"type": "string", "format": "uuid"}},
     ("GET", "/v4/audit"): {**dict.fromkeys(audit.FILTERS[:-1], STRING),
-                           "limit": {"type": "integer", "minimum": 1, "maximum": audit.MAX_LIMIT}},
+                           "next": STRING, "limit": {"type": "integer", "minimum": 1, "maximum": audit.MAX_LIMIT}},
     ("GET", "/v4/federation/status"): {"cluster": STRING},
     ("GET", "/v4/federation/queue/stats"): {"cluster": STRING},
     ("GET", "/v4/federation/workflows"): {"cluster": STRING},

@@ -36,7 +36,7 @@ from api.http.errors import BadRequest, problem
 from api.http.fanout import Located, locate
 from api.http.routes import common as c
 from api.http.routes import federation as hub_routes
-from api.http.routes import log_follow, log_range
+from api.http.routes import log_follow, log_range, paging
 from api.http.routes.names import names
 from api.http.routes.why import explain, why
 from domain.app import access
@@ -230,13 +230,18 @@ def event_answer(row: Any) -> dict[str, Any]:
 
 @answers(WorkflowEvents)
 async def events(request: Request) -> Response:
+    """In the order they happened (`since` and Last-Event-ID count them); with `limit`, at most that many and
+    `next` while more remain; `follow=true` streams them as server-sent events instead."""
     found = await located(request)
     detail = found.detail
     if c.query_bool(request, "follow"):
         return StreamingResponse(follow(request, found, resume_from(request)), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache"})
+    limit, after = paging.limit(request), paging.after(request, "events", [int])
     rows = await c.call(found.views.workflows.events, detail.id)
-    return c.json({"events": [event_answer(r) for r in rows], **found.label()})
+    numbered = list(enumerate(rows, start=1))  # the activity number, as `follow` sends it as the event id
+    shown, more = pages.after_key(numbered, lambda pair: [pair[0]], "events", limit, after)
+    return c.json({"events": [event_answer(r) for _, r in shown], "next": more, **found.label()})
 
 
 def resume_from(request: Request) -> int:
