@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from domain.promql import TENANT_PREFIX
 from roving.ops import ROOT as OPERATOR_FILES
 
 SHIPPED_RULES = OPERATOR_FILES / "prometheus" / "roving-rules.yml"  # package data: in a source tree and a wheel alike
@@ -67,6 +68,9 @@ class MonitoringPlan:
 
 def replicas_job(discovery: dict[str, Any]) -> dict[str, Any]:
     """Autoscaled replicas' own /metrics, for their autoscaler's queries. Tenants' exporters are not trusted: a
-    series claiming Roving's labels keeps them only as `exported_...` (honor_labels off), and a scrape is bounded."""
+    series claiming Roving's labels keeps them only as `exported_...` (honor_labels off), every series is renamed
+    under TENANT_PREFIX (so none is one the cluster's rules or dashboards read), and a scrape is bounded."""
+    rename = {"source_labels": ["__name__"], "regex": "(.+)", "target_label": "__name__",
+              "replacement": f"{TENANT_PREFIX}${{1}}"}
     return {"job_name": "roving-replicas", "http_sd_configs": [discovery], "honor_labels": False,
-            "sample_limit": 10_000, "body_size_limit": "4MB"}
+            "metric_relabel_configs": [rename], "sample_limit": 10_000, "body_size_limit": "4MB"}

@@ -1,6 +1,6 @@
 """A tenant's autoscaler query on its service's own metrics: the small PromQL it may write, and the answer read back.
 
-A tenant names one metric inside one of a few shapes (`sum(M)`, `avg(M)`, `max(M)`, and the same over
+A tenant names one metric (as its replicas export it) inside one of a few shapes (`sum(M)`, `avg(M)`, `max(M)`, and the same over
 `rate(M[d])`); nothing else parses, so no label matcher, operator, function or second metric can be written. Roving
 renders the query itself with the workflow's and the service's label matchers on the metric, which is how a tenant's
 query only ever reads the series scraped from its own replicas: there is no place in the grammar to name or undo them.
@@ -15,6 +15,9 @@ from typing import Any
 
 AGGREGATIONS = ("sum", "avg", "max")
 WORKFLOW_LABEL, SERVICE_LABEL = "roving_workflow", "roving_service"  # set by Roving's scrape of the replicas
+# Roving's scrape renames every series a replica exports with this prefix, so no tenant's series is ever one the
+# cluster's alert rules or dashboards read (a fake roving_node_disk_errors{node="n1"} would place a hold on n1)
+TENANT_PREFIX = "tenant:"
 MAX_QUERY = 200
 _METRIC = r"[a-zA-Z_:][a-zA-Z0-9_:]{0,127}"
 _RANGE = r"[1-9][0-9]{0,3}[smh]"
@@ -37,7 +40,7 @@ class SafeQuery:
 
     def render(self, workflow: str, service: str) -> str:
         """The PromQL Roving sends: the tenant's shape, with its own workflow's and service's matchers."""
-        selector = f'{self.metric}{{{WORKFLOW_LABEL}="{_quoted(workflow)}",{SERVICE_LABEL}="{_quoted(service)}"}}'
+        selector = f'{TENANT_PREFIX}{self.metric}{{{WORKFLOW_LABEL}="{_quoted(workflow)}",{SERVICE_LABEL}="{_quoted(service)}"}}'
         inner = f"rate({selector}[{self.rate_range}])" if self.rate_range else selector
         return f"{self.aggregation}({inner})"
 

@@ -18,6 +18,7 @@ from uuid import uuid4
 
 import pytest
 
+from adapters.monitoring_config import replicas_job
 from adapters.prometheus_query import PrometheusQueries
 from adapters.traffic import EndpointTraffic
 from api.composition.autoscaling import AutoscalerLoop
@@ -102,7 +103,7 @@ def test_the_loop_scales_on_the_query_it_rendered_with_the_pools_own_matchers(pr
     loop = AutoscalerLoop(roving, views(wid, Pool("web", 1, RULE, None)), EndpointTraffic(),
                           queries=PrometheusQueries(lambda: prometheus.url))
     assert loop.tick(NOW) == 1
-    assert prometheus.asked[0][1] == f'sum(queue_depth{{roving_workflow="{wid}",roving_service="web"}})'
+    assert prometheus.asked[0][1] == f'sum(tenant:queue_depth{{roving_workflow="{wid}",roving_service="web"}})'
     assert roving.calls == [(wid, "web", 1, 3, "queue 25.00 per replica, target 10", NOW)]
 
 
@@ -119,39 +120,49 @@ def test_a_failing_query_never_scales_the_pool_and_is_logged_once_per_reason(pro
     assert loop.tick(NOW) == 1 and roving.calls[0][2:4] == (2, 0)
 
 
-EXPORTED = b"""# TYPE queue_depth gauge
-queue_depth 7
-"""
-
-
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 
 
+def scrape_config(target: str, workflows: dict[str, str]) -> str:
+    """The shipped roving-replicas job, with static targets standing in for the discovery (one job a workflow)."""
+    jobs = []
+    for name, workflow in workflows.items():
+        job = replicas_job({"url": "http://unused"}) | {"job_name": name}
+        del job["http_sd_configs"]
+        job["static_configs"] = [{"targets": [target], "labels": {"roving_workflow": workflow, "roving_service": "web"}}]
+        jobs.append(job)
+    return json.dumps({"global": {"scrape_interval": "1s"}, "scrape_configs": jobs})
+
+
 @pytest.mark.skipif(shutil.which("prometheus") is None, reason="needs Debian's prometheus binary on PATH")
 def test_a_real_prometheus_answers_the_rendered_query_with_only_the_pools_own_series(prometheus, tmp_path: Path):
-    prometheus.body = EXPORTED  # the fake serves the exporter's text at any path, /metrics included
-    target, port, mine, theirs = prometheus.url.removeprefix("http://"), free_port(), str(uuid4()), str(uuid4())
-    jobs = [(name, workflow) for name, workflow in (("mine", mine), ("theirs", theirs))]
-    (tmp_path / "prometheus.yml").write_text("global: {scrape_interval: 1s}\nscrape_configs:\n" + "".join(
-        f"- job_name: {name}\n  static_configs: [{{targets: ['{target}'], labels: "
-        f"{{roving_workflow: '{workflow}', roving_service: web}}}}]\n" for name, workflow in jobs))
+    port, mine, theirs = free_port(), str(uuid4()), str(uuid4())
+    # both workflows' exporters serve this (the fake answers it at any path): the other one claims to be `mine`,
+    # and exports a series the cluster's alert rules read (it would place a monitoring hold on node n1)
+    prometheus.body = (f'queue_depth{{roving_workflow="{mine}",roving_service="web"}} 7\n'
+                       f'roving_node_disk_errors{{node="n1"}} 1\n').encode()
+    (tmp_path / "prometheus.yml").write_text(scrape_config(prometheus.url.removeprefix("http://"),
+                                                           {"mine": mine, "theirs": theirs}))
     process = subprocess.Popen(["prometheus", f"--config.file={tmp_path / 'prometheus.yml'}",
                                 f"--storage.tsdb.path={tmp_path / 'data'}", f"--web.listen-address=127.0.0.1:{port}"],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         queries, query = PrometheusQueries(lambda: f"http://127.0.0.1:{port}"), parse_query("sum(queue_depth)")
         value, deadline = None, time.monotonic() + 30
-        while value is None and time.monotonic() < deadline:
+        while (value is None or queries.instant(query.render(theirs, "web")) is None) and time.monotonic() < deadline:
             try:
                 value = queries.instant(query.render(mine, "web"))
             except QueryError:
                 pass  # not listening yet
             time.sleep(0.5)
-        assert value == 7.0  # the other workflow's identical series (7 more) is not in the sum
+        assert value == 7.0  # the other workflow's claim on `mine` was relabelled to it: not 14
+        assert queries.instant(query.render(theirs, "web")) == 7.0
         assert queries.instant(query.render(str(uuid4()), "web")) is None
+        assert queries.instant("sum(roving_node_disk_errors)") is None  # no tenant series under the rules' names
+        assert queries.instant("sum(tenant:roving_node_disk_errors)") == 2.0
     finally:
         process.terminate()
         process.wait(timeout=10)

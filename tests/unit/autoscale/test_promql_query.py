@@ -42,14 +42,14 @@ def test_a_query_that_could_name_other_labels_or_series_does_not_parse(query):
 
 def test_roving_renders_the_tenants_query_with_its_own_workflow_and_service_matchers():
     assert parse_query("sum(rate(http_requests_total[1m]))").render(WORKFLOW, "web") == (
-        f'sum(rate(http_requests_total{{roving_workflow="{WORKFLOW}",roving_service="web"}}[1m]))')
+        f'sum(rate(tenant:http_requests_total{{roving_workflow="{WORKFLOW}",roving_service="web"}}[1m]))')
     assert parse_query("avg(in_flight)").render(WORKFLOW, "web") == (
-        f'avg(in_flight{{roving_workflow="{WORKFLOW}",roving_service="web"}})')
+        f'avg(tenant:in_flight{{roving_workflow="{WORKFLOW}",roving_service="web"}})')
 
 
 def test_a_label_value_cannot_close_the_matcher_it_is_quoted_in():
     rendered = SafeQuery("sum", "x").render('w", roving_workflow=~".*', "web")
-    assert rendered == 'sum(x{roving_workflow="w\\", roving_workflow=~\\".*",roving_service="web"})'
+    assert rendered == 'sum(tenant:x{roving_workflow="w\\", roving_workflow=~\\".*",roving_service="web"})'
 
 
 def test_an_average_counts_once_per_replica_in_the_pools_total():
