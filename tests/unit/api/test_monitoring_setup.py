@@ -56,6 +56,19 @@ def test_autoscaled_replicas_are_discovered_with_the_webhook_token_and_cannot_cl
     assert replicas["honor_labels"] is False and replicas["sample_limit"] == 10_000
 
 
+def test_the_shipped_cluster_config_scrapes_replicas_as_roving_up_does():
+    import yaml
+
+    from adapters.monitoring_config import replicas_job
+    from roving.ops import ROOT
+
+    shipped = yaml.safe_load((ROOT / "prometheus" / "prometheus.yml").read_text())
+    [job] = [j for j in shipped["scrape_configs"] if j["job_name"] == "roving-replicas"]
+    [discovery] = job.pop("http_sd_configs")
+    assert discovery["url"].endswith("/v4/endpoints/-/sd_config")
+    assert job == {k: v for k, v in replicas_job({}).items() if k != "http_sd_configs"}
+
+
 def test_the_node_down_rule_watches_the_job_the_config_scrapes_agents_in():
     jobs = {job["job_name"] for job in json.loads(PLAN.prometheus())["scrape_configs"]}
     watched = set(re.findall(r'up\{job="([^"]+)"\}', SHIPPED_RULES.read_text()))
