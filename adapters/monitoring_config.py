@@ -8,7 +8,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from domain.promql import TENANT_PREFIX
 from roving.ops import ROOT as OPERATOR_FILES
 
 SHIPPED_RULES = OPERATOR_FILES / "prometheus" / "roving-rules.yml"  # package data: in a source tree and a wheel alike
@@ -38,6 +40,7 @@ class MonitoringPlan:
                      "authorization": {"type": "Bearer", "credentials_file": str(self.token_file)}}
         jobs = [{"job_name": "roving", "static_configs": [{"targets": [host_port]}]},
                 {"job_name": "roving-nodes", "http_sd_configs": [discovery]}]
+        jobs.append(replicas_job(discovery | {"url": f"{self.api}/v4/endpoints/-/sd_config"}))
         if self.node_exporter_port:
             # the same discovered nodes, at the node exporter's port: lsload-style load indices and disk state
             port = {"source_labels": ["__address__"], "regex": "(.+):\\d+", "target_label": "__address__",
@@ -61,3 +64,13 @@ class MonitoringPlan:
         config = {"route": {"receiver": "default", "routes": [roving]},
                   "receivers": [{"name": "default"}, {"name": "roving", "webhook_configs": [webhook]}]}
         return json.dumps(config, indent=1) + "\n"
+
+
+def replicas_job(discovery: dict[str, Any]) -> dict[str, Any]:
+    """Autoscaled replicas' own /metrics, for their autoscaler's queries. Tenants' exporters are not trusted: a
+    series claiming Roving's labels keeps them only as `exported_...` (honor_labels off), every series is renamed
+    under TENANT_PREFIX (so none is one the cluster's rules or dashboards read), and a scrape is bounded."""
+    rename = {"source_labels": ["__name__"], "regex": "(.+)", "target_label": "__name__",
+              "replacement": f"{TENANT_PREFIX}${{1}}"}
+    return {"job_name": "roving-replicas", "http_sd_configs": [discovery], "honor_labels": False,
+            "metric_relabel_configs": [rename], "sample_limit": 10_000, "body_size_limit": "4MB"}

@@ -2,7 +2,10 @@
 
 Each metric asks for the replicas that would bring it to its target per replica (Kubernetes' horizontal rule:
 ceil(total / target)); the pool takes the largest ask, within its bounds. A ratio within TOLERANCE of the target
-asks for no change, so noise does not flap the pool, and after a step none follows until the cooldown has passed."""
+asks for no change, so noise does not flap the pool, and after a step none follows until the cooldown has passed.
+
+A pool with query metrics (domain.promql) is decided only when every query answered a number: a failed query, or
+one no series matched, leaves the pool as it is, never read as "no load" (which would scale it down, or to zero)."""
 
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ from datetime import datetime
 from domain.fuzzfile.autoscaler import cooldown_seconds, pool_bounds
 from domain.fuzzfile.blocks import ScalingMetric
 from domain.fuzzfile.schema import Service
+from domain.promql import parse_query
 
 TOLERANCE = 0.1
 
@@ -74,3 +78,28 @@ def _ask(metric: ScalingMetric, total: float, size: int) -> int:
     if abs(ratio - 1) <= TOLERANCE:
         return size
     return math.ceil(total / metric.target - 1e-9)
+
+
+QueryResult = float | None | str  # a query's value, None when no series matched, or why it failed
+
+
+def query_samples(rule: PoolRule, results: Mapping[str, QueryResult], size: int) -> tuple[dict[str, float], str]:
+    """The pool totals of the rule's query metrics from their results, or ({}, why the pool must stay as it is)."""
+    samples = {}
+    for metric in rule.metrics:
+        if metric.query is None:
+            continue
+        result = results.get(metric.name)
+        if isinstance(result, str):
+            return {}, f"query metric {metric.name} failed: {result}"
+        if result is None:
+            return {}, f"query metric {metric.name}: no series of the service's replicas matched"
+        samples[metric.name] = parse_query(metric.query).total(result, size)
+    return samples, ""
+
+
+def traffic_samples(rule: PoolRule, measured: Mapping[str, float] | None) -> dict[str, float]:
+    """The endpoint-measured metrics; with no traffic sample yet, none arrived: 0 (query metrics are not theirs)."""
+    if measured is not None:
+        return dict(measured)
+    return {m.name: 0.0 for m in rule.metrics if m.query is None}

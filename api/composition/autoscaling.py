@@ -3,7 +3,11 @@
 
 It runs in the process that serves the proxy, since that is where the traffic is counted. A decision made on a
 stale view is dropped by the command and the next tick decides again. A pool that may scale to zero is woken by
-the proxy (api.http.wake): the first request while no replica runs asks for one."""
+the proxy (api.http.wake): the first request while no replica runs asks for one.
+
+A pool whose rule has query metrics asks Prometheus (`queries`, adapters.prometheus_query) each tick, with the
+workflow's and the service's matchers Roving renders in (domain.promql); a query that fails leaves the pool as it
+is, logged as `autoscaler.query_failed` with the reason once per change of reason, not every tick."""
 
 from __future__ import annotations
 
@@ -13,18 +17,23 @@ from typing import Any
 
 import structlog
 
+from adapters.prometheus_query import PrometheusQueries
 from adapters.traffic import EndpointTraffic
 from api.http.wake import pool_of
 from domain.app import Conflict, NotFound
-from domain.autoscale import decide_scale
+from domain.autoscale import QueryResult, decide_scale, query_samples, traffic_samples
+from domain.promql import QueryError, parse_query
 
 log = structlog.get_logger("roving.autoscaler")
 DEFAULT_INTERVAL = 2.0
 
 
 class AutoscalerLoop:
-    def __init__(self, roving: Any, views: Any, traffic: EndpointTraffic, interval: float = DEFAULT_INTERVAL) -> None:
+    def __init__(self, roving: Any, views: Any, traffic: EndpointTraffic, interval: float = DEFAULT_INTERVAL,
+                 queries: PrometheusQueries | None = None) -> None:
         self.roving, self.views, self.traffic, self.interval = roving, views, traffic, interval
+        self.queries = queries or PrometheusQueries(lambda: "")
+        self._stays: dict[tuple[str, str], str] = {}  # (workflow, service) -> why its queries last failed
         self.stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="roving-autoscaler", daemon=True)
 
@@ -52,11 +61,36 @@ class AutoscalerLoop:
             pool = self._pool(workflow_id, service)
             if pool is None:
                 continue
-            metrics = sample.as_metrics() if sample is not None else {m.name: 0.0 for m in pool.rule.metrics}
-            step = decide_scale(pool.rule, metrics, pool.size, pool.scaled_at, now)
+            metrics = traffic_samples(pool.rule, sample.as_metrics() if sample is not None else None)
+            queried, why = query_samples(pool.rule, self._query(workflow_id, service, pool.rule), pool.size)
+            if self._stay(workflow_id, service, why):
+                continue
+            step = decide_scale(pool.rule, metrics | queried, pool.size, pool.scaled_at, now)
             if step is not None and self._scale(workflow_id, service, pool.size, step.to, step.reason, now):
                 scaled += 1
         return scaled
+
+    def _query(self, workflow_id: Any, service: str, rule: Any) -> dict[str, QueryResult]:
+        results: dict[str, QueryResult] = {}
+        for metric in rule.metrics:
+            if metric.query is None:
+                continue
+            try:
+                results[metric.name] = self.queries.instant(parse_query(metric.query).render(str(workflow_id), service))
+            except QueryError as error:
+                results[metric.name] = str(error)
+                break  # one failure already keeps the pool as it is
+        return results
+
+    def _stay(self, workflow_id: Any, service: str, why: str) -> bool:
+        key = (str(workflow_id), service)
+        if not why:
+            self._stays.pop(key, None)
+            return False
+        if self._stays.get(key) != why:
+            log.warning("autoscaler.query_failed", workflow=key[0], service=service, reason=why)
+            self._stays[key] = why
+        return True
 
     def _pool(self, workflow_id: Any, service: str) -> Any:
         return pool_of(self.views, workflow_id, service)

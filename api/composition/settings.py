@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import ssl
+import urllib.parse
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -48,6 +49,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     max_body_bytes: int = 4 * 2**20  # a request body over it is answered 413 (api.http.limits)
     monitoring_interval: float = 15.0  # `roving up --monitoring`: scrape, evaluation and alert grouping pace
     autoscale_interval: float = 2.0  # how often the autoscaler samples endpoint traffic and decides pools' sizes
+    prometheus_url: str = ""  # the Prometheus autoscaler queries ask (else `roving up --monitoring`'s own)
     node_exporter_port: int = 9100  # where --monitoring scrapes each node's node exporter (0: none)
     tls_cert: Path | None = None  # with tls_key: the API serves https, and answers carry HSTS
     tls_key: Path | None = None
@@ -112,6 +114,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         max_body_bytes=_body_bytes(env.get("ROVING_MAX_BODY_BYTES"), defaults.max_body_bytes),
         monitoring_interval=_ttl(env, "ROVING_MONITORING_INTERVAL", defaults.monitoring_interval),
         autoscale_interval=_ttl(env, "ROVING_AUTOSCALE_INTERVAL", defaults.autoscale_interval),
+        prometheus_url=_prometheus_url(env.get("ROVING_PROMETHEUS_URL")),
         node_exporter_port=_count(env, "ROVING_NODE_EXPORTER_PORT", defaults.node_exporter_port, minimum=0),
         **_tls(env),
         header_timeout_seconds=_ttl(env, "ROVING_HEADER_TIMEOUT", defaults.header_timeout_seconds),
@@ -308,3 +311,15 @@ def _ttl(env: Mapping[str, str], name: str, default: float) -> float:
     if value <= 0:
         raise SettingsError(f"{name}={raw!r} must be longer than zero")
     return value
+
+
+def _prometheus_url(value: str | None) -> str:
+    """The autoscaler's Prometheus: an http(s) address with a host and no credentials (they would end up in logs)."""
+    text = (value or "").strip()
+    if not text:
+        return ""
+    parts = urllib.parse.urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.username or parts.password:
+        raise SettingsError("ROVING_PROMETHEUS_URL: an http:// or https:// address of Prometheus with a host and no "
+                            "user or password, e.g. http://127.0.0.1:9090")
+    return text.rstrip("/")

@@ -155,12 +155,14 @@ class Stack(LocalPool):
             self.storage_runner = StorageRunner(roving, leases, self.signals, ready=tailer.caught_up.is_set).start()
         if self.with_audit and self.with_audit != "lease":
             self._start_audit(roving, cluster)
+        from adapters.prometheus_query import PrometheusQueries
         from adapters.traffic import EndpointTraffic
         from api.composition.autoscaling import AutoscalerLoop
 
         self.traffic = EndpointTraffic()
         self.autoscaler = AutoscalerLoop(self.roving, self.views, self.traffic,
-                                         interval=self.settings.autoscale_interval).start()
+                                         interval=self.settings.autoscale_interval,
+                                         queries=PrometheusQueries(self._prometheus_url)).start()
         self.services = Services(
             roving=self.roving, views=self.views, tailer=self.tailer, key=self.key, leases=self.leases,
             logs=LogReader(leases.connection, cluster), settings=self.settings, nats_url=nats_url, cluster=cluster,
@@ -262,6 +264,12 @@ class Stack(LocalPool):
         deadline = time.monotonic() + 20
         while not self.server.started and time.monotonic() < deadline:
             time.sleep(0.05)
+
+    def _prometheus_url(self) -> str:
+        """Where the autoscaler's queries go: the admin's Prometheus, else the one `--monitoring` runs, else none."""
+        if self.settings.prometheus_url:
+            return self.settings.prometheus_url
+        return self.monitoring.prometheus.url if self.monitoring is not None else ""
 
     def start_monitoring(self, binaries: dict[str, str]):
         """Prometheus and Alertmanager (adapters.monitoring) watching this stack; they stop with it."""

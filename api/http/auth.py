@@ -19,7 +19,7 @@ from domain.tenancy.revocation import family_jti
 PUBLIC = frozenset({"/healthz", "/readyz", "/metrics", "/v4/auth/login", "/v4/auth/refresh", "/v4/openapi.json",
                     "/v4/version", "/v4/docs", "/v4/docs/start.js"})
 DOCS_STATIC = "/v4/docs/static/"  # the try-it page's Swagger UI files (api.http.routes.openapi)
-WEBHOOK_OR_ACCESS = frozenset({"/v4/alerts", "/v4/nodes/-/sd_config"})
+WEBHOOK_OR_ACCESS = frozenset({"/v4/alerts", "/v4/nodes/-/sd_config", "/v4/endpoints/-/sd_config"})
 WEBHOOK_OR_ACCESS_UNDER = ("/v4/metrics/node/",)  # Prometheus scrapes a node's metrics with the monitoring token
 
 

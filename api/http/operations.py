@@ -33,6 +33,8 @@ OPERATIONS: dict[tuple[str, str], tuple[str, str]] = {
     ("GET", "/v4/scheduler/stats"): ("getQueueStats", "Queue depth by state, and the scheduler's last pass"),
     ("GET", "/v4/nodes"): ("listNodes", "Nodes with status, capacity, allocated resources and holds"),
     ("GET", "/v4/nodes/-/sd_config"): ("getNodeTargets", "Prometheus HTTP service discovery of the live nodes"),
+    ("GET", "/v4/endpoints/-/sd_config"): ("getReplicaTargets",
+                                           "Prometheus HTTP service discovery of autoscaled replicas with queries"),
     ("GET", "/v4/nodes/{id}"): ("getNode", "One node, by id or name"),
     ("DELETE", "/v4/nodes/{id}"): ("removeNode", "Remove a node (force: with running work)"),
     ("POST", "/v4/nodes/{id}/cordon"): ("cordonNode", "Keep new work off a node (an admin cordon)"),

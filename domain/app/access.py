@@ -116,6 +116,12 @@ def node_metrics_reader(principal: Principal) -> None:
         raise Forbidden("a node's metrics are read by cluster admins and the monitoring token only")
 
 
+def service_targets_reader(principal: Principal) -> None:
+    """Where every tenant's autoscaled replicas listen, by workflow: for Prometheus' scrape, never a tenant's read."""
+    if principal.source is not Source.MONITORING and not principal.is_cluster_admin:
+        raise Forbidden("the replicas' scrape targets are read by cluster admins and the monitoring token only")
+
+
 def organization_creator(principal: Principal) -> None:
     if not principal.is_cluster_admin:
         raise Forbidden("creating an organization needs the cluster admin role")

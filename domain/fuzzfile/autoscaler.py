@@ -5,20 +5,28 @@ A service with an autoscaler is a pool of `max-replicas` stages `web[1]` .. `web
 the bounds. Its metrics are measured where requests reach the pool: the service's persistent endpoint.
 
 `min-replicas: 0` lets an idle pool scale to zero: it starts with one replica (unless `replicas` says otherwise),
-and the first request through its endpoint while none runs wakes one (api/composition/autoscaling.py)."""
+and the first request through its endpoint while none runs wakes one (api/composition/autoscaling.py).
+
+A metric with a `query` is measured on the service's own metrics in Prometheus instead (domain.promql: a small
+grammar, with Roving adding the labels that keep the query on the service's own replicas); its `name` is a label
+of the tenant's choosing, unique within the autoscaler."""
 
 from __future__ import annotations
 
+import re
+
 from domain.durations import DurationError, parse_duration
-from domain.fuzzfile.blocks import Autoscaler
+from domain.fuzzfile.blocks import Autoscaler, ScalingMetric
 from domain.fuzzfile.decode import join
 from domain.fuzzfile.limits import MAX_REPLICAS, bounded
 from domain.fuzzfile.schema import Problem, Service
+from domain.promql import QueryError, parse_query
 
 METRICS = {  # name -> what it measures, per replica, through the service's persistent endpoint
     "in-flight-requests": "requests being answered at once",
     "requests-per-second": "requests answered per second",
 }
+_LABEL = re.compile(r"[a-z0-9][a-z0-9-]{0,62}")
 DEFAULT_COOLDOWN = 60.0
 MAX_COOLDOWN = 86_400.0
 
@@ -71,13 +79,31 @@ def check_autoscaler(service: Service, path: str, has_endpoint: bool) -> list[Pr
 def _check_metrics(scaler: Autoscaler, where: str) -> list[Problem]:
     if not scaler.metrics:
         return [Problem(join(where, "metrics"), f"name at least one metric: {', '.join(METRICS)}")]
-    errors = []
+    errors, seen = [], set()
     for index, metric in enumerate(scaler.metrics):
         at = f"{join(where, 'metrics')}[{index}]"
-        if metric.name not in METRICS:
-            errors.append(Problem(join(at, "name"), f"unknown metric `{metric.name}`; known: {', '.join(METRICS)}"))
+        if metric.query is not None:
+            errors += _check_query(metric, at)
+        elif metric.name not in METRICS:
+            errors.append(Problem(join(at, "name"), f"unknown metric `{metric.name}`; known: {', '.join(METRICS)}, "
+                                                    "or any name with a `query`"))
+        if metric.name in seen:
+            errors.append(Problem(join(at, "name"), f"metric `{metric.name}` is named twice"))
+        seen.add(metric.name)
         if not metric.target > 0:
             errors.append(Problem(join(at, "target"), "a metric's target per replica is more than 0"))
+    return errors
+
+
+def _check_query(metric: ScalingMetric, at: str) -> list[Problem]:
+    errors = []
+    if metric.name in METRICS or not _LABEL.fullmatch(metric.name):
+        errors.append(Problem(join(at, "name"), "a query's metric has a name of its own (lowercase letters, digits "
+                                                f"and -, up to 63), not one of {', '.join(METRICS)}"))
+    try:
+        parse_query(metric.query or "")
+    except QueryError as error:
+        errors.append(Problem(join(at, "query"), str(error)))
     return errors
 
 

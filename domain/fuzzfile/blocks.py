@@ -132,10 +132,12 @@ class Restart(Spec):
 
 
 class ScalingMetric(Spec):
-    """One rule of a service's autoscaler: keep `name` (measured per replica) near `target`."""
+    """One rule of a service's autoscaler: keep `name` (measured per replica) near `target`. With `query`, `name` is
+    the rule's own label and the measure is that query on the service's own metrics (domain.promql)."""
 
     name: str
     target: int | float
+    query: str | None = None
 
 
 class Autoscaler(Spec):

@@ -12,9 +12,11 @@ from starlette.routing import Route
 from api.http import answers as shapes
 from api.http.answers import answers
 from api.http.routes import common as c
+from api.http.wake import pool_of
 from domain.app import access
 from domain.app.errors import NotFound
 from domain.endpoint import Endpoint
+from domain.promql import SERVICE_LABEL, WORKFLOW_LABEL
 
 
 class CreateEndpoint(msgspec.Struct, forbid_unknown_fields=True):
@@ -79,9 +81,33 @@ async def delete(request: Request) -> Response:
     return c.json({"id": found.id, "deleted": True})
 
 
+@answers(list[shapes.TargetGroup])
+async def scrape_targets(request: Request) -> Response:
+    """Prometheus HTTP service discovery of the replicas whose autoscaler queries their own metrics: one group a
+    ready replica, at its endpoint port, labelled with the workflow and service Roving's query matchers select."""
+    access.service_targets_reader(c.principal(request))
+    views = c.services(request).views
+    return c.json(await c.call(replica_targets, views))
+
+
+def replica_targets(views: Any) -> list[dict[str, Any]]:
+    with views.endpoints.lock:
+        endpoints = [e for e in views.endpoints.mirror.values() if not e.deleted and e.binding is not None]
+    groups = []
+    for endpoint in endpoints:
+        workflow, service = str(endpoint.binding.workflow_id), endpoint.binding.service
+        pool = pool_of(views, endpoint.binding.workflow_id, service)
+        if pool is None or not any(m.query for m in pool.rule.metrics):
+            continue
+        labels = {WORKFLOW_LABEL: workflow, SERVICE_LABEL: service, "roving_endpoint": endpoint.name}
+        groups += [{"targets": [target], "labels": labels} for target in endpoint.reachable_targets()]
+    return groups
+
+
 routes = [
     Route("/v4/endpoints", create, methods=["POST"]),
     Route("/v4/endpoints", list_endpoints, methods=["GET"]),
+    Route("/v4/endpoints/-/sd_config", scrape_targets, methods=["GET"]),
     Route("/v4/endpoints/{id}", show, methods=["GET"]),
     Route("/v4/endpoints/{id}", delete, methods=["DELETE"]),
 ]

@@ -94,6 +94,7 @@ ROUTES = [
     Row("GET", "/v4/scheduler/stats", EVERYONE),
     Row("GET", "/v4/nodes", EVERYONE),
     Row("GET", "/v4/nodes/-/sd_config", EVERYONE | {WEBHOOK}),
+    Row("GET", "/v4/endpoints/-/sd_config", ALERTERS),  # every tenant's replicas, by workflow: monitoring's only
     # the world's nodes serve no metrics: let in, a caller hears so (404); the answers are in test_node_metrics_route
     Row("GET", "/v4/metrics/node/{node}", ALERTERS, lambda w: Call(f"/v4/metrics/node/{w.node()['node_id']}"),
         CLUSTER, ok=(404,)),

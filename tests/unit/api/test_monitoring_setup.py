@@ -47,6 +47,28 @@ def test_nodes_are_discovered_from_roving_with_the_webhook_token():
     assert config["global"]["scrape_interval"] == config["global"]["evaluation_interval"] == "500ms"
 
 
+def test_autoscaled_replicas_are_discovered_with_the_webhook_token_and_cannot_claim_rovings_labels():
+    jobs = {job["job_name"]: job for job in json.loads(PLAN.prometheus())["scrape_configs"]}
+    replicas = jobs["roving-replicas"]
+    [discovery] = replicas["http_sd_configs"]
+    assert discovery["url"] == "http://127.0.0.1:8080/v4/endpoints/-/sd_config"
+    assert discovery["authorization"] == {"type": "Bearer", "credentials_file": "/data/alertmanager.token"}
+    assert replicas["honor_labels"] is False and replicas["sample_limit"] == 10_000
+
+
+def test_the_shipped_cluster_config_scrapes_replicas_as_roving_up_does():
+    import yaml
+
+    from adapters.monitoring_config import replicas_job
+    from roving.ops import ROOT
+
+    shipped = yaml.safe_load((ROOT / "prometheus" / "prometheus.yml").read_text())
+    [job] = [j for j in shipped["scrape_configs"] if j["job_name"] == "roving-replicas"]
+    [discovery] = job.pop("http_sd_configs")
+    assert discovery["url"].endswith("/v4/endpoints/-/sd_config")
+    assert job == {k: v for k, v in replicas_job({}).items() if k != "http_sd_configs"}
+
+
 def test_the_node_down_rule_watches_the_job_the_config_scrapes_agents_in():
     jobs = {job["job_name"] for job in json.loads(PLAN.prometheus())["scrape_configs"]}
     watched = set(re.findall(r'up\{job="([^"]+)"\}', SHIPPED_RULES.read_text()))
@@ -55,7 +77,8 @@ def test_the_node_down_rule_watches_the_job_the_config_scrapes_agents_in():
 
 def test_without_a_node_exporter_port_there_is_no_node_job():
     plan = MonitoringPlan(api="http://h:1", token_file=Path("/t"), alertmanager_port=1, node_exporter_port=0)
-    assert [job["job_name"] for job in json.loads(plan.prometheus())["scrape_configs"]] == ["roving", "roving-nodes"]
+    assert [job["job_name"] for job in json.loads(plan.prometheus())["scrape_configs"]] == ["roving", "roving-nodes",
+                                                                                      "roving-replicas"]
 
 
 def test_alerts_that_carry_fb_action_go_to_the_webhook_resolved_ones_too():

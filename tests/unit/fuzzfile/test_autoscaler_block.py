@@ -42,7 +42,7 @@ def test_min_above_max_and_min_below_zero_are_refused_naming_the_field():
 def test_an_unknown_metric_is_refused_naming_it_and_the_known_ones():
     found = problems("    autoscaler: {max-replicas: 2, metrics: [{name: gpu-utilization, target: 80}]}\n")
     assert found["services.web.autoscaler.metrics[0].name"] == (
-        "unknown metric `gpu-utilization`; known: in-flight-requests, requests-per-second")
+        "unknown metric `gpu-utilization`; known: in-flight-requests, requests-per-second, or any name with a `query`")
 
 
 def test_a_bad_cooldown_a_zero_target_or_no_metric_is_refused():
@@ -61,3 +61,24 @@ def test_an_autoscaler_needs_a_persistent_endpoint_to_measure():
     block = "    autoscaler: {max-replicas: 2, metrics: [{name: in-flight-requests, target: 1}]}\n"
     text = SERVICE.split("    network:")[0] + block
     assert "persistent" in {p.path: p.message for p in parse_fuzzfile(text).errors}["services.web.autoscaler"]
+
+
+def test_a_query_metric_on_the_services_own_metrics_is_accepted():
+    parsed = parse_fuzzfile(SERVICE + "    autoscaler: {min-replicas: 0, max-replicas: 4, metrics: [{name: queue-depth, "
+                                      "query: 'sum(rate(http_requests_total[1m]))', target: 20}]}\n")
+    assert parsed.errors == []
+
+
+def test_a_query_outside_the_grammar_is_refused_naming_the_query_field():
+    for query in ('sum(http_requests_total{roving_workflow="other"})', "sum(a) + sum(b)", "count(up)",
+                  'sum(rate(x[1m]) or vector(1e9))', "sum(x offset 1h)", "sum(rate(x[1y]))", ""):
+        found = problems("    autoscaler: {max-replicas: 2, metrics: [{name: load, query: '" + query + "', target: 1}]}\n")
+        assert "is not one of the queries an autoscaler may run" in found["services.web.autoscaler.metrics[0].query"]
+
+
+def test_a_query_metric_needs_a_name_of_its_own_unique_in_the_autoscaler():
+    found = problems("    autoscaler: {max-replicas: 2, metrics: [{name: in-flight-requests, query: 'sum(x)', target: 1}]}\n")
+    assert "a name of its own" in found["services.web.autoscaler.metrics[0].name"]
+    found = problems("    autoscaler: {max-replicas: 2, metrics: [{name: load, query: 'sum(x)', target: 1},"
+                     " {name: load, query: 'avg(y)', target: 1}]}\n")
+    assert found["services.web.autoscaler.metrics[1].name"] == "metric `load` is named twice"
