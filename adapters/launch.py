@@ -10,6 +10,7 @@ Without `setpriv` (util-linux) a job that must change user is started the old wa
 
 from __future__ import annotations
 
+import functools
 import os
 import resource
 import shutil
@@ -18,6 +19,7 @@ from typing import Any
 from adapters.runspec import JobUser
 from domain.quantities import human_bytes
 
+CAP_SYS_RESOURCE = 24  # linux/capability.h
 SAFE_PATH = "/usr/bin:/bin:/usr/sbin:/sbin"  # never the job's PATH: this shell runs as root
 SETPRIV = shutil.which("setpriv", path=SAFE_PATH)
 SCRIPT = (
@@ -49,16 +51,30 @@ def _become(user: JobUser) -> str:
     return f"--reuid={user.uid} --regid={user.gid} {groups}"
 
 
+@functools.cache
+def raises_limits(status: str = "/proc/self/status") -> bool:
+    """Whether this process may raise a hard rlimit: root with CAP_SYS_RESOURCE. Root without it (a container, a
+    microVM) is refused like any user, and a `ulimit -l` of the request would fail every job's start line."""
+    if os.geteuid() != 0:
+        return False
+    try:
+        with open(status) as found:
+            effective = next(line for line in found if line.startswith("CapEff:"))
+    except (OSError, StopIteration):
+        return True  # no /proc: assume what root usually has
+    return bool(int(effective.split()[1], 16) >> CAP_SYS_RESOURCE & 1)
+
+
 def memlock_note(memory: int | None) -> str | None:
     """What the stage is told when its memlock limit will not be its memory request (None: it will be): without
-    root a hard limit below the request caps it."""
-    if not memory or os.geteuid() == 0:
+    root, or without CAP_SYS_RESOURCE, a hard limit below the request caps it."""
+    if not memory or raises_limits():
         return None
     _, hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
     if hard == resource.RLIM_INFINITY or hard >= memory:
         return None
     return (f"memlock limit is {human_bytes(hard)}, not the memory request of {human_bytes(memory)}: the agent runs "
-            f"without root and its hard RLIMIT_MEMLOCK is lower (RDMA and GPU pinned memory may fail)")
+            f"without root or CAP_SYS_RESOURCE and its hard RLIMIT_MEMLOCK is lower (RDMA and GPU pinned memory may fail)")
 
 
 def _memlock(memory: int | None) -> str:
@@ -68,6 +84,6 @@ def _memlock(memory: int | None) -> str:
         return ""
     kib = -(-memory // 1024)
     _, hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
-    if os.geteuid() == 0 or hard == resource.RLIM_INFINITY:
+    if raises_limits() or hard == resource.RLIM_INFINITY:
         return f"-l {kib}"
     return f"-S -l {min(kib, hard // 1024)}"

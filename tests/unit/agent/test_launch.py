@@ -16,7 +16,8 @@ def test_nothing_to_set_up_needs_no_launcher():
     assert launch.launcher(None, None, None) == []
 
 
-def test_the_launcher_joins_every_controller_limits_memlock_and_becomes_the_user():
+def test_the_launcher_joins_every_controller_limits_memlock_and_becomes_the_user(monkeypatch):
+    monkeypatch.setattr(launch, "raises_limits", lambda: True)  # root with CAP_SYS_RESOURCE: the request as asked
     cgroup = Cgroup(1, {"memory": Path("/sys/fs/cgroup/memory/roving/a/x"), "pids": Path("/sys/fs/cgroup/pids/roving/a/x")},
                     Limits())
     argv = launch.launcher(cgroup, 64 << 20, NOBODY)

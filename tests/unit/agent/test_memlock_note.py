@@ -25,7 +25,7 @@ def test_a_memlock_limit_ulimit_refuses_is_said_on_the_jobs_stderr_not_swallowed
 
 
 def test_without_root_a_hard_limit_below_the_request_is_a_note_naming_both_sizes(monkeypatch):
-    monkeypatch.setattr(launch.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(launch, "raises_limits", lambda: False)
     monkeypatch.setattr(launch.resource, "getrlimit", lambda which: (64 << 10, 64 << 10))
     note = launch.memlock_note(1 << 30)
     assert note is not None and note.startswith("memlock limit is 64 KiB, not the memory request of 1 GiB")
@@ -35,8 +35,23 @@ def test_without_root_a_hard_limit_below_the_request_is_a_note_naming_both_sizes
 
 
 def test_as_root_the_limit_is_set_as_asked_and_nothing_is_noted(monkeypatch):
-    monkeypatch.setattr(launch.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(launch, "raises_limits", lambda: True)
     assert launch.memlock_note(1 << 30) is None
+    assert launch._memlock(1 << 30) == f"-l {1 << 20}"
+
+
+def test_root_without_cap_sys_resource_is_capped_by_its_hard_limit_and_told_so_not_refused(monkeypatch, tmp_path):
+    status = tmp_path / "status"
+    status.write_text("Name:\tagent\nCapEff:\t000001fffeffffff\n")  # every capability but CAP_SYS_RESOURCE (24)
+    monkeypatch.setattr(launch.os, "geteuid", lambda: 0)
+    assert launch.raises_limits(str(status)) is False
+    capable = tmp_path / "capable"
+    capable.write_text("Name:\tagent\nCapEff:\t000001ffffffffff\n")
+    assert launch.raises_limits(str(capable)) is True
+    monkeypatch.setattr(launch, "raises_limits", lambda: False)
+    monkeypatch.setattr(launch.resource, "getrlimit", lambda which: (8 << 20, 8 << 20))
+    assert launch._memlock(1 << 30) == f"-S -l {8 << 10}"  # the soft limit, which any process may raise to its hard one
+    assert launch.memlock_note(1 << 30).startswith("memlock limit is 8 MiB, not the memory request of 1 GiB")
 
 
 def test_an_agents_note_is_an_event_on_the_stage():
