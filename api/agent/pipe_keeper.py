@@ -17,6 +17,8 @@ KEEPER = "keeper"  # in the job's directory: the keeper's pid and start time
 # holds the inherited ends while the job's directory is there (it goes with the job's end), KEEP_SECONDS at most
 LOOP = 'end=$(($(date +%s) + $2)); while [ -d "$1" ] && [ "$(date +%s)" -lt "$end" ]; do sleep 2; done'
 NULL = [(os.POSIX_SPAWN_OPEN, fd, "/dev/null", os.O_RDWR, 0) for fd in (0, 1, 2)]
+# all a keeper's shell needs: never the agent's environment, which holds its token and names the stack's data dir
+ENVIRONMENT = {"PATH": "/usr/bin:/bin", "LC_ALL": "C"}
 
 
 def keep_pipes(files: JobFiles, log: Any) -> None:
@@ -31,7 +33,7 @@ def keep_pipes(files: JobFiles, log: Any) -> None:
         for fd in fds.values():
             os.set_inheritable(fd, True)
         pid = os.posix_spawn("/bin/sh", ["/bin/sh", "-c", LOOP, "roving-pipe-keeper", str(files.directory),
-                                         str(KEEP_SECONDS)], os.environ, file_actions=NULL, setsid=True)
+                                         str(KEEP_SECONDS)], ENVIRONMENT, file_actions=NULL, setsid=True)
     except OSError as error:
         log.warning("agent.pipes_not_kept", directory=str(files.directory), error=repr(error))
         return
