@@ -27,7 +27,9 @@ def test_a_long_log_opens_on_its_last_part_loads_earlier_parts_by_offset_and_dow
     newer = api.request("GET", f"/ui/workflows/{wid}/logs/hello.txt?offset={len(LONG)}", headers=admin)
     assert newer.content == b"" and newer.headers["Roving-Log-Total"] == str(len(LONG))  # follow: nothing new
     whole = api.request("GET", f"/ui/workflows/{wid}/logs/hello.txt?download=true", headers=admin)
-    assert whole.content == LONG and whole.headers["content-disposition"] == 'attachment; filename="hello.log"'
+    assert whole.content == LONG and whole.headers["content-disposition"] == f'attachment; filename="{wid}-hello.log"'
+    saved = api.request("GET", f"/ui/workflows/{wid}/download/logs/hello", headers=admin)  # the workflow page's link
+    assert saved.content == LONG and saved.headers["content-disposition"] == whole.headers["content-disposition"]
 
 
 def test_a_short_log_is_shown_whole_with_nothing_earlier_to_load():

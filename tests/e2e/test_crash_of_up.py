@@ -9,11 +9,11 @@ import time
 
 from api.up.local_agents import agents_on
 from tests.e2e.stack import LocalStack
-from tests.e2e.test_graceful_stop import alive, started
+from tests.e2e.test_graceful_stop import alive, runs, started
 from tests.unit.agent.job_pids import host_pid
 
 
-def job(marker_dir, name: str, seconds: int) -> str:
+def job(name: str, seconds: int) -> str:
     """No retry: a job its agent stops fails (exit 143), so only a job that ran through finishes."""
     return f"""
 version: v4
@@ -22,19 +22,19 @@ jobs:
     image: {{uri: docker://alpine:3.20}}
     resource: {{cpu: {{cores: 1}}, memory: {{size: 64MiB}}}}
     script: |
-      echo $$ > {marker_dir}/{name}.pid
+      touch started
       sleep {seconds}
       echo done after {seconds}s
 """
 
 
-def test_a_job_running_when_roving_up_is_killed_runs_on_and_the_restarted_stack_sees_it_finish(tmp_path, job_dir):
+def test_a_job_running_when_roving_up_is_killed_runs_on_and_the_restarted_stack_sees_it_finish(tmp_path):
     first = LocalStack(tmp_path, nodes=1).start()
     try:
         # it ends after the restart: its output waits in a FIFO only while it lives (adapters/adoption.py)
-        workflow = first.submit(job(job_dir, "long", 25), "long")
+        workflow = first.submit(job("long", 25), "long")
         started(first, workflow)
-        first.wait(lambda: (job_dir / "long.pid").exists(), 15, "the job to write its pid")
+        first.wait(lambda: runs(first, "long"), 15, "the job to begin")  # its mark in its own directory
         os.kill(first.process.pid, signal.SIGKILL)  # the control plane alone: no graceful stop, no group kill
         first.process.wait(10)
         time.sleep(1.0)  # its agent stopped its job within 0.06 s of the crash, before

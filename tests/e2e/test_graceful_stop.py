@@ -97,26 +97,27 @@ WHILE_AWAY = """
 version: v4
 jobs:
   away:
-    image: {{uri: docker://alpine:3.20}}
-    resource: {{cpu: {{cores: 1}}, memory: {{size: 64MiB}}}}
+    image: {uri: docker://alpine:3.20}
+    resource: {cpu: {cores: 1}, memory: {size: 64MiB}}
     script: |
-      echo $$ > {marker_dir}/away.pid
-      while [ ! -e {marker_dir}/away.go ]; do sleep 0.1; done
+      touch started
+      while [ ! -e go ]; do sleep 0.1; done
       echo "written while roving was stopped"
 """
 
 
-def test_output_a_job_writes_and_ends_with_while_roving_up_is_stopped_is_in_its_log_after_the_restart(tmp_path,
-                                                                                                      job_dir):
+def test_output_a_job_writes_and_ends_with_while_roving_up_is_stopped_is_in_its_log_after_the_restart(tmp_path):
     first = LocalStack(tmp_path, nodes=1).start()
     try:
-        workflow = first.submit(WHILE_AWAY.format(marker_dir=job_dir), "away")
+        workflow = first.submit(WHILE_AWAY, "away")
         started(first, workflow)
-        first.wait(lambda: (job_dir / "away.pid").exists(), 15, "the job to write its pid")
+        first.wait(lambda: runs(first, "away"), 15, "the job to begin")
     finally:
         first.stop(keep_jobs=True)
     pid = host_pid(first.work_dir / "local-1")
-    (job_dir / "away.go").touch()  # it writes its last line and ends while no agent and no control plane run
+    # it writes its last line and ends while no agent and no control plane run (told in its own directory: the rest
+    # of the node is read-only to it)
+    next(first.work_dir.glob("local-*/*/away-1")).joinpath("go").touch()
     first.wait(lambda: not alive(pid), 15, "the job to end")
     second = LocalStack(tmp_path, nodes=1).start()
     try:

@@ -25,7 +25,7 @@ from tests.e2e.stack import UP, LocalStack
 from tests.integration.test_job_isolation import readable_python, stack_user
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGES = ("adapters", "api", "domain", "ops", "projections")  # pyproject.toml's packages
+PACKAGES = ("adapters", "api", "domain", "ops", "projections", "roving")  # pyproject.toml's packages
 PASSWORD = "Blue-Kettle-42-Moon"
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="apt-get install bubblewrap (the jobs' sandbox)")
 PROBE = """version: v4
