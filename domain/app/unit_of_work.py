@@ -160,10 +160,13 @@ def command(method: F) -> F:
                     repository.forget()
                     if attempt == ATTEMPTS:
                         raise Busy(f"{method.__name__} kept meeting concurrent writes ({race}); try again") from race
-                except (StaleEpoch, Conflict, NotFound):
+                except (StaleEpoch, Conflict, NotFound) as refusal:
                     if not repository.doubt():
                         raise  # decided on what the log says
                     repository.forget()  # decided on memory: again, on copies caught up with the log
+                    if attempt == ATTEMPTS:  # never a refusal the log may not bear out: the caller asks again
+                        raise Busy(f"{method.__name__} could not confirm its answer against the log ({refusal}); "
+                                   "try again") from refusal
         finally:
             repository.leave()
         raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises

@@ -181,3 +181,37 @@ def test_a_resubmission_with_the_same_id_returns_the_first_and_saves_nothing():
     assert roving.repository.get(wid).version == version
     with pytest.raises(Conflict, match="Idempotency-Key was already used for a different submission"):
         roving.submit_workflow(wid, "big", WHOLE_NODE, 0, None, alice, later(2))
+
+
+def test_a_refusal_still_in_doubt_after_every_attempt_is_busy_not_a_crash():
+    """A refusal decided on memory is decided again; if every attempt still doubts it (a log that cannot be read
+    back during a server's loss), the caller is told to try again (503), never an AssertionError (a 500 and a
+    traceback the cluster soak met)."""
+    from domain.app.errors import Busy, Conflict
+    from domain.app.unit_of_work import ATTEMPTS, command
+
+    class Doubting:
+        forgotten = 0
+
+        def enter(self) -> bool:
+            return True
+
+        def leave(self) -> None:
+            pass
+
+        def doubt(self) -> bool:
+            return True
+
+        def forget(self) -> None:
+            Doubting.forgotten += 1
+
+    class Handler:
+        uow = type("Uow", (), {"repository": Doubting()})()
+
+        @command
+        def report(self) -> None:
+            raise Conflict("the allocation moved on")
+
+    with pytest.raises(Busy, match="could not confirm its answer against the log"):
+        Handler().report()
+    assert Doubting.forgotten == ATTEMPTS
