@@ -43,6 +43,10 @@ def test_killing_the_leading_worker_hands_the_scheduler_to_another_within_the_le
         assert first is not None, "no worker says it leads the scheduler"
         os.kill(first, signal.SIGKILL)
         began = time.monotonic()
+        # the killed worker's kept-alive connections are reset: a client reconnects (the CLI retries), so does this one
+        headers = stack.client.headers
+        stack.client.close()
+        stack.client = httpx.Client(base_url=stack.url, headers=headers, timeout=30)
         workflow = stack.submit(JOB, "after-the-leader")  # the other worker takes it; nobody places it yet
         second = leader(stack, other_than=first, tries=int(BOUND * 40))
         took = time.monotonic() - began
