@@ -5,6 +5,7 @@ import enum
 from typing import Any
 
 from api.http.answers.base import Answer, Problem, Timestamp
+from domain.fuzzfile.semantics import StageStatus  # the stage states as the domain names them, one list
 
 
 class WorkflowStatus(str, enum.Enum):
@@ -13,19 +14,6 @@ class WorkflowStatus(str, enum.Enum):
 
     PENDING = "PENDING"
     STARTED = "STARTED"
-    FINISHED = "FINISHED"
-    FAILED = "FAILED"
-    CANCELED = "CANCELED"
-
-
-class StageStatus(str, enum.Enum):
-    """domain.fuzzfile.semantics.StageStatus, as answers show it."""
-
-    PENDING = "PENDING"
-    WAITING = "WAITING"
-    READY = "READY"
-    STARTED = "STARTED"
-    RUNNING = "RUNNING"
     FINISHED = "FINISHED"
     FAILED = "FAILED"
     CANCELED = "CANCELED"
