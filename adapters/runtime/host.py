@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -34,6 +35,7 @@ RESOLV = Path("/etc/resolv.conf")  # may point into /run (systemd-resolved's stu
 RUNTIME_DIRS = ("/run", "/var/run")  # sockets and FIFOs: read-only, they still connect (a user's bus, docker's)
 NAME_SERVICE = ("/run/nscd/socket", "/run/nslcd/socket")  # user and group names of a directory (LDAP): kept
 PRIVATE = ("/tmp", "/var/tmp", "/dev/shm")  # scratch every job has, of its own: never another's, nor the node's
+SOURCE = Path(__file__).resolve().parents[2]  # this checkout (an editable install runs from it)
 
 
 class HostSandbox:
@@ -96,6 +98,7 @@ class HostSandbox:
         command = [self.bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--cap-drop", "ALL", "--tmpfs", "/"]
         command += self._node_root() + _runtime_dirs()
         command += ["--dev-bind", "/dev", "/dev", "--proc", "/proc", *_scratch()]
+        command += [arg for path in _programs() for arg in ("--ro-bind", str(path), str(path))]
         if isolated_network:
             command.append("--unshare-net")
         # before the covers: a writable path holding the work root or a hidden path does not bring them back
@@ -110,7 +113,9 @@ class HostSandbox:
         """An empty tmpfs over the work root and each hidden directory, /dev/null over each hidden file, wherever the
         job's uid can get to them (root's always); one it cannot get to it could not read either, and bubblewrap,
         running as that uid, could not even make its mount point."""
-        covered = {path for path in self.hidden if reaches(path, user) and not _scratched(path)}
+        shown = _programs()
+        covered = {path for path in self.hidden if reaches(path, user)
+                   and (not _scratched(path) or any(path.is_relative_to(program) for program in shown))}
         covered.update((shared.resolve(),) if shared is not None else ())
         found: list[str] = []
         for path in sorted(covered):
@@ -177,6 +182,14 @@ def reaches(path: Path, user: JobUser | None) -> bool:
 def _scratched(path: Path) -> bool:
     """Under the job's own /tmp, /var/tmp or /dev/shm: not there at all, nothing to cover."""
     return any(path.is_relative_to(Path(scratch).resolve()) for scratch in PRIVATE)
+
+
+def _programs() -> tuple[Path, ...]:
+    """This installation (its checkout, venv and interpreter) where it sits in a scratch path, read-only: a job's
+    /tmp is its own, and a stack run from a clone in /tmp (as CI's may be) would otherwise give its jobs no `roving`
+    and no Python of its own. Hidden paths inside (a data directory in the checkout) are still covered after it."""
+    found = {Path(p).resolve() for p in (SOURCE, sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    return tuple(sorted(path for path in found if _scratched(path) and path.is_dir()))
 
 
 def _scratch() -> list[str]:

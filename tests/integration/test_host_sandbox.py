@@ -223,3 +223,31 @@ def test_a_job_connects_to_no_socket_of_the_node_and_still_reads_its_resolver_fi
             server.close()
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
+
+
+@needs_bwrap
+@needs_root
+def test_a_stack_installed_under_tmp_is_still_there_read_only_for_its_jobs_and_its_data_dir_still_hidden(
+        open_tmp, monkeypatch):
+    """A clone in /tmp (CI's may be) runs `roving` and its Python in its jobs, though a job's /tmp is its own: the
+    installation is bound back read-only, and the data directory inside it stays covered."""
+    import adapters.runtime.host as host
+
+    checkout = open_tmp / "checkout"
+    (checkout / "api").mkdir(parents=True)
+    (checkout / "api" / "cli.py").write_text("print('the roving CLI')\n")
+    (checkout / ".roving").mkdir()
+    (checkout / ".roving" / "admin.token").write_text("rv1.secret")
+    for path in (checkout, checkout / "api", checkout / ".roving"):
+        path.chmod(0o755)
+    (checkout / ".roving" / "admin.token").chmod(0o644)
+    monkeypatch.setattr(host, "SOURCE", checkout)
+    executor = Executor(open_tmp / "work", user=NOBODY,
+                        sandbox=HostSandbox.found(hidden=(checkout / ".roving",), user=NOBODY), confined=True)
+    spec = RunSpec(allocation_id="a1", epoch=1, workflow_id="wf", stage="cli",
+                   script=f"cat {checkout}/api/cli.py; cat {checkout}/.roving/admin.token; "
+                          f"touch {checkout}/planted 2>/dev/null && echo planted; echo end")
+    (code, _), output = run(executor, spec)
+    assert code == 0, output
+    assert b"the roving CLI" in output and b"rv1.secret" not in output and b"planted\n" not in output, output
+    assert not (checkout / "planted").exists()
