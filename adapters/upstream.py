@@ -7,6 +7,7 @@ aiohttp and 2.08 ms with httpx's AsyncClient, and the proxy's whole budget is 2 
 from __future__ import annotations
 
 import asyncio
+import errno
 from collections.abc import AsyncIterable, AsyncIterator
 from dataclasses import dataclass
 
@@ -17,6 +18,9 @@ NOT_ADDED = frozenset({"Accept", "Accept-Encoding", "User-Agent", "Content-Type"
 TIMEOUT = aiohttp.ClientTimeout(total=None, connect=10.0, sock_connect=5.0, sock_read=None)  # streams, slow models
 POOL = 1024  # long-lived streams (server-sent events) each hold a connection
 WS_MAX_MESSAGE = 16 * 2**20  # as uvicorn's own limit on the caller's side (ws_max_size)
+
+
+DROPPED = frozenset({errno.ECONNRESET, errno.EPIPE})  # no answer began: the connection went before it
 
 
 class Unreachable(Exception):
@@ -86,6 +90,10 @@ class Upstream:
                                                      allow_redirects=False, compress=None)
         except (aiohttp.ClientConnectorError, aiohttp.ServerDisconnectedError, ConnectionResetError) as error:
             raise Unreachable(type(error).__name__) from error
+        except aiohttp.ClientOSError as error:  # a kept-alive connection the service dropped (a replica scaled away)
+            if error.errno in DROPPED:
+                raise Unreachable(f"{type(error).__name__}: {error}") from error
+            raise Failed(f"{type(error).__name__}: {error}") from error
         except (TimeoutError, aiohttp.ClientError) as error:
             raise Failed(f"{type(error).__name__}: {error}") from error
         raw = [(name.lower(), value) for name, value in response.raw_headers]

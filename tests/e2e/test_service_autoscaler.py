@@ -111,7 +111,7 @@ services:
     time.sleep(2)
     answers += steady.stop()
 
-    assert {code for code, _ in answers} == {200}
+    assert {code for code, _ in answers} == {200}, sorted({text for code, text in answers if code != 200})
     assert {text for _, text in answers} == {"replica 1", "replica 2"}
     messages = scaled(stack, workflow_id)
     assert len(messages) == 2 and messages[1].startswith("Scaled from 2 to 1 replicas") and "stopped web[2]" in messages[1]
