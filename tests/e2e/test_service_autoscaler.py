@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 import httpx
 import pytest
@@ -72,10 +73,12 @@ def scaled(stack: LocalStack, workflow_id: str) -> list[str]:
     return [e["message"] for e in stack.events(workflow_id) if e["type"] == "Workflow.ServiceScaled"]
 
 
-def test_load_grows_a_pool_from_one_to_two_and_it_shrinks_back_after_its_cooldown(stack, job_dir):
-    created = stack.client.post("/v4/endpoints", json={"name": "scaled", "scope": "user"})
+def pool(stack: LocalStack, job_dir, name: str, least: int, cooldown: str) -> tuple[str, Callable[[], list], str]:
+    """A persistent endpoint `name` and a service pool behind it (1 to 2 replicas of SERVER, or `least`), scaled on
+    in-flight requests, its first replica in the endpoint: the workflow, its targets, the endpoint's path."""
+    created = stack.client.post("/v4/endpoints", json={"name": name, "scope": "user"})
     assert created.status_code == 201, created.text
-    port, server = two_free_ports(), job_dir / "slow_server.py"
+    port, server = two_free_ports(), job_dir / f"{name}_server.py"
     server.write_text(SERVER)
     definition = f"""
 version: v4
@@ -87,18 +90,22 @@ services:
     readiness-probe: {{http-get: {{port: {port}, path: /healthz}}, period-seconds: 1}}
     network:
       ports: [{{name: http, port: {port}}}]
-      endpoints: [{{name: scaled, port-name: http, persistent: true}}]
+      endpoints: [{{name: {name}, port-name: http, persistent: true}}]
     autoscaler:
-      min-replicas: 1
+      min-replicas: {least}
       max-replicas: 2
-      cooldown: 4s
+      cooldown: {cooldown}
       metrics: [{{name: in-flight-requests, target: 1}}]
     script: exec python3 {server}
 """
-    workflow_id = stack.submit(definition, "scaled")
-    targets = lambda: stack.client.get("/v4/endpoints/scaled").json()["targets"]  # noqa: E731
-    stack.wait(lambda: len(targets()) == 1, 60, "replica 1 in endpoint scaled")
-    path = created.json()["path"]
+    workflow_id = stack.submit(definition, name)
+    targets = lambda: stack.client.get(f"/v4/endpoints/{name}").json()["targets"]  # noqa: E731
+    stack.wait(lambda: len(targets()) == 1, 60, f"replica 1 in endpoint {name}")
+    return workflow_id, targets, created.json()["path"]
+
+
+def test_load_grows_a_pool_from_one_to_two_and_it_shrinks_back_after_its_cooldown(stack, job_dir):
+    workflow_id, targets, path = pool(stack, job_dir, "scaled", least=1, cooldown="4s")
 
     busy = Load(stack, path, clients=4)
     stack.wait(lambda: len(targets()) == 2, 60, "the pool to grow to 2 replicas")
@@ -122,36 +129,12 @@ services:
 
 
 def test_an_idle_pool_scales_to_zero_and_the_first_request_wakes_it_and_is_answered(stack, job_dir):
-    created = stack.client.post("/v4/endpoints", json={"name": "sleepy", "scope": "user"})
-    assert created.status_code == 201, created.text
-    port, server = two_free_ports(), job_dir / "sleepy_server.py"
-    server.write_text(SERVER)
-    definition = f"""
-version: v4
-services:
-  web:
-    image: {{uri: docker://alpine:3.20}}
-    persist: true
-    resource: {{cpu: {{cores: 1}}, memory: {{size: 64MiB}}}}
-    readiness-probe: {{http-get: {{port: {port}, path: /healthz}}, period-seconds: 1}}
-    network:
-      ports: [{{name: http, port: {port}}}]
-      endpoints: [{{name: sleepy, port-name: http, persistent: true}}]
-    autoscaler:
-      min-replicas: 0
-      max-replicas: 2
-      cooldown: 3s
-      metrics: [{{name: in-flight-requests, target: 1}}]
-    script: exec python3 {server}
-"""
-    workflow_id = stack.submit(definition, "sleepy")
-    targets = lambda: stack.client.get("/v4/endpoints/sleepy").json()["targets"]  # noqa: E731
-    stack.wait(lambda: len(targets()) == 1, 60, "replica 1 in endpoint sleepy")
+    workflow_id, targets, path = pool(stack, job_dir, "sleepy", least=0, cooldown="3s")
     stack.wait(lambda: any(m.startswith("Scaled from 1 to 0") for m in scaled(stack, workflow_id)), 60,
                "the idle pool to scale to zero")
     stack.wait(lambda: targets() == [], 30, "the endpoint to have no replica")
     started = time.monotonic()
-    answer = stack.client.get(created.json()["path"], timeout=90)
+    answer = stack.client.get(path, timeout=90)
     assert answer.status_code == 200 and answer.text.strip() == "replica 1", answer.text
     woke_in = time.monotonic() - started
     assert any(m == "Scaled from 0 to 1 replicas: woken by a request through endpoint sleepy"
