@@ -38,7 +38,12 @@ def markdown() -> Any:
 
 def described(text: str) -> render.Html:
     """A description's Markdown as HTML: raw HTML in it is shown as text, unsafe links are left as text."""
-    return render.Html(f'<div class="markdown">{markdown().render(text or "")}</div>')
+    # markdown-it escapes raw HTML itself (html off) and drops unsafe links: its output is markup to keep
+    return render.Html(parts("markdown")(render.Html(markdown().render(text or ""))))
+
+
+def parts(name: str) -> Any:
+    return render.part("catalog_parts", name)
 
 
 def template_href(row: dict[str, Any]) -> str:
@@ -51,9 +56,7 @@ def plural(count: int, noun: str) -> str:
 
 def category_choices(categories: list[str], chosen: str) -> render.Html:
     """The category filter's options: every category of the templates the person can see, and "all"."""
-    options = [f'<option value=""{"" if chosen else " selected"}>all categories</option>']
-    options += [f'<option{" selected" if c == chosen else ""}>{render.esc(c)}</option>' for c in categories]
-    return render.Html("".join(options))
+    return render.Html(parts("categories")(categories, chosen))
 
 
 async def catalog_page(request: Request, who: Principal) -> Response:
@@ -65,12 +68,12 @@ async def catalog_page(request: Request, who: Principal) -> Response:
     cards = [render.fill("catalog_card", href=template_href(t), title=t["display_name"], key=t["key"],
                          category=t["category"] or t["scope"], description=described(t["description"]))
              for t in answer["templates"]]
-    warnings = render.Html("".join(source_warning(s) for s in answer["sources"] if s["error"] or s["problems"]))
+    warnings = render.joined((source_warning(s) for s in answer["sources"] if s["error"] or s["problems"]), "")
     empty = "No template matches." if query or category else "No catalog source you can see holds templates yet."
     body = render.fill("catalog", query=query, warnings=warnings, count=plural(len(cards), "template"),
                        categories=category_choices(categories, category),
-                       cards=render.Html("".join(cards)) if cards else render.Html(
-                           f'<p class="empty" id="catalog-empty">{render.esc(empty)}</p>'))
+                       cards=render.joined(cards, "") if cards else render.Html(
+                           render.macro("empty")(empty, "catalog-empty")))
     return render.page("Catalog", body, user=who, csrf=csrf_for(request), current="/ui/catalog")
 
 
@@ -78,36 +81,17 @@ def source_warning(source: dict[str, Any]) -> render.Html:
     """A source that could not be read (or some of whose templates could not): the others still show."""
     what = (f"could not be read: {source['error']}" if source["error"] else "has templates that could not be read: "
             + "; ".join(f"{p['path']}: {p['message']}" for p in source["problems"]))
-    return render.Html(f'<p class="error source-warning" role="alert">Catalog source {render.esc(source["name"])} '
-                       f"({render.esc(source['scope'])}) {render.esc(what)}</p>")
+    return render.Html(parts("source_warning")(source["name"], source["scope"], what))
 
 
 def field(spec: dict[str, Any], entered: dict[str, str], errors: dict[str, list[str]]) -> render.Html:
     """One input of the run form, by kind: a choice, a whole number, true/false, or text (references too); after a
     refused Start, with the value the person entered and the refusal that names it beside it."""
-    name, kind = spec["name"], spec["kind"]
+    name = spec["name"]
     default = entered.get(name, spec["default"])
-    attrs = f'id="input-{render.esc(name)}" name="{FIELD}{render.esc(name)}"'
-    if spec["options"]:
-        choices = "".join(f'<option{" selected" if o == default else ""}>{render.esc(o)}</option>' for o in spec["options"])
-        control = f"<select {attrs}>{choices}</select>"
-    elif kind == "bool":
-        on = default == "true" if isinstance(default, str) else bool(default)
-        choices = "".join(f'<option value="{v}"{" selected" if (v == "true") == on else ""}>{v}</option>'
-                          for v in ("true", "false"))
-        control = f"<select {attrs}>{choices}</select>"
-    elif kind == "uint":
-        control = f'<input type="number" min="0" step="1" {attrs} value="{render.esc(default)}">'
-    else:
-        hint = {"secret": "secret://user/NAME", "volume": "volume://user/ephemeral"}.get(kind, "")
-        control = f'<input type="text" {attrs} value="{render.esc(default)}" placeholder="{hint}">'
-    optional = ' <span class="hint">(optional: may be left empty)</span>' if spec.get("optional") else ""
-    label = render.esc(spec["display_name"] or name)
-    refused = "".join(f'<span class="error field-error" role="alert">{render.esc(m)}</span>'
-                      for m in errors.get(name, []))
-    invalid = ' aria-invalid="true"' if name in errors else ""
-    return render.Html(f'<label class="input"{invalid}><span>{label}{optional} <code>{render.esc(name)}</code></span>'
-                       f"{control}{refused}</label>")
+    if spec["kind"] == "bool" and not spec["options"]:
+        default = "true" if (default == "true" if isinstance(default, str) else bool(default)) else "false"
+    return render.Html(parts("field")(spec, FIELD + name, default, errors.get(name, [])))
 
 
 def beside_fields(problems: list[tuple[str, str]], names: list[str]) -> tuple[dict[str, list[str]], list[str]]:
@@ -142,14 +126,10 @@ async def template_page(request: Request, who: Principal, retry: Retry | None = 
     names = [i["name"] for g in found["groups"] for i in g["inputs"]]
     errors, general = beside_fields(retry.problems if retry else [], names)
     entered = retry.values if retry else {}
-    groups = "".join(f'<fieldset class="group" data-category="{render.esc(g["display_category"])}">'
-                     f'<legend>{render.esc(g["display_category"])}</legend>'
-                     + "".join(field(i, entered, errors) for i in g["inputs"]) + "</fieldset>"
-                     for g in found["groups"])
-    refused = "".join(f'<p class="error form-error" role="alert">{render.esc(m)}</p>' for m in general)
+    fields = [[field(i, entered, errors) for i in g["inputs"]] for g in found["groups"]]
     action = f"/ui/catalog/{quote(found['name'], safe='')}/start"
     body = render.fill("catalog_template", key=found["key"], scope=found["scope"], category=found["category"],
-                       description=described(found["description"]), groups=render.Html(refused + groups),
+                       description=described(found["description"]), groups=render.Html(parts("groups")(found, fields, general)),
                        action=action, source=found["source"], csrf=render.hidden_csrf(csrf_for(request)),
                        name=retry.workflow_name if retry else found["name"], template=found["template"])
     return render.page(found["display_name"], body, user=who, csrf=csrf_for(request), current="/ui/catalog",

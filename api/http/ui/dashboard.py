@@ -20,9 +20,7 @@ WAITING = ("PENDING", "READY")
 
 
 def tiles(pairs: list[tuple[str, Any]], id: str) -> render.Html:
-    items = "".join(f'<div class="tile"><span class="count">{render.esc(v)}</span>'
-                    f'<span class="label">{render.esc(k)}</span></div>' for k, v in pairs)
-    return render.Html(f'<div class="tiles" id="{render.esc(id)}">{items}</div>')
+    return render.Html(render.macro("tiles")(pairs, id))
 
 
 def hold_state(node: dict[str, Any]) -> str:
@@ -44,11 +42,10 @@ def reservation(value: Any, names: dict[str, str]) -> Any:
     """The head job's reservation in words: which allocation, on which nodes, from when."""
     if not isinstance(value, dict):
         return value or "none"
-    held = ", ".join(render.node_link(names[str(n)]) if str(n) in names else render.esc(str(n)[:8])
-                     for n in value.get("node_ids", []))
+    held = [render.node_link(names[str(n)]) if str(n) in names else str(n)[:8] for n in value.get("node_ids", [])]
     start = value.get("estimated_start")
-    return render.Html(f"allocation {render.esc(str(value.get('allocation_id', ''))[:8])} on {held or 'no node'}"
-                       f", estimated start {render.when(start) if start else 'unknown'}")
+    return render.Html(render.part("dashboard_parts", "reservation")(
+        str(value.get("allocation_id", ""))[:8], render.joined(held) if held else "", render.when(start)))
 
 
 def visible_allocations(request: Request, who: Principal) -> list[Any]:
@@ -75,9 +72,9 @@ async def charts(request: Request, who: Principal, total_cpu: int) -> render.Htm
             url = ""
     if source == "the log":
         waiting, running, cpu = await c.call(history.from_log, visible_allocations(request, who), total_cpu, now)
-    return render.Html(history.chart("chart-queue", "Queue depth, last hour", [waiting, running])
-                       + history.chart("chart-cpu", "CPU allocated, % of the nodes' cores", [cpu])
-                       + f'<p class="hint" id="chart-source">From {render.esc(source)}.</p>')
+    return render.Html(render.part("dashboard_parts", "history")(
+        [history.chart("chart-queue", "Queue depth, last hour", [waiting, running]),
+         history.chart("chart-cpu", "CPU allocated, % of the nodes' cores", [cpu])], source))
 
 
 async def dashboard(request: Request, who: Principal) -> Response:

@@ -45,7 +45,7 @@ def stage_graph(stages: Sequence[Mapping[str, str]], needs: Mapping[str, Sequenc
     for stage in stages:
         groups.setdefault(step_of(stage["name"]), []).append(str(stage["status"]))
     if not groups:
-        return render.Html('<p class="empty" id="stage-graph">No stages.</p>')
+        return render.fill("graph", boxes=[])
     wanted = {step: [p for p in needs.get(step, ()) if p in groups] for step in groups}
     column = depths(wanted)
     rows: dict[int, int] = {}
@@ -56,26 +56,21 @@ def stage_graph(stages: Sequence[Mapping[str, str]], needs: Mapping[str, Sequenc
         rows[col] = rows.get(col, 0) + 1
     width = PAD * 2 + (max(column.values()) + 1) * (WIDTH + COLUMN_GAP) - COLUMN_GAP
     height = PAD * 2 + max(rows.values()) * (HEIGHT + ROW_GAP) - ROW_GAP
-    edges = "".join(edge(at[parent], at[step]) for step in groups for parent in wanted[step])
-    boxes = "".join(box(step, statuses, at[step]) for step, statuses in groups.items())
-    return render.Html(f'<svg class="graph" id="stage-graph" role="img" aria-label="stage graph" '
-                       f'width="{width}" height="{height}" viewBox="0 0 {width} {height}">{edges}{boxes}</svg>')
+    edges = [edge(at[parent], at[step]) for step in groups for parent in wanted[step]]
+    boxes = [box(step, statuses, at[step]) for step, statuses in groups.items()]
+    return render.fill("graph", boxes=boxes, edges=edges, width=width, height=height, box_width=WIDTH,
+                       box_height=HEIGHT)
 
 
-def edge(source: tuple[int, int], target: tuple[int, int]) -> str:
+def edge(source: tuple[int, int], target: tuple[int, int]) -> tuple[int, int, int, int, int]:
+    """(x1, y1, middle, x2, y2): a curve from the right of the source box to the left of the target's."""
     x1, y1 = source[0] + WIDTH, source[1] + HEIGHT // 2
     x2, y2 = target[0], target[1] + HEIGHT // 2
-    middle = (x1 + x2) // 2
-    return (f'<path class="edge" d="M{x1},{y1} C{middle},{y1} {middle},{y2} {x2 - 4},{y2}"/>'
-            f'<path class="arrow" d="M{x2 - 8},{y2 - 4} L{x2},{y2} L{x2 - 8},{y2 + 4} z"/>')
+    return x1, y1, (x1 + x2) // 2, x2, y2
 
 
-def box(step: str, statuses: Sequence[str], place: tuple[int, int]) -> str:
+def box(step: str, statuses: Sequence[str], place: tuple[int, int]) -> dict[str, object]:
     status = group_status(statuses)
     name = step if len(step) <= LABEL else step[: LABEL - 1] + "…"
     label = f"{name} ×{len(statuses)}" if len(statuses) > 1 else name
-    x, y = place
-    return (f'<g class="stage st-{render.esc(status)}" data-stage="{render.esc(step)}"><title>{render.esc(step)}: '
-            f'{render.esc(status)}</title><rect x="{x}" y="{y}" width="{WIDTH}" height="{HEIGHT}" rx="5"/>'
-            f'<text x="{x + 8}" y="{y + 14}">{render.esc(label)}</text>'
-            f'<text class="state" x="{x + 8}" y="{y + 28}">{render.esc(status)}</text></g>')
+    return {"step": step, "status": status, "label": label, "x": place[0], "y": place[1]}

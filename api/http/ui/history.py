@@ -73,16 +73,11 @@ def chart(id: str, title: str, series: list[Series], colours: tuple[str, ...] = 
     """An SVG line chart (no script, no library): the last hour left to right, its highest value labelled."""
     width, height = 600, 120
     top = max([max(s.values, default=0) for s in series] + [1])
-    lines, keys = [], []
+    lines = []
     for s, colour in zip(series, colours, strict=False):
         step = width / max(1, len(s.values) - 1)
         points = " ".join(f"{i * step:.0f},{height - 14 - v / top * (height - 28):.0f}" for i, v in enumerate(s.values))
-        lines.append(f'<polyline points="{points}" stroke="{colour}" data-series="{render.esc(s.label)}"'
-                     f' data-last="{s.values[-1] if s.values else 0:g}"/>')
-        keys.append(f'<tspan fill="{colour}">{render.esc(s.label)} {s.values[-1] if s.values else 0:g}{s.unit}</tspan> ')
+        lines.append({"colour": colour, "label": s.label, "points": points, "unit": s.unit,
+                      "last": f"{s.values[-1] if s.values else 0:g}"})
     unit = series[0].unit if series else ""
-    return render.Html(
-        f'<figure><figcaption>{render.esc(title)}</figcaption><svg class="chart" id="{render.esc(id)}" role="img" '
-        f'viewBox="0 0 {width} {height}" preserveAspectRatio="none"><text x="4" y="10">max {top:g}{unit}</text>'
-        f'<text x="4" y="{height - 2}">1 h ago</text><text x="{width - 28}" y="{height - 2}">now</text>'
-        f'<text x="120" y="10">{"".join(keys)}</text>{"".join(lines)}</svg></figure>')
+    return render.Html(render.part("dashboard_parts", "chart")(id, title, width, height, f"{top:g}", unit, lines))

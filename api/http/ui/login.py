@@ -18,7 +18,7 @@ WRONG = "Unknown username or wrong password."
 def login_form(request: Request, message: str = "", username: str = "", status_code: int = 200) -> Response:
     """The form, with a CSRF token bound to a fresh pre-session cookie (or the one the browser already has)."""
     pre = request.cookies.get(session.PRE_SESSION) or session.new_pre_session()
-    shown = render.Html(f'<p class="error" role="alert" id="login-error">{render.esc(message)}</p>' if message else "")
+    shown = render.Html(render.macro("alert")(message, "error", "login-error") if message else "")
     body = render.fill("login", csrf=render.hidden_csrf(session.csrf_token(request, pre)), message=shown,
                        username=username, next=request.query_params.get("next", ""))
     answer = render.page("Sign in", body, status_code=status_code)

@@ -19,19 +19,16 @@ DONE = {"cordon": "Cordoned", "uncordon": "Uncordoned", "evict": "Evicting work 
 
 
 def holds_cell(node: dict[str, Any]) -> render.Html:
-    if not node["holds"]:
-        return render.Html('<span class="hint">none</span>')
-    items = "".join(
-        f'<li class="hold"><span class="effect">{render.esc(h["effect"])}</span> '
-        f'<span class="source">{render.esc(h["source"])}</span> {render.esc(h["reason"] or "(no reason)")} '
-        f'<span class="hint">by {render.esc(h["by"])} at</span> {render.when(h["at"])}</li>'
-        for h in node["holds"])
-    return render.Html(f'<ul class="holds">{items}</ul>')
+    return render.Html(parts("holds")(node["holds"], [render.when(h["at"]) for h in node["holds"]]))
+
+
+def parts(name: str) -> Any:
+    return render.part("nodes_parts", name)
 
 
 def actions(node: dict[str, Any], csrf: str, back: str = "list") -> render.Html:
     """The admin's forms; `back` says where the answer returns to (the list, or the node's own page)."""
-    hidden = render.Html(render.hidden_csrf(csrf) + f'<input type="hidden" name="back" value="{render.esc(back)}">')
+    hidden = render.Html(parts("back")(render.hidden_csrf(csrf), back))
     return render.fill("node_actions", name=node["name"], path=quote(node["name"], safe=""), csrf=hidden)
 
 
@@ -40,11 +37,10 @@ def used(node: dict[str, Any], what: str) -> render.Html:
     show = memory if what == "memory" else str
     if what != "devices":
         total, taken, free = node[what], node["allocated"][what], node["free"][what]
-        return render.Html(f'<span class="used" data-free="{render.esc(free)}">{render.esc(show(taken))} of '
-                           f'{render.esc(show(total))} used, <b>{render.esc(show(free))} free</b></span>')
-    lines = [f'{render.esc(kind)}: {render.esc(node["allocated"]["devices"].get(kind, 0))} of {render.esc(count)} used, '
-             f'<b>{render.esc(node["free"]["devices"].get(kind, count))} free</b>' for kind, count in node["devices"].items()]
-    return render.Html("<br>".join(lines) or '<span class="hint">none</span>')
+        return render.Html(parts("used")(show(taken), show(total), free, show(free)))
+    lines = [(kind, node["allocated"]["devices"].get(kind, 0), count, node["free"]["devices"].get(kind, count))
+             for kind, count in node["devices"].items()]
+    return render.Html(parts("devices")(lines))
 
 
 def memory(value: Any) -> str:
@@ -61,8 +57,7 @@ async def nodes_page(request: Request, who: Principal) -> Response:
     headers = ["Node", "Status", "CPU", "Memory", "Devices", "Allocations", "Accepts work", "Holds", "Provisioner"] + (
         ["Actions"] if admin else [])
     table = render.table(headers, [
-        [render.Html(f'<a id="node-{render.esc(n["name"])}" href="/ui/nodes/{quote(n["name"], safe="")}">'
-                     f'{render.esc(n["name"])}</a>'),
+        [render.Html(parts("node_name")(n["name"], quote(n["name"], safe=""))),
          render.status(n["status"]), used(n, "cpu"), used(n, "memory"), used(n, "devices"), len(n["allocations"]),
          "yes" if n["accepts_new_work"] else "no", holds_cell(n), provisioned.cell(made, n["name"])]
         + ([actions(n, csrf)] if admin else [])
@@ -74,8 +69,7 @@ async def nodes_page(request: Request, who: Principal) -> Response:
 def notice(request: Request) -> render.Html:
     """What the last action did, after its redirect (`?done=cordon&node=n1`)."""
     done, node = request.query_params.get("done", ""), request.query_params.get("node", "")
-    return render.Html(f'<p class="notice" role="status" id="notice">{DONE[done]} {render.esc(node)}.</p>'
-                       if done in DONE and node else "")
+    return render.Html(parts("done")(DONE[done], node) if done in DONE and node else "")
 
 
 async def node_page(request: Request, who: Principal) -> Response:
@@ -89,7 +83,7 @@ async def node_page(request: Request, who: Principal) -> Response:
     events = render.table(["Time", "Event", "By", "What happened", "Allocation"],
                           [[render.when(e["at"]), e["type"], e["by"], e["message"], (e["allocation"] or "")[:8]]
                            for e in log["events"]], "No events recorded for this node.", id="node-events")
-    admin = render.Html(f"<h2>Actions</h2>{actions(node, csrf_for(request), 'node')}" if who.is_cluster_admin else "")
+    admin = render.Html(parts("admin")(actions(node, csrf_for(request), "node")) if who.is_cluster_admin else "")
     body = render.fill("node", notice=notice(request), facts=facts, actions=admin, events=events, count=len(log["events"]))
     return render.page(f"Node {node['name']}", body, user=who, csrf=csrf_for(request), current="/ui/nodes")
 

@@ -19,7 +19,6 @@ QUEUE_STATES = ("", "PENDING", "READY", "RUNNING", "FINISHED", "FAILED", "CANCEL
 AUDIT_FIELDS = ("since", "until", "principal", "event_type", "node", "workflow")
 AUDIT_PAGE = 200
 WAITING = ("PENDING", "READY")
-LOCK = ' <span class="lock">token</span>'
 
 
 def short(value: Any) -> str:
@@ -59,7 +58,7 @@ def explanation(request: Request, who: Principal, row: dict[str, Any]) -> tuple[
 
 
 def placed_on(row: dict[str, Any]) -> render.Html:
-    return render.Html(", ".join(render.node_link(n) for n in row["nodes"] or [row["node"]] if n))
+    return render.joined(render.node_link(n) for n in row["nodes"] or [row["node"]] if n)
 
 
 async def queue_page(request: Request, who: Principal) -> Response:
@@ -73,9 +72,7 @@ async def queue_page(request: Request, who: Principal) -> Response:
             for rank, r in enumerate(answer["queue"], start=1)]
     scope = "only your own work" if answer.get("mine") else "the whole cluster"
     body = render.fill(
-        "queue", states=render.Html("".join(
-            f'<option value="{s}"{" selected" if s == state else ""}>{s or "waiting and running"}</option>'
-            for s in QUEUE_STATES)),
+        "queue", states=render.options(QUEUE_STATES, state, empty="waiting and running"),
         scope=scope, total=answer.get("total", len(rows)),
         table=render.table(["#", "Priority", "Workflow", "Stage", "State", "Attempt", "Node", "Queued", "Reason",
                             "Estimated start"],
@@ -87,15 +84,14 @@ def connect(endpoint: dict[str, Any]) -> render.Html:
     """The Connect menu: the URL and how to call it with a token (the proxy reads FB-Authorization)."""
     url = endpoint["url"]
     curl = f'curl -H "FB-Authorization: Bearer $ROVING_TOKEN" {url}'
-    return render.Html(f'<details class="connect"><summary>Connect</summary><p>{render.link(url, url)}</p>'
-                       f"<pre>{render.esc(curl)}</pre></details>")
+    return render.Html(render.part("endpoints_parts", "connect")(url, curl))
 
 
-def binding(endpoint: dict[str, Any]) -> render.Html:
+def binding(endpoint: dict[str, Any]) -> str:
     if not endpoint["workflow_id"]:
-        return render.esc(endpoint["reason"] or "")
+        return str(endpoint["reason"] or "")
     workflow = render.link(f"/ui/workflows/{endpoint['workflow_id']}", short(endpoint["workflow_id"]))
-    return render.Html(f"{workflow} · {render.esc(endpoint['service'])} → {render.esc(endpoint['target'])}")
+    return render.Html(render.part("endpoints_parts", "binding")(workflow, endpoint["service"], endpoint["target"]))
 
 
 async def endpoints_page(request: Request, who: Principal) -> Response:
@@ -117,33 +113,23 @@ def body_of(op: dict[str, Any]) -> str:
     return ref.rpartition("/")[2] or ("JSON" if content else "")
 
 
-def operation(method: str, path: str, op: dict[str, Any], schemas: dict[str, Any]) -> str:
+def operation(method: str, path: str, op: dict[str, Any], schemas: dict[str, Any]) -> render.Html:
     codes = ", ".join(sorted(op.get("responses", {})))
     body = body_of(op)
     fields = ", ".join(f"{n}" + ("*" if n in schemas.get(body, {}).get("required", []) else "")
                        for n in schemas.get(body, {}).get("properties", {}))
-    return (f'<details class="op"><summary><span class="method m-{method}">{method.upper()}</span> '
-            f'<code>{render.esc(path)}</code> — {render.esc(op.get("summary", ""))}'
-            f"{LOCK if op.get('security') else ''}</summary>"
-            f"<p>Parameters: {render.esc(parameters(op) or 'none')}</p>"
-            f"<p>Body: {render.esc(body or 'none')}{render.esc(f' — fields {fields} (* required)') if fields else ''}</p>"
-            f"<p>Answers: {render.esc(codes)}</p></details>")
+    return render.Html(render.part("api_parts", "operation")(method, path, op, body, fields, codes, parameters(op)))
 
 
 async def api_page(request: Request, who: Principal) -> Response:
     """The OpenAPI document the API serves at /v4/openapi.json, for people."""
     doc = await api(openapi.openapi, request)
     schemas = doc.get("components", {}).get("schemas", {})
-    groups: dict[str, list[str]] = {}
+    groups: dict[str, list[render.Html]] = {}
     for path, methods in sorted(doc["paths"].items()):
         group = "/".join(path.split("/")[:3]) if path.startswith("/v4/") else "/" + path.split("/")[1]
         groups.setdefault(group, []).extend(operation(m, path, op, schemas) for m, op in methods.items())
-    items = "".join(f"<h2>{render.esc(group)}</h2>{''.join(ops)}" for group, ops in groups.items())
-    body = render.Html(f'<p class="hint">OpenAPI {render.esc(doc["openapi"])} · {len(doc["paths"])} paths · '
-                       f'the machine-readable document is <a href="/v4/openapi.json">/v4/openapi.json</a>; '
-                       f'<a id="try-it" href="/v4/docs">try it</a> (Swagger UI; Authorize with a token); '
-                       f'<span class="lock">token</span> marks a call that needs a bearer token.</p>'
-                       f'<div id="operations">{items}</div>')
+    body = render.fill("api", version=doc["openapi"], paths=len(doc["paths"]), groups=list(groups.items()))
     return render.page("API", body, user=who, csrf=csrf_for(request), current="/ui/api")
 
 
@@ -161,11 +147,8 @@ async def audit_page(request: Request, who: Principal) -> Response:
           render.link(f"/ui/workflows/{r['workflow']}", short(r["workflow"])) if r["workflow"] else "",
           r["node"] or "", f"{r['aggregate_kind']} {short(r['aggregate_id'])} v{r['version']}"] for r in rows],
         "No audit rows match.", id="audit")
-    inputs = "".join(f'<label>{name.replace("_", " ")} <input name="{name}" value="{render.esc(filters.get(name, ""))}"'
-                     f'{" placeholder=2026-01-01T00:00" if name in ("since", "until") else ""}></label>'
-                     for name in AUDIT_FIELDS)
     export = "/ui/audit/export.parquet" + (f"?{urlencode(filters)}" if filters else "")
-    body = render.fill("audit", inputs=render.Html(inputs), export=export, table=table, count=len(rows),
+    body = render.fill("audit", fields=AUDIT_FIELDS, filters=filters, export=export, table=table, count=len(rows),
                        limit=AUDIT_PAGE)
     return render.page("Audit", body, user=who, csrf=csrf_for(request), current="/ui/audit")
 

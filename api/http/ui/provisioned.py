@@ -19,10 +19,9 @@ def made_by(request: Request) -> dict[str, Any]:
 def cell(made: dict[str, Any], node: str) -> render.Html:
     found = made.get(node)
     if found is None:
-        return render.Html('<span class="hint">-</span>')
+        return render.Html(render.macro("hint")("-"))
     p, r = found
-    return render.Html(f'{render.esc(p.name)} <span class="hint">{render.esc(r.state.value)}, '
-                       f'{render.esc(template_text(p))}</span>')
+    return render.Html(render.part("nodes_parts", "provisioner")(p.name, r.state.value, template_text(p)))
 
 
 def template_text(p: Any) -> str:
@@ -36,16 +35,16 @@ def section(request: Request) -> render.Html:
     found = c.services(request).views.provisioners.all(True)
     rows = [[p.name + (" (deleted)" if p.deleted else ""), p.spec.provider, template_text(p),
              f"{len(p.requests)} of {p.spec.max_nodes}", f"{p.spec.idle_seconds:g}s",
-             render.Html(", ".join(f"{_name(r)} {render.esc(r.state.value)}" for r in p.live())
-                         or '<span class="hint">none</span>')]
+             render.joined(render.joined((_name(r), r.state.value), " ") for r in p.live())
+             if p.live() else render.Html(render.macro("hint")("none"))]
             for p in found if not p.deleted or p.requests]
     if not rows:
         return render.Html("")
     table = render.table(["Provisioner", "Provider", "Template", "Nodes (of max)", "Idle after", "Its nodes"], rows,
                          id="provisioners")
-    return render.Html(f"<h2>Provisioners</h2>{table}")
+    return render.Html(render.part("nodes_parts", "provisioners")(table))
 
 
-def _name(r: Any) -> render.Html:
+def _name(r: Any) -> str:
     """A node that registered links to its page; one still being made is only a name."""
-    return render.node_link(r.id) if r.state.value in ("UP", "DRAINING") else render.esc(r.id)
+    return render.node_link(r.id) if r.state.value in ("UP", "DRAINING") else r.id

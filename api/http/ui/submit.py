@@ -28,7 +28,7 @@ jobs:
 def form_page(request: Request, who: Principal, text: str = "", name: str = "", problems: str = "",
               status_code: int = 200) -> Response:
     body = render.fill("submit", csrf=render.hidden_csrf(csrf_for(request)), definition=text or EXAMPLE, name=name,
-                       problems=render.Html(problems))
+                       problems=problems)
     return render.page("Submit a workflow", body, user=who, csrf=csrf_for(request), current="/ui/workflows",
                        status_code=status_code, script="submit.js")
 
@@ -37,10 +37,10 @@ async def submit_page(request: Request, who: Principal) -> Response:
     return form_page(request, who)
 
 
-def problem_list(found: dict[str, Any]) -> str:
-    items = [f'<li class="{kind[:-1]}">{render.esc(p["path"] + ": " if p["path"] else "")}{render.esc(p["message"])}</li>'
+def problem_list(found: dict[str, Any]) -> render.Html:
+    items = [(kind[:-1], f"{p['path']}: " if p["path"] else "", p["message"])
              for kind in ("errors", "warnings") for p in found.get(kind, [])]
-    return f'<ul id="problems" class="problems">{"".join(items)}</ul>' if items else '<ul id="problems"></ul>'
+    return render.Html(render.macro("problems")(items))
 
 
 async def submit(request: Request, who: Principal) -> Response:

@@ -53,15 +53,12 @@ async def started_times(request: Request, who: Principal) -> tuple[dict[str, str
 
 
 def started_cell(workflow_id: str, started: dict[str, str], estimated: dict[str, str]) -> render.Html:
-    if workflow_id in estimated:
-        return render.Html(f'<span class="hint">est.</span> {render.when(estimated[workflow_id])}')
-    return render.when(started.get(workflow_id))
+    return render.Html(parts("started_cell")(render.when(estimated.get(workflow_id)),
+                                             render.when(started.get(workflow_id))))
 
 
-def options(choices: Any, current: str, labels: dict[str, str] | None = None) -> render.Html:
-    return render.Html("".join(
-        f'<option value="{render.esc(v)}"{" selected" if v == current else ""}>{render.esc((labels or {}).get(v, v or "any"))}'
-        "</option>" for v in choices))
+def parts(name: str) -> Any:
+    return render.part("workflows_parts", name)
 
 
 def sort_header(name: str, sort: str, status: str) -> str | render.Html:
@@ -73,8 +70,7 @@ def sort_header(name: str, sort: str, status: str) -> str | render.Html:
     target = other if sort == first else first
     query = urlencode({k: v for k, v in (("status", status), ("sort", target)) if v})
     mark = (" ▼" if sort == first else " ▲") if current else ""
-    return render.Html(f'<a class="sort" id="sort-{name.lower()}" href="/ui/workflows?{render.esc(query)}">'
-                       f"{render.esc(name)}{mark}</a>")
+    return render.Html(parts("sort_header")(name, query, mark))
 
 
 async def list_page(request: Request, who: Principal) -> Response:
@@ -97,8 +93,8 @@ async def list_page(request: Request, who: Principal) -> Response:
           f"{r['stages_ended']}/{r['stage_count']}", r["priority"], render.when(r["submitted_at"]),
           started_cell(str(r["id"]), started, estimated), r["submitted_by"]] for r in rows],
         "No workflows match.", id="workflows")
-    body = render.fill("workflows", statuses=options(("", *STATUSES), status), q=q,
-                       sorts=options(tuple(SORTS), sort, SORT_LABELS), table=table, count=len(rows),
+    body = render.fill("workflows", statuses=render.options(("", *STATUSES), status), q=q,
+                       sorts=render.options(tuple(SORTS), sort, SORT_LABELS), table=table, count=len(rows),
                        more=more_link(answer.get("next"), status, sort, q))
     return render.page("Workflows", body, user=who, csrf=csrf_for(request), current="/ui/workflows")
 
@@ -108,7 +104,7 @@ def more_link(after: str | None, status: str, sort: str, q: str) -> render.Html:
     if not after:
         return render.Html("")
     query = urlencode({k: v for k, v in (("status", status), ("sort", sort), ("q", q), ("next", after)) if v})
-    return render.Html(f'<p><a class="button" id="next-page" href="/ui/workflows?{render.esc(query)}">Next page</a></p>')
+    return render.Html(parts("more_link")(query))
 
 
 async def dependencies(request: Request, workflow_id: str) -> dict[str, list[str]]:
@@ -165,7 +161,7 @@ def downloads(detail: dict[str, Any]) -> render.Html:
     links = [render.link(f"/ui/workflows/{wid}/download/events", "events (JSON)")]
     links += [render.link(f"/ui/workflows/{wid}/download/logs/{s['name']}", f"{s['name']} log")
               for s in detail["stages"]]
-    return render.Html(" · ".join(links))
+    return render.joined(links, " · ")
 
 
 def stage_rows(detail: dict[str, Any], needs: dict[str, list[str]]) -> list[list[Any]]:
@@ -178,13 +174,8 @@ def stage_rows(detail: dict[str, Any], needs: dict[str, list[str]]) -> list[list
 
 def actions(request: Request, detail: dict[str, Any]) -> render.Html:
     """Stop while it runs, submit again whatever its state (the API decides who may: a refusal is shown)."""
-    csrf, wid = render.hidden_csrf(csrf_for(request)), render.esc(detail["id"])
-    stop = (f'<form method="post" action="/ui/workflows/{wid}/stop" class="inline" data-confirm="Stop this workflow '
-            f'and cancel its running stages?">{csrf}<button type="submit" id="stop">Stop</button></form>'
-            if detail["status"] not in ENDED else "")
-    again = (f'<form method="post" action="/ui/workflows/{wid}/resubmit" class="inline">{csrf}'
-             '<button type="submit" id="resubmit">Submit again</button></form>')
-    return render.Html(f'<div class="actions" id="workflow-actions">{stop}{again}</div>')
+    csrf = render.hidden_csrf(csrf_for(request))
+    return render.Html(parts("actions")(detail["id"], csrf, detail["status"] not in ENDED))
 
 
 DONE = {"stopped": "Stop requested: running stages are being canceled.",
@@ -193,7 +184,7 @@ DONE = {"stopped": "Stop requested: running stages are being canceled.",
 
 def notice(request: Request) -> render.Html:
     done = request.query_params.get("done", "")
-    return render.Html(f'<p class="notice" role="status" id="notice">{DONE[done]}</p>' if done in DONE else "")
+    return render.Html(render.macro("notice")(DONE[done]) if done in DONE else "")
 
 
 def fact(value: Any) -> str:
@@ -236,7 +227,7 @@ async def summary(request: Request, detail: dict[str, Any]) -> render.Html:
         "workflow_summary", actions=actions(request, detail), duration=workflow_duration(detail, datetime.now(UTC)),
         downloads=downloads(detail), status=render.status(detail["status"]), status_text=detail["status"],
         priority=detail["priority"], submitted_by=detail["submitted_by"], submitted_at=render.when(detail["submitted_at"]),
-        nodes=render.Html(", ".join(render.node_link(n) for n in used) or "none yet"),
+        nodes=render.joined(render.node_link(n) for n in used) if used else "none yet",
         graph=graph.stage_graph(detail["stages"], {step: [n.rpartition(" ")[0] for n in wanted]
                                                    for step, wanted in needs.items()}),
         stages=render.table(["Stage", "Kind", "Status", "Depends on", "Node", "Attempts", "Started", "Ended", "Duration",
