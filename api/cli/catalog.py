@@ -18,6 +18,7 @@ from urllib.parse import quote
 from api.cli.client import ApiError, Client
 from api.cli.completion import FILES
 from api.cli.output import table
+from api.cli.progress import Ticker, for_people
 
 SOURCE_COLUMNS = ["name", "scope", "owner", "kind", "location", "ref", "added_by", "added_at"]
 LIST_COLUMNS = ["key", "category", "title", "description"]
@@ -62,7 +63,15 @@ def template_path(name: str, action: str = "") -> str:
 def add_source(args: argparse.Namespace, client: Client) -> Any:
     body = {"name": args.name, "location": args.location, "kind": args.kind or "", "ref": args.ref or "",
             "scope": args.scope, "owner": args.owner or ""}
-    return client.post("/v4/catalog/sources", body)
+    git = args.kind == "git" or (args.kind is None and not args.location.startswith("/"))
+    with Ticker(f"checking {args.location}" if git else f"reading {args.location}", for_people(args)):
+        return client.post("/v4/catalog/sources", body)
+
+
+def fetching(args: argparse.Namespace) -> Ticker:
+    """The server reads each git source's checkout, fetching it when older than its refresh time: that can take a
+    while on a large repository, so a person sees how long it has waited."""
+    return Ticker("reading catalog sources (fetching git sources)", for_people(args))
 
 
 def list_sources(args: argparse.Namespace, client: Client) -> Any:
@@ -80,7 +89,8 @@ def remove_source(args: argparse.Namespace, client: Client) -> Any:
 
 
 def list_templates(args: argparse.Namespace, client: Client) -> Any:
-    answer = client.get("/v4/catalog", q=" ".join(args.query) or None, category=args.category)
+    with fetching(args):
+        answer = client.get("/v4/catalog", q=" ".join(args.query) or None, category=args.category)
     for source in answer["sources"]:
         if source["error"]:
             print(f"warning: catalog source {source['name']} ({source['scope']}) could not be read: {source['error']}",
@@ -99,7 +109,8 @@ def first_line(text: str) -> str:
 
 def show(args: argparse.Namespace, client: Client) -> Any:
     name, source = named(args)
-    found = client.get(template_path(name), source=source or None)
+    with fetching(args):
+        found = client.get(template_path(name), source=source or None)
     if args.output != "table":
         return found
     print(f"name: {found['key']}\ntitle: {found['display_name']}\nscope: {found['scope']}")
@@ -120,7 +131,8 @@ def render(args: argparse.Namespace, client: Client) -> Any:
     except Usage as error:
         print(f"roving catalog: {error}", file=sys.stderr)
         return 2
-    answer = client.post(template_path(name, ":render"), body)
+    with fetching(args):
+        answer = client.post(template_path(name, ":render"), body)
     warn(answer)
     if args.output != "table":
         return answer
@@ -135,7 +147,8 @@ def start(args: argparse.Namespace, client: Client) -> Any:
     except Usage as error:
         print(f"roving catalog: {error}", file=sys.stderr)
         return 2
-    answer = client.post(template_path(name, ":start"), body)
+    with fetching(args):
+        answer = client.post(template_path(name, ":start"), body)
     warn(answer)
     if args.watch:
         from api.cli.workflow import watch

@@ -1,18 +1,24 @@
 """A progress line on the terminal for long transfers: bytes so far (of the total when known), rate and ETA,
-redrawn in place on standard error a few times a second and cleared at the end.
+redrawn in place on standard error a few times a second and cleared at the end; for a wait the client cannot
+measure (the server fetching a git repository), how long it has waited.
 
 Only for people: with -o json or yaml, or when standard output or standard error is not a terminal (a pipe, a
 file, a CI log), it writes nothing, so scripts read the same output as before."""
 
 from __future__ import annotations
 
+import re
 import sys
+import threading
 import time
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any, TextIO
 
 EVERY = 0.2  # seconds between redraws: smooth to the eye, no cost on a fast transfer
+FIRST = 1.0  # a call that answers sooner than this draws no ticker: no flicker on every quick command
 UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
+COUNTED = re.compile(r"(\d+) of (\d+)")  # the agent's "pulling IMAGE: 2 of 5 blobs", "unpacking IMAGE: layer 1 of 5"
 
 
 def size(count: float) -> str:
@@ -70,3 +76,68 @@ class Progress:
         if self.shown and self.drawn > float("-inf"):
             self.stream.write("\r\x1b[K")
             self.stream.flush()
+
+
+class Ticker:
+    """`label  0:07` redrawn in place while a call the client cannot measure runs (the server clones a git
+    repository, say): a thread draws it every EVERY seconds, so a person sees the command is alive and for how long.
+    Nothing is drawn when not `shown`, or for a call over before its first redraw."""
+
+    def __init__(self, label: str, shown: bool, stream: TextIO | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.label, self.shown, self.stream, self.clock = label, shown, stream or sys.stderr, clock
+        self.stop, self.drawn = threading.Event(), False
+        self.thread = threading.Thread(target=self._run, name="roving-ticker", daemon=True)
+
+    def __enter__(self) -> Ticker:
+        self.started = self.clock()
+        if self.shown:
+            self.thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        if self.shown:
+            self.stop.set()
+            self.thread.join()
+            if self.drawn:
+                self.stream.write("\r\x1b[K")
+                self.stream.flush()
+
+    def line(self) -> str:
+        return f"{self.label}  {clock_time(self.clock() - self.started)}"
+
+    def _run(self) -> None:
+        if self.stop.wait(FIRST):
+            return
+        while not self.stop.wait(EVERY):
+            self.stream.write("\r\x1b[K" + self.line())
+            self.stream.flush()
+            self.drawn = True
+
+
+def paced(told: list[tuple[str, str]]) -> str:
+    """The newest of a stage's progress lines, (time, text) oldest first, with its pace since the first line of the
+    same step (pulling or unpacking that image) and how long the rest takes at that pace:
+    `pulling docker://x: 3 of 5 blobs  0.5 blobs/s  ETA 0:04`; the line alone when no pace is known yet."""
+    if not told:
+        return ""
+    at, text = told[-1]
+    now = COUNTED.search(text)
+    same = [(when, COUNTED.search(t)) for when, t in told if t.split(":")[0] == text.split(":")[0]]
+    first = next(((when, m) for when, m in same if m), None)
+    if now is None or first is None:
+        return text
+    try:
+        seconds = (moment(at) - moment(first[0])).total_seconds()
+    except ValueError:
+        return text
+    done, total, began = int(now[1]), int(now[2]), int(first[1][1])
+    if seconds <= 0 or done <= began:
+        return text
+    rate, unit = (done - began) / seconds, "blobs" if "blob" in text else "layers" if "layer" in text else "steps"
+    eta = f"  ETA {clock_time((total - done) / rate)}" if done < total else ""
+    return f"{text}  {rate:.1f} {unit}/s{eta}"
+
+
+def moment(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))

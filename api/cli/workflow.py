@@ -19,6 +19,7 @@ from api.cli import pages
 from api.cli.client import Client
 from api.cli.completion import FILES
 from api.cli.output import fail, render, table
+from api.cli.progress import paced
 from api.cli.short_ids import resolving
 from api.cli.stage_describe import one_stage, stage_rows
 
@@ -96,11 +97,11 @@ def under_way(client: Client, workflow_id: str, detail: dict[str, Any]) -> dict[
     waiting = {s["name"] for s in detail["stages"] if s["status"] in ("STARTED", "READY")}
     if not waiting:
         return {}
-    lines: dict[str, str] = {}
+    told: dict[str, list[tuple[str, str]]] = {}
     for event in pages.rows(client, f"/v4/workflows/{workflow_id}/events", "events"):
         if event["type"] in PROGRESS and event.get("stage") in waiting:
-            lines[event["stage"]] = event["message"]
-    return lines
+            told.setdefault(event["stage"], []).append((event.get("time") or "", event["message"]))
+    return {stage: paced(lines) for stage, lines in told.items()}
 
 
 class Transitions:
