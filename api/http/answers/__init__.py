@@ -90,9 +90,11 @@ from api.http.answers.work import (
     WhyAnswer,
     WhyStage,
     WorkflowCreated,
+    WorkflowDefinition,
     WorkflowDetail,
     WorkflowEvents,
     WorkflowList,
+    WorkflowRetried,
     WorkflowSummary,
 )
 
@@ -108,7 +110,7 @@ __all__ = [
     "FederatedWorkflows", "FederationStats", "FederationStatus", "GroupProjectSet", "KeyRotated", "ObjectDeleted",
     "ObjectList", "ObjectPut", "Ok", "Preset", "Presets", "Profile", "ProfileDeleted", "Profiles", "Project",
     "Projects", "Provisioner", "ProvisionerDeleted", "Provisioners", "Rendered", "SharedResources", "StoredObject",
-    "Template", "TemplateStarted", "TokenRevoked",
+    "Template", "TemplateStarted", "TokenRevoked", "WorkflowDefinition", "WorkflowRetried",
 ]
 
 # The OpenAPI document names a schema whose class name is taken twice (a request body's, too) by module and class:

@@ -127,3 +127,21 @@ class QueuePage(Answer):
     mine: bool
     total: int | None = None
     limit: int | None = None
+
+
+class WorkflowDefinition(Answer):
+    """A workflow's definition as a Fuzzfile (YAML), as it was submitted after the cluster's defaults: what
+    `resubmit --edit` and the UI's "edit and resubmit" open."""
+
+    id: str
+    name: str
+    definition: str
+
+
+class WorkflowRetried(Answer):
+    """The new workflow a retry submitted, the jobs it runs again (those that did not all finish) and warnings."""
+
+    id: str
+    retry_of: str
+    jobs: list[str]
+    warnings: list[Problem]

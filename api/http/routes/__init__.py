@@ -27,6 +27,7 @@ def all_routes() -> list[BaseRoute]:
         proxy,
         proxy_ws,
         queue,
+        resubmit,
         secrets,
         sessions,
         tenancy,
@@ -37,5 +38,5 @@ def all_routes() -> list[BaseRoute]:
 
     modules = (health, metrics, openapi, workflows, queue, nodes, alerts, accounts, tenancy, sessions, config, agent, audit,
                endpoints, secrets, profiles, projects, provisioners, catalog, federation, proxy, proxy_ws, objects,
-               workflow_tokens, volume_provisioners)
+               workflow_tokens, volume_provisioners, resubmit)
     return [route for module in modules for route in module.routes]

@@ -24,6 +24,7 @@ from api.http.routes import (
     log_follow,
     nodes,
     projects,
+    resubmit,
     sessions,
     tenancy,
     workflows,
@@ -66,6 +67,8 @@ BODIES: dict[tuple[str, str], type] = {
     ("PUT", "/v4/projects/{path}"): projects.ProjectBody,
     ("PATCH", "/v4/projects/{path}"): projects.ProjectChange,
     ("PUT", "/v4/groups/{id}/project"): projects.GroupProject,
+    ("POST", "/v4/workflows/{id}:resubmit"): resubmit.Resubmit,
+    ("POST", "/v4/workflows/{id}:retry"): resubmit.Retry,
 }
 # The answers of routes that carry no `@answers` mark, by operation (the types are in api.http.answers.more).
 ANSWERS: dict[tuple[str, str], Any] = {
@@ -146,7 +149,8 @@ QUERIES: dict[tuple[str, str], dict[str, dict[str, Any]]] = {
 CREATED = {("POST", p) for p in ("/v4/workflows", "/v4/organizations", "/v4/organizations/{id}/users",
                                   "/v4/organizations/{id}/groups", "/v4/endpoints", "/v4/nodes/{id}/cordon",
                                   "/v4/nodes/{id}/holds", "/v4/catalog/sources",
-                                  "/v4/catalog/templates/{name}:start")}
+                                  "/v4/catalog/templates/{name}:start", "/v4/workflows/{id}:resubmit",
+                                  "/v4/workflows/{id}:retry")}
 TEXT = {"schema": {"type": "string"}}
 BINARY = {"schema": {"type": "string", "format": "binary"}}
 CONTENT: dict[tuple[str, str], dict[str, Any]] = {  # answers that are not JSON

@@ -84,6 +84,12 @@ ROUTES = [
     Row("GET", "/v4/workflows/{id}", EVERYONE, **both("/v4/workflows/{t.workflow}")),
     Row("GET", "/v4/workflows/{id}/events", EVERYONE, **both("/v4/workflows/{t.workflow}/events")),
     Row("GET", "/v4/workflows/{id}/log/{stage}", EVERYONE, **both("/v4/workflows/{t.workflow}/log/hello")),
+    # submitting again reads the workflow as describe does; the new workflow is the caller's own
+    Row("GET", "/v4/workflows/{id}/definition", EVERYONE, **both("/v4/workflows/{t.workflow}/definition")),
+    Row("POST", "/v4/workflows/{id}:resubmit", EVERYONE, **both("/v4/workflows/{t.workflow}:resubmit", lambda t: {})),
+    # the world's workflows have not ended: one who may see it hears 409 (retry it once it has ended), others 404
+    Row("POST", "/v4/workflows/{id}:retry", EVERYONE, **both("/v4/workflows/{t.workflow}:retry", lambda t: {}),
+        ok=(409,)),
     # explaining needs explain_allocation, which an organization's owner does not hold by owning it
     # a workflow's token ends with it by its owner's (or a cluster admin's) word; a groupmate only sees the work
     Row("POST", "/v4/workflows/{id}/token:revoke", {USER, ADMIN}, **both("/v4/workflows/{t.workflow}/token:revoke")),
