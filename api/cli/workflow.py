@@ -1,4 +1,4 @@
-"""`roving workflow ...`: start, list, describe, events, log, why, stop and validate workflows.
+"""`roving workflow ...`: start, list, describe, events, log, why, stop, resubmit, retry and validate workflows.
 
 On a federated control plane describe, events, log and why take any cluster's workflow id; an answer from
 another cluster says which (and, on standard error, when what the hub holds of it is stale).
@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from api.cli import pages
+from api.cli import pages, resubmit
 from api.cli.client import Client
 from api.cli.completion import FILES
 from api.cli.output import fail, render, table
@@ -390,6 +390,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("allocation", nargs="?", help="explain this allocation in full")
     p.add_argument("--all", action="store_true", help="include stages that already run or ended")
     p.set_defaults(handler=resolving(why), columns=["stage", "reason", "detail", "allocation_id"])
+    resubmit.register(sub, common, ID_HELP)
     p = sub.add_parser("validate", parents=[common], help="check a Fuzzfile without submitting it")
     p.add_argument("file").complete = FILES
     p.add_argument("--offline", action="store_true", help="only the Fuzzfile's own checks, without asking the cluster")
