@@ -173,13 +173,15 @@ def stage_rows(detail: dict[str, Any], needs: dict[str, list[str]]) -> list[list
 
 
 def actions(request: Request, detail: dict[str, Any]) -> render.Html:
-    """Stop while it runs, submit again whatever its state (the API decides who may: a refusal is shown)."""
+    """Stop while it runs, retry a failed one's unfinished jobs, submit again (as it was, or edited) whatever its
+    state: the API decides who may, and a refusal is shown."""
     csrf = render.hidden_csrf(csrf_for(request))
-    return render.Html(parts("actions")(detail["id"], csrf, detail["status"] not in ENDED))
+    return render.Html(parts("actions")(detail["id"], csrf, detail["status"] not in ENDED, detail["status"] == "FAILED"))
 
 
 DONE = {"stopped": "Stop requested: running stages are being canceled.",
-        "resubmitted": "Submitted again: this is the new workflow."}
+        "resubmitted": "Submitted again: this is the new workflow.",
+        "retried": "Retried: this new workflow runs the jobs that did not finish."}
 
 
 def notice(request: Request) -> render.Html:
