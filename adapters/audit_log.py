@@ -41,7 +41,7 @@ class AuditLog:
     def list(self, filters: AuditFilters, scope: Scope) -> list[AuditRow]:
         where, params = _where(filters, visible_organization(filters, scope))
         order = "DESC" if filters.descending else "ASC"
-        sql = f"{_select(where)} ORDER BY position {order}, cluster LIMIT {int(max(filters.limit, 0))}"
+        sql = f"{_select(where)} ORDER BY position {order}, cluster {order} LIMIT {int(max(filters.limit, 0))}"
         with self.store.connection.cursor() as cursor:
             rows = cursor.execute(sql, params).fetchall()
         return [_audit_row(row) for row in rows]
@@ -87,8 +87,8 @@ def _where(filters: AuditFilters, organization: str | None) -> tuple[str, list[A
     if filters.resume is not None:  # (position, cluster) past the cursor's: several clusters share a position
         position, cluster = filters.resume
         params += [position, position, cluster]
-        n = len(params)
-        clauses.append(f"(position > ${n - 2} OR (position = ${n - 1} AND cluster > ${n}))")
+        n, past = len(params), "<" if filters.descending else ">"  # newest first: past the cursor is older
+        clauses.append(f"(position {past} ${n - 2} OR (position = ${n - 1} AND cluster {past} ${n}))")
     return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
 
 

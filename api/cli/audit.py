@@ -26,7 +26,8 @@ def filters(args: argparse.Namespace) -> dict[str, Any]:
 def list_rows(args: argparse.Namespace, client: Client) -> Any:
     """At most --limit rows, in pages of at most pages.PAGE, following each page's `next`."""
     found: list[dict[str, Any]] = []
-    for answer in pages.answers(client, "/v4/audit", min(args.limit, pages.PAGE), after=args.after,
+    order = "newest" if args.newest else None
+    for answer in pages.answers(client, "/v4/audit", min(args.limit, pages.PAGE), after=args.after, order=order,
                                   **filters(args)):
         found += answer["rows"]
         if len(found) >= args.limit:
@@ -75,6 +76,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     add_filters(p)
     p.add_argument("--limit", type=int, default=100, help="at most this many rows (1 to 10000)")
     p.add_argument("--after", type=int, help="rows after this position (to page on)")
+    p.add_argument("--newest", action="store_true", help="the newest rows first (default: log order, oldest first)")
     p.set_defaults(handler=list_rows, columns=COLUMNS)
     p = sub.add_parser("query", parents=[common], help="one read-only SELECT over the `audit` view")
     p.add_argument("sql", metavar="SQL", help="e.g. \"SELECT principal, count(*) FROM audit GROUP BY 1\"")

@@ -81,17 +81,27 @@ def refused(error: Exception) -> Response:
 
 
 async def list_rows(request: Request) -> Response:
-    """In log order, at most `limit` rows (default 100) and `next` while more remain."""
-    scope, filters = scope_of(c.principal(request)), filters_of(request, (*FILTERS, "next"))
-    resume = paging.after(request, "audit", [int, str])
+    """In log order (`order=newest`: newest first), at most `limit` rows (default 100) and `next` while more remain."""
+    scope, filters = scope_of(c.principal(request)), filters_of(request, (*FILTERS, "next", "order"))
+    newest = newest_first(request)
+    resume = paging.after(request, "audit-newest" if newest else "audit", [int, str])  # another order's: a 400
     wanted = msgspec.structs.replace(filters, limit=filters.limit + 1,  # one more: whether another page follows
-                                     resume=(resume[0], resume[1]) if resume is not None else None)
+                                     resume=(resume[0], resume[1]) if resume is not None else None, descending=newest)
     try:
         rows = await c.call(audit_log(request).list, wanted, scope)
     except AccessDenied as error:
         return refused(error)
-    shown, more = pages.after_key(rows, row_key, "audit", filters.limit, None)
+    # the store answered in the asked order, past the cursor; the cursor names its order, so it pages on only in it
+    shown, more = pages.after_key(rows, row_key, "audit-newest" if newest else "audit", filters.limit, None)
     return c.json({"rows": shown, "next": more})
+
+
+def newest_first(request: Request) -> bool:
+    """`order=newest` (what a person reading recent activity wants), else `oldest`: log order, as exports are."""
+    order = request.query_params.get("order", "oldest")
+    if order not in ("oldest", "newest"):
+        raise BadRequest("order", f"expected oldest or newest, got {order!r}")
+    return order == "newest"
 
 
 def row_key(row: Any) -> list[Any]:
