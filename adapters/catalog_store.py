@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from adapters.git_progress import STEPS, Tell, TimedOut, told_run
 from domain.app.catalog import CatalogHandlers, SourceUnreadable
 from domain.app.catalog_access import shown_location
 from domain.app.roving import Roving
@@ -51,8 +52,13 @@ class CatalogStore:
     def templates(self, source: CatalogSource) -> list[TemplateFiles]:
         if source.kind is SourceKind.FOLDER:
             return read_folder(Path(source.location))
-        key = hashlib.sha256(f"{source.id}\n{source.location}\n{source.ref}".encode()).hexdigest()[:24]
-        return read_folder(self._checkout(key, source.location, source.ref))
+        return read_folder(self._checkout(checkout_key(source), source.location, source.ref))
+
+    def refresh(self, source: CatalogSource, tell: Tell | None = None) -> None:
+        """A git source fetched now, whatever its checkout's age, git's progress lines told; a fetch that fails
+        says why (the last checkout still serves listings). A folder is read as it is on every request already."""
+        if source.kind is not SourceKind.FOLDER:
+            self._checkout(checkout_key(source), source.location, source.ref, now=True, tell=tell)
 
     def check(self, kind: SourceKind, location: str, ref: str) -> None:
         if kind is SourceKind.FOLDER:
@@ -62,33 +68,36 @@ class CatalogStore:
         if ref and not heads.strip():
             raise SourceUnreadable(f"{shown_location(location)} has no branch or tag {ref!r}")
 
-    def _checkout(self, key: str, location: str, ref: str) -> Path:
+    def _checkout(self, key: str, location: str, ref: str, now: bool = False, tell: Tell | None = None) -> Path:
         target = self.cache_dir / key
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         with open(self.cache_dir / f"{key}.lock", "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # API workers share the data dir: one clone or fetch at a time
             stamp = target / ".git" / "roving-fetched"
-            if stamp.exists() and time.time() - stamp.stat().st_mtime < self.refresh_seconds:
+            if not now and stamp.exists() and time.time() - stamp.stat().st_mtime < self.refresh_seconds:
                 return target
             try:
-                self._refresh(target, location, ref)
+                self._refresh(target, location, ref, tell)
             except SourceUnreadable:
-                if not stamp.exists():
+                if now or not stamp.exists():
                     raise
                 return target  # the last checkout serves until the repository answers again
             stamp.touch()
             return target
 
-    def _refresh(self, target: Path, location: str, ref: str) -> None:
+    def _refresh(self, target: Path, location: str, ref: str, tell: Tell | None = None) -> None:
         branch = ["--branch", ref] if ref else []
+        quiet = ["--progress"] if tell is not None else ["--quiet"]
         if not (target / ".git").is_dir():
             shutil.rmtree(target, ignore_errors=True)
-            self._git(["clone", "--quiet", "--depth", "1", *branch, "--", location, str(target)], None)
+            self._git(["clone", *quiet, "--depth", "1", *branch, "--", location, str(target)], None, tell)
             return
-        self._git(["fetch", "--quiet", "--depth", "1", "origin", ref or "HEAD"], target)
+        self._git(["fetch", *quiet, "--depth", "1", "origin", ref or "HEAD"], target, tell)
         self._git(["reset", "--quiet", "--hard", "FETCH_HEAD"], target)
 
-    def _git(self, args: list[str], cwd: Path | None) -> str:
+    def _git(self, args: list[str], cwd: Path | None, tell: Tell | None = None) -> str:
+        if tell is not None:
+            return self._told(args, cwd, tell)
         try:
             done = subprocess.run(["git", *NO_REDIRECTS, *args], cwd=cwd, capture_output=True, text=True, timeout=self.timeout,
                                   env={**os.environ, **GIT_ENV}, stdin=subprocess.DEVNULL)
@@ -100,6 +109,23 @@ class CatalogStore:
             said = [line for line in done.stderr.splitlines() if line.strip()]
             raise SourceUnreadable(f"git {args[0]} failed: {shown_location(said[-1] if said else 'no message')}")
         return done.stdout
+
+    def _told(self, args: list[str], cwd: Path | None, tell: Tell) -> str:
+        """A clone or fetch whose progress lines are told as git writes them."""
+        try:
+            code, said = told_run(["git", *NO_REDIRECTS, *args], cwd, {**os.environ, **GIT_ENV}, self.timeout, tell)
+        except TimedOut:
+            raise SourceUnreadable(f"git {args[0]} took longer than {self.timeout:g} s") from None
+        except OSError as error:
+            raise SourceUnreadable(f"cannot run git: {error.strerror}") from None
+        if code != 0:
+            shown = [line for line in said if not STEPS.match(line)] or said
+            raise SourceUnreadable(f"git {args[0]} failed: {shown_location(shown[-1] if shown else 'no message')}")
+        return ""
+
+
+def checkout_key(source: CatalogSource) -> str:
+    return hashlib.sha256(f"{source.id}\n{source.location}\n{source.ref}".encode()).hexdigest()[:24]
 
 
 def read_folder(root: Path) -> list[TemplateFiles]:

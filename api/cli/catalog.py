@@ -1,6 +1,6 @@
 """`roving catalog ...`: application templates from catalog sources, filled in with values and started.
 
-`source add|list|remove` manage where templates come from (a folder on the control plane's host, or a git
+`source add|list|refresh|remove` manage where templates come from (a folder on the control plane's host, or a git
 repository), for a group, an organization or the whole cluster. `list` searches, `show` gives a template's inputs
 by display category, `render NAME --values FILE` prints the Fuzzfile the server renders, `start` submits it.
 A values file is the catalog's own format (`values: [{name, <kind>_value}]`) or a plain `NAME: value` mapping;
@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from api.cli.client import ApiError, Client
+from api.cli import catalog_refresh
+from api.cli.catalog_refresh import find_source, refreshed
+from api.cli.client import Client
 from api.cli.completion import FILES
 from api.cli.output import table
 from api.cli.progress import Ticker, for_people
@@ -65,7 +67,12 @@ def add_source(args: argparse.Namespace, client: Client) -> Any:
             "scope": args.scope, "owner": args.owner or ""}
     git = args.kind == "git" or (args.kind is None and not args.location.startswith("/"))
     with Ticker(f"checking {args.location}" if git else f"reading {args.location}", for_people(args)):
-        return client.post("/v4/catalog/sources", body)
+        added = client.post("/v4/catalog/sources", body)
+    if git and for_people(args):  # its first clone now, its progress shown, rather than stalling the next listing
+        found = refreshed(client, added, True)
+        if found["error"]:
+            print(f"warning: catalog source {added['name']} could not be read yet: {found['error']}", file=sys.stderr)
+    return added
 
 
 def fetching(args: argparse.Namespace) -> Ticker:
@@ -79,13 +86,7 @@ def list_sources(args: argparse.Namespace, client: Client) -> Any:
 
 
 def remove_source(args: argparse.Namespace, client: Client) -> Any:
-    sources = client.get("/v4/catalog/sources")["sources"]
-    found = [s for s in sources if args.source in (s["id"], s["name"])
-             and (not args.scope or s["scope"] == args.scope) and (not args.owner or args.owner in (s["owner"], s["owner_id"]))]
-    if len(found) != 1:
-        raise ApiError(f"no catalog source {args.source!r} you can see" if not found else
-                       f"{len(found)} sources are named {args.source!r}; say which with --scope/--owner or its id")
-    return client.delete(f"/v4/catalog/sources/{found[0]['id']}")
+    return client.delete(f"/v4/catalog/sources/{find_source(args, client)['id']}")
 
 
 def list_templates(args: argparse.Namespace, client: Client) -> Any:
@@ -182,6 +183,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     p.set_defaults(handler=add_source)
     p = sources.add_parser("list", parents=[common], help="the sources you can see")
     p.set_defaults(handler=list_sources, columns=SOURCE_COLUMNS)
+    catalog_refresh.register(sources, common)
     p = sources.add_parser("remove", parents=[common], help="remove a source (its managers only)")
     p.add_argument("source", metavar="NAME", help="the source's name or id")
     p.add_argument("--scope", choices=["group", "organization", "cluster"], help="when several sources share NAME")

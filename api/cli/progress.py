@@ -19,6 +19,9 @@ EVERY = 0.2  # seconds between redraws: smooth to the eye, no cost on a fast tra
 FIRST = 1.0  # a call that answers sooner than this draws no ticker: no flicker on every quick command
 UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
 COUNTED = re.compile(r"(\d+) of (\d+)")  # the agent's "pulling IMAGE: 2 of 5 blobs", "unpacking IMAGE: layer 1 of 5"
+# git's "Receiving objects:  45% (9/20), 1.20 MiB | 600.00 KiB/s", as the server streams a catalog refresh
+GIT = re.compile(r"^(?P<step>[A-Z][a-z]+ objects|Resolving deltas):\s+(?P<percent>\d+)% \([^)]*\)"
+                 r"(?:, (?P<size>[\d.]+ [KMGT]?i?B)(?: \| (?P<rate>[\d.]+ [KMGT]?i?B/s))?)?")
 
 
 def size(count: float) -> str:
@@ -141,3 +144,16 @@ def paced(told: list[tuple[str, str]]) -> str:
 
 def moment(value: str) -> datetime:
     return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def fetched(label: str, told: str, seconds: float) -> str:
+    """git's progress line as ours: `label  Receiving objects 45%  1.20 MiB  600.00 KiB/s  ETA 0:04`, the ETA from
+    how far along it is after `seconds` of this step; a line git words otherwise is shown as it is."""
+    found = GIT.match(told)
+    if found is None:
+        return f"{label}  {told}"
+    percent = int(found["percent"])
+    parts = [label, f"{found['step']} {percent}%", *(found[k] for k in ("size", "rate") if found[k])]
+    if 0 < percent < 100 and seconds > 0:
+        parts.append(f"ETA {clock_time(seconds * (100 - percent) / percent)}")
+    return "  ".join(parts)

@@ -19,6 +19,8 @@ OPERATIONS: dict[tuple[str, str], tuple[str, str]] = {
     ("GET", "/v4/workflows/{id}/events"): ("listWorkflowEvents", "A workflow's activity; ?follow=true streams it (SSE)"),
     ("GET", "/v4/workflows/{id}/log/{stage}"): ("getStageLog", "A stage's output as text"),
     ("GET", "/v4/workflows/{id}/why"): ("explainWorkflow", "Why a workflow's stages wait"),
+    ("POST", "/v4/catalog/sources/{id}:refresh"): ("refreshCatalogSource",
+                                                  "Read a catalog source anew now (a git source fetched), with progress"),
     ("GET", "/v4/workflows/{id}/definition"): ("getWorkflowDefinition",
                                                "A workflow's definition as a Fuzzfile, to edit and resubmit"),
     ("POST", "/v4/workflows/{id}:resubmit"): ("resubmitWorkflow",

@@ -51,6 +51,11 @@ class CatalogStore(Protocol):
         """SourceUnreadable unless a source there could be read."""
         ...
 
+    def refresh(self, source: CatalogSource, tell: Callable[[str], None] | None = None) -> None:
+        """Read the source anew now (a git source fetched whatever its checkout's age), its progress lines told;
+        SourceUnreadable saying why not."""
+        ...
+
 
 class CatalogHandlers:
     def __init__(self, uow: Roving, store: CatalogStore, listed: Callable[[], Iterable[CatalogSource]],
@@ -107,6 +112,17 @@ class CatalogHandlers:
         self.uow.save(found)
         return {"id": found.id, "name": found.name, "removed": True}
 
+    def refresh_source(self, source: UUID, principal: Principal,
+                       tell: Callable[[str], None] | None = None) -> dict[str, Any]:
+        """A source the caller may see, read anew now rather than at its refresh time (someone pushed templates):
+        its templates and problems, or why it could not be read; `tell` hears git's progress as it fetches."""
+        found = self._visible(source, principal)
+        try:
+            self.store.refresh(found, tell)
+        except SourceUnreadable as why:  # its last checkout, if any, still serves: reading it would fetch again
+            return {**unread(found), "error": str(why)}
+        return self._read(found)[1]
+
     def sources(self, principal: Principal) -> list[dict[str, Any]]:
         return [source_answer(s) for s in self._sources(principal)]
 
@@ -159,22 +175,28 @@ class CatalogHandlers:
     def _templates(self, principal: Principal) -> tuple[list[Template], list[dict[str, Any]]]:
         templates, statuses = [], []
         for source in self._sources(principal):
-            status: dict[str, Any] = {"name": source.name, "id": source.id, "scope": source.scope.value,
-                                      "owner": source.owner_name,
-                      "templates": 0, "error": "", "problems": []}
-            try:
-                files = self.store.templates(source)
-            except SourceUnreadable as why:
-                status["error"] = str(why)
-                files = []
-            for found in files:
-                try:
-                    templates.append(built(found, source.name, str(source.id), source.scope.value))
-                    status["templates"] += 1
-                except CatalogError as error:
-                    status["problems"] += [{"path": p.path, "message": p.message} for p in error.problems]
+            read, status = self._read(source)
+            templates += read
             statuses.append(status)
         return sorted(templates, key=lambda t: (t.name, t.source)), statuses
+
+    def _read(self, source: CatalogSource) -> tuple[list[Template], dict[str, Any]]:
+        """The source's templates and its status: how many, the problems of those that could not be read, or why
+        the source itself could not be."""
+        templates: list[Template] = []
+        status = unread(source)
+        try:
+            files = self.store.templates(source)
+        except SourceUnreadable as why:
+            status["error"] = str(why)
+            files = []
+        for found in files:
+            try:
+                templates.append(built(found, source.name, str(source.id), source.scope.value))
+                status["templates"] += 1
+            except CatalogError as error:
+                status["problems"] += [{"path": p.path, "message": p.message} for p in error.problems]
+        return templates, status
 
     def _sources(self, principal: Principal) -> list[CatalogSource]:
         person(principal)
@@ -193,6 +215,12 @@ class CatalogHandlers:
             return None
         found = self.uow.repository.get(aggregate_id)
         return found if isinstance(found, CatalogSource) else None
+
+
+def unread(source: CatalogSource) -> dict[str, Any]:
+    """A source's status before its files are read."""
+    return {"name": source.name, "id": source.id, "scope": source.scope.value, "owner": source.owner_name,
+            "templates": 0, "error": "", "problems": []}
 
 
 @functools.lru_cache(maxsize=4096)

@@ -12,6 +12,7 @@ from api.http.answers.more import (
     AuditRows,
     Catalog,
     CatalogSource,
+    CatalogSourceRefreshed,
     CatalogSourceRemoved,
     CatalogSources,
     Explained,
@@ -111,6 +112,7 @@ __all__ = [
     "ObjectList", "ObjectPut", "Ok", "Preset", "Presets", "Profile", "ProfileDeleted", "Profiles", "Project",
     "Projects", "Provisioner", "ProvisionerDeleted", "Provisioners", "Rendered", "SharedResources", "StoredObject",
     "Template", "TemplateStarted", "TokenRevoked", "WorkflowDefinition", "WorkflowRetried",
+    "CatalogSourceRefreshed",
 ]
 
 # The OpenAPI document names a schema whose class name is taken twice (a request body's, too) by module and class:

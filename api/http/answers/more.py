@@ -192,3 +192,16 @@ class FederationStats(Answer):
 class FederatedWorkflows(Answer):
     clusters: list[dict[str, Any]]
     workflows: list[dict[str, Any]]
+
+
+class CatalogSourceRefreshed(Answer):
+    """A source read anew (a git source fetched now): its templates, the problems of those that could not be read,
+    or `error`, why the source itself could not be (its last checkout, if any, still serves)."""
+
+    id: str
+    name: str
+    scope: str
+    owner: str
+    templates: int
+    error: str
+    problems: list[Problem]

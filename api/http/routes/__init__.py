@@ -13,6 +13,7 @@ def all_routes() -> list[BaseRoute]:
         alerts,
         audit,
         catalog,
+        catalog_refresh,
         config,
         endpoints,
         federation,
@@ -38,5 +39,5 @@ def all_routes() -> list[BaseRoute]:
 
     modules = (health, metrics, openapi, workflows, queue, nodes, alerts, accounts, tenancy, sessions, config, agent, audit,
                endpoints, secrets, profiles, projects, provisioners, catalog, federation, proxy, proxy_ws, objects,
-               workflow_tokens, volume_provisioners, resubmit)
+               workflow_tokens, volume_provisioners, resubmit, catalog_refresh)
     return [route for module in modules for route in module.routes]

@@ -159,6 +159,7 @@ CONTENT: dict[tuple[str, str], dict[str, Any]] = {  # answers that are not JSON
     ("GET", "/v4/audit/export.parquet"): {audit.PARQUET: TEXT},
     ("GET", "/v4/workflows/{id}/log/{stage}"): {"text/plain": TEXT, log_follow.MEDIA_TYPE: BINARY},
     ("GET", "/v4/workflows/{id}/events"): {"text/event-stream": TEXT},
+    ("POST", "/v4/catalog/sources/{id}:refresh"): {"application/x-ndjson": TEXT},
     ("GET", "/v4/objects/user/{name}"): {"application/octet-stream": BINARY},
     ("GET", "/v4/objects/group/{group}/{name}"): {"application/octet-stream": BINARY},
 }

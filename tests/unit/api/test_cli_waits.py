@@ -28,6 +28,14 @@ class SlowCatalog(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:  # noqa: N802 - http.server's name
         self.rfile.read(int(self.headers.get("content-length", 0)))
+        if self.path.endswith(":refresh"):  # on a terminal, add clones the new source at once: nothing to tell here
+            body = json.dumps({"id": "s1", "name": "lab", "scope": "group", "owner": "lab", "templates": 0,
+                               "error": "", "problems": []}).encode()
+            self.send_response(200)
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
         time.sleep(SLOW)
         body = json.dumps({"id": "s1", "name": "lab", "scope": "group", "kind": "git"}).encode()
         self.send_response(201)
