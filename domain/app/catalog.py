@@ -114,14 +114,23 @@ class CatalogHandlers:
 
     def refresh_source(self, source: UUID, principal: Principal,
                        tell: Callable[[str], None] | None = None) -> dict[str, Any]:
-        """A source the caller may see, read anew now rather than at its refresh time (someone pushed templates):
-        its templates and problems, or why it could not be read; `tell` hears git's progress as it fetches."""
-        found = self._visible(source, principal)
+        """A source read anew now rather than at its refresh time (its managers pushed templates): its templates
+        and problems, or why it could not be read; `tell` hears git's progress as it fetches. Its managers only:
+        anyone who may read it would otherwise make the control plane fetch a repository as often as they ask."""
+        found = self.refreshable(source, principal)
         try:
             self.store.refresh(found, tell)
         except SourceUnreadable as why:  # its last checkout, if any, still serves: reading it would fetch again
             return {**unread(found), "error": str(why)}
         return self._read(found)[1]
+
+    def refreshable(self, source: UUID, principal: Principal) -> CatalogSource:
+        """The source, if the caller manages it (NotFound when they may not see it, Forbidden when only see it)."""
+        found = self._visible(source, principal)
+        if not may_manage(principal, found.scope, Owner(found.owner_id, found.owner_name, found.organization_id)):
+            raise Forbidden(f"only the source's managers refresh a {found.scope.value} catalog source; it is "
+                            "fetched again by itself once its checkout is older than the refresh time")
+        return found
 
     def sources(self, principal: Principal) -> list[dict[str, Any]]:
         return [source_answer(s) for s in self._sources(principal)]

@@ -1,5 +1,5 @@
 """`POST /v4/catalog/sources/{id}:refresh`: a catalog source read anew now, rather than at its refresh time (a git
-source is fetched), by anyone who may see it. Asked with `Accept: application/x-ndjson`, the answer streams git's
+source is fetched), by its managers. Asked with `Accept: application/x-ndjson`, the answer streams git's
 progress as it fetches, one JSON object a line (`{"progress": "Receiving objects:  45% (9/20), 1.2 MiB | 600 KiB/s"}`),
 then the answer itself as the last line (or `{"refused": "why"}`), so `roving catalog source refresh|add` can
 show bytes and rate."""
@@ -19,7 +19,6 @@ from starlette.routing import Route
 from api.http.answers import CatalogSourceRefreshed, Problem, answers
 from api.http.routes import common as c
 from api.http.routes.catalog import catalog
-from domain.app.errors import NotFound
 
 NDJSON = "application/x-ndjson"
 
@@ -35,9 +34,7 @@ async def refresh(request: Request) -> Response:
     source, who, handlers = c.uuid_param(request, "id", "catalog source"), c.principal(request), catalog(request)
     if NDJSON not in request.headers.get("accept", ""):
         return c.json(answer_of(await c.call(handlers.refresh_source, source, who)))
-    seen = await c.call(handlers.sources, who)  # a source the caller may not see is a 404 before any line streams
-    if not any(str(s["id"]) == str(source) for s in seen):
-        raise NotFound("catalog source")
+    await c.call(handlers.refreshable, source, who)  # a refusal answers 404 or 403 before any line streams
     return StreamingResponse(told(handlers.refresh_source, source, who), media_type=NDJSON,
                              headers={"Cache-Control": "no-store"})
 

@@ -162,8 +162,8 @@ ROUTES = [
         "name": w.fresh("src"), "location": w.catalog_folder(), "scope": "cluster"})),
     Row("DELETE", "/v4/catalog/sources/{id}", OWNERS, lambda w: Call(f"/v4/catalog/sources/{w.catalog_source(w.a)}"),
         lambda w: Call(f"/v4/catalog/sources/{w.b.source}")),
-    # reading a source anew is reading it: whoever sees it (an organization's members)
-    Row("POST", "/v4/catalog/sources/{id}:refresh", EVERYONE, lambda w: Call(f"/v4/catalog/sources/{w.a.source}:refresh"),
+    # a fetch on demand is its managers' (members wait for its refresh time: no one makes the server hammer a repository)
+    Row("POST", "/v4/catalog/sources/{id}:refresh", OWNERS, lambda w: Call(f"/v4/catalog/sources/{w.a.source}:refresh"),
         lambda w: Call(f"/v4/catalog/sources/{w.b.source}:refresh")),
     Row("GET", "/v4/catalog/templates/{name}", EVERYONE, lambda w: Call(f"/v4/catalog/templates/{w.a.app}"),
         lambda w: Call(f"/v4/catalog/templates/{w.b.app}")),

@@ -5,6 +5,7 @@ terminal (step, percent, bytes, rate), a repository that no longer answers named
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import socket
@@ -104,9 +105,19 @@ def test_refresh_and_add_draw_gits_progress_on_a_terminal_and_answer_plainly_to_
     assert re.search(r"\r\x1b\[Krefreshing lab  (Counting|Compressing|Receiving) objects 100%", shown), shown
     assert "templates: 2" in shown.split("\r\x1b[K")[-1]  # the line cleared, then the answer
     other = git_repository(tmp_path / "other", "blender")
+    (tmp_path / "other" / "assets.bin").write_bytes(os.urandom(2 * 2**20))  # enough for git to tell bytes and rate
+    commit(tmp_path / "other", "assets")
     code, shown = in_terminal(["catalog", "source", "add", "other", other, "--scope", "cluster"], env)
     assert code == 0 and "\r\x1b[Krefreshing other  Receiving objects 100%" in shown, shown  # its first clone
-    assert re.search(r"Receiving objects 100%  [\d.]+ KiB  [\d.]+ [KM]iB/s", shown), shown  # bytes and rate
+    assert re.search(r"Receiving objects \d+%  [\d.]+ [KM]iB  [\d.]+ [KMG]iB/s", shown), shown  # bytes and rate
     piped = subprocess.run([ROVING, "catalog", "source", "refresh", "lab", "-o", "json"], env=env,
                            capture_output=True, text=True, timeout=60)
     assert piped.returncode == 0 and "Receiving" not in piped.stderr and json.loads(piped.stdout)["templates"] == 2
+
+
+def test_a_member_who_may_read_a_source_may_not_make_the_server_fetch_it(api, source):
+    _, member = api.organization_with_user("acme", "carol")
+    assert "hello_world" in [t["name"] for t in api.request("GET", "/v4/catalog", member).json()["templates"]]
+    for headers in ({}, NDJSON):
+        answer = api.request("POST", f"/v4/catalog/sources/{source}:refresh", member, headers=headers)
+        assert answer.status_code == 403 and "managers" in answer.json()["error"], answer.text
