@@ -1,5 +1,11 @@
-"""A retry's definition: the jobs of an ended workflow that did not all finish, as a new workflow (Argo's
-`resubmit --memoized`: what finished is not run again).
+"""A workflow's definition to submit again: as written (what submission recorded in it taken out), and a retry's,
+the jobs of an ended workflow that did not all finish, as a new workflow (Argo's `resubmit --memoized`: what
+finished is not run again).
+
+A definition is kept as submission left it: its profiles bound (`roving-profile` records which revision, and the
+profile's env and resources are merged in), the cluster's defaults filled in. Submitting it again binds each
+`profile:` anew: a profile unchanged since merges to the same values; one changed since is refused naming the key,
+as for any Fuzzfile that sets what its profile sets otherwise.
 
 Works on the definition as submitted (the builtins of the parsed Fuzzfile): a job whose stages all FINISHED is
 left out, and a kept job's dependency on it is dropped when it wanted FINISHED (that condition holds). A job
@@ -21,6 +27,18 @@ FINISHED = "FINISHED"
 
 class NothingToRetry(Exception):
     """Every job finished: a retry would run nothing."""
+
+
+RECORDED = "roving-profile"  # written by submission, refused in a Fuzzfile
+
+
+def as_written(definition: Mapping[str, Any]) -> dict[str, Any]:
+    """The definition without what submission recorded in its steps, so it can be submitted again."""
+    written = copy.deepcopy(dict(definition))
+    for section in ("jobs", "services"):
+        for step in (written.get(section) or {}).values():
+            step.pop(RECORDED, None)
+    return written
 
 
 def step_of(stage: str) -> str:

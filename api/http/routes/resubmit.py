@@ -22,7 +22,7 @@ from api.http.answers import Problem, WorkflowCreated, WorkflowDefinition, Workf
 from api.http.routes import common as c
 from api.http.routes.workflows import ENDED, MAX_NAME, located, submission_id
 from domain.app.errors import Conflict, NotFound
-from domain.fuzzfile.retry import NothingToRetry, retry_definition
+from domain.fuzzfile.retry import NothingToRetry, as_written, retry_definition
 
 FROM = "roving.io/resubmitted-from"  # an annotation on the new workflow: the one it was submitted again from
 RETRY_OF = "roving.io/retry-of"
@@ -48,7 +48,7 @@ async def submitted(request: Request) -> tuple[Any, dict[str, Any]]:
     aggregate = await c.call(c.services(request).views.workflows.aggregate, UUID(str(found.detail.id)))
     if aggregate is None:
         raise NotFound(f"workflow {found.detail.id}'s definition")
-    return found.detail, msgspec.to_builtins(aggregate.definition)
+    return found.detail, as_written(msgspec.to_builtins(aggregate.definition))
 
 
 def as_yaml(definition: dict[str, Any]) -> str:

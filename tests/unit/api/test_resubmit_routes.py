@@ -116,3 +116,16 @@ def test_an_unknown_field_or_a_bad_edit_is_named(api, alice, failed):
     assert answer.status_code == 400 and "definiton" in answer.text
     answer = api.request("POST", f"/v4/workflows/{failed}:resubmit", alice, json={"definition": "jobs: 3"})
     assert answer.status_code == 400 and answer.json()["errors"][0]["path"]
+
+
+def test_a_workflow_bound_to_a_profile_resubmits_and_retries_binding_the_profile_anew(api, alice):
+    assert api.request("PUT", "/v4/profiles/tools", api.admin, json={"env": {"TOOLS": "/opt/tools"}}).status_code in (200, 201)
+    bound = PIPELINE.replace("    script: echo prepare\n", "    script: echo prepare\n    profile: tools\n")
+    workflow = api.request("POST", "/v4/workflows", alice, json={"name": "tooled", "definition": bound}).json()["id"]
+    shown = api.request("GET", f"/v4/workflows/{workflow}/definition", alice).json()["definition"]
+    assert "profile: tools" in shown and "roving-profile" not in shown  # what submission recorded is not the file's
+    answer = api.request("POST", f"/v4/workflows/{workflow}:resubmit", alice, json={})
+    assert answer.status_code == 201, answer.text
+    again = yaml.safe_load(api.request("GET", f"/v4/workflows/{answer.json()['id']}/definition", alice).json()["definition"])
+    assert again["jobs"] == yaml.safe_load(shown)["jobs"]  # the profile bound anew to the same values
+    assert again["annotations"] == {"roving.io/resubmitted-from": workflow}
