@@ -17,6 +17,7 @@ runs all of its tasks again.
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -30,14 +31,21 @@ class NothingToRetry(Exception):
 
 
 RECORDED = "roving-profile"  # written by submission, refused in a Fuzzfile
+ENDPOINT_ENV = re.compile(r"^FB_SERVICE_[A-Z0-9_]+_ENDPOINT_(URL|PATH)=")  # added by submission to every step
 
 
 def as_written(definition: Mapping[str, Any]) -> dict[str, Any]:
-    """The definition without what submission recorded in its steps, so it can be submitted again."""
+    """The definition without what submission recorded in its steps (the bound profile, the persistent endpoints'
+    variables, which submission adds again), so it can be submitted again."""
     written = copy.deepcopy(dict(definition))
     for section in ("jobs", "services"):
         for step in (written.get(section) or {}).values():
             step.pop(RECORDED, None)
+            env = [e for e in step.get("env") or [] if not ENDPOINT_ENV.match(str(e))]
+            if env:
+                step["env"] = env
+            else:
+                step.pop("env", None)
     return written
 
 

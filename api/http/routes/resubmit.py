@@ -51,8 +51,20 @@ async def submitted(request: Request) -> tuple[Any, dict[str, Any]]:
     return found.detail, as_written(msgspec.to_builtins(aggregate.definition))
 
 
+class Fuzzfile(yaml.SafeDumper):
+    """YAML as a person writes a Fuzzfile: a script of several lines as a `|` block, not a quoted string."""
+
+
+def text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    block = "\n" in value and not any(line != line.rstrip() for line in value.splitlines())
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if block else None)
+
+
+Fuzzfile.add_representer(str, text)
+
+
 def as_yaml(definition: dict[str, Any]) -> str:
-    return yaml.safe_dump(definition, sort_keys=False, allow_unicode=True, width=120)
+    return yaml.dump(definition, Dumper=Fuzzfile, sort_keys=False, allow_unicode=True, width=120)
 
 
 @answers(WorkflowDefinition)

@@ -4,6 +4,7 @@ or (retry) only the jobs that did not finish; another tenant's workflow is not f
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 from uuid import UUID
 
 import pytest
@@ -129,3 +130,18 @@ def test_a_workflow_bound_to_a_profile_resubmits_and_retries_binding_the_profile
     again = yaml.safe_load(api.request("GET", f"/v4/workflows/{answer.json()['id']}/definition", alice).json()["definition"])
     assert again["jobs"] == yaml.safe_load(shown)["jobs"]  # the profile bound anew to the same values
     assert again["annotations"] == {"roving.io/resubmitted-from": workflow}
+
+
+def test_the_definition_reads_as_written_scripts_as_blocks_and_no_variables_submission_added(api):
+    assert api.request("POST", "/v4/endpoints", api.admin, json={"name": "notes"}).status_code == 201
+    written = (Path(__file__).parents[3] / "examples" / "endpoint.yaml").read_text()
+    workflow = api.request("POST", "/v4/workflows", api.admin, json={"name": "n", "definition": written}).json()["id"]
+    api.request("PATCH", f"/v4/workflows/{workflow}:stop", api.admin)
+    shown = api.request("GET", f"/v4/workflows/{workflow}/definition", api.admin).json()["definition"]
+    assert "script: |\n      mkdir -p site" in shown and "FB_SERVICE_NOTES_ENDPOINT" not in shown
+    assert yaml.safe_load(shown)["services"]["notes"]["script"] == yaml.safe_load(written)["services"]["notes"]["script"]
+    again = api.request("POST", f"/v4/workflows/{workflow}:resubmit", api.admin, json={})
+    assert again.status_code == 201, again.text
+    kept = api.services.views.workflows.aggregate(UUID(again.json()["id"])).definition.services["notes"].env
+    assert sorted(kept) == ["FB_SERVICE_NOTES_ENDPOINT_PATH=/endpoints/notes/",  # added by this submission, once
+                            "FB_SERVICE_NOTES_ENDPOINT_URL=http://127.0.0.1:8080/endpoints/notes/"]
