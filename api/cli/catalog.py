@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 from api.cli import catalog_refresh
 from api.cli.catalog_refresh import find_source, refreshed
-from api.cli.client import Client
+from api.cli.client import ApiError, Client
 from api.cli.completion import FILES
 from api.cli.output import table
 from api.cli.progress import Ticker, for_people
@@ -69,9 +69,12 @@ def add_source(args: argparse.Namespace, client: Client) -> Any:
     with Ticker(f"checking {args.location}" if git else f"reading {args.location}", for_people(args)):
         added = client.post("/v4/catalog/sources", body)
     if git and for_people(args):  # its first clone now, its progress shown, rather than stalling the next listing
-        found = refreshed(client, added, True)
-        if found["error"]:
-            print(f"warning: catalog source {added['name']} could not be read yet: {found['error']}", file=sys.stderr)
+        try:
+            why = refreshed(client, added, True)["error"]
+        except ApiError as error:  # added all the same: the listing reads it when it can
+            why = str(error)
+        if why:
+            print(f"warning: catalog source {added['name']} could not be read yet: {why}", file=sys.stderr)
     return added
 
 
