@@ -12,11 +12,13 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 import httpx
 
 from api.cli.client import ApiError, Client, message_of
+from api.cli.run_progress import GettingReady
 from api.cli.run_spec import MAX_STDIN, STAGE, RunUsage, definition, parse_volume, unique
 
 NO_EXIT = 125
@@ -52,7 +54,8 @@ def run(args: argparse.Namespace, client: Client) -> Any:
     if sys.stderr.isatty():
         print(f"roving: workflow {workflow}", file=sys.stderr)
     try:
-        stream_output(client, workflow)
+        with GettingReady(client, workflow, sys.stderr.isatty()) as ready:
+            stream_output(client, workflow, ready.stop)
         return exit_code(client, workflow)
     except KeyboardInterrupt:
         try:
@@ -75,8 +78,9 @@ def read_stdin() -> str:
                        "(roving object put)") from None
 
 
-def stream_output(client: Client, workflow: str) -> None:
-    """The stage's output as it is written, until its log ends (api.http.routes.log_follow's frames)."""
+def stream_output(client: Client, workflow: str, began: Callable[[], None] = lambda: None) -> None:
+    """The stage's output as it is written, until its log ends (api.http.routes.log_follow's frames); `began` is
+    called before its first byte is written."""
     path = f"/v4/workflows/{workflow}/log/{STAGE}"
     try:
         with client.http.stream("GET", path, params={"follow": "true"}, timeout=httpx.Timeout(30.0, read=None)) as answer:
@@ -85,6 +89,7 @@ def stream_output(client: Client, workflow: str) -> None:
                 raise ApiError(f"{message_of(answer)} (HTTP {answer.status_code})")
             buffered = b""
             for piece in answer.iter_raw():
+                began()
                 buffered = write_frames(buffered + piece)
     except httpx.HTTPError as error:
         raise ApiError(f"lost the output of workflow {workflow}: {error}") from None
