@@ -185,9 +185,8 @@ class Agent(Membership):
         slot = self.slots[spec.allocation_id] = Slot(spec, running)
         self.log.info("agent.started", allocation_id=spec.allocation_id, pid=running.pid)
         self.report_slot(slot, "started")  # sent with the round's other reports; a fence stops the copy then
-        if note := memlock_note(spec.memory):  # sent at once, not kept: a control plane older than `note` refuses it
-            body = self._body(spec.allocation_id, spec.epoch, "note", reason=note)
-            await self.call("POST", "/v4/agent/reports", **as_json(body))
+        if note := memlock_note(spec.memory):  # with the attempt's next report: no request or commit of its own
+            self.report_slot(slot, "note", reason=note)
         if running.image_note:
             await self.pulls.ready(spec, running.image_note)
         if running.ran_on_host:
