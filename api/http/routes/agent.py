@@ -12,6 +12,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from adapters.agent_bus import key_text, node_key
 from adapters.auth.tokens import Identity, issue
 from api.http.answers import answers
 from api.http.errors import BadRequest
@@ -23,6 +24,7 @@ from domain.agent_protocol import (
     Assignments,
     BatchResult,
     BatchResults,
+    Beat,
     Config,
     Heartbeat,
     Register,
@@ -76,7 +78,14 @@ async def register(request: Request) -> Response:
     token = issue(identity, svc.key, ttl, now, token_id=credential_id)
     await touch_lease(svc, node)  # alive from its first moment, not from its first heartbeat
     await c.settle(request)
-    return c.json(Registered(node_id=node, epoch=epoch, token=token, credential_id=credential_id))
+    return c.json(Registered(node_id=node, epoch=epoch, token=token, credential_id=credential_id,
+                             bus_key=bus_key(svc, node, epoch)))
+
+
+def bus_key(svc, node: UUID, epoch: int) -> str:
+    """The node's agent bus key at this epoch (adapters/agent_bus.py), for its agent alone: answered only to a
+    caller that speaks for that node."""
+    return key_text(node_key(svc.key, node, epoch))
 
 
 async def heartbeat(request: Request) -> Response:
@@ -85,7 +94,7 @@ async def heartbeat(request: Request) -> Response:
     agent_only(request, b.node_id)
     await c.call(svc.roving.check_agent, b.node_id, b.epoch)
     await touch_lease(svc, b.node_id)
-    return c.json({"ok": True})
+    return c.json(Beat(bus_key=bus_key(svc, b.node_id, b.epoch)))
 
 
 async def touch_lease(svc, node) -> None:
@@ -108,7 +117,10 @@ async def assignments(request: Request) -> Response:
 
     waiters = svc.waiters
     if seconds and waiters is not None:
-        answer = await waiters.wait(node, seconds, read, news_since(waiters, node, known))
+        news = news_since(waiters, node, known)
+        if request.query_params.get("bus") == "1":  # the agent hears pushes: what was pushed to it is no news
+            news = not_pushed(waiters, node, news)
+        answer = await waiters.wait(node, seconds, read, news)
     else:
         answer = await read()
     tag = etag(answer)  # of the references: a secret's value (or a workflow's token) never shapes a header
@@ -129,6 +141,11 @@ def news_since(waiters, node: UUID, known: str | None):
     if sent is None:
         return lambda answer: etag(answer) != known
     return lambda answer: not orders(answer) <= sent
+
+
+def not_pushed(waiters, node: UUID, news):
+    """`news`, leaving out answers whose every order was pushed to the node over the agent bus already."""
+    return lambda answer: news(answer) and not orders(answer) <= waiters.pushed_orders(node)
 
 
 def orders(answer: Assignments[Start]) -> frozenset:

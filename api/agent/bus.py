@@ -1,0 +1,118 @@
+"""The agent's end of the agent bus: its node's assignments pushed over NATS, opened with the node's key, checked
+(this node, this epoch, newer than the last, fresh) and handed to the agent's loop, which applies them as it
+applies a poll's answer. The long poll stays the catch-up: until a push has been heard on this connection (and
+after every disconnect) the agent does not tell its polls it hears the bus, so they answer as before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+import nats
+import structlog
+
+from adapters.agent_bus import Unsealed, key_of_text, open_sealed, starts_subject
+from adapters.nats_tls import connect_options
+from api.agent.starts import Refused, decode_assignments
+from domain.agent_protocol import Assignments, Config, Pushed, Start
+
+log = structlog.get_logger("roving.agent")
+FRESH_NS = 120 * 10**9  # a push older (or newer) than this by the agent's clock is refused: a replay, or a skew
+Heard = tuple[Assignments[Start], list[Refused], str]  # the answer, its unreadable run specs, its ETag
+
+
+class AgentBus:
+    """Subscribed to the node's subject once the node has a key and the control plane names a NATS URL."""
+
+    def __init__(self, node: Callable[[], str | None], wake: asyncio.Event) -> None:
+        self.node, self.wake = node, wake
+        self.key: bytes | None = None
+        self.epoch = 0
+        self.live = False  # a push was heard on this connection: polls may say so (`bus=1`)
+        self.missed = False  # the connection dropped: pushes may have been lost, the next poll must not wait
+        self.heard: list[Heard] = []
+        self.nc: Any = None
+        self.subscription: Any = None
+        self.subject = ""
+        self.cluster = ""
+        self._last_seq = 0
+        self.refusals = 0
+
+    def keyed(self, epoch: int, text: str) -> None:
+        """The key of the node's current epoch, from its registration or heartbeat answer ("": none)."""
+        key = key_of_text(text) if text else None
+        if (key, epoch) != (self.key, self.epoch):
+            self.key, self.epoch, self.live, self._last_seq = key, epoch, False, 0
+
+    async def connect(self, answer: Config | None) -> None:
+        """Connect and subscribe (once); an agent without a NATS URL, or a server that refuses it, just polls."""
+        if self.nc is not None or answer is None or not answer.nats_url or not answer.cluster:
+            return
+        self.cluster = answer.cluster
+
+        async def lost() -> None:
+            self.live, self.missed = False, True
+
+        async def errored(error: Exception) -> None:  # a permissions violation lands here: polls carry on
+            self.live = False
+            log.warning("agent.bus_error", error=repr(error))
+
+        try:
+            self.nc = await nats.connect(**connect_options(answer.nats_url), connect_timeout=2,
+                                         max_reconnect_attempts=-1, disconnected_cb=lost, error_cb=errored)
+        except (TimeoutError, OSError, nats.errors.Error) as error:
+            log.warning("agent.bus_unreachable", error=repr(error))
+            return
+        await self.follow_node()
+
+    async def follow_node(self) -> None:
+        """Subscribe to the node's subject (again when the node id changed)."""
+        node = self.node()
+        if self.nc is None or node is None or self.subject == starts_subject(self.cluster, node):
+            return
+        if self.subscription is not None:
+            await self.subscription.unsubscribe()
+        self.subject = starts_subject(self.cluster, node)
+        self.subscription = await self.nc.subscribe(self.subject, cb=self._received)
+
+    async def close(self) -> None:
+        if self.nc is not None:
+            try:
+                await asyncio.wait_for(self.nc.close(), 2)
+            except (TimeoutError, OSError, nats.errors.Error):
+                pass
+            self.nc = None
+
+    def take(self) -> list[Heard]:
+        heard, self.heard = self.heard, []
+        return heard
+
+    async def _received(self, message: Any) -> None:
+        try:
+            pushed = self.opened(message.subject, message.data)
+            answer, refused = decode_assignments(pushed.assignments)
+        except (Unsealed, msgspec.DecodeError) as refusal:
+            self.refusals += 1
+            log.warning("agent.push_refused", reason=str(refusal), subject=message.subject)
+            return
+        self.live = True
+        self.heard.append((msgspec.structs.replace(answer, volumes=None), refused, pushed.etag))
+        self.wake.set()
+
+    def opened(self, subject: str, data: bytes) -> Pushed:
+        """The push, if it is this node's at its epoch, newer than the last one taken and fresh; Unsealed if not."""
+        if self.key is None:
+            raise Unsealed("no key yet: the node has not registered or heartbeated")
+        pushed = msgspec.json.decode(open_sealed(self.key, subject, data), type=Pushed)
+        if str(pushed.node_id) != self.node() or pushed.epoch != self.epoch:
+            raise Unsealed(f"a push for node {pushed.node_id} epoch {pushed.epoch}, not this node's")
+        if pushed.seq <= self._last_seq:
+            raise Unsealed("a push no newer than one taken already (replayed, or overtaken)")
+        if abs(time.time_ns() - pushed.seq) > FRESH_NS:
+            raise Unsealed("a push from more than 120 s away by this node's clock (replayed, or the clocks differ)")
+        self._last_seq = pushed.seq
+        return pushed
