@@ -60,7 +60,7 @@ class Agent(Membership):
         self.wake = asyncio.Event()  # set by the executor's and probes' threads: something to drain
         self.bus = AgentBus(lambda: self.node_id, self.wake)
         self.feed.hears = lambda: self.bus.live
-        self.reporter = Reporter(Outbox(state / "outbox"), self.call, self._fenced)
+        self.reporter = Reporter(Outbox(state / "outbox"), self.call, self._fenced, lambda batch: self.bus.report(batch))
         self.progress = ProgressRelay()
         self.pulls = ImagePulls(self.call, lambda: self.node_id, self.loop)
         self.ports = PortWatch(self.report_ports, config.address)

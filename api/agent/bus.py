@@ -15,12 +15,14 @@ import msgspec
 import nats
 import structlog
 
-from adapters.agent_bus import Unsealed, key_of_text, open_sealed, starts_subject
+from adapters.agent_bus import Unsealed, key_of_text, open_sealed, reports_subject, seal, starts_subject
 from adapters.nats_tls import connect_options
 from api.agent.starts import Refused, decode_assignments
-from domain.agent_protocol import Assignments, Config, Pushed, Start
+from domain.agent_protocol import Assignments, BatchResults, Config, Pushed, Reports, Start
 
 log = structlog.get_logger("roving.agent")
+REPORT_TIMEOUT = 5.0  # seconds a batch waits for its answer over the bus before it goes over HTTP
+BUS_PAUSE = 60.0  # after a batch the bus did not answer (an older control plane): HTTP only, for this long
 FRESH_NS = 120 * 10**9  # a push older (or newer) than this by the agent's clock is refused: a replay, or a skew
 Heard = tuple[Assignments[Start], list[Refused], str]  # the answer, its unreadable run specs, its ETag
 
@@ -41,6 +43,8 @@ class AgentBus:
         self.cluster = ""
         self._last_seq = 0
         self.refusals = 0
+        self._paused_until = 0.0
+        self.reported = 0  # batches answered over the bus
 
     def keyed(self, epoch: int, text: str) -> None:
         """The key of the node's current epoch, from its registration or heartbeat answer ("": none)."""
@@ -86,6 +90,27 @@ class AgentBus:
             except (TimeoutError, OSError, nats.errors.Error):
                 pass
             self.nc = None
+
+    async def report(self, batch: Reports) -> BatchResults | None:
+        """The batch's results from the control plane over the bus; None when it must go over HTTP instead (no
+        key or connection, no answer, or a refusal, whose reason HTTP's answer will give as the protocol has it)."""
+        node = self.node()
+        if self.nc is None or self.key is None or node is None or time.monotonic() < self._paused_until:
+            return None
+        subject = reports_subject(self.cluster, node)
+        try:
+            answer = await self.nc.request(subject, seal(self.key, self.epoch, subject, msgspec.json.encode(batch)),
+                                           timeout=REPORT_TIMEOUT)
+            results = msgspec.json.decode(open_sealed(self.key, subject + ".answer", answer.data), type=BatchResults)
+        except (TimeoutError, nats.errors.Error, OSError) as error:  # no responder: an older control plane
+            self._paused_until = time.monotonic() + BUS_PAUSE
+            log.info("agent.bus_reports_unanswered", error=repr(error), http_for_s=BUS_PAUSE)
+            return None
+        except (Unsealed, msgspec.DecodeError):
+            log.warning("agent.bus_reports_refused", answer=bytes(answer.data[:300]).decode(errors="replace"))
+            return None
+        self.reported += 1
+        return results
 
     def take(self) -> list[Heard]:
         heard, self.heard = self.heard, []

@@ -175,6 +175,9 @@ class Stack(LocalPool):
         )
         self.services.objects = object_store(leases.connection, cluster, self.settings.object_max_bytes)
         self.agent_push = self._start_agent_push(leases.connection, cluster)
+        from api.composition.agent_reports import ReportsResponder  # agents' reports over NATS, in every worker
+
+        self.agent_reports = ReportsResponder(self.roving, self.views, self.key, leases.connection, cluster).start()
         if self.with_audit == "lease" and self.runner is not None:
             self._follow_audit_lease(roving, leases, self.runner, cluster)
         return self
@@ -316,7 +319,7 @@ class Stack(LocalPool):
             self.server.should_exit = True
         for part in (self.log_probe, self.provisioner_runner, self.autoscaler, self.refused_alerts, self.audit_lease,
                      self.runner, self.tailer, self.storage_runner,
-                     self.audit_feed, getattr(self, "agent_push", None)):
+                     self.audit_feed, getattr(self, "agent_push", None), getattr(self, "agent_reports", None)):
             if part is not None:
                 part.stop()
         if self.roving is None:  # a parent of API workers: it started no control plane of its own

@@ -1,6 +1,7 @@
-"""`roving up`'s agents hear of their work over NATS: a job starts without its agent asking over HTTP, and what is
-pushed (run specs with their secrets resolved) is sealed per node: another node's agent, which shares the agent
-NATS user and so receives every node's pushes, opens none of them."""
+"""`roving up`'s agents speak to the control plane over NATS: a job starts and ends without its agent asking or
+reporting over HTTP, and what travels (run specs with their secrets resolved, reports) is sealed per node: another
+node's agent, which shares the agent NATS user and so receives every node's pushes, opens none of them, and cannot
+report for that node."""
 
 from __future__ import annotations
 
@@ -8,14 +9,17 @@ import asyncio
 import re
 import threading
 import time
+from uuid import UUID, uuid4
 
+import msgspec
 import nats
 import pytest
 
-from adapters.agent_bus import Unsealed, node_key, open_sealed
+from adapters.agent_bus import Unsealed, node_key, open_sealed, reports_subject, seal
 from adapters.auth.keyring import load_or_create_key
 from adapters.nats_auth import read_credentials
 from adapters.nats_tls import connect_options
+from domain.agent_protocol import BatchResults, Report, Reports
 from tests.e2e.stack import LocalStack
 from tests.e2e.test_log_credentials import nats_address
 
@@ -30,7 +34,8 @@ jobs:
     resource: {cpu: {cores: 1}, memory: {size: 64MiB}}
 """
 PLAIN = JOB.replace("    env: [TOKEN=secret://user/bus]\n", "")
-ASSIGNMENTS = re.compile(r'^roving_http_requests_total\{[^}]*route="/v4/agent/assignments"[^}]*\} ([0-9.e+]+)$', re.M)
+WORK = re.compile(r'^roving_http_requests_total\{[^}]*route="/v4/agent/(?:assignments|reports|reports:batch)"[^}]*\}'
+                  r' ([0-9.e+]+)$', re.M)
 
 
 class Wiretap:
@@ -63,8 +68,9 @@ class Wiretap:
         self.loop.close()
 
 
-def assignments_answered(stack: LocalStack) -> float:
-    return sum(float(v) for v in ASSIGNMENTS.findall(stack.client.get("/metrics").text))
+def work_requests(stack: LocalStack) -> float:
+    """The agents' HTTP requests for work and with reports (not their heartbeats)."""
+    return sum(float(v) for v in WORK.findall(stack.client.get("/metrics").text))
 
 
 @pytest.fixture(scope="module")
@@ -74,15 +80,15 @@ def stack(tmp_path_factory: pytest.TempPathFactory):
     running.stop()
 
 
-def test_jobs_start_on_work_pushed_over_nats_without_their_agents_asking_over_http(stack):
+def test_jobs_start_and_end_over_nats_without_their_agents_asking_or_reporting_over_http(stack):
     for _ in range(4):  # each agent hears its first push here (until then its polls answer as before)
         stack.wait_status(stack.submit(PLAIN, "warm"), ("FINISHED",))
     time.sleep(0.5)
-    before = assignments_answered(stack)
+    before = work_requests(stack)
     for _ in range(6):
         stack.wait_status(stack.submit(PLAIN, "pushed"), ("FINISHED",))
-    answered = assignments_answered(stack) - before
-    assert answered <= 3, f"{answered} assignments answers for 6 jobs: the polls still carried the work"
+    requests = work_requests(stack) - before
+    assert requests <= 3, f"{requests} HTTP requests for 6 jobs' work and reports: HTTP still carried them"
 
 
 def test_another_nodes_agent_hears_node_as_run_spec_but_cannot_read_its_secret(stack):
@@ -106,3 +112,41 @@ def test_another_nodes_agent_hears_node_as_run_spec_but_cannot_read_its_secret(s
             with pytest.raises(Unsealed):
                 open_sealed(node_key(key, other, epochs[other]), subject, data)
     assert carried, "no push carried the job's run spec"
+
+
+def request(stack: LocalStack, subject: str, data: bytes) -> bytes:
+    """A request as an agent makes it, with the agent role's credentials (any node's agent has them)."""
+    agent = read_credentials(stack.data_dir / "nats" / "credentials" / "agent.creds")
+
+    async def ask() -> bytes:
+        nc = await nats.connect(**connect_options(agent.url(nats_address(stack.data_dir))), connect_timeout=2)
+        try:
+            return (await nc.request(subject, data, timeout=10)).data
+        finally:
+            await nc.close()
+    return asyncio.run(ask())
+
+
+def test_a_nodes_reports_over_nats_are_taken_only_sealed_with_its_own_key_at_its_epoch(stack):
+    key = load_or_create_key(stack.data_dir / "signing.key")
+    (a, a_epoch), (b, b_epoch) = [(str(n["id"]), n["epoch"]) for n in stack.ready_nodes()]
+    subject = reports_subject(stack.cluster, a)
+
+    def batch(node: str) -> bytes:
+        one = Report(node_id=UUID(node), allocation_id=uuid4(), epoch=1, event="exited", exit_code=0)
+        return msgspec.json.encode(Reports(node_id=UUID(node), reports=[one]))
+
+    own = seal(node_key(key, a, a_epoch), a_epoch, subject, batch(a))
+    answer = request(stack, subject, own)  # decided (an unknown allocation: 404), sealed back to node A
+    results = msgspec.json.decode(open_sealed(node_key(key, a, a_epoch), subject + ".answer", answer), type=BatchResults)
+    assert [r.status for r in results.results] == [404]
+    refusals = {
+        "node B's agent, with its own key": seal(node_key(key, b, b_epoch), b_epoch, subject, batch(a)),
+        "node A's key at an earlier epoch": seal(node_key(key, a, a_epoch - 1), a_epoch - 1, subject, batch(a)),
+        "node A's key, reports of node B": seal(node_key(key, a, a_epoch), a_epoch, subject, batch(b)),
+        "tampered": own[:-1] + bytes([own[-1] ^ 1]),
+        "sealed for node A's subject, sent on node B's": own,
+    }
+    for what, data in refusals.items():
+        target = reports_subject(stack.cluster, b) if what.startswith("sealed for") else subject
+        assert b"refused" in request(stack, target, data), what

@@ -219,12 +219,16 @@ async def reports(request: Request) -> Response:
         raise BadRequest("reports", f"at most {MAX_REPORTS} reports a request, not {len(b.reports)}")
     if any(r.node_id != b.node_id for r in b.reports):
         raise BadRequest("reports", "every report must be of the node the request names")
+    return c.json(await c.call(decide_reports, svc.roving, svc.views, b, c.now()))
+
+
+def decide_reports(roving, views, b: Reports, now) -> BatchResults:
+    """A batch's results, each as the single route would answer (over HTTP or the agent bus: the same decision)."""
     b.reports = [recorded_as(r) for r in b.reports]
-    advisory = await c.call(lambda: [r.event in ADVISORY and running_here(svc.views, r) for r in b.reports])
+    advisory = [r.event in ADVISORY and running_here(views, r) for r in b.reports]
     decided = [r for r, known in zip(b.reports, advisory, strict=True) if not known]
-    refusals = iter(await c.call(svc.roving.report_all, b.node_id, decided, c.now()) if decided else [])
-    results = [RECORDED if known else _result(next(refusals)) for known in advisory]
-    return c.json(BatchResults(results))
+    refusals = iter(roving.report_all(b.node_id, decided, now) if decided else [])
+    return BatchResults([RECORDED if known else _result(next(refusals)) for known in advisory])
 
 
 RECORDED = BatchResult(200)
