@@ -121,7 +121,11 @@ class AgentBus:
             pushed = self.opened(message.subject, message.data)
             answer, refused = decode_assignments(pushed.assignments)
         except (Unsealed, msgspec.DecodeError) as refusal:
+            # only the control plane may publish here: a push refused (a new leader's clock behind the old one's, a
+            # key not learnt yet) is work not taken, so the polls stop saying they hear the bus and the next answers
             self.refusals += 1
+            self.live, self.missed = False, True
+            self.wake.set()
             log.warning("agent.push_refused", reason=str(refusal), subject=message.subject)
             return
         self.live = True

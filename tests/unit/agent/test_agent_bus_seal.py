@@ -105,3 +105,17 @@ def test_a_push_is_the_assignments_answer_with_its_volumes_left_to_the_poll():
     [(answer, refused, tag)] = bus.take()
     assert answer == Assignments(start=[], stop=[], volumes=None) and refused == [] and tag == '"t"'
     assert bus.live and bus.wake.is_set()
+
+
+def test_a_push_an_agent_cannot_take_sends_it_back_to_polling_at_once():
+    bus = bus_of(A, 3)
+    subject, message = pushed(A, 3, seq=time.time_ns() - 600 * 10**9)  # say, a new leader's clock far behind
+
+    class Message:
+        pass
+
+    m = Message()
+    m.subject, m.data = subject, message  # type: ignore[attr-defined]
+    bus.live = True
+    asyncio.run(bus._received(m))
+    assert bus.take() == [] and not bus.live and bus.missed  # its polls no longer say they hear the bus
