@@ -6,21 +6,22 @@ from __future__ import annotations
 
 import asyncio
 import time
-from uuid import uuid4
+from uuid import UUID, uuid4
 
 import msgspec
 import nats
 import pytest
 
-from adapters.agent_bus import node_key, open_sealed, starts_subject
+from adapters.agent_bus import key_text, node_key, open_sealed, starts_subject
 from adapters.jetstream.connection import Connection
 from adapters.tailer import Tailer
+from api.agent.bus import REPORT_TIMEOUT, AgentBus
 from api.composition.agent_push import StartsPublisher
 from api.composition.services import Services
 from api.composition.settings import load_settings
 from api.composition.wakeups import AssignmentWaiters, LogSignals
 from api.http.app import create_app
-from domain.agent_protocol import Assignments, Pushed, Start
+from domain.agent_protocol import Assignments, Config, Pushed, Report, Reports, Start
 from domain.app import Roving
 from projections.views import Views
 from tests.integration.test_long_poll import HELD, client, on_node, place, poll, run, submitted
@@ -83,5 +84,25 @@ def test_a_placement_is_pushed_sealed_for_its_node_and_a_poll_of_an_agent_hearin
                                      type=Pushed)
         starts = msgspec.json.decode(pushed.assignments, type=Assignments[Start]).start
         assert (pushed.node_id, [s.allocation_id for s in starts]) == (node, [str(allocation)])
+
+    run(scenario())
+
+
+def test_an_agent_whose_control_plane_answers_nothing_on_the_bus_sends_its_reports_over_http_at_once(nats_url):
+    node = "00000000-0000-4000-8000-00000000000a"
+
+    async def scenario():
+        bus = AgentBus(lambda: node, asyncio.Event())
+        bus.keyed(1, key_text(node_key(KEY, node, 1)))
+        await bus.connect(Config(nats_url=nats_url, cluster=f"old-{uuid4().hex[:6]}"))  # no responder: older
+        report = Report(node_id=UUID(node), allocation_id=uuid4(), epoch=1, event="exited", exit_code=0)
+        began = time.monotonic()
+        assert await bus.report(Reports(node_id=UUID(node), reports=[report])) is None
+        assert time.monotonic() - began < REPORT_TIMEOUT  # told there is no responder, not timed out
+        assert bus.nc is not None and bus.nc.is_connected
+        began = time.monotonic()
+        assert await bus.report(Reports(node_id=UUID(node), reports=[report])) is None  # not asked again for a while
+        assert time.monotonic() - began < 0.05
+        await bus.close()
 
     run(scenario())
