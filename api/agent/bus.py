@@ -78,10 +78,14 @@ class AgentBus:
         node = self.node()
         if self.nc is None or node is None or self.subject == starts_subject(self.cluster, node):
             return
-        if self.subscription is not None:
-            await self.subscription.unsubscribe()
+        try:
+            if self.subscription is not None:
+                await self.subscription.unsubscribe()
+            self.subscription = await self.nc.subscribe(starts_subject(self.cluster, node), cb=self._received)
+        except (OSError, nats.errors.Error) as error:  # the agent's round goes on; the next one tries again
+            log.warning("agent.bus_subscribe_failed", error=repr(error))
+            return
         self.subject = starts_subject(self.cluster, node)
-        self.subscription = await self.nc.subscribe(self.subject, cb=self._received)
 
     async def close(self) -> None:
         if self.nc is not None:
