@@ -97,9 +97,12 @@ class AgentBus:
 
     async def report(self, batch: Reports) -> BatchResults | None:
         """The batch's results from the control plane over the bus; None when it must go over HTTP instead (no
-        key or connection, no answer, or a refusal, whose reason HTTP's answer will give as the protocol has it)."""
+        key or connection, no answer, or a refusal, whose reason HTTP's answer will give as the protocol has it).
+        Only once a push was heard on this connection: it proves the control plane speaks the bus and the server
+        lets this agent use it (a site whose NATS users predate it would let every batch wait out the timeout)."""
         node = self.node()
-        if self.nc is None or self.key is None or node is None or time.monotonic() < self._paused_until:
+        if (not self.live or self.nc is None or self.key is None or node is None
+                or time.monotonic() < self._paused_until):
             return None
         subject = reports_subject(self.cluster, node)
         try:

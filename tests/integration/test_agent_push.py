@@ -95,6 +95,7 @@ def test_an_agent_whose_control_plane_answers_nothing_on_the_bus_sends_its_repor
         bus = AgentBus(lambda: node, asyncio.Event())
         bus.keyed(1, key_text(node_key(KEY, node, 1)))
         await bus.connect(Config(nats_url=nats_url, cluster=f"old-{uuid4().hex[:6]}"))  # no responder: older
+        bus.live = True  # as if it had heard a push (from another control plane: it does not answer reports)
         report = Report(node_id=UUID(node), allocation_id=uuid4(), epoch=1, event="exited", exit_code=0)
         began = time.monotonic()
         assert await bus.report(Reports(node_id=UUID(node), reports=[report])) is None

@@ -12,7 +12,7 @@ import pytest
 
 from adapters.agent_bus import Unsealed, key_text, node_key, open_sealed, seal, starts_subject
 from api.agent.bus import AgentBus
-from domain.agent_protocol import Assignments, Pushed
+from domain.agent_protocol import Assignments, Pushed, Report, Reports
 
 SECRET = b"k" * 32  # the control plane's signing key
 A, B = "00000000-0000-4000-8000-00000000000a", "00000000-0000-4000-8000-00000000000b"
@@ -119,3 +119,10 @@ def test_a_push_an_agent_cannot_take_sends_it_back_to_polling_at_once():
     bus.live = True
     asyncio.run(bus._received(m))
     assert bus.take() == [] and not bus.live and bus.missed  # its polls no longer say they hear the bus
+
+
+def test_an_agent_that_has_heard_no_push_sends_its_reports_over_http():
+    bus = bus_of(A, 3)
+    bus.nc = object()  # connected, keyed, but nothing heard: the server may not let it use the bus at all
+    report = Report(node_id=UUID(A), allocation_id=UUID(B), epoch=3, event="exited", exit_code=0)
+    assert asyncio.run(bus.report(Reports(node_id=UUID(A), reports=[report]))) is None
