@@ -5,7 +5,8 @@ own subject, so its agent starts (or stops) work without an HTTP round trip.
 The answer is the one the long poll gives (workflow tokens and secret values in it, hence the seal); the long poll
 stays as the agent's catch-up and fallback, and a poll held for an agent that hears the bus does not answer with
 what was pushed to it (AssignmentWaiters.pushed). Only the leader publishes, so API workers do not push one change
-N times; a leader that loses its lease stops, and the new leader's process takes over.
+N times; a leader that loses its lease stops, and the new leader's process takes over. (Its placements are the
+only ones, so what it publishes is what every worker records as pushed.)
 """
 
 from __future__ import annotations
@@ -54,16 +55,17 @@ class StartsPublisher:
 
     def observe(self, batch: list[tuple[int, Any]]) -> None:
         """On the tailer's thread, before the long polls wake: what is to be pushed is recorded as pushed now, so a
-        held poll of an agent hearing the bus never answers it too; the sealing and publishing happen on the thread."""
-        if not self.leading():
-            return
+        held poll of an agent hearing the bus never answers it too; the sealing and publishing happen on the thread.
+        Every API worker records (each tails the same log: a poll held by another worker than the leader's is not
+        answered with what the leader pushes); only the leader's process publishes."""
         nodes = self.waiters.touched(event for _, event in batch)
         if nodes is ALL:
             nodes = {str(node.id) for node in self.views.nodes.nodes()}
+        leading = self.leading()
         for node in nodes:
-            self._consider(node)
+            self._consider(node, leading)
 
-    def _consider(self, node: str) -> None:
+    def _consider(self, node: str, leading: bool) -> None:
         found = self.views.nodes.node(node)
         if found is None or getattr(found, "removed", False):
             return
@@ -73,7 +75,8 @@ class StartsPublisher:
             return  # nothing it has not been pushed: an allocation that ended, say
         tag = etag(answer)
         self.waiters.pushed(node, tag, news)
-        self._queue.put((node, found.epoch, answer))
+        if leading:
+            self._queue.put((node, found.epoch, answer))
 
     def _run(self) -> None:
         while (item := self._queue.get()) is not None:

@@ -201,15 +201,14 @@ class Stack(LocalPool):
                                  preexec=death_signal(os.getpid(), DETACH), ready=tailer.caught_up.is_set).start()
 
     def _start_agent_push(self, connection: Connection, cluster: str):
-        """Agents hear of their work over NATS (api/composition/agent_push.py) from the scheduler leader's process;
-        its listener goes first, so a held poll never answers what is being pushed."""
+        """Agents hear of their work over NATS (api/composition/agent_push.py) from the scheduler leader's process
+        (every process records what it pushes); its listener goes first, so a held poll never answers that."""
         runner = self.runner
-        if runner is None:
-            return None
         from api.composition.agent_push import StartsPublisher
 
         ttl = timedelta(seconds=getattr(self.settings, "workflow_token_ttl_seconds", 7 * 86400.0))  # as the route's
-        push = StartsPublisher(self.views, self.key, connection, cluster, self.waiters, lambda: runner.leading,
+        leading = (lambda: runner.leading) if runner is not None else (lambda: False)
+        push = StartsPublisher(self.views, self.key, connection, cluster, self.waiters, leading,
                                secrets=self.services.secrets, token_ttl=ttl).start()
         self.signals.listeners.insert(0, push.observe)
         return push
