@@ -42,9 +42,7 @@ class AgentBus:
         self.subject = ""
         self.cluster = ""
         self._last_seq = 0
-        self.refusals = 0
         self._paused_until = 0.0
-        self.reported = 0  # batches answered over the bus
 
     def keyed(self, epoch: int, text: str) -> None:
         """The key of the node's current epoch, from its registration or heartbeat answer ("": none)."""
@@ -116,7 +114,6 @@ class AgentBus:
         except (Unsealed, msgspec.DecodeError):
             log.warning("agent.bus_reports_refused", answer=bytes(answer.data[:300]).decode(errors="replace"))
             return None
-        self.reported += 1
         return results
 
     def take(self) -> list[Heard]:
@@ -130,7 +127,6 @@ class AgentBus:
         except (Unsealed, msgspec.DecodeError) as refusal:
             # only the control plane may publish here: a push refused (a new leader's clock behind the old one's, a
             # key not learnt yet) is work not taken, so the polls stop saying they hear the bus and the next answers
-            self.refusals += 1
             self.live, self.missed = False, True
             self.wake.set()
             log.warning("agent.push_refused", reason=str(refusal), subject=message.subject)

@@ -43,7 +43,6 @@ class StartsPublisher:
         self._queue: queue.SimpleQueue[tuple[str, int, Assignments[Start]] | None] = queue.SimpleQueue()
         self._seq = 0
         self._thread = threading.Thread(target=self._run, name="roving-agent-push", daemon=True)
-        self.published = 0
 
     def start(self) -> StartsPublisher:
         self._thread.start()
@@ -99,4 +98,3 @@ class StartsPublisher:
         sealed = seal(node_key(self.key, node, epoch), epoch, subject, body)
         client = self.connection.client
         self.connection.loop.run(client.nc.publish(subject, sealed), timeout=PUBLISH_TIMEOUT)
-        self.published += 1

@@ -44,7 +44,6 @@ class ReportsResponder:
         self.roving, self.views, self.key, self.connection = roving, views, key, connection
         self.subject = f"roving_agents.{cluster}.reports.*"
         self.subscription: Any = None
-        self.answered = 0
 
     def start(self) -> ReportsResponder:
         nc = self.connection.client.nc
@@ -89,7 +88,6 @@ class ReportsResponder:
         if len(batch.reports) > MAX_REPORTS:
             raise Refused(f"at most {MAX_REPORTS} reports a request, not {len(batch.reports)}")
         results = decide_reports(self.roving, self.views, batch, datetime.now(UTC))
-        self.answered += 1
         return seal(key, epoch, answer_subject(subject), ENCODER.encode(results))
 
 
