@@ -88,6 +88,7 @@ def bus_key(svc, node: UUID, epoch: int) -> str:
     return key_text(node_key(svc.key, node, epoch))
 
 
+@answers(Beat)
 async def heartbeat(request: Request) -> Response:
     """A stale epoch answers 409 (the agent re-registers); a current one refreshes the node's lease."""
     b, svc = await c.body(request, Heartbeat), c.services(request)
