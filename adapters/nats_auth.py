@@ -2,8 +2,9 @@
 
 `roving up` keeps one password per role in `<store>/credentials/<role>.creds` (mode 0600) and writes an
 `authorization` block that refuses anonymous clients. The control plane may do anything; an agent may only append
-job output (`roving_logs.<cluster>.>`), look up its log stream and use the built-images object store, so it can
-never publish an event (`roving.<cluster>.>`) or touch the JetStream API that writes one; a reader may only read;
+job output (`roving_logs.<cluster>.>`), look up its log stream, use the built-images object store and speak the
+agent bus (hear its node's work, send its reports: sealed per node, adapters/agent_bus.py), so it can never publish
+an event (`roving.<cluster>.>`) or touch the JetStream API that writes one; a reader may only read;
 federation may only keep the hub's `ROVING_FEDERATED` stream and ask members' domains about their streams (and is
 the hub's leaf credential). Everyone but the control plane receives replies on `_INBOX.>` only: the control plane
 uses its own inbox prefix, so no agent can read the control plane's replies or forge them.
@@ -107,9 +108,10 @@ def permissions(role: str, clusters: Iterable[str] = ()) -> dict | None:
     streams = [f"LOGS_{stream_token(c)}" if c != "*" else "*" for c in names]
     if role == "control":
         return None
-    if role == "agent":
+    if role == "agent":  # the agent bus (adapters/agent_bus.py): every node's subject, each message sealed for one
         return {"publish": [f"roving_logs.{c}.>" for c in names] + [f"$JS.API.STREAM.INFO.{s}" for s in streams]
-                + IMAGE_STORE, "subscribe": [REPLIES]}
+                + IMAGE_STORE + [f"roving_agents.{c}.reports.*" for c in names],
+                "subscribe": [REPLIES] + [f"roving_agents.{c}.node.*" for c in names]}
     if role == "reader":
         return {"publish": ["$JS.API.INFO", "$JS.API.STREAM.NAMES", "$JS.API.STREAM.INFO.*",
                             "$JS.API.DIRECT.GET.*", "$JS.API.DIRECT.GET.*.>"],

@@ -61,6 +61,7 @@ class Registered(msgspec.Struct):
     epoch: int
     token: str = ""
     credential_id: str = ""
+    bus_key: str = ""  # base64 of the node's key at this epoch for the agent bus (older control planes: none)
 
 
 class Heartbeat(msgspec.Struct):
@@ -69,6 +70,26 @@ class Heartbeat(msgspec.Struct):
     node_id: UUID
     epoch: int
     running: list[str] = []
+
+
+class Beat(msgspec.Struct):
+    """The answer to a heartbeat: the lease is kept; the node's agent bus key at its epoch (a resumed agent, which
+    did not register, learns it here; older control planes answer `{"ok": true}` only)."""
+
+    ok: bool = True
+    bus_key: str = ""
+
+
+class Pushed(msgspec.Struct):
+    """What the control plane pushes to one node over the agent bus, sealed with that node's key: the assignments
+    answer the long poll would give (`assignments`, an `Assignments[Start]`), its ETag, and `seq` (the publisher's
+    clock in ns, increasing): an agent takes only a newer one than the last, so an old message replayed is refused."""
+
+    node_id: UUID
+    epoch: int
+    seq: int
+    etag: str
+    assignments: msgspec.Raw
 
 
 class Report(msgspec.Struct):

@@ -17,6 +17,7 @@ from adapters.log_spool import Spool
 from adapters.outbox import Entry, Outbox
 from adapters.registry_auth import take_credential
 from api.agent.args import AgentConfig
+from api.agent.bus import AgentBus
 from api.agent.logstream import LOG_WAIT, LogShipping, config_of, spool_key
 from api.agent.membership import Membership
 from api.agent.messages import as_json, report_of, reportable
@@ -30,7 +31,7 @@ from api.agent.pulls import ImagePulls
 from api.agent.reports import Reporter
 from api.agent.serving import watch_service
 from api.agent.slots import Slot, adopt_jobs, confirm_adopted, stop_probes
-from api.agent.starts import build_spec
+from api.agent.starts import Refused, build_spec
 from domain.agent_protocol import Assignments, Config, Event, Report, Start, Stop
 
 log = structlog.get_logger("roving.agent")
@@ -57,7 +58,9 @@ class Agent(Membership):
         self.unconfirmed: dict[str, int] = {}  # adopted: killed unless the control plane still lists them here
         self.feed = AssignmentFeed(self.call, config.poll_wait)
         self.wake = asyncio.Event()  # set by the executor's and probes' threads: something to drain
-        self.reporter = Reporter(Outbox(state / "outbox"), self.call, self._fenced)
+        self.bus = AgentBus(lambda: self.node_id, self.wake)
+        self.feed.hears = lambda: self.bus.live
+        self.reporter = Reporter(Outbox(state / "outbox"), self.call, self._fenced, lambda batch: self.bus.report(batch))
         self.progress = ProgressRelay()
         self.pulls = ImagePulls(self.call, lambda: self.node_id, self.loop)
         self.ports = PortWatch(self.report_ports, config.address)
@@ -88,6 +91,7 @@ class Agent(Membership):
             else:
                 await self.stop_all("agent stopped", report=True)
             await self.shipping.close()
+            await self.bus.close()
 
     def adopt(self) -> list[Slot]:
         """Watch again every job a predecessor on this work directory left (api/agent/slots.adopt_jobs)."""
@@ -104,6 +108,7 @@ class Agent(Membership):
         answer = await self.log_config()
         self.executor.images_url = (answer.nats_url if answer else None) or None  # builds, built images: the same
         self.shipping.start(self.log_config)
+        await self.bus.connect(answer)  # the node's work pushed to it (api/agent/bus.py); the poll stays
 
     async def log_config(self) -> Config | None:
         """`GET /v4/agent/config`'s answer; None while the control plane cannot be reached."""
@@ -119,6 +124,7 @@ class Agent(Membership):
         await follow(self.feed, lambda: self.node_id, self.apply, self._tick, stop, self.wake, self.config.poll)
 
     async def _tick(self) -> None:
+        await self.take_pushed()
         await self.drain()
         await self.ports.check(self.slots)
         if exits := [spool_key(str(body.allocation_id), body.epoch) for body, _ in self.reporter.queued
@@ -126,10 +132,20 @@ class Agent(Membership):
             await self.shipping.settle(LOG_WAIT, exits)  # a FINISHED stage's log is whole when its user reads it
         await self.reporter.flush()
 
-    async def apply(self, answer: Assignments[Start]) -> None:
+    async def take_pushed(self) -> None:
+        """Answers pushed since the last round, applied as a poll's are (in this loop: never amid an exit)."""
+        if self.bus.missed:  # pushes may have been lost while it was away: the next poll answers what there is
+            self.bus.missed = False
+            self.feed.forget()
+        await self.bus.follow_node()
+        for answer, refused, tag in self.bus.take():
+            await self.apply(answer, refused)
+            self.feed.heard(answer, tag)
+
+    async def apply(self, answer: Assignments[Start], refused: list[Refused] | None = None) -> None:
         confirm_adopted(self.unconfirmed, self.slots, answer, self.log)  # the first answer after adopting
         self.unconfirmed = {}
-        for allocation_id, epoch, reason in self.feed.refused:
+        for allocation_id, epoch, reason in self.feed.refused if refused is None else refused:
             if reportable(allocation_id, epoch, self.log) and (allocation_id, epoch) not in self.finished:
                 self.cannot_start(allocation_id, epoch, 126, reason)
         for order in answer.stop:
@@ -185,9 +201,8 @@ class Agent(Membership):
         slot = self.slots[spec.allocation_id] = Slot(spec, running)
         self.log.info("agent.started", allocation_id=spec.allocation_id, pid=running.pid)
         self.report_slot(slot, "started")  # sent with the round's other reports; a fence stops the copy then
-        if note := memlock_note(spec.memory):  # sent at once, not kept: a control plane older than `note` refuses it
-            body = self._body(spec.allocation_id, spec.epoch, "note", reason=note)
-            await self.call("POST", "/v4/agent/reports", **as_json(body))
+        if note := memlock_note(spec.memory):  # with the attempt's next report: no request or commit of its own
+            self.report_slot(slot, "note", reason=note)
         if running.image_note:
             await self.pulls.ready(spec, running.image_note)
         if running.ran_on_host:

@@ -15,7 +15,7 @@ import structlog
 
 from adapters.adoption import Registration, registration_digest
 from api.agent.args import AgentConfig
-from api.agent.messages import as_json, registered
+from api.agent.messages import as_json, beat_of, registered
 from api.agent.poll import AssignmentFeed
 from domain.agent_protocol import Heartbeat, Register
 
@@ -29,6 +29,7 @@ class Membership:
     http: httpx.AsyncClient
     registration: Registration
     feed: AssignmentFeed
+    bus: Any  # api/agent/bus.AgentBus: told the node's key at each epoch
     slots: dict[str, Any]
     log: Any
 
@@ -64,6 +65,7 @@ class Membership:
         while not stop.is_set():
             response = await self.call("POST", "/v4/agent/heartbeat", **as_json(self.heartbeat_body()))
             if response is not None and response.status_code == 200:
+                self.bus.keyed(self.epoch, beat_of(response).bus_key)
                 self.log = log.bind(node=self.config.node, node_id=self.node_id, node_epoch=self.epoch)
                 self.log.info("agent.resumed", allocations=sorted(self.slots))
                 return True
@@ -91,6 +93,7 @@ class Membership:
             answer = registered(response)
             if answer is not None:
                 self.node_id, self.epoch = str(answer.node_id), answer.epoch
+                self.bus.keyed(answer.epoch, answer.bus_key)
                 if answer.token:  # the node's own credential, revocable by admins, from now on
                     self.http.headers["Authorization"] = f"Bearer {answer.token}"
                 self.registration.save(self.node_id, self.epoch, registration_digest(body))
@@ -125,6 +128,8 @@ class Membership:
     async def heartbeat(self, stop: asyncio.Event) -> None:
         response = await self.call("POST", "/v4/agent/heartbeat", **as_json(self.heartbeat_body()))
         self.own_token_refused(response)
+        if response is not None and response.status_code == 200:
+            self.bus.keyed(self.epoch, beat_of(response).bus_key)
         if response is not None and response.status_code == 409:
             self.log.warning("agent.stale_epoch", reason=response.text[:200])
             await self.stop_all(f"node epoch {self.epoch} is stale", report=False)

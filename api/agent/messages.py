@@ -9,7 +9,7 @@ import httpx
 import msgspec
 import structlog
 
-from domain.agent_protocol import Event, Registered, Report, bounded_reason
+from domain.agent_protocol import Beat, Event, Registered, Report, bounded_reason
 
 log = structlog.get_logger("roving.agent")
 
@@ -49,3 +49,11 @@ def registered(response: httpx.Response | None) -> Registered | None:
     except msgspec.DecodeError as error:
         log.warning("agent.registration_unreadable", error=str(error), body=response.text[:200])
         return None
+
+
+def beat_of(response: httpx.Response) -> Beat:
+    """A heartbeat's answer (an older control plane's `{"ok": true}`, or one that is none: no bus key)."""
+    try:
+        return msgspec.json.decode(response.content, type=Beat)
+    except msgspec.DecodeError:
+        return Beat()

@@ -35,6 +35,11 @@ class AssignmentFeed:
         self.etag: str | None = None
         self.last: Assignments[Start] | None = None
         self.refused: list[Refused] = []  # run specs of the last answer that did not decode (api/agent/starts.py)
+        self.hears: Callable[[], bool] = lambda: False  # pushes reach the agent (api/agent/bus.py): polls say so
+
+    def heard(self, answer: Assignments[Start], tag: str) -> None:
+        """A pushed answer, applied: the next poll waits for news beyond it."""
+        self.last, self.etag = answer, tag
 
     def forget(self) -> None:
         """A new registration: whatever the last answer was, the next one is news."""
@@ -47,6 +52,8 @@ class AssignmentFeed:
             params["wait"] = f"{self.wait:g}"
             if self.etag:
                 headers["If-None-Match"] = self.etag
+            if self.hears():
+                params["bus"] = "1"
         began = time.monotonic()
         response = await self.call("GET", "/v4/agent/assignments", params=params, headers=headers,
                                    timeout=self.wait + HTTP_MARGIN)

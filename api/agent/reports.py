@@ -26,6 +26,9 @@ from domain.agent_protocol import BatchResult, BatchResults, Report, Reports
 log = structlog.get_logger("roving.agent")
 Send = Callable[..., Awaitable[httpx.Response | None]]
 ADVISORY = frozenset({"started", "ran_on_host"})  # the control plane records nothing for these (only fences)
+# reports that wait LINGER for company: the advisory ones, and a note (a memlock limit not raised), which then
+# shares the exit's request and commit instead of costing a round trip and a commit of its own
+LINGERING = ADVISORY | {"note"}
 LINGER = 0.2  # seconds advisory reports wait for an exit or another report to share their request
 BATCH = 200  # reports a request
 
@@ -58,8 +61,10 @@ class Reporter:
     `ran_on_host`: nothing is recorded for them) waits up to LINGER for company, so a short job's start and end
     travel as one request. A control plane without the batch route is sent one report a request."""
 
-    def __init__(self, outbox: Outbox, send: Send, on_fenced: Callable[[Entry], Any]) -> None:
+    def __init__(self, outbox: Outbox, send: Send, on_fenced: Callable[[Entry], Any],
+                 over_bus: Callable[[Reports], Awaitable[BatchResults | None]] | None = None) -> None:
         self.outbox, self.send, self.on_fenced = outbox, send, on_fenced
+        self.over_bus = over_bus  # a batch's results over NATS (api/agent/bus.py); None: send it over HTTP
         self.queued: list[tuple[Report, Callable[[], Any] | None]] = []
         self.batching = True
         self._advisory_since: float | None = None
@@ -124,7 +129,7 @@ class Reporter:
 
     def _urgent(self, due: list[Entry]) -> bool:
         """Anything but advisory reports goes at once; advisory ones alone wait LINGER for company."""
-        if any(entry.key[2] not in ADVISORY for entry in due):
+        if any(entry.key[2] not in LINGERING for entry in due):
             return True
         now = time.monotonic()
         self._advisory_since = self._advisory_since or now
@@ -136,10 +141,17 @@ class Reporter:
         for start in range(0, len(due), BATCH):
             chunk = due[start:start + BATCH]
             batch = Reports(node_id=chunk[0].body.node_id, reports=[e.body for e in chunk])
+            heard = await self.over_bus(batch) if self.over_bus is not None else None
+            if heard is not None and len(heard.results) == len(chunk):
+                for entry, result in zip(chunk, heard.results, strict=True):
+                    outcomes[entry.key] = self._settle(entry, _Answer(result))
+                continue
             response = await self.send("POST", "/v4/agent/reports:batch", **as_json(batch))
             if response is not None and response.status_code in (404, 405) and not outcomes:
                 self.batching = False
                 return None
+            if response is not None and response.status_code in (400, 422) and self._drop_notes(chunk):
+                return {**outcomes, **(await self._send_batches([e for e in chunk if e.key[2] != "note"]) or {})}
             if response is None or response.status_code != 200:
                 for entry in chunk:
                     outcomes[entry.key] = self._settle(entry, response)
@@ -148,6 +160,15 @@ class Reporter:
             for entry, result in zip(chunk, results, strict=False):
                 outcomes[entry.key] = self._settle(entry, _Answer(result))
         return outcomes
+
+    def _drop_notes(self, chunk: list[Entry]) -> bool:
+        """A control plane older than `note` refuses a whole batch holding one (its event does not decode): the
+        notes leave the outbox, logged, and the rest is sent again without them. False: there was none."""
+        notes = [entry for entry in chunk if entry.key[2] == "note"]
+        for entry in notes:
+            log.warning("agent.note_refused", allocation_id=entry.allocation, reason=entry.body.reason[:200])
+            self.outbox.done(entry)
+        return bool(notes)
 
     async def _send_each(self, due: list[Entry]) -> dict[tuple, Outcome]:
         outcomes: dict[tuple, Outcome] = {}

@@ -10,6 +10,7 @@ import os
 import signal
 import threading
 import time
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -173,6 +174,10 @@ class Stack(LocalPool):
             log_probe=self.log_probe, scheduling=self.scheduling,
         )
         self.services.objects = object_store(leases.connection, cluster, self.settings.object_max_bytes)
+        self.agent_push = self._start_agent_push(leases.connection, cluster)
+        from api.composition.agent_reports import ReportsResponder  # agents' reports over NATS, in every worker
+
+        self.agent_reports = ReportsResponder(self.roving, self.views, self.key, leases.connection, cluster).start()
         if self.with_audit == "lease" and self.runner is not None:
             self._follow_audit_lease(roving, leases, self.runner, cluster)
         return self
@@ -194,6 +199,19 @@ class Stack(LocalPool):
                              work_root=local_work_dir(self.data_dir, cluster), log_dir=self.data_dir)
         return ProvisionerRunner(roving, self.views, leases, launch, signals=self.signals,
                                  preexec=death_signal(os.getpid(), DETACH), ready=tailer.caught_up.is_set).start()
+
+    def _start_agent_push(self, connection: Connection, cluster: str):
+        """Agents hear of their work over NATS (api/composition/agent_push.py) from the scheduler leader's process
+        (every process records what it pushes); its listener goes first, so a held poll never answers that."""
+        runner = self.runner
+        from api.composition.agent_push import StartsPublisher
+
+        ttl = timedelta(seconds=getattr(self.settings, "workflow_token_ttl_seconds", 7 * 86400.0))  # as the route's
+        leading = (lambda: runner.leading) if runner is not None else (lambda: False)
+        push = StartsPublisher(self.views, self.key, connection, cluster, self.waiters, leading,
+                               secrets=self.services.secrets, token_ttl=ttl).start()
+        self.signals.listeners.insert(0, push.observe)
+        return push
 
     def _follow_audit_lease(self, roving: Roving, leases: Leases, runner: SchedulerRunner, cluster: str) -> None:
         """The audit runs in whichever worker's runner leads; the others forward audit reads to its private
@@ -300,7 +318,7 @@ class Stack(LocalPool):
             self.server.should_exit = True
         for part in (self.log_probe, self.provisioner_runner, self.autoscaler, self.refused_alerts, self.audit_lease,
                      self.runner, self.tailer, self.storage_runner,
-                     self.audit_feed):
+                     self.audit_feed, getattr(self, "agent_push", None), getattr(self, "agent_reports", None)):
             if part is not None:
                 part.stop()
         if self.roving is None:  # a parent of API workers: it started no control plane of its own

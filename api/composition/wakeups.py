@@ -63,6 +63,7 @@ class AssignmentWaiters:
         self.views = views
         self._events: dict[str, asyncio.Event] = {}  # touched on the loop only; read (atomically) by the tailer
         self._sent: dict[str, tuple[str, frozenset]] = {}  # node -> (ETag, orders) of the last answer it was given
+        self._pushed: dict[str, frozenset] = {}  # node -> orders of the last answer pushed over the agent bus
         self._loop: asyncio.AbstractEventLoop | None = None
         self.closing = False  # the server is stopping: every wait answers now, none starts to hold
 
@@ -94,6 +95,22 @@ class AssignmentWaiters:
         """The orders of the answer with this ETag, if it was this process's last answer to the node."""
         found = self._sent.get(str(node))
         return found[1] if found is not None and found[0] == tag else None
+
+    def pushed(self, node: Any, tag: str, orders: frozenset) -> None:
+        """An answer pushed over the agent bus (api/composition/agent_push.py), from the tailer's thread: a poll
+        of an agent that hears the bus does not answer these orders again."""
+        self._sent[str(node)] = (tag, orders)
+        self._pushed[str(node)] = orders
+
+    def pushed_orders(self, node: Any) -> frozenset:
+        return self._pushed.get(str(node), frozenset())
+
+    def forget_pushed(self, node: Any) -> None:
+        """A push that failed: the node's held poll answers those orders after all."""
+        self._pushed.pop(str(node), None)
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._wake, {str(node)})
 
     def close(self) -> None:
         """The server stops: held polls answer what they have at once (the agent asks again, of the next server),

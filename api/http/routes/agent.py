@@ -12,6 +12,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from adapters.agent_bus import key_text, node_key
 from adapters.auth.tokens import Identity, issue
 from api.http.answers import answers
 from api.http.errors import BadRequest
@@ -23,6 +24,7 @@ from domain.agent_protocol import (
     Assignments,
     BatchResult,
     BatchResults,
+    Beat,
     Config,
     Heartbeat,
     Register,
@@ -76,16 +78,24 @@ async def register(request: Request) -> Response:
     token = issue(identity, svc.key, ttl, now, token_id=credential_id)
     await touch_lease(svc, node)  # alive from its first moment, not from its first heartbeat
     await c.settle(request)
-    return c.json(Registered(node_id=node, epoch=epoch, token=token, credential_id=credential_id))
+    return c.json(Registered(node_id=node, epoch=epoch, token=token, credential_id=credential_id,
+                             bus_key=bus_key(svc, node, epoch)))
 
 
+def bus_key(svc, node: UUID, epoch: int) -> str:
+    """The node's agent bus key at this epoch (adapters/agent_bus.py), for its agent alone: answered only to a
+    caller that speaks for that node."""
+    return key_text(node_key(svc.key, node, epoch))
+
+
+@answers(Beat)
 async def heartbeat(request: Request) -> Response:
     """A stale epoch answers 409 (the agent re-registers); a current one refreshes the node's lease."""
     b, svc = await c.body(request, Heartbeat), c.services(request)
     agent_only(request, b.node_id)
     await c.call(svc.roving.check_agent, b.node_id, b.epoch)
     await touch_lease(svc, b.node_id)
-    return c.json({"ok": True})
+    return c.json(Beat(bus_key=bus_key(svc, b.node_id, b.epoch)))
 
 
 async def touch_lease(svc, node) -> None:
@@ -108,7 +118,10 @@ async def assignments(request: Request) -> Response:
 
     waiters = svc.waiters
     if seconds and waiters is not None:
-        answer = await waiters.wait(node, seconds, read, news_since(waiters, node, known))
+        news = news_since(waiters, node, known)
+        if request.query_params.get("bus") == "1":  # the agent hears pushes: what was pushed to it is no news
+            news = not_pushed(waiters, node, news)
+        answer = await waiters.wait(node, seconds, read, news)
     else:
         answer = await read()
     tag = etag(answer)  # of the references: a secret's value (or a workflow's token) never shapes a header
@@ -129,6 +142,11 @@ def news_since(waiters, node: UUID, known: str | None):
     if sent is None:
         return lambda answer: etag(answer) != known
     return lambda answer: not orders(answer) <= sent
+
+
+def not_pushed(waiters, node: UUID, news):
+    """`news`, leaving out answers whose every order was pushed to the node over the agent bus already."""
+    return lambda answer: news(answer) and not orders(answer) <= waiters.pushed_orders(node)
 
 
 def orders(answer: Assignments[Start]) -> frozenset:
@@ -202,12 +220,16 @@ async def reports(request: Request) -> Response:
         raise BadRequest("reports", f"at most {MAX_REPORTS} reports a request, not {len(b.reports)}")
     if any(r.node_id != b.node_id for r in b.reports):
         raise BadRequest("reports", "every report must be of the node the request names")
+    return c.json(await c.call(decide_reports, svc.roving, svc.views, b, c.now()))
+
+
+def decide_reports(roving, views, b: Reports, now) -> BatchResults:
+    """A batch's results, each as the single route would answer (over HTTP or the agent bus: the same decision)."""
     b.reports = [recorded_as(r) for r in b.reports]
-    advisory = await c.call(lambda: [r.event in ADVISORY and running_here(svc.views, r) for r in b.reports])
+    advisory = [r.event in ADVISORY and running_here(views, r) for r in b.reports]
     decided = [r for r, known in zip(b.reports, advisory, strict=True) if not known]
-    refusals = iter(await c.call(svc.roving.report_all, b.node_id, decided, c.now()) if decided else [])
-    results = [RECORDED if known else _result(next(refusals)) for known in advisory]
-    return c.json(BatchResults(results))
+    refusals = iter(roving.report_all(b.node_id, decided, now) if decided else [])
+    return BatchResults([RECORDED if known else _result(next(refusals)) for known in advisory])
 
 
 RECORDED = BatchResult(200)

@@ -61,6 +61,7 @@ class FakeApi:
         self.unavailable_reports = 0  # the next N reports answer 503 (the log unreachable, a write race outlasted)
         self.batch_reports = True  # False: an older API without `POST /v4/agent/reports:batch` (404)
         self.batches: list[int] = []  # reports in each batch request
+        self.knows_note = True  # False: an API older than the `note` report (its body does not decode: 400)
         self.config: dict | None = None  # what GET /v4/agent/config answers; None -> 404
         self.long_poll = False  # hold an assignments poll with `wait` until its answer differs from If-None-Match
         self.polls: list[tuple[float, dict, str | None]] = []  # (monotonic time, query, If-None-Match)
@@ -98,6 +99,8 @@ class FakeApi:
                 return 200, {"ok": True}
             if (method, path) == ("GET", "/v4/agent/assignments"):
                 return 200, {"start": self.starts(), "stop": list(self.stop)}
+            if path.startswith("/v4/agent/reports") and not self.knows_note and "note" in json.dumps(body):
+                return 400, {"error": "Invalid enum value 'note' - at `$.event`"}
             if (method, path) == ("POST", "/v4/agent/reports"):
                 if self.unavailable_reports:
                     self.unavailable_reports -= 1

@@ -9,8 +9,11 @@ from datetime import UTC, datetime
 from uuid import UUID
 
 import adapters.launch as launch
+import api.agent.agent as agent_module
 from domain.app.ids import allocation_id
 from domain.tenancy import Role, Source
+from tests.unit.agent.fake_api import A1, FakeApi
+from tests.unit.agent.test_agent_loop import assignment, drive
 from tests.unit.api.harness import JOB, Api, token
 
 AGENT = token("agent", Role.USER, source=Source.AGENT)
@@ -67,3 +70,26 @@ def test_an_agents_note_is_an_event_on_the_stage():
     api.services.tailer.wait_for(api.services.roving.last_position)
     events = api.request("GET", f"/v4/workflows/{workflow}/events", api.admin).json()["events"]
     assert {"stage": "hello", "message": text} in [{"stage": e["stage"], "message": e["message"]} for e in events]
+
+
+NOTE = "memlock limit is 64 KiB, not the memory request of 1 GiB"
+
+
+def test_an_agents_memlock_note_travels_with_the_attempts_exit_in_one_request(tmp_path, monkeypatch):
+    monkeypatch.setattr(agent_module, "memlock_note", lambda memory: NOTE if memory else None)
+    with FakeApi() as api:
+        api.start = [assignment(A1, command=["true"], memory_bytes=1 << 30)]
+        drive(api, tmp_path, until=lambda: ("exited", 1, 0) in api.events(A1))
+    assert api.events(A1) == [("started", 1, None), ("note", 1, None), ("exited", 1, 0)]
+    assert [r["reason"] for r in api.reports if r["event"] == "note"] == [NOTE]
+    assert api.batches == [3]  # no request of its own: the note shares the exit's (and so its commit)
+    assert not [path for path, _ in api.tokens_seen if path == "/v4/agent/reports"]
+
+
+def test_an_api_older_than_the_note_still_hears_the_exit_of_a_batch_that_held_one(tmp_path, monkeypatch):
+    monkeypatch.setattr(agent_module, "memlock_note", lambda memory: NOTE if memory else None)
+    with FakeApi() as api:
+        api.knows_note = False
+        api.start = [assignment(A1, command=["true"], memory_bytes=1 << 30)]
+        drive(api, tmp_path, until=lambda: ("exited", 1, 0) in api.events(A1))
+    assert api.events(A1) == [("started", 1, None), ("exited", 1, 0)]

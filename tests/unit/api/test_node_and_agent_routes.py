@@ -39,7 +39,8 @@ def test_registering_starts_the_node_lease_before_the_first_heartbeat():
 
 def test_a_heartbeat_refreshes_the_lease_and_a_stale_epoch_gets_409(api, node):
     body = {"node_id": node["node_id"], "epoch": node["epoch"], "running": []}
-    assert api.request("POST", "/v4/agent/heartbeat", AGENT, json=body).json() == {"ok": True}
+    assert api.request("POST", "/v4/agent/heartbeat", AGENT, json=body).json() == {
+        "ok": True, "bus_key": node["bus_key"]}  # the node's agent bus key at its epoch, as registering answered
     assert node["node_id"] in api.services.leases.touched
     stale = api.request("POST", "/v4/agent/heartbeat", AGENT, json={**body, "epoch": node["epoch"] - 1})
     assert stale.status_code == 409
@@ -116,3 +117,12 @@ def test_a_node_lists_only_the_work_its_reader_may_see():
     assert fresh.request("GET", "/v4/nodes/n1", alice).json()["allocations"] == [alices]
     everything = fresh.request("GET", "/v4/nodes", fresh.admin).json()["nodes"][0]["allocations"]
     assert sorted(everything) == sorted([alices, placed["bob"][1]])
+
+
+def test_registering_anew_gives_the_node_a_new_agent_bus_key_and_other_nodes_another():
+    fresh = Api()
+    first = fresh.request("POST", "/v4/agent/register", AGENT, json=REGISTER).json()
+    again = fresh.request("POST", "/v4/agent/register", AGENT, json=REGISTER).json()
+    other = fresh.request("POST", "/v4/agent/register", AGENT, json={**REGISTER, "name": "n2"}).json()
+    assert again["epoch"] > first["epoch"]
+    assert len({first["bus_key"], again["bus_key"], other["bus_key"]}) == 3
