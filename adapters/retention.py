@@ -1,0 +1,275 @@
+"""The event stream's retention: finished workflows past the admin's limit leave the log, archived first.
+
+A stream-wide age limit would cut live aggregates' histories (a node registered years ago, an organization, a
+workflow still running), so retention goes by workflow: a cold workflow (ended, out of the views' hot set,
+adapters.cold_index) that ended longer ago than `retention.finishedAfter`, or the oldest ones while the stream holds
+more than `retention.maxBytes`, has its own and its allocations' events written to a Parquet file with their audit
+rows (adapters.event_archive), the file read back and counted, and only then those subjects purged from the stream,
+each only below the last sequence archived. It runs beside the audit (one process holds it: the scheduler's leader
+where workers share a log), since the archive is the audit's rows. A crash after the file and before the record
+archives the same events again (readers keep one row per sequence); a crash after the record purges on the next round.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import duckdb
+import structlog
+from prometheus_client import Counter
+
+from adapters.cold_index import ColdIndex
+from adapters.duckdb_store import AuditStore
+from adapters.event_archive import ARCHIVED_ROWS, RAW, EventArchive, record
+from adapters.jetstream.connection import Connection
+
+log = structlog.get_logger("roving.retention")
+BATCH = 200  # workflows one round archives at most: one file, one transaction, bounded memory
+PAGE = 1000
+ENDED = frozenset({"FINISHED", "FAILED", "CANCELED"})
+OWN_KINDS = ("workflow", "allocation")  # aggregates only a workflow owns; nodes and organizations keep every event
+ARCHIVED_EVENTS = Counter("roving_retention_archived_events_total", "Events written to the Parquet archive")
+ARCHIVED_WORKFLOWS = Counter("roving_retention_archived_workflows_total", "Workflows archived and purged from the log")
+PURGED = Counter("roving_retention_purged_messages_total", "Messages the retention purged from the event stream")
+AGGREGATES = f"""SELECT DISTINCT aggregate_id FROM audit_events
+WHERE cluster = $1 AND workflow = $2 AND aggregate_kind IN {OWN_KINDS}"""
+LAGGING = """SELECT DISTINCT workflow FROM retention_raw r
+WHERE NOT EXISTS (SELECT 1 FROM audit_events a WHERE a.cluster = $1 AND a.position = r.position)"""
+
+
+class Policy(NamedTuple):
+    """`finished_after` seconds (0: no age limit) and `max_bytes` of the stream (0: no size budget)."""
+
+    finished_after: float = 0.0
+    max_bytes: int = 0
+
+    @property
+    def on(self) -> bool:
+        return self.finished_after > 0 or self.max_bytes > 0
+
+
+class Raw(NamedTuple):
+    workflow: str
+    aggregate: str
+    position: int
+    topic: str
+    state: bytes
+
+
+class Retention:
+    """One round at a time (`run_once`); `status()` says what the policy is and what was archived."""
+
+    def __init__(self, store: AuditStore, archive: EventArchive, connection: Connection, cluster: str,
+                 policy: Callable[[], Policy], cold_rows: Callable[[], ColdIndex | None],
+                 clock: Callable[[], float] = time.time) -> None:
+        self.store, self.archive, self.connection, self.cluster = store, archive, connection, cluster
+        self.policy, self.cold_rows, self.clock = policy, cold_rows, clock
+        self.stream = connection.ensure("events")
+        self._watermark = 0  # the cold index's rows up to here were looked at (this process's copy of it)
+        self.last_round: dict[str, Any] = {}
+        with store.connection.cursor() as cursor:
+            record(cursor)
+
+    def run_once(self) -> dict[str, Any]:
+        """Archive and purge what the policy cuts now; returns what the round did."""
+        policy = self.policy()
+        if not policy.on:
+            return {}
+        purged = self._finish_purges()
+        chosen, watermark = self._candidates(policy)
+        done: dict[str, Any] = {"workflows": 0, "events": 0, "purged": purged, "file": None}
+        if chosen:
+            done = self._archive_and_purge(chosen, done)
+        if len(chosen) == done["workflows"]:  # none was skipped for a lagging audit: the next round starts after
+            self._watermark = watermark
+        self.last_round = {**done, "at": self.clock()}
+        return done
+
+    # -- choosing --------------------------------------------------------------------------------------
+    def _candidates(self, policy: Policy) -> tuple[list[str], int]:
+        index = self.cold_rows()
+        if index is None:
+            return [], self._watermark
+        over = policy.max_bytes > 0 and self.stream_size()[1] > policy.max_bytes
+        cutoff = self.clock() - policy.finished_after if policy.finished_after > 0 else None
+        chosen: list[str] = []
+        watermark = self._watermark
+        while len(chosen) < BATCH:
+            rows = index.written_after(watermark, BATCH)
+            for at, row in rows:
+                if not over and (cutoff is None or row.updated_at.timestamp() > cutoff):
+                    return self._unarchived(chosen), watermark  # rows went cold in about the order they ended
+                watermark = at
+                if row.status in ENDED:
+                    chosen.append(str(row.id))
+                if len(chosen) >= BATCH:
+                    break
+            if len(rows) < BATCH:
+                break
+        return self._unarchived(chosen), watermark
+
+    def _unarchived(self, ids: list[str]) -> list[str]:
+        if not ids:
+            return []
+        with self.store.connection.cursor() as cursor:
+            known = {w for (w,) in cursor.execute(
+                "SELECT workflow FROM archived_workflows WHERE workflow IN (SELECT unnest($1))", [ids]).fetchall()}
+        return [i for i in ids if i not in known]
+
+    # -- archiving -------------------------------------------------------------------------------------
+    def _archive_and_purge(self, chosen: list[str], done: dict[str, Any]) -> dict[str, Any]:
+        raw = [r for wid in chosen for r in self._raw(wid)]
+        with self.store.connection.cursor() as cursor:
+            kept = self._stage(cursor, raw)
+            if not kept:
+                return done
+            rows = [r for r in raw if r.workflow in kept]
+            path = self._write(cursor, len(rows))
+            last = _last_positions(rows)
+            for wid in kept:
+                cursor.execute("INSERT OR REPLACE INTO archived_workflows VALUES ($1, now(), $2, $3, false, $4)",
+                               [wid, sum(1 for r in rows if r.workflow == wid), path.name, last[wid]])
+        ARCHIVED_EVENTS.inc(len(rows))
+        purged = self._purge({r.workflow: None for r in rows})
+        ARCHIVED_WORKFLOWS.inc(len(kept))
+        log.info("retention.archived", workflows=len(kept), events=len(rows), purged=purged, file=path.name)
+        return {"workflows": len(kept), "events": len(rows), "purged": done["purged"] + purged, "file": path.name}
+
+    def _raw(self, workflow: str) -> list[Raw]:
+        """The workflow's own and its allocations' events as the log holds them now."""
+        with self.store.connection.cursor() as cursor:
+            aggregates = [a for (a,) in cursor.execute(AGGREGATES, [self.cluster, workflow]).fetchall()]
+        found = []
+        for aggregate in aggregates:
+            subject = self.connection.names.aggregate_filter("events", aggregate)
+            found += [Raw(workflow, aggregate, m.seq, m.headers["Roving-Topic"], m.data) for m in self._read(subject)]
+        return found
+
+    def _read(self, subject: str) -> list[Any]:
+        client, timeout = self.connection.client, self.connection.op_timeout
+
+        async def every() -> list[Any]:
+            msgs, start = [], 1
+            while True:
+                page, pending = await client.direct_batch(self.stream, subject, start, PAGE, timeout)
+                msgs += page
+                if not page or pending == 0:
+                    return msgs
+                start = page[-1].seq + 1
+
+        return self.connection.run(every)
+
+    def _stage(self, cursor: duckdb.DuckDBPyConnection, raw: list[Raw]) -> set[str]:
+        """The events into a temporary table; a workflow with an event the audit has not written yet waits."""
+        cursor.execute(RAW)
+        cursor.executemany("INSERT INTO retention_raw VALUES ($1, $2, $3, $4)",
+                           [(r.workflow, r.position, r.topic, r.state) for r in raw])
+        lagging = {w for (w,) in cursor.execute(LAGGING, [self.cluster]).fetchall()}
+        if lagging:
+            cursor.execute("DELETE FROM retention_raw WHERE workflow IN (SELECT unnest($1))", [sorted(lagging)])
+            log.info("retention.audit_behind", workflows=len(lagging))
+        return {r.workflow for r in raw} - lagging
+
+    def _write(self, cursor: duckdb.DuckDBPyConnection, expected: int) -> Any:
+        """COPY to a staged file, count what it holds, and only then move it into the archive."""
+        staged = self.store.staged()
+        cursor.execute(f"COPY ({ARCHIVED_ROWS}) TO '{staged}' (FORMAT parquet)", [self.cluster])
+        found = cursor.execute(f"SELECT count(*) FROM read_parquet('{staged}')").fetchone()
+        written = int(found[0]) if found else -1
+        if written != expected:
+            staged.unlink(missing_ok=True)
+            raise RuntimeError(f"the archive file holds {written} rows, not the {expected} written: nothing purged")
+        destination = self.archive.new_file()
+        shutil.move(staged, destination)
+        return destination
+
+    # -- purging ---------------------------------------------------------------------------------------
+    def _purge(self, workflows: dict[str, None]) -> int:
+        """Each workflow's own subjects, below the last sequence archived; then recorded as purged."""
+        purged = 0
+        for wid in workflows:
+            with self.store.connection.cursor() as cursor:
+                found = cursor.execute("SELECT last_position FROM archived_workflows WHERE workflow = $1",
+                                       [wid]).fetchone()
+                aggregates = [a for (a,) in cursor.execute(AGGREGATES, [self.cluster, wid]).fetchall()]
+            below = int(found[0]) + 1 if found else 0
+            for aggregate in aggregates:
+                purged += self._purge_subject(self.connection.names.aggregate_filter("events", aggregate), below)
+            with self.store.connection.cursor() as cursor:
+                cursor.execute("UPDATE archived_workflows SET purged = true WHERE workflow = $1", [wid])
+        PURGED.inc(purged)
+        return purged
+
+    def _purge_subject(self, subject: str, below: int) -> int:
+        return self.connection.run(lambda: self.connection.client.purge_subject(self.stream, subject, below=below))
+
+    def _finish_purges(self) -> int:
+        """Workflows archived by a round that stopped before it purged them (a crash, the log away)."""
+        with self.store.connection.cursor() as cursor:
+            pending = [w for (w,) in cursor.execute(
+                "SELECT workflow FROM archived_workflows WHERE NOT purged LIMIT $1", [BATCH]).fetchall()]
+        return self._purge(dict.fromkeys(pending)) if pending else 0
+
+    # -- what it shows ---------------------------------------------------------------------------------
+    def stream_size(self) -> tuple[int, int, int]:
+        return self.connection.run(lambda: self.connection.client.stream_size(self.stream))
+
+    def status(self) -> dict[str, Any]:
+        policy = self.policy()
+        messages, size, first = self.stream_size()
+        with self.store.connection.cursor() as cursor:
+            counted = cursor.execute("SELECT count(*), coalesce(sum(events), 0), count(*) FILTER (NOT purged) "
+                                     "FROM archived_workflows").fetchone()
+            oldest = cursor.execute("SELECT min(time) FROM audit_events WHERE cluster = $1 AND position >= $2",
+                                    [self.cluster, first]).fetchone()
+        workflows, events, pending = counted if counted else (0, 0, 0)
+        return {
+            "policy": {"finished_after_seconds": policy.finished_after, "max_bytes": policy.max_bytes,
+                       "on": policy.on},
+            "stream": {"name": self.stream, "messages": messages, "bytes": size, "first_sequence": first,
+                       "oldest_kept": oldest[0].isoformat() if oldest and oldest[0] else None},
+            "archived": {"workflows": int(workflows), "events": int(events), "pending_purge": int(pending),
+                         "directory": str(self.archive.directory), **_files(self.archive)},
+            "last_round": self.last_round,
+        }
+
+
+def _last_positions(rows: list[Raw]) -> dict[str, int]:
+    last: dict[str, int] = {}
+    for r in rows:
+        last[r.workflow] = max(last.get(r.workflow, 0), r.position)
+    return last
+
+
+def _files(archive: EventArchive) -> dict[str, int]:
+    files = archive.files()
+    return {"files": len(files), "bytes": sum(f.stat().st_size for f in files)}
+
+
+class RetentionLoop:
+    """Runs a round every `interval` seconds on a daemon thread until stopped; a failed round is tried again."""
+
+    def __init__(self, retention: Retention, interval: float) -> None:
+        self.retention, self.interval = retention, interval
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="roving-retention", daemon=True)
+
+    def start(self) -> RetentionLoop:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._thread.ident is not None:
+            self._thread.join(timeout=30)
+
+    def _run(self) -> None:
+        while not self._stopping.wait(self.interval):
+            try:
+                self.retention.run_once()
+            except Exception:  # noqa: BLE001 - the log or the disk may be away; the next round tries again
+                log.exception("retention.round_failed")

@@ -1,0 +1,177 @@
+"""The event stream's retention on the real stack (embedded nats-server, JetStream log, DuckDB audit): finished
+workflows past the admin's limit are archived to Parquet and purged from the stream, and everything a user asked of
+them answers as before: describe and events (200), the audit's rows (to their own organization only); live work,
+organizations and users keep their histories; a rebuilt audit and views read what the log no longer holds."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import time
+
+import httpx
+import pytest
+
+from api.composition.settings import load_settings
+from api.composition.stack import Stack
+from tests.unit.api.harness import JOB, PASSWORD
+
+ENDED_EACH = 3
+
+
+class Running:
+    """A started stack and HTTP calls into its app (no socket)."""
+
+    def __init__(self, data_dir) -> None:
+        settings = load_settings({"ROVING_DATA_DIR": str(data_dir), "ROVING_CLUSTER": "retain",
+                                  "ROVING_HOT_WORKFLOWS": "1", "ROVING_RETENTION_INTERVAL": "0.3"})
+        self.stack = Stack(settings, scheduler=False, provisioners=False).start()
+        self.http = self.stack.app()
+        self.admin = (data_dir / "admin.token").read_text().strip()
+
+    def call(self, method: str, path: str, token: str | None = None, **kwargs) -> httpx.Response:
+        async def send() -> httpx.Response:
+            transport = httpx.ASGITransport(app=self.http)
+            async with httpx.AsyncClient(transport=transport, base_url="http://roving.test") as client:
+                return await client.request(method, path, headers={"Authorization": f"Bearer {token or self.admin}"},
+                                            **kwargs)
+        return asyncio.run(send())
+
+    def user(self, org_id: str, name: str, role: str, org: str) -> str:
+        body = {"username": name, "email": f"{name}@{org}.org", "password": PASSWORD, "role": role}
+        assert self.call("POST", f"/v4/organizations/{org_id}/users", json=body).status_code == 201
+        return self.call("POST", "/v4/auth/login", json={"username": name, "password": PASSWORD}).json()["token"]
+
+    def stream(self) -> tuple[int, int, int]:
+        connection = self.stack.roving.recorder.connection
+        return connection.run(lambda: connection.client.stream_size(connection.names.events))
+
+    def subject_count(self, aggregate_id: str) -> int:
+        connection = self.stack.roving.recorder.connection
+        subject = connection.names.aggregate_filter("events", aggregate_id)
+
+        async def count() -> int:
+            msgs, pending = await connection.client.direct_batch(connection.names.events, subject, 1, 1000, 5.0)
+            return len(msgs) + pending
+        return connection.run(count)
+
+    def status(self) -> dict:
+        answer = self.call("GET", "/v4/audit/retention")
+        assert answer.status_code == 200, answer.text
+        return answer.json()
+
+    def stop(self) -> None:
+        self.stack.stop()
+
+
+def wait_for(check, seconds: float = 60.0, what: str = ""):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def answers(running: Running, token: str, wid: str) -> dict:
+    found = {part: running.call("GET", f"/v4/workflows/{wid}{part}", token) for part in ("", "/events")}
+    assert all(a.status_code == 200 for a in found.values()), {p: a.text for p, a in found.items()}
+    return {part: answer.json() for part, answer in found.items()}
+
+
+def audit_count(running: Running, token: str, wid: str) -> int:
+    answer = running.call("POST", "/v4/audit/query", token, json={"sql": f"SELECT count(*) FROM audit WHERE workflow = '{wid}'"})
+    assert answer.status_code == 200, answer.text
+    return answer.json()["rows"][0][0]
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    """Two organizations' finished workflows and one live one; every answer about them taken before any retention,
+    then the retention set to one second and waited on until every cold one was archived and purged."""
+    data_dir = tmp_path_factory.mktemp("roving")
+    running = Running(data_dir)
+    acme = running.call("POST", "/v4/organizations", json={"name": "acme"}).json()["id"]
+    globex = running.call("POST", "/v4/organizations", json={"name": "globex"}).json()["id"]
+    users = {"alice": running.user(acme, "alice", "user", "acme"), "olga": running.user(acme, "olga", "org_owner", "acme"),
+             "gus": running.user(globex, "gus", "org_owner", "globex")}
+    ended = {"alice": [], "gus": []}
+    for who in ended:
+        for n in range(ENDED_EACH):
+            wid = running.call("POST", "/v4/workflows", users[who], json={"name": f"{who}-{n}", "definition": JOB}).json()["id"]
+            assert running.call("PATCH", f"/v4/workflows/{wid}:stop", users[who]).status_code == 200
+            ended[who].append(wid)
+    live = running.call("POST", "/v4/workflows", users["alice"], json={"name": "live", "definition": JOB}).json()["id"]
+    owners = {wid: who for who, ids in ended.items() for wid in ids}
+    before = {wid: answers(running, users[who], wid) for wid, who in owners.items()}
+    counted = {wid: wait_for(lambda w=wid: audit_count(running, running.admin, w), what="the audit") for wid in owners}
+    live_events = running.subject_count(live)
+    orgs_events = running.subject_count(acme)
+    stream_before = running.stream()
+    assert running.status()["archived"]["workflows"] == 0
+    changed = running.call("PUT", "/v4/admin/centralconfig", json={"retention.finishedAfter": "1s"})
+    assert changed.status_code == 200, changed.text
+    # the hot set keeps the newest finished one (ROVING_HOT_WORKFLOWS=1): every other one goes
+    cut = [wid for wid in owners if wid != ended["gus"][-1]]
+    wait_for(lambda: (lambda s: s["workflows"] == len(cut) and s["pending_purge"] == 0)(running.status()["archived"]),
+             what="the archive and the purge")
+    yield {"running": running, "users": users, "ended": ended, "owners": owners, "before": before, "counted": counted,
+           "live": live, "live_events": live_events, "orgs_events": orgs_events, "stream_before": stream_before,
+           "cut": cut, "acme": acme, "data_dir": data_dir}
+    running.stop()
+
+
+def test_archived_workflows_leave_the_stream_and_their_events_are_in_the_parquet_archive(world):
+    running, cut = world["running"], world["cut"]
+    status = running.status()
+    assert status["archived"]["pending_purge"] == 0 and status["archived"]["files"] >= 1
+    assert all(running.subject_count(wid) == 0 for wid in cut)
+    messages_before, bytes_before, _ = world["stream_before"]
+    messages, size, first = running.stream()
+    assert messages <= messages_before - status["archived"]["events"] + 10  # a few config and login events since
+    assert status["archived"]["events"] >= len(cut) * 3 and size < bytes_before
+    assert status["policy"] == {"finished_after_seconds": 1.0, "max_bytes": 0, "on": True}
+    assert status["stream"]["messages"] == messages
+
+
+def test_the_hot_workflow_a_live_one_and_the_organizations_keep_their_histories(world):
+    running = world["running"]
+    assert running.subject_count(world["ended"]["gus"][-1]) > 0
+    assert running.subject_count(world["live"]) == world["live_events"] > 0
+    assert running.subject_count(world["acme"]) == world["orgs_events"] > 0
+
+
+def test_a_purged_workflow_still_answers_describe_and_events_as_before(world):
+    running, users = world["running"], world["users"]
+    for wid in world["cut"]:
+        assert answers(running, users[world["owners"][wid]], wid) == world["before"][wid]
+
+
+def test_the_audit_still_finds_archived_workflows_and_a_tenant_only_their_own(world):
+    running, users, ended = world["running"], world["users"], world["ended"]
+    for wid in world["cut"]:
+        assert audit_count(running, running.admin, wid) == world["counted"][wid]
+    assert audit_count(running, users["olga"], ended["alice"][0]) == world["counted"][ended["alice"][0]]
+    assert audit_count(running, users["olga"], ended["gus"][0]) == 0
+    assert audit_count(running, users["gus"], ended["alice"][0]) == 0
+
+
+def test_only_a_cluster_admin_sees_the_retention(world):
+    running, users = world["running"], world["users"]
+    assert running.call("GET", "/v4/audit/retention", users["olga"]).status_code == 403
+
+
+def test_a_rebuilt_audit_and_views_read_what_the_log_no_longer_holds(world):
+    """The last test: the stack restarts with neither its audit file nor its views' snapshot."""
+    running, data_dir, users = world["running"], world["data_dir"], world["users"]
+    running.stop()
+    for gone in ("audit.duckdb", "audit.duckdb.wal", "views.snapshot"):
+        (data_dir / gone).unlink(missing_ok=True)
+    shutil.rmtree(data_dir / "views", ignore_errors=True)
+    again = world["running"] = Running(data_dir)
+    wait_for(lambda: again.stack.tailer.caught_up.is_set(), what="the views")
+    for wid in world["cut"]:
+        assert wait_for(lambda w=wid: audit_count(again, again.admin, w), what="the restored audit") == world["counted"][wid]
+        assert answers(again, users[world["owners"][wid]], wid) == world["before"][wid]
+    assert audit_count(again, users["gus"], world["ended"]["alice"][0]) == 0
