@@ -165,7 +165,8 @@ class Stack(LocalPool):
                                          queries=PrometheusQueries(self._prometheus_url)).start()
         self.services = Services(
             roving=self.roving, views=self.views, tailer=self.tailer, key=self.key, leases=self.leases,
-            logs=LogReader(leases.connection, cluster), settings=self.settings, nats_url=nats_url, cluster=cluster,
+            logs=LogReader(leases.connection, cluster, self.settings.job_log_max_age, self.settings.job_log_max_bytes),
+            settings=self.settings, nats_url=nats_url, cluster=cluster,
             agent_nats_url=agent_log_url(nats_url, self.data_dir, self.settings.nats_agent_creds) or "",
             runner=self.runner, audit=self.audit, waiters=self.waiters,
             secrets=open_secret_store(self.roving, self.data_dir), traffic=self.traffic, positions=self.positions,

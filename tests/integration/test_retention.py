@@ -24,7 +24,8 @@ class Running:
 
     def __init__(self, data_dir) -> None:
         settings = load_settings({"ROVING_DATA_DIR": str(data_dir), "ROVING_CLUSTER": "retain",
-                                  "ROVING_HOT_WORKFLOWS": "1", "ROVING_RETENTION_INTERVAL": "0.3"})
+                                  "ROVING_HOT_WORKFLOWS": "1", "ROVING_RETENTION_INTERVAL": "0.3",
+                                  "ROVING_JOB_LOG_MAX_AGE": "2d", "ROVING_JOB_LOG_MAX_BYTES": "1GiB"})
         self.stack = Stack(settings, scheduler=False, provisioners=False).start()
         self.http = self.stack.app()
         self.admin = (data_dir / "admin.token").read_text().strip()
@@ -116,10 +117,11 @@ def world(tmp_path_factory):
     cut = [wid for wid in owners if wid != ended["gus"][-1]]
     wait_for(lambda: (lambda s: s["workflows"] == len(cut) and s["pending_purge"] == 0)(running.status()["archived"]),
              what="the archive and the purge")
-    yield {"running": running, "users": users, "ended": ended, "owners": owners, "before": before, "counted": counted,
+    world = {"running": running, "users": users, "ended": ended, "owners": owners, "before": before, "counted": counted,
            "live": live, "live_events": live_events, "orgs_events": orgs_events, "stream_before": stream_before,
            "cut": cut, "acme": acme, "data_dir": data_dir}
-    running.stop()
+    yield world
+    world["running"].stop()  # the last test starts it again
 
 
 def test_archived_workflows_leave_the_stream_and_their_events_are_in_the_parquet_archive(world):
@@ -160,6 +162,13 @@ def test_the_audit_still_finds_archived_workflows_and_a_tenant_only_their_own(wo
 def test_only_a_cluster_admin_sees_the_retention(world):
     running, users = world["running"], world["users"]
     assert running.call("GET", "/v4/audit/retention", users["olga"]).status_code == 403
+
+
+def test_the_job_log_stream_holds_the_limits_the_admin_set(world):
+    connection = world["running"].stack.leases.connection
+    logs = world["running"].stack.services.logs.logs
+    config = connection.run(lambda: connection.client.js.stream_info(logs.stream)).config
+    assert (config.max_age, config.max_bytes) == (2 * 86400, 2**30)
 
 
 def test_a_rebuilt_audit_and_views_read_what_the_log_no_longer_holds(world):
