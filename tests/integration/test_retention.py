@@ -6,15 +6,19 @@ organizations and users keep their histories; a rebuilt audit and views read wha
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import time
 
 import httpx
 import pytest
 
+from adapters.event_archive import EventArchive
+from adapters.retention import Retention
 from api.composition.settings import load_settings
 from api.composition.stack import Stack
 from tests.unit.api.harness import JOB, PASSWORD
+from tests.unit.api.test_cli import run as cli
 
 ENDED_EACH = 3
 
@@ -30,13 +34,16 @@ class Running:
         self.http = self.stack.app()
         self.admin = (data_dir / "admin.token").read_text().strip()
 
-    def call(self, method: str, path: str, token: str | None = None, **kwargs) -> httpx.Response:
+    def call(self, method: str, path: str, token: str | None = None, headers: dict | None = None,
+             **kwargs) -> httpx.Response:
         async def send() -> httpx.Response:
             transport = httpx.ASGITransport(app=self.http)
             async with httpx.AsyncClient(transport=transport, base_url="http://roving.test") as client:
-                return await client.request(method, path, headers={"Authorization": f"Bearer {token or self.admin}"},
-                                            **kwargs)
+                sent = {**(headers or {}), "Authorization": f"Bearer {token or self.admin}"}
+                return await client.request(method, path, headers=sent, **kwargs)
         return asyncio.run(send())
+
+    request = call  # the CLI tests' client (tests.unit.api.test_cli.client_for) calls it so
 
     def user(self, org_id: str, name: str, role: str, org: str) -> str:
         body = {"username": name, "email": f"{name}@{org}.org", "password": PASSWORD, "role": role}
@@ -164,11 +171,54 @@ def test_only_a_cluster_admin_sees_the_retention(world):
     assert running.call("GET", "/v4/audit/retention", users["olga"]).status_code == 403
 
 
+def test_roving_audit_retention_shows_the_policy_and_what_was_archived(world, capsys):
+    running = world["running"]
+    code, out, _ = cli(running, running.admin, ["audit", "retention", "-o", "json"], capsys)
+    assert code == 0 and json.loads(out)["archived"]["workflows"] == len(world["cut"])
+    code, out, _ = cli(running, running.admin, ["audit", "retention"], capsys)
+    assert code == 0 and "policy: finished workflows after" in out
+    assert f"archived: {len(world['cut'])} workflows" in out
+    code, _, err = cli(running, world["users"]["olga"], ["audit", "retention"], capsys)
+    assert code != 0 and "cluster admins" in err
+
+
 def test_the_job_log_stream_holds_the_limits_the_admin_set(world):
     connection = world["running"].stack.leases.connection
     logs = world["running"].stack.services.logs.logs
     config = connection.run(lambda: connection.client.js.stream_info(logs.stream)).config
     assert (config.max_age, config.max_bytes) == (2 * 86400, 2**30)
+
+
+def test_a_round_cut_short_before_its_purge_purges_next_time_and_an_event_archived_twice_counts_once(world,
+                                                                                                   monkeypatch):
+    running, alice = world["running"], world["users"]["alice"]
+    wid = running.call("POST", "/v4/workflows", alice, json={"name": "cut-short", "definition": JOB}).json()["id"]
+    assert running.call("PATCH", f"/v4/workflows/{wid}:stop", alice).status_code == 200
+    events = running.subject_count(wid)
+    world["before"][wid] = answers(running, alice, wid)
+
+    purge = Retention._purge_subject
+
+    def crashed_before_its_purge(self, subject, below):
+        if wid in subject:
+            raise OSError("the process stopped here")
+        return purge(self, subject, below)
+    monkeypatch.setattr(Retention, "_purge_subject", crashed_before_its_purge)
+    after = running.call("POST", "/v4/workflows", alice, json={"name": "pushes-it-cold", "definition": JOB}).json()["id"]
+    running.call("PATCH", f"/v4/workflows/{after}:stop", alice)  # the newest finished: the one the hot set keeps
+    archive = EventArchive(world["data_dir"] / "archive")
+    wait_for(lambda: archive.events_of(wid), what="the workflow archived")
+    assert running.status()["archived"]["pending_purge"] >= 1
+    assert running.subject_count(wid) == events > 0
+    newest = archive.files()[-1]
+    shutil.copy(newest, newest.with_name(newest.name.replace("events-", "events-0again-")))  # as a crash re-archives
+    monkeypatch.undo()
+    wait_for(lambda: running.status()["archived"]["pending_purge"] == 0, what="the purge")
+    assert running.subject_count(wid) == 0, "a purge that failed is done by a later round"
+    assert [r.version for r in archive.events_of(wid)] == list(range(1, events + 1))
+    world["cut"].append(wid)
+    world["owners"][wid] = "alice"
+    world["counted"][wid] = audit_count(running, running.admin, wid)
 
 
 def test_a_rebuilt_audit_and_views_read_what_the_log_no_longer_holds(world):
