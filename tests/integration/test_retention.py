@@ -221,6 +221,25 @@ def test_a_round_cut_short_before_its_purge_purges_next_time_and_an_event_archiv
     world["counted"][wid] = audit_count(running, running.admin, wid)
 
 
+def test_over_its_size_budget_the_stream_loses_its_oldest_finished_workflows_whatever_their_age(world):
+    running, alice = world["running"], world["users"]["alice"]
+    changed = running.call("PUT", "/v4/admin/centralconfig", json={"retention.finishedAfter": "365d",
+                                                                    "retention.maxBytes": "1KiB"})
+    assert changed.status_code == 200, changed.text
+    ids = []
+    for name in ("oldest", "newest"):
+        ids.append(running.call("POST", "/v4/workflows", alice, json={"name": name, "definition": JOB}).json()["id"])
+        assert running.call("PATCH", f"/v4/workflows/{ids[-1]}:stop", alice).status_code == 200
+    oldest, newest = ids
+    world["before"][oldest] = answers(running, alice, oldest)
+    wait_for(lambda: running.subject_count(oldest) == 0, what="the oldest purged for the size budget")
+    assert running.subject_count(newest) > 0  # the hot set's: not cold, not cut
+    assert running.status()["policy"] == {"finished_after_seconds": 365 * 86400, "max_bytes": 1024, "on": True}
+    world["cut"].append(oldest)
+    world["owners"][oldest] = "alice"
+    world["counted"][oldest] = audit_count(running, running.admin, oldest)
+
+
 def test_a_rebuilt_audit_and_views_read_what_the_log_no_longer_holds(world):
     """The last test: the stack restarts with neither its audit file nor its views' snapshot."""
     running, data_dir, users = world["running"], world["data_dir"], world["users"]
