@@ -28,7 +28,9 @@ from adapters.event_archive import ARCHIVED_ROWS, RAW, EventArchive, record
 from adapters.jetstream.connection import Connection
 
 log = structlog.get_logger("roving.retention")
-BATCH = 200  # workflows one round archives at most: one file, one transaction, bounded memory
+ROUND_MOST = 20_000  # workflows one round archives at most, into one file
+BATCH = 200  # workflows read from the log and staged at a time: bounded memory
+SCAN_MOST = 100_000  # cold rows one round looks through (a first round after a start skips the archived ones)
 PAGE = 1000
 ENDED = frozenset({"FINISHED", "FAILED", "CANCELED"})
 OWN_KINDS = ("workflow", "allocation")  # aggregates only a workflow owns; nodes and organizations keep every event
@@ -37,8 +39,8 @@ ARCHIVED_WORKFLOWS = Counter("roving_retention_archived_workflows_total", "Workf
 PURGED = Counter("roving_retention_purged_messages_total", "Messages the retention purged from the event stream")
 AGGREGATES = f"""SELECT DISTINCT aggregate_id FROM audit_events
 WHERE cluster = $1 AND workflow = $2 AND aggregate_kind IN {OWN_KINDS}"""
-LAGGING = """SELECT DISTINCT workflow FROM retention_raw r
-WHERE NOT EXISTS (SELECT 1 FROM audit_events a WHERE a.cluster = $1 AND a.position = r.position)"""
+LAGGING = """SELECT DISTINCT workflow FROM retention_raw r WHERE workflow IN (SELECT unnest($2))
+AND NOT EXISTS (SELECT 1 FROM audit_events a WHERE a.cluster = $1 AND a.position = r.position)"""
 
 
 class Policy(NamedTuple):
@@ -91,26 +93,29 @@ class Retention:
 
     # -- choosing --------------------------------------------------------------------------------------
     def _candidates(self, policy: Policy) -> tuple[list[str], int]:
+        """Cold workflows the policy cuts and no round archived yet, in the order they went cold, and how far
+        through the cold index that took it."""
         index = self.cold_rows()
         if index is None:
             return [], self._watermark
         over = policy.max_bytes > 0 and self.stream_size()[1] > policy.max_bytes
         cutoff = self.clock() - policy.finished_after if policy.finished_after > 0 else None
         chosen: list[str] = []
-        watermark = self._watermark
-        while len(chosen) < BATCH:
+        watermark, scanned = self._watermark, 0
+        while len(chosen) < ROUND_MOST and scanned < SCAN_MOST:
             rows = index.written_after(watermark, BATCH)
+            scanned += len(rows)
+            ripe: list[str] = []
             for at, row in rows:
                 if not over and (cutoff is None or row.updated_at.timestamp() > cutoff):
-                    return self._unarchived(chosen), watermark  # rows went cold in about the order they ended
+                    return chosen + self._unarchived(ripe), watermark  # rows went cold in about the order they ended
                 watermark = at
                 if row.status in ENDED:
-                    chosen.append(str(row.id))
-                if len(chosen) >= BATCH:
-                    break
+                    ripe.append(str(row.id))
+            chosen += self._unarchived(ripe)
             if len(rows) < BATCH:
                 break
-        return self._unarchived(chosen), watermark
+        return chosen, watermark
 
     def _unarchived(self, ids: list[str]) -> list[str]:
         if not ids:
@@ -122,22 +127,27 @@ class Retention:
 
     # -- archiving -------------------------------------------------------------------------------------
     def _archive_and_purge(self, chosen: list[str], done: dict[str, Any]) -> dict[str, Any]:
-        raw = [r for wid in chosen for r in self._raw(wid)]
+        """One file for the round, read from the log BATCH workflows at a time (DuckDB holds the rest, spilling
+        to disk past its memory limit), indexed by aggregate, recorded, and only then purged."""
+        kept: set[str] = set()
         with self.store.connection.cursor() as cursor:
-            kept = self._stage(cursor, raw)
+            cursor.execute(RAW)
+            for at in range(0, len(chosen), BATCH):
+                batch = chosen[at:at + BATCH]
+                kept |= self._stage(cursor, batch, [r for wid in batch for r in self._raw(wid)])
             if not kept:
                 return done
-            rows = [r for r in raw if r.workflow in kept]
-            path = self._write(cursor, len(rows))
-            last = _last_positions(rows)
-            for wid in kept:
-                cursor.execute("INSERT OR REPLACE INTO archived_workflows VALUES ($1, now(), $2, $3, false, $4)",
-                               [wid, sum(1 for r in rows if r.workflow == wid), path.name, last[wid]])
-        ARCHIVED_EVENTS.inc(len(rows))
-        purged = self._purge({r.workflow: None for r in rows})
+            events = _count(cursor, "SELECT count(*) FROM retention_raw")
+            path = self._write(cursor, events)
+            self.archive.remember(path, [a for (a,) in cursor.execute(
+                "SELECT DISTINCT aggregate FROM retention_raw").fetchall()])
+            cursor.execute("INSERT OR REPLACE INTO archived_workflows SELECT workflow, now(), count(*), $1, false, "
+                           "max(position) FROM retention_raw GROUP BY workflow", [path.name])
+        ARCHIVED_EVENTS.inc(events)
+        purged = self._purge(dict.fromkeys(sorted(kept)))
         ARCHIVED_WORKFLOWS.inc(len(kept))
-        log.info("retention.archived", workflows=len(kept), events=len(rows), purged=purged, file=path.name)
-        return {"workflows": len(kept), "events": len(rows), "purged": done["purged"] + purged, "file": path.name}
+        log.info("retention.archived", workflows=len(kept), events=events, purged=purged, file=path.name)
+        return {"workflows": len(kept), "events": events, "purged": done["purged"] + purged, "file": path.name}
 
     def _raw(self, workflow: str) -> list[Raw]:
         """The workflow's own and its allocations' events as the log holds them now."""
@@ -163,12 +173,11 @@ class Retention:
 
         return self.connection.run(every)
 
-    def _stage(self, cursor: duckdb.DuckDBPyConnection, raw: list[Raw]) -> set[str]:
-        """The events into a temporary table; a workflow with an event the audit has not written yet waits."""
-        cursor.execute(RAW)
-        cursor.executemany("INSERT INTO retention_raw VALUES ($1, $2, $3, $4)",
-                           [(r.workflow, r.position, r.topic, r.state) for r in raw])
-        lagging = {w for (w,) in cursor.execute(LAGGING, [self.cluster]).fetchall()}
+    def _stage(self, cursor: duckdb.DuckDBPyConnection, batch: list[str], raw: list[Raw]) -> set[str]:
+        """The events into the round's table; a workflow with an event the audit has not written yet waits."""
+        cursor.executemany("INSERT INTO retention_raw VALUES ($1, $2, $3, $4, $5)",
+                           [(r.workflow, r.aggregate, r.position, r.topic, r.state) for r in raw])
+        lagging = {w for (w,) in cursor.execute(LAGGING, [self.cluster, batch]).fetchall()}
         if lagging:
             cursor.execute("DELETE FROM retention_raw WHERE workflow IN (SELECT unnest($1))", [sorted(lagging)])
             log.info("retention.audit_behind", workflows=len(lagging))
@@ -238,11 +247,9 @@ class Retention:
         }
 
 
-def _last_positions(rows: list[Raw]) -> dict[str, int]:
-    last: dict[str, int] = {}
-    for r in rows:
-        last[r.workflow] = max(last.get(r.workflow, 0), r.position)
-    return last
+def _count(cursor: duckdb.DuckDBPyConnection, sql: str) -> int:
+    found = cursor.execute(sql).fetchone()
+    return int(found[0]) if found else 0
 
 
 def _files(archive: EventArchive) -> dict[str, int]:

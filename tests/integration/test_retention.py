@@ -241,10 +241,11 @@ def test_over_its_size_budget_the_stream_loses_its_oldest_finished_workflows_wha
 
 
 def test_a_rebuilt_audit_and_views_read_what_the_log_no_longer_holds(world):
-    """The last test: the stack restarts with neither its audit file nor its views' snapshot."""
+    """The last test: the stack restarts with neither its audit file, nor its views' snapshot and cold index, nor
+    the archive's index (rebuilt from the files, one of them written twice)."""
     running, data_dir, users = world["running"], world["data_dir"], world["users"]
     running.stop()
-    for gone in ("audit.duckdb", "audit.duckdb.wal", "views.snapshot"):
+    for gone in ("audit.duckdb", "audit.duckdb.wal", "views.snapshot", "archive/index.sqlite"):
         (data_dir / gone).unlink(missing_ok=True)
     shutil.rmtree(data_dir / "views", ignore_errors=True)
     again = world["running"] = Running(data_dir)
