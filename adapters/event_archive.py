@@ -140,8 +140,10 @@ def record(cursor: duckdb.DuckDBPyConnection) -> None:
 
 def restore_missing(cursor: duckdb.DuckDBPyConnection, archive: EventArchive) -> int:
     """Put back into a new (or rebuilt) audit table the archived rows it lacks, and the record of what was
-    archived: the log no longer holds those events, so the feed cannot. Returns the rows restored."""
-    if not archive.files():
+    archived: the log no longer holds those events, so the feed cannot. Call it once the feed has caught up: an
+    archived event still in the log (a purge that did not happen) is then in the table already, not written twice.
+    An audit that records any archived workflow has seen the archive: nothing to do. Returns the rows restored."""
+    if not archive.files() or _count(cursor, "SELECT count(*) FROM archived_workflows"):
         return 0
     source = archive.source()
     before = _count(cursor, "SELECT count(*) FROM audit_events")

@@ -24,7 +24,7 @@ from prometheus_client import Counter
 
 from adapters.cold_index import ColdIndex
 from adapters.duckdb_store import AuditStore
-from adapters.event_archive import ARCHIVED_ROWS, RAW, EventArchive, record
+from adapters.event_archive import ARCHIVED_ROWS, RAW, EventArchive, record, restore_missing
 from adapters.jetstream.connection import Connection
 
 log = structlog.get_logger("roving.retention")
@@ -75,6 +75,14 @@ class Retention:
         self.last_round: dict[str, Any] = {}
         with store.connection.cursor() as cursor:
             record(cursor)
+
+    def restore(self) -> int:
+        """A new (or rebuilt) audit's archived rows, from the archive (adapters.event_archive.restore_missing)."""
+        with self.store.connection.cursor() as cursor:
+            restored = restore_missing(cursor, self.archive)
+        if restored:
+            log.info("retention.audit_restored", rows=restored)
+        return restored
 
     def run_once(self) -> dict[str, Any]:
         """Archive and purge what the policy cuts now; returns what the round did."""
@@ -258,10 +266,11 @@ def _files(archive: EventArchive) -> dict[str, int]:
 
 
 class RetentionLoop:
-    """Runs a round every `interval` seconds on a daemon thread until stopped; a failed round is tried again."""
+    """Once `ready()` (the audit feed caught up), restores what a rebuilt audit lacks; then runs a round every
+    `interval` seconds on a daemon thread until stopped; a failed round is tried again."""
 
-    def __init__(self, retention: Retention, interval: float) -> None:
-        self.retention, self.interval = retention, interval
+    def __init__(self, retention: Retention, interval: float, ready: Callable[[], bool] = lambda: True) -> None:
+        self.retention, self.interval, self.ready = retention, interval, ready
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="roving-retention", daemon=True)
 
@@ -275,6 +284,15 @@ class RetentionLoop:
             self._thread.join(timeout=30)
 
     def _run(self) -> None:
+        while not self.ready() and not self._stopping.wait(0.2):
+            pass
+        while not self._stopping.is_set():
+            try:
+                self.retention.restore()
+                break
+            except Exception:  # noqa: BLE001 - the archive's disk may be away: tried again
+                log.exception("retention.restore_failed")
+                self._stopping.wait(self.interval)
         while not self._stopping.wait(self.interval):
             try:
                 self.retention.run_once()

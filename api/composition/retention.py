@@ -11,7 +11,7 @@ from uuid import UUID
 import structlog
 from eventsourcing.persistence import StoredEvent
 
-from adapters.event_archive import EventArchive, record, restore_missing
+from adapters.event_archive import EventArchive
 from adapters.retention import Policy, Retention, RetentionLoop
 
 log = structlog.get_logger("roving.retention")
@@ -21,26 +21,17 @@ def archive_dir(data_dir: Path) -> Path:
     return data_dir / "archive"
 
 
-def restore_audit(store: Any, data_dir: Path) -> int:
-    """Before the audit feed starts: archived rows a new (or rebuilt) audit file lacks, which the log no longer has."""
-    with store.connection.cursor() as cursor:
-        record(cursor)
-        restored = restore_missing(cursor, EventArchive(archive_dir(data_dir)))
-    if restored:
-        log.info("retention.audit_restored", rows=restored)
-    return restored
-
-
 def start_retention(roving: Any, views: Any, store: Any, audit: Any, feed: Any, data_dir: Path, cluster: str,
                     interval: float) -> Retention:
-    """The loop runs while the audit feed does (it is stopped with it); the audit log shows its status."""
+    """The loop runs while the audit feed does (it is stopped with it); once the feed has caught up, it restores
+    a new (or rebuilt) audit's archived rows, then runs its rounds. The audit log shows its status."""
     def policy() -> Policy:
         config = roving.scheduler_config()
         return Policy(config.retention_finished_after_seconds, config.retention_max_bytes)
 
     retention = Retention(store, EventArchive(archive_dir(data_dir)), roving.recorder.connection, cluster, policy,
                           lambda: views.workflows.cold_rows)
-    feed.companions.append(RetentionLoop(retention, interval).start())
+    feed.companions.append(RetentionLoop(retention, interval, ready=feed.caught_up.is_set).start())
     audit.retention = retention
     return retention
 

@@ -228,11 +228,10 @@ class Stack(LocalPool):
         from adapters.audit_feed import AuditFeed
         from adapters.audit_log import AuditLog
         from adapters.duckdb_store import AuditStore
-        from api.composition.retention import archive_dir, restore_audit, start_retention
+        from api.composition.retention import archive_dir, start_retention
         from projections.audit import AuditProjection
 
         store = AuditStore(self.data_dir / "audit.duckdb", archive=archive_dir(self.data_dir))
-        restore_audit(store, self.data_dir)  # before the feed: what the log no longer holds, from the archive
         audit, feed = AuditLog(store), AuditFeed(roving.recorder, AuditProjection(store, cluster)).start()
         start_retention(roving, self.views, store, audit, feed, self.data_dir, cluster, self.settings.retention_interval)
         return store, audit, feed

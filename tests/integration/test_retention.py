@@ -240,11 +240,17 @@ def test_over_its_size_budget_the_stream_loses_its_oldest_finished_workflows_wha
     world["counted"][oldest] = audit_count(running, running.admin, oldest)
 
 
-def test_a_rebuilt_audit_and_views_read_what_the_log_no_longer_holds(world):
+def test_a_rebuilt_audit_and_views_read_what_the_log_no_longer_holds(world, monkeypatch):
     """The last test: the stack restarts with neither its audit file, nor its views' snapshot and cold index, nor
-    the archive's index (rebuilt from the files, one of them written twice)."""
+    the archive's index (rebuilt from the files, one of them written twice), and with one workflow archived whose
+    purge had not happened: its events are in the log and the archive both, and the audit counts them once."""
     running, data_dir, users = world["running"], world["data_dir"], world["users"]
+    unpurged = stopped_and_cold(running, users["alice"], "unpurged")
+    monkeypatch.setattr(Retention, "_purge_subject", lambda *_: 0)  # as if the process stopped before its purge
+    wait_for(lambda: EventArchive(data_dir / "archive").events_of(unpurged), what="the workflow archived")
+    counted = wait_for(lambda: audit_count(running, running.admin, unpurged), what="its audit rows")
     running.stop()
+    monkeypatch.undo()
     for gone in ("audit.duckdb", "audit.duckdb.wal", "views.snapshot", "archive/index.sqlite"):
         (data_dir / gone).unlink(missing_ok=True)
     shutil.rmtree(data_dir / "views", ignore_errors=True)
@@ -254,3 +260,15 @@ def test_a_rebuilt_audit_and_views_read_what_the_log_no_longer_holds(world):
         assert wait_for(lambda w=wid: audit_count(again, again.admin, w), what="the restored audit") == world["counted"][wid]
         assert answers(again, users[world["owners"][wid]], wid) == world["before"][wid]
     assert audit_count(again, users["gus"], world["ended"]["alice"][0]) == 0
+    assert again.subject_count(unpurged) > 0 and audit_count(again, again.admin, unpurged) == counted
+    later = again.call("POST", "/v4/workflows", users["alice"], json={"name": "later", "definition": JOB}).json()["id"]
+    assert wait_for(lambda: audit_count(again, again.admin, later), what="the feed going on") > 0
+
+
+def stopped_and_cold(running: Running, token: str, name: str) -> str:
+    """A workflow submitted and stopped, then pushed out of the hot set (of one) by another that ends after it."""
+    wid = running.call("POST", "/v4/workflows", token, json={"name": name, "definition": JOB}).json()["id"]
+    assert running.call("PATCH", f"/v4/workflows/{wid}:stop", token).status_code == 200
+    after = running.call("POST", "/v4/workflows", token, json={"name": f"{name}-next", "definition": JOB}).json()["id"]
+    assert running.call("PATCH", f"/v4/workflows/{after}:stop", token).status_code == 200
+    return wid
