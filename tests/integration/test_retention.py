@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import shutil
 import time
 
@@ -142,6 +143,10 @@ def test_archived_workflows_leave_the_stream_and_their_events_are_in_the_parquet
     assert status["archived"]["events"] >= len(cut) * 3 and size < bytes_before
     assert status["policy"] == {"finished_after_seconds": 1.0, "max_bytes": 0, "on": True}
     assert status["stream"]["messages"] == messages
+    metrics = running.call("GET", "/metrics").text
+    archived = re.search(r"^roving_retention_archived_workflows_total (\S+)$", metrics, re.M)
+    assert archived and float(archived.group(1)) >= len(cut)
+    assert re.search(r"^roving_retention_purged_messages_total [1-9]", metrics, re.M)
 
 
 def test_the_hot_workflow_a_live_one_and_the_organizations_keep_their_histories(world):
