@@ -115,6 +115,10 @@ def world(tmp_path_factory):
     owners = {wid: who for who, ids in ended.items() for wid in ids}
     before = {wid: answers(running, users[who], wid) for wid, who in owners.items()}
     counted = {wid: wait_for(lambda w=wid: audit_count(running, running.admin, w), what="the audit") for wid in owners}
+    agent = (data_dir / "agent.token").read_text().strip()
+    node = running.call("POST", "/v4/agent/register", agent, json={"name": "n1", "cpu": 4, "memory": 2**30})
+    assert node.status_code == 200, node.text
+    node_events = running.subject_count(node.json()["node_id"])
     live_events = running.subject_count(live)
     orgs_events = running.subject_count(acme)
     stream_before = running.stream()
@@ -127,7 +131,7 @@ def world(tmp_path_factory):
              what="the archive and the purge")
     world = {"running": running, "users": users, "ended": ended, "owners": owners, "before": before, "counted": counted,
            "live": live, "live_events": live_events, "orgs_events": orgs_events, "stream_before": stream_before,
-           "cut": cut, "acme": acme, "data_dir": data_dir}
+           "cut": cut, "acme": acme, "data_dir": data_dir, "node": (node.json()["node_id"], node_events)}
     yield world
     world["running"].stop()  # the last test starts it again
 
@@ -149,11 +153,13 @@ def test_archived_workflows_leave_the_stream_and_their_events_are_in_the_parquet
     assert re.search(r"^roving_retention_purged_messages_total [1-9]", metrics, re.M)
 
 
-def test_the_hot_workflow_a_live_one_and_the_organizations_keep_their_histories(world):
+def test_the_hot_workflow_a_live_one_the_organizations_and_the_nodes_keep_their_histories(world):
     running = world["running"]
     assert running.subject_count(world["ended"]["gus"][-1]) > 0
     assert running.subject_count(world["live"]) == world["live_events"] > 0
     assert running.subject_count(world["acme"]) == world["orgs_events"] > 0
+    node, node_events = world["node"]
+    assert running.subject_count(node) == node_events > 0
 
 
 def test_a_purged_workflow_still_answers_describe_and_events_as_before(world):
