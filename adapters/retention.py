@@ -16,6 +16,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import duckdb
@@ -191,7 +192,7 @@ class Retention:
             log.info("retention.audit_behind", workflows=len(lagging))
         return {r.workflow for r in raw} - lagging
 
-    def _write(self, cursor: duckdb.DuckDBPyConnection, expected: int) -> Any:
+    def _write(self, cursor: duckdb.DuckDBPyConnection, expected: int) -> Path:
         """COPY to a staged file, count what it holds, and only then move it into the archive."""
         staged = self.store.staged()
         cursor.execute(f"COPY ({ARCHIVED_ROWS}) TO '{staged}' (FORMAT parquet)", [self.cluster])
@@ -213,7 +214,9 @@ class Retention:
                 found = cursor.execute("SELECT last_position FROM archived_workflows WHERE workflow = $1",
                                        [wid]).fetchone()
                 aggregates = [a for (a,) in cursor.execute(AGGREGATES, [self.cluster, wid]).fetchall()]
-            below = int(found[0]) + 1 if found else 0
+            if found is None:  # never: the record comes first; without it nothing bounds the purge, so none
+                continue
+            below = int(found[0]) + 1
             for aggregate in aggregates:
                 purged += self._purge_subject(self.connection.names.aggregate_filter("events", aggregate), below)
             with self.store.connection.cursor() as cursor:

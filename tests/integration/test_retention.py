@@ -141,6 +141,11 @@ def test_archived_workflows_leave_the_stream_and_their_events_are_in_the_parquet
     status = running.status()
     assert status["archived"]["pending_purge"] == 0 and status["archived"]["files"] >= 1
     assert all(running.subject_count(wid) == 0 for wid in cut)
+    with running.stack.audit_store.connection.cursor() as cursor:
+        allocations = [a for (a,) in cursor.execute("SELECT DISTINCT aggregate_id FROM audit_events WHERE "
+                                                   "aggregate_kind = 'allocation' AND workflow IN (SELECT unnest($1))",
+                                                   [cut]).fetchall()]
+    assert len(allocations) >= len(cut) and all(running.subject_count(a) == 0 for a in allocations)
     messages_before, bytes_before, _ = world["stream_before"]
     messages, size, first = running.stream()
     assert messages <= messages_before - status["archived"]["events"] + 10  # a few config and login events since
