@@ -167,10 +167,12 @@ def test_the_hot_workflow_a_live_one_the_organizations_and_the_nodes_keep_their_
     assert running.subject_count(node) == node_events > 0
 
 
-def test_a_purged_workflow_still_answers_describe_and_events_as_before(world):
+def test_a_purged_workflow_still_answers_describe_and_events_as_before_and_a_stop_says_it_ended(world):
     running, users = world["running"], world["users"]
     for wid in world["cut"]:
         assert answers(running, users[world["owners"][wid]], wid) == world["before"][wid]
+    stopped = running.call("PATCH", f"/v4/workflows/{world['cut'][0]}:stop", users[world["owners"][world["cut"][0]]])
+    assert stopped.status_code == 409 and "already ended" in stopped.json()["error"], stopped.text
 
 
 def test_the_audit_still_finds_archived_workflows_and_a_tenant_only_their_own(world):
