@@ -33,6 +33,7 @@ ROUND_MOST = 20_000  # workflows one round archives at most, into one file
 BATCH = 200  # workflows read from the log and staged at a time: bounded memory
 SCAN_MOST = 100_000  # cold rows one round looks through (a first round after a start skips the archived ones)
 PAGE = 1000
+MESSAGE_OVERHEAD = 100  # bytes the stream spends on an event beyond its state and topic (subject, headers, index)
 ENDED = frozenset({"FINISHED", "FAILED", "CANCELED"})
 OWN_KINDS = ("workflow", "allocation")  # aggregates only a workflow owns; nodes and organizations keep every event
 ARCHIVED_EVENTS = Counter("roving_retention_archived_events_total", "Events written to the Parquet archive")
@@ -53,6 +54,16 @@ class Policy(NamedTuple):
     @property
     def on(self) -> bool:
         return self.finished_after > 0 or self.max_bytes > 0
+
+
+class Plan(NamedTuple):
+    """A round's candidates: `chosen` in the order they went cold, the first `aged` past the age limit, the bytes
+    the stream is `over` its size budget by (None: not over), and how far through the cold index they go."""
+
+    chosen: list[str]
+    aged: int
+    over: int | None
+    watermark: int
 
 
 class Raw(NamedTuple):
@@ -91,40 +102,46 @@ class Retention:
         if not policy.on:
             return {}
         purged = self._finish_purges()
-        chosen, watermark = self._candidates(policy)
+        plan = self._candidates(policy)
         done: dict[str, Any] = {"workflows": 0, "events": 0, "purged": purged, "file": None}
-        if chosen:
-            done = self._archive_and_purge(chosen, done)
-        if len(chosen) == done["workflows"]:  # none was skipped for a lagging audit: the next round starts after
-            self._watermark = watermark
+        every = True
+        if plan.chosen:
+            done, every = self._archive_and_purge(plan, done)
+        if every:  # none was skipped (a lagging audit, a size budget met): the next round starts after them
+            self._watermark = plan.watermark
         self.last_round = {**done, "at": self.clock()}
         return done
 
     # -- choosing --------------------------------------------------------------------------------------
-    def _candidates(self, policy: Policy) -> tuple[list[str], int]:
-        """Cold workflows the policy cuts and no round archived yet, in the order they went cold, and how far
-        through the cold index that took it."""
+    def _candidates(self, policy: Policy) -> Plan:
+        """Cold workflows the policy cuts and no round archived yet, in the order they went cold: first those past
+        the age limit, then (over the size budget) younger ones, as many as free the bytes it is over by."""
         index = self.cold_rows()
         if index is None:
-            return [], self._watermark
-        over = policy.max_bytes > 0 and self.stream_size()[1] > policy.max_bytes
+            return Plan([], 0, None, self._watermark)
+        size = self.stream_size()[1] if policy.max_bytes > 0 else 0
+        over = size - policy.max_bytes if policy.max_bytes > 0 and size > policy.max_bytes else None
         cutoff = self.clock() - policy.finished_after if policy.finished_after > 0 else None
         chosen: list[str] = []
+        aged: int | None = None  # how many of `chosen` are past the age limit (the rest are for the size budget)
         watermark, scanned = self._watermark, 0
         while len(chosen) < ROUND_MOST and scanned < SCAN_MOST:
             rows = index.written_after(watermark, BATCH)
             scanned += len(rows)
             ripe: list[str] = []
             for at, row in rows:
-                if not over and (cutoff is None or row.updated_at.timestamp() > cutoff):
-                    return chosen + self._unarchived(ripe), watermark  # rows went cold in about the order they ended
+                old = cutoff is not None and row.updated_at.timestamp() <= cutoff
+                if not old and aged is None:
+                    aged = len(chosen) + len(self._unarchived(ripe))
+                if not old and over is None:
+                    return Plan(chosen + self._unarchived(ripe), aged or 0, None, watermark)
                 watermark = at
                 if row.status in ENDED:
                     ripe.append(str(row.id))
             chosen += self._unarchived(ripe)
             if len(rows) < BATCH:
                 break
-        return chosen, watermark
+        return Plan(chosen, len(chosen) if aged is None else aged, over, watermark)
 
     def _unarchived(self, ids: list[str]) -> list[str]:
         if not ids:
@@ -135,17 +152,15 @@ class Retention:
         return [i for i in ids if i not in known]
 
     # -- archiving -------------------------------------------------------------------------------------
-    def _archive_and_purge(self, chosen: list[str], done: dict[str, Any]) -> dict[str, Any]:
+    def _archive_and_purge(self, plan: Plan, done: dict[str, Any]) -> tuple[dict[str, Any], bool]:
         """One file for the round, read from the log BATCH workflows at a time (DuckDB holds the rest, spilling
-        to disk past its memory limit), indexed by aggregate, recorded, and only then purged."""
-        kept: set[str] = set()
+        to disk past its memory limit), indexed by aggregate, recorded, and only then purged. Also whether every
+        chosen workflow went."""
         with self.store.connection.cursor() as cursor:
             cursor.execute(RAW)
-            for at in range(0, len(chosen), BATCH):
-                batch = chosen[at:at + BATCH]
-                kept |= self._stage(cursor, batch, [r for wid in batch for r in self._raw(wid)])
+            kept, every = self._gather(cursor, plan)
             if not kept:
-                return done
+                return done, False
             events = _count(cursor, "SELECT count(*) FROM retention_raw")
             path = self._write(cursor, events)
             self.archive.remember(path, [a for (a,) in cursor.execute(
@@ -156,7 +171,30 @@ class Retention:
         purged = self._purge(dict.fromkeys(sorted(kept)))
         ARCHIVED_WORKFLOWS.inc(len(kept))
         log.info("retention.archived", workflows=len(kept), events=events, purged=purged, file=path.name)
-        return {"workflows": len(kept), "events": events, "purged": done["purged"] + purged, "file": path.name}
+        done = {"workflows": len(kept), "events": events, "purged": done["purged"] + purged, "file": path.name}
+        return done, every and len(kept) == len(plan.chosen)
+
+    def _gather(self, cursor: duckdb.DuckDBPyConnection, plan: Plan) -> tuple[set[str], bool]:
+        """The plan's workflows' events into the round's table, until those past the age limit are in and the
+        size budget's bytes are freed; the workflows staged, and whether that was every one of the plan's."""
+        kept: set[str] = set()
+        ids: list[str] = []
+        raw: list[Raw] = []
+        freed = taken = 0
+        for wid in plan.chosen:
+            if taken >= plan.aged and (plan.over is None or freed >= plan.over):
+                break
+            taken += 1
+            found = self._raw(wid)
+            freed += sum(len(r.state) + len(r.topic) + MESSAGE_OVERHEAD for r in found)
+            ids.append(wid)
+            raw += found
+            if len(ids) >= BATCH:
+                kept |= self._stage(cursor, ids, raw)
+                ids, raw = [], []
+        if ids:
+            kept |= self._stage(cursor, ids, raw)
+        return kept, taken == len(plan.chosen)
 
     def _raw(self, workflow: str) -> list[Raw]:
         """The workflow's own and its allocations' events as the log holds them now."""

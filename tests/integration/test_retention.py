@@ -239,18 +239,26 @@ def test_a_round_cut_short_before_its_purge_purges_next_time_and_an_event_archiv
     world["counted"][wid] = audit_count(running, running.admin, wid)
 
 
-def test_over_its_size_budget_the_stream_loses_its_oldest_finished_workflows_whatever_their_age(world):
+def test_over_its_size_budget_the_stream_loses_its_oldest_finished_workflows_as_many_as_free_the_bytes(world):
     running, alice = world["running"], world["users"]["alice"]
-    changed = running.call("PUT", "/v4/admin/centralconfig", json={"retention.finishedAfter": "365d",
-                                                                    "retention.maxBytes": "1KiB"})
-    assert changed.status_code == 200, changed.text
+    assert running.call("PUT", "/v4/admin/centralconfig", json={"retention.finishedAfter": "365d",
+                                                                 "retention.maxBytes": "1GiB"}).status_code == 200
     ids = []
-    for name in ("oldest", "newest"):
+    for name in ("oldest", "middle", "newest"):
         ids.append(running.call("POST", "/v4/workflows", alice, json={"name": name, "definition": JOB}).json()["id"])
         assert running.call("PATCH", f"/v4/workflows/{ids[-1]}:stop", alice).status_code == 200
-    oldest, newest = ids
+    oldest, middle, newest = ids
     world["before"][oldest] = answers(running, alice, oldest)
-    wait_for(lambda: running.subject_count(oldest) == 0, what="the oldest purged for the size budget")
+    archived = running.status()["archived"]["workflows"]
+    # over by a few bytes (and this change's own event): the oldest cold workflow frees them, the next stays
+    budget = running.stream()[1] - 1
+    assert running.call("PUT", "/v4/admin/centralconfig", json={"retention.maxBytes": budget}).status_code == 200
+    wait_for(lambda: running.status()["archived"]["workflows"] > archived, what="a workflow cut for the size budget")
+    time.sleep(1.0)  # rounds go on every 0.3 s: under the budget now, they cut nothing more
+    assert running.status()["archived"]["workflows"] == archived + 1
+    assert running.subject_count(oldest) > 0 and running.subject_count(middle) > 0  # the older hot one went first
+    assert running.call("PUT", "/v4/admin/centralconfig", json={"retention.maxBytes": "1KiB"}).status_code == 200
+    wait_for(lambda: running.subject_count(oldest) == running.subject_count(middle) == 0, what="both cut")
     assert running.subject_count(newest) > 0  # the hot set's: not cold, not cut
     assert running.status()["policy"] == {"finished_after_seconds": 365 * 86400, "max_bytes": 1024, "on": True}
     world["cut"].append(oldest)
