@@ -63,6 +63,7 @@ class EventArchive:
                 index.executemany("INSERT OR IGNORE INTO held VALUES (?, ?)", [(a, path.name) for a in aggregates])
 
     def files_of(self, aggregate_id: str) -> list[Path]:
+        """The files holding an aggregate's events, by the index (none for an aggregate never archived)."""
         if not (self.directory / INDEX).exists() and not self.files():
             return []
         with self._lock:
@@ -108,18 +109,6 @@ class EventArchive:
         rows = self._query(f"SELECT DISTINCT version, topic, state FROM {self.source(files)} "
                            "WHERE aggregate_id = $1 ORDER BY version", [aggregate_id])
         return [StoredRow(int(v), str(t), bytes(s)) for v, t, s in rows]
-
-    def summary(self) -> dict[str, Any]:
-        """Files, bytes on disk, events and workflows archived, and the oldest and newest event time."""
-        files = self.files()
-        found: dict[str, Any] = {"files": len(files), "bytes": sum(f.stat().st_size for f in files),
-                                 "events": 0, "workflows": 0, "oldest": None, "newest": None}
-        if files:
-            (events, workflows, oldest, newest), = self._query(
-                f"SELECT count(*), count(DISTINCT workflow), min(time), max(time) FROM {self.source()}", [])
-            found.update(events=int(events), workflows=int(workflows),
-                         oldest=oldest.isoformat() if oldest else None, newest=newest.isoformat() if newest else None)
-        return found
 
     def _query(self, sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
         with self._lock:
