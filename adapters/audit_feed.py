@@ -28,6 +28,12 @@ class AuditFeed(Follower):
         super().__init__(recorder, projection, LoggedEvents(), name="audit_feed", page=page,
                          retry_seconds=retry_seconds, poll_seconds=poll_seconds)
         self.recorder, self.projection = recorder, projection
+        self.companions: list[Any] = []  # what works on the same store (the retention): stopped before the feed
+
+    def stop(self, timeout: float = 5.0) -> None:
+        for companion in self.companions:
+            companion.stop()
+        super().stop(timeout)
 
 
 class LoggedEvents:

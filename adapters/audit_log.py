@@ -37,6 +37,7 @@ class AuditLog:
         self.max_rows = max_rows
         self.timeout_seconds = timeout_seconds
         self.sandbox = Sandbox(dataclasses.replace(limits or Limits(), seconds=timeout_seconds))
+        self.retention: Any = None  # the event stream's retention beside this audit (adapters.retention), if any
 
     def list(self, filters: AuditFilters, scope: Scope) -> list[AuditRow]:
         where, params = _where(filters, visible_organization(filters, scope))

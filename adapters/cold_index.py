@@ -89,6 +89,14 @@ class ColdIndex:
         stopped = len(found) < most and read >= SCAN_BUDGET and last is not None
         return found[:most], full_key(query.order_by, last) if stopped and last is not None else None
 
+    def written_after(self, rowid: int, most: int) -> list[tuple[int, WorkflowRow]]:
+        """Up to `most` rows in the order they were (last) written, after `rowid`: the order workflows went cold,
+        which the retention (adapters.retention) follows."""
+        with self._lock:
+            rows = self._db.execute("SELECT rowid, row FROM cold_workflows WHERE rowid > ? ORDER BY rowid LIMIT ?",
+                                    (rowid, most)).fetchall()
+        return [(at, self._decode(blob)) for at, blob in rows]
+
     def count(self) -> int:
         with self._lock:
             return int(self._db.execute("SELECT count(*) FROM cold_workflows").fetchone()[0])

@@ -2,7 +2,8 @@
 
 One store owns one DuckDB database (a file, or memory for tests). It runs with external access
 disabled and its configuration locked, except for a private staging directory that Parquet exports
-are written to before being moved where the caller asked: user SQL can reach no other file.
+are written to before being moved where the caller asked, and the event archive (adapters.event_archive) it reads
+back: user SQL can reach no other file.
 """
 
 from __future__ import annotations
@@ -61,11 +62,16 @@ CHUNK = 1000  # rows per JSON document: several documents parse in parallel
 class AuditStore:
     """DuckDB connection, schema and transactions for the audit table and its tracking positions."""
 
-    def __init__(self, path: str | Path = ":memory:") -> None:
+    def __init__(self, path: str | Path = ":memory:", archive: str | Path | None = None) -> None:
         self._staging = Path(tempfile.mkdtemp(prefix="roving-audit-export-"))
+        self.archive = Path(archive) if archive is not None else None
         self.connection = duckdb.connect(str(path))
         self.connection.execute(SCHEMA)
         self._sandbox()
+
+    def staged(self, suffix: str = ".parquet") -> Path:
+        """A new file name in the staging directory, the one place this database may write."""
+        return self._staging / f"{uuid.uuid4().hex}{suffix}"
 
     def _sandbox(self) -> None:
         # our own SQL only (lists, exports, the feed's writes; tenant SQL runs in adapters.audit_sandbox),
@@ -73,7 +79,8 @@ class AuditStore:
         self.connection.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
         self.connection.execute(f"SET temp_directory = '{self._staging}/spill'")
         self.connection.execute(f"SET max_temp_directory_size = '{TEMP_LIMIT}'")
-        self.connection.execute(f"SET allowed_directories = ['{self._staging}/']")
+        readable = [f"{self._staging}/"] + ([f"{self.archive}/"] if self.archive is not None else [])
+        self.connection.execute(f"SET allowed_directories = [{', '.join(map(_literal, readable))}]")
         self.connection.execute("SET enable_external_access = false")
         self.connection.execute("SET lock_configuration = true")
 

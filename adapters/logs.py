@@ -55,6 +55,19 @@ class Logs:
             if "already in use" not in str(error):
                 raise
 
+    async def hold_limits(self, max_bytes: int = 0) -> bool:
+        """Bring an existing stream to this one's age limit and `max_bytes` (0: none; the oldest output goes first
+        once it is full), whoever made it (an agent makes it with the defaults); True when it was changed."""
+        config = (await self.js.stream_info(self.stream)).config
+        wanted = max_bytes if max_bytes > 0 else -1
+        if config.max_age == self.max_age and (config.max_bytes or -1) == wanted:
+            return False
+        before = {"max_age": config.max_age, "max_bytes": config.max_bytes}
+        config.max_age, config.max_bytes = self.max_age, wanted
+        await self.js.update_stream(config)
+        log.info("logs.limits_changed", stream=self.stream, before=before, max_age=self.max_age, max_bytes=wanted)
+        return True
+
     async def count(self, workflow_id: str, stage: str) -> int:
         """How many messages one stage's log holds."""
         subject = self.subject(workflow_id, stage)

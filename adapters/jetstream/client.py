@@ -232,3 +232,21 @@ class JetStreamClient:
 
     async def last_sequence(self, stream: str) -> int:
         return (await self.stream_identity(stream))[1]
+
+    async def stream_size(self, stream: str) -> tuple[int, int, int]:
+        """(messages, bytes, first sequence) the stream holds now."""
+        await self.available()
+        _INFO.inc()
+        state = (await self.js.stream_info(stream)).state
+        return state.messages, state.bytes, state.first_seq
+
+    async def purge_subject(self, stream: str, subject: str, below: int = 0) -> int:
+        """Remove the messages on `subject` (a filter) from the stream, only those below sequence `below` when it
+        is set; returns how many went. Purging a subject that holds nothing is not an error: a retry is harmless."""
+        await self.available()
+        request = {"filter": subject, **({"seq": below} if below > 0 else {})}
+        answer = await self.nc.request(f"$JS.API.STREAM.PURGE.{stream}", json.dumps(request).encode(), timeout=10.0)
+        body = json.loads(answer.data)
+        if "error" in body:
+            raise ServerRefused(None, f"purge of {subject} refused: {body['error'].get('description')}")
+        return int(body.get("purged", 0))

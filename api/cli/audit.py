@@ -1,4 +1,5 @@
-"""`roving audit ...`: list audit rows by filter, run a read-only SQL query, export rows to Parquet."""
+"""`roving audit ...`: list audit rows by filter, run a read-only SQL query, export rows to Parquet, and show the
+event stream's retention (what was archived)."""
 
 from __future__ import annotations
 
@@ -58,6 +59,25 @@ def export(args: argparse.Namespace, client: Client) -> Any:
     return {"file": str(target), "bytes": len(response.content)}
 
 
+def retention(args: argparse.Namespace, client: Client) -> Any:
+    """The policy, the stream's size and what was archived; a table shows one line of each."""
+    answer = client.get("/v4/audit/retention")
+    if args.output not in ("table", "wide"):
+        return answer
+    policy, stream, archived = answer["policy"], answer["stream"], answer["archived"]
+    after = policy["finished_after_seconds"]
+    return {
+        "policy": (f"finished workflows after {after / 86400:g} days" if after else "no age limit")
+                  + (f", stream at most {policy['max_bytes']} bytes" if policy["max_bytes"] else "")
+                  + ("" if policy["on"] else " (off)"),
+        "stream": f"{stream['name']}: {stream['messages']} messages, {stream['bytes']} bytes",
+        "oldest kept": stream["oldest_kept"] or "-",
+        "archived": f"{archived['workflows']} workflows, {archived['events']} events, {archived['files']} files, "
+                    f"{archived['bytes']} bytes in {archived['directory']}",
+        "waiting to be purged": archived["pending_purge"],
+    }
+
+
 def add_filters(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--since", help="from this time on (ISO 8601; no offset means UTC)")
     parser.add_argument("--until", help="before this time (ISO 8601; no offset means UTC)")
@@ -85,3 +105,6 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--parquet", required=True, metavar="FILE", help="where to write the file")
     add_filters(p)
     p.set_defaults(handler=export)
+    p = sub.add_parser("retention", parents=[common],
+                       help="the event stream's retention: the policy, the stream's size, what was archived (admins)")
+    p.set_defaults(handler=retention)

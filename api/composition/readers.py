@@ -14,15 +14,18 @@ if TYPE_CHECKING:
 class LogReader:
     """Synchronous reads of the job log stream for the HTTP routes, on the leases' connection loop."""
 
-    def __init__(self, connection: Connection, cluster: str) -> None:
+    def __init__(self, connection: Connection, cluster: str, max_age: float | None = None, max_bytes: int = 0) -> None:
+        """`max_age` and `max_bytes`: the job log stream's limits (ROVING_JOB_LOG_MAX_AGE, _MAX_BYTES), applied to it."""
         from adapters.jetstream.replicas import hold_replicas
         from adapters.logs import Logs
         from adapters.object_cache import ensure_bucket
 
         self.connection = connection
         js, replicas = connection.client.js, connection.replicas
-        self.logs = Logs(js, cluster)
+        self.logs = Logs(js, cluster) if max_age is None else Logs(js, cluster, max_age=max_age)
         connection.run(self.logs.ensure)
+        if max_age is not None:
+            connection.run(lambda: self.logs.hold_limits(max_bytes))
         # the job log takes the connection's replicas whoever made it (and however: Logs.ensure makes it as it likes)
         connection.run(lambda: hold_replicas(js, self.logs.stream, replicas))
         connection.run(lambda: ensure_bucket(js, replicas))  # built images: agents use it, never make it

@@ -76,8 +76,10 @@ class Services:
 
     def __post_init__(self) -> None:
         # a workflow that left the views' hot set is read from the log by its subject (projections.cold_workflows)
-        if self.views.workflows.cold is None:
-            self.views.read_cold_from(self.roving.events.get)
+        if self.views.workflows.cold is None:  # or, once the retention purged it, from the archive
+            from api.composition.retention import logged_or_archived
+            self.views.read_cold_from(logged_or_archived(self.roving, self.settings.data_dir)
+                                      if self.settings is not None else self.roving.events.get)
         if self.views.workflows.cold_rows is None and self.settings is not None:  # their list rows (adapters.cold_index)
             from adapters.cold_index import ColdIndex
             self.views.workflows.cold_rows = ColdIndex(self.settings.data_dir / "views" / "cold-workflows.sqlite")

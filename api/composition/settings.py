@@ -65,6 +65,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     nats_replicas: int = 1  # replicas of every stream, KV bucket and object store (ROVING_NATS_REPLICAS, 1..5)
     log_write_timeout_seconds: float = 10.0  # a write the log cannot take within it answers 503 (ROVING_LOG_WRITE_TIMEOUT)
     wake_waiters: int = 256  # requests that may wait on one endpoint's pool to wake; more are 503 (ROVING_WAKE_WAITERS)
+    retention_interval: float = 3600.0  # between rounds of the event stream's retention, a file each (ROVING_RETENTION_INTERVAL)
+    job_log_max_age: float = 7 * 86400.0  # job output older than it leaves the LOGS_<cluster> stream (ROVING_JOB_LOG_MAX_AGE)
+    job_log_max_bytes: int = 0  # the LOGS_<cluster> stream's size limit, oldest output first (0: none; ROVING_JOB_LOG_MAX_BYTES)
 
     @property
     def presets(self) -> Path:
@@ -129,6 +132,9 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         nats_replicas=_replicas(env),
         log_write_timeout_seconds=_ttl(env, "ROVING_LOG_WRITE_TIMEOUT", defaults.log_write_timeout_seconds),
         wake_waiters=_count(env, "ROVING_WAKE_WAITERS", defaults.wake_waiters, minimum=1),
+        retention_interval=_ttl(env, "ROVING_RETENTION_INTERVAL", defaults.retention_interval),
+        job_log_max_age=_ttl(env, "ROVING_JOB_LOG_MAX_AGE", defaults.job_log_max_age),
+        job_log_max_bytes=_size(env, "ROVING_JOB_LOG_MAX_BYTES", defaults.job_log_max_bytes),
     )
 
 

@@ -166,7 +166,8 @@ class Stack(LocalPool):
                                          queries=PrometheusQueries(self._prometheus_url)).start()
         self.services = Services(
             roving=self.roving, views=self.views, tailer=self.tailer, key=self.key, leases=self.leases,
-            logs=LogReader(leases.connection, cluster), settings=self.settings, nats_url=nats_url, cluster=cluster,
+            logs=LogReader(leases.connection, cluster, self.settings.job_log_max_age, self.settings.job_log_max_bytes),
+            settings=self.settings, nats_url=nats_url, cluster=cluster,
             agent_nats_url=agent_log_url(nats_url, self.data_dir, self.settings.nats_agent_creds) or "",
             runner=self.runner, audit=self.audit, waiters=self.waiters,
             secrets=open_secret_store(self.roving, self.data_dir), traffic=self.traffic, positions=self.positions,
@@ -245,10 +246,13 @@ class Stack(LocalPool):
         from adapters.audit_feed import AuditFeed
         from adapters.audit_log import AuditLog
         from adapters.duckdb_store import AuditStore
+        from api.composition.retention import archive_dir, start_retention
         from projections.audit import AuditProjection
 
-        store = AuditStore(self.data_dir / "audit.duckdb")
-        return store, AuditLog(store), AuditFeed(roving.recorder, AuditProjection(store, cluster)).start()
+        store = AuditStore(self.data_dir / "audit.duckdb", archive=archive_dir(self.data_dir))
+        audit, feed = AuditLog(store), AuditFeed(roving.recorder, AuditProjection(store, cluster)).start()
+        start_retention(roving, self.views, store, audit, feed, self.data_dir, cluster, self.settings.retention_interval)
+        return store, audit, feed
 
     def start_nats(self) -> str:
         """Ours dies with us (a SIGKILLed control plane leaves no server behind) and comes back when it dies."""

@@ -95,6 +95,8 @@ OPERATIONS: dict[tuple[str, str], tuple[str, str]] = {
     ("GET", "/v4/audit"): ("listAuditRows", "Audit rows by filter, newest first"),
     ("POST", "/v4/audit/query"): ("queryAudit", "A read-only SQL query over the audit table"),
     ("GET", "/v4/audit/export.parquet"): ("exportAudit", "Audit rows as a Parquet file"),
+    ("GET", "/v4/audit/retention"): ("getRetention",
+                                     "The event stream's retention: its policy, the stream's size, what was archived"),
     ("POST", "/v4/endpoints"): ("createEndpoint", "Create a persistent endpoint"),
     ("GET", "/v4/endpoints"): ("listEndpoints", "Persistent endpoints and what each is bound to"),
     ("GET", "/v4/endpoints/{id}"): ("getEndpoint", "One persistent endpoint"),

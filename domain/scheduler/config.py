@@ -54,6 +54,10 @@ class SchedulerConfig(msgspec.Struct, frozen=True, kw_only=True):
     # execute timeout (domain.fuzzfile.default_timeouts), so it can backfill; 0 and {} give none
     default_execute_timeout_seconds: float = 0.0
     profile_execute_timeouts: dict[str, float] = {}
+    # retention.*: the event stream's lifetime (adapters.retention): a finished workflow older than finishedAfter, or
+    # the oldest ones while the stream holds more than maxBytes, is archived to Parquet and purged (0: off)
+    retention_finished_after_seconds: float = 0.0
+    retention_max_bytes: int = 0
 
 
 class ConfigProblem(msgspec.Struct, frozen=True, kw_only=True):
@@ -266,6 +270,8 @@ KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "logs.maxBytesPerStage": ("log_max_bytes_per_stage", _count(0)),
     "scheduler.defaultExecuteTimeout": ("default_execute_timeout_seconds", _execute_timeout),
     "scheduler.profileExecuteTimeouts": ("profile_execute_timeouts", _profile_timeouts),
+    "retention.finishedAfter": ("retention_finished_after_seconds", _duration),
+    "retention.maxBytes": ("retention_max_bytes", _bytes),
 }
 
 RETIRED: dict[str, str] = {

@@ -55,6 +55,7 @@ ENTRY_POINTS = {
     "api/scheduler/main.py": "`roving scheduler`: a standby-capable scheduler process",
     "ops/bench/api.py": "a benchmark script that builds a real stack",
     "ops/bench/proxy.py": "a benchmark script that builds the HTTP services",
+    "ops/bench/retention.py": "a benchmark script that builds a real stack",
 }
 # Modules that are no entry point yet import from api.composition, each with the reason it is left so.
 COMPOSITION_ALLOWED = {

@@ -136,8 +136,19 @@ async def export_parquet(request: Request) -> Response:
                         background=BackgroundTask(shutil.rmtree, scratch, ignore_errors=True))
 
 
+async def retention(request: Request) -> Response:
+    """The event stream's retention (cluster admins): the policy, the stream's size, what was archived."""
+    if not c.principal(request).is_cluster_admin:
+        raise HTTPException(403, "the event stream's retention is shown to cluster admins")
+    running = audit_log(request).retention
+    if running is None:
+        raise HTTPException(503, "the retention is not running in this control plane")
+    return c.json(await c.call(running.status))
+
+
 routes = [
     Route("/v4/audit", to_audit_owner(list_rows), methods=["GET"]),
+    Route("/v4/audit/retention", to_audit_owner(retention), methods=["GET"]),
     Route("/v4/audit/query", to_audit_owner(query), methods=["POST"]),
     Route("/v4/audit/export.parquet", to_audit_owner(export_parquet), methods=["GET"]),
 ]

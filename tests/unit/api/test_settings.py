@@ -53,3 +53,14 @@ def test_an_invalid_value_gives_one_line_naming_the_variable(name, value):
 def test_a_cluster_name_the_log_cannot_use_is_refused_at_start_naming_the_variable():
     with pytest.raises(SettingsError, match="ROVING_CLUSTER='Prod'.*lowercase"):
         load_settings({"ROVING_CLUSTER": "Prod"})
+
+
+def test_the_job_log_streams_limits_and_the_retention_interval_are_settable_and_a_bad_value_is_named():
+    defaults = load_settings({})
+    assert (defaults.job_log_max_age, defaults.job_log_max_bytes, defaults.retention_interval) == (7 * 86400, 0, 3600)
+    chosen = load_settings({"ROVING_JOB_LOG_MAX_AGE": "30d", "ROVING_JOB_LOG_MAX_BYTES": "200GiB",
+                            "ROVING_RETENTION_INTERVAL": "5m"})
+    assert (chosen.job_log_max_age, chosen.job_log_max_bytes, chosen.retention_interval) == (30 * 86400, 200 * 2**30, 300)
+    for name in ("ROVING_JOB_LOG_MAX_AGE", "ROVING_JOB_LOG_MAX_BYTES", "ROVING_RETENTION_INTERVAL"):
+        with pytest.raises(SettingsError, match=name):
+            load_settings({name: "lots"})

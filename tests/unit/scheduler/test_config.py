@@ -87,3 +87,17 @@ def test_the_configuration_survives_being_stored_and_reloaded():
     again = app.repository.get(ClusterConfig.create_id("prod"))
     assert again.scheduler().ignored_annotations == ("team",)
     assert again.revision == 1 and again.id == config.id
+
+
+def test_the_event_streams_retention_is_off_by_default_and_takes_an_age_and_a_size():
+    config, _, errors = validate_config({})
+    assert errors == [] and (config.retention_finished_after_seconds, config.retention_max_bytes) == (0, 0)
+    config, _, errors = validate_config({"retention": {"finishedAfter": "90d", "maxBytes": "50GiB"}})
+    assert errors == [] and (config.retention_finished_after_seconds, config.retention_max_bytes) == (90 * 86400, 50 * 2**30)
+
+
+def test_a_bad_retention_names_the_key_and_what_it_expects():
+    _, _, errors = validate_config({"retention.finishedAfter": "soon", "retention.maxBytes": "lots"})
+    reasons = {e.key: e.reason for e in errors}
+    assert "expected a duration" in reasons["retention.finishedAfter"]
+    assert "not a memory size" in reasons["retention.maxBytes"]
