@@ -18,6 +18,7 @@ from domain.tenancy.group import Group
 from domain.tenancy.organization import Organization
 from domain.tenancy.permissions import Principal, principal_for
 from domain.tenancy.user import User
+from projections import events
 from projections.base import Mirror, Projection, as_uuid, on
 
 
@@ -171,30 +172,30 @@ class TenancyView(Projection):
         return UserRow(id=u.id, organization_id=u.organization_id, username=u.username, email=u.email,
                        role=u.role.value, priority=u.priority, disabled=u.disabled, groups=groups, uid=u.uid)
 
-    @on("Organization.*")
-    def _organization(self, event: Any) -> None:
+    @on(Organization.Event)
+    def _organization(self, event: Organization.Event) -> None:
         self.orgs.apply(event)
 
-    @on("Group.*")
-    def _group_event(self, event: Any) -> None:
+    @on(Group.Event)
+    def _group_event(self, event: Group.Event) -> None:
         self.groups_.apply(event)
 
-    @on("User.*")
-    def _user_event(self, event: Any) -> None:
+    @on(User.Event)
+    def _user_event(self, event: User.Event) -> None:
         self.users_.apply(event)
 
-    @on("RevokedToken.Revoked")
+    @on(events.TokenRevoked)
     def _token_revoked(self, event: Any) -> None:
         revoked = self._revoked()
         revoked[event.jti] = event.expires
         for jti in [j for j, expires in revoked.items() if expires < event.at]:  # past expiry: refused anyway
             del revoked[jti]
 
-    @on("Project.Created")
+    @on(events.ProjectCreated)
     def _project_created(self, event: Any) -> None:
         self.project_paths[event.originator_id] = event.path
 
-    @on("Project.Granted", "Project.Revoked")
+    @on(events.ProjectGranted, events.ProjectRevoked)
     def _project_grant(self, event: Any) -> None:
         path = self.project_paths.get(event.originator_id)
         if path is None:
@@ -206,6 +207,6 @@ class TenancyView(Projection):
         else:
             users[event.username.lower()] = [p for p in held if p not in event.permissions]
 
-    @on("Project.Deleted", "Project.Restored")
+    @on(events.ProjectDeleted, events.ProjectRestored)
     def _project_gone(self, event: Any) -> None:
         self.project_grants.pop(self.project_paths.get(event.originator_id, ""), None)

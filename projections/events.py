@@ -1,0 +1,73 @@
+"""The event classes read models handle, looked up on their aggregates once, at import.
+
+Most events are made by eventsourcing's `@event("Name")` decorator on an aggregate's command, so the class exists
+only at run time and a type checker does not see it as an attribute: `event_of` fetches it and fails the import
+when the aggregate no longer has it. Events an aggregate declares as classes (`User.PriorityUpdated`) are used as
+they are.
+"""
+
+from __future__ import annotations
+
+from eventsourcing.domain import Aggregate
+
+from domain.allocation import Allocation
+from domain.cluster_config import ClusterConfig
+from domain.node import Node
+from domain.project import Project
+from domain.tenancy.group import Group
+from domain.tenancy.organization import Organization
+from domain.tenancy.revocation import RevokedToken
+from domain.tenancy.user import User
+from domain.workflow import Workflow
+
+EventClass = type[Aggregate.Event]
+
+
+def event_of(aggregate: type[Aggregate], name: str) -> EventClass:
+    """The aggregate's event class of this name; an aggregate without it stops the import, naming both."""
+    found = vars(aggregate).get(name)
+    if not (isinstance(found, type) and issubclass(found, aggregate.Event)):
+        raise AttributeError(f"{aggregate.__qualname__} has no event {name!r}")
+    return found
+
+
+NodeRegistered = event_of(Node, "NodeRegistered")
+NodeRejoined = event_of(Node, "NodeRejoined")
+NodeReady = event_of(Node, "NodeReady")
+NodeNotReady = event_of(Node, "NodeNotReady")
+NodeWentOffline = event_of(Node, "NodeWentOffline")
+HoldPlaced = event_of(Node, "HoldPlaced")
+HoldReleased = event_of(Node, "HoldReleased")
+AllocationPlaced = event_of(Node, "AllocationPlaced")
+AllocationReleased = event_of(Node, "AllocationReleased")
+NodeDeprovisioned = event_of(Node, "NodeDeprovisioned")
+NodeCredentialIssued = event_of(Node, "NodeCredentialIssued")
+NodeCredentialRevoked = event_of(Node, "NodeCredentialRevoked")
+NodeReadmitted = event_of(Node, "NodeReadmitted")
+NodeRemoved = event_of(Node, "NodeRemoved")
+MonitoringHoldRefused = event_of(Node, "MonitoringHoldRefused")
+
+Requested = event_of(Allocation, "Requested")
+ProfileBound = event_of(Allocation, "ProfileBound")
+Readied = event_of(Allocation, "Readied")
+Placed = event_of(Allocation, "Placed")
+Requeued = event_of(Allocation, "Requeued")
+Ended = event_of(Allocation, "Ended")
+RankExited = event_of(Allocation, "RankExited")
+SchedulingBlocked = event_of(Allocation, "SchedulingBlocked")
+AllocationPriorityUpdated = event_of(Allocation, "PriorityUpdated")
+
+Submitted = event_of(Workflow, "Submitted")
+ConfigChanged = event_of(ClusterConfig, "Changed")
+OrganizationCreated = event_of(Organization, "Created")
+GroupCreated = event_of(Group, "Created")
+UserRegistered = event_of(User, "Registered")
+TokenRevoked = event_of(RevokedToken, "Revoked")
+TENANT_PRIORITY_UPDATED = (Organization.PriorityUpdated, Group.PriorityUpdated, User.PriorityUpdated)
+
+ProjectCreated = event_of(Project, "Created")
+ProjectGranted = event_of(Project, "Granted")
+ProjectRevoked = event_of(Project, "Revoked")
+ProjectDeleted = event_of(Project, "Deleted")
+ProjectRestored = event_of(Project, "Restored")
+TenantPriorityUpdated = Organization.PriorityUpdated | Group.PriorityUpdated | User.PriorityUpdated
