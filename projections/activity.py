@@ -50,7 +50,7 @@ def _failed(e: Any, names: NodeName) -> str:
 
 
 def _reason(e: Any, names: NodeName) -> str:
-    return e.reason
+    return str(e.reason)
 
 
 def _scaled(e: Any, names: NodeName) -> str:
@@ -90,7 +90,7 @@ def _ended(e: Any, names: NodeName) -> str | None:
     if e.state in ("FINISHED", "FAILED"):
         return None
     if e.state == "PREEMPTED":
-        return e.reason
+        return str(e.reason)
     return f"{e.state.capitalize()}: {e.reason}"
 
 

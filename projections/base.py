@@ -16,7 +16,9 @@ from eventsourcing.domain import Aggregate, DomainEventProtocol
 
 from domain.ids import as_uuid
 
-Batch = Iterable[tuple[int, DomainEventProtocol]]
+__all__ = ["A", "Batch", "Handler", "Mirror", "Projection", "as_uuid", "handled", "kind_of", "on"]
+
+Batch = Iterable[tuple[int, DomainEventProtocol[UUID]]]
 Handler = Callable[[Any, Any], None]
 
 

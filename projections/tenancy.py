@@ -72,7 +72,8 @@ class TenancyView(Projection):
 
     def _revoked(self) -> dict[str, datetime]:
         # a view restored from a snapshot taken before revocations existed has no such attribute yet
-        return self.__dict__.setdefault("revoked_", {})
+        revoked: dict[str, datetime] = self.__dict__.setdefault("revoked_", {})
+        return revoked
 
     def organizations(self) -> list[OrganizationRow]:
         with self.lock:
