@@ -1,11 +1,13 @@
 """Answers about work: workflows (submitted, validated, stopped, listed, described), their activity, `why` their
-stages wait, and the scheduler's queue and its figures."""
+stages wait, and the scheduler's queue and its figures; and how a listed workflow's answer is built from its view
+row (`workflow_summary`, the one place: tests/unit/api/test_answer_rows.py keeps the two field lists together)."""
 
 import enum
 from typing import Any
 
 from api.http.answers.base import Answer, Problem, Timestamp
 from domain.fuzzfile.semantics import StageStatus  # the stage states as the domain names them, one list
+from projections.workflows import WorkflowRow
 
 
 class WorkflowStatus(str, enum.Enum):
@@ -36,9 +38,12 @@ class Stopped(Answer):
 
 
 class Owner(Answer):
-    user_id: str | None = None
-    group_id: str | None = None
-    organization_id: str | None = None
+    """As the workflows view holds it (projections.workflows.Owner), every field sent: "" where none."""
+
+    organization_id: str
+    group_id: str
+    user_id: str
+    project: str  # the project path its work counts toward ("" before projects existed)
 
 
 class WorkflowSummary(Answer):
@@ -54,9 +59,23 @@ class WorkflowSummary(Answer):
     updated_at: Timestamp
     stage_count: int
     stages_ended: int
+    annotations: dict[str, str]  # the workflow's own (a preset start records its name and digest here)
     user: str | None
     group: str | None
     organization: str | None
+
+
+def workflow_summary(row: WorkflowRow, names: dict[str, str | None]) -> WorkflowSummary:
+    """The row with its owner's names (`user`, `group`, `organization`, as routes.names finds them)."""
+    owner = row.owner
+    return WorkflowSummary(
+        id=str(row.id), name=row.name, status=WorkflowStatus(row.status),
+        owner=Owner(organization_id=owner.organization_id, group_id=owner.group_id, user_id=owner.user_id,
+                    project=owner.project),
+        priority=row.priority, effective_inputs=row.effective_inputs, preemptible=row.preemptible,
+        submitted_by=row.submitted_by, submitted_at=row.submitted_at, updated_at=row.updated_at,
+        stage_count=row.stage_count, stages_ended=row.stages_ended, annotations=row.annotations,
+        user=names["user"], group=names["group"], organization=names["organization"])
 
 
 class WorkflowList(Answer):

@@ -32,6 +32,7 @@ from api.http.answers import (
     WorkflowList,
     answers,
 )
+from api.http.answers.work import workflow_summary
 from api.http.errors import BadRequest, problem
 from api.http.fanout import Located, locate
 from api.http.routes import common as c
@@ -147,7 +148,7 @@ async def list_workflows(request: Request) -> Response:
 
     organization = None if who.is_cluster_admin else str(who.organization_id or "")  # the cold scan's bound
     rows, after = await c.call(views.workflows.page, query, keep, organization)
-    return c.json({"workflows": [{**msgspec.structs.asdict(r), **known.owner(r.owner)} for r in rows], "next": after})
+    return c.json(WorkflowList(workflows=[workflow_summary(r, known.owner(r.owner)) for r in rows], next=after))
 
 
 def list_query(request: Request) -> ListQuery:
@@ -212,7 +213,7 @@ async def stop(request: Request) -> Response:
         found = await locate(request, workflow_id)  # 404 unless another cluster holds one the caller may see
         return elsewhere(found, "stopped")
     await c.settle(request)
-    return c.json({"id": workflow_id, "stopped": True})
+    return c.json(Stopped(id=str(workflow_id), stopped=True))
 
 
 def elsewhere(found: Located, done: str) -> Response:

@@ -1,0 +1,19 @@
+"""A view row and the answer built from it keep one field list: a field added to the row is answered, or named here
+as one the API leaves out, so it cannot go missing from the answer unnoticed."""
+
+from api.http.answers import Node, WorkflowSummary
+from projections.nodes import NodeRow
+from projections.workflows import WorkflowRow
+
+OWNER_NAMES = ("user", "group", "organization")  # added by the route from the tenancy view
+NODE_ROW_ONLY = {"address", "port", "joined_at"}  # where its agent listens and since when: for the API's own use
+NODE_USAGE = {"allocated_cpu": "allocated", "allocated_memory": "allocated", "allocated_devices": "allocated"}
+
+
+def test_a_listed_workflow_answers_every_field_of_its_row_in_the_row_s_order_then_its_owner_s_names():
+    assert WorkflowSummary.__struct_fields__ == WorkflowRow.__struct_fields__ + OWNER_NAMES
+
+
+def test_a_node_answers_every_field_of_its_row_but_where_its_agent_listens():
+    answered = {NODE_USAGE.get(name, name) for name in NodeRow.__struct_fields__} - NODE_ROW_ONLY
+    assert answered | {"free"} == set(Node.__struct_fields__)
