@@ -15,12 +15,14 @@ from starlette.routing import Route
 from api.http import answers as shapes
 from api.http import fields
 from api.http.answers import answers
+from api.http.answers.tenancy import group_of, organization_of, user_of
 from api.http.routes import common as c
 from api.http.routes.names import Names, names
 from domain.app import access
 from domain.app.errors import NotFound
 from domain.ids import MAX_POSIX_ID
 from domain.scheduler.priority import PRIORITY_LIMIT
+from projections.tenancy import GroupRow, OrganizationRow, UserRow
 
 
 class Named(msgspec.Struct, forbid_unknown_fields=True):
@@ -87,12 +89,12 @@ async def list_organizations(request: Request) -> Response:
     who, tenancy = c.principal(request), c.services(request).views.tenancy
     rows = await c.call(tenancy.organizations)
     known = names(request)
-    return c.json({"organizations": [with_owner_names(r, known) for r in rows
-                                     if access.visible(who, access.Resource.organization(r.id))]})
+    return c.json(shapes.Organizations(organizations=[with_owner_names(r, known) for r in rows
+                                                      if access.visible(who, access.Resource.organization(r.id))]))
 
 
-def with_owner_names(row: Any, known: Names) -> dict[str, Any]:
-    return {**msgspec.structs.asdict(row), "owner_names": [known.user(u) or str(u) for u in row.owners]}
+def with_owner_names(row: OrganizationRow, known: Names) -> shapes.Organization:
+    return organization_of(row, [known.user(u) or str(u) for u in row.owners])
 
 
 @answers(shapes.Organization)
@@ -115,8 +117,11 @@ async def create_user(request: Request) -> Response:
 @answers(shapes.Users)
 async def list_users(request: Request) -> Response:
     rows, known = await c.call(c.services(request).views.tenancy.users, own_org(request)), names(request)
-    return c.json({"users": [{**msgspec.structs.asdict(r), "group_names": [known.group(g) or str(g) for g in r.groups]}
-                             for r in rows]})
+    return c.json(shapes.Users(users=[with_group_names_of_user(r, known) for r in rows]))
+
+
+def with_group_names_of_user(row: UserRow, known: Names) -> shapes.User:
+    return user_of(row, [known.group(g) or str(g) for g in row.groups])
 
 
 @answers(shapes.Created)
@@ -131,13 +136,13 @@ async def create_group(request: Request) -> Response:
 @answers(shapes.Groups)
 async def list_groups(request: Request) -> Response:
     rows, known = await c.call(c.services(request).views.tenancy.groups, own_org(request)), names(request)
-    return c.json({"groups": [with_group_names(r, known) for r in rows]})
+    return c.json(shapes.Groups(groups=[with_group_names(r, known) for r in rows]))
 
 
-def with_group_names(row: Any, known: Names) -> dict[str, Any]:
+def with_group_names(row: GroupRow, known: Names) -> shapes.Group:
     """Its preempt list's and its members' names beside their ids (an id the caller may not name stays one)."""
-    return {**msgspec.structs.asdict(row), "preempt_names": [known.group(g) or str(g) for g in row.preempt],
-            "member_names": {known.user(u) or u: role for u, role in row.members.items()}}
+    return group_of(row, [known.group(g) or str(g) for g in row.preempt],
+                    {known.user(u) or u: role for u, role in row.members.items()})
 
 
 @answers(shapes.Group)
@@ -159,7 +164,7 @@ async def show_user(request: Request) -> Response:
     if row.organization_id is not None:
         access.check_visible(who, access.Resource.organization(row.organization_id), "user")
     known = names(request)
-    return c.json({**msgspec.structs.asdict(row), "group_names": [known.group(g) or str(g) for g in row.groups]})
+    return c.json(with_group_names_of_user(row, known))
 
 
 def posix_id_route(kind: str, what: str, body: type[Uid] | type[Gid]):

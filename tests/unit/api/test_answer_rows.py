@@ -1,8 +1,9 @@
 """A view row and the answer built from it keep one field list: a field added to the row is answered, or named here
 as one the API leaves out, so it cannot go missing from the answer unnoticed."""
 
-from api.http.answers import Node, WorkflowSummary
+from api.http.answers import Group, Node, Organization, User, WorkflowSummary
 from projections.nodes import NodeRow
+from projections.tenancy import GroupRow, OrganizationRow, UserRow
 from projections.workflows import WorkflowRow
 
 OWNER_NAMES = ("user", "group", "organization")  # added by the route from the tenancy view
@@ -17,3 +18,9 @@ def test_a_listed_workflow_answers_every_field_of_its_row_in_the_row_s_order_the
 def test_a_node_answers_every_field_of_its_row_but_where_its_agent_listens():
     answered = {NODE_USAGE.get(name, name) for name in NodeRow.__struct_fields__} - NODE_ROW_ONLY
     assert answered | {"free"} == set(Node.__struct_fields__)
+
+
+def test_organizations_users_and_groups_answer_their_rows_fields_in_order_then_the_names_beside_the_ids():
+    assert Organization.__struct_fields__ == OrganizationRow.__struct_fields__ + ("owner_names",)
+    assert User.__struct_fields__ == UserRow.__struct_fields__ + ("group_names",)
+    assert Group.__struct_fields__ == GroupRow.__struct_fields__ + ("preempt_names", "member_names")
