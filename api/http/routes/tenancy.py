@@ -192,7 +192,7 @@ def priority_route(kind: str, what: str):
         await c.call(c.services(request).roving.set_priority, kind, target, wanted.priority, c.principal(request),
                      c.now())
         await c.settle(request)
-        return c.json({"id": target, "priority": wanted.priority})
+        return c.json(shapes.PriorityChanged(id=str(target), priority=wanted.priority))
     return set_priority
 
 
@@ -202,7 +202,7 @@ async def set_preempt(request: Request) -> Response:
     group = c.uuid_param(request, "id", "group")
     await c.call(method(request, "set_preempt_list"), group, wanted.groups, c.principal(request), c.now())
     await c.settle(request)
-    return c.json({"id": group, "preempt": wanted.groups})
+    return c.json(shapes.PreemptList(id=str(group), preempt=[str(g) for g in wanted.groups]))
 
 
 @answers(shapes.Membership)
@@ -239,7 +239,7 @@ async def unlock_user(request: Request) -> Response:
     user = c.uuid_param(request, "id", "user")
     await c.call(c.services(request).roving.tenancy.unlock_user, user, c.principal(request), c.now())
     await c.settle(request)
-    return c.json({"id": user, "unlocked": True})
+    return c.json(shapes.Unlocked(id=str(user), unlocked=True))
 
 
 routes = [
