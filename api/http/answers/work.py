@@ -7,7 +7,9 @@ from typing import Any
 
 from api.http.answers.base import Answer, Problem, Timestamp
 from domain.fuzzfile.semantics import StageStatus  # the stage states as the domain names them, one list
-from projections.workflows import WorkflowRow
+from projections.activity import ActivityRow
+from projections.workflows import StageRow, WorkflowRow
+from projections.workflows import WorkflowDetail as DetailRow
 
 
 class WorkflowStatus(str, enum.Enum):
@@ -67,11 +69,9 @@ class WorkflowSummary(Answer):
 
 def workflow_summary(row: WorkflowRow, names: dict[str, str | None]) -> WorkflowSummary:
     """The row with its owner's names (`user`, `group`, `organization`, as routes.names finds them)."""
-    owner = row.owner
     return WorkflowSummary(
         id=str(row.id), name=row.name, status=WorkflowStatus(row.status),
-        owner=Owner(organization_id=owner.organization_id, group_id=owner.group_id, user_id=owner.user_id,
-                    project=owner.project),
+        owner=owner_of(row),
         priority=row.priority, effective_inputs=row.effective_inputs, preemptible=row.preemptible,
         submitted_by=row.submitted_by, submitted_at=row.submitted_at, updated_at=row.updated_at,
         stage_count=row.stage_count, stages_ended=row.stages_ended, annotations=row.annotations,
@@ -97,7 +97,9 @@ class Stage(Answer):
     ended_at: Timestamp | None
 
 
-class WorkflowDetail(Answer):
+class WorkflowDetail(Answer, omit_defaults=True):
+    """`cluster` (and the rest of its cluster's label) only on a federated control plane's answer."""
+
     id: str
     name: str
     status: WorkflowStatus
@@ -106,6 +108,7 @@ class WorkflowDetail(Answer):
     preemptible: bool | None
     submitted_by: str
     submitted_at: Timestamp
+    annotations: dict[str, str]
     stages: list[Stage]
     user: str | None
     group: str | None
@@ -113,11 +116,36 @@ class WorkflowDetail(Answer):
     cluster: str | None = None
 
 
+def owner_of(row: WorkflowRow) -> Owner:
+    o = row.owner
+    return Owner(organization_id=o.organization_id, group_id=o.group_id, user_id=o.user_id, project=o.project)
+
+
+def stage_of(row: StageRow) -> Stage:
+    return Stage(name=row.name, kind=row.kind, status=StageStatus(row.status), attempts=row.attempts,
+                 exit_code=row.exit_code, node=row.node, reason=row.reason,
+                 allocation_id=str(row.allocation_id) if row.allocation_id is not None else None,
+                 priority=row.priority, started_at=row.started_at, ended_at=row.ended_at)
+
+
+def workflow_detail(row: DetailRow, names: dict[str, str | None]) -> WorkflowDetail:
+    """The described workflow with its owner's names (`user`, `group`, `organization`)."""
+    return WorkflowDetail(
+        id=str(row.id), name=row.name, status=WorkflowStatus(row.status), owner=owner_of(row), priority=row.priority,
+        preemptible=row.preemptible, submitted_by=row.submitted_by, submitted_at=row.submitted_at,
+        annotations=row.annotations, stages=[stage_of(s) for s in row.stages], user=names["user"],
+        group=names["group"], organization=names["organization"])
+
+
 class ActivityEvent(Answer):
     time: Timestamp
     type: str
     stage: str | None
     message: str
+
+
+def activity_event(row: ActivityRow) -> ActivityEvent:
+    return ActivityEvent(time=row.time, type=row.type, stage=row.stage, message=row.message)
 
 
 class WorkflowEvents(Answer):

@@ -24,3 +24,13 @@ def test_organizations_users_and_groups_answer_their_rows_fields_in_order_then_t
     assert Organization.__struct_fields__ == OrganizationRow.__struct_fields__ + ("owner_names",)
     assert User.__struct_fields__ == UserRow.__struct_fields__ + ("group_names",)
     assert Group.__struct_fields__ == GroupRow.__struct_fields__ + ("preempt_names", "member_names")
+
+
+def test_a_federated_answer_carries_its_cluster_s_label_after_its_own_fields_and_a_single_cluster_s_none():
+    from api.http.answers import WorkflowEvents
+    from api.http.routes.common import labelled
+
+    events = WorkflowEvents(events=[], next=None)
+    assert labelled(events, {"cluster": "c2", "local": False}).body == (
+        b'{"events":[],"next":null,"cluster":"c2","local":false}')
+    assert labelled(events, {}).body == b'{"events":[],"next":null}'
