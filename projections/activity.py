@@ -11,6 +11,7 @@ import msgspec
 from domain.allocation import priority_updated_text, scheduling_blocked_text
 from domain.scheduler.preempted_text import readable_note
 from domain.scheduler.priority import PriorityInputs, priority_set_text
+from projections import events
 
 NodeName = Callable[[str], str]
 
@@ -100,34 +101,34 @@ def _volumes_bound(e: Any, names: NodeName) -> str:
                                                for name, b in sorted(e.bindings.items()))
 
 
-MESSAGES: dict[str, Callable[[Any, NodeName], str | None]] = {
-    "Workflow.Submitted": _submitted,
-    "Workflow.StageReadied": _readied,
-    "Workflow.StageStarted": _started,
-    "Workflow.StageRunning": _running,
-    "Workflow.TransferProgressed": lambda e, n: e.text,
-    "Workflow.ImageProgressed": lambda e, n: e.text,
-    "Workflow.StageNoted": lambda e, n: e.text,
-    "Workflow.VolumesBound": _volumes_bound,
-    "Workflow.ServiceUnready": lambda e, n: f"Unready (still running, out of its endpoint): {e.reason}",
-    "Workflow.ServiceReadyAgain": lambda e, n: "Ready again: back in its endpoint",
-    "Workflow.ServiceScaled": _scaled,
-    "Workflow.StageFinished": _finished,
-    "Workflow.StageFailed": _failed,
-    "Workflow.StageRetried": _reason,
-    "Workflow.RetriesExhausted": _reason,
-    "Workflow.StagePreempted": _reason,
-    "Workflow.StageSkipped": _reason,
-    "Workflow.Canceled": _canceled,
-    "Allocation.Requested": _requested,
-    "Allocation.ProfileBound": lambda e, n: f"Bound to profile {e.profile} (revision {e.revision})",
-    "Allocation.Readied": _queued,
-    "Allocation.Placed": _placed,
-    "Allocation.PriorityUpdated": lambda e, n: priority_updated_text(e.kind, e.old, e.new),
-    "Allocation.SchedulingBlocked": lambda e, n: scheduling_blocked_text(e.reason, e.message),
-    "Allocation.Requeued": _requeued,
-    "Allocation.RankExited": _rank_exited,
-    "Allocation.Ended": _ended,
+MESSAGES: dict[type, Callable[[Any, NodeName], str | None]] = {  # by event class (projections.events)
+    events.Submitted: _submitted,
+    events.StageReadied: _readied,
+    events.StageStarted: _started,
+    events.StageRunning: _running,
+    events.TransferProgressed: lambda e, n: e.text,
+    events.ImageProgressed: lambda e, n: e.text,
+    events.StageNoted: lambda e, n: e.text,
+    events.VolumesBound: _volumes_bound,
+    events.ServiceUnready: lambda e, n: f"Unready (still running, out of its endpoint): {e.reason}",
+    events.ServiceReadyAgain: lambda e, n: "Ready again: back in its endpoint",
+    events.ServiceScaled: _scaled,
+    events.StageFinished: _finished,
+    events.StageFailed: _failed,
+    events.StageRetried: _reason,
+    events.RetriesExhausted: _reason,
+    events.StagePreempted: _reason,
+    events.StageSkipped: _reason,
+    events.Canceled: _canceled,
+    events.Requested: _requested,
+    events.ProfileBound: lambda e, n: f"Bound to profile {e.profile} (revision {e.revision})",
+    events.Readied: _queued,
+    events.Placed: _placed,
+    events.AllocationPriorityUpdated: lambda e, n: priority_updated_text(e.kind, e.old, e.new),
+    events.SchedulingBlocked: lambda e, n: scheduling_blocked_text(e.reason, e.message),
+    events.Requeued: _requeued,
+    events.RankExited: _rank_exited,
+    events.Ended: _ended,
 }
 
 
@@ -140,8 +141,8 @@ def skipped_rows(position: int, event: Any) -> list[ActivityRow]:
 
 def activity(position: int, event: Any, stage: str | None, names: NodeName) -> ActivityRow | None:
     """The row for one event, or None when the event tells a user nothing new."""
-    kind = type(event).__qualname__
-    render = MESSAGES.get(kind)
+    kind = type(event).__qualname__  # the row's type, as the activity stream has always named it
+    render = MESSAGES.get(type(event))
     text = render(event, names) if render else None
     if not text:
         return None
@@ -153,7 +154,8 @@ def activity_rows(position: int, event: Any, stage: str | None, names: NodeName)
     """The rows for one event: an allocation requested ready (one event in newer logs) reads as older logs'
     Requested then Readied, two lines."""
     rows = [row] if (row := activity(position, event, stage, names)) is not None else []
-    if type(event).__qualname__ == "Allocation.Requested" and getattr(event, "ready", False):
+    requested = type(event) is events.Requested  # not a narrowing: the class's fields are known at run time only
+    if requested and getattr(event, "ready", False):
         rows.append(ActivityRow(time=event.at, type="Allocation.Readied", stage=stage, message=_queued(event, names),
                                 position=position))
     return rows

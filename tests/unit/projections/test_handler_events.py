@@ -49,6 +49,13 @@ def test_every_projection_handler_names_an_event_class_some_aggregate_emits():
     assert strays == []
 
 
+def test_every_event_class_the_activity_stream_tells_is_one_some_aggregate_emits():
+    from projections.activity import MESSAGES
+
+    assert len(MESSAGES) > 25
+    assert sorted(e.__qualname__ for e in MESSAGES if emitting_aggregate(e) is None) == []
+
+
 def test_an_event_the_aggregate_no_longer_has_stops_the_import_naming_both():
     with pytest.raises(AttributeError, match="Node has no event 'NodeRenamed'"):
         event_of(Node, "NodeRenamed")
