@@ -25,8 +25,8 @@ class Whoami(Answer):
     uid: int | None
 
 
-class Created(Answer):
-    """A new organization or group (`name`), or a new user (`username`)."""
+class Created(Answer, omit_defaults=True):
+    """A new organization or group (`name`), or a new user (`username`): the other is left out."""
 
     id: str
     name: str | None = None
@@ -104,7 +104,9 @@ class PriorityChanged(Answer):
     priority: int
 
 
-class PosixId(Answer):
+class PosixId(Answer, omit_defaults=True):
+    """The uid a user was given, or the gid a group was: the other is left out."""
+
     id: str
     uid: int | None = None
     gid: int | None = None
@@ -115,7 +117,9 @@ class PreemptList(Answer):
     preempt: list[str]
 
 
-class Membership(Answer):
+class Membership(Answer, omit_defaults=True):
+    """What changed: a member's `role`, its removal, or its `explain_allocation` grant; the rest is left out."""
+
     group: str
     user: str
     role: str | None = None

@@ -81,7 +81,7 @@ async def create_organization(request: Request) -> Response:
     wanted = await c.body(request, Named)
     org = await c.call(c.services(request).roving.create_organization, wanted.name, c.principal(request), c.now())
     await c.settle(request)
-    return c.json({"id": org, "name": wanted.name}, status=201)
+    return c.json(shapes.Created(id=str(org), name=wanted.name), status=201)
 
 
 @answers(shapes.Organizations)
@@ -111,7 +111,7 @@ async def create_user(request: Request) -> Response:
     uid = await c.call(c.services(request).roving.create_user, c.uuid_param(request, "id", "organization"),
                        wanted.username, wanted.email, wanted.password, wanted.role, c.principal(request), c.now())
     await c.settle(request)
-    return c.json({"id": uid, "username": wanted.username}, status=201)
+    return c.json(shapes.Created(id=str(uid), username=wanted.username), status=201)
 
 
 @answers(shapes.Users)
@@ -130,7 +130,7 @@ async def create_group(request: Request) -> Response:
     gid = await c.call(method(request, "create_group"), c.uuid_param(request, "id", "organization"), wanted.name,
                        c.principal(request), c.now())
     await c.settle(request)
-    return c.json({"id": gid, "name": wanted.name}, status=201)
+    return c.json(shapes.Created(id=str(gid), name=wanted.name), status=201)
 
 
 @answers(shapes.Groups)
@@ -180,7 +180,7 @@ def posix_id_route(kind: str, what: str, body: type[Uid] | type[Gid]):
         number = await c.call(method(request, "set_posix_id"), kind, target, None if asked == "auto" else asked,
                               c.principal(request), c.now())
         await c.settle(request)
-        return c.json({"id": target, field: number})
+        return c.json(shapes.PosixId(id=str(target), **{field: number}))
     return set_posix_id
 
 
@@ -211,7 +211,7 @@ async def add_member(request: Request) -> Response:
     group, user = c.uuid_param(request, "id", "group"), c.uuid_param(request, "user", "user")
     await c.call(method(request, "add_member"), group, user, wanted.role, c.principal(request), c.now())
     await c.settle(request)
-    return c.json({"group": group, "user": user, "role": wanted.role})
+    return c.json(shapes.Membership(group=str(group), user=str(user), role=wanted.role))
 
 
 @answers(shapes.Membership)
@@ -219,7 +219,7 @@ async def remove_member(request: Request) -> Response:
     group, user = c.uuid_param(request, "id", "group"), c.uuid_param(request, "user", "user")
     await c.call(method(request, "remove_member"), group, user, c.principal(request), c.now())
     await c.settle(request)
-    return c.json({"group": group, "user": user, "removed": True})
+    return c.json(shapes.Membership(group=str(group), user=str(user), removed=True))
 
 
 def explainer_route(granted: bool):
@@ -229,7 +229,7 @@ def explainer_route(granted: bool):
         group, user = c.uuid_param(request, "id", "group"), c.uuid_param(request, "user", "user")
         await c.call(method(request, "set_explainer"), group, user, granted, c.principal(request), c.now())
         await c.settle(request)
-        return c.json({"group": group, "user": user, "explain_allocation": granted})
+        return c.json(shapes.Membership(group=str(group), user=str(user), explain_allocation=granted))
     return set_explainer
 
 
