@@ -8,6 +8,7 @@ from typing import Any
 from api.http.answers.base import Answer, Problem, Timestamp
 from domain.fuzzfile.semantics import StageStatus  # the stage states as the domain names them, one list
 from projections.activity import ActivityRow
+from projections.queue_rows import QueueRow
 from projections.workflows import StageRow, WorkflowRow
 from projections.workflows import WorkflowDetail as DetailRow
 
@@ -169,8 +170,51 @@ class QueueStats(Answer):
     depth: dict[str, int]
 
 
-class QueuePage(Answer):
-    queue: list[dict[str, Any]]  # one allocation each: ids, stage, state, priority and its inputs, nodes, times
-    mine: bool
+class QueueEntry(Answer):
+    """One allocation of the queue: the queue view's row, then its owner's user and group names (None: unknown)."""
+
+    id: str
+    workflow_id: str
+    stage: str
+    attempt: int
+    state: str
+    priority: float
+    priority_inputs: dict[str, int]
+    node: str | None
+    nodes: list[str]
+    node_ids: list[str]
+    epoch: int
+    preemptible: bool
+    resources: dict[str, Any]
+    execute_timeout_seconds: float | None
+    queued_at: Timestamp
+    started_at: Timestamp | None
+    ended_at: Timestamp | None
+    organization_id: str
+    group_id: str
+    user_id: str
+    exit_code: int | None
+    reason: str
+    project: str
+    user: str | None
+    group: str | None
+
+
+def queue_entry(row: QueueRow, user: str | None, group: str | None) -> QueueEntry:
+    return QueueEntry(
+        id=str(row.id), workflow_id=str(row.workflow_id), stage=row.stage, attempt=row.attempt, state=row.state,
+        priority=row.priority, priority_inputs=row.priority_inputs, node=row.node, nodes=row.nodes,
+        node_ids=row.node_ids, epoch=row.epoch, preemptible=row.preemptible, resources=row.resources,
+        execute_timeout_seconds=row.execute_timeout_seconds, queued_at=row.queued_at, started_at=row.started_at,
+        ended_at=row.ended_at, organization_id=row.organization_id, group_id=row.group_id, user_id=row.user_id,
+        exit_code=row.exit_code, reason=row.reason, project=row.project, user=user, group=group)
+
+
+class QueuePage(Answer, omit_defaults=True, kw_only=True):
+    """A caller who can own no work gets only `queue` (empty) and `mine`; a federated page adds `clusters` and
+    `hub` after these, and each of its entries starts with its `cluster`."""
+
+    queue: list[QueueEntry]
     total: int | None = None
     limit: int | None = None
+    mine: bool

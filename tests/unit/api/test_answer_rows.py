@@ -34,3 +34,14 @@ def test_a_federated_answer_carries_its_cluster_s_label_after_its_own_fields_and
     assert labelled(events, {"cluster": "c2", "local": False}).body == (
         b'{"events":[],"next":null,"cluster":"c2","local":false}')
     assert labelled(events, {}).body == b'{"events":[],"next":null}'
+
+
+def test_a_queue_entry_is_its_row_then_its_owner_s_names_and_a_page_for_no_owner_says_only_that_it_is_empty():
+    import msgspec
+
+    from api.http.answers import QueuePage
+    from api.http.answers.work import QueueEntry
+    from projections.queue_rows import QueueRow
+
+    assert QueueEntry.__struct_fields__ == QueueRow.__struct_fields__ + ("user", "group")
+    assert msgspec.json.encode(QueuePage(queue=[], mine=True)) == b'{"queue":[],"mine":true}'
