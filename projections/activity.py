@@ -8,7 +8,7 @@ from typing import Any
 
 import msgspec
 
-from domain.allocation import priority_updated_text, scheduling_blocked_text
+from domain.allocation import Allocation, priority_updated_text, scheduling_blocked_text
 from domain.scheduler.preempted_text import readable_note
 from domain.scheduler.priority import PriorityInputs, priority_set_text
 from projections import events
@@ -71,22 +71,22 @@ def _queued(e: Any, names: NodeName) -> str:
     return "Queued for scheduling"
 
 
-def _placed(e: Any, names: NodeName) -> str:
+def _placed(e: Allocation.Placed, names: NodeName) -> str:
     # what it preempted to start (events logged before notes have none; older notes named the victims)
     note = readable_note(getattr(e, "note", "") or "")
     return "Placed on " + ", ".join(names(node) for node in e.nodes) + (f". {note}" if note else "")
 
 
-def _rank_exited(e: Any, names: NodeName) -> str:
+def _rank_exited(e: Allocation.RankExited, names: NodeName) -> str:
     """A multinode job's rank: the stage itself ends once every rank has exited."""
     return f"Rank {e.rank} on {names(e.node)} exited with code {e.exit_code}"
 
 
-def _requeued(e: Any, names: NodeName) -> str:
+def _requeued(e: Allocation.Requeued, names: NodeName) -> str:
     return f"Requeued: {e.reason}"
 
 
-def _ended(e: Any, names: NodeName) -> str | None:
+def _ended(e: Allocation.Ended, names: NodeName) -> str | None:
     """FINISHED and FAILED are told by the workflow's own events; the rest say who stopped the work."""
     if e.state in ("FINISHED", "FAILED"):
         return None

@@ -3,7 +3,7 @@
 Most events are made by eventsourcing's `@event("Name")` decorator on an aggregate's command, so the class exists
 only at run time and a type checker does not see it as an attribute: `event_of` fetches it and fails the import
 when the aggregate no longer has it. Events an aggregate declares as classes (`User.PriorityUpdated`) are used as
-they are.
+they are (Allocation's but `Requested`).
 """
 
 from __future__ import annotations
@@ -48,14 +48,14 @@ NodeRemoved = event_of(Node, "NodeRemoved")
 MonitoringHoldRefused = event_of(Node, "MonitoringHoldRefused")
 
 Requested = event_of(Allocation, "Requested")
-ProfileBound = event_of(Allocation, "ProfileBound")
-Readied = event_of(Allocation, "Readied")
-Placed = event_of(Allocation, "Placed")
-Requeued = event_of(Allocation, "Requeued")
-Ended = event_of(Allocation, "Ended")
-RankExited = event_of(Allocation, "RankExited")
-SchedulingBlocked = event_of(Allocation, "SchedulingBlocked")
-AllocationPriorityUpdated = event_of(Allocation, "PriorityUpdated")
+ProfileBound = Allocation.ProfileBound
+Readied = Allocation.Readied
+Placed = Allocation.Placed
+Requeued = Allocation.Requeued
+Ended = Allocation.Ended
+RankExited = Allocation.RankExited
+SchedulingBlocked = Allocation.SchedulingBlocked
+AllocationPriorityUpdated = Allocation.PriorityUpdated
 
 Submitted = event_of(Workflow, "Submitted")
 StageReadied = event_of(Workflow, "StageReadied")

@@ -261,7 +261,7 @@ class QueueView(Projection):
         self._changed(a.id)
 
     @on(events.Ended)
-    def _ended(self, event: Any) -> None:
+    def _ended(self, event: Allocation.Ended) -> None:
         self.readied.pop(str(event.originator_id), None)
 
     @on(events.Submitted)

@@ -14,6 +14,7 @@ from uuid import UUID
 
 import msgspec
 
+from domain.allocation import Allocation
 from domain.workflow import Workflow
 from projections.activity import ActivityRow, activity_rows, skipped_rows
 from projections.base import Mirror, Projection, as_uuid, on
@@ -272,7 +273,7 @@ class WorkflowsView(Projection):
             stages[event.stage] = StageAllocation(id=event.originator_id, attempt=event.attempt, priority=dict(event.priority))
 
     @on(AllocationPriorityUpdated)
-    def _priority_updated(self, event: Any) -> None:
+    def _priority_updated(self, event: Allocation.PriorityUpdated) -> None:
         """A tenant's priority moved its live allocations: describe shows what the queue uses, not the submission's."""
         placed = self.allocation_stage.get(event.originator_id)
         known = self.current.get(placed[0], {}).get(placed[1]) if placed is not None else None
@@ -282,7 +283,7 @@ class WorkflowsView(Projection):
     @on(Requested, ProfileBound, Readied, Placed,
         Requeued, Ended, AllocationPriorityUpdated, SchedulingBlocked,
         RankExited)
-    def _allocation_activity(self, event: Any) -> None:
+    def _allocation_activity(self, event: Allocation.Event) -> None:
         workflow_id, stage = self.allocation_stage.get(event.originator_id, (None, None))
         if workflow_id is not None:
             self._record(workflow_id, event, stage)

@@ -1,7 +1,9 @@
 """Every projection handler is registered for event classes the domain really emits, and a lost event stops imports."""
 
 import importlib
+import inspect
 import pkgutil
+import typing
 
 import pytest
 from eventsourcing.domain import Aggregate, DecoratedFuncCaller
@@ -54,6 +56,19 @@ def test_every_event_class_the_activity_stream_tells_is_one_some_aggregate_emits
 
     assert len(MESSAGES) > 25
     assert sorted(e.__qualname__ for e in MESSAGES if emitting_aggregate(e) is None) == []
+
+
+def test_a_handler_typed_with_an_event_class_is_registered_only_for_events_of_that_class():
+    import_all(projections)
+    mistyped = []
+    for view in subclasses(Projection):
+        for event_class, handlers in handled(view).items():
+            for handler in handlers:
+                event_parameter = list(inspect.signature(handler).parameters)[1]  # after self
+                annotation = typing.get_type_hints(handler).get(event_parameter)
+                if annotation not in (None, typing.Any) and not issubclass(event_class, annotation):
+                    mistyped.append(f"{view.__name__}.{handler.__name__} takes {annotation}, gets {event_class}")
+    assert mistyped == []
 
 
 def test_an_event_the_aggregate_no_longer_has_stops_the_import_naming_both():
