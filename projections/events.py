@@ -3,7 +3,7 @@
 Most events are made by eventsourcing's `@event("Name")` decorator on an aggregate's command, so the class exists
 only at run time and a type checker does not see it as an attribute: `event_of` fetches it and fails the import
 when the aggregate no longer has it. Events an aggregate declares as classes (`User.PriorityUpdated`) are used as
-they are (Allocation's but `Requested`).
+they are (Allocation's but `Requested`, the tenants' and projects' that read models read, ClusterConfig's).
 """
 
 from __future__ import annotations
@@ -75,16 +75,16 @@ RetriesExhausted = event_of(Workflow, "RetriesExhausted")
 StagePreempted = event_of(Workflow, "StagePreempted")
 StageSkipped = event_of(Workflow, "StageSkipped")
 Canceled = event_of(Workflow, "Canceled")
-ConfigChanged = event_of(ClusterConfig, "Changed")
-OrganizationCreated = event_of(Organization, "Created")
-GroupCreated = event_of(Group, "Created")
-UserRegistered = event_of(User, "Registered")
-TokenRevoked = event_of(RevokedToken, "Revoked")
+ConfigChanged = ClusterConfig.Changed
+OrganizationCreated = Organization.Created
+GroupCreated = Group.Created
+UserRegistered = User.Registered
+TokenRevoked = RevokedToken.Revoked
 TENANT_PRIORITY_UPDATED = (Organization.PriorityUpdated, Group.PriorityUpdated, User.PriorityUpdated)
 
-ProjectCreated = event_of(Project, "Created")
-ProjectGranted = event_of(Project, "Granted")
-ProjectRevoked = event_of(Project, "Revoked")
-ProjectDeleted = event_of(Project, "Deleted")
-ProjectRestored = event_of(Project, "Restored")
+ProjectCreated = Project.Created
+ProjectGranted = Project.Granted
+ProjectRevoked = Project.Revoked
+ProjectDeleted = Project.Deleted
+ProjectRestored = Project.Restored
 TenantPriorityUpdated = Organization.PriorityUpdated | Group.PriorityUpdated | User.PriorityUpdated

@@ -125,7 +125,7 @@ class ProjectsView(Projection):
         self.ledgers.apply(event)
 
     @on(events.ConfigChanged)
-    def _config(self, event: Any) -> None:
+    def _config(self, event: events.ConfigChanged) -> None:
         if "scheduler.sharedResources" in event.changes:
             self.shared_totals = dict(event.changes["scheduler.sharedResources"] or {})
         if "projects.default" in event.changes:

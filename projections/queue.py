@@ -277,18 +277,18 @@ class QueueView(Projection):
         self._changed_all()
 
     @on(events.OrganizationCreated, events.GroupCreated)
-    def _tenant_named(self, event: Any) -> None:
+    def _tenant_named(self, event: events.OrganizationCreated | events.GroupCreated) -> None:
         kind = type(event).__qualname__.split(".")[0].lower()
         self.tenant_names[f"{kind}:{event.name}"] = str(event.originator_id)
         self._changed_all()
 
     @on(events.UserRegistered)
-    def _user_named(self, event: Any) -> None:
+    def _user_named(self, event: events.UserRegistered) -> None:
         self.tenant_names[f"user:{event.username}"] = str(event.originator_id)
         self._changed_all()
 
     @on(events.ConfigChanged)
-    def _config(self, event: Any) -> None:
+    def _config(self, event: events.ConfigChanged) -> None:
         if "scheduler.priority" in event.changes:
             self.expression = event.changes["scheduler.priority"] or DEFAULT_PRIORITY
             self._priorities.clear()

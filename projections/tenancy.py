@@ -186,18 +186,18 @@ class TenancyView(Projection):
         self.users_.apply(event)
 
     @on(events.TokenRevoked)
-    def _token_revoked(self, event: Any) -> None:
+    def _token_revoked(self, event: events.TokenRevoked) -> None:
         revoked = self._revoked()
         revoked[event.jti] = event.expires
         for jti in [j for j, expires in revoked.items() if expires < event.at]:  # past expiry: refused anyway
             del revoked[jti]
 
     @on(events.ProjectCreated)
-    def _project_created(self, event: Any) -> None:
+    def _project_created(self, event: events.ProjectCreated) -> None:
         self.project_paths[event.originator_id] = event.path
 
     @on(events.ProjectGranted, events.ProjectRevoked)
-    def _project_grant(self, event: Any) -> None:
+    def _project_grant(self, event: events.ProjectGranted | events.ProjectRevoked) -> None:
         path = self.project_paths.get(event.originator_id)
         if path is None:
             return
@@ -209,5 +209,5 @@ class TenancyView(Projection):
             users[event.username.lower()] = [p for p in held if p not in event.permissions]
 
     @on(events.ProjectDeleted, events.ProjectRestored)
-    def _project_gone(self, event: Any) -> None:
+    def _project_gone(self, event: events.ProjectDeleted | events.ProjectRestored) -> None:
         self.project_grants.pop(self.project_paths.get(event.originator_id, ""), None)
