@@ -11,6 +11,7 @@ import msgspec
 from domain.allocation import Allocation, priority_updated_text, scheduling_blocked_text
 from domain.scheduler.preempted_text import readable_note
 from domain.scheduler.priority import PriorityInputs, priority_set_text
+from domain.workflow import Workflow
 from projections import events
 
 NodeName = Callable[[str], str]
@@ -26,40 +27,41 @@ class ActivityRow(msgspec.Struct, frozen=True, kw_only=True):
     position: int = 0
 
 
-def _submitted(e: Any, names: NodeName) -> str:
+def _submitted(e: Workflow.Submitted, names: NodeName) -> str:
     return f"Submitted by {e.by}"
 
 
-def _readied(e: Any, names: NodeName) -> str:
+def _readied(e: Workflow.StageReadied, names: NodeName) -> str:
     return "Ready to run"
 
 
-def _started(e: Any, names: NodeName) -> str:
+def _started(e: Workflow.StageStarted, names: NodeName) -> str:
     return f"Started on {names(e.node)}" + (f" (attempt {e.attempt})" if e.attempt > 1 else "")
 
 
-def _running(e: Any, names: NodeName) -> str:
+def _running(e: Workflow.StageRunning, names: NodeName) -> str:
     return "Running: readiness probe passed"
 
 
-def _finished(e: Any, names: NodeName) -> str:
+def _finished(e: Workflow.StageFinished, names: NodeName) -> str:
     return f"Finished (exit {e.exit_code})" if e.exit_code is not None else e.reason
 
 
-def _failed(e: Any, names: NodeName) -> str:
+def _failed(e: Workflow.StageFailed, names: NodeName) -> str:
     return e.reason or f"Failed: exit {e.exit_code}"
 
 
-def _reason(e: Any, names: NodeName) -> str:
+def _reason(e: Workflow.StageRetried | Workflow.RetriesExhausted | Workflow.StagePreempted | Workflow.StageSkipped,
+            names: NodeName) -> str:
     return str(e.reason)
 
 
-def _scaled(e: Any, names: NodeName) -> str:
+def _scaled(e: Workflow.ServiceScaled, names: NodeName) -> str:
     stopped = f"; stopped {', '.join(e.stopped)}" if e.stopped else ""
     return f"Scaled from {e.from_size} to {e.to_size} replicas: {e.reason}{stopped}"
 
 
-def _canceled(e: Any, names: NodeName) -> str:
+def _canceled(e: Workflow.Canceled, names: NodeName) -> str:
     return f"Canceled by {e.by}: {e.reason}"
 
 
@@ -67,7 +69,7 @@ def _requested(e: Any, names: NodeName) -> str:
     return priority_set_text(msgspec.convert(e.priority, PriorityInputs))
 
 
-def _queued(e: Any, names: NodeName) -> str:
+def _queued(e: Allocation.Event, names: NodeName) -> str:  # a Readied, or a Requested already ready
     return "Queued for scheduling"
 
 
@@ -95,7 +97,7 @@ def _ended(e: Allocation.Ended, names: NodeName) -> str | None:
     return f"{e.state.capitalize()}: {e.reason}"
 
 
-def _volumes_bound(e: Any, names: NodeName) -> str:
+def _volumes_bound(e: Workflow.VolumesBound, names: NodeName) -> str:
     """Where each persistent volume lives: a user finds their files there after the workflow."""
     return "Persistent volumes: " + "; ".join(f"{name} is {b['reference']} at {b['path']}"
                                                for name, b in sorted(e.bindings.items()))

@@ -265,7 +265,7 @@ class QueueView(Projection):
         self.readied.pop(str(event.originator_id), None)
 
     @on(events.Submitted)
-    def _submitted(self, event: Any) -> None:
+    def _submitted(self, event: events.Submitted) -> None:
         self.owners[event.originator_id] = owner_of(event.owner)
         for allocation_id in self._of_workflow.get(event.originator_id, ()):
             self._changed(allocation_id)
