@@ -77,7 +77,19 @@ class Allocation(TimedAggregate):
     exits: tuple[tuple[str, int], ...] = ()  # a multinode allocation: (node id, exit code) of each rank that exited
     failed_rank: int = -1  # the first rank that failed, which stops the others
 
-    @event("Requested")
+    class Requested(TimedAggregate.Created):
+        workflow_id: UUID
+        stage: str
+        attempt: int
+        resources: dict[str, Any]
+        priority: dict[str, int]
+        preemptible: bool
+        execute_timeout_seconds: float | None
+        by: str
+        at: datetime
+        ready: bool
+
+    @event(Requested)
     def __init__(
         self, id: UUID, workflow_id: UUID, stage: str, attempt: int, resources: dict[str, Any],
         priority: dict[str, int], preemptible: bool, execute_timeout_seconds: float | None, by: str, at: datetime,

@@ -65,7 +65,7 @@ def _canceled(e: Workflow.Canceled, names: NodeName) -> str:
     return f"Canceled by {e.by}: {e.reason}"
 
 
-def _requested(e: Any, names: NodeName) -> str:
+def _requested(e: Allocation.Requested, names: NodeName) -> str:
     return priority_set_text(msgspec.convert(e.priority, PriorityInputs))
 
 

@@ -3,7 +3,7 @@
 Most events are made by eventsourcing's `@event("Name")` decorator on an aggregate's command, so the class exists
 only at run time and a type checker does not see it as an attribute: `event_of` fetches it and fails the import
 when the aggregate no longer has it. Events an aggregate declares as classes (`User.PriorityUpdated`) are used as
-they are (Allocation's but `Requested`, the tenants' and projects' that read models read, ClusterConfig's).
+they are (Allocation's, Workflow's, the tenants' and projects' that read models read, ClusterConfig's).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ NodeReadmitted = event_of(Node, "NodeReadmitted")
 NodeRemoved = event_of(Node, "NodeRemoved")
 MonitoringHoldRefused = event_of(Node, "MonitoringHoldRefused")
 
-Requested = event_of(Allocation, "Requested")
+Requested = Allocation.Requested
 ProfileBound = Allocation.ProfileBound
 Readied = Allocation.Readied
 Placed = Allocation.Placed

@@ -263,7 +263,7 @@ class WorkflowsView(Projection):
             times[stage][1] = event.at
 
     @on(Requested)
-    def _requested(self, event: Any) -> None:
+    def _requested(self, event: Allocation.Requested) -> None:
         if event.workflow_id not in self.mirror.items:
             return  # its workflow is cold (a workflow is always recorded before its allocations)
         self.allocation_stage[event.originator_id] = (event.workflow_id, event.stage)
