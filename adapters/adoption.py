@@ -25,7 +25,7 @@ import msgspec
 
 from adapters.private_files import write_private
 from adapters.probes import with_kebab_probes
-from adapters.runspec import RunSpec
+from adapters.runspec import RunSpec, upcast_kept
 from domain.agent_protocol import Register
 
 # The job's parent: it waits for the job and writes its exit code to fd 0 (the `exit` file), so the code is
@@ -122,7 +122,7 @@ class JobFiles:
     def load(self) -> JobState | None:
         try:
             state = msgspec.json.decode((self.directory / "state.json").read_bytes())
-            return msgspec.convert({**state, "spec": with_kebab_probes(state["spec"])}, JobState)
+            return msgspec.convert({**state, "spec": with_kebab_probes(upcast_kept(state["spec"]))}, JobState)
         except (OSError, msgspec.DecodeError, msgspec.ValidationError, TypeError, KeyError):
             return None
 

@@ -9,6 +9,8 @@ import json
 import sys
 from pathlib import Path
 
+import msgspec
+
 from adapters.image_build import URL_ENV
 from adapters.runspec import RunSpec, SpecError
 from adapters.runtime.bwrap import OciRuntime
@@ -31,7 +33,7 @@ def build_argv(spec: RunSpec, workdir: Path, runtime: object, reason_file: Path)
         raise SpecError(f"{spec.stage}: image builds need the oci runtime on the node (roving agent --runtime oci)")
     if not spec.build:
         raise SpecError(f"{spec.stage}: the control plane sent no build plan")
-    plan = {"plan": spec.build, "owner": spec.image_owner, "group": spec.image_group,
+    plan = {"plan": msgspec.to_builtins(spec.build), "owner": spec.image_owner or "", "group": spec.image_group or "",
             "image_cache": str(runtime.cache.directory), "insecure": list(runtime.cache.insecure),
             "bwrap": runtime.bwrap, "reason_file": str(reason_file)}
     path = workdir / PLAN_FILE

@@ -81,7 +81,9 @@ class Executor:
     def workdir(self, spec: RunSpec) -> Path:
         workflow = UNSAFE_NAME.sub("_", spec.workflow_id).lstrip(".") or "_"
         stage = UNSAFE_NAME.sub("_", spec.stage).lstrip(".") or "_"
-        return self.workdir_root / workflow / f"{stage}-{spec.attempt}"
+        # `-1`: the wire never carried an attempt (a retry is a new allocation), so every run of a stage had it;
+        # a re-adopted job finds its directory under this name
+        return self.workdir_root / workflow / f"{stage}-1"
 
     def start(self, spec: RunSpec, on_output: OnOutput, on_exit: OnExit, image_secret: str = "",
               tell: Tell | None = None) -> Running:
@@ -107,7 +109,7 @@ class Executor:
         elif spec.kind == BUILD:
             argv = build_argv(spec, workdir, self.runtime, workdir / REASON_FILE)
         else:
-            argv = with_backoff(spec.start_delay_seconds, with_pre_hooks(spec.hooks, job_argv(spec, workdir), workdir))
+            argv = with_backoff(spec.start_delay_seconds or 0.0, with_pre_hooks(spec.hooks, job_argv(spec, workdir), workdir))
             write_post_hooks(spec.hooks, workdir)
         # the program the job names, checked before the sandbox's bwrap stands in front of it (a volume's path as its
         # cwd exists only in the sandbox: there only bwrap is checked)
@@ -175,7 +177,7 @@ class Executor:
         """The job's image: pulled from its registry, or a workflow's build fetched from the object store."""
         if image.startswith("fuzzball://") and isinstance(runtime, OciRuntime):
             built = BuiltImages(runtime.cache, self.images_url)
-            return runtime.points(built.rootfs(image, spec.image_owner, spec.image_group), mounts)
+            return runtime.points(built.rootfs(image, spec.image_owner or "", spec.image_group or ""), mounts)
         return runtime.prepare(image, mounts, credential, tell)
 
     def _bind(self, spec: RunSpec) -> list[str] | None:
@@ -263,7 +265,7 @@ class Executor:
         if self.cgroups is None:
             return None
         denied = tuple(self.binder.denied(visible.split(",") if visible else [])) if self.binder is not None else ()
-        limits = Limits(memory=spec.memory or None, cpus=spec.cpu_cores or None, pids=self.pids_limit,
+        limits = Limits(memory=spec.memory_bytes or None, cpus=spec.cpu_cores or None, pids=self.pids_limit,
                         denied_devices=denied)
         return self.cgroups.create(f"{spec.allocation_id}-e{spec.epoch}", limits)
 

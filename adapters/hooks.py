@@ -14,9 +14,8 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-import msgspec
-
 from domain.fuzzfile.hooks import PRE_HOOK_REASON
+from domain.fuzzfile.stages import Hook
 
 PRE_MARK = "[roving pre-hook] "
 POST_MARK = "[roving post-hook] "
@@ -47,16 +46,7 @@ exec "$@"
 """
 
 
-class HookSpec(msgspec.Struct, frozen=True):
-    """One hook as the assignment carries it: pre or post, whose (`profile NAME` or `job`), script, timeout."""
-
-    when: str
-    source: str
-    script: str
-    timeout_seconds: float = 60.0
-
-
-def with_pre_hooks(hooks: list[HookSpec], argv: list[str], workdir: Path) -> list[str]:
+def with_pre_hooks(hooks: list[Hook], argv: list[str], workdir: Path) -> list[str]:
     """The job's argv behind its pre hooks' runner (unchanged without pre hooks); writes their scripts."""
     pre = [h for h in hooks if h.when == "pre"]
     if not pre:
@@ -75,7 +65,7 @@ def with_backoff(seconds: float, argv: list[str]) -> list[str]:
     return ["/bin/sh", "-c", 'sleep "$1"; shift; exec "$@"', "roving-backoff", f"{seconds:g}", *argv]
 
 
-def write_post_hooks(hooks: list[HookSpec], workdir: Path) -> None:
+def write_post_hooks(hooks: list[Hook], workdir: Path) -> None:
     """Their scripts go in the work directory at start, so an agent that adopts the job finds them too."""
     for index, hook in enumerate(h for h in hooks if h.when == "post"):
         _script(workdir, f"post-{index}", hook.script)
@@ -92,12 +82,12 @@ def pre_hook_failure(workdir: Path) -> str | None:
     return f"{PRE_HOOK_REASON}{label} failed: exited with code {value}"
 
 
-def post_hook_argvs(hooks: list[HookSpec], workdir: Path) -> list[tuple[HookSpec, list[str]]]:
+def post_hook_argvs(hooks: list[Hook], workdir: Path) -> list[tuple[Hook, list[str]]]:
     post = [h for h in hooks if h.when == "post"]
     return [(hook, [str(workdir / f".roving-hook-post-{index}")]) for index, hook in enumerate(post)]
 
 
-def run_post_hook(hook: HookSpec, argv: list[str], cwd: Path, env: dict[str, str],
+def run_post_hook(hook: Hook, argv: list[str], cwd: Path, env: dict[str, str],
                   setup: Callable[[], None] | None, emit: Callable[[bytes], None]) -> None:
     """Run one post hook to its end or its timeout (then its whole session is killed), its output marked."""
     try:

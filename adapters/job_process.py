@@ -43,7 +43,7 @@ def start_process(spec: RunSpec, argv: list[str], cwd: Path, env: dict[str, str]
         # a transfer is our code, run as the agent (the job user may not reach the agent's interpreter); it
         # stays inside the volume and gives what it writes to the job user (adapters/transfer.py)
         user = None if spec.kind in (*TRANSFER_KINDS, BUILD) else job_user
-        proc = spawn(argv, cwd, env, cgroup, spec.memory, user, files)
+        proc = spawn(argv, cwd, env, cgroup, spec.memory_bytes, user, files)
     except BaseException:
         for fd in readers.values():
             os.close(fd)

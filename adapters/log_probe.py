@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ import nats.js.errors
 import structlog
 from nats.js.api import KeyValueConfig, StorageType
 
+from adapters.background import Background
 from adapters.jetstream.connection import Connection
 from adapters.jetstream.replicas import hold_replicas
 
@@ -60,17 +60,15 @@ class LogProbe:
         self._began: float | None = None  # when the write under way began
         self._failing_since: float | None = None
         self._leaderless_since: float | None = None  # the probe's stream has answered "no response" since
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="roving-log-probe", daemon=True)
+        self.background = Background(self._run, "roving-log-probe", join_seconds=deadline + 2)
+        self._stop = self.background.stopping
 
     def start(self) -> LogProbe:
-        self._thread.start()
+        self.background.start()
         return self
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(self.deadline + 2)
+        self.background.stop()
 
     def failure(self) -> str:
         """Why the log cannot take writes now, or "". A write under way past its deadline counts already."""

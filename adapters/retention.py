@@ -13,7 +13,6 @@ archives the same events again (readers keep one row per sequence); a crash afte
 from __future__ import annotations
 
 import shutil
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -23,6 +22,7 @@ import duckdb
 import structlog
 from prometheus_client import Counter
 
+from adapters.background import Background
 from adapters.cold_index import ColdIndex
 from adapters.duckdb_store import AuditStore
 from adapters.event_archive import ARCHIVED_ROWS, RAW, EventArchive, record, restore_missing
@@ -312,17 +312,15 @@ class RetentionLoop:
 
     def __init__(self, retention: Retention, interval: float, ready: Callable[[], bool] = lambda: True) -> None:
         self.retention, self.interval, self.ready = retention, interval, ready
-        self._stopping = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="roving-retention", daemon=True)
+        self.background = Background(self._run, "roving-retention", join_seconds=30)
+        self._stopping = self.background.stopping
 
     def start(self) -> RetentionLoop:
-        self._thread.start()
+        self.background.start()
         return self
 
     def stop(self) -> None:
-        self._stopping.set()
-        if self._thread.ident is not None:
-            self._thread.join(timeout=30)
+        self.background.stop()
 
     def _run(self) -> None:
         while not self.ready() and not self._stopping.wait(0.2):

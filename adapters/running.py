@@ -85,7 +85,7 @@ class Running:
 
     def _supervise(self, readers: list[threading.Thread], on_exit: OnExit) -> None:
         """Wait for exit (enforcing timeout and cancel), kill what is left, drain the pipes, then report once."""
-        timeout = self.spec.execute_timeout
+        timeout = self.spec.execute_timeout_seconds
         ran = max(0.0, time.time() - self.started_at)  # an adopted job has run for a while already
         deadline, timed_out = None, ""
         if timeout and timeout > 0:

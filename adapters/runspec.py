@@ -9,78 +9,46 @@ from typing import Any
 
 import msgspec
 
-from adapters.hooks import HookSpec
-from domain.agent_start import PersistentVolume, Start
-from domain.fuzzfile.schema import Probe
-from domain.multinode import HOSTFILE, Peers, environment
+from domain.agent_start import Start
+from domain.multinode import HOSTFILE, environment
 
 PASSED_THROUGH = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "USER", "LOGNAME", "TMPDIR")
 
 
-class RunSpec(msgspec.Struct, kw_only=True):
-    """What the control plane placed on this node: one stage attempt, as the assignments route sends it."""
+RunSpec = Start  # the executor runs the `Start` the control plane sent, under the wire's names (domain/agent_start.py)
 
-    allocation_id: str
-    epoch: int
-    workflow_id: str
-    stage: str
-    owner_id: str = ""  # the workflow owner's user id (an agent that cannot confine jobs runs only its admin's)
-    attempt: int = 1
-    kind: str = "job"  # job | service | task | ingress | egress | build
-    job_name: str = ""
-    task_id: int | None = None
-    account_id: str = ""
-    user_id: str = ""
-    script: str | None = None
-    command: list[str] | str | None = None
-    args: list[str] | None = None
-    env: dict[str, str] | None = None
-    cwd: str | None = None
-    files: dict[str, str] | None = None
-    execute_timeout: float | None = None
-    memory: int | None = None
-    cpu_cores: float | None = None
-    image: str | None = None
-    devices: dict[str, int] = {}  # requested counts by name, e.g. {"nvidia.com/gpu": 1}
-    network_isolated: bool = False  # a private network namespace under the oci runtime
-    readiness_probe: Probe | None = None
-    liveness_probe: Probe | None = None  # a service failing it failure_threshold times in a row is killed
-    ports: list[Any] = []  # echoed back in the ready report as the API sent them
-    hooks: list[HookSpec] = []  # the profile's and the job's own pre and post hooks, in the order they run
-    profile: str = ""
-    start_delay_seconds: float = 0.0  # a restarted service's backoff: it sleeps this long before it starts
-    mounts: dict[str, str] = {}  # path in the job -> volume name (the workflow's volume on this node)
-    volume: str = ""  # an ingress or egress stage: the volume it moves files into or out of
-    transfers: list[dict[str, str]] = []  # an ingress or egress stage: {source, destination} URIs
-    build: dict[str, Any] | None = None  # a build stage: the image's build plan (domain.fuzzfile.images.BuildPlan)
-    image_owner: str = ""  # a build, or a job in a fuzzball:// image: whose (user id) the built image is
-    image_group: str = ""  # ... and the group whose members share a `scope: group` image
-    persistent: dict[str, PersistentVolume] = {}  # volume name -> where a persistent volume lives (else ephemeral)
-    peers: Peers | None = None  # a multinode job: this node's rank and every rank's address
-    uid: int | None = None  # its owner's POSIX ids (a root agent runs it as them); None: submitted before ids
-    gid: int | None = None
-    groups: list[int] = []  # supplementary: the gids of its owner's groups
-    username: str = ""
+# A run spec kept on this node's disk by an agent before the executor ran the `Start` itself (before 2026-12-07)
+# carried three under its own names (and `cpu_cores` as it is); adoption reads such a file through `upcast_kept`.
+KEPT_NAMES = {"job_name": "job", "execute_timeout": "execute_timeout_seconds", "memory": "memory_bytes"}
+ALWAYS_SENT: dict[str, Any] = {  # the wire's required fields at their empty values (`None` where it may be None)
+    "job": "", "task_id": None, "kind": "job", "image": "", "script": None, "command": None, "args": None, "env": {},
+    "cwd": None, "files": {}, "execute_timeout_seconds": None, "memory_bytes": 0, "cpu_cores": 0, "account_id": "",
+    "readiness_probe": None, "ports": [], "mounts": {}}
 
 
 def run_spec_of(start: Start, env: dict[str, str] | None = None) -> RunSpec:
-    """What the executor runs of a run spec on the wire (under this node's names: RunSpecs are kept on its disk for
-    a restarted agent to adopt); `env` in place of the spec's own."""
-    s = start
-    return RunSpec(
-        allocation_id=s.allocation_id, epoch=s.epoch, workflow_id=s.workflow_id, stage=s.stage,
-        owner_id=s.owner_id or "", kind=s.kind, job_name=s.job, task_id=s.task_id, account_id=s.account_id,
-        script=s.script, command=s.command, args=s.args, env=s.env if env is None else env, cwd=s.cwd, files=s.files,
-        execute_timeout=s.execute_timeout_seconds, memory=s.memory_bytes, cpu_cores=s.cpu_cores, image=s.image, devices=s.devices,
-        network_isolated=s.network_isolated, readiness_probe=s.readiness_probe, liveness_probe=s.liveness_probe,
-        ports=[msgspec.to_builtins(p) for p in s.ports],  # echoed back as sent, in the ready report
-        hooks=[HookSpec(h.when, h.source, h.script, h.timeout_seconds) for h in s.hooks], profile=s.profile,
-        start_delay_seconds=s.start_delay_seconds or 0.0, mounts=s.mounts, volume=s.volume,
-        transfers=[{"source": t.source, "destination": t.destination} for t in s.transfers],
-        build=msgspec.to_builtins(s.build) if s.build is not None else None, image_owner=s.image_owner or "",
-        image_group=s.image_group or "", persistent=s.persistent, peers=s.peers, uid=s.uid, gid=s.gid,
-        groups=s.groups or [], username=s.username or "",
-    )
+    """What the executor runs of a run spec on the wire: the same `Start`, with `env` in place of its own (the
+    agent's answer resolved its secret references, and took the registry's credential out)."""
+    return start if env is None else msgspec.structs.replace(start, env=env)
+
+
+def upcast_kept(spec: dict[str, Any]) -> dict[str, Any]:
+    """A kept run spec (as builtins) in the `Start` shape, whichever an agent wrote it in: an older one's renamed
+    fields get their wire names, and what the wire always sends but it left out gets its empty value."""
+    if "job" in spec:
+        return spec
+    return with_always_sent({KEPT_NAMES.get(key, key): value for key, value in spec.items()})
+
+
+def with_always_sent(spec: dict[str, Any]) -> dict[str, Any]:
+    """The spec with what the wire always sends at its empty value where it has none."""
+    return {**spec, **{key: empty for key, empty in ALWAYS_SENT.items() if spec.get(key) is None}}
+
+
+def local_spec(allocation_id: str, epoch: int, workflow_id: str, stage: str, **fields: Any) -> RunSpec:
+    """A run spec made on this node (benchmarks, tests): what the wire always sends, at its empty values."""
+    return msgspec.convert(with_always_sent({"allocation_id": allocation_id, "epoch": epoch,
+                                             "workflow_id": workflow_id, "stage": stage, **fields}), Start)
 
 
 class JobUser(msgspec.Struct, frozen=True):
@@ -120,10 +88,10 @@ def user_for(spec: RunSpec, fallback: JobUser | None, allow_root: bool = False) 
     if fallback is None or spec.uid is None:
         return fallback
     gid = spec.uid if spec.gid is None else spec.gid
-    if 0 in (spec.uid, gid, *spec.groups) and not allow_root:
+    if 0 in (spec.uid, gid, *(spec.groups or ())) and not allow_root:
         raise SpecError("the job's owner has uid or gid 0 (root) and this agent refuses root jobs "
                         "(--allow-root-jobs allows them)")
-    return JobUser(uid=spec.uid, gid=gid, name=spec.username or str(spec.uid), groups=tuple(spec.groups))
+    return JobUser(uid=spec.uid, gid=gid, name=spec.username or str(spec.uid), groups=tuple(spec.groups or ()))
 
 
 def format_seconds(seconds: float) -> str:
@@ -157,7 +125,7 @@ def job_environment(spec: RunSpec, user: JobUser | None = None, home: Path | Non
         env.update(HOME=str(home), USER=user.name, LOGNAME=user.name)
     env.update(spec.env or {})
     env["FB_WORKFLOW_ID"] = spec.workflow_id
-    env["FB_JOB_NAME"] = spec.job_name or spec.stage
+    env["FB_JOB_NAME"] = spec.job or spec.stage
     env["FB_ACCOUNT_ID"] = spec.account_id
     if spec.task_id is not None:
         env["FB_TASK_ID"] = str(spec.task_id)

@@ -9,6 +9,8 @@ import json
 import sys
 from pathlib import Path
 
+import msgspec
+
 from adapters.runspec import JobUser, RunSpec
 from domain.fuzzfile.transfers import TRANSFER_KINDS
 
@@ -21,7 +23,7 @@ REASON_FILE = ".roving-reason"  # a failed transfer's one-line reason: the URI a
 def transfer_argv(spec: RunSpec, workdir: Path, bound: dict[str, Path], user: JobUser | None) -> list[str]:
     """Writes the plan (URIs, the volume's directory, whom written files belong to; secrets stay in the env) and
     returns the command."""
-    plan = {"kind": spec.kind, "volume_dir": str(bound[""]), "transfers": spec.transfers,
+    plan = {"kind": spec.kind, "volume_dir": str(bound[""]), "transfers": msgspec.to_builtins(spec.transfers),
             "reason_file": str(workdir / REASON_FILE), "owner": [user.uid, user.gid] if user is not None else None}
     path = workdir / PLAN_FILE
     path.write_text(json.dumps(plan))

@@ -13,7 +13,8 @@ import shutil
 import threading
 from pathlib import Path
 
-from adapters.runspec import JobUser, PersistentVolume, RunSpec
+from adapters.runspec import JobUser, RunSpec
+from domain.agent_start import PersistentVolume
 
 UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_.\-\[\]]")
 FOLDER = ".volumes"

@@ -1,13 +1,13 @@
 """The run spec on the wire: what the assignments answer tells an agent to start (`Start`), one stage attempt.
 
 Built by the assignments projection, encoded by the route (its bytes make the answer's ETag), decoded by the agent
-into its RunSpec (adapters/runspec.py). Field order and omission are the protocol's: the first block is always sent
-(required here: an older control plane's body always had them, and `omit_defaults` never drops them; `owner_id`,
-the newest, defaults to None, which its string never equals); the rest was sent only when set and is omitted at its
-default, so the bytes are those of the dict this type replaced (tests/unit/agent/test_run_spec_wire.py pins them).
-Fields sent together or not at all (the owner's POSIX ids, a built image's owner) default to None, not to an empty
-value they may really have (an owner in no group has `groups: []`, and it is sent). Unknown fields, from a newer
-control plane, are ignored.
+and run by its executor as it is (adapters/runspec.py's RunSpec is this type, its env resolved). Field order and
+omission are the protocol's: the first block is always sent (required here: an older control plane's body always had
+them, and `omit_defaults` never drops them; `owner_id`, the newest, defaults to None, which its string never
+equals); the rest was sent only when set and is omitted at its default, so the bytes are those of the dict this type
+replaced (tests/unit/agent/test_run_spec_wire.py pins them). Fields sent together or not at all (the owner's POSIX
+ids, a built image's owner) default to None, not to an empty value they may really have (an owner in no group has
+`groups: []`, and it is sent). Unknown fields, from a newer control plane, are ignored.
 """
 
 from __future__ import annotations

@@ -77,7 +77,19 @@ class Allocation(TimedAggregate):
     exits: tuple[tuple[str, int], ...] = ()  # a multinode allocation: (node id, exit code) of each rank that exited
     failed_rank: int = -1  # the first rank that failed, which stops the others
 
-    @event("Requested")
+    class Requested(TimedAggregate.Created):
+        workflow_id: UUID
+        stage: str
+        attempt: int
+        resources: dict[str, Any]
+        priority: dict[str, int]
+        preemptible: bool
+        execute_timeout_seconds: float | None
+        by: str
+        at: datetime
+        ready: bool
+
+    @event(Requested)
     def __init__(
         self, id: UUID, workflow_id: UUID, stage: str, attempt: int, resources: dict[str, Any],
         priority: dict[str, int], preemptible: bool, execute_timeout_seconds: float | None, by: str, at: datetime,
@@ -122,7 +134,13 @@ class Allocation(TimedAggregate):
             self._profile_bound(profile=profile, revision=revision, by=by, at=at)
         return self
 
-    @event("ProfileBound")
+    class ProfileBound(TimedAggregate.Event):
+        profile: str
+        revision: int
+        by: str
+        at: datetime
+
+    @event(ProfileBound)
     def _profile_bound(self, profile: str, revision: int, by: str, at: datetime) -> None:
         self.profile, self.profile_revision = profile, revision
 
@@ -242,34 +260,78 @@ class Allocation(TimedAggregate):
         if epoch != self.epoch:
             raise StaleFence(f"report for epoch {epoch} refused: allocation {self.stage} is at epoch {self.epoch}")
 
-    @event("Readied")
+    class Readied(TimedAggregate.Event):
+        by: str
+        at: datetime
+
+    @event(Readied)
     def _readied(self, by: str, at: datetime) -> None:
         self.state = QueueState.READY
 
-    @event("Placed")
+    class Placed(TimedAggregate.Event):
+        nodes: list[str]
+        epoch: int
+        by: str
+        at: datetime
+        note: str
+
+    @event(Placed)
     def _placed(self, nodes: list[str], epoch: int, by: str, at: datetime, note: str = "") -> None:
         self.state, self.nodes, self.epoch, self.started_at = QueueState.RUNNING, nodes, epoch, at
         self.exits, self.failed_rank = (), -1  # a new placement: every rank starts again
 
-    @event("Requeued")
+    class Requeued(TimedAggregate.Event):
+        reason: str
+        by: str
+        at: datetime
+
+    @event(Requeued)
     def _requeued(self, reason: str, by: str, at: datetime) -> None:
         self.state, self.reason = QueueState.PENDING, reason
 
-    @event("Ended")
+    class Ended(TimedAggregate.Event):
+        state: str
+        exit_code: int | None
+        reason: str
+        by: str
+        at: datetime
+
+    @event(Ended)
     def _ended(self, state: str, exit_code: int | None, reason: str, by: str, at: datetime) -> None:
         self.state, self.exit_code, self.reason, self.ended_at = QueueState(state), exit_code, reason, at
 
-    @event("RankExited")
+    class RankExited(TimedAggregate.Event):
+        node: str
+        rank: int
+        exit_code: int
+        by: str
+        at: datetime
+
+    @event(RankExited)
     def _rank_exited(self, node: str, rank: int, exit_code: int, by: str, at: datetime) -> None:
         self.exits = (*self.exits, (node, exit_code))
         if exit_code and self.failed_rank < 0:
             self.failed_rank = rank
 
-    @event("SchedulingBlocked")
+    class SchedulingBlocked(TimedAggregate.Event):
+        reason: str
+        message: str
+        cause: str
+        by: str
+        at: datetime
+
+    @event(SchedulingBlocked)
     def _blocked(self, reason: str, message: str, cause: str, by: str, at: datetime) -> None:
         self.blocked_cause, self.blocked_epoch = cause, self.epoch
 
-    @event("PriorityUpdated")
+    class PriorityUpdated(TimedAggregate.Event):
+        kind: str
+        old: int
+        new: int
+        by: str
+        at: datetime
+
+    @event(PriorityUpdated)
     def _priority_updated(self, kind: str, old: int, new: int, by: str, at: datetime) -> None:
         self.priority = {**self.priority, kind: new}  # a new dict: the Requested event's stays as recorded
 

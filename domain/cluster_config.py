@@ -27,7 +27,12 @@ class ClusterConfig(Aggregate):
     def create_id(cluster: str, **_: Any) -> UUID:
         return uuid5(NAMESPACE_URL, f"roving:cluster-config:{cluster}")
 
-    @event("Created")
+    class Created(Aggregate.Created):
+        cluster: str
+        by: str
+        at: datetime
+
+    @event(Created)
     def __init__(self, cluster: str, by: str, at: datetime):
         self.cluster = cluster
         self.settings: dict[str, Any] = {}
@@ -47,7 +52,14 @@ class ClusterConfig(Aggregate):
         self._changed(changes=flat, revision=self.revision + 1, warnings=texts, by=by, at=at)
         return texts
 
-    @event("Changed")
+    class Changed(Aggregate.Event):
+        changes: dict[str, Any]
+        revision: int
+        warnings: list[str]
+        by: str
+        at: datetime
+
+    @event(Changed)
     def _changed(self, changes: dict[str, Any], revision: int, warnings: list[str], by: str, at: datetime) -> None:
         for key, value in changes.items():
             if value is None:

@@ -40,7 +40,12 @@ class Project(TimedAggregate):
     def create_id(path: str, **_: Any) -> UUID:
         return project_id(path)
 
-    @event("Created")
+    class Created(TimedAggregate.Created):
+        path: str
+        by: str
+        at: datetime
+
+    @event(Created)
     def __init__(self, path: str, by: str, at: datetime) -> None:
         self.path = path
         self.quota: dict[str, int] = {}
@@ -107,7 +112,13 @@ class Project(TimedAggregate):
         self._granted(username=username, permissions=new, by=by, at=at)
         return True
 
-    @event("Granted")
+    class Granted(TimedAggregate.Event):
+        username: str
+        permissions: list[str]
+        by: str
+        at: datetime
+
+    @event(Granted)
     def _granted(self, username: str, permissions: list[str], by: str, at: datetime) -> None:
         self.grants[username] = self.grants.get(username, []) + list(permissions)
 
@@ -120,7 +131,13 @@ class Project(TimedAggregate):
         self._revoked(username=username, permissions=gone, by=by, at=at)
         return True
 
-    @event("Revoked")
+    class Revoked(TimedAggregate.Event):
+        username: str
+        permissions: list[str]
+        by: str
+        at: datetime
+
+    @event(Revoked)
     def _revoked(self, username: str, permissions: list[str], by: str, at: datetime) -> None:
         left = [p for p in self.grants.get(username, []) if p not in permissions]
         if left:
@@ -132,7 +149,11 @@ class Project(TimedAggregate):
         self._alive()
         self._deleted(by=by, at=at)
 
-    @event("Deleted")
+    class Deleted(TimedAggregate.Event):
+        by: str
+        at: datetime
+
+    @event(Deleted)
     def _deleted(self, by: str, at: datetime) -> None:
         self.deleted = True
 
@@ -141,7 +162,11 @@ class Project(TimedAggregate):
         if self.deleted:
             self._restored(by=by, at=at)
 
-    @event("Restored")
+    class Restored(TimedAggregate.Event):
+        by: str
+        at: datetime
+
+    @event(Restored)
     def _restored(self, by: str, at: datetime) -> None:
         self.deleted = False
         self.quota, self.members, self.grants = {}, [], {}

@@ -8,7 +8,8 @@ its service pools and volumes; how it moves stages on after every change; its ev
 state). What owns its own state is carved out and called, not attached: the stage book (domain/workflow_book.py),
 each step's and stage's state (domain/workflow_stages.py), the retry rules (domain/fuzzfile/semantics.py).
 Every event class stays nested in `Workflow` here, so the topics stored in the log (`domain.workflow:Workflow.
-StageStarted`) are the ones this class has always had (tests/unit/workflow/test_workflow_golden.py replays them).
+StageStarted`) are the ones this class has always had (tests/unit/workflow/test_workflow_golden.py replays them);
+each is declared with its fields, in the order its command takes them, so read models type what they read.
 """
 
 from __future__ import annotations
@@ -82,7 +83,16 @@ class Workflow(TimedAggregate):
             memo[id(step.definition)] = step.definition
         return super().__deepcopy__(memo)
 
-    @event("Submitted")
+    class Submitted(TimedAggregate.Created):
+        name: str
+        definition: dict[str, Any]
+        owner: dict[str, str]
+        priority: int
+        preemptible: bool | None
+        by: str
+        at: datetime
+
+    @event(Submitted)
     def __init__(
         self, id: UUID, name: str, definition: dict[str, Any], owner: dict[str, str],
         priority: int, preemptible: bool | None, by: str, at: datetime,
@@ -463,18 +473,37 @@ class Workflow(TimedAggregate):
             self._steps_skipped(steps=list(skipped), by="workflow", at=at)
             skipped.clear()
 
-    @event("VolumesBound")
+    class VolumesBound(TimedAggregate.Event):
+        bindings: dict[str, dict[str, Any]]
+        by: str
+        at: datetime
+
+    @event(VolumesBound)
     def _volumes_bound(self, bindings: dict[str, dict[str, Any]], by: str, at: datetime) -> None:
         self.__dict__["_volume_bindings"] = dict(bindings)
 
-    @event("StageReadied")
+    class StageReadied(TimedAggregate.Event):
+        stage: str
+        by: str
+        at: datetime
+
+    @event(StageReadied)
     def _readied(self, stage: str, by: str, at: datetime) -> None:
         state = self.book.touch(stage)
         if state.offset in state.step.parked:  # a scaled-down replica starts again
             state.reason = ""
         self.book.move(state, StageStatus.READY)
 
-    @event("ServiceScaled")
+    class ServiceScaled(TimedAggregate.Event):
+        service: str
+        from_size: int
+        to_size: int
+        reason: str
+        stopped: list[str]
+        by: str
+        at: datetime
+
+    @event(ServiceScaled)
     def _scaled(self, service: str, from_size: int, to_size: int, reason: str, stopped: list[str], by: str,
                 at: datetime) -> None:
         step = self.book.steps[service]
@@ -485,7 +514,14 @@ class Workflow(TimedAggregate):
             self.book.move(state, StageStatus.PENDING)
             step.parked.add(state.offset)
 
-    @event("StageStarted")
+    class StageStarted(TimedAggregate.Event):
+        stage: str
+        attempt: int
+        node: str
+        by: str
+        at: datetime
+
+    @event(StageStarted)
     def _started(self, stage: str, attempt: int, node: str, by: str, at: datetime) -> None:
         state = self.book.touch(stage)
         for volume in self._node_volumes(state.template):
@@ -493,47 +529,112 @@ class Workflow(TimedAggregate):
         state.node, state.reason = node, ""
         self.book.move(state, StageStatus.STARTED)
 
-    @event("TransferProgressed")
+    class TransferProgressed(TimedAggregate.Event):
+        stage: str
+        attempt: int
+        text: str
+        by: str
+        at: datetime
+
+    @event(TransferProgressed)
     def _progressed(self, stage: str, attempt: int, text: str, by: str, at: datetime) -> None:
         pass  # told, not kept: the activity stream shows it
 
-    @event("ImageProgressed")
+    class ImageProgressed(TimedAggregate.Event):
+        stage: str
+        attempt: int
+        text: str
+        by: str
+        at: datetime
+
+    @event(ImageProgressed)
     def _image_progressed(self, stage: str, attempt: int, text: str, by: str, at: datetime) -> None:
         pass  # told, not kept: the activity stream shows it
 
-    @event("StageNoted")
+    class StageNoted(TimedAggregate.Event):
+        stage: str
+        attempt: int
+        text: str
+        by: str
+        at: datetime
+
+    @event(StageNoted)
     def _noted(self, stage: str, attempt: int, text: str, by: str, at: datetime) -> None:
         pass  # told, not kept: the activity stream shows it
 
-    @event("StageRunning")
+    class StageRunning(TimedAggregate.Event):
+        stage: str
+        attempt: int
+        by: str
+        at: datetime
+
+    @event(StageRunning)
     def _running(self, stage: str, attempt: int, by: str, at: datetime) -> None:
         state = self.book.touch(stage)
         state.unready = False
         self.book.move(state, StageStatus.RUNNING)
 
-    @event("ServiceUnready")
+    class ServiceUnready(TimedAggregate.Event):
+        stage: str
+        attempt: int
+        reason: str
+        by: str
+        at: datetime
+
+    @event(ServiceUnready)
     def _unready(self, stage: str, attempt: int, reason: str, by: str, at: datetime) -> None:
         state = self.book.touch(stage)
         state.unready, state.reason = True, f"Unready: {reason}"
 
-    @event("ServiceReadyAgain")
+    class ServiceReadyAgain(TimedAggregate.Event):
+        stage: str
+        attempt: int
+        by: str
+        at: datetime
+
+    @event(ServiceReadyAgain)
     def _ready_again(self, stage: str, attempt: int, by: str, at: datetime) -> None:
         state = self.book.touch(stage)
         state.unready, state.reason = False, ""
 
-    @event("StageFinished")
+    class StageFinished(TimedAggregate.Event):
+        stage: str
+        attempt: int
+        exit_code: int | None
+        reason: str
+        by: str
+        at: datetime
+
+    @event(StageFinished)
     def _finished(self, stage: str, attempt: int, exit_code: int | None, reason: str, by: str, at: datetime) -> None:
         state = self.book.touch(stage)
         state.exit_code, state.reason = exit_code, reason
         self.book.move(state, StageStatus.FINISHED)
 
-    @event("StageFailed")
+    class StageFailed(TimedAggregate.Event):
+        stage: str
+        attempt: int
+        exit_code: int | None
+        reason: str
+        by: str
+        at: datetime
+
+    @event(StageFailed)
     def _failed(self, stage: str, attempt: int, exit_code: int | None, reason: str, by: str, at: datetime) -> None:
         state = self.book.touch(stage)
         state.exit_code, state.reason = exit_code, reason
         self.book.move(state, StageStatus.FAILED)
 
-    @event("StageRetried")
+    class StageRetried(TimedAggregate.Event):
+        stage: str
+        attempt: int
+        cause: str
+        exit_code: int | None
+        reason: str
+        by: str
+        at: datetime
+
+    @event(StageRetried)
     def _retried(self, stage: str, attempt: int, cause: str, exit_code: int | None, reason: str, by: str, at: datetime) -> None:
         state = self.book.touch(stage)
         state.reason, state.exit_code = reason, exit_code
@@ -541,21 +642,48 @@ class Workflow(TimedAggregate):
         state.node_retries_used += cause == "node"
         self.book.move(state, StageStatus.READY)
 
-    @event("RetriesExhausted")
+    class RetriesExhausted(TimedAggregate.Event):
+        stage: str
+        attempt: int
+        cause: str
+        reason: str
+        by: str
+        at: datetime
+
+    @event(RetriesExhausted)
     def _exhausted(self, stage: str, attempt: int, cause: str, reason: str, by: str, at: datetime) -> None:
         self.book.touch(stage).reason = reason
 
-    @event("StagePreempted")
+    class StagePreempted(TimedAggregate.Event):
+        stage: str
+        attempt: int
+        reason: str
+        by: str
+        at: datetime
+
+    @event(StagePreempted)
     def _preempted(self, stage: str, attempt: int, reason: str, by: str, at: datetime) -> None:
         state = self.book.touch(stage)
         state.reason, state.attempt, state.node = reason, attempt + 1, None
         self.book.move(state, StageStatus.READY)
 
-    @event("StageSkipped")
+    class StageSkipped(TimedAggregate.Event):
+        stage: str
+        reason: str
+        by_design: bool
+        by: str
+        at: datetime
+
+    @event(StageSkipped)
     def _skipped(self, stage: str, reason: str, by_design: bool, by: str, at: datetime) -> None:
         self._skip_stage(self.book.touch(stage), reason, by_design)
 
-    @event("StepsSkipped")
+    class StepsSkipped(TimedAggregate.Event):
+        steps: list[list[Any]]
+        by: str
+        at: datetime
+
+    @event(StepsSkipped)
     def _steps_skipped(self, steps: list[list[Any]], by: str, at: datetime) -> None:
         """[step, reason, by design] of steps whose every stage not yet begun was canceled, in the order decided."""
         for name, reason, by_design in steps:
@@ -570,7 +698,12 @@ class Workflow(TimedAggregate):
         self.book.accidental_skips += not by_design
         self.book.move(state, StageStatus.CANCELED)
 
-    @event("Canceled")
+    class Canceled(TimedAggregate.Event):
+        reason: str
+        by: str
+        at: datetime
+
+    @event(Canceled)
     def _canceled(self, reason: str, by: str, at: datetime) -> None:
         self.canceled_reason = reason
         self.book.cancel(f"Canceled by {by}: {reason}")

@@ -9,6 +9,7 @@ a canceled workflow.
 from __future__ import annotations
 
 from typing import Any
+from uuid import UUID
 
 import msgspec
 
@@ -24,9 +25,9 @@ from domain.scheduler.nvlink import NVLINK_DOMAIN, imex_channel
 from domain.secrets.references import IMAGE_SECRET_VARIABLE
 from domain.workflow import Workflow, volumes_of
 from projections.nodes import NodesView
-from projections.queue import Owner, QueueView
+from projections.queue import QueueView
 from projections.tenancy import TenancyView
-from projections.workflows import WorkflowsView
+from projections.workflows import Owner, WorkflowsView
 
 ENDED = ("FINISHED", "FAILED", "CANCELED")
 KILLED = frozenset({QueueState.CANCELED, QueueState.PREEMPTED, QueueState.EVICTED})
@@ -42,7 +43,7 @@ def assignments(node_id: Any, queue: QueueView, workflows: WorkflowsView, nodes:
     start: list[Start] = []
     stop: list[Stop] = []
     volumes: set[str] = set()
-    settled: list = []
+    settled: list[UUID] = []
     for a in queue.on_node(wanted):
         if wanted not in a.nodes:  # placed elsewhere since (a placement here again lists it again)
             settled.append(a.id)
@@ -141,7 +142,7 @@ def _isolated(step: Any) -> bool:
     return isinstance(step, Job) and step.network is not None and bool(step.network.isolated)
 
 
-def _image_secret(spec: Any) -> dict:
+def _image_secret(spec: Any) -> dict[str, str]:
     """The image's registry secret rides in env, where the agent's answer resolves it (the agent takes it out of the
     job's env again: adapters/registry_auth.py)."""
     secret = getattr(spec, "image_secret", "")

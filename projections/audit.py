@@ -185,7 +185,8 @@ def _micros(when: Any) -> int:
         return 0
     if when.tzinfo is None:
         when = when.replace(tzinfo=dt.UTC)
-    return (when - EPOCH) // MICROSECOND
+    micros: int = (when - EPOCH) // MICROSECOND
+    return micros
 
 
 class Scope(msgspec.Struct, frozen=True):
@@ -267,4 +268,5 @@ def visible_organization(filters: AuditFilters, scope: Scope) -> str | None:
 def _redacted(state: dict[str, Any]) -> dict[str, Any]:
     """Audit rows never carry secrets, not even hashed (projections.redaction): the log keeps them, the audit
     view does not. Nor the fields every event has, which have columns of their own."""
-    return redact({k: v for k, v in state.items() if k not in HEADER_FIELDS})
+    redacted: dict[str, Any] = redact({k: v for k, v in state.items() if k not in HEADER_FIELDS})
+    return redacted

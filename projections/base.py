@@ -1,8 +1,8 @@
 """What every read model shares: apply each (position, event) once, dispatch by event type, mirror aggregates.
 
-A projection registers handlers with `@on("Workflow.Submitted", ...)` (the event class's qualname), or
-`@on("Workflow.*")` for every event of an aggregate. Events
-it has no handler for still advance its position, so redelivery after a restart is skipped the same way.
+A projection registers handlers with `@on(events.Submitted, ...)` (the event classes, so a name the domain lost
+fails at import), or `@on(Workflow.Event)` for every event of an aggregate (each aggregate has its own `Event`
+base). Events it has no handler for still advance its position, so redelivery after a restart is skipped the same way.
 """
 
 from __future__ import annotations
@@ -16,16 +16,26 @@ from eventsourcing.domain import Aggregate, DomainEventProtocol
 
 from domain.ids import as_uuid
 
-Batch = Iterable[tuple[int, DomainEventProtocol]]
+__all__ = ["A", "Batch", "Handler", "Mirror", "Projection", "as_uuid", "handled", "kind_of", "on"]
+
+Batch = Iterable[tuple[int, DomainEventProtocol[UUID]]]
 Handler = Callable[[Any, Any], None]
 
 
-def on(*qualnames: str) -> Callable[[Handler], Handler]:
-    """Mark a method as the handler of the named event types."""
-    def mark(method: Handler) -> Handler:
-        method.__handles__ = qualnames  # type: ignore[attr-defined]  # a mark the Projection class collects
+H = TypeVar("H", bound=Handler)
+
+
+def on(*events: type[Aggregate.Event]) -> Callable[[H], H]:
+    """Mark a method as the handler of these event classes (an aggregate's `Event`: all of that aggregate's)."""
+    def mark(method: H) -> H:
+        method.__handles__ = events  # type: ignore[attr-defined]  # a mark the Projection class collects
         return method
     return mark
+
+
+def handled(projection: type[Projection]) -> dict[type, tuple[Handler, ...]]:
+    """The event classes a projection class registered handlers for, with them (for tests and readers)."""
+    return dict(projection._handlers)
 
 
 def kind_of(event: Any) -> str:
@@ -39,7 +49,7 @@ class Projection:
     `transient` names attributes a snapshot leaves out: caches rebuilt on use. Everything else is the state the
     log built (a view holds nothing else), saved and restored as it is."""
 
-    _handlers: dict[str, tuple[Handler, ...]] = {}
+    _handlers: dict[type, tuple[Handler, ...]] = {}
     _routes: dict[type, tuple[Handler, ...]] = {}
     transient: tuple[str, ...] = ()
 
@@ -47,8 +57,8 @@ class Projection:
         super().__init_subclass__(**kwargs)
         handlers = dict(cls._handlers)
         for attribute in vars(cls).values():
-            for name in getattr(attribute, "__handles__", ()):
-                handlers[name] = handlers.get(name, ()) + (attribute,)
+            for event_class in getattr(attribute, "__handles__", ()):
+                handlers[event_class] = handlers.get(event_class, ()) + (attribute,)
         cls._handlers = handlers
         cls._routes = {}  # event class -> its handlers, in order
 
@@ -81,12 +91,11 @@ class Projection:
             vars(self).update(state)
 
     def _dispatch(self, event: Any) -> None:
-        """The aggregate-wide handler (`Workflow.*`) first, then the one for this event type."""
+        """The aggregate-wide handler (its `Event` base, earlier in the class's MRO) first, then this class's own."""
         handlers = self._routes.get(type(event))
         if handlers is None:  # worked out once per event class
-            name = kind_of(event)
             handlers = self._routes[type(event)] = tuple(
-                h for key in (name.split(".")[0] + ".*", name) for h in self._handlers.get(key, ()))
+                h for cls in reversed(type(event).__mro__) for h in self._handlers.get(cls, ()))
         for handler in handlers:
             handler(self, event)
 

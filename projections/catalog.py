@@ -13,8 +13,8 @@ class CatalogSourcesView(Projection):
         super().__init__(lock)
         self.mirror: Mirror[CatalogSource] = Mirror()
 
-    @on("CatalogSource.*")
-    def _source(self, event: Any) -> None:
+    @on(CatalogSource.Event)
+    def _source(self, event: CatalogSource.Event) -> None:
         self.mirror.apply(event)
 
     def sources(self) -> list[CatalogSource]:

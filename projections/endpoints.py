@@ -16,8 +16,8 @@ class EndpointsView(Projection):
         super().__init__(lock)
         self.mirror: Mirror[Endpoint] = Mirror()
 
-    @on("Endpoint.*")
-    def _endpoint(self, event: Any) -> None:
+    @on(Endpoint.Event)
+    def _endpoint(self, event: Endpoint.Event) -> None:
         self.mirror.apply(event)
 
     def find(self, key: str | UUID) -> Endpoint | None:

@@ -21,7 +21,9 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple
 from uuid import UUID
 
+from domain.allocation import Allocation
 from domain.scheduler.reasons import Reason, Why
+from domain.workflow import Workflow
 from projections.base import Mirror, as_uuid
 from projections.views import Views
 
@@ -92,11 +94,11 @@ class ClusterState:
     last_event_at: datetime | None = None
 
     @property
-    def workflows(self) -> Mirror:
+    def workflows(self) -> Mirror[Workflow]:
         return self.views.workflows.mirror
 
     @property
-    def allocations(self) -> Mirror:
+    def allocations(self) -> Mirror[Allocation]:
         return self.views.queue.mirror
 
 

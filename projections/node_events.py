@@ -13,6 +13,7 @@ from uuid import UUID
 
 import msgspec
 
+from projections import events
 from projections.base import Projection, as_uuid, kind_of, on
 
 KEPT = 200  # per node: the log itself keeps the rest (audit queries read it all)
@@ -51,69 +52,69 @@ class NodeEventsView(Projection):
                            by=str(getattr(event, "by", "")), message=message, allocation=allocation)
         self.events.setdefault(event.originator_id, deque(maxlen=KEPT)).append(row)
 
-    @on("Node.NodeRegistered")
+    @on(events.NodeRegistered)
     def _registered(self, event: Any) -> None:
         c = event.capacity
         self._add(event, f"registered as {event.name}: {c.cpu} cpu, {gib(c.memory)}")
 
-    @on("Node.NodeRejoined")
+    @on(events.NodeRejoined)
     def _rejoined(self, event: Any) -> None:
         self._add(event, f"its agent registered again (epoch {event.epoch}){count(event.lost, 'allocation')}")
 
-    @on("Node.NodeReady")
+    @on(events.NodeReady)
     def _ready(self, event: Any) -> None:
         self._add(event, f"ready (agent epoch {event.epoch})")
 
-    @on("Node.NodeNotReady")
+    @on(events.NodeNotReady)
     def _not_ready(self, event: Any) -> None:
         self._add(event, f"not ready: {event.reason}")
 
-    @on("Node.NodeWentOffline")
+    @on(events.NodeWentOffline)
     def _offline(self, event: Any) -> None:
         self._add(event, f"offline: {event.reason}{count(event.lost, 'allocation')}")
 
-    @on("Node.HoldPlaced")
+    @on(events.HoldPlaced)
     def _hold_placed(self, event: Any) -> None:
         effect, source = getattr(event.effect, "value", event.effect), getattr(event.source, "value", event.source)
         self.effects[event.hold_id] = str(effect)
         self._add(event, f"{effect} hold placed ({source}): {event.reason or 'no reason given'}")
 
-    @on("Node.HoldReleased")
+    @on(events.HoldReleased)
     def _hold_released(self, event: Any) -> None:
         effect = self.effects.pop(event.hold_id, "a")
         source = getattr(event.releaser_source, "value", event.releaser_source)
         self._add(event, f"{effect} hold released ({source}{', forced' if event.forced else ''})")
 
-    @on("Node.AllocationPlaced")
+    @on(events.AllocationPlaced)
     def _placed(self, event: Any) -> None:
         p = event.placement
         self._add(event, f"work placed: {p.cpu} cpu, {gib(p.memory)}", allocation=p.id)
 
-    @on("Node.AllocationReleased")
+    @on(events.AllocationReleased)
     def _released(self, event: Any) -> None:
         self._add(event, "work ended", allocation=event.allocation_id)
 
-    @on("Node.NodeDeprovisioned")
+    @on(events.NodeDeprovisioned)
     def _deprovisioned(self, event: Any) -> None:
         self._add(event, f"deprovisioned{' (forced)' if event.forced else ''}{count(event.lost, 'allocation')}")
 
-    @on("Node.NodeCredentialIssued")
+    @on(events.NodeCredentialIssued)
     def _credential_issued(self, event: Any) -> None:
         self._add(event, "its agent was given its own credential")
 
-    @on("Node.NodeCredentialRevoked")
+    @on(events.NodeCredentialRevoked)
     def _credential_revoked(self, event: Any) -> None:
         self._add(event, f"its agent's credential was revoked: {event.reason}")
 
-    @on("Node.NodeReadmitted")
+    @on(events.NodeReadmitted)
     def _readmitted(self, event: Any) -> None:
         self._add(event, "readmitted: its agent may register again")
 
-    @on("Node.NodeRemoved")
+    @on(events.NodeRemoved)
     def _removed(self, event: Any) -> None:
         self._add(event, f"removed{' (forced)' if event.forced else ''}{count(event.lost, 'allocation')}")
 
-    @on("Node.MonitoringHoldRefused")
+    @on(events.MonitoringHoldRefused)
     def _monitoring_refused(self, event: Any) -> None:
         effect = getattr(event.effect, "value", event.effect)
         self._add(event, f"monitoring {effect} hold refused: {event.refusal}")

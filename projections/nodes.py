@@ -9,6 +9,7 @@ from uuid import UUID
 import msgspec
 
 from domain.node import Node
+from projections import events
 from projections.base import Mirror, Projection, on
 
 
@@ -109,11 +110,11 @@ class NodesView(Projection):
             allocated_devices=allocated_devices(n.allocations.values()),
         )
 
-    @on("Node.*")
-    def _replay(self, event: Any) -> None:
+    @on(Node.Event)
+    def _replay(self, event: Node.Event) -> None:
         node = self.mirror.apply(event)
         self.names[node.name] = node.id
 
-    @on("Node.NodeRegistered", "Node.NodeRejoined")
+    @on(events.NodeRegistered, events.NodeRejoined)
     def _joined(self, event: Any) -> None:
         self.joined[event.originator_id] = event.at

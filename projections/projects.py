@@ -15,6 +15,7 @@ from domain.ids import ledger_id, project_id, user_id
 from domain.ledger import PROJECT, SHARED, Ledger
 from domain.project import Project
 from domain.project_paths import quota_view
+from projections import events
 from projections.base import Mirror, Projection, on
 
 
@@ -114,17 +115,17 @@ class ProjectsView(Projection):
                           running=len(ledger.held) if ledger is not None else 0, members=list(p.members),
                           grants={u: list(g) for u, g in p.grants.items()}, children=children)
 
-    @on("Project.*")
-    def _project(self, event: Any) -> None:
+    @on(Project.Event)
+    def _project(self, event: Project.Event) -> None:
         self.projects.apply(event)
         self._limits = None
 
-    @on("Ledger.*")
-    def _ledger(self, event: Any) -> None:
+    @on(Ledger.Event)
+    def _ledger(self, event: Ledger.Event) -> None:
         self.ledgers.apply(event)
 
-    @on("ClusterConfig.Changed")
-    def _config(self, event: Any) -> None:
+    @on(events.ConfigChanged)
+    def _config(self, event: events.ConfigChanged) -> None:
         if "scheduler.sharedResources" in event.changes:
             self.shared_totals = dict(event.changes["scheduler.sharedResources"] or {})
         if "projects.default" in event.changes:

@@ -13,6 +13,7 @@ from uuid import UUID
 from domain.provisioner import PENDING, Provisioner, State, provisioner_id
 from domain.provisioner_lifecycle import NodeFacts
 from domain.scheduler.snapshot import Definition, NodeShape, NodeTemplate, PendingNode
+from projections import events
 from projections.base import Mirror, Projection, on
 
 MADE = frozenset({State.UP, State.DRAINING, State.DELETING})
@@ -49,12 +50,12 @@ class ProvisionersView(Projection):
         with self.lock:
             return self.activity.get(node_id)
 
-    @on("Provisioner.*")
-    def _replay(self, event: Any) -> None:
+    @on(Provisioner.Event)
+    def _replay(self, event: Provisioner.Event) -> None:
         self.mirror.apply(event)
 
-    @on("Node.NodeRegistered", "Node.NodeRejoined", "Node.NodeReady", "Node.AllocationPlaced",
-        "Node.AllocationReleased")
+    @on(events.NodeRegistered, events.NodeRejoined, events.NodeReady, events.AllocationPlaced,
+        events.AllocationReleased)
     def _active(self, event: Any) -> None:
         self.activity[event.originator_id] = event.at
 

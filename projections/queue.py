@@ -24,11 +24,11 @@ import msgspec
 
 from domain.allocation import Allocation, QueueState
 from domain.scheduler.priority import DEFAULT_PRIORITY, Evaluator, PriorityError
+from projections import events
 from projections.base import Mirror, Projection, on
 from projections.queue_rows import Entry, QueueRow, matching, queue_row, to_queued
 from projections.workflows import Owner, owner_of
 
-TENANT_EVENTS = ("Organization.PriorityUpdated", "Group.PriorityUpdated", "User.PriorityUpdated")
 LIVE = frozenset({"PENDING", "READY", "RUNNING"})
 WAITED = frozenset({"waited_seconds", "waited_hours"})
 REPRICE_SECONDS = 1.0  # a time-dependent expression is re-evaluated at most this often (when `now` is not given)
@@ -242,7 +242,7 @@ class QueueView(Projection):
             self._priorities.clear()
         self._version += 1
 
-    @on("Allocation.*")
+    @on(Allocation.Event)
     def _replay(self, event: Any) -> None:
         if event.originator_id not in self.mirror.items and event.originator_version > 1:
             return  # an allocation of a cold workflow (projections.hot_set): the log holds what follows
@@ -260,41 +260,41 @@ class QueueView(Projection):
             self._on_node.setdefault(str(node), set()).add(a.id)
         self._changed(a.id)
 
-    @on("Allocation.Ended")
-    def _ended(self, event: Any) -> None:
+    @on(events.Ended)
+    def _ended(self, event: Allocation.Ended) -> None:
         self.readied.pop(str(event.originator_id), None)
 
-    @on("Workflow.Submitted")
-    def _submitted(self, event: Any) -> None:
+    @on(events.Submitted)
+    def _submitted(self, event: events.Submitted) -> None:
         self.owners[event.originator_id] = owner_of(event.owner)
         for allocation_id in self._of_workflow.get(event.originator_id, ()):
             self._changed(allocation_id)
         self._version += 1
 
-    @on(*TENANT_EVENTS)
-    def _tenant_priority(self, event: Any) -> None:
+    @on(*events.TENANT_PRIORITY_UPDATED)
+    def _tenant_priority(self, event: events.TenantPriorityUpdated) -> None:
         self.tenant_priority[str(event.originator_id)] = event.new
         self._changed_all()
 
-    @on("Organization.Created", "Group.Created")
-    def _tenant_named(self, event: Any) -> None:
+    @on(events.OrganizationCreated, events.GroupCreated)
+    def _tenant_named(self, event: events.OrganizationCreated | events.GroupCreated) -> None:
         kind = type(event).__qualname__.split(".")[0].lower()
         self.tenant_names[f"{kind}:{event.name}"] = str(event.originator_id)
         self._changed_all()
 
-    @on("User.Registered")
-    def _user_named(self, event: Any) -> None:
+    @on(events.UserRegistered)
+    def _user_named(self, event: events.UserRegistered) -> None:
         self.tenant_names[f"user:{event.username}"] = str(event.originator_id)
         self._changed_all()
 
-    @on("ClusterConfig.Changed")
-    def _config(self, event: Any) -> None:
+    @on(events.ConfigChanged)
+    def _config(self, event: events.ConfigChanged) -> None:
         if "scheduler.priority" in event.changes:
             self.expression = event.changes["scheduler.priority"] or DEFAULT_PRIORITY
             self._priorities.clear()
             self._version += 1
 
-    @on("Node.NodeRegistered")
+    @on(events.NodeRegistered)
     def _node(self, event: Any) -> None:
         node_id = str(event.originator_id)
         self.node_names[node_id] = event.name

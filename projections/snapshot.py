@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 from datetime import datetime
+from typing import Any
+from uuid import UUID
 
 from domain.allocation import Allocation, QueueState
+from domain.fuzzfile import Stage
 from domain.fuzzfile.transfers import TRANSFER_KINDS
 from domain.node_admission import to_node_view
 from domain.scheduler import sanity
@@ -26,7 +29,8 @@ from domain.scheduler.snapshot import (
 from domain.workflow import Workflow, volumes_of
 from projections.nodes import NodesView
 from projections.projects import ProjectsView
-from projections.queue import QueueView, to_queued
+from projections.queue import QueueView
+from projections.queue_rows import to_queued
 from projections.tenancy import TenancyView
 from projections.workflows import WorkflowsView
 
@@ -44,12 +48,12 @@ def scheduler_snapshot(now: datetime, queue: QueueView, workflows: WorkflowsView
 
 
 def _queued(a: Allocation, queue: QueueView, workflows: WorkflowsView,
-            preemptions: dict[tuple, tuple[datetime, ...]]) -> QueuedAllocation:
+            preemptions: dict[tuple[UUID, str], tuple[datetime, ...]]) -> QueuedAllocation:
     workflow = workflows.workflow(a.workflow_id)
     state = workflow.stages.get(a.stage) if workflow is not None else None
     kind = _kind(state.template.kind if state is not None else "job")
     base = to_queued(a, queue.owner(a.workflow_id), queue.inputs(a), kind)
-    extra: dict = {}
+    extra: dict[str, Any] = {}
     if workflow is not None and state is not None:
         if node := volume_node(workflow, state.template):
             extra["volume_node"] = node
@@ -72,13 +76,13 @@ def _kind(stage_kind: str) -> Kind:
     return Kind.STAGING if stage_kind in TRANSFER_KINDS else Kind.JOB
 
 
-def volume_node(workflow: Workflow, spec) -> str:
+def volume_node(workflow: Workflow, spec: Stage) -> str:
     """The node holding the volumes this stage uses, once one of the workflow's stages started there."""
     nodes = workflow.volume_nodes
     return next((nodes[v] for v in volumes_of(spec) if v in nodes), "") if nodes else ""
 
 
-def volume_segments(workflow: Workflow, spec) -> tuple[str, ...]:
+def volume_segments(workflow: Workflow, spec: Stage) -> tuple[str, ...]:
     """The storage segments of the persistent volumes this stage uses: it runs only on a node in that segment."""
     bindings = workflow.volume_bindings
     if not bindings:
@@ -86,7 +90,7 @@ def volume_segments(workflow: Workflow, spec) -> tuple[str, ...]:
     return stage_segments(volumes_of(spec), {name: b.get("segment", "") for name, b in bindings.items()})
 
 
-def volume_provisioning(workflow: Workflow, spec) -> str:
+def volume_provisioning(workflow: Workflow, spec: Stage) -> str:
     """Why this stage waits for a volume it mounts: its volume provisioner has not made it yet ("" : none)."""
     bindings = workflow.volume_bindings
     for name in volumes_of(spec) if bindings else ():
@@ -108,13 +112,13 @@ def _running(a: Allocation, base: QueuedAllocation) -> RunningAllocation:
     return RunningAllocation(**_fields(base), node_ids=tuple(a.nodes), started_at=a.started_at, deadline=deadline)
 
 
-def _fields(value: QueuedAllocation) -> dict:
+def _fields(value: QueuedAllocation) -> dict[str, Any]:
     return {name: getattr(value, name) for name in value.__struct_fields__}
 
 
-def _preemptions(allocations: list[Allocation]) -> dict[tuple, tuple[datetime, ...]]:
+def _preemptions(allocations: list[Allocation]) -> dict[tuple[UUID, str], tuple[datetime, ...]]:
     """When each stage was preempted before, for the per-window preemption guard."""
-    found: dict[tuple, list[datetime]] = defaultdict(list)
+    found: dict[tuple[UUID, str], list[datetime]] = defaultdict(list)
     for a in allocations:
         if a.state is QueueState.PREEMPTED and a.ended_at is not None:
             found[(a.workflow_id, a.stage)].append(a.ended_at)
@@ -149,7 +153,7 @@ def _definition(definition_id: str, members: list[NodeView]) -> Definition:
     for view in members[1:]:
         common = {k: v for k, v in common.items() if view.annotations.get(k) == v}
     segments = {v.segment for v in members}
-    shapes: dict[tuple, str] = {}  # each shape, with the first node (by name) that has it
+    shapes: dict[tuple[int, int, tuple[tuple[str, int], ...]], str] = {}  # each shape, with the first node (by name) that has it
     for v in sorted(members, key=lambda v: v.name):
         shapes.setdefault((v.cpu, v.memory, tuple(sorted(v.devices.items()))), v.name)
     return Definition(

@@ -18,6 +18,7 @@ from domain.tenancy.group import Group
 from domain.tenancy.organization import Organization
 from domain.tenancy.permissions import Principal, principal_for
 from domain.tenancy.user import User
+from projections import events
 from projections.base import Mirror, Projection, as_uuid, on
 
 
@@ -71,7 +72,8 @@ class TenancyView(Projection):
 
     def _revoked(self) -> dict[str, datetime]:
         # a view restored from a snapshot taken before revocations existed has no such attribute yet
-        return self.__dict__.setdefault("revoked_", {})
+        revoked: dict[str, datetime] = self.__dict__.setdefault("revoked_", {})
+        return revoked
 
     def organizations(self) -> list[OrganizationRow]:
         with self.lock:
@@ -171,31 +173,31 @@ class TenancyView(Projection):
         return UserRow(id=u.id, organization_id=u.organization_id, username=u.username, email=u.email,
                        role=u.role.value, priority=u.priority, disabled=u.disabled, groups=groups, uid=u.uid)
 
-    @on("Organization.*")
-    def _organization(self, event: Any) -> None:
+    @on(Organization.Event)
+    def _organization(self, event: Organization.Event) -> None:
         self.orgs.apply(event)
 
-    @on("Group.*")
-    def _group_event(self, event: Any) -> None:
+    @on(Group.Event)
+    def _group_event(self, event: Group.Event) -> None:
         self.groups_.apply(event)
 
-    @on("User.*")
-    def _user_event(self, event: Any) -> None:
+    @on(User.Event)
+    def _user_event(self, event: User.Event) -> None:
         self.users_.apply(event)
 
-    @on("RevokedToken.Revoked")
-    def _token_revoked(self, event: Any) -> None:
+    @on(events.TokenRevoked)
+    def _token_revoked(self, event: events.TokenRevoked) -> None:
         revoked = self._revoked()
         revoked[event.jti] = event.expires
         for jti in [j for j, expires in revoked.items() if expires < event.at]:  # past expiry: refused anyway
             del revoked[jti]
 
-    @on("Project.Created")
-    def _project_created(self, event: Any) -> None:
+    @on(events.ProjectCreated)
+    def _project_created(self, event: events.ProjectCreated) -> None:
         self.project_paths[event.originator_id] = event.path
 
-    @on("Project.Granted", "Project.Revoked")
-    def _project_grant(self, event: Any) -> None:
+    @on(events.ProjectGranted, events.ProjectRevoked)
+    def _project_grant(self, event: events.ProjectGranted | events.ProjectRevoked) -> None:
         path = self.project_paths.get(event.originator_id)
         if path is None:
             return
@@ -206,6 +208,6 @@ class TenancyView(Projection):
         else:
             users[event.username.lower()] = [p for p in held if p not in event.permissions]
 
-    @on("Project.Deleted", "Project.Restored")
-    def _project_gone(self, event: Any) -> None:
+    @on(events.ProjectDeleted, events.ProjectRestored)
+    def _project_gone(self, event: events.ProjectDeleted | events.ProjectRestored) -> None:
         self.project_grants.pop(self.project_paths.get(event.originator_id, ""), None)

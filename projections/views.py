@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 
 from domain.agent_protocol import Assignments
+from domain.agent_start import Start
 from domain.scheduler.snapshot import Snapshot
 from projections.assignments import assignments
 from projections.base import Batch, Projection
@@ -89,7 +90,7 @@ class Views:
         with self.lock:
             return self.applied.wait_for(lambda: self.position >= position, timeout)
 
-    def assignments(self, node_id: Any) -> Assignments:
+    def assignments(self, node_id: Any) -> Assignments[Start]:
         with self.lock:
             return assignments(node_id, self.queue, self.workflows, self.nodes, self.tenancy)
 

@@ -24,7 +24,8 @@ MAX_Q = 256
 
 
 def _ts(row: Any) -> float:
-    return row.submitted_at.timestamp()
+    submitted: datetime = row.submitted_at
+    return submitted.timestamp()
 
 
 # order -> (its key, newest/highest first); every key is JSON, so it travels in a cursor as it is

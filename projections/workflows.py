@@ -14,9 +14,22 @@ from uuid import UUID
 
 import msgspec
 
+from domain.allocation import Allocation
 from domain.workflow import Workflow
 from projections.activity import ActivityRow, activity_rows, skipped_rows
 from projections.base import Mirror, Projection, as_uuid, on
+from projections.events import (
+    AllocationPriorityUpdated,
+    Ended,
+    NodeRegistered,
+    Placed,
+    ProfileBound,
+    RankExited,
+    Readied,
+    Requested,
+    Requeued,
+    SchedulingBlocked,
+)
 from projections.workflow_pages import ListQuery, encode, matches, page, past_cursor
 
 ENDED = frozenset({"FINISHED", "FAILED", "CANCELED"})
@@ -217,8 +230,8 @@ class WorkflowsView(Projection):
     def node_name(self, node: str) -> str:
         return self.node_names.get(str(node), str(node))
 
-    @on("Workflow.*")
-    def _replay(self, event: Any) -> None:
+    @on(Workflow.Event)
+    def _replay(self, event: Workflow.Event) -> None:
         if event.originator_id not in self.mirror.items and event.originator_version > 1:
             return  # a cold workflow's later event: the log holds it, and a cold read replays it from there
         workflow = self.mirror.apply(event)
@@ -249,8 +262,8 @@ class WorkflowsView(Projection):
         elif kind in ("StageFinished", "StageFailed", "StageSkipped") and stage in times:
             times[stage][1] = event.at
 
-    @on("Allocation.Requested")
-    def _requested(self, event: Any) -> None:
+    @on(Requested)
+    def _requested(self, event: Allocation.Requested) -> None:
         if event.workflow_id not in self.mirror.items:
             return  # its workflow is cold (a workflow is always recorded before its allocations)
         self.allocation_stage[event.originator_id] = (event.workflow_id, event.stage)
@@ -259,23 +272,23 @@ class WorkflowsView(Projection):
         if known is None or event.attempt >= known.attempt:
             stages[event.stage] = StageAllocation(id=event.originator_id, attempt=event.attempt, priority=dict(event.priority))
 
-    @on("Allocation.PriorityUpdated")
-    def _priority_updated(self, event: Any) -> None:
+    @on(AllocationPriorityUpdated)
+    def _priority_updated(self, event: Allocation.PriorityUpdated) -> None:
         """A tenant's priority moved its live allocations: describe shows what the queue uses, not the submission's."""
         placed = self.allocation_stage.get(event.originator_id)
         known = self.current.get(placed[0], {}).get(placed[1]) if placed is not None else None
         if known is not None and known.id == event.originator_id:
             known.priority = {**known.priority, event.kind: event.new}
 
-    @on("Allocation.Requested", "Allocation.ProfileBound", "Allocation.Readied", "Allocation.Placed",
-        "Allocation.Requeued", "Allocation.Ended", "Allocation.PriorityUpdated", "Allocation.SchedulingBlocked",
-        "Allocation.RankExited")
-    def _allocation_activity(self, event: Any) -> None:
+    @on(Requested, ProfileBound, Readied, Placed,
+        Requeued, Ended, AllocationPriorityUpdated, SchedulingBlocked,
+        RankExited)
+    def _allocation_activity(self, event: Allocation.Event) -> None:
         workflow_id, stage = self.allocation_stage.get(event.originator_id, (None, None))
         if workflow_id is not None:
             self._record(workflow_id, event, stage)
 
-    @on("Node.NodeRegistered")
+    @on(NodeRegistered)
     def _node_registered(self, event: Any) -> None:
         self.node_names[str(event.originator_id)] = event.name
 

@@ -201,7 +201,7 @@ class Agent(Membership):
         slot = self.slots[spec.allocation_id] = Slot(spec, running)
         self.log.info("agent.started", allocation_id=spec.allocation_id, pid=running.pid)
         self.report_slot(slot, "started")  # sent with the round's other reports; a fence stops the copy then
-        if note := memlock_note(spec.memory):  # with the attempt's next report: no request or commit of its own
+        if note := memlock_note(spec.memory_bytes):  # with the attempt's next report: no request or commit of its own
             self.report_slot(slot, "note", reason=note)
         if running.image_note:
             await self.pulls.ready(spec, running.image_note)
@@ -266,7 +266,8 @@ class Agent(Membership):
     async def report_ports(self, slot: Slot, listening: list[int]) -> None:
         """Ready (again), naming the ports the service's processes listen on now (sent with the round's others)."""
         slot.listening = listening
-        self.report_slot(slot, "ready", ports=slot.spec.ports, listening=listening, change=slot.changes)
+        ports = [msgspec.to_builtins(p) for p in slot.spec.ports]  # echoed back as the API sent them
+        self.report_slot(slot, "ready", ports=ports, listening=listening, change=slot.changes)
         slot.changes += 1
 
     def report_slot(self, slot: Slot, event: Event, then=None, **fields) -> None:

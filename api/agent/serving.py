@@ -18,7 +18,7 @@ Notify = Callable[[tuple], None]  # thread-safe: ("ready", allocation) or ("unre
 def watch_service(slot: Slot, notify: Notify, later: Callable[[float, tuple], Any]) -> bool:
     """Start a service's probes; True when it is ready at once (the caller reports its ports now)."""
     spec, running = slot.spec, slot.running
-    delay = spec.start_delay_seconds  # a restarted service's backoff: not ready before it starts again
+    delay = spec.start_delay_seconds or 0.0  # a restarted service's backoff: not ready before it starts again
     ready_now = False
     if spec.readiness_probe is not None:
         slot.probe = ProbeRunner(

@@ -12,7 +12,6 @@ only ones, so what it publishes is what every worker records as pushed.)
 from __future__ import annotations
 
 import queue
-import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -23,6 +22,7 @@ import msgspec
 import structlog
 
 from adapters.agent_bus import node_key, seal, starts_subject
+from adapters.background import Background
 from api.composition.wakeups import ALL, AssignmentWaiters
 from api.http.routes.agent import etag, orders
 from api.http.workflow_tokens import with_workflow_tokens
@@ -42,15 +42,15 @@ class StartsPublisher:
         self.waiters, self.leading, self.secrets, self.token_ttl = waiters, leading, secrets, token_ttl
         self._queue: queue.SimpleQueue[tuple[str, int, Assignments[Start]] | None] = queue.SimpleQueue()
         self._seq = 0
-        self._thread = threading.Thread(target=self._run, name="roving-agent-push", daemon=True)
+        self.background = Background(self._run, "roving-agent-push", join_seconds=PUBLISH_TIMEOUT + 1)
 
     def start(self) -> StartsPublisher:
-        self._thread.start()
+        self.background.start()
         return self
 
     def stop(self) -> None:
-        self._queue.put(None)
-        self._thread.join(timeout=PUBLISH_TIMEOUT + 1)
+        self._queue.put(None)  # the loop sleeps on its queue, not on `wake`
+        self.background.stop()
 
     def observe(self, batch: list[tuple[int, Any]]) -> None:
         """On the tailer's thread, before the long polls wake: what is to be pushed is recorded as pushed now, so a

@@ -8,12 +8,13 @@ routes 503 naming the reason. When the lease moves, the old holder closes the fi
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import Any
 
 import structlog
 from eventsourcing.persistence import OperationalError
+
+from adapters.background import Background
 
 log = structlog.get_logger("roving.audit_lease")
 CHECK_SECONDS = 1.0
@@ -29,15 +30,15 @@ class AuditByLease:
         self.runner, self.open_audit, self.publish = runner, open_audit, publish
         self.check_seconds = check_seconds
         self.parts: tuple[Any, Any, Any] | None = None
-        self._stopping = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="roving-audit-lease", daemon=True)
+        self.background = Background(self._run, "roving-audit-lease")
+        self._stopping = self.background.stopping
 
     @property
     def running(self) -> bool:
         return self.parts is not None
 
     def start(self) -> AuditByLease:
-        self._thread.start()
+        self.background.start()
         return self
 
     def check(self) -> None:
@@ -65,9 +66,7 @@ class AuditByLease:
             store.close()
 
     def stop(self) -> None:
-        self._stopping.set()
-        if self._thread.ident is not None:
-            self._thread.join(timeout=10)
+        self.background.stop()
         self.close()
 
     def _run(self) -> None:

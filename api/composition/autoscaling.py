@@ -11,12 +11,12 @@ is, logged as `autoscaler.query_failed` with the reason once per change of reaso
 
 from __future__ import annotations
 
-import threading
 from datetime import UTC, datetime
 from typing import Any
 
 import structlog
 
+from adapters.background import Background
 from adapters.prometheus_query import PrometheusQueries
 from adapters.traffic import EndpointTraffic
 from api.http.wake import pool_of
@@ -34,17 +34,15 @@ class AutoscalerLoop:
         self.roving, self.views, self.traffic, self.interval = roving, views, traffic, interval
         self.queries = queries or PrometheusQueries(lambda: "")
         self._stays: dict[tuple[str, str], str] = {}  # (workflow, service) -> why its queries last failed
-        self.stopping = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="roving-autoscaler", daemon=True)
+        self.background = Background(self._run, "roving-autoscaler")
+        self.stopping = self.background.stopping
 
     def start(self) -> AutoscalerLoop:
-        self._thread.start()
+        self.background.start()
         return self
 
     def stop(self) -> None:
-        self.stopping.set()
-        if self._thread.ident is not None:
-            self._thread.join(timeout=10)
+        self.background.stop()
 
     def _run(self) -> None:
         while not self.stopping.wait(self.interval):

@@ -15,6 +15,7 @@ from typing import Any
 
 import structlog
 
+from adapters.background import Background
 from domain.holds import REFUSAL_FRESH_FOR, NodeSummary, monitoring_hold_allowed
 
 log = structlog.get_logger("roving.refused_alerts")
@@ -38,17 +39,15 @@ class RefusedAlertsLoop:
                  follower: Any = None) -> None:
         self.roving, self.views, self.runner, self.interval = roving, views, runner, interval
         self.follower = follower  # what feeds the views (its wait_for): a decision waits for the last one to show
-        self.stopping = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="roving-refused-alerts", daemon=True)
+        self.background = Background(self._run, "roving-refused-alerts")
+        self.stopping = self.background.stopping
 
     def start(self) -> RefusedAlertsLoop:
-        self._thread.start()
+        self.background.start()
         return self
 
     def stop(self) -> None:
-        self.stopping.set()
-        if self._thread.ident is not None:
-            self._thread.join(timeout=10)
+        self.background.stop()
 
     def _run(self) -> None:
         while not self.stopping.wait(self.interval):

@@ -34,7 +34,7 @@ from api.composition.local_pool import LocalPool, local_work_dir
 from api.composition.readers import LogReader, object_store
 from api.composition.services import Services
 from api.composition.settings import Settings
-from api.composition.wakeups import AssignmentWaiters, LogSignals
+from api.composition.wakeups import AssignmentWaiters, Listener, LogSignals
 from api.http.positions import PositionWaiters
 from api.scheduler.runner import SchedulerRunner
 from api.scheduler.state import SchedulerState
@@ -49,10 +49,15 @@ if TYPE_CHECKING:  # built lazily in start(): `roving` commands that need no sta
     from adapters.duckdb_store import AuditStore
     from adapters.monitoring import Monitoring
     from adapters.tailer import Tailer
+    from adapters.traffic import EndpointTraffic
+    from adapters.view_snapshots import ViewSnapshots
+    from api.composition.agent_push import StartsPublisher
+    from api.composition.agent_reports import ReportsResponder
     from api.composition.autoscaling import AutoscalerLoop
     from api.composition.refused_alerts import RefusedAlertsLoop
     from api.provisioning.runner import ProvisionerRunner
     from api.provisioning.storage_runner import StorageRunner
+    from projections.views import Views
 
 log = structlog.get_logger("roving.stack")
 AUDIT_OWNER = "audit-owner"
@@ -94,6 +99,18 @@ class Stack(LocalPool):
         self.with_provisioners = provisioners
         self.provisioner_runner: ProvisionerRunner | None = None
         self.storage_runner: StorageRunner | None = None  # volume provisioners' programs
+        self.scheduling = SchedulerState()  # the runner's last pass, which the API and the UI show
+        # start() builds the rest; a parent of API workers never calls it and holds None
+        self.views: Views | None = None
+        self.key: bytes | None = None  # the signing key of tokens and view snapshots
+        self.snapshots: ViewSnapshots | None = None  # None also when ROVING_VIEW_SNAPSHOT_EVERY is 0
+        self.signals: LogSignals | None = None
+        self.waiters: AssignmentWaiters | None = None
+        self.positions: PositionWaiters | None = None
+        self.traffic: EndpointTraffic | None = None
+        self.services: Services | None = None
+        self.agent_push: StartsPublisher | None = None  # the leader's process pushes agents their work over NATS
+        self.agent_reports: ReportsResponder | None = None  # agents' batched reports over NATS, in every worker
 
     @property
     def url(self) -> str:
@@ -110,78 +127,93 @@ class Stack(LocalPool):
         from projections.snapshot import node_segments
         from projections.views import Views
 
-        self.views = Views(hot_workflows=self.settings.hot_workflows)
-        read_models = ReadModelFunctions(definitions=lambda: pool_definitions(self.views.nodes, self.views.provisioners),
-                                         priorities=self.views.tenancy.owner_priorities,
-                                         allocations_of_owner=self.views.queue.live_allocations_of,
-                                         segments=lambda: node_segments(self.views.nodes),
-                                         projects=self.views.projects.paths,
-                                         projects_of=self.views.projects.member_of)
+        views = self.views = Views(hot_workflows=self.settings.hot_workflows)
+        read_models = ReadModelFunctions(definitions=lambda: pool_definitions(views.nodes, views.provisioners),
+                                         priorities=views.tenancy.owner_priorities,
+                                         allocations_of_owner=views.queue.live_allocations_of,
+                                         segments=lambda: node_segments(views.nodes),
+                                         projects=views.projects.paths,
+                                         projects_of=views.projects.member_of)
         roving = self.roving = Roving(env=env, passwords=password_hasher(), read_models=read_models)
-        self.key = load_or_create_key(self.data_dir / "signing.key")
-        bootstrap_admin(roving, self.data_dir, self.key)
-        from adapters.tailer import Tailer
-        self.snapshots = None
-        if self.settings.view_snapshot_every:
-            from adapters.view_snapshots import ViewSnapshots
-
-            self.snapshots = ViewSnapshots(self.data_dir / "views.snapshot", self.key, self.roving.recorder,
-                                           every=self.settings.view_snapshot_every)
-        tailer = self.tailer = Tailer(roving, self.views, snapshots=self.snapshots)
-        self.signals = LogSignals.attach(self.tailer)  # agents' long polls and the scheduler wake as batches land
-        self.roving.repository.follow_log()  # commands trust memory: the tailer reports every event it sees
-        self.signals.listen(self.roving.repository.observe)
-        self.waiters = AssignmentWaiters(self.views)
-        self.signals.listen(self.waiters.observe)
-        self.positions = PositionWaiters(self.views)  # requests naming a log position (read-your-writes)
-        self.signals.listen(self.positions.observe)
-        self.tailer.start()
+        key = self.key = load_or_create_key(self.data_dir / "signing.key")
+        bootstrap_admin(roving, self.data_dir, key)
+        waiters = self.waiters = AssignmentWaiters(views)
+        positions = self.positions = PositionWaiters(views)
+        # who hears each batch once the views applied it, in this order: the repository first (commands trust
+        # memory, so whatever a later listener wakes finds each aggregate as the log has it, never older), then the
+        # agents' long polls (an answer is read from the views just applied), then requests waiting for a log
+        # position (read-your-writes); the scheduler runner and the provisioners listen after these, from their
+        # own __init__, in the order start() builds them (they only set their wake events)
+        tailer, signals = self._follow_log(roving, views, key, (roving.repository.observe, waiters.observe,
+                                                               positions.observe))
         # every stream the stack makes on this connection (leases, probe, job logs, objects) takes the replicas
         connection = Connection(nats_url, cluster, replicas=self.settings.nats_replicas)
         leases = self.leases = Leases(connection, ttl=self.settings.node_lease_seconds)
-        self.log_probe = LogProbe(self.leases.connection, store=self._embedded_store()).start()
-        self.runner = None
-        self.scheduling = SchedulerState()  # the runner's last pass, which the API and the UI show
-        if self.with_scheduler:
-            self.runner = SchedulerRunner(self.roving, self.views, self.tailer, self.leases,
-                                          signals=self.signals, state=self.scheduling).start()
-        if self.runner is not None:
-            from api.composition.refused_alerts import RefusedAlertsLoop
-
-            self.refused_alerts = RefusedAlertsLoop(self.roving, self.views, self.runner, follower=self.tailer).start()
+        log_probe = self.log_probe = LogProbe(leases.connection, store=self._embedded_store()).start()
+        runner = self.runner = self._start_scheduler(roving, views, tailer, leases, signals)
         self.provisioner_runner = self._start_provisioners(roving, leases, tailer, cluster)
         if self.with_provisioners:
             from api.provisioning.storage_runner import StorageRunner
 
-            self.storage_runner = StorageRunner(roving, leases, self.signals, ready=tailer.caught_up.is_set).start()
+            self.storage_runner = StorageRunner(roving, leases, signals, ready=tailer.caught_up.is_set).start()
         if self.with_audit and self.with_audit != "lease":
             self._start_audit(roving, cluster)
         from adapters.prometheus_query import PrometheusQueries
         from adapters.traffic import EndpointTraffic
         from api.composition.autoscaling import AutoscalerLoop
 
-        self.traffic = EndpointTraffic()
-        self.autoscaler = AutoscalerLoop(self.roving, self.views, self.traffic,
-                                         interval=self.settings.autoscale_interval,
+        traffic = self.traffic = EndpointTraffic()
+        self.autoscaler = AutoscalerLoop(roving, views, traffic, interval=self.settings.autoscale_interval,
                                          queries=PrometheusQueries(self._prometheus_url)).start()
-        self.services = Services(
-            roving=self.roving, views=self.views, tailer=self.tailer, key=self.key, leases=self.leases,
+        services = self.services = Services(
+            roving=roving, views=views, tailer=tailer, key=key, leases=leases,
             logs=LogReader(leases.connection, cluster, self.settings.job_log_max_age, self.settings.job_log_max_bytes),
             settings=self.settings, nats_url=nats_url, cluster=cluster,
             agent_nats_url=agent_log_url(nats_url, self.data_dir, self.settings.nats_agent_creds) or "",
-            runner=self.runner, audit=self.audit, waiters=self.waiters,
-            secrets=open_secret_store(self.roving, self.data_dir), traffic=self.traffic, positions=self.positions,
-            catalog=open_catalog(self.roving, self.views.catalog_sources.sources, self.data_dir),
-            log_probe=self.log_probe, scheduling=self.scheduling,
+            runner=runner, audit=self.audit, waiters=waiters, traffic=traffic,
+            secrets=open_secret_store(roving, self.data_dir), positions=positions,
+            catalog=open_catalog(roving, views.catalog_sources.sources, self.data_dir),
+            log_probe=log_probe, scheduling=self.scheduling,
         )
-        self.services.objects = object_store(leases.connection, cluster, self.settings.object_max_bytes)
-        self.agent_push = self._start_agent_push(leases.connection, cluster)
+        services.objects = object_store(leases.connection, cluster, self.settings.object_max_bytes)
+        self.agent_push = self._start_agent_push(leases.connection, cluster, key, waiters, services, signals)
         from api.composition.agent_reports import ReportsResponder  # agents' reports over NATS, in every worker
 
-        self.agent_reports = ReportsResponder(self.roving, self.views, self.key, leases.connection, cluster).start()
-        if self.with_audit == "lease" and self.runner is not None:
-            self._follow_audit_lease(roving, leases, self.runner, cluster)
+        self.agent_reports = ReportsResponder(roving, views, key, leases.connection, cluster).start()
+        if self.with_audit == "lease" and runner is not None:
+            self._follow_audit_lease(roving, leases, runner, cluster, services)
         return self
+
+    def _follow_log(self, roving: Roving, views: Views, key: bytes,
+                    listeners: tuple[Listener, ...]) -> tuple[Tailer, LogSignals]:
+        """The tailer feeding the views (from their snapshot, when kept), its signals to `listeners` in order, and
+        commands that trust memory (the repository hears every event the tailer sees)."""
+        from adapters.tailer import Tailer
+
+        if self.settings.view_snapshot_every:
+            from adapters.view_snapshots import ViewSnapshots
+
+            self.snapshots = ViewSnapshots(self.data_dir / "views.snapshot", key, roving.recorder,
+                                           every=self.settings.view_snapshot_every)
+        tailer = self.tailer = Tailer(roving, views, snapshots=self.snapshots)
+        signals = self.signals = LogSignals.attach(tailer)
+        roving.repository.follow_log()
+        for listener in listeners:
+            signals.listen(listener)
+        tailer.start()
+        return tailer, signals
+
+    def _start_scheduler(self, roving: Roving, views: Views, tailer: Tailer, leases: Leases,
+                         signals: LogSignals) -> SchedulerRunner | None:
+        """The scheduler runner (it schedules while it holds the lease) and the loop turning refused alerts into
+        holds beside it."""
+        if not self.with_scheduler:
+            return None
+        from api.composition.refused_alerts import RefusedAlertsLoop
+
+        runner = SchedulerRunner(roving, views, tailer, leases, signals=signals, state=self.scheduling).start()
+        self.refused_alerts = RefusedAlertsLoop(roving, views, runner, follower=tailer).start()
+        return runner
 
     def _start_provisioners(self, roving: Roving, leases: Leases, tailer: Tailer,
                             cluster: str) -> ProvisionerRunner | None:
@@ -201,7 +233,8 @@ class Stack(LocalPool):
         return ProvisionerRunner(roving, self.views, leases, launch, signals=self.signals,
                                  preexec=death_signal(os.getpid(), DETACH), ready=tailer.caught_up.is_set).start()
 
-    def _start_agent_push(self, connection: Connection, cluster: str):
+    def _start_agent_push(self, connection: Connection, cluster: str, key: bytes, waiters: AssignmentWaiters,
+                          services: Services, signals: LogSignals) -> StartsPublisher:
         """Agents hear of their work over NATS (api/composition/agent_push.py) from the scheduler leader's process
         (every process records what it pushes); its listener goes first, so a held poll never answers that."""
         runner = self.runner
@@ -209,15 +242,17 @@ class Stack(LocalPool):
 
         ttl = timedelta(seconds=getattr(self.settings, "workflow_token_ttl_seconds", 7 * 86400.0))  # as the route's
         leading = (lambda: runner.leading) if runner is not None else (lambda: False)
-        push = StartsPublisher(self.views, self.key, connection, cluster, self.waiters, leading,
-                               secrets=self.services.secrets, token_ttl=ttl).start()
-        self.signals.listeners.insert(0, push.observe)
+        push = StartsPublisher(self.views, key, connection, cluster, waiters, leading,
+                               secrets=services.secrets, token_ttl=ttl).start()
+        # before the repository's and the long polls' listeners (the order _follow_log set): what is pushed is
+        # recorded as pushed before a held poll could answer it again
+        signals.listeners.insert(0, push.observe)
         return push
 
-    def _follow_audit_lease(self, roving: Roving, leases: Leases, runner: SchedulerRunner, cluster: str) -> None:
+    def _follow_audit_lease(self, roving: Roving, leases: Leases, runner: SchedulerRunner, cluster: str,
+                            services: Services) -> None:
         """The audit runs in whichever worker's runner leads; the others forward audit reads to its private
         address (`internal_url`), which it announces while it holds the audit."""
-        services = self.services
 
         def publish(audit: AuditLog | None) -> None:
             services.audit = audit
@@ -229,10 +264,11 @@ class Stack(LocalPool):
 
     def _save_views(self) -> None:
         """A stopping control plane leaves its views behind, so the next start replays only what follows."""
-        if self.snapshots is None or self.views.position <= self.snapshots.saved_position:
+        views = self.views
+        if self.snapshots is None or views is None or views.position <= self.snapshots.saved_position:
             return
         try:
-            self.snapshots.save(self.views)
+            self.snapshots.save(views)
         except OperationalError as error:  # the log went first (an API worker whose parent and NATS were killed)
             log.warning("stack.view_snapshot_skipped", reason=str(error))
         except Exception:  # noqa: BLE001 - the next start rebuilds from the log instead
@@ -270,13 +306,15 @@ class Stack(LocalPool):
     def app(self) -> Starlette:
         from api.http.app import create_app
 
+        if self.services is None:
+            raise RuntimeError("a stack serves its API once start() built its services")
         return create_app(self.settings, self.services)
 
     def serve(self, in_thread: bool = False, sockets: list | None = None) -> None:
         """Serve the API on `settings.listen`, or on `sockets` already bound (a worker's shared port)."""
         from api.http.serving import Server, uvicorn_config
 
-        waiters = getattr(self, "waiters", None)
+        waiters = self.waiters
         self.server = Server(uvicorn_config(self.app(), self.settings),
                              before_shutdown=waiters.close if waiters is not None else None)
         if not in_thread:
@@ -301,7 +339,7 @@ class Stack(LocalPool):
         reachable = "127.0.0.1" if host in ("", "0.0.0.0", "::", "[::]") else host
         self.monitoring = Monitoring(self.data_dir, f"http://{reachable}:{port}", self.settings.monitoring_interval,
                                      self.settings.node_exporter_port, binaries).start()
-        if getattr(self, "services", None) is not None:
+        if self.services is not None:
             self.services.prometheus_url = self.monitoring.prometheus.url
         return self.monitoring
 
@@ -322,7 +360,7 @@ class Stack(LocalPool):
             self.server.should_exit = True
         for part in (self.log_probe, self.provisioner_runner, self.autoscaler, self.refused_alerts, self.audit_lease,
                      self.runner, self.tailer, self.storage_runner,
-                     self.audit_feed, getattr(self, "agent_push", None), getattr(self, "agent_reports", None)):
+                     self.audit_feed, self.agent_push, self.agent_reports):
             if part is not None:
                 part.stop()
         if self.roving is None:  # a parent of API workers: it started no control plane of its own

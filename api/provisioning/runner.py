@@ -21,6 +21,7 @@ from typing import Any
 import structlog
 from eventsourcing.persistence import OperationalError
 
+from adapters.background import Background
 from adapters.leases import NamedLease
 from adapters.provisioners import AgentLaunch, Order, Provider, ProviderError, order_for, provider_for
 from api.provisioning import metrics
@@ -63,21 +64,18 @@ class ProvisionerRunner:
         self.busy: set[str] = set()
         self.paused: dict[str, tuple[float, float]] = {}  # request -> (monotonic time to try again, pause)
         self.lock = threading.Lock()
-        self.wake, self.stopping = threading.Event(), threading.Event()
+        self.background = Background(self._run, "roving-provisioners", join_seconds=30)
+        self.wake, self.stopping = self.background.wake, self.background.stopping
         if signals is not None:
             signals.listen(self.observe)
-        self._thread = threading.Thread(target=self._run, name="roving-provisioners", daemon=True)
 
     def start(self) -> ProvisionerRunner:
-        self._thread.start()
+        self.background.start()
         return self
 
     def stop(self) -> None:
         """The local provider's agents die with this thread (their death signal), as the local pool's do."""
-        self.stopping.set()
-        self.wake.set()
-        if self._thread.ident is not None:
-            self._thread.join(timeout=30)
+        self.background.stop()
 
     def observe(self, batch: Any) -> None:
         if any(kind_of(e).startswith(("Provisioner.", "Node.")) for _, e in batch):

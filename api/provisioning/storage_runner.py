@@ -19,6 +19,7 @@ from typing import Any
 import structlog
 from eventsourcing.persistence import OperationalError
 
+from adapters.background import Background
 from adapters.leases import NamedLease
 from adapters.provisioners.storage_command import provision
 from domain.app.errors import AppError
@@ -46,20 +47,17 @@ class StorageRunner:
         self.renewed = float("-inf")
         self.busy: set[str] = set()
         self.lock = threading.Lock()
-        self.wake, self.stopping = threading.Event(), threading.Event()
+        self.background = Background(self._run, "roving-volume-provisioners", join_seconds=30)
+        self.wake, self.stopping = self.background.wake, self.background.stopping
         if signals is not None:
             signals.listen(self.observe)
-        self._thread = threading.Thread(target=self._run, name="roving-volume-provisioners", daemon=True)
 
     def start(self) -> StorageRunner:
-        self._thread.start()
+        self.background.start()
         return self
 
     def stop(self) -> None:
-        self.stopping.set()
-        self.wake.set()
-        if self._thread.ident is not None:
-            self._thread.join(timeout=30)
+        self.background.stop()
 
     def observe(self, batch: Any) -> None:
         if any(kind_of(e).startswith("StorageProvisioners.") for _, e in batch):

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import socket
-import threading
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -19,6 +18,7 @@ from uuid import UUID
 import structlog
 from eventsourcing.persistence import OperationalError
 
+from adapters.background import Background
 from api import metrics
 from api.scheduler.commits import Commits
 from api.scheduler.state import SchedulerState
@@ -80,8 +80,8 @@ class SchedulerRunner:
         self.roving, self.views, self.tailer, self.leases = roving, views, tailer, leases
         self.signals = signals
         self.holder = holder or f"{socket.gethostname()}:{os.getpid()}"
-        self.wake = threading.Event()
-        self.stopping = threading.Event()
+        self.background = Background(self._run, "roving-scheduler")
+        self.wake, self.stopping = self.background.wake, self.background.stopping
         self.leading = False
         self.started_at = time.monotonic()
         # A (re)started control plane first lets every agent reach it: leases lapsed while it was down, and an
@@ -95,19 +95,15 @@ class SchedulerRunner:
         self._config: tuple[int, object] | None = None  # (config generation, the scheduler config read then)
         self._config_generation = 0  # counts ClusterConfig events applied: the cached config is stale when it moved
         self.after_pass: list = []  # called with (decisions, now) after each pass's commits (api.provisioning.asks)
-        self._thread = threading.Thread(target=self._run, name="roving-scheduler", daemon=True)
         if signals is not None:  # last: a batch may arrive on the tailer's thread at once, and observe reads the above
             signals.listen(self.observe)
 
     def start(self) -> SchedulerRunner:
-        self._thread.start()
+        self.background.start()
         return self
 
     def stop(self) -> None:
-        self.stopping.set()
-        self.wake.set()
-        if self._thread.ident is not None:  # a runner driven by tick() alone was never started
-            self._thread.join(timeout=10)
+        self.background.stop()  # a runner driven by tick() alone was never started: nothing to join
 
     def observe(self, batch: Sequence[tuple[int, Any]]) -> None:
         """On the tailer's thread, after the views applied `batch`: wake for news about work or capacity."""

@@ -26,7 +26,7 @@ class Slot:
         self.busy = 0
         self.locked = False
         self.head: Headroom | None = None
-        self.running: list = []
+        self.running: list[QueuedAllocation] = []
 
     def copy(self) -> Slot:
         twin = Slot.__new__(Slot)

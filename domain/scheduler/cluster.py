@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 
 from domain.scheduler.capacity import Slot
 from domain.scheduler.config import SchedulerConfig
-from domain.scheduler.eligibility import Candidates, build_candidates, static_key
+from domain.scheduler.eligibility import Candidates, StaticKey, build_candidates, static_key
 from domain.scheduler.nvlink import together
 from domain.scheduler.snapshot import NodeStatus, QueuedAllocation, RunningAllocation, Snapshot
 
@@ -51,12 +51,12 @@ class Cluster:
         self.evicted: set[str] = set()
         for running in snapshot.running:
             self._occupy(running, [self.by_id[n] for n in running.node_ids if n in self.by_id], running.deadline)
-        self._candidates: dict[tuple, Candidates] = {}
-        self._failed: set[tuple] = set()
+        self._candidates: dict[StaticKey, Candidates] = {}
+        self._failed: set[tuple[object, ...]] = set()  # (shape, long)
         self.min_cpu = min((a.cpu for a in snapshot.queued), default=0)
         self.min_memory = min((a.memory for a in snapshot.queued), default=0)
 
-    def _occupy(self, a: QueuedAllocation, slots: list[Slot], deadline: datetime | None, long=False) -> None:
+    def _occupy(self, a: QueuedAllocation, slots: list[Slot], deadline: datetime | None, long: bool = False) -> None:
         for slot in slots:
             before = slot.used_cpu()
             slot.take(a, long)

@@ -13,7 +13,7 @@ import msgspec
 
 from domain.scheduler.config import SchedulerConfig
 from domain.scheduler.decisions import Decisions
-from domain.scheduler.simulator import SimJob, Simulator
+from domain.scheduler.simulator import SimJob, SimResult, Simulator
 from domain.scheduler.snapshot import GroupPolicy, NodeTemplate, NodeView, PendingNode, Snapshot
 
 
@@ -41,7 +41,7 @@ class ElasticSimulator(Simulator):
         self.requested = self.canceled = self.removed = 0
         self.node_seconds = self.cpu_seconds = 0.0  # provisioned nodes, from request to removal
 
-    def run(self, max_passes: int = 100_000):
+    def run(self, max_passes: int = 100_000) -> SimResult:
         """The base result; `utilization` counts the provisioned nodes' cpu for as long as each was paid for."""
         result = super().run(max_passes)
         for m in self.made.values():  # still there when the work ran out: paid for until their idle time is up

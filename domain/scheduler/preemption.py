@@ -40,7 +40,7 @@ class Preemptor:
         self.ranked = [(p, r) for p, _, r in ranked]
         self.allow = {g.group_id: frozenset(g.may_preempt) for g in snapshot.group_policies}
         self.budget = config.max_evictions_per_tick
-        self._failed: dict[tuple, float] = {}
+        self._failed: dict[tuple[object, ...], float] = {}  # a shape -> the highest priority that found no victims
 
     def is_protected(self, r: RunningAllocation) -> bool:
         since = self.now - timedelta(seconds=self.config.preemption_window_seconds)

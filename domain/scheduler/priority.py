@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Collection
 from datetime import datetime
 from functools import lru_cache
 
@@ -98,7 +99,7 @@ _GETTERS = {
 }
 
 
-def inputs(allocation: QueuedAllocation, now: datetime, names=VARIABLES) -> dict[str, object]:
+def inputs(allocation: QueuedAllocation, now: datetime, names: Collection[str] = VARIABLES) -> dict[str, object]:
     """The typed CEL inputs for one allocation (only `names`, by default all of them)."""
     waited = max(0, int((now - allocation.submitted_at).total_seconds()))
     return {name: _GETTERS[name](allocation, waited) for name in names}

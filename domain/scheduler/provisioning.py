@@ -85,7 +85,7 @@ class Provisioning:
         self.used: set[str] = set()
         self.waiting = 0
         # Virtual capacity only shrinks during a pass: a shape that found no room on a template finds none later.
-        self._failed: set[tuple] = set()
+        self._failed: set[tuple[object, ...]] = set()  # shapes: (template, cpu, memory, devices, ...)
 
     def _arrival(self, t: NodeTemplate, r: PendingNode | None) -> datetime:
         if r is None:

@@ -25,7 +25,8 @@ class Reservation:
         return tuple(slot.view.id for slot in self.slots)
 
 
-def _earliest(cluster: Cluster, c: Candidates, head: QueuedAllocation, now: datetime):
+def _earliest(cluster: Cluster, c: Candidates, head: QueuedAllocation, now: datetime,
+              ) -> tuple[datetime | None, list[Slot]]:
     """The start time and the nodes (as projected copies) where the head first fits, or (None, [])."""
     fitting = [slot.copy() for slot in c.static if slot.fits(head)]
     if len(fitting) >= head.nodes and (chosen := together(fitting, head)) is not None:

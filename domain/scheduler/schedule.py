@@ -31,7 +31,7 @@ from domain.scheduler.reasons import Reason, Why
 from domain.scheduler.reservation import Reservation, reserve
 from domain.scheduler.sanity import set_aside, unusable
 from domain.scheduler.shared import SharedPool
-from domain.scheduler.snapshot import Kind, QueuedAllocation, RunningAllocation, Snapshot
+from domain.scheduler.snapshot import Dependency, Kind, QueuedAllocation, RunningAllocation, Snapshot
 
 
 def schedule(snapshot: Snapshot, config: SchedulerConfig, now: datetime) -> Decisions:
@@ -49,8 +49,8 @@ class _Pass(Backfill):
         self.reservation: Reservation | None = None
         self.held: set[int] = set()
         self._preemptor: Preemptor | None = None
-        self._static: dict[tuple, Why | None] = {}
-        self._capacity: dict[tuple, Why] = {}
+        self._static: dict[tuple[object, ...], Why | None] = {}
+        self._capacity: dict[tuple[object, ...], Why] = {}
         self.provisioning = Provisioning(snapshot.templates, frozenset(config.ignored_annotations), now) \
             if snapshot.templates else None
 
@@ -79,7 +79,7 @@ class _Pass(Backfill):
                 d.counters.set_aside += 1
                 continue
             if a.waiting_on is not None:
-                d.reasons[a.id] = Why(reason=Reason.WAITING_DEPENDENCY, message=_waiting_text(a),
+                d.reasons[a.id] = Why(reason=Reason.WAITING_DEPENDENCY, message=_waiting_text(a.waiting_on),
                                       detail={"stages": list(a.waiting_on.stages),
                                               "condition": a.waiting_on.condition})
                 d.counters.waiting += 1
@@ -242,6 +242,6 @@ class _Pass(Backfill):
         self.d.counters.evictions += len(victims)
 
 
-def _waiting_text(a: QueuedAllocation) -> str:
-    return f"waiting for {', '.join(a.waiting_on.stages)} to reach {a.waiting_on.condition}"
+def _waiting_text(waiting_on: Dependency) -> str:
+    return f"waiting for {', '.join(waiting_on.stages)} to reach {waiting_on.condition}"
 

@@ -39,7 +39,14 @@ class Group(TenantAggregate):
         by_role: Role
         at: datetime
 
-    @event("Created")
+    class Created(TenantAggregate.Created):
+        organization_id: UUID
+        name: str
+        owners: list[UUID]
+        by: str
+        at: datetime
+
+    @event(Created)
     def __init__(self, id: UUID, organization_id: UUID, name: str, owners: list[UUID], by: str, at: datetime) -> None:
         self.organization_id, self.name = organization_id, name
         self.priority = 0

@@ -28,7 +28,13 @@ class Organization(TenantAggregate):
         by_role: Role
         at: datetime
 
-    @event("Created")
+    class Created(TenantAggregate.Created):
+        name: str
+        owners: list[UUID]
+        by: str
+        at: datetime
+
+    @event(Created)
     def __init__(self, id: UUID, name: str, owners: list[UUID], by: str, at: datetime) -> None:
         self.name = name
         self.owners = list(owners)

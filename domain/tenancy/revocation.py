@@ -27,7 +27,15 @@ def family_jti(family: str) -> str:
 
 
 class RevokedToken(TenantAggregate):
-    @event("Revoked")
+    class Revoked(TenantAggregate.Created):
+        jti: str
+        subject: str
+        expires: datetime
+        reason: str
+        by: str
+        at: datetime
+
+    @event(Revoked)
     def __init__(self, id: UUID, jti: str, subject: str, expires: datetime, reason: str, by: str,
                  at: datetime) -> None:
         self.jti, self.subject, self.expires, self.reason = jti, subject, expires, reason

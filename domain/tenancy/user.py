@@ -49,7 +49,16 @@ class User(TenantAggregate):
         by_role: Role
         at: datetime
 
-    @event("Registered")
+    class Registered(TenantAggregate.Created):
+        organization_id: UUID | None
+        username: str
+        email: str
+        password_hash: str
+        role: Role
+        by: str
+        at: datetime
+
+    @event(Registered)
     def __init__(self, id: UUID, organization_id: UUID | None, username: str, email: str, password_hash: str,
                  role: Role, by: str, at: datetime) -> None:
         self.organization_id, self.username, self.email = organization_id, username, email

@@ -25,7 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from adapters.executor import Executor, RunSpec  # noqa: E402
+from adapters.executor import Executor  # noqa: E402
+from adapters.runspec import local_spec  # noqa: E402
 
 ROUNDS = 5
 MIB = int(os.environ.get("INGRESS_BENCH_MIB", "256"))
@@ -39,7 +40,7 @@ class Quiet(SimpleHTTPRequestHandler):
 
 def roving(executor: Executor, url: str, round_: int) -> tuple[float, float]:
     out: list[bytes] = []
-    spec = RunSpec(allocation_id=f"bench-{round_}", epoch=1, workflow_id=f"bench-{round_}", stage="ingress:data",
+    spec = local_spec(allocation_id=f"bench-{round_}", epoch=1, workflow_id=f"bench-{round_}", stage="ingress:data",
                    kind="ingress", volume="data", transfers=[{"source": url, "destination": "file://file.bin"}])
     started = time.perf_counter()
     result = executor.start(spec, lambda _, chunk: out.append(chunk), lambda *_: None).wait(600)

@@ -22,7 +22,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from adapters import cgroups  # noqa: E402
-from adapters.executor import Executor, JobUser, RunSpec  # noqa: E402
+from adapters.executor import Executor, JobUser  # noqa: E402
+from adapters.runspec import local_spec  # noqa: E402
 from adapters.runtime.bwrap import OciRuntime  # noqa: E402
 from adapters.runtime.host import HostSandbox  # noqa: E402
 from adapters.runtime.images import ImageCache, machine_has  # noqa: E402
@@ -32,7 +33,7 @@ ROUNDS = 30
 
 
 def once(executor: Executor, index: int, image: str | None) -> float:
-    spec = RunSpec(allocation_id=f"bench-{index}", epoch=1, workflow_id="bench", stage=f"s{index}", command=["true"],
+    spec = local_spec(allocation_id=f"bench-{index}", epoch=1, workflow_id="bench", stage=f"s{index}", command=["true"],
                    image=image)
     started = time.perf_counter()
     result = executor.start(spec, lambda *a: None, lambda *a: None).wait(30)

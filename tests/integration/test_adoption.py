@@ -25,7 +25,8 @@ AGENT = "import sys; from api.agent.main import agent_main; sys.exit(agent_main(
 CRASHING_STARTER = """
 import os, sys, time
 from adapters.executor import Executor, RunSpec
-job = RunSpec(allocation_id=sys.argv[3], epoch=3, workflow_id="wf-1", stage="train", script=sys.argv[2])
+from adapters.runspec import local_spec
+job = local_spec(allocation_id=sys.argv[3], epoch=3, workflow_id="wf-1", stage="train", script=sys.argv[2])
 Executor(sys.argv[1], kill_grace=0.3).start(job, lambda *_: None, lambda *_: None)
 time.sleep(0.3)
 os._exit(0)  # no cleanup, no kill: as a SIGKILLed agent leaves it

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from adapters.executor import Executor, RunSpec, SpecError
+from adapters.runspec import local_spec
 from adapters.runtime.host import HostSandbox
 
 
@@ -43,7 +44,7 @@ def is_gone(pid: int) -> bool:
 
 def spec(**fields) -> RunSpec:
     base = {"allocation_id": "alloc-1", "epoch": 3, "workflow_id": "wf-1", "stage": "train", "account_id": "acct-1"}
-    return RunSpec(**(base | fields))
+    return local_spec(**(base | fields))
 
 
 def run(executor: Executor, run_spec: RunSpec, timeout: float = 10) -> tuple[Recorder, tuple[int, str]]:
@@ -91,7 +92,7 @@ def test_a_command_and_its_args_run_without_a_shell(executor):
 
 def test_the_job_sees_its_env_and_the_fb_variables_but_not_the_agents_token(executor, monkeypatch):
     monkeypatch.setenv("ROVING_TOKEN", "secret")
-    task = spec(stage="job[3]", job_name="job", task_id=3, env={"GREETING": "hi"},
+    task = spec(stage="job[3]", job="job", task_id=3, env={"GREETING": "hi"},
                 script="echo $GREETING $FB_WORKFLOW_ID $FB_JOB_NAME $FB_TASK_ID $FB_ACCOUNT_ID ${ROVING_TOKEN:-none}")
     recorder, _ = run(executor, task)
     assert recorder.text() == "hi wf-1 job 3 acct-1 none\n"
@@ -133,7 +134,7 @@ def test_a_stage_without_script_or_command_is_refused(executor):
 def test_the_execute_timeout_terms_then_kills_a_process_that_ignores_term(executor):
     started = time.monotonic()
     recorder, result = run(executor, spec(script="trap 'echo got TERM' TERM\nwhile true; do sleep 0.05; done",
-                                          execute_timeout=0.5))
+                                          execute_timeout_seconds=0.5))
     assert result == (137, "execute timeout of 0.5s reached")
     assert "got TERM" in recorder.text()
     assert 0.7 <= time.monotonic() - started < 5
@@ -171,7 +172,7 @@ def test_the_memory_request_becomes_the_memlock_limit(executor):
     _, hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
     requested = 4 * 1024 * 1024
     expected = requested if hard == resource.RLIM_INFINITY else min(requested, hard)
-    recorder, _ = run(executor, spec(script="ulimit -l", memory=requested))
+    recorder, _ = run(executor, spec(script="ulimit -l", memory_bytes=requested))
     assert recorder.text() == f"{expected // 1024}\n"
 
 

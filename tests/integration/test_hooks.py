@@ -11,11 +11,11 @@ import pytest
 
 from adapters import cgroups
 from adapters.executor import Executor
-from adapters.hooks import HookSpec
+from domain.fuzzfile.stages import Hook
 from tests.integration.test_executor import Recorder, run, spec
 
-PRE = HookSpec("pre", "profile gpu", "echo warming $MODEL_DIR", 5)
-POST = HookSpec("post", "profile gpu", 'echo "cleanup after $ROVING_EXIT_CODE: $ROVING_EXIT_REASON"', 5)
+PRE = Hook("pre", "profile gpu", "echo warming $MODEL_DIR", 5)
+POST = Hook("post", "profile gpu", 'echo "cleanup after $ROVING_EXIT_CODE: $ROVING_EXIT_REASON"', 5)
 
 
 @pytest.fixture
@@ -31,7 +31,7 @@ def test_the_pre_hook_runs_before_the_job_in_its_environment_and_the_post_hook_a
 
 
 def test_a_failing_pre_hook_ends_the_job_with_a_reason_naming_the_hook_and_post_hooks_still_run(executor):
-    failing = HookSpec("pre", "profile gpu", "echo no license; exit 3", 5)
+    failing = Hook("pre", "profile gpu", "echo no license; exit 3", 5)
     recorder, (code, reason) = run(executor, spec(script="echo job", hooks=[failing, POST]))
     assert (code, reason) == (3, "pre hook of profile gpu failed: exited with code 3")
     assert "job" not in recorder.text().splitlines()
@@ -40,7 +40,7 @@ def test_a_failing_pre_hook_ends_the_job_with_a_reason_naming_the_hook_and_post_
 
 
 def test_a_pre_hook_over_its_timeout_is_killed_and_named(executor):
-    slow = HookSpec("pre", "job", "sleep 30", 0.5)
+    slow = Hook("pre", "job", "sleep 30", 0.5)
     _, (code, reason) = run(executor, spec(script="echo job", hooks=[slow]))
     assert (code, reason) == (137, "pre hook of job timed out after 0.5s")
 
@@ -52,7 +52,7 @@ def test_the_post_hook_output_is_in_the_log_after_an_execute_timeout(executor):
 
 
 def test_the_post_hook_runs_after_a_cancel_and_is_killed_at_its_own_timeout(executor):
-    hung = HookSpec("post", "job", "echo started; sleep 30", 0.5)
+    hung = Hook("post", "job", "echo started; sleep 30", 0.5)
     recorder = Recorder()
     running = executor.start(spec(script="sleep 30", hooks=[hung]), recorder.output, recorder.exit)
     running.cancel("workflow stopped")

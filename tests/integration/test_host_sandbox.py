@@ -15,6 +15,7 @@ from types import SimpleNamespace
 import pytest
 
 from adapters.executor import Executor, JobUser, RunSpec, SpecError
+from adapters.runspec import local_spec
 from adapters.runtime.host import HostSandbox
 
 REPO = Path(__file__).resolve().parents[2]
@@ -53,9 +54,9 @@ def node_dir():
 @needs_root
 def test_a_volume_is_read_at_its_mount_path_by_a_job_on_the_host_runtime(open_tmp):
     executor = Executor(open_tmp / "work", user=NOBODY, sandbox=HostSandbox.found())
-    write = RunSpec(allocation_id="a1", epoch=1, workflow_id="wf", stage="write", mounts={"/scratch": "v"},
+    write = local_spec(allocation_id="a1", epoch=1, workflow_id="wf", stage="write", mounts={"/scratch": "v"},
                     script="echo kept > /scratch/data.txt")
-    read = RunSpec(allocation_id="a2", epoch=1, workflow_id="wf", stage="read", mounts={"/scratch": "v"},
+    read = local_spec(allocation_id="a2", epoch=1, workflow_id="wf", stage="read", mounts={"/scratch": "v"},
                    script="cat /scratch/data.txt", cwd="/scratch")
     assert run(executor, write)[0][0] == 0
     (code, _), output = run(executor, read)
@@ -64,7 +65,7 @@ def test_a_volume_is_read_at_its_mount_path_by_a_job_on_the_host_runtime(open_tm
 
 def test_a_mount_a_node_cannot_make_at_its_path_is_refused_saying_what_to_install(tmp_path):
     executor = Executor(tmp_path / "work", sandbox=None)
-    spec = RunSpec(allocation_id="a1", epoch=1, workflow_id="wf", stage="s", mounts={"/scratch": "v"}, script="true")
+    spec = local_spec(allocation_id="a1", epoch=1, workflow_id="wf", stage="s", mounts={"/scratch": "v"}, script="true")
     with pytest.raises(SpecError, match=r"cannot mount volumes at their paths \(/scratch\): install bubblewrap"):
         executor.start(spec, lambda *_: None, lambda *_: None)
 
@@ -74,12 +75,13 @@ CONFINED = textwrap.dedent("""
     from pathlib import Path
     sys.path.insert(0, sys.argv[1])
     from adapters.executor import Executor, RunSpec
+    from adapters.runspec import local_spec
     from adapters.runtime.host import HostSandbox
     root, private = Path(sys.argv[2]), Path(sys.argv[3])
     executor = Executor(root / "work", sandbox=HostSandbox.found((private,)), confined=True)
     others = "for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $f; echo; done | grep -c 'adapters[.]executor'"
     script = f"cat {private}/admin.token; echo files:$(ls -A {private} | wc -l) agent:$({others})"
-    spec = RunSpec(allocation_id="a1", epoch=1, workflow_id="wf", stage="s", script=script)
+    spec = local_spec(allocation_id="a1", epoch=1, workflow_id="wf", stage="s", script=script)
     out = []
     running = executor.start(spec, lambda s, c: out.append(c), lambda *a: None)
     print(running.wait(30), b"".join(out).decode())
@@ -118,7 +120,7 @@ def test_a_root_job_has_no_capability_in_its_sandbox_and_never_sees_a_hidden_pat
     executor = Executor(open_tmp / "work", user=root, allow_root=True, sandbox=HostSandbox.found((hidden,)))
     script = (f"cat {hidden}/secret; mount -t tmpfs none /mnt 2>/dev/null && echo mounted; "
               "grep CapEff /proc/self/status")
-    (code, _), output = run(executor, RunSpec(allocation_id="a1", epoch=1, workflow_id="wf", stage="s", script=script))
+    (code, _), output = run(executor, local_spec(allocation_id="a1", epoch=1, workflow_id="wf", stage="s", script=script))
     assert b"the-secret" not in output and b"mounted" not in output, output
     assert b"CapEff:\t0000000000000000" in output, output
 
@@ -136,7 +138,7 @@ def test_a_path_the_admin_hides_is_covered_for_a_root_agents_jobs_whenever_their
     closed.chmod(0o700)
     executor = Executor(open_tmp / "work", user=NOBODY, sandbox=HostSandbox.found((shown, closed / "inner")))
     script = f"cat {shown}/notes; echo listed:$(ls -A {shown} | wc -l)"
-    (code, _), output = run(executor, RunSpec(allocation_id="a1", epoch=1, workflow_id="wf", stage="s", script=script))
+    (code, _), output = run(executor, local_spec(allocation_id="a1", epoch=1, workflow_id="wf", stage="s", script=script))
     assert b"the-notes" not in output and b"listed:0" in output, output
     assert code == 0, output
 
@@ -173,13 +175,13 @@ def test_a_root_agent_whose_bubblewrap_runs_only_for_root_says_so_and_still_runs
                         euid=0)
     said = Said()
     executor = build_executor(config, said, detect=lambda name: (None, "none"))
-    (code, _), output = run(executor, RunSpec(allocation_id="a1", epoch=1, workflow_id="wf", stage="s",
+    (code, _), output = run(executor, local_spec(allocation_id="a1", epoch=1, workflow_id="wf", stage="s",
                                               script="echo ran as $(id -u)"))
     assert (code, output) == (0, b"ran as 65534\n")
     [(event, fields)] = [warning for warning in said.warnings if warning[0] == "agent.no_sandbox"]
     assert "as the jobs' user nobody (uid 65534): bwrap: No permissions" in fields["reason"]
     assert config.annotations["roving.io/sandbox"] == "none"
-    volume = RunSpec(allocation_id="a2", epoch=1, workflow_id="wf", stage="v", mounts={"/scratch": "v"}, script="true")
+    volume = local_spec(allocation_id="a2", epoch=1, workflow_id="wf", stage="v", mounts={"/scratch": "v"}, script="true")
     with pytest.raises(SpecError, match="cannot mount volumes at their paths .*uid 65534.*user namespaces"):
         executor.start(volume, lambda *_: None, lambda *_: None)
 
@@ -216,7 +218,7 @@ def test_a_job_connects_to_no_socket_of_the_node_and_still_reads_its_resolver_fi
         hidden = host.agent_sockets({"SSH_AUTH_SOCK": str(paths[1])})
         executor = Executor(open_tmp / "work", user=NOBODY, sandbox=HostSandbox.found(hidden))
         script = CONNECT.format(sockets=" ".join(map(str, paths)), resolv=stub)
-        (code, _), output = run(executor, RunSpec(allocation_id="a1", epoch=1, workflow_id="wf", stage="s",
+        (code, _), output = run(executor, local_spec(allocation_id="a1", epoch=1, workflow_id="wf", stage="s",
                                                   script=script))
         assert output == f"connected:{paths[2]}\nresolver\n".encode(), output
         for server in listening:
@@ -244,7 +246,7 @@ def test_a_stack_installed_under_tmp_is_still_there_read_only_for_its_jobs_and_i
     monkeypatch.setattr(host, "SOURCE", checkout)
     executor = Executor(open_tmp / "work", user=NOBODY,
                         sandbox=HostSandbox.found(hidden=(checkout / ".roving",), user=NOBODY), confined=True)
-    spec = RunSpec(allocation_id="a1", epoch=1, workflow_id="wf", stage="cli",
+    spec = local_spec(allocation_id="a1", epoch=1, workflow_id="wf", stage="cli",
                    script=f"cat {checkout}/api/cli.py; cat {checkout}/.roving/admin.token; "
                           f"touch {checkout}/planted 2>/dev/null && echo planted; echo end")
     (code, _), output = run(executor, spec)

@@ -32,14 +32,15 @@ AGENT = textwrap.dedent("""
     from pathlib import Path
     sys.path.insert(0, sys.argv[1])
     from adapters.executor import Executor, JobUser, RunSpec
-    from adapters.hooks import HookSpec
+    from adapters.runspec import local_spec
+    from domain.fuzzfile.stages import Hook
     from adapters.runtime.host import HostSandbox
     root, targets, as_root = Path(sys.argv[2]), json.loads(sys.argv[3]), sys.argv[4] == "root"
     data = root / "data"
     executor = Executor(root / "work", sandbox=HostSandbox.found((data,)), confined=not as_root,
                         user=JobUser(65534, 65534, "nobody") if as_root else None)
     ids = (lambda uid: {"uid": uid, "gid": 65534}) if as_root else (lambda uid: {})
-    bob = RunSpec(allocation_id="b1", epoch=1, workflow_id="bob-wf", stage="s", owner_id="bob",
+    bob = local_spec(allocation_id="b1", epoch=1, workflow_id="bob-wf", stage="s", owner_id="bob",
                   script="echo pids:$(ls /proc | grep -c '^[0-9]') > pids.txt; echo bob-secret > private.txt; sleep 30",
                   **ids(65533))
     bob_dir = executor.workdir(bob)
@@ -49,8 +50,8 @@ AGENT = textwrap.dedent("""
              "workdir": "echo mine > mine.txt", "volume": "echo kept > /scratch/kept.txt", "tmp": "touch /tmp/t"}
     script = "".join(f"if {{ {line}; }} 2>/dev/null; then echo {name}:yes; else echo {name}:no; fi\\n"
                      for name, line in tries.items())
-    hooks = [HookSpec("pre", "job", "echo pre-hook-ran", 5), HookSpec("post", "job", "echo post-hook-ran >> mine.txt", 5)]
-    alice = RunSpec(allocation_id="a1", epoch=1, workflow_id="alice-wf", stage="s", owner_id="alice", script=script,
+    hooks = [Hook("pre", "job", "echo pre-hook-ran", 5), Hook("post", "job", "echo post-hook-ran >> mine.txt", 5)]
+    alice = local_spec(allocation_id="a1", epoch=1, workflow_id="alice-wf", stage="s", owner_id="alice", script=script,
                     mounts={"/scratch": "v"}, hooks=hooks, **ids(65534))
     out, ended = [], []
     bobs = executor.start(bob, lambda s, c: None, lambda *a: None)
@@ -199,7 +200,8 @@ def test_a_host_job_of_a_root_agent_lists_only_its_own_processes(as_root):
 
 @needs_bwrap
 def test_a_path_the_admin_makes_writable_is_writable_and_never_brings_back_the_other_jobs_directories():
-    from adapters.executor import Executor, JobUser, RunSpec
+    from adapters.executor import Executor, JobUser
+    from adapters.runspec import local_spec
     from adapters.runtime.host import HostSandbox
 
     shared = Path(tempfile.mkdtemp(prefix="roving-writable-"))
@@ -208,9 +210,9 @@ def test_a_path_the_admin_makes_writable_is_writable_and_never_brings_back_the_o
         user = JobUser(65534, 65534, "nobody") if os.geteuid() == 0 else None
         executor = Executor(shared / "work", user=user, sandbox=HostSandbox.found(writable=(shared,)),
                             confined=user is None)
-        other = executor.workdir(RunSpec(allocation_id="o1", epoch=1, workflow_id="other", stage="s"))
+        other = executor.workdir(local_spec(allocation_id="o1", epoch=1, workflow_id="other", stage="s"))
         other.mkdir(parents=True)
-        spec = RunSpec(allocation_id="a1", epoch=1, workflow_id="wf", stage="s",
+        spec = local_spec(allocation_id="a1", epoch=1, workflow_id="wf", stage="s",
                        script=f"touch {shared}/result && echo wrote; test -e {other} && echo saw-other; touch /usr/x")
         output: list[bytes] = []
         running = executor.start(spec, lambda stream, chunk: output.append(chunk), lambda *_: None)
@@ -234,13 +236,14 @@ def test_an_agent_is_told_the_node_paths_its_jobs_may_write_by_flag_and_environm
 
 @needs_bwrap
 def test_a_post_hook_runs_in_its_jobs_sandbox_even_when_the_job_works_in_a_volume(tmp_path):
-    from adapters.executor import Executor, RunSpec
-    from adapters.hooks import HookSpec
+    from adapters.executor import Executor
+    from adapters.runspec import local_spec
     from adapters.runtime.host import HostSandbox
+    from domain.fuzzfile.stages import Hook
 
     executor = Executor(tmp_path / "work", sandbox=HostSandbox.found())
-    hook = HookSpec("post", "job", "echo after $ROVING_EXIT_CODE > hooked; ls /proc | grep -c '^[0-9]' >> hooked", 5)
-    spec = RunSpec(allocation_id="a1", epoch=1, workflow_id="wf", stage="s", mounts={"/scratch": "v"},
+    hook = Hook("post", "job", "echo after $ROVING_EXIT_CODE > hooked; ls /proc | grep -c '^[0-9]' >> hooked", 5)
+    spec = local_spec(allocation_id="a1", epoch=1, workflow_id="wf", stage="s", mounts={"/scratch": "v"},
                    cwd="/scratch", script="echo job > made", hooks=[hook])
     ended: list[tuple[int, str]] = []
     running = executor.start(spec, lambda *_: None, lambda code, reason: ended.append((code, reason)))

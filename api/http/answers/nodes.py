@@ -1,9 +1,15 @@
 """Answers about nodes: the node list with holds and capacity, node events, holds placed and released, evictions,
-agent credentials, Prometheus service discovery targets, and the outcomes of monitoring alerts."""
+agent credentials, Prometheus service discovery targets, and the outcomes of monitoring alerts; and how a node's
+answer is built from its view row (`node_of`, the one place: tests/unit/api/test_answer_rows.py names the row fields
+it leaves out)."""
 
 import enum
+from collections.abc import Callable
 
 from api.http.answers.base import Answer, Timestamp
+from domain.node import Credential as IssuedCredential
+from projections.node_events import NodeEventRow
+from projections.nodes import HoldRow, NodeRow
 
 
 class Hold(Answer):
@@ -49,6 +55,26 @@ class Node(Answer):
     free: Resources
 
 
+def hold_of(row: HoldRow) -> Hold:
+    return Hold(id=row.id, effect=row.effect, source=row.source, reason=row.reason, by=row.by, at=row.at)
+
+
+def everything(allocation: str) -> bool:
+    return True
+
+
+def node_of(row: NodeRow, seen: Callable[[str], bool] = everything) -> Node:
+    """The node as its reader may see it: allocations `seen` refuses (another tenant's work) are left out."""
+    return Node(
+        id=str(row.id), name=row.name, status=NodeStatus(row.status), status_reason=row.status_reason, cpu=row.cpu,
+        memory=row.memory, devices=row.devices, annotations=row.annotations, segment=row.segment,
+        definition=row.definition, epoch=row.epoch, allocations=[a for a in row.allocations if seen(a)],
+        accepts_new_work=row.accepts_new_work, removed=row.removed, holds=[hold_of(h) for h in row.holds],
+        allocated=Resources(cpu=row.allocated_cpu, memory=row.allocated_memory, devices=row.allocated_devices),
+        free=Resources(cpu=row.cpu - row.allocated_cpu, memory=row.memory - row.allocated_memory,
+                       devices={d: n - row.allocated_devices.get(d, 0) for d, n in row.devices.items()}))
+
+
 class NodeList(Answer):
     nodes: list[Node]
     next: str | None = None  # pass back as `?next=` for the following page; None: this was the last
@@ -65,6 +91,12 @@ class NodeEvent(Answer):
     by: str
     message: str
     allocation: str | None
+
+
+def node_event_of(row: NodeEventRow, seen: Callable[[str], bool]) -> NodeEvent:
+    """An allocation the reader may not see is named by no id."""
+    return NodeEvent(position=row.position, at=row.at, type=row.type, by=row.by, message=row.message,
+                     allocation=row.allocation if row.allocation and seen(row.allocation) else None)
 
 
 class NodeEvents(Answer):
@@ -95,6 +127,11 @@ class Credential(Answer):
     revoked_at: Timestamp | None
     revoked_by: str | None
     reason: str | None
+
+
+def credential_of(issued: IssuedCredential) -> Credential:
+    return Credential(id=issued.id, issued_at=issued.issued_at, expires=issued.expires, revoked_at=issued.revoked_at,
+                      revoked_by=issued.revoked_by, reason=issued.reason)
 
 
 class Credentials(Answer):

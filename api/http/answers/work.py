@@ -1,11 +1,16 @@
 """Answers about work: workflows (submitted, validated, stopped, listed, described), their activity, `why` their
-stages wait, and the scheduler's queue and its figures."""
+stages wait, and the scheduler's queue and its figures; and how a listed workflow's answer is built from its view
+row (`workflow_summary`, the one place: tests/unit/api/test_answer_rows.py keeps the two field lists together)."""
 
 import enum
 from typing import Any
 
 from api.http.answers.base import Answer, Problem, Timestamp
 from domain.fuzzfile.semantics import StageStatus  # the stage states as the domain names them, one list
+from projections.activity import ActivityRow
+from projections.queue_rows import QueueRow
+from projections.workflows import StageRow, WorkflowRow
+from projections.workflows import WorkflowDetail as DetailRow
 
 
 class WorkflowStatus(str, enum.Enum):
@@ -36,9 +41,12 @@ class Stopped(Answer):
 
 
 class Owner(Answer):
-    user_id: str | None = None
-    group_id: str | None = None
-    organization_id: str | None = None
+    """As the workflows view holds it (projections.workflows.Owner), every field sent: "" where none."""
+
+    organization_id: str
+    group_id: str
+    user_id: str
+    project: str  # the project path its work counts toward ("" before projects existed)
 
 
 class WorkflowSummary(Answer):
@@ -54,9 +62,21 @@ class WorkflowSummary(Answer):
     updated_at: Timestamp
     stage_count: int
     stages_ended: int
+    annotations: dict[str, str]  # the workflow's own (a preset start records its name and digest here)
     user: str | None
     group: str | None
     organization: str | None
+
+
+def workflow_summary(row: WorkflowRow, names: dict[str, str | None]) -> WorkflowSummary:
+    """The row with its owner's names (`user`, `group`, `organization`, as routes.names finds them)."""
+    return WorkflowSummary(
+        id=str(row.id), name=row.name, status=WorkflowStatus(row.status),
+        owner=owner_of(row),
+        priority=row.priority, effective_inputs=row.effective_inputs, preemptible=row.preemptible,
+        submitted_by=row.submitted_by, submitted_at=row.submitted_at, updated_at=row.updated_at,
+        stage_count=row.stage_count, stages_ended=row.stages_ended, annotations=row.annotations,
+        user=names["user"], group=names["group"], organization=names["organization"])
 
 
 class WorkflowList(Answer):
@@ -78,7 +98,9 @@ class Stage(Answer):
     ended_at: Timestamp | None
 
 
-class WorkflowDetail(Answer):
+class WorkflowDetail(Answer, omit_defaults=True):
+    """`cluster` (and the rest of its cluster's label) only on a federated control plane's answer."""
+
     id: str
     name: str
     status: WorkflowStatus
@@ -87,6 +109,7 @@ class WorkflowDetail(Answer):
     preemptible: bool | None
     submitted_by: str
     submitted_at: Timestamp
+    annotations: dict[str, str]
     stages: list[Stage]
     user: str | None
     group: str | None
@@ -94,11 +117,36 @@ class WorkflowDetail(Answer):
     cluster: str | None = None
 
 
+def owner_of(row: WorkflowRow) -> Owner:
+    o = row.owner
+    return Owner(organization_id=o.organization_id, group_id=o.group_id, user_id=o.user_id, project=o.project)
+
+
+def stage_of(row: StageRow) -> Stage:
+    return Stage(name=row.name, kind=row.kind, status=StageStatus(row.status), attempts=row.attempts,
+                 exit_code=row.exit_code, node=row.node, reason=row.reason,
+                 allocation_id=str(row.allocation_id) if row.allocation_id is not None else None,
+                 priority=row.priority, started_at=row.started_at, ended_at=row.ended_at)
+
+
+def workflow_detail(row: DetailRow, names: dict[str, str | None]) -> WorkflowDetail:
+    """The described workflow with its owner's names (`user`, `group`, `organization`)."""
+    return WorkflowDetail(
+        id=str(row.id), name=row.name, status=WorkflowStatus(row.status), owner=owner_of(row), priority=row.priority,
+        preemptible=row.preemptible, submitted_by=row.submitted_by, submitted_at=row.submitted_at,
+        annotations=row.annotations, stages=[stage_of(s) for s in row.stages], user=names["user"],
+        group=names["group"], organization=names["organization"])
+
+
 class ActivityEvent(Answer):
     time: Timestamp
     type: str
     stage: str | None
     message: str
+
+
+def activity_event(row: ActivityRow) -> ActivityEvent:
+    return ActivityEvent(time=row.time, type=row.type, stage=row.stage, message=row.message)
 
 
 class WorkflowEvents(Answer):
@@ -122,11 +170,54 @@ class QueueStats(Answer):
     depth: dict[str, int]
 
 
-class QueuePage(Answer):
-    queue: list[dict[str, Any]]  # one allocation each: ids, stage, state, priority and its inputs, nodes, times
-    mine: bool
+class QueueEntry(Answer):
+    """One allocation of the queue: the queue view's row, then its owner's user and group names (None: unknown)."""
+
+    id: str
+    workflow_id: str
+    stage: str
+    attempt: int
+    state: str
+    priority: float
+    priority_inputs: dict[str, int]
+    node: str | None
+    nodes: list[str]
+    node_ids: list[str]
+    epoch: int
+    preemptible: bool
+    resources: dict[str, Any]
+    execute_timeout_seconds: float | None
+    queued_at: Timestamp
+    started_at: Timestamp | None
+    ended_at: Timestamp | None
+    organization_id: str
+    group_id: str
+    user_id: str
+    exit_code: int | None
+    reason: str
+    project: str
+    user: str | None
+    group: str | None
+
+
+def queue_entry(row: QueueRow, user: str | None, group: str | None) -> QueueEntry:
+    return QueueEntry(
+        id=str(row.id), workflow_id=str(row.workflow_id), stage=row.stage, attempt=row.attempt, state=row.state,
+        priority=row.priority, priority_inputs=row.priority_inputs, node=row.node, nodes=row.nodes,
+        node_ids=row.node_ids, epoch=row.epoch, preemptible=row.preemptible, resources=row.resources,
+        execute_timeout_seconds=row.execute_timeout_seconds, queued_at=row.queued_at, started_at=row.started_at,
+        ended_at=row.ended_at, organization_id=row.organization_id, group_id=row.group_id, user_id=row.user_id,
+        exit_code=row.exit_code, reason=row.reason, project=row.project, user=user, group=group)
+
+
+class QueuePage(Answer, omit_defaults=True, kw_only=True):
+    """A caller who can own no work gets only `queue` (empty) and `mine`; a federated page adds `clusters` and
+    `hub` after these, and each of its entries starts with its `cluster`."""
+
+    queue: list[QueueEntry]
     total: int | None = None
     limit: int | None = None
+    mine: bool
 
 
 class WorkflowDefinition(Answer):

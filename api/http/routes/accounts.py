@@ -39,10 +39,11 @@ async def whoami(request: Request) -> Response:
     who, known = c.principal(request), names(request)
     groups = sorted(str(g) for g in who.group_ids)
     account = c.services(request).views.tenancy.user(who.user_id) if who.user_id else None
-    return c.json({"user_id": who.user_id, "username": who.username, "role": who.role,
-                   "organization_id": who.organization_id, "organization": known.organization(who.organization_id),
-                   "groups": groups, "group_names": [known.group(g) or g for g in groups],
-                   "uid": account.uid if account is not None else None})
+    return c.json(Whoami(user_id=str(who.user_id) if who.user_id else None, username=who.username, role=who.role,
+                         organization_id=str(who.organization_id) if who.organization_id else None,
+                         organization=known.organization(who.organization_id), groups=groups,
+                         group_names=[known.group(g) or g for g in groups],
+                         uid=account.uid if account is not None else None))
 
 
 @answers(TokenPair)
@@ -68,7 +69,7 @@ async def change_password(request: Request) -> Response:
                                      c.services(request).roving.tenancy.change_password, who,
                                      wanted.current_password, wanted.new_password, c.now())
     await c.settle(request)
-    return c.json({"changed": True})
+    return c.json(shapes.Changed(changed=True))
 
 
 @answers(shapes.Revoked)
@@ -96,7 +97,7 @@ async def revoke(request: Request) -> Response:
     fresh = await c.call(c.services(request).roving.tenancy.revoke_token, wanted.jti, None, expires, wanted.reason,
                          c.principal(request), at)
     await c.settle(request)
-    return c.json({"revoked": wanted.jti, "already": not fresh}, status=201 if fresh else 200)
+    return c.json(shapes.Revoked(revoked=wanted.jti, already=not fresh), status=201 if fresh else 200)
 
 
 routes = [

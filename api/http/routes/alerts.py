@@ -45,7 +45,7 @@ async def receive(request: Request) -> Response:
     svc, payload, who, at = c.services(request), await request.body(), c.principal(request), c.now()
     outcomes = await c.call(decide, svc, payload, who, at)
     count_refusals(outcomes)
-    return c.json({"outcomes": outcomes})
+    return c.json(shapes.Outcomes(outcomes=outcomes))
 
 
 def decide(svc: Any, payload: bytes, who: Any, at: Any) -> list[str]:

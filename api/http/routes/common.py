@@ -58,6 +58,12 @@ def json(value: Any, status: int = 200) -> Response:
     return Response(ENCODER.encode(value), status_code=status, media_type="application/json")
 
 
+def labelled(value: msgspec.Struct, label: dict[str, Any], status: int = 200) -> Response:
+    """An answer with its cluster's label after its own fields (a federated control plane's: which cluster, can it
+    be asked, how stale; api.http.fanout), or as it is on a single cluster, which labels nothing."""
+    return json({**msgspec.to_builtins(value), **label} if label else value, status)
+
+
 async def call(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """One application or view call off the event loop (they block on storage or locks). The log position of what
     it saved is remembered for this request's `settle`."""

@@ -78,7 +78,7 @@ async def delete(request: Request) -> Response:
     found = await visible(request)
     await c.call(c.services(request).roving.delete_endpoint, found.id, c.principal(request), c.now())
     await c.settle(request)
-    return c.json({"id": found.id, "deleted": True})
+    return c.json(shapes.Deleted(id=str(found.id), deleted=True))
 
 
 @answers(list[shapes.TargetGroup])

@@ -28,6 +28,7 @@ from api.http.answers import (
     TargetGroup,
     answers,
 )
+from api.http.answers.nodes import credential_of, hold_of, node_event_of, node_of
 from api.http.routes import common as c
 from api.http.routes import paging
 from domain.app import access
@@ -65,19 +66,6 @@ def target(request: Request, raw: str | None = None) -> UUID:
         return node_id(raw)
 
 
-def node_answer(row: Any, seen: Callable[[str], bool] = lambda allocation: True) -> dict[str, Any]:
-    holds = [{"id": h.id, "effect": h.effect, "source": h.source, "reason": h.reason, "by": h.by, "at": h.at}
-             for h in row.holds]
-    return {"id": row.id, "name": row.name, "status": row.status, "status_reason": row.status_reason,
-            "cpu": row.cpu, "memory": row.memory, "devices": row.devices, "annotations": row.annotations,
-            "segment": row.segment,
-            "definition": row.definition, "epoch": row.epoch, "allocations": [a for a in row.allocations if seen(a)],
-            "accepts_new_work": row.accepts_new_work, "removed": row.removed, "holds": holds,
-            "allocated": {"cpu": row.allocated_cpu, "memory": row.allocated_memory, "devices": row.allocated_devices},
-            "free": {"cpu": row.cpu - row.allocated_cpu, "memory": row.memory - row.allocated_memory,
-                     "devices": {d: n - row.allocated_devices.get(d, 0) for d, n in row.devices.items()}}}
-
-
 def visible_work(request: Request) -> Callable[[str], bool]:
     """A node lists only the allocations its reader may see: other tenants' work is not theirs to know."""
     who, queue = c.principal(request), c.services(request).views.queue
@@ -109,17 +97,17 @@ async def list_nodes(request: Request) -> Response:
     chosen = sorted((r for r in rows if q is None or q in r.name.lower()), key=node_key)
     shown, more = pages.after_key(chosen, node_key, "nodes", limit, after)
     seen = visible_work(request)
-    return c.json({"nodes": [node_answer(r, seen) for r in shown], "next": more})
+    return c.json(NodeList(nodes=[node_of(r, seen) for r in shown], next=more))
 
 
 @answers(Node)
 async def show(request: Request) -> Response:
-    return c.json(node_answer(await found(request), visible_work(request)))
+    return c.json(node_of(await found(request), visible_work(request)))
 
 
 @answers(Holds)
 async def holds(request: Request) -> Response:
-    return c.json({"holds": node_answer(await found(request))["holds"]})
+    return c.json(Holds(holds=[hold_of(h) for h in (await found(request)).holds]))
 
 
 @answers(NodeEvents)
@@ -127,9 +115,7 @@ async def node_events(request: Request) -> Response:
     """A node's event log, newest first (the last 200); work the caller may not see is named by no id."""
     node = await found(request)
     rows, seen = c.services(request).views.node_events.of(node.id), visible_work(request)
-    return c.json({"node": node.name, "events": [
-        {"position": r.position, "at": r.at, "type": r.type, "by": r.by, "message": r.message,
-         "allocation": r.allocation if r.allocation and seen(r.allocation) else None} for r in rows]})
+    return c.json(NodeEvents(node=node.name, events=[node_event_of(r, seen) for r in rows]))
 
 
 async def command(request: Request, method: str, *args: Any, status: int = 200) -> Any:
@@ -143,30 +129,30 @@ async def command(request: Request, method: str, *args: Any, status: int = 200) 
 @answers(HoldCreated)
 async def cordon(request: Request) -> Response:
     wanted = await c.body(request, Reason)
-    return c.json({"hold_id": await command(request, "cordon", wanted.reason)}, status=201)
+    return c.json(HoldCreated(hold_id=await command(request, "cordon", wanted.reason)), status=201)
 
 
 @answers(Released)
 async def uncordon(request: Request) -> Response:
-    return c.json({"released": await command(request, "uncordon")})
+    return c.json(Released(released=await command(request, "uncordon")))
 
 
 @answers(Evicted)
 async def evict(request: Request) -> Response:
     wanted = await c.body(request, Reason)
-    return c.json({"evicted": await command(request, "evict", wanted.reason)})
+    return c.json(Evicted(evicted=await command(request, "evict", wanted.reason)))
 
 
 @answers(Evicted)
 async def deprovision(request: Request) -> Response:
     wanted = await c.body(request, Deprovision)
-    return c.json({"evicted": await command(request, "deprovision", wanted.evict, wanted.force)})
+    return c.json(Evicted(evicted=await command(request, "deprovision", wanted.evict, wanted.force)))
 
 
 @answers(HoldCreated)
 async def add_hold(request: Request) -> Response:
     wanted = await c.body(request, NewHold)
-    return c.json({"hold_id": await command(request, "add_hold", wanted.effect, wanted.reason)}, status=201)
+    return c.json(HoldCreated(hold_id=await command(request, "add_hold", wanted.effect, wanted.reason)), status=201)
 
 
 @answers(Released)
@@ -176,22 +162,20 @@ async def release_hold(request: Request) -> Response:
     roving, hold = c.services(request).roving, request.path_params["hold"]
     await c.call(roving.release_hold, target(request), hold, c.principal(request), c.now(), force=force)
     await c.settle(request)
-    return c.json({"released": [request.path_params["hold"]]})
+    return c.json(Released(released=[hold]))
 
 
 @answers(Removed)
 async def remove(request: Request) -> Response:
     await command(request, "remove_node")
-    return c.json({"removed": True})
+    return c.json(Removed(removed=True))
 
 
 @answers(Credentials)
 async def credentials(request: Request) -> Response:
     """The tokens issued to the node's agents, by id, with when each expires and whether it was revoked."""
     found = await c.call(c.services(request).roving.node_credentials, target(request), c.principal(request))
-    return c.json({"credentials": [{"id": x.id, "issued_at": x.issued_at, "expires": x.expires,
-                                    "revoked_at": x.revoked_at, "revoked_by": x.revoked_by, "reason": x.reason}
-                                   for x in found]})
+    return c.json(Credentials(credentials=[credential_of(x) for x in found]))
 
 
 @answers(CredentialRevoked)
@@ -201,21 +185,21 @@ async def revoke_credential(request: Request) -> Response:
     wanted = await c.body(request, Reason)
     lost = await command(request, "revoke_node_credential", request.path_params["credential"],
                          wanted.reason or "revoked by an administrator")
-    return c.json({"revoked": request.path_params["credential"], "fenced": True, "lost": lost})
+    return c.json(CredentialRevoked(revoked=request.path_params["credential"], fenced=True, lost=lost))
 
 
 @answers(Readmitted)
 async def readmit(request: Request) -> Response:
     """Lift the fence a revoked credential put on the node: its agent registers again as any agent does."""
-    return c.json({"readmitted": await command(request, "readmit_node")})
+    return c.json(Readmitted(readmitted=await command(request, "readmit_node")))
 
 
 @answers(list[TargetGroup])
 async def sd_config(request: Request) -> Response:
     """Prometheus HTTP service discovery: one target group per live node that exposes a metrics port."""
     rows = await c.call(c.services(request).views.nodes.list)
-    groups = [{"targets": [f"{r.address or '127.0.0.1'}:{r.port}"],
-               "labels": {"node": r.name, "node_id": str(r.id), "definition": r.definition, "status": r.status}}
+    groups = [TargetGroup(targets=[f"{r.address or '127.0.0.1'}:{r.port}"],
+                          labels={"node": r.name, "node_id": str(r.id), "definition": r.definition, "status": r.status})
               for r in rows if r.status in LIVE and r.port]
     return c.json(groups)
 

@@ -18,6 +18,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from adapters.presets import load_presets
+from api.http.answers.more import GroupProjectSet
 from api.http.routes import common as c
 from domain.app import access
 from domain.app.errors import NotFound
@@ -101,7 +102,7 @@ async def set_group_project(request: Request) -> Response:
     wanted, group = await c.body(request, GroupProject), c.uuid_param(request, "id", "group")
     await c.call(c.services(request).roving.set_group_project, group, wanted.project, c.principal(request), c.now())
     await c.settle(request)
-    return c.json({"group": group, "default_project": wanted.project})
+    return c.json(GroupProjectSet(group=str(group), default_project=wanted.project))
 
 
 async def shared_resources(request: Request) -> Response:

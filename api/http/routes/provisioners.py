@@ -13,6 +13,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from api.http.answers.more import ProvisionerDeleted
 from api.http.routes import common as c
 from domain.app.errors import NotFound
 from domain.provisioner import Provisioner
@@ -44,7 +45,7 @@ async def delete(request: Request) -> Response:
     name = request.path_params["name"]
     found = await c.call(c.services(request).roving.delete_provisioner, name, c.principal(request), c.now())
     await c.settle(request)
-    return c.json({"name": name, "deleted": True, "nodes_to_remove": sorted(found.requests)})
+    return c.json(ProvisionerDeleted(name=name, deleted=True, nodes_to_remove=sorted(found.requests)))
 
 
 def _found(request: Request) -> Provisioner:

@@ -17,11 +17,13 @@ from starlette.routing import Route
 
 from api.http import scheduled
 from api.http.answers import QueuePage, QueueStats, answers
+from api.http.answers.work import QueueEntry, queue_entry
 from api.http.errors import BadRequest
 from api.http.fanout import Fanout, fanout
 from api.http.routes import common as c
 from api.http.routes.names import Names, names
 from domain.app import access
+from projections.queue_rows import QueueRow
 
 STATES = ("PENDING", "READY", "RUNNING", "FINISHED", "FAILED", "CANCELED", "PREEMPTED", "EVICTED")
 DEFAULT_LIMIT, MAX_LIMIT = 500, 10_000
@@ -66,11 +68,11 @@ async def queue(request: Request) -> Response:
                "priority_min": priority_min(request), "user_id": user_id, "limit": most, "live_only": live_only}
     fan = await fanout(request)
     if mine and who.user_id is None:
-        return c.json({"queue": [], "mine": True})
+        return c.json(QueuePage(queue=[], mine=True))
     if fan is None:
         views = c.services(request).views
         rows, total = await c.call(views.queue.page, **filters, ranked=scheduled.ranked(request))
-        return c.json({"queue": with_names(rows, names(request, views)), "total": total, "limit": most, "mine": mine})
+        return c.json(QueuePage(queue=with_names(rows, names(request, views)), total=total, limit=most, mine=mine))
     merged: list[dict] = []
     clusters = []
     for cluster in fan.scope:
@@ -83,10 +85,9 @@ async def queue(request: Request) -> Response:
                    "mine": mine, "clusters": clusters, "hub": fan.hub_answer()})
 
 
-def with_names(rows: list[Any], known: Names) -> list[dict[str, Any]]:
+def with_names(rows: list[QueueRow], known: Names) -> list[QueueEntry]:
     """Each row with its user's and group's names beside the ids (`user`, `group`; None when not known)."""
-    return [{**msgspec.structs.asdict(row), "user": known.user(row.user_id), "group": known.group(row.group_id)}
-            for row in rows]
+    return [queue_entry(row, known.user(row.user_id), known.group(row.group_id)) for row in rows]
 
 
 async def cluster_page(fan: Fanout, cluster: str, who: Any, filters: dict[str, Any]) -> tuple[list[dict], int | None]:

@@ -38,7 +38,7 @@ async def create(request: Request) -> Response:
     wanted = await c.body(request, CreateSecret)
     created = await c.call(secrets(request).create_secret, wanted.name, wanted.value, wanted.scope,
                            c.principal(request), c.now(), group=wanted.group)
-    return c.json({"id": created}, status=201)
+    return c.json(shapes.SecretCreated(id=str(created)), status=201)
 
 
 @answers(shapes.Secrets)
@@ -51,7 +51,7 @@ async def list_secrets(request: Request) -> Response:
 async def delete(request: Request) -> Response:
     secret = c.uuid_param(request, "id", "secret")
     await c.call(secrets(request).delete_secret, secret, c.principal(request), c.now())
-    return c.json({"id": secret, "deleted": True})
+    return c.json(shapes.Deleted(id=str(secret), deleted=True))
 
 
 async def rotate_key(request: Request) -> Response:

@@ -15,12 +15,14 @@ from starlette.routing import Route
 from api.http import answers as shapes
 from api.http import fields
 from api.http.answers import answers
+from api.http.answers.tenancy import group_of, organization_of, user_of
 from api.http.routes import common as c
 from api.http.routes.names import Names, names
 from domain.app import access
 from domain.app.errors import NotFound
 from domain.ids import MAX_POSIX_ID
 from domain.scheduler.priority import PRIORITY_LIMIT
+from projections.tenancy import GroupRow, OrganizationRow, UserRow
 
 
 class Named(msgspec.Struct, forbid_unknown_fields=True):
@@ -79,7 +81,7 @@ async def create_organization(request: Request) -> Response:
     wanted = await c.body(request, Named)
     org = await c.call(c.services(request).roving.create_organization, wanted.name, c.principal(request), c.now())
     await c.settle(request)
-    return c.json({"id": org, "name": wanted.name}, status=201)
+    return c.json(shapes.Created(id=str(org), name=wanted.name), status=201)
 
 
 @answers(shapes.Organizations)
@@ -87,12 +89,12 @@ async def list_organizations(request: Request) -> Response:
     who, tenancy = c.principal(request), c.services(request).views.tenancy
     rows = await c.call(tenancy.organizations)
     known = names(request)
-    return c.json({"organizations": [with_owner_names(r, known) for r in rows
-                                     if access.visible(who, access.Resource.organization(r.id))]})
+    return c.json(shapes.Organizations(organizations=[with_owner_names(r, known) for r in rows
+                                                      if access.visible(who, access.Resource.organization(r.id))]))
 
 
-def with_owner_names(row: Any, known: Names) -> dict[str, Any]:
-    return {**msgspec.structs.asdict(row), "owner_names": [known.user(u) or str(u) for u in row.owners]}
+def with_owner_names(row: OrganizationRow, known: Names) -> shapes.Organization:
+    return organization_of(row, [known.user(u) or str(u) for u in row.owners])
 
 
 @answers(shapes.Organization)
@@ -109,14 +111,17 @@ async def create_user(request: Request) -> Response:
     uid = await c.call(c.services(request).roving.create_user, c.uuid_param(request, "id", "organization"),
                        wanted.username, wanted.email, wanted.password, wanted.role, c.principal(request), c.now())
     await c.settle(request)
-    return c.json({"id": uid, "username": wanted.username}, status=201)
+    return c.json(shapes.Created(id=str(uid), username=wanted.username), status=201)
 
 
 @answers(shapes.Users)
 async def list_users(request: Request) -> Response:
     rows, known = await c.call(c.services(request).views.tenancy.users, own_org(request)), names(request)
-    return c.json({"users": [{**msgspec.structs.asdict(r), "group_names": [known.group(g) or str(g) for g in r.groups]}
-                             for r in rows]})
+    return c.json(shapes.Users(users=[with_group_names_of_user(r, known) for r in rows]))
+
+
+def with_group_names_of_user(row: UserRow, known: Names) -> shapes.User:
+    return user_of(row, [known.group(g) or str(g) for g in row.groups])
 
 
 @answers(shapes.Created)
@@ -125,19 +130,19 @@ async def create_group(request: Request) -> Response:
     gid = await c.call(method(request, "create_group"), c.uuid_param(request, "id", "organization"), wanted.name,
                        c.principal(request), c.now())
     await c.settle(request)
-    return c.json({"id": gid, "name": wanted.name}, status=201)
+    return c.json(shapes.Created(id=str(gid), name=wanted.name), status=201)
 
 
 @answers(shapes.Groups)
 async def list_groups(request: Request) -> Response:
     rows, known = await c.call(c.services(request).views.tenancy.groups, own_org(request)), names(request)
-    return c.json({"groups": [with_group_names(r, known) for r in rows]})
+    return c.json(shapes.Groups(groups=[with_group_names(r, known) for r in rows]))
 
 
-def with_group_names(row: Any, known: Names) -> dict[str, Any]:
+def with_group_names(row: GroupRow, known: Names) -> shapes.Group:
     """Its preempt list's and its members' names beside their ids (an id the caller may not name stays one)."""
-    return {**msgspec.structs.asdict(row), "preempt_names": [known.group(g) or str(g) for g in row.preempt],
-            "member_names": {known.user(u) or u: role for u, role in row.members.items()}}
+    return group_of(row, [known.group(g) or str(g) for g in row.preempt],
+                    {known.user(u) or u: role for u, role in row.members.items()})
 
 
 @answers(shapes.Group)
@@ -159,7 +164,7 @@ async def show_user(request: Request) -> Response:
     if row.organization_id is not None:
         access.check_visible(who, access.Resource.organization(row.organization_id), "user")
     known = names(request)
-    return c.json({**msgspec.structs.asdict(row), "group_names": [known.group(g) or str(g) for g in row.groups]})
+    return c.json(with_group_names_of_user(row, known))
 
 
 def posix_id_route(kind: str, what: str, body: type[Uid] | type[Gid]):
@@ -175,7 +180,7 @@ def posix_id_route(kind: str, what: str, body: type[Uid] | type[Gid]):
         number = await c.call(method(request, "set_posix_id"), kind, target, None if asked == "auto" else asked,
                               c.principal(request), c.now())
         await c.settle(request)
-        return c.json({"id": target, field: number})
+        return c.json(shapes.PosixId(id=str(target), **{field: number}))
     return set_posix_id
 
 
@@ -187,7 +192,7 @@ def priority_route(kind: str, what: str):
         await c.call(c.services(request).roving.set_priority, kind, target, wanted.priority, c.principal(request),
                      c.now())
         await c.settle(request)
-        return c.json({"id": target, "priority": wanted.priority})
+        return c.json(shapes.PriorityChanged(id=str(target), priority=wanted.priority))
     return set_priority
 
 
@@ -197,7 +202,7 @@ async def set_preempt(request: Request) -> Response:
     group = c.uuid_param(request, "id", "group")
     await c.call(method(request, "set_preempt_list"), group, wanted.groups, c.principal(request), c.now())
     await c.settle(request)
-    return c.json({"id": group, "preempt": wanted.groups})
+    return c.json(shapes.PreemptList(id=str(group), preempt=[str(g) for g in wanted.groups]))
 
 
 @answers(shapes.Membership)
@@ -206,7 +211,7 @@ async def add_member(request: Request) -> Response:
     group, user = c.uuid_param(request, "id", "group"), c.uuid_param(request, "user", "user")
     await c.call(method(request, "add_member"), group, user, wanted.role, c.principal(request), c.now())
     await c.settle(request)
-    return c.json({"group": group, "user": user, "role": wanted.role})
+    return c.json(shapes.Membership(group=str(group), user=str(user), role=wanted.role))
 
 
 @answers(shapes.Membership)
@@ -214,7 +219,7 @@ async def remove_member(request: Request) -> Response:
     group, user = c.uuid_param(request, "id", "group"), c.uuid_param(request, "user", "user")
     await c.call(method(request, "remove_member"), group, user, c.principal(request), c.now())
     await c.settle(request)
-    return c.json({"group": group, "user": user, "removed": True})
+    return c.json(shapes.Membership(group=str(group), user=str(user), removed=True))
 
 
 def explainer_route(granted: bool):
@@ -224,7 +229,7 @@ def explainer_route(granted: bool):
         group, user = c.uuid_param(request, "id", "group"), c.uuid_param(request, "user", "user")
         await c.call(method(request, "set_explainer"), group, user, granted, c.principal(request), c.now())
         await c.settle(request)
-        return c.json({"group": group, "user": user, "explain_allocation": granted})
+        return c.json(shapes.Membership(group=str(group), user=str(user), explain_allocation=granted))
     return set_explainer
 
 
@@ -234,7 +239,7 @@ async def unlock_user(request: Request) -> Response:
     user = c.uuid_param(request, "id", "user")
     await c.call(c.services(request).roving.tenancy.unlock_user, user, c.principal(request), c.now())
     await c.settle(request)
-    return c.json({"id": user, "unlocked": True})
+    return c.json(shapes.Unlocked(id=str(user), unlocked=True))
 
 
 routes = [

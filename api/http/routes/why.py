@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from api.http import scheduled
-from api.http.answers import WhyAnswer, answers
+from api.http.answers import WhyAnswer, WhyStage, answers
 from api.http.fanout import Located, locate
 from api.http.routes import common as c
 from domain.app import access
@@ -28,13 +28,14 @@ async def located(request: Request) -> Located:
     return await locate(request, c.uuid_param(request, "id", "workflow"), access.explain_workflow)
 
 
-def why_answer(stage: Any, why: Any) -> dict[str, Any]:
+def why_answer(stage: Any, why: Any) -> WhyStage:
+    allocation_id = str(stage.allocation_id) if stage.allocation_id is not None else None
     if why is None:
-        return {"stage": stage.name, "allocation_id": stage.allocation_id, "reason": stage.status,
-                "detail": stage.reason or f"stage is {stage.status}", "facts": {}}
-    reason = getattr(why.reason, "value", why.reason)
-    return {"stage": stage.name, "allocation_id": stage.allocation_id, "reason": reason,
-            "detail": why.message or reason, "facts": why.detail}
+        return WhyStage(stage=stage.name, allocation_id=allocation_id, reason=stage.status,
+                        detail=stage.reason or f"stage is {stage.status}", facts={})
+    reason = str(getattr(why.reason, "value", why.reason))
+    return WhyStage(stage=stage.name, allocation_id=allocation_id, reason=reason, detail=why.message or reason,
+                    facts=why.detail)
 
 
 @answers(WhyAnswer)
@@ -44,7 +45,7 @@ async def why(request: Request) -> Response:
     everything, reason_of = c.query_bool(request, "all"), scheduled.reasons(request, found)
     chosen = [s for s in detail.stages if everything or s.status in WAITING]
     answers = [why_answer(s, reason_of(s.allocation_id) if s.allocation_id else None) for s in chosen]
-    return c.json({"stages": answers, **found.label()})
+    return c.labelled(WhyAnswer(stages=answers), found.label())
 
 
 async def explain(request: Request) -> Response:

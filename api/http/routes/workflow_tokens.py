@@ -16,6 +16,7 @@ from starlette.routing import Route
 
 from adapters.auth.tokens import workflow_jti
 from api.http import fields
+from api.http.answers.more import TokenRevoked
 from api.http.routes import common as c
 from domain.app import access
 from domain.app.errors import NotFound
@@ -39,7 +40,7 @@ async def revoke(request: Request) -> Response:
     fresh = await c.call(svc.roving.tenancy.revoke_token, workflow_jti(str(workflow)), owner, at + KEPT,
                          wanted.reason, principal, at)
     await c.settle(request)
-    return c.json({"workflow": str(workflow), "revoked": True, "already": not fresh}, status=201 if fresh else 200)
+    return c.json(TokenRevoked(workflow=str(workflow), revoked=True, already=not fresh), status=201 if fresh else 200)
 
 
 routes = [Route("/v4/workflows/{id}/token:revoke", revoke, methods=["POST"])]

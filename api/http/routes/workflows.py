@@ -32,6 +32,7 @@ from api.http.answers import (
     WorkflowList,
     answers,
 )
+from api.http.answers.work import activity_event, workflow_detail, workflow_summary
 from api.http.errors import BadRequest, problem
 from api.http.fanout import Located, locate
 from api.http.routes import common as c
@@ -147,7 +148,7 @@ async def list_workflows(request: Request) -> Response:
 
     organization = None if who.is_cluster_admin else str(who.organization_id or "")  # the cold scan's bound
     rows, after = await c.call(views.workflows.page, query, keep, organization)
-    return c.json({"workflows": [{**msgspec.structs.asdict(r), **known.owner(r.owner)} for r in rows], "next": after})
+    return c.json(WorkflowList(workflows=[workflow_summary(r, known.owner(r.owner)) for r in rows], next=after))
 
 
 def list_query(request: Request) -> ListQuery:
@@ -181,21 +182,10 @@ def query_time(request: Request, name: str) -> datetime | None:
     return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
-def stage_answer(stage: Any) -> dict[str, Any]:
-    return {"name": stage.name, "kind": stage.kind, "status": stage.status, "attempts": stage.attempts,
-            "exit_code": stage.exit_code, "node": stage.node, "reason": stage.reason,
-            "allocation_id": stage.allocation_id, "priority": stage.priority,
-            "started_at": getattr(stage, "started_at", None), "ended_at": getattr(stage, "ended_at", None)}
-
-
 @answers(WorkflowDetail)
 async def describe(request: Request) -> Response:
     found = await located(request)
-    d = found.detail
-    return c.json({"id": d.id, "name": d.name, "status": d.status, "owner": d.owner, "priority": d.priority,
-                   "preemptible": d.preemptible, "submitted_by": d.submitted_by, "submitted_at": d.submitted_at,
-                   "annotations": getattr(d, "annotations", {}), "stages": [stage_answer(s) for s in d.stages],
-                   **owner_names(request, found), **found.label()})
+    return c.labelled(workflow_detail(found.detail, owner_names(request, found)), found.label())
 
 
 def owner_names(request: Request, found: Located) -> dict[str, Any]:
@@ -212,7 +202,7 @@ async def stop(request: Request) -> Response:
         found = await locate(request, workflow_id)  # 404 unless another cluster holds one the caller may see
         return elsewhere(found, "stopped")
     await c.settle(request)
-    return c.json({"id": workflow_id, "stopped": True})
+    return c.json(Stopped(id=str(workflow_id), stopped=True))
 
 
 def elsewhere(found: Located, done: str) -> Response:
@@ -222,10 +212,6 @@ def elsewhere(found: Located, done: str) -> Response:
     return problem(409, f"workflow {found.detail.id} belongs to cluster {found.cluster}: it can be {done} only "
                         f"there (its control plane{where}); this control plane does not forward commands", "id",
                    code="other_cluster", cluster=found.cluster, url=url)
-
-
-def event_answer(row: Any) -> dict[str, Any]:
-    return {"time": row.time, "type": row.type, "stage": row.stage, "message": row.message}
 
 
 @answers(WorkflowEvents)
@@ -241,7 +227,7 @@ async def events(request: Request) -> Response:
     rows = await c.call(found.views.workflows.events, detail.id)
     numbered = list(enumerate(rows, start=1))  # the activity number, as `follow` sends it as the event id
     shown, more = pages.after_key(numbered, lambda pair: [pair[0]], "events", limit, after)
-    return c.json({"events": [event_answer(r) for _, r in shown], "next": more, **found.label()})
+    return c.labelled(WorkflowEvents(events=[activity_event(r) for _, r in shown], next=more), found.label())
 
 
 def resume_from(request: Request) -> int:
@@ -264,7 +250,7 @@ async def follow(request: Request, found: Located, since: int = 0):
             views = await refreshed(found) or views
         rows = await c.call(views.workflows.events, workflow_id)
         for number, row in enumerate(rows[sent:], start=sent + 1):
-            yield f"id: {number}\nevent: activity\ndata: ".encode() + c.ENCODER.encode(event_answer(row)) + b"\n\n"
+            yield f"id: {number}\nevent: activity\ndata: ".encode() + c.ENCODER.encode(activity_event(row)) + b"\n\n"
             quiet_since = time.monotonic()
         sent = max(sent, len(rows))
         if time.monotonic() - quiet_since >= PING_SECONDS:

@@ -87,8 +87,8 @@ def test_assignments_in_the_shape_the_api_sends_build_run_specs():
         "account_id": "acct", "readiness_probe": None, "ports": [{"name": "http", "port": 80, "protocol": "tcp"}],
         "mounts": {},
     })
-    assert (spec.job_name, spec.task_id, spec.execute_timeout, spec.memory) == ("job", 3, 30.0, 2**30)
-    assert spec.ports == [{"name": "http", "port": 80, "protocol": "tcp"}]
+    assert (spec.job, spec.task_id, spec.execute_timeout_seconds, spec.memory_bytes) == ("job", 3, 30.0, 2**30)
+    assert msgspec.to_builtins(spec.ports) == [{"name": "http", "port": 80, "protocol": "tcp"}]
 
 
 def test_an_assignment_without_its_epoch_is_rejected():

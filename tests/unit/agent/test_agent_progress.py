@@ -1,12 +1,12 @@
 """The agent relays a transfer's latest progress line at most every few seconds, and nothing of other jobs."""
 
-from adapters.runspec import RunSpec
+from adapters.runspec import RunSpec, local_spec
 from api.agent.progress import ProgressRelay
 from tests.unit.agent.fake_api import A1
 
 
 def spec(kind: str) -> RunSpec:
-    return RunSpec(allocation_id=A1, epoch=2, workflow_id="w", stage=f"{kind}:data", kind=kind)
+    return local_spec(allocation_id=A1, epoch=2, workflow_id="w", stage=f"{kind}:data", kind=kind)
 
 
 def test_only_the_latest_line_goes_and_then_not_again_before_the_interval():

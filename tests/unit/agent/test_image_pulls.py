@@ -10,7 +10,7 @@ import msgspec
 import pytest
 
 from adapters.pull_progress import PullReport, layer_count, tool_answer
-from adapters.runspec import RunSpec
+from adapters.runspec import local_spec
 from api.agent.pulls import ImagePulls
 from domain.workflow import WorkflowError
 from projections.activity import activity
@@ -18,7 +18,7 @@ from tests.unit.agent.fake_api import A1, NODE_ID
 from tests.unit.workflow.workflow_builders import at, step, submit
 
 IMAGE = "docker://127.0.0.1:5000/team/app:1"
-SPEC = RunSpec(allocation_id=A1, epoch=2, workflow_id="w", stage="train", image=IMAGE)
+SPEC = local_spec(allocation_id=A1, epoch=2, workflow_id="w", stage="train", image=IMAGE)
 
 
 def test_a_pull_is_told_blob_by_blob_then_layer_by_layer():

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.runspec import JobUser, RunSpec, SpecError, user_for
+from adapters.runspec import JobUser, RunSpec, SpecError, local_spec, user_for
 from tests.unit.agent.fake_api import A1
 
 NOBODY = JobUser(uid=65534, gid=65534, name="nobody")
 
 
 def spec(**fields) -> RunSpec:
-    return RunSpec(allocation_id=A1, epoch=1, workflow_id="wf", stage="train", **fields)
+    return local_spec(allocation_id=A1, epoch=1, workflow_id="wf", stage="train", **fields)
 
 
 def test_a_root_agent_runs_a_job_as_its_owner_with_the_owners_groups():

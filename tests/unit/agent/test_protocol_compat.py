@@ -89,7 +89,7 @@ def test_assignments_a_control_plane_of_the_previous_version_sends_decode_and_st
     assert (rank.rank_stop, rank.ranks, rank.stage) == (True, 2, "mpi")
     assert answer.volumes == [WORKFLOW]
     spec = build_spec(answer.start[0])
-    assert (spec.allocation_id, spec.epoch, spec.job_name, spec.execute_timeout, spec.memory, spec.uid) == (
+    assert (spec.allocation_id, spec.epoch, spec.job, spec.execute_timeout_seconds, spec.memory_bytes, spec.uid) == (
         ALLOCATION, 3, "train", 600.0, 1073741824, 1000)
     assert (spec.start_delay_seconds, spec.env) == (2.5, {"A": "1"})
 
@@ -168,7 +168,7 @@ NEWER = OLD_ASSIGNMENTS.replace('"mounts":{}', '"mounts":{},"gang":{"size":4}').
 
 def test_a_run_spec_from_before_owner_ids_and_one_with_fields_this_agent_does_not_know_both_start():
     before, refused = decode_assignments(BEFORE_OWNER.encode())
-    assert refused == [] and before.start[0].owner_id is None and build_spec(before.start[0]).owner_id == ""
+    assert refused == [] and before.start[0].owner_id is None and build_spec(before.start[0]).owner_id is None
     newer, refused = decode_assignments(NEWER.encode())
     assert refused == [] and newer == msgspec.json.decode(OLD_ASSIGNMENTS, type=Assignments[Start])
 

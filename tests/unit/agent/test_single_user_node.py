@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from adapters.executor import RunSpec, SpecError
+from adapters.runspec import local_spec
 from api.agent.node import check_owner
 from tests.unit.agent.fake_api import A1
 
@@ -15,7 +16,7 @@ ADMIN = "14baf7a4-e552-5fe4-9c14-3a7bf0ed134a"
 
 
 def spec(owner: str) -> RunSpec:
-    return RunSpec(allocation_id=A1, epoch=1, workflow_id="wf", stage="s", owner_id=owner)
+    return local_spec(allocation_id=A1, epoch=1, workflow_id="wf", stage="s", owner_id=owner)
 
 
 def test_another_owners_work_is_refused_saying_what_to_install():

@@ -12,7 +12,7 @@ import pytest
 from adapters.build_plan import build_argv
 from adapters.image_build import BuildFailed, pack, places, recipe_key, write_files
 from adapters.object_cache import Entry
-from adapters.runspec import RunSpec, SpecError
+from adapters.runspec import SpecError, local_spec
 
 
 def tree(root: Path) -> Path:
@@ -67,7 +67,7 @@ def test_a_build_past_its_ttl_is_expired_and_one_without_a_ttl_never_is():
 
 
 def test_a_node_without_the_oci_runtime_refuses_a_build_saying_what_it_needs(tmp_path):
-    build = RunSpec(allocation_id="a", epoch=1, workflow_id="w", stage="build:tools", kind="build",
-                    build={"name": "tools"})
+    build = local_spec(allocation_id="a", epoch=1, workflow_id="w", stage="build:tools", kind="build",
+                    build={"name": "tools", "source": "docker://debian:12"})
     with pytest.raises(SpecError, match=r"build:tools: image builds need the oci runtime on the node"):
         build_argv(build, tmp_path, None, tmp_path / "reason")

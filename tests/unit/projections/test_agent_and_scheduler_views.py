@@ -176,7 +176,7 @@ def test_the_agent_builds_what_it_runs_from_a_service_and_a_job_run_spec():
     placed(feed, SERVICE, "web", n1)
     [service] = feed.views.assignments(n1.id).start
     built = build_spec(service)
-    assert (built.job_name, built.kind, built.readiness_probe is not None) == ("web", "service", True)
+    assert (built.job, built.kind, built.readiness_probe is not None) == ("web", "service", True)
     workflow = submit(SERVICE, name="second")
     workflow.stage_started("web", 1, "node-1", at(1))
     workflow.stage_running("web", 1, at(2))
@@ -184,4 +184,4 @@ def test_the_agent_builds_what_it_runs_from_a_service_and_a_job_run_spec():
     allocation.place([str(n1.id)], by="scheduler", at=at(3))
     feed.save(workflow, allocation)
     job = next(s for s in feed.views.assignments(n1.id).start if s.kind == "job")
-    assert (build_spec(job).memory, build_spec(job).execute_timeout) == (GiB, 600.0)
+    assert (build_spec(job).memory_bytes, build_spec(job).execute_timeout_seconds) == (GiB, 600.0)
