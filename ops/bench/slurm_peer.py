@@ -9,9 +9,10 @@ first submit to the last end, and submits/s), an N-task array at concurrency 8 (
 chain (`--dependency=afterok:PREVIOUS`). Roving's side is ops/bench/e2e.py's `run_workloads`; with `--nats-cluster 3`
 it runs a second time on three nats-servers of its own (adapters.nats_cluster, every stream R3), reported beside R1.
 
-Slurm's end times are slurmctld's own: each job's EndTime (whole seconds) as `squeue -h -t all -o %i|%T|%e` shows it,
-polled every 0.5 s while the workload runs (accounting is off in the conf, so no `sacct`; MinJobAge=30 keeps an ended
-job listed for 30 s, longer than a poll). Roving's are the server's too (a workflow's last event). One JSON line:
+Slurm's end times are slurmctld's own: each job's EndTime as `squeue -h -t all -o %i|%T|%e` shows it, polled every
+0.5 s while the workload runs (accounting is off in the conf, so no `sacct`; MinJobAge=30 keeps an ended job listed for
+30 s, longer than a poll). EndTime is in whole seconds, cut down, which can only flatter Slurm. Roving's end times are
+its server's too (a workflow's last event). One JSON line:
 
     .venv/bin/python ops/bench/slurm_peer.py [--jobs 200] [--chain 20] [--nats-cluster 3] [--budget 60]
 """
@@ -103,7 +104,7 @@ class SlurmPeer:
 
     def start(self) -> None:
         installed()
-        if self.written:
+        if self.written and not (self.conf.is_file() and self.conf.read_text() == CONF):
             (RUN / "log").mkdir(parents=True, exist_ok=True)
             self.conf.write_text(CONF)
         if not self.conf.is_file():
