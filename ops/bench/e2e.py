@@ -267,7 +267,17 @@ def run_workloads(args: argparse.Namespace, extra: dict[str, str], code: Path | 
             client.close()
         finally:
             stack.stop()
+        if any(part.get("timed_out") for part in result.values() if isinstance(part, dict)):
+            result["stack_log"] = kept_log(stack)
     return result
+
+
+def kept_log(stack: Stack) -> str:
+    """A copy of the stack's output outside its throw-away data directory, to read why a workload did not end."""
+    handle, name = tempfile.mkstemp(prefix="roving-bench-e2e-", suffix=".log")
+    with os.fdopen(handle, "wb") as copy:
+        copy.write((stack.data_dir / "stack.log").read_bytes())
+    return name
 
 
 def ratios(now: dict, base: dict) -> dict:
