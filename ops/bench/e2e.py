@@ -7,7 +7,9 @@ CPU seconds the control plane, nats-server and the agents spent. End times are t
 last event), so the bench's polling does not add to them. A workload that does not end within its budget is
 reported with what ended so far and `"timed_out": true`.
 
-    .venv/bin/python ops/bench/e2e.py [--singles 40] [--budget 60]
+    .venv/bin/python ops/bench/e2e.py [--singles 40] [--budget 60] [--jobs 200] [--chain 20]
+
+ops/bench/slurm_peer.py runs the same workloads (`run_workloads`) beside Slurm's in one run.
 """
 
 from __future__ import annotations
@@ -37,8 +39,12 @@ from adapters.nats_server import free_port  # noqa: E402
 UP = "import sys; from api.up.main import up_main; sys.exit(up_main([]))"
 JOB = "    image: {uri: docker://alpine}\n    command: [\"true\"]\n    resource: {cpu: {cores: 1}, memory: {size: 64MiB}}\n"
 ONE_JOB = "version: v4\njobs:\n  j:\n" + JOB
-ARRAY = "version: v4\njobs:\n  tasks:\n" + JOB + "    task-array: {start: 1, end: 200, concurrency: 8}\n"
 ENDED = ("FINISHED", "FAILED", "CANCELED")
+
+
+def array(tasks: int, concurrency: int = 8) -> str:
+    return ("version: v4\njobs:\n  tasks:\n" + JOB
+            + f"    task-array: {{start: 1, end: {tasks}, concurrency: {concurrency}}}\n")
 
 
 def chain(length: int) -> str:
@@ -58,8 +64,9 @@ class Stack:
         self.url = f"http://127.0.0.1:{port}"
         env = {**os.environ, "ROVING_DATA_DIR": str(data_dir), "ROVING_LISTEN": f"127.0.0.1:{port}",
                "ROVING_LOCAL_NODES": str(nodes), "ROVING_LOCAL_NODE_CPUS": str(cpus),
-               "ROVING_LOCAL_NODE_MEMORY": "4GiB", "ROVING_LOG_FORMAT": "console", **(extra or {})}
-        env.pop("ROVING_NATS_URL", None)
+               "ROVING_LOCAL_NODE_MEMORY": "4GiB", "ROVING_LOG_FORMAT": "console"}
+        env.pop("ROVING_NATS_URL", None)  # the embedded server, unless `extra` names a log (a cluster's)
+        env.update(extra or {})
         self.log = open(data_dir / "stack.log", "wb")  # noqa: SIM115 - closed in stop()
         if code is not None:  # `python -c` puts its working directory first on the path, then PYTHONPATH
             env["PYTHONPATH"] = str(code)
@@ -176,9 +183,9 @@ def one_job_burst(stack: Stack, client: httpx.Client, count: int, threads: int, 
             "submits_per_s": round(count / submitted, 1), "timed_out": timed_out}
 
 
-def task_array(client: httpx.Client, budget: float) -> dict:
+def task_array(client: httpx.Client, budget: float, tasks: int = 200) -> dict:
     began = time.time()
-    wid = submit(client, ARRAY, "array")
+    wid = submit(client, array(tasks), "array")
     found, timed_out = wait_ended(client, {wid}, budget)
     row = found[0]
     end = at(row["updated_at"]) if not timed_out else time.time()
@@ -218,7 +225,9 @@ def idle_singles(client: httpx.Client, count: int, budget: float) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--singles", type=int, default=40, help="idle single jobs to time (default 40)")
+    parser.add_argument("--singles", type=int, default=40, help="idle single jobs to time (default 40; 0: none)")
+    parser.add_argument("--jobs", type=int, default=200, help="one-job workflows, and tasks of the array (default 200)")
+    parser.add_argument("--chain", type=int, default=20, help="jobs in the dependency chain (default 20)")
     parser.add_argument("--budget", type=float, default=60.0, help="seconds each workload may take (default 60)")
     parser.add_argument("--no-baseline", action="store_true",
                         help="skip the same run's baseline (agents polling every 0.5 s, no long poll)")
@@ -245,19 +254,30 @@ def run_workloads(args: argparse.Namespace, extra: dict[str, str], code: Path | 
             client = stack.start()
             began = time.monotonic()
             cpu0 = stack.cpu()
-            result = {
-                "one_job_workflows": one_job_burst(stack, client, 200, 4, args.budget),
-                "task_array": task_array(client, args.budget),
-                "chain": dependency_chain(client, 20, args.budget),
-                "idle_single": idle_singles(client, args.singles, args.budget),
+            result: dict = {
+                "one_job_workflows": one_job_burst(stack, client, args.jobs, 4, args.budget),
+                "task_array": task_array(client, args.budget, args.jobs),
+                "chain": dependency_chain(client, args.chain, args.budget),
             }
+            if args.singles:
+                result["idle_single"] = idle_singles(client, args.singles, args.budget)
             cpu1 = stack.cpu()
             result["cpu_seconds"] = {k: round(cpu1[k] - cpu0[k], 1) for k in cpu1}
             result["wall_seconds"] = round(time.monotonic() - began, 1)
             client.close()
         finally:
             stack.stop()
+        if any(part.get("timed_out") for part in result.values() if isinstance(part, dict)):
+            result["stack_log"] = kept_log(stack)
     return result
+
+
+def kept_log(stack: Stack) -> str:
+    """A copy of the stack's output outside its throw-away data directory, to read why a workload did not end."""
+    handle, name = tempfile.mkstemp(prefix="roving-bench-e2e-", suffix=".log")
+    with os.fdopen(handle, "wb") as copy:
+        copy.write((stack.data_dir / "stack.log").read_bytes())
+    return name
 
 
 def ratios(now: dict, base: dict) -> dict:
@@ -267,7 +287,8 @@ def ratios(now: dict, base: dict) -> dict:
     return {"one_job_jobs_per_s": ratio(now["one_job_workflows"]["jobs_per_s"], base["one_job_workflows"]["jobs_per_s"]),
             "task_array_tasks_per_s": ratio(now["task_array"]["tasks_per_s"], base["task_array"]["tasks_per_s"]),
             "chain_hop": ratio(base["chain"]["seconds_per_hop"], now["chain"]["seconds_per_hop"]),
-            "idle_p50": ratio(base["idle_single"]["p50_ms"], now["idle_single"]["p50_ms"])}
+            "idle_p50": ratio(base["idle_single"]["p50_ms"], now["idle_single"]["p50_ms"])
+            if "idle_single" in now and "idle_single" in base else None}
 
 
 if __name__ == "__main__":
