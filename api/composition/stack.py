@@ -113,6 +113,7 @@ class Stack(LocalPool):
         read_models = ReadModelFunctions(definitions=lambda: pool_definitions(self.views.nodes, self.views.provisioners),
                                          priorities=self.views.tenancy.owner_priorities,
                                          allocations_of_owner=self.views.queue.live_allocations_of,
+                                         running_on=lambda node: [a.id for a in self.views.queue.running_on(node)],
                                          segments=lambda: node_segments(self.views.nodes),
                                          projects=self.views.projects.paths,
                                          projects_of=self.views.projects.member_of)
