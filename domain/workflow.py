@@ -214,6 +214,11 @@ class Workflow(TimedAggregate):
             raise WorkflowError(refused)
         self._started(stage=stage, attempt=attempt, node=node, by=by, at=at)
 
+    def start_binds_volumes(self, stage: str) -> bool:
+        """Whether the stage's start binds volumes to its node (ephemeral volumes live where they were first used):
+        such a start is recorded as it is placed, so the next stage's placement sees the binding."""
+        return bool(self._node_volumes(self._state(stage).template))
+
     def start_refusal(self, stage: str, attempt: int, node: str) -> str | None:
         """Why the stage's attempt cannot start on `node` now (None: it can); changes nothing."""
         try:

@@ -62,6 +62,19 @@ class Allocations:
                     found.append(alloc)
         return found
 
+    def learn_start(self, workflow: Workflow, alloc: Allocation) -> None:
+        """A placement writes only its allocation (issue 43): its workflow learns of the start with the first word on
+        the attempt (a report, a loss, a preemption, a stop), in that commit, as of the placement's time."""
+        view = workflow.stage(alloc.stage)
+        if view.status is not StageStatus.READY or view.attempt != alloc.attempt or not alloc.nodes:
+            return
+        workflow.stage_started(alloc.stage, alloc.attempt, self.node_name(alloc.nodes[0]),
+                               at=alloc.started_at or alloc.requested_at, by="scheduler")
+
+    def node_name(self, node: str) -> str:
+        nid = UUID(node)
+        return self.uow.repository.get(nid).name if nid in self.uow.repository else node
+
     def release(self, alloc: Allocation, by: str, at: datetime) -> list[Any]:
         """The ledgers of the allocation's quotas and shared resources, given back, and its nodes that a deprovision
         hold removes now that their last work ended. A node's capacity is no Node event: the scheduler's view frees it
@@ -96,6 +109,7 @@ class Allocations:
             if alloc.ended:
                 continue
             workflow = workflows.setdefault(alloc.workflow_id, self.uow.load(Workflow, alloc.workflow_id, "workflow"))
+            self.learn_start(workflow, alloc)
             alloc.evict(reason, by=by, at=at)
             if workflow.stage(alloc.stage).status in (StageStatus.STARTED, StageStatus.RUNNING):
                 workflow.stage_lost_node(alloc.stage, alloc.attempt, at=at,
@@ -110,6 +124,11 @@ class Allocations:
 
     def stop_idle_services(self, workflow: Workflow, at: datetime) -> list[Any]:
         touched: list[Any] = []
+        for view in workflow.stage_views():  # a placed replica is started, though no report said so yet
+            if view.kind == "service" and view.status is StageStatus.READY:
+                placed = self._live(allocation_id(workflow.id, view.name, view.attempt))
+                if placed is not None and placed.nodes:
+                    self.learn_start(workflow, placed)
         for stage in workflow.services_to_stop():
             touched += self._withdraw(workflow, stage, at)
             workflow.stage_stopped(stage, workflow.stage(stage).attempt, at=at, by="scheduler")

@@ -82,17 +82,22 @@ class SchedulingHandlers:
         try:
             epoch = alloc.place([str(n) for n in node_ids], by=by, at=at, note=note,
                                 node_epochs=tuple(node.epoch for node in nodes))
-            workflow.stage_started(alloc.stage, alloc.attempt, nodes[0].name, at=at, by=by)
+            # One message where the rules allow: the workflow learns of the start with the attempt's first report
+            # (Allocations.learn_start); a start that binds volumes to its node is recorded now, for the next stage.
+            binds = workflow.start_binds_volumes(alloc.stage)
+            if binds:
+                workflow.stage_started(alloc.stage, alloc.attempt, nodes[0].name, at=at, by=by)
             ledgers = self.allocations.ledgers.charge(alloc, workflow, nodes, by, at)
         except (IllegalTransition, WorkflowError, Conflict) as error:  # checked above: a rule they missed
             raise AssertionError(f"placing {alloc.stage} broke a rule its checks passed: {error}") from error
-        touched += [alloc, workflow, *ledgers]
+        touched += [alloc, *([workflow] if binds else []), *ledgers]
         return epoch
 
     @command
     def preempt(self, victim: UUID, text: str, by: str, at: datetime) -> None:
         alloc = self.uow.load(Allocation, victim, "allocation")
         workflow = self.uow.load(Workflow, alloc.workflow_id, "workflow")
+        self.allocations.learn_start(workflow, alloc)
         alloc.preempt(text, by=by, at=at)
         workflow.stage_preempted(alloc.stage, alloc.attempt, at=at, by=by, requeue=True)
         self.uow.save(alloc, workflow, *self.allocations.release(alloc, by, at),

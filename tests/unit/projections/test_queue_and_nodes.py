@@ -142,3 +142,19 @@ def test_an_allocations_wait_starts_when_it_became_ready_in_either_shape_of_the_
     queue = feed.views.queue
     assert queue.ready_since(older.id) == at(3) and queue.ready_since(newer.id) == at(4)
     assert str(newer.id) in queue.readied and str(waiting.id) not in queue.readied
+
+
+def test_a_placed_stage_shows_started_on_its_node_before_its_workflow_records_the_start():
+    feed, n1, flow = Feed(), node("node-1"), submit(ONE_JOB)
+    running = request(flow, "main")
+    feed.save(n1, flow, running)
+    running.place([str(n1.id)], by="scheduler", at=at(1))
+    feed.save(running)  # the placement alone: the workflow has no StageStarted yet
+    stage = next(s for s in feed.views.workflows.get(flow.id).stages if s.name == "main")
+    assert (stage.status, stage.node, stage.started_at) == ("STARTED", "node-1", at(1))
+    flow.stage_started("main", 1, n1.name, at(1))  # what the first report's commit records
+    flow.stage_exited("main", 1, 0, at(2))
+    feed.save(flow)
+    stage = next(s for s in feed.views.workflows.get(flow.id).stages if s.name == "main")
+    assert (stage.status, stage.started_at, stage.ended_at) == ("FINISHED", at(1), at(2))
+    assert feed.views.workflows.get(flow.id).status == "FINISHED"
