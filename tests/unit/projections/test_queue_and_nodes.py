@@ -158,3 +158,14 @@ def test_a_placed_stage_shows_started_on_its_node_before_its_workflow_records_th
     stage = next(s for s in feed.views.workflows.get(flow.id).stages if s.name == "main")
     assert (stage.status, stage.started_at, stage.ended_at) == ("FINISHED", at(1), at(2))
     assert feed.views.workflows.get(flow.id).status == "FINISHED"
+
+
+def test_a_nodes_history_shows_work_placed_on_it_and_its_end_from_the_allocations_events():
+    feed, n1, flow = Feed(), node("node-1"), submit(ONE_JOB)
+    running = request(flow, "main")
+    running.place([str(n1.id)], by="scheduler", at=at(1))
+    feed.save(n1, flow, running)
+    running.exited(3, running.epoch, by="agent", at=at(2))
+    feed.save(running)
+    rows = [(r.message, r.allocation) for r in feed.views.node_events.of(n1.id)][:2]
+    assert rows == [("work ended (FAILED)", str(running.id)), ("work placed", str(running.id))]
