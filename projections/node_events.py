@@ -88,11 +88,19 @@ class NodeEventsView(Projection):
     @on("Node.AllocationPlaced")
     def _placed(self, event: Any) -> None:
         p = event.placement
+        self._drop_echo(event.originator_id, str(p.id), "work placed")
         self._add(event, f"work placed: {p.cpu} cpu, {gib(p.memory)}", allocation=p.id)
 
     @on("Node.AllocationReleased")
     def _released(self, event: Any) -> None:
+        self._drop_echo(event.originator_id, str(event.allocation_id), "work ended")
         self._add(event, "work ended", allocation=event.allocation_id)
+
+    def _drop_echo(self, node: UUID, allocation: str, said: str) -> None:
+        """An older log says it twice (the Allocation's event, then the Node's in the same commit): one line."""
+        rows = self.events.get(node)
+        if rows and rows[-1].allocation == allocation and rows[-1].message.startswith(said):
+            rows.pop()
 
     # Since issue 43 a placement and its end are the allocation's events only: the node's history reads them there.
     @on("Allocation.Placed")

@@ -169,3 +169,17 @@ def test_a_nodes_history_shows_work_placed_on_it_and_its_end_from_the_allocation
     feed.save(running)
     rows = [(r.message, r.allocation) for r in feed.views.node_events.of(n1.id)][:2]
     assert rows == [("work ended (FAILED)", str(running.id)), ("work placed", str(running.id))]
+
+
+def test_an_older_log_that_recorded_the_placement_on_the_node_too_shows_it_once():
+    from domain.node import Placement
+
+    feed, n1, flow = Feed(), node("node-1"), submit(ONE_JOB)
+    running = request(flow, "main")
+    feed.save(n1, flow, running)
+    running.place([str(n1.id)], by="scheduler", at=at(1))
+    n1._allocation_placed(placement=Placement(id=str(running.id), cpu=1, memory=2**30), by="scheduler", at=at(1))
+    feed.save(running, n1)  # as older code committed a placement: the allocation's event, then the node's
+    rows = [(r.message, r.allocation) for r in feed.views.node_events.of(n1.id)]
+    assert rows[0] == ("work placed: 1 cpu, 1.0 GiB", str(running.id))
+    assert [m for m, _ in rows].count("work placed") == 0
