@@ -99,8 +99,7 @@ class AgentReports:
         if alloc.ended:
             raise StaleEpoch(f"allocation {alloc.stage} attempt {alloc.attempt} already ended {alloc.state.value}")
         workflow = self.uow.load(Workflow, alloc.workflow_id, "workflow")
-        try:
-            self.allocations.learn_start(workflow, alloc)
+        try:  # told before the workflow learned of the start: one message still (Workflow.TOLD)
             record(workflow, alloc.stage, alloc.attempt, text, at=at)
         except WorkflowError as error:
             raise StaleEpoch(str(error)) from error

@@ -85,3 +85,12 @@ def test_a_start_that_binds_an_ephemeral_volume_to_its_node_is_recorded_as_it_is
     _, wid, _, _, before = placed(roving, VOLUME_FIRST, "make")
     assert events_of(roving, wid)[before:] == ["Workflow.StageStarted"]
     assert roving.repository.get(wid).volume_nodes == {"scratch": "n1"}
+
+
+def test_a_note_told_before_any_other_report_is_one_event_on_the_workflow():
+    roving = app()
+    node, wid, aid, epoch, before = placed(roving)
+    roving.report(node, aid, epoch, "note", None, "memlock limit not raised", later(2))
+    assert events_of(roving, wid)[before:] == ["Workflow.StageNoted"]  # one message: no batch for a note
+    roving.report(node, aid, epoch, "exited", 0, "", later(5))
+    assert events_of(roving, wid)[before + 1:before + 3] == ["Workflow.StageStarted", "Workflow.StageFinished"]
