@@ -243,8 +243,9 @@ class WorkflowsView(Projection):
                 started_ended[1] = started_ended[1] or event.at
         elif stage is None:  # not one stage's event
             return
-        elif kind == "StageStarted":
-            times[stage] = [event.at, None]
+        elif kind == "StageStarted":  # the allocation's Placed (the start) may have said it first: that time stands
+            known = times.get(stage)
+            times[stage] = known if known is not None and known[1] is None else [event.at, None]
         elif kind in ("StageRetried", "StagePreempted"):
             times.pop(stage, None)
         elif kind in ("StageFinished", "StageFailed", "StageSkipped") and stage in times:

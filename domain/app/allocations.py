@@ -62,14 +62,15 @@ class Allocations:
                     found.append(alloc)
         return found
 
-    def learn_start(self, workflow: Workflow, alloc: Allocation) -> None:
+    def learn_start(self, workflow: Workflow, alloc: Allocation, at: datetime) -> None:
         """A placement writes only its allocation (issue 43): its workflow learns of the start with the first word on
-        the attempt (a report, a loss, a preemption, a stop), in that commit, as of the placement's time."""
+        the attempt (a report, a loss, a preemption, a stop), in that commit. Recorded `at` that word's time, so a
+        workflow's events stay in time order (cold reads merge them by time); views show the start from the
+        allocation's `Placed`."""
         view = workflow.stage(alloc.stage)
         if view.status is not StageStatus.READY or view.attempt != alloc.attempt or not alloc.nodes:
             return
-        workflow.stage_started(alloc.stage, alloc.attempt, self.node_name(alloc.nodes[0]),
-                               at=alloc.started_at or alloc.requested_at, by="scheduler")
+        workflow.stage_started(alloc.stage, alloc.attempt, self.node_name(alloc.nodes[0]), at=at, by="scheduler")
 
     def node_name(self, node: str) -> str:
         nid = UUID(node)
@@ -109,7 +110,7 @@ class Allocations:
             if alloc.ended:
                 continue
             workflow = workflows.setdefault(alloc.workflow_id, self.uow.load(Workflow, alloc.workflow_id, "workflow"))
-            self.learn_start(workflow, alloc)
+            self.learn_start(workflow, alloc, at)
             alloc.evict(reason, by=by, at=at)
             if workflow.stage(alloc.stage).status in (StageStatus.STARTED, StageStatus.RUNNING):
                 workflow.stage_lost_node(alloc.stage, alloc.attempt, at=at,
@@ -128,7 +129,7 @@ class Allocations:
             if view.kind == "service" and view.status is StageStatus.READY:
                 placed = self._live(allocation_id(workflow.id, view.name, view.attempt))
                 if placed is not None and placed.nodes:
-                    self.learn_start(workflow, placed)
+                    self.learn_start(workflow, placed, at)
         for stage in workflow.services_to_stop():
             touched += self._withdraw(workflow, stage, at)
             workflow.stage_stopped(stage, workflow.stage(stage).attempt, at=at, by="scheduler")

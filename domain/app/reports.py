@@ -108,7 +108,7 @@ class AgentReports:
     def _ready(self, alloc: Allocation, at: datetime, listening: tuple[int, ...] | None = None) -> None:
         workflow = self.uow.load(Workflow, alloc.workflow_id, "workflow")
         try:
-            self.allocations.learn_start(workflow, alloc)
+            self.allocations.learn_start(workflow, alloc, at)
         except WorkflowError as error:
             raise StaleEpoch(str(error)) from error
         stage = workflow.stage(alloc.stage)
@@ -179,7 +179,7 @@ class AgentReports:
         """The allocation ended: its stage exits, its nodes get their capacity back, dependents may start."""
         workflow = self.uow.load(Workflow, alloc.workflow_id, "workflow")
         try:
-            self.allocations.learn_start(workflow, alloc)
+            self.allocations.learn_start(workflow, alloc, at)
             workflow.stage_exited(alloc.stage, alloc.attempt, exit_code, at=at, by="agent", told=reason)
         except WorkflowError as error:  # the workflow moved on; the allocation still ended and gives its resources back
             if self.uow.repository.doubt():  # ...as the log says, not as a copy in memory says

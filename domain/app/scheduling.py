@@ -97,7 +97,7 @@ class SchedulingHandlers:
     def preempt(self, victim: UUID, text: str, by: str, at: datetime) -> None:
         alloc = self.uow.load(Allocation, victim, "allocation")
         workflow = self.uow.load(Workflow, alloc.workflow_id, "workflow")
-        self.allocations.learn_start(workflow, alloc)
+        self.allocations.learn_start(workflow, alloc, at)
         alloc.preempt(text, by=by, at=at)
         workflow.stage_preempted(alloc.stage, alloc.attempt, at=at, by=by, requeue=True)
         self.uow.save(alloc, workflow, *self.allocations.release(alloc, by, at),

@@ -50,14 +50,14 @@ def test_a_placement_writes_one_event_on_the_allocation_and_none_on_the_workflow
     assert roving.repository.get(wid).stage("pre").status is StageStatus.READY
 
 
-def test_the_exit_report_records_the_start_and_the_end_in_one_commit_as_of_the_placement():
+def test_the_exit_report_records_the_start_and_the_end_in_one_commit():
     roving = app()
     node, wid, aid, epoch, before = placed(roving)
     roving.report(node, aid, epoch, "exited", 0, "", later(5))
     workflow = roving.repository.get(wid)
     assert events_of(roving, wid)[before:before + 2] == ["Workflow.StageStarted", "Workflow.StageFinished"]
     started = list(roving.repository.event_store.get(wid))[before]
-    assert (started.node, started.at) == ("n1", later(1))  # where and when it was placed, not when it was told
+    assert (started.node, started.at) == ("n1", later(5))  # where it was placed; in time order with the exit
     assert workflow.stage("pre").status is StageStatus.FINISHED
 
 
@@ -94,3 +94,15 @@ def test_a_note_told_before_any_other_report_is_one_event_on_the_workflow():
     assert events_of(roving, wid)[before:] == ["Workflow.StageNoted"]  # one message: no batch for a note
     roving.report(node, aid, epoch, "exited", 0, "", later(5))
     assert events_of(roving, wid)[before + 1:before + 3] == ["Workflow.StageStarted", "Workflow.StageFinished"]
+
+
+def test_a_cold_read_of_a_workflow_told_a_note_before_its_exit_shows_the_start_at_the_placement():
+    from projections.cold_workflows import ColdWorkflows
+
+    roving = app()
+    node, wid, aid, epoch, _ = placed(roving)
+    roving.report(node, aid, epoch, "note", None, "memlock limit not raised", later(2))
+    roving.report(node, aid, epoch, "exited", 0, "", later(5))
+    cold = ColdWorkflows(lambda aggregate: list(roving.repository.event_store.get(aggregate)))(wid)
+    stage = next(s for s in cold.get(wid).stages if s.name == "pre")
+    assert (stage.status, stage.node, stage.started_at, stage.ended_at) == ("FINISHED", "n1", later(1), later(5))
