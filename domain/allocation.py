@@ -76,6 +76,7 @@ class Allocation(TimedAggregate):
     profile_revision: int = 0
     exits: tuple[tuple[str, int], ...] = ()  # a multinode allocation: (node id, exit code) of each rank that exited
     failed_rank: int = -1  # the first rank that failed, which stops the others
+    node_epochs: tuple[int, ...] = ()  # each node's agent epoch when it was placed there (older logs: not recorded)
 
     class Requested(TimedAggregate.Created):
         workflow_id: UUID
@@ -153,13 +154,21 @@ class Allocation(TimedAggregate):
         self._check(QueueState.READY)
         self._readied(by=by, at=at)
 
-    def place(self, nodes: list[str], by: str, at: datetime, note: str = "") -> int:
+    def place(self, nodes: list[str], by: str, at: datetime, note: str = "",
+              node_epochs: tuple[int, ...] = ()) -> int:
         """Place (or re-place) on nodes; returns the new fencing epoch the agent must echo in its reports. `note`
-        says what the placement took (the work it preempted, and why), for the activity."""
+        says what the placement took (the work it preempted, and why), for the activity; `node_epochs` are the
+        nodes' agent epochs then, so work placed on a node whose agent registered again since is known as stray."""
         if (refused := self.placement_refusal(nodes)) is not None:
             raise IllegalTransition(refused)
-        self._placed(nodes=list(nodes), epoch=self.epoch + 1, by=by, at=at, note=note)
+        self._placed(nodes=list(nodes), epoch=self.epoch + 1, by=by, at=at, note=note, node_epochs=list(node_epochs))
         return self.epoch
+
+    def node_epoch(self, node: str) -> int | None:
+        """The agent epoch of `node` when this allocation was placed there (None: not recorded, or not placed)."""
+        if node not in self.nodes or len(self.node_epochs) != len(self.nodes):
+            return None
+        return self.node_epochs[self.nodes.index(node)]
 
     def unplace(self, reason: str, by: str, at: datetime) -> None:
         """A placement the scheduler takes back before it ran (READY -> PENDING), e.g. lost reservation."""
@@ -274,10 +283,13 @@ class Allocation(TimedAggregate):
         by: str
         at: datetime
         note: str
+        node_epochs: list[int] | None = None  # each node's agent epoch at placement (older logs: not recorded)
 
     @event(Placed)
-    def _placed(self, nodes: list[str], epoch: int, by: str, at: datetime, note: str = "") -> None:
+    def _placed(self, nodes: list[str], epoch: int, by: str, at: datetime, note: str = "",
+                node_epochs: list[int] | None = None) -> None:
         self.state, self.nodes, self.epoch, self.started_at = QueueState.RUNNING, nodes, epoch, at
+        self.node_epochs = tuple(node_epochs or ())
         self.exits, self.failed_rank = (), -1  # a new placement: every rank starts again
 
     class Requeued(TimedAggregate.Event):

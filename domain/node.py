@@ -1,7 +1,13 @@
-"""The Node aggregate: registration and fencing epoch, status, the allocations placed on it, and its holds.
+"""The Node aggregate: registration and fencing epoch, status, and its holds.
 
-What it admits (new work, each placement, its agent's reports by epoch and fence) is read off the same state its
-events change, so it is the same class; the scheduler's frozen view of a node is domain/node_admission.py's.
+What it admits (new work, its agent's reports by epoch and fence) is read off the same state its events change, so it
+is the same class; the scheduler's frozen view of a node is domain/node_admission.py's. What runs on it is not its
+state: the scheduler leader, the only writer of placements, holds node capacity in its own view, built from the
+Allocation events (placed on these nodes, ended), so a placement and a release write no Node event (issue 43: they
+commuted, yet raced on the node's subject). Commands that take work off the node are told which allocations are on
+it (`on_node`, from the allocation read model) and record them as `lost`; one placed just after, which the read model
+did not show yet, is swept by the scheduler's pass (domain.app.strays). Logs from before keep their
+`AllocationPlaced` and `AllocationReleased` events; they replay as the no-ops they now are.
 """
 
 from __future__ import annotations
@@ -64,7 +70,7 @@ class Credential(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Placement(msgspec.Struct, frozen=True, kw_only=True):
-    """An allocation placed on the node and what it uses there."""
+    """An allocation placed on the node and what it uses there (as older logs' `AllocationPlaced` events say)."""
 
     id: str
     cpu: int
@@ -92,7 +98,6 @@ class Node(TimedAggregate):
     def __init__(self, id: UUID, name: str, definition_id: str, capacity: Capacity, by: str, at: datetime) -> None:
         self.name, self.definition_id, self.capacity = name, definition_id, capacity
         self.status, self.epoch, self.status_reason = NodeStatus.NOT_READY, 1, "registered; waiting for the agent"
-        self.allocations: dict[str, Placement] = {}
         self.holds: dict[str, Hold] = {}
         self.removed, self.last_refusal = False, ""
 
@@ -109,9 +114,32 @@ class Node(TimedAggregate):
     def accepts_new_work(self) -> bool:
         return not self.removed and self.status is NodeStatus.READY and not self.holds
 
-    def allocations_to_evict(self) -> list[str]:
-        """Running work an evict hold (or an evicting deprovision) says must be taken off."""
-        return list(self.allocations) if any(h.takes_running_work_off for h in self.holds.values()) else []
+    @property
+    def evicts_running_work(self) -> bool:
+        """An evict hold (or an evicting deprovision) says running work must be taken off."""
+        return any(h.takes_running_work_off for h in self.holds.values())
+
+    def allocations_to_evict(self, on_node: list[str]) -> list[str]:
+        """Of the work running on the node, what its holds say must be taken off."""
+        return list(on_node) if self.evicts_running_work else []
+
+    def stray_refusal(self, epoch: int | None) -> str | None:
+        """Why work placed on this node (at its agent's `epoch`, None: not recorded) may not run here now: the
+        node went away, its agent registered again, or an evict hold takes work off. None: it may."""
+        if self.removed:
+            return f"node {self.name} was removed"
+        if self.status is NodeStatus.OFFLINE:
+            return f"node {self.name} is OFFLINE ({self.status_reason})"
+        if epoch is not None and epoch != self.epoch:
+            return f"node {self.name} rejoined (epoch {self.epoch}) after the placement (epoch {epoch})"
+        if self.evicts_running_work:
+            return f"node {self.name} is under an evict hold"
+        return None
+
+    @property
+    def awaits_deprovision(self) -> bool:
+        """A deprovision hold waits for the node's work to end."""
+        return not self.removed and any(h.effect is Effect.DEPROVISION for h in self.holds.values())
 
     @property
     def fence(self) -> str:
@@ -142,16 +170,14 @@ class Node(TimedAggregate):
         if self.status is NodeStatus.OFFLINE:
             raise StaleAgent(f"node {self.name} is OFFLINE ({self.status_reason}); its agent must register again")
 
-    def placement_refusal(self, placement: Placement) -> str | None:
-        """Why the node cannot take `placement` now (None: it can, or holds it already); changes nothing."""
+    def placement_refusal(self) -> str | None:
+        """Why the node takes no new placement now (None: it does); changes nothing. Whether the work fits is the
+        scheduler leader's view of the node's capacity, not the node's state."""
         if self.removed:
             return f"node {self.name} was removed; its agent may register it again under its name"
-        if placement.id in self.allocations:
-            return None
         if not self.accepts_new_work:
             return f"node {self.name} takes no new work: {self.why_no_new_work()}"
-        shortage = self._shortage(placement)
-        return f"node {self.name} cannot hold allocation {placement.id}: {shortage}" if shortage else None
+        return None
 
     def why_no_new_work(self) -> str:
         if self.removed:
@@ -160,22 +186,14 @@ class Node(TimedAggregate):
             return f"{self.status.value} ({self.status_reason})"
         return "; ".join(f"{h.effect.value} hold {h.id} by {h.source.value}: {h.reason}" for h in self.holds.values())
 
-    def _shortage(self, p: Placement) -> str:
-        used, cap = list(self.allocations.values()), self.capacity
-        free = {"cpu": cap.cpu - sum(a.cpu for a in used), "bytes of memory": cap.memory - sum(a.memory for a in used)}
-        free |= {d: n - sum(a.devices.get(d, 0) for a in used) for d, n in cap.devices.items()}
-        wanted = {"cpu": p.cpu, "bytes of memory": p.memory, **p.devices}
-        short = next((f"needs {n} {k}, {free.get(k, 0)} free" for k, n in wanted.items() if n > free.get(k, 0)), "")
-        taken = sorted(set(p.host_ports) & {port for a in used for port in a.host_ports})
-        return short or (f"host ports {', '.join(map(str, taken))} already in use" if taken else "")
-
     def credential_list(self) -> list[Credential]:
         return sorted(getattr(self, "credentials", {}).values(), key=lambda c: c.issued_at)
 
     def issue_credential(self, credential_id: str, expires: datetime, *, by: str, at: datetime) -> None:
         self._credential_issued(credential_id=credential_id, expires=expires, by=by, at=at)
 
-    def revoke_credential(self, credential_id: str, reason: str, *, by: str, at: datetime) -> list[str]:
+    def revoke_credential(self, credential_id: str, reason: str, on_node: list[str], *, by: str,
+                          at: datetime) -> list[str]:
         """Fence the node: the credential is refused from now on, the node goes OFFLINE (its work is lost and
         placed elsewhere) and its agent may register again only by a cluster admin's hand (`readmit`)."""
         found = getattr(self, "credentials", {}).get(credential_id)
@@ -185,19 +203,20 @@ class Node(TimedAggregate):
             raise NodeError("say why the credential is revoked")
         if found.revoked_at is None:
             self._credential_revoked(credential_id=credential_id, reason=reason.strip(), by=by, at=at)
-        return self.go_offline(by=by, at=at, reason=f"fenced: {self.fence}")
+        return self.go_offline(on_node, by=by, at=at, reason=f"fenced: {self.fence}")
 
     def readmit(self, *, by: str, at: datetime) -> None:
         if self.fence:
             self._fence_lifted(by=by, at=at)
 
-    def rejoin(self, capacity: Capacity, *, by: str, at: datetime) -> list[str]:
-        """A new epoch fences the old agent; returns lost allocations. Admin and monitoring holds stay.
+    def rejoin(self, capacity: Capacity, on_node: list[str], *, by: str, at: datetime) -> list[str]:
+        """A new epoch fences the old agent; returns lost allocations (`on_node`: the work placed on it). Admin and
+        monitoring holds stay.
 
         A removed (or deprovisioned) node comes back under its name this way, holding nothing of its past.
         """
         check_capacity(self.name, capacity)
-        lost = list(self.allocations)
+        lost = list(on_node)
         dropped = [h.id for h in self.holds.values() if self.removed or h.source is Source.PROVISIONER]
         self._rejoined(capacity=capacity, epoch=self.epoch + 1, lost=lost, dropped_holds=dropped, by=by, at=at)
         return lost
@@ -214,29 +233,20 @@ class Node(TimedAggregate):
         if self.status is NodeStatus.READY:
             self._not_ready(reason=reason, by=by, at=at)
 
-    def go_offline(self, *, by: str, at: datetime, reason: str = LEASE_LAPSED) -> list[str]:
-        """The agent's lease lapsed: the node goes OFFLINE; returns the allocations lost with it."""
+    def go_offline(self, on_node: list[str], *, by: str, at: datetime, reason: str = LEASE_LAPSED) -> list[str]:
+        """The agent's lease lapsed: the node goes OFFLINE; returns the allocations lost with it (`on_node`)."""
         self._alive()
         if self.status is NodeStatus.OFFLINE:
             return []
-        lost = list(self.allocations)
+        lost = list(on_node)
         self._went_offline(reason=reason, lost=lost, by=by, at=at)
         return lost
 
-    def place_allocation(self, placement: Placement, *, by: str, at: datetime) -> None:
-        """Refuses work the node cannot take now, so a stale scheduler decision fails harmlessly."""
-        if (refused := self.placement_refusal(placement)) is not None:
-            raise NodeError(refused)
-        if placement.id not in self.allocations:
-            self._allocation_placed(placement=placement, by=by, at=at)
-
-    def release_allocation(self, allocation_id: str, *, by: str, at: datetime) -> bool:
-        """The allocation ended or left; an empty node under a deprovision hold is then deprovisioned."""
-        if allocation_id not in self.allocations:
+    def deprovision_emptied(self, on_node: list[str], *, by: str, at: datetime) -> bool:
+        """Its work ended (`on_node` is empty) under a deprovision hold: the node is deprovisioned."""
+        if on_node or not self.awaits_deprovision:
             return False
-        self._allocation_released(allocation_id=allocation_id, by=by, at=at)
-        if not self.allocations and any(h.effect is Effect.DEPROVISION for h in self.holds.values()):
-            self._deprovisioned(forced=False, lost=[], by=by, at=at)
+        self._deprovisioned(forced=False, lost=[], by=by, at=at)
         return True
 
     def place_hold(
@@ -279,29 +289,31 @@ class Node(TimedAggregate):
             self.release_hold(hold_id, by=by, at=at, releaser_source=Source.ADMIN)
         return released
 
-    def evict(self, hold_id: str, source: Source, reason: str, *, by: str, at: datetime) -> list[str]:
+    def evict(self, hold_id: str, source: Source, reason: str, on_node: list[str], *, by: str,
+              at: datetime) -> list[str]:
         """Place an evict hold; returns the allocations to take off (the caller evicts each one)."""
         self.place_hold(hold_id, Effect.EVICT, source, reason, by=by, at=at)
-        return self.allocations_to_evict()
+        return self.allocations_to_evict(on_node)
 
     def deprovision(
-        self, hold_id: str, source: Source, reason: str, *, by: str, at: datetime, evict: bool = False, force: bool = False,
+        self, hold_id: str, source: Source, reason: str, on_node: list[str], *, by: str, at: datetime,
+        evict: bool = False, force: bool = False,
     ) -> list[str]:
         """No new work, then removal once empty (at once with force); returns the allocations to take off."""
         if self.place_hold(hold_id, Effect.DEPROVISION, source, reason, by=by, at=at, evict=evict) is None:
             return []  # refused by the monitoring ceiling; the refusal is on record
-        if force or not self.allocations:
-            lost = list(self.allocations)
+        if force or not on_node:
+            lost = list(on_node)
             self._deprovisioned(forced=force, lost=lost, by=by, at=at)
             return lost
-        return self.allocations_to_evict()
+        return self.allocations_to_evict(on_node)
 
-    def remove(self, *, by: str, at: datetime, force: bool = False) -> list[str]:
+    def remove(self, on_node: list[str], *, by: str, at: datetime, force: bool = False) -> list[str]:
         """Forget an OFFLINE node (any node with force); returns allocations lost by a forced removal."""
         self._alive()
         if self.status is not NodeStatus.OFFLINE and not force:
             raise NodeError(f"node {self.name} is {self.status.value}; only an OFFLINE node is removed without force")
-        lost = list(self.allocations)
+        lost = list(on_node)
         for hold in list(self.holds.values()):  # a forgotten node holds nothing: its holds end with it, on record
             self._hold_released(hold_id=hold.id, releaser_source=Source.ADMIN, forced=True, by=by, at=at)
         self._removed(forced=force, lost=lost, by=by, at=at)
@@ -318,7 +330,7 @@ class Node(TimedAggregate):
     @event("NodeRejoined")
     def _rejoined(self, capacity: Capacity, epoch: int, lost: list[str], dropped_holds: list[str], by: str, at: datetime) -> None:
         # Before re-registration after removal existed, no NodeRejoined followed a NodeRemoved: old logs replay alike.
-        self.capacity, self.epoch, self.allocations, self.removed = capacity, epoch, {}, False
+        self.capacity, self.epoch, self.removed = capacity, epoch, False
         self.status, self.status_reason = NodeStatus.NOT_READY, "rejoined; waiting for the agent"
         for hold_id in dropped_holds:
             del self.holds[hold_id]
@@ -349,19 +361,20 @@ class Node(TimedAggregate):
 
     @event("NodeWentOffline")
     def _went_offline(self, reason: str, lost: list[str], by: str, at: datetime) -> None:
-        self.status, self.status_reason, self.allocations = NodeStatus.OFFLINE, reason, {}
+        self.status, self.status_reason = NodeStatus.OFFLINE, reason
 
+    # Older logs only: node usage is derived from the Allocation events now (see the module's docstring).
     @event("AllocationPlaced")
     def _allocation_placed(self, placement: Placement, by: str, at: datetime) -> None:
-        self.allocations[placement.id] = placement
+        pass
 
     @event("AllocationReleased")
     def _allocation_released(self, allocation_id: str, by: str, at: datetime) -> None:
-        del self.allocations[allocation_id]
+        pass
 
     @event("NodeDeprovisioned")
     def _deprovisioned(self, forced: bool, lost: list[str], by: str, at: datetime) -> None:
-        self.removed, self.allocations = True, {}
+        self.removed = True
 
     @event("HoldPlaced")
     def _hold_placed(self, hold_id: str, effect: Effect, source: Source, reason: str, evict: bool, by: str, at: datetime) -> None:
@@ -384,4 +397,4 @@ class Node(TimedAggregate):
 
     @event("NodeRemoved")
     def _removed(self, forced: bool, lost: list[str], by: str, at: datetime) -> None:
-        self.removed, self.allocations = True, {}
+        self.removed = True

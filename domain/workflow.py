@@ -50,6 +50,9 @@ __all__ = [
 
 DEFAULT_MAX_EVICTION_RESTARTS = 3
 UP = (StageStatus.STARTED, StageStatus.RUNNING)
+# What an agent tells of a placed attempt (progress, its image, a note) changes no state, so it is taken before the
+# workflow has learned of the start (a placement writes only its allocation; the caller checked the placement).
+TOLD = (StageStatus.READY, *UP)
 MAKES_READY = ("StageReadied", "StageRetried", "StagePreempted")
 
 
@@ -224,6 +227,11 @@ class Workflow(TimedAggregate):
             raise WorkflowError(refused)
         self._started(stage=stage, attempt=attempt, node=node, by=by, at=at)
 
+    def start_binds_volumes(self, stage: str) -> bool:
+        """Whether the stage's start binds volumes to its node (ephemeral volumes live where they were first used):
+        such a start is recorded as it is placed, so the next stage's placement sees the binding."""
+        return bool(self._node_volumes(self._state(stage).template))
+
     def start_refusal(self, stage: str, attempt: int, node: str) -> str | None:
         """Why the stage's attempt cannot start on `node` now (None: it can); changes nothing."""
         try:
@@ -273,7 +281,7 @@ class Workflow(TimedAggregate):
 
     def transfer_progressed(self, stage: str, attempt: int, text: str, at: datetime, by: str = "agent") -> None:
         """A running ingress or egress says how far it has come (the text is the agent's, at most 300 characters)."""
-        state = self._expect(stage, attempt, (StageStatus.STARTED,), "report progress")
+        state = self._expect(stage, attempt, (StageStatus.READY, StageStatus.STARTED), "report progress")
         if state.template.kind not in (*TRANSFER_KINDS, BUILD):
             raise WorkflowError(f"{stage} is a {state.template.kind}; "
                                 "only ingress and egress report progress (and builds their steps)")
@@ -281,12 +289,12 @@ class Workflow(TimedAggregate):
 
     def image_progressed(self, stage: str, attempt: int, text: str, at: datetime, by: str = "agent") -> None:
         """The node pulls the stage's image, or has it ready (the text is the agent's, at most 300 characters)."""
-        self._expect(stage, attempt, UP, "report its image")
+        self._expect(stage, attempt, TOLD, "report its image")
         self._image_progressed(stage=stage, attempt=attempt, text=text[:300], by=by, at=at)
 
     def stage_noted(self, stage: str, attempt: int, text: str, at: datetime, by: str = "agent") -> None:
         """The node ran the stage but could not do all it was asked (e.g. set its memlock limit): said, not silent."""
-        self._expect(stage, attempt, UP, "report a note")
+        self._expect(stage, attempt, TOLD, "report a note")
         self._noted(stage=stage, attempt=attempt, text=text[:300], by=by, at=at)
 
     def stage_stopped(self, stage: str, attempt: int, at: datetime, by: str = "agent") -> None:

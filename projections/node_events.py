@@ -13,6 +13,7 @@ from uuid import UUID
 
 import msgspec
 
+from domain.allocation import Allocation
 from projections import events
 from projections.base import Projection, as_uuid, kind_of, on
 
@@ -41,16 +42,17 @@ class NodeEventsView(Projection):
         super().__init__(lock)
         self.events: dict[UUID, deque[NodeEventRow]] = {}
         self.effects: dict[str, str] = {}  # hold id -> effect, so a release names what it lifted
+        self.placed: dict[UUID, list[UUID]] = {}  # running allocation -> its nodes, whose history its end joins
 
     def of(self, node_id: UUID | str) -> list[NodeEventRow]:
         """The node's kept events, newest first."""
         with self.lock:
             return list(reversed(self.events.get(as_uuid(node_id) or UUID(int=0), ())))
 
-    def _add(self, event: Any, message: str, allocation: str | None = None) -> None:
+    def _add(self, event: Any, message: str, allocation: str | None = None, node: UUID | None = None) -> None:
         row = NodeEventRow(position=self.applying, at=event.at, type=kind_of(event).split(".")[-1],
                            by=str(getattr(event, "by", "")), message=message, allocation=allocation)
-        self.events.setdefault(event.originator_id, deque(maxlen=KEPT)).append(row)
+        self.events.setdefault(node or event.originator_id, deque(maxlen=KEPT)).append(row)
 
     @on(events.NodeRegistered)
     def _registered(self, event: Any) -> None:
@@ -88,11 +90,33 @@ class NodeEventsView(Projection):
     @on(events.AllocationPlaced)
     def _placed(self, event: Any) -> None:
         p = event.placement
+        self._drop_echo(event.originator_id, str(p.id), "work placed")
         self._add(event, f"work placed: {p.cpu} cpu, {gib(p.memory)}", allocation=p.id)
 
     @on(events.AllocationReleased)
     def _released(self, event: Any) -> None:
+        self._drop_echo(event.originator_id, str(event.allocation_id), "work ended")
         self._add(event, "work ended", allocation=event.allocation_id)
+
+    def _drop_echo(self, node: UUID, allocation: str, said: str) -> None:
+        """An older log says it twice (the Allocation's event, then the Node's in the same commit): one line."""
+        rows = self.events.get(node)
+        if rows and rows[-1].allocation == allocation and rows[-1].message.startswith(said):
+            rows.pop()
+
+    # Since issue 43 a placement and its end are the allocation's events only: the node's history reads them there.
+    @on(Allocation.Placed)
+    def _allocation_placed(self, event: Any) -> None:
+        nodes = [n for n in map(as_uuid, event.nodes) if n is not None]
+        if nodes:
+            self.placed[event.originator_id] = nodes
+        for node in nodes:
+            self._add(event, "work placed", allocation=str(event.originator_id), node=node)
+
+    @on(Allocation.Ended)
+    def _allocation_ended(self, event: Any) -> None:
+        for node in self.placed.pop(event.originator_id, ()):
+            self._add(event, f"work ended ({event.state})", allocation=str(event.originator_id), node=node)
 
     @on(events.NodeDeprovisioned)
     def _deprovisioned(self, event: Any) -> None:

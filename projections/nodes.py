@@ -1,4 +1,5 @@
-"""The nodes view: each node's status, capacity, holds and allocations, mirrored from the Node aggregate."""
+"""The nodes view: each node's status, capacity and holds, mirrored from the Node aggregate, and the allocations
+running on it, read off the queue view (placements and releases are Allocation events, not Node events)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ from uuid import UUID
 
 import msgspec
 
+from domain.allocation import Allocation
 from domain.node import Node
 from projections import events
 from projections.base import Mirror, Projection, on
+from projections.queue import QueueView
 
 
 class HoldRow(msgspec.Struct, frozen=True, kw_only=True):
@@ -52,19 +55,23 @@ def hold_row(hold: Any) -> HoldRow:
                    by=str(hold.by), at=hold.at, evict=hold.evict)
 
 
-def allocated_devices(placements: Any) -> dict[str, int]:
+def allocated_devices(running: list[Allocation]) -> dict[str, int]:
     used: dict[str, int] = {}
-    for placement in placements:
-        for device, count in placement.devices.items():
+    for allocation in running:
+        for device, count in allocation.resources.devices.items():
             used[device] = used.get(device, 0) + count
     return used
 
 
 class NodesView(Projection):
-    """Nodes by id and name; removed nodes stay readable by id but leave the list."""
+    """Nodes by id and name; removed nodes stay readable by id but leave the list. `queue` (shared, not this view's
+    state) says what runs on each."""
 
-    def __init__(self, lock: Any = None) -> None:
+    transient = ("queue",)
+
+    def __init__(self, lock: Any = None, queue: QueueView | None = None) -> None:
         super().__init__(lock)
+        self.queue = queue or QueueView(self.lock)
         self.mirror: Mirror[Node] = Mirror()
         self.joined: dict[UUID, datetime] = {}
         self.names: dict[str, UUID] = {}
@@ -98,16 +105,16 @@ class NodesView(Projection):
         return self.joined.get(node.id) if node else None
 
     def _row(self, n: Node) -> NodeRow:
-        c = n.capacity
+        c, running = n.capacity, [] if n.removed else self.queue.running_on(n.id)
         return NodeRow(
             id=n.id, name=n.name, status="OFFLINE" if n.removed else n.status.value, status_reason=n.status_reason,
             cpu=c.cpu, memory=c.memory, devices=dict(c.devices), annotations=dict(c.annotations), segment=c.segment,
             definition=n.definition_id, address=c.agent_address, port=c.agent_port, epoch=n.epoch,
             joined_at=self.joined[n.id], holds=[hold_row(h) for h in n.holds.values()],
-            allocations=list(n.allocations), accepts_new_work=n.accepts_new_work, removed=n.removed,
-            allocated_cpu=sum(p.cpu for p in n.allocations.values()),
-            allocated_memory=sum(p.memory for p in n.allocations.values()),
-            allocated_devices=allocated_devices(n.allocations.values()),
+            allocations=[str(a.id) for a in running], accepts_new_work=n.accepts_new_work, removed=n.removed,
+            allocated_cpu=sum(a.resources.cpu_cores for a in running),
+            allocated_memory=sum(a.resources.memory_bytes for a in running),
+            allocated_devices=allocated_devices(running),
         )
 
     @on(Node.Event)

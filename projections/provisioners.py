@@ -10,11 +10,12 @@ from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
+from domain.allocation import Allocation
 from domain.provisioner import PENDING, Provisioner, State, provisioner_id
 from domain.provisioner_lifecycle import NodeFacts
 from domain.scheduler.snapshot import Definition, NodeShape, NodeTemplate, PendingNode
 from projections import events
-from projections.base import Mirror, Projection, on
+from projections.base import Mirror, Projection, as_uuid, on
 
 MADE = frozenset({State.UP, State.DRAINING, State.DELETING})
 
@@ -24,6 +25,7 @@ class ProvisionersView(Projection):
         super().__init__(lock)
         self.mirror: Mirror[Provisioner] = Mirror()
         self.activity: dict[UUID, datetime] = {}  # node id -> when work was last placed or released, or it joined
+        self.placed: dict[UUID, list[UUID]] = {}  # running allocation -> its nodes, whose activity its end renews
 
     def get(self, name: str) -> Provisioner | None:
         with self.lock:
@@ -58,6 +60,17 @@ class ProvisionersView(Projection):
         events.AllocationReleased)
     def _active(self, event: Any) -> None:
         self.activity[event.originator_id] = event.at
+
+    @on(Allocation.Placed)
+    def _placed(self, event: Any) -> None:
+        self.placed[event.originator_id] = [n for n in map(as_uuid, event.nodes) if n is not None]
+        for node in self.placed[event.originator_id]:
+            self.activity[node] = event.at
+
+    @on(Allocation.Ended)
+    def _released(self, event: Any) -> None:
+        for node in self.placed.pop(event.originator_id, ()):
+            self.activity[node] = event.at
 
 
 def pool_definitions(nodes: Any, provisioners: ProvisionersView) -> list[Definition]:

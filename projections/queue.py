@@ -80,6 +80,12 @@ class QueueView(Projection):
         with self.lock:
             return [self.mirror.items[i] for i in self._on_node.get(str(node_id), ())]
 
+    def running_on(self, node_id: UUID | str) -> list[Allocation]:
+        """The allocations running on a node (placed there, not ended): what it holds of its capacity."""
+        with self.lock:
+            found = (self.mirror.items[i] for i in self._on_node.get(str(node_id), ()))
+            return [a for a in found if a.state is QueueState.RUNNING and str(node_id) in a.nodes]
+
     def settled(self, node_id: UUID | str, allocation_ids: list[UUID]) -> None:
         """These allocations will never again be named to the node (ended, their workflow too): not read again."""
         with self.lock:

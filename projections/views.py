@@ -40,7 +40,7 @@ class Views:
         self.lock = threading.RLock()
         self.workflows = WorkflowsView(self.lock)
         self.queue = QueueView(self.lock)
-        self.nodes = NodesView(self.lock)
+        self.nodes = NodesView(self.lock, self.queue)
         self.tenancy = TenancyView(self.lock)
         self.endpoints = EndpointsView(self.lock)
         self.node_events = NodeEventsView(self.lock)

@@ -15,6 +15,7 @@ from uuid import UUID
 import msgspec
 
 from domain.allocation import Allocation
+from domain.fuzzfile.semantics import StageStatus
 from domain.workflow import Workflow
 from projections.activity import ActivityRow, activity_rows, skipped_rows
 from projections.base import Mirror, Projection, as_uuid, on
@@ -255,8 +256,9 @@ class WorkflowsView(Projection):
                 started_ended[1] = started_ended[1] or event.at
         elif stage is None:  # not one stage's event
             return
-        elif kind == "StageStarted":
-            times[stage] = [event.at, None]
+        elif kind == "StageStarted":  # the allocation's Placed (the start) may have said it first: that time stands
+            known = times.get(stage)
+            times[stage] = known if known is not None and known[1] is None else [event.at, None]
         elif kind in ("StageRetried", "StagePreempted"):
             times.pop(stage, None)
         elif kind in ("StageFinished", "StageFailed", "StageSkipped") and stage in times:
@@ -288,6 +290,20 @@ class WorkflowsView(Projection):
         if workflow_id is not None:
             self._record(workflow_id, event, stage)
 
+    @on(Allocation.Placed)
+    def _placed(self, event: Any) -> None:
+        """A placement is the start: the stage shows STARTED on its node at once, though its workflow records the
+        start only with the attempt's first report (a placement writes only its allocation)."""
+        placed = self.allocation_stage.get(event.originator_id)
+        if placed is None:
+            return
+        workflow_id, stage = placed
+        known, workflow = self.current.get(workflow_id, {}).get(stage), self.mirror.get(workflow_id)
+        if workflow is None or known is None or known.id != event.originator_id:
+            return
+        if shown_started(workflow, stage, known.attempt, self.node_name(event.nodes[0]) if event.nodes else ""):
+            self.times.setdefault(workflow_id, {})[stage] = [event.at, None]
+
     @on(NodeRegistered)
     def _node_registered(self, event: Any) -> None:
         self.node_names[str(event.originator_id)] = event.name
@@ -318,3 +334,16 @@ class WorkflowsView(Projection):
             started_at=times[0] if (times := self.times.get(w.id, {}).get(view.name)) else None,
             ended_at=times[1] if times else None,
         )
+
+
+def shown_started(workflow: Workflow, stage: str, attempt: int, node: str) -> bool:
+    """The view's copy of the workflow shows a READY stage's placed attempt STARTED on `node`, as its own
+    `StageStarted` will when a report brings it (which then changes nothing more); False when it moved on."""
+    if stage not in workflow.book:
+        return False
+    state = workflow.book[stage]
+    if state.status is not StageStatus.READY or state.attempt != attempt:
+        return False
+    state.node, state.reason = node, ""
+    workflow.book.move(state, StageStatus.STARTED)
+    return True

@@ -131,6 +131,7 @@ class Stack(LocalPool):
         read_models = ReadModelFunctions(definitions=lambda: pool_definitions(views.nodes, views.provisioners),
                                          priorities=views.tenancy.owner_priorities,
                                          allocations_of_owner=views.queue.live_allocations_of,
+                                         running_on=lambda node: [a.id for a in views.queue.running_on(node)],
                                          segments=lambda: node_segments(views.nodes),
                                          projects=views.projects.paths,
                                          projects_of=views.projects.member_of)

@@ -22,6 +22,7 @@ from adapters.background import Background
 from api import metrics
 from api.scheduler.commits import Commits
 from api.scheduler.state import SchedulerState
+from api.scheduler.sweep import emptied_nodes, stray_allocations
 from domain.app import Roving
 from domain.scheduler import schedule
 from domain.scheduler.last_pass import last_pass
@@ -32,8 +33,7 @@ log = structlog.get_logger("roving.scheduler")
 POLL_SECONDS = 0.2  # without log signals: how often the views' position is compared
 # The runner's own commits (a placement, a blocked cause) need no pass of their own; anything else that moves
 # work or capacity (readied, ended, requeued, a node or the config changed) wakes it.
-OWN_EVENTS = frozenset({"Allocation.Placed", "Allocation.SchedulingBlocked", "Node.AllocationPlaced",
-                        "Workflow.StageStarted"})
+OWN_EVENTS = frozenset({"Allocation.Placed", "Allocation.SchedulingBlocked", "Workflow.StageStarted"})
 WAKING_AGGREGATES = ("Workflow.", "Allocation.", "Node.", "ClusterConfig.", "Project.")  # Project: quota, members
 RESTART_GRACE_SECONDS = 10.0  # on top of one lease: agents retry their heartbeat every 2 s, each call up to 5 s
 # A pass woken by events starts at least this long after the last one ended: a stream of submissions and reports
@@ -192,6 +192,7 @@ class SchedulerRunner:
 
     def run_pass(self):
         now = utcnow()
+        self.sweep(now)
         started = time.perf_counter()
         decisions = schedule(self.views.scheduler_snapshot(now), self.config(), now)
         elapsed = time.perf_counter() - started
@@ -206,6 +207,15 @@ class SchedulerRunner:
         self.commits.announce_blocked(decisions.reasons, now)
         self.state.publish(last_pass(decisions, len(self.commits.refused), elapsed, now))
         return decisions
+
+    def sweep(self, now: datetime) -> None:
+        """Work that landed on a node just after it went (or took an evict hold) is lost as if it had been there; a
+        node whose deprovision hold waited for its work goes once the work ended (api.scheduler.sweep)."""
+        for allocation in stray_allocations(self.views):
+            if self.commits.attempt(self.roving.evict_stray, allocation, now):
+                log.warning("scheduler.stray_evicted", allocation_id=str(allocation))
+        for node in emptied_nodes(self.views):
+            self.commits.attempt(self.roving.deprovision_emptied, node, now)
 
     def check_leases(self) -> None:
         """Nodes whose heartbeat lease lapsed go OFFLINE; their work is retried or failed by policy."""

@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from domain.allocation import Allocation
+from domain.allocation import Allocation, QueueState
 from domain.app.config import ConfigHandlers
 from domain.app.errors import Conflict
 from domain.app.ids import allocation_id
@@ -23,6 +23,7 @@ from domain.workflow import Workflow
 
 LIVE = (StageStatus.READY, StageStatus.STARTED, StageStatus.RUNNING)
 SAVE_CHUNK = 256  # allocations per atomic save: JetStream caps an atomic batch at 1,000 messages
+PLACED_TOPIC = "domain.allocation:Allocation.Placed"
 
 
 class Allocations:
@@ -61,14 +62,43 @@ class Allocations:
                     found.append(alloc)
         return found
 
+    def learn_start(self, workflow: Workflow, alloc: Allocation, at: datetime) -> None:
+        """A placement writes only its allocation (issue 43): its workflow learns of the start with the first word on
+        the attempt (a report, a loss, a preemption, a stop), in that commit. Recorded `at` that word's time, so a
+        workflow's events stay in time order (cold reads merge them by time); views show the start from the
+        allocation's `Placed`."""
+        view = workflow.stage(alloc.stage)
+        if view.status is not StageStatus.READY or view.attempt != alloc.attempt or not alloc.nodes:
+            return
+        workflow.stage_started(alloc.stage, alloc.attempt, self.node_name(alloc.nodes[0]), at=at, by="scheduler")
+
+    def node_name(self, node: str) -> str:
+        nid = UUID(node)
+        return self.uow.repository.get(nid).name if nid in self.uow.repository else node
+
     def release(self, alloc: Allocation, by: str, at: datetime) -> list[Any]:
-        """The nodes that gave the allocation's resources back, and the ledgers of its quotas and shared resources."""
-        nodes: list[Any] = []
+        """The ledgers of the allocation's quotas and shared resources, given back, and its nodes that a deprovision
+        hold removes now that their last work ended. A node's capacity is no Node event: the scheduler's view frees it
+        from the allocation's own end."""
+        emptied: list[Any] = []
         for nid in alloc.nodes:
-            node = self.uow.repository.get(UUID(nid))
-            if node.release_allocation(str(alloc.id), by=by, at=at):
-                nodes.append(node)
-        return nodes + self.ledgers.discharge(alloc, by, at)
+            node = self.uow.repository.get(UUID(nid)) if UUID(nid) in self.uow.repository else None
+            if node is not None and getattr(node, "awaits_deprovision", False):
+                others = [a for a in self.on_node(node.id) if a != str(alloc.id)]
+                if node.deprovision_emptied(others, by=by, at=at):
+                    emptied.append(node)
+        return emptied + self.ledgers.discharge(alloc, by, at)
+
+    def on_node(self, node: UUID) -> list[str]:
+        """The allocations running on a node, as the read model says; a placement it does not show yet is swept by
+        the scheduler's pass (domain.app.strays). Without read models (tools, tests), from the log's placements."""
+        known = getattr(self.read_models, "allocations_on", lambda _: None)(node)
+        if known is not None:
+            return [str(a) for a in known]
+        placed = self.uow.recorder.select_notifications(start=None, limit=1 << 30, topics=[PLACED_TOPIC])
+        ids = dict.fromkeys(UUID(str(n.originator_id)) for n in placed)
+        return [str(a.id) for a in (self._live(i) for i in ids)
+                if a is not None and a.state is QueueState.RUNNING and str(node) in a.nodes]
 
     def lose(self, lost: list[str], reason: str, by: str, at: datetime) -> list[Any]:
         """Allocations whose node went away: evicted, their resources released, their stages retried or failed
@@ -80,6 +110,7 @@ class Allocations:
             if alloc.ended:
                 continue
             workflow = workflows.setdefault(alloc.workflow_id, self.uow.load(Workflow, alloc.workflow_id, "workflow"))
+            self.learn_start(workflow, alloc, at)
             alloc.evict(reason, by=by, at=at)
             if workflow.stage(alloc.stage).status in (StageStatus.STARTED, StageStatus.RUNNING):
                 workflow.stage_lost_node(alloc.stage, alloc.attempt, at=at,
@@ -94,6 +125,11 @@ class Allocations:
 
     def stop_idle_services(self, workflow: Workflow, at: datetime) -> list[Any]:
         touched: list[Any] = []
+        for view in workflow.stage_views():  # a placed replica is started, though no report said so yet
+            if view.kind == "service" and view.status is StageStatus.READY:
+                placed = self._live(allocation_id(workflow.id, view.name, view.attempt))
+                if placed is not None and placed.nodes:
+                    self.learn_start(workflow, placed, at)
         for stage in workflow.services_to_stop():
             touched += self._withdraw(workflow, stage, at)
             workflow.stage_stopped(stage, workflow.stage(stage).attempt, at=at, by="scheduler")

@@ -42,7 +42,7 @@ class NodeHandlers:
                                     f"(roving node readmit {name})")
                 if principal is not None and principal.is_cluster_admin:
                     node.readmit(by=principal.username, at=at)
-                lost = node.rejoin(capacity, by="agent", at=at)
+                lost = node.rejoin(capacity, self.allocations.on_node(nid), by="agent", at=at)
                 touched = self.allocations.lose(lost, f"node {name} rejoined with a new epoch", "agent", at)
             else:
                 node, touched = Node.register(nid, name, definition or "default", capacity, by="agent", at=at), []
@@ -76,7 +76,8 @@ class NodeHandlers:
         access.node_admin(principal)
         found = self.uow.load(Node, node, "node")
         try:
-            lost = found.revoke_credential(credential_id, reason, by=principal.username, at=at)
+            lost = found.revoke_credential(credential_id, reason, self.allocations.on_node(node),
+                                           by=principal.username, at=at)
         except NodeError as error:
             raise Invalid([Problem(path="credential", message=str(error))]) from error
         credential = next(c for c in found.credential_list() if c.id == credential_id)
@@ -99,7 +100,7 @@ class NodeHandlers:
     @command
     def node_lost(self, node: UUID, at: datetime) -> None:
         found = self.uow.load(Node, node, "node")
-        lost = found.go_offline(by="scheduler", at=at)
+        lost = found.go_offline(self.allocations.on_node(node), by="scheduler", at=at)
         self.uow.save(found, *self.allocations.lose(lost, f"node {found.name} lost (lease lapsed)", "scheduler", at))
 
     @command
@@ -138,7 +139,8 @@ class NodeHandlers:
         found, source = self.uow.load(Node, node, "node"), access.hold_source(principal)
         hid = hold_id(node, "evict", principal.username, at.isoformat())
         with _hold_errors():
-            lost = found.evict(hid, source, reason or "evicted", by=principal.username, at=at)
+            lost = found.evict(hid, source, reason or "evicted", self.allocations.on_node(node), by=principal.username,
+                               at=at)
         self.uow.save(found, *self.allocations.lose(lost, f"evicted from {found.name}: {reason}", principal.username, at))
         return lost
 
@@ -147,7 +149,8 @@ class NodeHandlers:
         found, source = self.uow.load(Node, node, "node"), access.hold_source(principal)
         hid = hold_id(node, "deprovision", principal.username, at.isoformat())
         with _hold_errors():
-            lost = found.deprovision(hid, source, "deprovision", by=principal.username, at=at, evict=evict, force=force)
+            lost = found.deprovision(hid, source, "deprovision", self.allocations.on_node(node), by=principal.username,
+                                     at=at, evict=evict, force=force)
         touched = self.allocations.lose(lost, f"{found.name} deprovisioned", principal.username, at) if (evict or force) else []
         self.uow.save(found, *touched)
         return lost
@@ -157,7 +160,7 @@ class NodeHandlers:
         found = self.uow.load(Node, node, "node")
         access.hold_source(principal)
         with _hold_errors():
-            lost = found.remove(by=principal.username, at=at, force=force)
+            lost = found.remove(self.allocations.on_node(node), by=principal.username, at=at, force=force)
         self.uow.save(found, *self.allocations.lose(lost, f"{found.name} removed", principal.username, at))
 
     @command

@@ -107,12 +107,13 @@ class ProvisionerHandlers:
         """A deprovision hold on the request's node (removed at once if empty, else once its work ends). Work
         placed since the runner looked makes an idle drain moot: False, and the node stays."""
         found, node = self._load(name), self._node(request_id)
-        if node is None or (node.allocations and not even_if_busy):
+        on_node = self.allocations.on_node(node.id) if node is not None else []
+        if node is None or (on_node and not even_if_busy):
             return False
         try:
             found.drain(request_id, reason, at=at)
-            node.deprovision(hold_id(node.id, "deprovision", BY, at.isoformat()), Source.PROVISIONER, reason, by=BY,
-                             at=at)
+            node.deprovision(hold_id(node.id, "deprovision", BY, at.isoformat()), Source.PROVISIONER, reason, on_node,
+                             by=BY, at=at)
         except (ProvisionerError, HoldError, NodeError):
             return False
         self.uow.save(found, node)
@@ -130,8 +131,9 @@ class ProvisionerHandlers:
         touched: list[Any] = [found]
         if node is not None and not node.removed:
             why = found.history[-1].end_reason if found.history else "deleted"
-            lost = node.go_offline(by=BY, at=at, reason=f"provisioned node deleted: {why}")
-            node.remove(by=BY, at=at)
+            lost = node.go_offline(self.allocations.on_node(node.id), by=BY, at=at,
+                                   reason=f"provisioned node deleted: {why}")
+            node.remove([], by=BY, at=at)  # its work was lost as it went offline
             touched += [node, *self.allocations.lose(lost, f"node {node.name} deleted by provisioner {name}: {why}",
                                                       BY, at)]
         self.uow.save(*touched)

@@ -11,6 +11,8 @@ hands it the views' answers through this one interface:
   provides is refused at submission; absent or None, only conflicting segments are.
 - `live_allocations_of(kind, owner_id)`: the queued and running allocations of an organization, group or
   user; none, a priority change records only the tenancy event.
+- `allocations_on(node_id)` (optional): the allocations running on a node (placed there, not ended), for the
+  commands that take work off it; absent or None, the application reads which were placed there from the log.
 - `project_paths()` and `member_projects(username)` (optional): the live projects, and those a user belongs to;
   absent, the cluster is taken to be in open mode (work needs no project unless it names one).
 """
@@ -56,6 +58,11 @@ class ReadModelFunctions:
     segments: Callable[[], set[str] | None] | None = None
     projects: Callable[[], list[str]] | None = None
     projects_of: Callable[[str], list[str]] | None = None
+    running_on: Callable[[UUID], Iterable[UUID]] | None = None
+
+    def allocations_on(self, node: UUID) -> list[UUID] | None:
+        """The allocations running on a node; None: not known (the application reads the log)."""
+        return list(self.running_on(node)) if self.running_on is not None else None
 
     def project_paths(self) -> list[str] | None:
         """Every live project's path; None: not known (open mode)."""

@@ -99,7 +99,7 @@ class AgentReports:
         if alloc.ended:
             raise StaleEpoch(f"allocation {alloc.stage} attempt {alloc.attempt} already ended {alloc.state.value}")
         workflow = self.uow.load(Workflow, alloc.workflow_id, "workflow")
-        try:
+        try:  # told before the workflow learned of the start: one message still (Workflow.TOLD)
             record(workflow, alloc.stage, alloc.attempt, text, at=at)
         except WorkflowError as error:
             raise StaleEpoch(str(error)) from error
@@ -107,6 +107,10 @@ class AgentReports:
 
     def _ready(self, alloc: Allocation, at: datetime, listening: tuple[int, ...] | None = None) -> None:
         workflow = self.uow.load(Workflow, alloc.workflow_id, "workflow")
+        try:
+            self.allocations.learn_start(workflow, alloc, at)
+        except WorkflowError as error:
+            raise StaleEpoch(str(error)) from error
         stage = workflow.stage(alloc.stage)
         if stage.status is StageStatus.RUNNING and stage.attempt == alloc.attempt:
             self._ready_again(workflow, alloc, at, listening)  # or readiness (and its ports) reported again
@@ -175,6 +179,7 @@ class AgentReports:
         """The allocation ended: its stage exits, its nodes get their capacity back, dependents may start."""
         workflow = self.uow.load(Workflow, alloc.workflow_id, "workflow")
         try:
+            self.allocations.learn_start(workflow, alloc, at)
             workflow.stage_exited(alloc.stage, alloc.attempt, exit_code, at=at, by="agent", told=reason)
         except WorkflowError as error:  # the workflow moved on; the allocation still ended and gives its resources back
             if self.uow.repository.doubt():  # ...as the log says, not as a copy in memory says

@@ -23,6 +23,7 @@ from domain.app.provisioners import ProvisionerHandlers
 from domain.app.read_models import NoReadModels, ReadModels
 from domain.app.scheduling import SchedulingHandlers
 from domain.app.storage_provisioners import StorageHandlers
+from domain.app.strays import StrayHandlers
 from domain.app.tenancy import TenancyHandlers
 from domain.app.unit_of_work import UnitOfWork
 from domain.app.workflows import WorkflowHandlers
@@ -62,6 +63,7 @@ class Roving(UnitOfWork):
         self.workflows = WorkflowHandlers(self, self.allocations, self.endpoints, self.scheduling, self.profiles)
         self.projects = self.workflows.projects
         self.nodes = NodeHandlers(self, self.allocations, self.configuration)
+        self.strays = StrayHandlers(self, self.allocations)
         self.tenancy = TenancyHandlers(self, self.allocations, passwords, self.configuration)  # type: ignore[arg-type]  # None only where nothing hashes (tools, tests)
         self.autoscaling = AutoscaleHandlers(self, self.allocations, self.endpoints)
         self.provisioners = ProvisionerHandlers(self, self.allocations)
@@ -78,6 +80,8 @@ class Roving(UnitOfWork):
     place = delegate("scheduling", SchedulingHandlers.place)
     place_all = delegate("scheduling", SchedulingHandlers.place_all)
     preempt = delegate("scheduling", SchedulingHandlers.preempt)
+    evict_stray = delegate("strays", StrayHandlers.evict_stray)
+    deprovision_emptied = delegate("strays", StrayHandlers.deprovision_emptied)
     record_blocked = delegate("scheduling", SchedulingHandlers.record_blocked)
     record_blocked_all = delegate("scheduling", SchedulingHandlers.record_blocked_all)
     check_feasible_submission = delegate("scheduling", SchedulingHandlers.check_feasible_submission)

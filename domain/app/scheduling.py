@@ -16,7 +16,7 @@ from domain.app.profiles import ProfileHandlers
 from domain.app.read_models import ReadModels
 from domain.app.unit_of_work import UnitOfWork, command
 from domain.fuzzfile import Problem
-from domain.node import Node, NodeError, Placement
+from domain.node import Node
 from domain.quantities import human_bytes
 from domain.scheduler.feasibility import Infeasible, check_feasible
 from domain.scheduler.reasons import Why
@@ -71,29 +71,33 @@ class SchedulingHandlers:
         workflow = self.uow.load(Workflow, alloc.workflow_id, "workflow")
         nodes = [self.uow.load(Node, n, "node") for n in node_ids]
         self.profiles.check_current(workflow.stages[alloc.stage].spec)  # moved: refused, it stays queued
-        res = alloc.resources
-        placement = Placement(id=str(alloc.id), cpu=res.cpu_cores, memory=res.memory_bytes, devices=dict(res.devices))
+        # The nodes are read, not written: whether the work fits is the leader's view (its only placer); a hold or a
+        # lost lease that lands after this read is swept by the next pass (domain.app.strays).
         refusals = [alloc.placement_refusal([str(n) for n in node_ids]),
-                    *(node.placement_refusal(placement) for node in nodes),
+                    *(node.placement_refusal() for node in nodes),
                     workflow.start_refusal(alloc.stage, alloc.attempt, nodes[0].name) if nodes else None,
                     self.allocations.ledgers.refusal(alloc, workflow, nodes, by, at)]  # quotas, licenses: exact here
         if (refused := next((r for r in refusals if r is not None), None)) is not None:
             raise Conflict(f"cannot place {alloc.stage}: {refused}")
         try:
-            epoch = alloc.place([str(n) for n in node_ids], by=by, at=at, note=note)
-            for node in nodes:
-                node.place_allocation(placement, by=by, at=at)
-            workflow.stage_started(alloc.stage, alloc.attempt, nodes[0].name, at=at, by=by)
+            epoch = alloc.place([str(n) for n in node_ids], by=by, at=at, note=note,
+                                node_epochs=tuple(node.epoch for node in nodes))
+            # One message where the rules allow: the workflow learns of the start with the attempt's first report
+            # (Allocations.learn_start); a start that binds volumes to its node is recorded now, for the next stage.
+            binds = workflow.start_binds_volumes(alloc.stage)
+            if binds:
+                workflow.stage_started(alloc.stage, alloc.attempt, nodes[0].name, at=at, by=by)
             ledgers = self.allocations.ledgers.charge(alloc, workflow, nodes, by, at)
-        except (IllegalTransition, NodeError, WorkflowError, Conflict) as error:  # checked above: a rule they missed
+        except (IllegalTransition, WorkflowError, Conflict) as error:  # checked above: a rule they missed
             raise AssertionError(f"placing {alloc.stage} broke a rule its checks passed: {error}") from error
-        touched += [alloc, *nodes, workflow, *ledgers]
+        touched += [alloc, *([workflow] if binds else []), *ledgers]
         return epoch
 
     @command
     def preempt(self, victim: UUID, text: str, by: str, at: datetime) -> None:
         alloc = self.uow.load(Allocation, victim, "allocation")
         workflow = self.uow.load(Workflow, alloc.workflow_id, "workflow")
+        self.allocations.learn_start(workflow, alloc, at)
         alloc.preempt(text, by=by, at=at)
         workflow.stage_preempted(alloc.stage, alloc.attempt, at=at, by=by, requeue=True)
         self.uow.save(alloc, workflow, *self.allocations.release(alloc, by, at),

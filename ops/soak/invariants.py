@@ -12,7 +12,6 @@ from ops.soak.eventlog import Event
 from ops.soak.tally import Tally
 
 ENDED = frozenset({"FINISHED", "FAILED", "CANCELED"})
-WIPES = frozenset({"NodeRejoined", "NodeWentOffline", "NodeDeprovisioned", "NodeRemoved"})
 REPORT_SLACK = 5.0   # seconds an agent has to report an exit before the exit counts as lost
 OVERLAP_SLACK = 0.2  # seconds two copies may seem to overlap because of clock reads in different processes
 
@@ -29,6 +28,7 @@ class Alloc:
     workflow: str
     stage: str
     attempt: int
+    cpu: int = 1  # what it asked of each node
     placements: list[tuple[int, float, list[str], int]] = field(default_factory=list)  # seq, at, node ids, epoch
     ends: list[tuple[int, float, str, int | None]] = field(default_factory=list)     # seq, at, state, exit code
 
@@ -47,7 +47,8 @@ class Run:
 
 
 class Model:
-    """The log folded into allocations and nodes."""
+    """The log folded into allocations and nodes. What a node holds is its placed-and-not-ended allocations (Allocation
+    events: nodes record no placements since issue 43)."""
 
     def __init__(self, events: list[Event]) -> None:
         self.allocs: dict[str, Alloc] = {}
@@ -55,7 +56,6 @@ class Model:
         self.node_names: dict[str, str] = {}
         self.node_cpu: dict[str, int] = {}
         self.node_live: dict[str, dict[str, int]] = defaultdict(dict)
-        self.node_pairs: set[tuple[str, str]] = set()
         self.overcommits: list[tuple[str, int, int, int]] = []  # node, seq, used, capacity
         for event in events:
             if event.kind == "allocation":
@@ -65,8 +65,9 @@ class Model:
 
     def _allocation(self, e: Event) -> None:
         if e.name == "Requested":
+            resources = e.state.get("resources") or {}
             found = Alloc(id=e.aggregate, workflow=str(e.state["workflow_id"]), stage=e.state["stage"],
-                          attempt=int(e.state["attempt"]))
+                          attempt=int(e.state["attempt"]), cpu=int(resources.get("cpu_cores", resources.get("cpu", 1))))
             self.allocs[e.aggregate] = found
             self.by_stage[(found.workflow, found.stage, found.attempt)] = found
             return
@@ -75,8 +76,18 @@ class Model:
             return
         if e.name == "Placed":
             found.placements.append((e.seq, ts(e.at), [str(n) for n in e.state["nodes"]], int(e.state["epoch"])))
+            for node in found.placements[-1][2]:
+                self._hold(node, found, e.seq)
         elif e.name == "Ended":
             found.ends.append((e.seq, ts(e.at), str(e.state["state"]), e.state.get("exit_code")))
+            for node in found.placements[-1][2] if found.placements else ():
+                self.node_live[node].pop(found.id, None)
+
+    def _hold(self, node: str, found: Alloc, seq: int) -> None:
+        self.node_live[node][found.id] = found.cpu
+        used = sum(self.node_live[node].values())
+        if used > self.node_cpu.get(node, used):
+            self.overcommits.append((node, seq, used, self.node_cpu[node]))
 
     def _node(self, e: Event) -> None:
         node = e.aggregate
@@ -86,17 +97,6 @@ class Model:
                 self.node_names[node] = e.state.get("name", node)
             if capacity is not None:
                 self.node_cpu[node] = int(getattr(capacity, "cpu", 0))
-        if e.name in WIPES:
-            self.node_live[node].clear()
-        elif e.name == "AllocationPlaced":
-            placement = e.state["placement"]
-            self.node_live[node][str(placement.id)] = int(placement.cpu)
-            self.node_pairs.add((str(placement.id), node))
-            used = sum(self.node_live[node].values())
-            if used > self.node_cpu.get(node, used):
-                self.overcommits.append((node, e.seq, used, self.node_cpu[node]))
-        elif e.name == "AllocationReleased":
-            self.node_live[node].pop(str(e.state["allocation_id"]), None)
 
     def attempt_of(self, key: tuple[str, str], node: str, started: float) -> Alloc | None:
         """The attempt a traced process belongs to: the latest placed on its node before it started.
@@ -137,9 +137,9 @@ def check_allocations(model: Model, tally: Tally) -> None:
             tally.violation("allocation_not_ended", f"{a.stage} attempt {a.attempt} ({a.id}) still placed on "
                             f"{[model.name(n) for n in a.placements[-1][2]]} at quiescence", a.workflow)
         for node in {n for _, _, nodes, _ in a.placements for n in nodes}:
-            if (a.id, node) not in model.node_pairs:
-                tally.violation("placement_mismatch", f"{a.stage} placed on {model.name(node)} but the node never "
-                                "recorded it", a.workflow)
+            if node not in model.node_names:
+                tally.violation("placement_mismatch", f"{a.stage} placed on {node}, which never registered",
+                                a.workflow)
     for (workflow, stage, attempt), a in model.by_stage.items():
         before = model.by_stage.get((workflow, stage, attempt - 1))
         if before is None or not a.placements:
@@ -164,7 +164,7 @@ def check_nodes(model: Model, nodes: list[dict], tally: Tally) -> dict[str, dict
         shown = set(row["allocations"])
         if shown != set(live):
             tally.violation("node_view_mismatch", f"{row['name']}: view lists {sorted(shown)}, "
-                            f"log placed-minus-released {sorted(live)}")
+                            f"log placed-minus-ended {sorted(live)}")
         for allocation in live:
             a = model.allocs.get(allocation)
             tally.violation("capacity_not_freed", f"{row['name']} still holds {allocation} "

@@ -27,7 +27,7 @@ def test_a_copy_changed_by_a_command_leaves_the_kept_aggregate_as_it_was():
     assert kept_workflow.stage("j").status.value == "READY" and workflow.stage("j").status.value == "STARTED"
     assert kept_node.holds == {} and node.holds
     assert workflow.definition is kept_workflow.definition  # parsed once at submission, never changed: shared
-    assert str(aid) not in kept_node.allocations
+    assert str(aid) not in roving.allocations.on_node(node_id("n1"))
 
 
 

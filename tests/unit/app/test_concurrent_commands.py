@@ -62,7 +62,7 @@ def test_stopping_a_workflow_with_two_stages_on_one_node_releases_both():
     roving = app()
     node, wid, _ = node_with_two_stages(roving)
     roving.stop_workflow(wid, ADMIN, later(2))
-    assert roving.repository.get(node).allocations == {}
+    assert roving.allocations.on_node(node) == []
     assert roving.repository.get(wid).status == "CANCELED"
 
 
@@ -71,7 +71,7 @@ def test_evicting_a_node_with_two_stages_gives_its_whole_capacity_back():
     node, wid, _ = node_with_two_stages(roving)
     lost = roving.evict(node, "bad fan", ADMIN, later(2))
     assert sorted(lost) == sorted(str(allocation_id(wid, s, 1)) for s in ("a", "b"))
-    assert roving.repository.get(node).allocations == {}
+    assert roving.allocations.on_node(node) == []
     holds = list(roving.repository.get(node).holds)
     roving.release_hold(node, holds[0], ADMIN, later(3))
     big = uuid4()
@@ -86,7 +86,7 @@ def test_a_rejoining_agent_loses_both_stages_of_one_workflow_in_one_command():
     roving.register_node("node-1", 4, 8 << 30, {}, {}, "pool-a", "127.0.0.1", 9100, later(3))
     for stage in ("a", "b"):
         assert roving.repository.get(allocation_id(wid, stage, 1)).state is QueueState.EVICTED
-    assert roving.repository.get(node).allocations == {}
+    assert roving.allocations.on_node(node) == []
 
 
 def test_a_job_and_a_service_on_one_node_both_end_and_the_workflow_finishes():
@@ -100,7 +100,7 @@ def test_a_job_and_a_service_on_one_node_both_end_and_the_workflow_finishes():
     client = allocation_id(wid, "client", 1)
     roving.report(node, client, roving.place(client, [node], "scheduler", later(3)), "exited", 0, "", later(4))
     assert roving.repository.get(wid).status == "FINISHED"
-    assert roving.repository.get(node).allocations == {}
+    assert roving.allocations.on_node(node) == []
 
 
 def test_the_same_exit_reported_twice_is_recorded_once():
@@ -169,7 +169,7 @@ def test_a_report_that_loses_a_write_race_decides_again_and_both_exits_land(monk
         type(roving).save = original_save
     assert raced.is_set()
     assert {roving.repository.get(x).state for x in (a, b)} == {QueueState.FINISHED}
-    assert roving.repository.get(node).allocations == {}
+    assert roving.allocations.on_node(node) == []
     assert roving.repository.get(wid).status == "FINISHED"
 
 

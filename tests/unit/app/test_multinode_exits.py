@@ -36,11 +36,11 @@ def test_the_job_finishes_only_when_both_ranks_have_exited():
     wid, train, fence, n1, n2 = placed_pair(roving)
     roving.report(n2, train, fence, "exited", 0, "", later(5))
     assert roving.repository.get(train).state is QueueState.RUNNING
-    assert roving.repository.get(n1).allocations != {}  # every node keeps the job's capacity until the end
+    assert roving.allocations.on_node(n1) != []  # every node keeps the job's capacity until the end
     roving.report(n1, train, fence, "exited", 0, "", later(6))
     assert roving.repository.get(train).state is QueueState.FINISHED
     assert roving.repository.get(wid).stage("train").status.value == "FINISHED"
-    assert roving.repository.get(n1).allocations == {} and roving.repository.get(n2).allocations == {}
+    assert roving.allocations.on_node(n1) == [] and roving.allocations.on_node(n2) == []
 
 
 def test_a_failed_rank_stops_the_others_and_the_job_fails_naming_that_rank():
@@ -98,4 +98,4 @@ def test_two_ranks_exiting_at_once_are_both_recorded_and_the_job_ends_once():
     alloc = roving.repository.get(train)
     assert raced.is_set() and alloc.state is QueueState.FINISHED and sorted(alloc.rank_exits) == sorted([str(n1), str(n2)])
     assert roving.repository.get(wid).status == "FINISHED"
-    assert roving.repository.get(n1).allocations == {} and roving.repository.get(n2).allocations == {}
+    assert roving.allocations.on_node(n1) == [] and roving.allocations.on_node(n2) == []

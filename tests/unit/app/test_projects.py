@@ -192,7 +192,7 @@ def test_a_placement_past_a_quota_is_refused_at_commit_and_an_end_gives_the_quot
     assert roving.repository.get(ledger_id(PROJECT, "physics")).used == {"cpu": 3}
     with pytest.raises(Conflict, match="project physics's quota of cpu: 3 in use \\+ 3 asked > 4"):
         roving.place(b, [node], "scheduler", later(2))
-    assert roving.repository.get(node).allocations.keys() == {str(a)}  # nothing of the refused placement landed
+    assert set(roving.allocations.on_node(node)) == {str(a)}  # nothing of the refused placement landed
     roving.report(node, a, fence, "exited", 0, "", later(3))
     assert roving.repository.get(ledger_id(PROJECT, "physics")).used == {}
     roving.place(b, [node], "scheduler", later(4))

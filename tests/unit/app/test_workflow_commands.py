@@ -54,7 +54,7 @@ def test_a_finished_job_releases_its_node_and_readies_its_dependent():
     pre = allocation_id(wid, "pre", 1)
     fence = roving.place(pre, [node], "scheduler", later(1))
     roving.report(node, pre, fence, "exited", 0, "", later(5))
-    assert roving.repository.get(node).allocations == {}
+    assert roving.allocations.on_node(node) == []
     assert roving.repository.get(allocation_id(wid, "post", 1)).state is QueueState.READY
     assert roving.repository.get(wid).stage("pre").status.value == "FINISHED"
 

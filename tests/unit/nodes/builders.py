@@ -1,10 +1,10 @@
-"""Test helpers: registered, ready nodes and their placements in a line."""
+"""Test helpers: registered and ready nodes in a line (what runs on a node is the caller's list: `on_node`)."""
 
 from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
 from domain.holds import NodeSummary
-from domain.node import Capacity, Node, Placement
+from domain.node import Capacity, Node
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 GiB = 2**30
@@ -25,17 +25,6 @@ def registered_node(number: int = 1, **kwargs) -> Node:
 def ready_node(number: int = 1, **kwargs) -> Node:
     node = registered_node(number, **kwargs)
     node.mark_ready(node.epoch, by="agent", at=at(1))
-    return node
-
-
-def placement(allocation_id: str, cpu: int = 1, memory: int = GiB, **kwargs) -> Placement:
-    return Placement(id=allocation_id, cpu=cpu, memory=memory, **kwargs)
-
-
-def busy_node(*allocation_ids: str) -> Node:
-    node = ready_node()
-    for allocation_id in allocation_ids:
-        node.place_allocation(placement(allocation_id), by="scheduler", at=at(2))
     return node
 
 

@@ -3,8 +3,7 @@
 import pytest
 
 from domain.holds import Effect, HoldError, ReleaseRefused, Source, UnknownHold, source_of
-from domain.node import NodeError
-from tests.unit.nodes.builders import at, busy_node, peers, placement, ready_node
+from tests.unit.nodes.builders import at, peers, ready_node
 
 FEW_HELD = peers(total=9, held=0)
 
@@ -38,8 +37,7 @@ def test_a_held_node_refuses_new_work_and_says_which_hold(effect):
     node = ready_node()
     node.place_hold("h1", effect, Source.ADMIN, "bios update", by="alice", at=at(2))
     assert not node.accepts_new_work
-    with pytest.raises(NodeError, match=f"{effect.value} hold h1 by admin: bios update"):
-        node.place_allocation(placement("a1"), by="scheduler", at=at(3))
+    assert f"{effect.value} hold h1 by admin: bios update" in (node.placement_refusal() or "")
 
 
 def test_an_admin_may_not_release_monitoring_evidence_without_force():
@@ -110,15 +108,16 @@ def test_the_hold_records_who_placed_it_when_and_why():
 
 
 def test_a_cordon_leaves_running_work_in_place():
-    node = busy_node("a1")
+    node = ready_node()
     node.place_hold("h1", Effect.CORDON, Source.ADMIN, "bios update", by="alice", at=at(3))
-    assert node.allocations_to_evict() == []
-    assert list(node.allocations) == ["a1"]
+    assert node.allocations_to_evict(["a1"]) == []
+    assert node.stray_refusal(1) is None
 
 
 def test_evict_returns_the_running_allocations_to_take_off():
-    node = busy_node("a1", "a2")
-    assert node.evict("e1", Source.ADMIN, "bad DIMM", by="alice", at=at(3)) == ["a1", "a2"]
+    node = ready_node()
+    assert node.evict("e1", Source.ADMIN, "bad DIMM", ["a1", "a2"], by="alice", at=at(3)) == ["a1", "a2"]
+    assert node.stray_refusal(1) == "node n1 is under an evict hold"  # work placed as the hold landed goes too
     assert node.holds["e1"].effect is Effect.EVICT
     assert not node.accepts_new_work
 

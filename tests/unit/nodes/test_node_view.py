@@ -32,6 +32,6 @@ def test_the_scheduler_skips_held_and_unready_nodes():
 
 def test_a_removed_node_is_offline_to_the_scheduler():
     node = ready_node()
-    node.remove(by="alice", at=at(2), force=True)
+    node.remove([], by="alice", at=at(2), force=True)
     assert to_node_view(node).status is NodeStatus.OFFLINE
     assert placed([node]) == {}

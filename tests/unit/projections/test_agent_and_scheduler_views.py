@@ -75,7 +75,7 @@ def test_a_rejoined_agent_is_not_told_about_its_previous_life():
     feed.save(n1)
     _, allocation = placed(feed, ONE_JOB, "main", n1)
     allocation.evict("lease lapsed", by="monitor", at=at(2))
-    n1.rejoin(Capacity(cpu=8, memory=32 * GiB), by="agent", at=at(3))
+    n1.rejoin(Capacity(cpu=8, memory=32 * GiB), [], by="agent", at=at(3))
     feed.save(allocation, n1)
     assert feed.views.assignments(n1.id) == Assignments([], [], [])
 

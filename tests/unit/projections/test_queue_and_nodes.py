@@ -6,9 +6,8 @@ from domain.allocation import Allocation
 from domain.cluster_config import ClusterConfig
 from domain.fuzzfile import Resources
 from domain.holds import Effect, Source
-from domain.node import Placement
 from domain.tenancy import Group, Organization, Role, User
-from tests.unit.projections.builders import ONE_JOB, Feed, GiB, at, node, request, submit, uid
+from tests.unit.projections.builders import ONE_JOB, Feed, at, node, request, submit, uid
 
 HASH = "scrypt$1024$8$1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNoaGFzaA"
 
@@ -65,12 +64,14 @@ def test_queue_filters_and_stats_count_each_state():
 
 
 def test_a_node_shows_its_holds_and_allocations_and_is_found_by_name():
-    feed, n1 = Feed(), node("node-1")
-    n1.place_allocation(Placement(id="a1", cpu=2, memory=GiB), by="scheduler", at=at(1))
+    feed, n1, flow = Feed(), node("node-1"), submit(ONE_JOB)
+    running = request(flow, "main")
+    running.place([str(n1.id)], by="scheduler", at=at(1))
     n1.place_hold("h1", Effect.CORDON, Source.ADMIN, "bios update", by="alice", at=at(1))
-    feed.save(n1, node("node-2"))
+    feed.save(n1, node("node-2"), flow, running)
     row = feed.views.nodes.by_name("node-1")
-    assert (row.status, row.cpu, row.definition, row.epoch, row.allocations) == ("READY", 8, "cpu-small", 1, ["a1"])
+    assert (row.status, row.cpu, row.definition, row.epoch, row.allocations) == (
+        "READY", 8, "cpu-small", 1, [str(running.id)])
     assert [(h.id, h.effect, h.source, h.reason, h.by) for h in row.holds] == [
         ("h1", "cordon", "admin", "bios update", "alice")]
     assert row.accepts_new_work is False
@@ -78,15 +79,28 @@ def test_a_node_shows_its_holds_and_allocations_and_is_found_by_name():
     assert feed.views.nodes.get(n1.id) == row
 
 
+def test_a_node_shows_what_its_running_work_uses_until_that_work_ends():
+    feed, n1, flow = Feed(), node("node-1"), submit(ONE_JOB)
+    running = request(flow, "main")
+    running.place([str(n1.id)], by="scheduler", at=at(1))
+    feed.save(n1, flow, running)
+    row = feed.views.nodes.get(n1.id)
+    assert (row.allocated_cpu, row.allocated_memory) == (running.resources.cpu_cores, running.resources.memory_bytes)
+    running.exited(0, running.epoch, by="agent", at=at(2))
+    feed.save(running)
+    row = feed.views.nodes.get(n1.id)
+    assert (row.allocations, row.allocated_cpu, row.allocated_memory) == ([], 0, 0)
+
+
 def test_released_holds_and_removed_nodes_leave_the_list():
     feed, n1 = Feed(), node("node-1")
     n1.place_hold("h1", Effect.CORDON, Source.ADMIN, "bios", by="alice", at=at(1))
     feed.save(n1)
     n1.release_admin_cordons(by="alice", at=at(2))
-    n1.go_offline(by="monitor", at=at(3))
+    n1.go_offline([], by="monitor", at=at(3))
     feed.save(n1)
     assert (feed.views.nodes.get(n1.id).holds, feed.views.nodes.get(n1.id).status) == ([], "OFFLINE")
-    n1.remove(by="alice", at=at(4))
+    n1.remove([], by="alice", at=at(4))
     feed.save(n1)
     assert feed.views.nodes.list() == []
     assert feed.views.nodes.get(n1.id).removed is True
@@ -128,3 +142,44 @@ def test_an_allocations_wait_starts_when_it_became_ready_in_either_shape_of_the_
     queue = feed.views.queue
     assert queue.ready_since(older.id) == at(3) and queue.ready_since(newer.id) == at(4)
     assert str(newer.id) in queue.readied and str(waiting.id) not in queue.readied
+
+
+def test_a_placed_stage_shows_started_on_its_node_before_its_workflow_records_the_start():
+    feed, n1, flow = Feed(), node("node-1"), submit(ONE_JOB)
+    running = request(flow, "main")
+    feed.save(n1, flow, running)
+    running.place([str(n1.id)], by="scheduler", at=at(1))
+    feed.save(running)  # the placement alone: the workflow has no StageStarted yet
+    stage = next(s for s in feed.views.workflows.get(flow.id).stages if s.name == "main")
+    assert (stage.status, stage.node, stage.started_at) == ("STARTED", "node-1", at(1))
+    flow.stage_started("main", 1, n1.name, at(1))  # what the first report's commit records
+    flow.stage_exited("main", 1, 0, at(2))
+    feed.save(flow)
+    stage = next(s for s in feed.views.workflows.get(flow.id).stages if s.name == "main")
+    assert (stage.status, stage.started_at, stage.ended_at) == ("FINISHED", at(1), at(2))
+    assert feed.views.workflows.get(flow.id).status == "FINISHED"
+
+
+def test_a_nodes_history_shows_work_placed_on_it_and_its_end_from_the_allocations_events():
+    feed, n1, flow = Feed(), node("node-1"), submit(ONE_JOB)
+    running = request(flow, "main")
+    running.place([str(n1.id)], by="scheduler", at=at(1))
+    feed.save(n1, flow, running)
+    running.exited(3, running.epoch, by="agent", at=at(2))
+    feed.save(running)
+    rows = [(r.message, r.allocation) for r in feed.views.node_events.of(n1.id)][:2]
+    assert rows == [("work ended (FAILED)", str(running.id)), ("work placed", str(running.id))]
+
+
+def test_an_older_log_that_recorded_the_placement_on_the_node_too_shows_it_once():
+    from domain.node import Placement
+
+    feed, n1, flow = Feed(), node("node-1"), submit(ONE_JOB)
+    running = request(flow, "main")
+    feed.save(n1, flow, running)
+    running.place([str(n1.id)], by="scheduler", at=at(1))
+    n1._allocation_placed(placement=Placement(id=str(running.id), cpu=1, memory=2**30), by="scheduler", at=at(1))
+    feed.save(running, n1)  # as older code committed a placement: the allocation's event, then the node's
+    rows = [(r.message, r.allocation) for r in feed.views.node_events.of(n1.id)]
+    assert rows[0] == ("work placed: 1 cpu, 1.0 GiB", str(running.id))
+    assert [m for m, _ in rows].count("work placed") == 0

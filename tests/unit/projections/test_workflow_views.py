@@ -17,13 +17,14 @@ def messages(feed: Feed, workflow) -> list[str]:
 
 
 def run_stage(feed: Feed, workflow, stage: str, exit_code: int, on, minute: float = 1):
-    """Request, place, start and end one stage attempt the way the application will."""
+    """Request, place (the start) and end one stage attempt the way the application does: the workflow records the
+    start with the exit report."""
     attempt = workflow.stages[stage].attempt
     allocation = request(workflow, stage, attempt, minute, organization_priority=5, group_priority=2, user_priority=1)
-    allocation.place([str(on.id)], by="scheduler", at=at(minute))
-    workflow.stage_started(stage, attempt, on.name, at(minute + 1))
-    feed.save(allocation, workflow)
+    allocation.place([str(on.id)], by="scheduler", at=at(minute + 1))
+    feed.save(allocation)
     allocation.exited(exit_code, allocation.epoch, by="agent", at=at(minute + 2))
+    workflow.stage_started(stage, attempt, on.name, at(minute + 2))
     workflow.stage_exited(stage, attempt, exit_code, at(minute + 2))
     feed.save(allocation, workflow)
     return allocation

@@ -160,7 +160,7 @@ def test_the_agent_is_told_which_workflows_volumes_live_on_until_the_workflow_en
         "ingress", "data", [{"source": "https://example.org/genome.fa", "destination": "file://inputs/genome.fa"}])
     allocation.exited(0, allocation.epoch, by="agent", at=feed_at(2))
     workflow.stage_exited("ingress:data", 1, 0, feed_at(2))
-    n1.rejoin(Capacity(cpu=8, memory=32 * GiB), by="agent", at=feed_at(3))
+    n1.rejoin(Capacity(cpu=8, memory=32 * GiB), [], by="agent", at=feed_at(3))
     feed.save(allocation, workflow, n1)
     assert feed.views.assignments(n1.id).volumes == [str(workflow.id)]  # align and report will run here
     workflow.cancel(by="alice", at=feed_at(4))

@@ -12,13 +12,14 @@ from workflow_builders import at, fuzzfile, run, step, submit
 from domain.allocation import Allocation, QueueState
 from domain.fuzzfile import Resources
 
-# v5: the allocation is requested with its stage's typed Resources (recorded as builtins, defaults omitted)
-GOLDEN = Path(__file__).parent / "golden" / "workflow_v5.jsonl"
-# written by earlier code, must still replay: v4 (a placement carries a note, what it preempted; resources a dict),
+# v6: a placement records its nodes' agent epochs (work placed before a node's agent registered again is stray)
+GOLDEN = Path(__file__).parent / "golden" / "workflow_v6.jsonl"
+# written by earlier code, must still replay: v5 (the allocation is requested with its stage's typed Resources,
+# recorded as builtins, defaults omitted), v4 (a placement carries a note, what it preempted; resources a dict),
 # v3 (a Placed without a note; an allocation requested ready in one event), v2 (a Requested then a Readied),
 # v1 (a StageSkipped per skipped step)
-OLDER = [Path(__file__).parent / "golden" / f"workflow_v{n}.jsonl" for n in (4, 3, 2, 1)]
-REQUESTED = {"workflow_v5": Resources(cpu_cores=2, memory_bytes=2**30)}  # v1-v4 recorded {"cpu_cores": 1}
+OLDER = [Path(__file__).parent / "golden" / f"workflow_v{n}.jsonl" for n in (5, 4, 3, 2, 1)]
+REQUESTED = {f"workflow_v{n}": Resources(cpu_cores=2, memory_bytes=2**30) for n in (5, 6)}  # v1-v4: {"cpu_cores": 1}
 TEXT = fuzzfile([
     step("pre", extra="policy: {retry: {on: [75], attempts: 1}, timeout: {execute: 10m}}"),
     step("main", "pre"),
@@ -40,9 +41,9 @@ def scenario() -> list:
     run(workflow, "pre", minute=3)
     workflow.stage_started("main", 1, "n2", at(5))
     workflow.stage_lost_node("main", 1, at(6))
-    alloc = Allocation.request(UUID(int=9), workflow.id, "main", 1, REQUESTED["workflow_v5"], workflow_priority=-1,
+    alloc = Allocation.request(UUID(int=9), workflow.id, "main", 1, REQUESTED["workflow_v6"], workflow_priority=-1,
                                preemptible=True, execute_timeout_seconds=None, by="scheduler", at=at(4), ready=True)
-    alloc.place(["n2"], by="scheduler", at=at(5))
+    alloc.place(["n2"], by="scheduler", at=at(5), node_epochs=(3,))
     alloc.evict("node n2 went offline", by="monitoring", at=at(6))
     return workflow.collect_events() + alloc.collect_events()
 
@@ -77,6 +78,7 @@ def test_the_golden_log_replays_to_the_same_workflow_and_allocation_views(log):
     alloc = aggregates[str(UUID(int=9))]
     assert (alloc.state, alloc.nodes, alloc.epoch, alloc.reason) == (QueueState.EVICTED, ["n2"], 1, "node n2 went offline")
     assert alloc.resources == REQUESTED.get(log.stem, Resources(cpu_cores=1))  # typed, from any recorded shape
+    assert alloc.node_epoch("n2") == (3 if log == GOLDEN else None)  # older logs name no epoch: never stray by it
 
 
 def test_todays_code_writes_the_events_in_the_golden_log_unchanged():
