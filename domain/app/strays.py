@@ -5,6 +5,10 @@ A placement reads its nodes but writes none of them (node capacity is the schedu
 went OFFLINE, was removed, registered again under a new epoch or took an evict hold just after a placement read it
 would keep that work: the commands that take work off a node lose what the allocation read model showed on it, and
 this sweep takes off what it did not show yet, by the same domain command (lost: retried or failed by policy).
+One case is put back in the queue instead: work placed on a node the control plane itself was taking away (removed,
+or drained by its provisioner as idle) that no agent has said a word about. The node's remover saw it empty, so the
+placement raced the removal; the job never ran to anyone's knowledge, and losing it would fail a job without a
+`retry on: node` policy for the control plane's own race.
 """
 
 from __future__ import annotations
@@ -16,7 +20,9 @@ from domain.allocation import Allocation
 from domain.app.allocations import Allocations
 from domain.app.errors import NotFound
 from domain.app.unit_of_work import UnitOfWork, command
+from domain.fuzzfile.semantics import StageStatus
 from domain.node import Node
+from domain.workflow import Workflow
 
 
 class StrayHandlers:
@@ -31,20 +37,37 @@ class StrayHandlers:
             alloc = self.uow.load(Allocation, allocation, "allocation")
         except NotFound:
             return False
-        why = None if alloc.ended else self.stray_reason(alloc)
+        why, taken_away = (None, False) if alloc.ended else self.stray_reason(alloc)
         if why is None:
             return False
+        workflow = self.uow.load(Workflow, alloc.workflow_id, "workflow")
+        if taken_away and self.unheard(workflow, alloc):
+            self.allocations.learn_start(workflow, alloc, at)  # as a preemption: started, then taken back
+            alloc.preempt(f"{why}; back in the queue: it never started there", by="scheduler", at=at)
+            workflow.stage_preempted(alloc.stage, alloc.attempt, at=at, by="scheduler", requeue=True)
+            self.uow.save(alloc, workflow, *self.allocations.release(alloc, "scheduler", at),
+                          *self.allocations.request_ready(workflow, "scheduler", at))
+            return True
         self.uow.save(*self.allocations.lose([str(alloc.id)], why, "scheduler", at))
         return True
 
-    def stray_reason(self, alloc: Allocation) -> str | None:
+    def stray_reason(self, alloc: Allocation) -> tuple[str | None, bool]:
+        """Why the allocation may not stay where it is, and whether its node is being taken away by the control plane
+        (removed or unregistered) rather than lost (OFFLINE, rejoined) or evicting (a hold); (None, False): it may."""
         for nid in alloc.nodes:
             if UUID(nid) not in self.uow.repository:
-                return f"node {nid} is not registered"
-            why = self.uow.load(Node, UUID(nid), "node").stray_refusal(alloc.node_epoch(nid))
+                return f"node {nid} is not registered", True
+            node = self.uow.load(Node, UUID(nid), "node")
+            why = node.stray_refusal(alloc.node_epoch(nid))
             if why is not None:
-                return f"placed on a node that cannot hold it: {why}"
-        return None
+                return f"placed on a node that cannot hold it: {why}", node.removed
+        return None, False
+
+    def unheard(self, workflow: Workflow, alloc: Allocation) -> bool:
+        """No report has made its workflow learn that this attempt started (issue 43): a job's exit, a service's
+        readiness. Work swept here landed after the node's remover read the views, so a job has not run long."""
+        view = workflow.stage(alloc.stage)
+        return view.status is StageStatus.READY and view.attempt == alloc.attempt
 
     @command
     def deprovision_emptied(self, node: UUID, at: datetime) -> bool:
