@@ -239,6 +239,7 @@ class Retention:
         if written != expected:
             staged.unlink(missing_ok=True)
             raise RuntimeError(f"the archive file holds {written} rows, not the {expected} written: nothing purged")
+        staged.chmod(0o600)  # DuckDB's COPY wrote it as the umask left it: every tenant's events are in it
         destination = self.archive.new_file()
         shutil.move(staged, destination)
         return destination
