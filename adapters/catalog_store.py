@@ -19,10 +19,12 @@ import subprocess
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from adapters.git_progress import STEPS, Tell, TimedOut, told_run
 from domain.app.catalog import CatalogHandlers, SourceUnreadable
 from domain.app.catalog_access import shown_location
+from domain.app.errors import Conflict
 from domain.app.roving import Roving
 from domain.catalog import TemplateFiles
 from domain.catalog.source import CatalogSource, SourceKind
@@ -72,7 +74,7 @@ class CatalogStore:
         target = self.cache_dir / key
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         with open(self.cache_dir / f"{key}.lock", "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # API workers share the data dir: one clone or fetch at a time
+            _locked(lock, waits=not now)  # API workers share the data dir: one clone or fetch at a time
             stamp = target / ".git" / "roving-fetched"
             if not now and stamp.exists() and time.time() - stamp.stat().st_mtime < self.refresh_seconds:
                 return target
@@ -122,6 +124,16 @@ class CatalogStore:
             shown = [line for line in said if not STEPS.match(line)] or said
             raise SourceUnreadable(f"git {args[0]} failed: {shown_location(shown[-1] if shown else 'no message')}")
         return ""
+
+
+def _locked(lock: Any, waits: bool) -> None:
+    """A listing waits for the fetch under way (it needs the checkout); a refresh asked meanwhile is refused at
+    once: each one queued would hold a server worker thread for as long as git may take, and a manager asking
+    many times at once would hold them all."""
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX if waits else fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise Conflict("a refresh of this source is under way: its answer shows in the catalog when it ends") from None
 
 
 def checkout_key(source: CatalogSource) -> str:

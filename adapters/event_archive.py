@@ -7,10 +7,12 @@ workflow can still be rebuilt for describe and events (projections.cold_workflow
 the log archives the same events again in the next file, so readers keep one row per stream sequence (`position`).
 `index.sqlite` says which files hold each aggregate, so reading one reads only those; it is written before the log
 is purged, so an aggregate it does not name still has its events in the log (a lost index is rebuilt from the files).
+The directory is 0700 and each file 0600: they hold every tenant's events, whatever the data directory's own mode.
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 import time
@@ -74,10 +76,11 @@ class EventArchive:
         """The open index (call under the lock); made from the files themselves when it is missing."""
         path = self.directory / INDEX
         if self._held is None or not path.exists():
-            self.directory.mkdir(parents=True, exist_ok=True)
+            self._private_directory()
             missing = not path.exists()
             self._held = sqlite3.connect(str(path), check_same_thread=False, timeout=30.0)
             self._held.execute(INDEX_SCHEMA)
+            os.chmod(path, 0o600)
             if missing and self.files():
                 rows = self._scan("SELECT DISTINCT aggregate_id, filename FROM read_parquet($1, filename = true)",
                                   [[str(f) for f in self.files()]])
@@ -86,12 +89,17 @@ class EventArchive:
                                            [(a, Path(f).name) for a, f in rows])
         return self._held
 
+    def _private_directory(self) -> None:
+        """The directory, closed to other local users (an archive made before this was so is closed too)."""
+        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.directory.chmod(0o700)
+
     def files(self) -> list[Path]:
         return sorted(self.directory.glob(GLOB)) if self.directory.is_dir() else []
 
     def new_file(self) -> Path:
         """A name no earlier round used: rounds are seconds apart, and the nanoseconds keep two apart anyway."""
-        self.directory.mkdir(parents=True, exist_ok=True)
+        self._private_directory()
         return self.directory / f"events-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{time.time_ns()}.parquet"
 
     def source(self, files: list[Path] | None = None) -> str:

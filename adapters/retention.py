@@ -27,6 +27,7 @@ from adapters.cold_index import ColdIndex
 from adapters.duckdb_store import AuditStore
 from adapters.event_archive import ARCHIVED_ROWS, RAW, EventArchive, record, restore_missing
 from adapters.jetstream.connection import Connection
+from adapters.jetstream.messages import is_event
 
 log = structlog.get_logger("roving.retention")
 ROUND_MOST = 20_000  # workflows one round archives at most, into one file
@@ -203,7 +204,8 @@ class Retention:
         found = []
         for aggregate in aggregates:
             subject = self.connection.names.aggregate_filter("events", aggregate)
-            found += [Raw(workflow, aggregate, m.seq, m.headers["Roving-Topic"], m.data) for m in self._read(subject)]
+            found += [Raw(workflow, aggregate, m.seq, m.headers["Roving-Topic"], m.data) for m in self._read(subject)
+                      if is_event(m)]
         return found
 
     def _read(self, subject: str) -> list[Any]:
@@ -239,6 +241,7 @@ class Retention:
         if written != expected:
             staged.unlink(missing_ok=True)
             raise RuntimeError(f"the archive file holds {written} rows, not the {expected} written: nothing purged")
+        staged.chmod(0o600)  # DuckDB's COPY wrote it as the umask left it: every tenant's events are in it
         destination = self.archive.new_file()
         shutil.move(staged, destination)
         return destination

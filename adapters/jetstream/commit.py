@@ -14,7 +14,7 @@ from eventsourcing.persistence import IntegrityError, OperationalError, StoredEv
 
 from adapters.jetstream.client import JetStreamClient, RawMsg
 from adapters.jetstream.grouping import CommitQueue, Reply
-from adapters.jetstream.messages import version_of
+from adapters.jetstream.messages import is_event, version_of
 from adapters.jetstream.parts import Part, group
 from adapters.jetstream.refusals import TRANSIENT, DuplicateBatch, WrongLastSequence
 from adapters.jetstream.subjects import StreamNames, kind_of
@@ -190,16 +190,32 @@ class Committer:
             )
         return last.seq if last else 0
 
+    async def _last_version(self, subject: str) -> int:
+        """The version of the last event on `subject` (0: none), read through: messages that are no event follow it."""
+        version, start = 0, 1
+        while True:
+            msgs, pending = await self.client.direct_batch(self.stream, subject, start, 256, self.op_timeout)
+            version = max([version] + [version_of(m) for m in msgs if is_event(m)])
+            if not msgs or pending == 0:
+                return version
+            start = msgs[-1].seq + 1
+
     async def _reconcile(self, parts: list[Part], tracking: Tracking | None, retried: bool):
         """After a refused commit: a real conflict, our own earlier attempt that landed, or stale heads."""
         expected: dict[object, int] = {}
         landed: list[int] = []
         moved: dict[object, int] = {}
         for part in parts:
-            last = await self.client.direct_last(
-                self.stream, self.names.aggregate_filter(self.purpose, part.originator_id), self.op_timeout
-            )
-            if last is None:
+            subject = self.names.aggregate_filter(self.purpose, part.originator_id)
+            last = await self.client.direct_last(self.stream, subject, self.op_timeout)
+            if last is not None and not is_event(last):  # passed over (messages.is_event), yet the fence's sequence
+                version = await self._last_version(subject)
+                if version < part.first:
+                    expected[part.originator_id] = last.seq
+                else:
+                    self.heads.forget(part.originator_id)
+                    moved[part.originator_id] = version
+            elif last is None:
                 expected[part.originator_id] = 0
             elif version_of(last) < part.first:
                 expected[part.originator_id] = last.seq

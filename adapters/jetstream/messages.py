@@ -38,6 +38,14 @@ def _uuid(text: str) -> UUID:
     return uuid
 
 
+def is_event(msg: RawMsg) -> bool:
+    """Whether the control plane wrote `msg` as an event. Anything else on an event subject is passed over by every
+    reader: NATS lets any client with a JetStream permission name any reply subject, and the server's own answer
+    (a stream's info, a publish's acknowledgement) then lands there, so an agent could put one on any aggregate's
+    subject (tests/integration/test_foreign_messages.py)."""
+    return "Roving-Topic" in msg.headers and "Roving-Version" in msg.headers
+
+
 def version_of(msg: RawMsg) -> int:
     return int(msg.headers["Roving-Version"])
 

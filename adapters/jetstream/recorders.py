@@ -23,7 +23,7 @@ from adapters.jetstream.client import RawMsg
 from adapters.jetstream.commit import Committer, Heads
 from adapters.jetstream.connection import Connection
 from adapters.jetstream.cursor import Cursor
-from adapters.jetstream.messages import is_tracking, notification_of, version_of
+from adapters.jetstream.messages import is_event, is_tracking, notification_of, version_of
 from adapters.jetstream.refusals import WrongLastSequence
 from adapters.jetstream.subscription import JetStreamSubscription
 
@@ -64,16 +64,22 @@ class JetStreamAggregateRecorder(AggregateRecorder):
         desc: bool = False, limit: int | None = None,
     ) -> Sequence[StoredEvent]:
         subject = self.connection.names.aggregate_filter(self.purpose, originator_id)
+        last = None
         if desc and limit == 1 and lte is None:
             last = self.connection.run(lambda: self.connection.client.direct_last(
                 self.stream, subject, self.connection.op_timeout))
-            msgs = [last] if last is not None and (gt is None or version_of(last) > gt) else []
-        else:
+        if last is not None and is_event(last):
+            msgs = [last] if gt is None or version_of(last) > gt else []
+        elif desc and limit == 1 and lte is None and last is None:
+            msgs = []
+        else:  # a read of the subject (also when a message that is no event is its last)
             start = self._start_after(originator_id, gt)
             msgs = self.connection.run(lambda: self._read(subject, start, None))
-            if msgs:
-                self.heads.remember(originator_id, version_of(msgs[-1]), msgs[-1].seq)
-                self.anchors.remember(originator_id, version_of(msgs[-1]), msgs[-1].seq)
+            written = [m for m in msgs if is_event(m)]
+            if written:  # the fence of the next write is the subject's last message, whatever it is
+                self.heads.remember(originator_id, version_of(written[-1]), msgs[-1].seq)
+                self.anchors.remember(originator_id, version_of(written[-1]), msgs[-1].seq)
+            msgs = written
         events = [
             StoredEvent(originator_id, version_of(m), m.headers["Roving-Topic"], m.data)
             for m in msgs
@@ -149,7 +155,7 @@ class JetStreamApplicationRecorder(JetStreamAggregateRecorder, ApplicationRecord
             for msg in msgs:
                 if stop is not None and msg.seq > stop:
                     return found
-                if is_tracking(msg) or (topics and msg.headers["Roving-Topic"] not in topics):
+                if is_tracking(msg) or not is_event(msg) or (topics and msg.headers["Roving-Topic"] not in topics):
                     continue
                 found.append(notification_of(msg))
                 if len(found) == limit:

@@ -12,7 +12,7 @@ from nats.aio.msg import Msg
 from nats.js.api import ConsumerConfig, DeliverPolicy
 
 from adapters.jetstream.client import RawMsg
-from adapters.jetstream.messages import is_tracking, notification_of
+from adapters.jetstream.messages import is_event, is_tracking, notification_of
 
 if TYPE_CHECKING:  # the recorder makes its subscriptions: imported for its type only
     from adapters.jetstream.recorders import JetStreamApplicationRecorder
@@ -42,7 +42,7 @@ class JetStreamSubscription(Subscription["JetStreamApplicationRecorder"]):
     async def _receive(self, msg: Msg) -> None:
         headers = msg.headers or {}
         raw = RawMsg(msg.metadata.sequence.stream, msg.subject, headers, msg.data)
-        if is_tracking(raw) or (self._topic_set and headers.get("Roving-Topic") not in self._topic_set):
+        if is_tracking(raw) or not is_event(raw) or (self._topic_set and headers.get("Roving-Topic") not in self._topic_set):
             return
         self._queue.put(notification_of(raw))
 

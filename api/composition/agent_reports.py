@@ -7,6 +7,9 @@ node's key, a tampered or foreign message), an epoch that is not the node's curr
 node. The agent then sends the batch over HTTP, whose answer (a 409 for a stale epoch) is the protocol's. A
 request replayed decides nothing new: reports are idempotent, and one of an earlier epoch does not open.
 Every API worker answers (a queue group): deciding reports is any process's work.
+An answer goes only to an agent's inbox (`_INBOX.`): the requester names the reply subject and NATS checks no
+permission on it, while this connection may publish anywhere, so a request naming an event subject or the JetStream
+API would have the control plane write there for any holder of the agent credentials. Such a request is dropped.
 """
 
 from __future__ import annotations
@@ -20,12 +23,14 @@ import msgspec
 import structlog
 
 from adapters.agent_bus import Unsealed, epoch_of, node_key, open_sealed, seal
+from adapters.nats_auth import REPLIES
 from api.http.routes.agent import MAX_REPORTS, decide_reports
 from domain.agent_protocol import Reports
 
 log = structlog.get_logger("roving.agent_reports")
 ENCODER = msgspec.json.Encoder()
 QUEUE = "roving-agent-reports"
+INBOX = REPLIES.removesuffix(">")  # where agents hear answers (adapters/nats_auth.py): the only place answered
 
 
 def answer_subject(subject: str) -> str:
@@ -60,6 +65,9 @@ class ReportsResponder:
             self.subscription = None
 
     async def _request(self, message: Any) -> None:
+        if not (message.reply or "").startswith(INBOX):
+            log.warning("agent_reports.reply_refused", subject=message.subject, reply=message.reply[:200])
+            return  # decided nothing: an agent's request always names its inbox
         try:
             answer = await asyncio.to_thread(self.answer, message.subject, message.data)
         except Refused as refusal:
@@ -68,8 +76,7 @@ class ReportsResponder:
         except Exception as error:  # noqa: BLE001 - a log outage: the agent keeps its reports and tries again
             log.warning("agent_reports.failed", subject=message.subject, error=repr(error))
             answer = ENCODER.encode({"refused": f"not decided: {error}"})
-        if message.reply:
-            await message.respond(answer)
+        await message.respond(answer)
 
     def answer(self, subject: str, data: bytes) -> bytes:
         """The sealed results of the batch `data` carries, or Refused saying why none is decided."""

@@ -17,6 +17,7 @@ import pytest
 
 from adapters.agent_bus import Unsealed, node_key, open_sealed, reports_subject, seal
 from adapters.auth.keyring import load_or_create_key
+from adapters.jetstream.subjects import StreamNames
 from adapters.nats_auth import read_credentials
 from adapters.nats_tls import connect_options
 from domain.agent_protocol import BatchResults, Report, Reports
@@ -150,3 +151,47 @@ def test_a_nodes_reports_over_nats_are_taken_only_sealed_with_its_own_key_at_its
     for what, data in refusals.items():
         target = reports_subject(stack.cluster, b) if what.startswith("sealed for") else subject
         assert b"refused" in request(stack, target, data), what
+
+
+def test_an_agent_cannot_aim_the_control_planes_answer_at_the_event_stream_or_the_jetstream_api(stack):
+    """A request's reply subject is the requester's to choose and NATS checks no permission on it, while the control
+    plane answering may publish anywhere: an answer sent where an agent named would put a message into the event
+    stream (which only the control plane writes) or ask the JetStream API to delete it. Every agent holds these
+    credentials; the control plane answers on an inbox only."""
+    agent = read_credentials(stack.data_dir / "nats" / "credentials" / "agent.creds")
+    control = read_credentials(stack.data_dir / "nats" / "credentials" / "control.creds")
+    address, names = nats_address(stack.data_dir), StreamNames(stack.cluster)
+    node = str(stack.ready_nodes()[0]["id"])
+    forged = f"roving.{stack.cluster}.workflow.{uuid4()}"
+
+    async def attempt() -> tuple[int, int]:
+        admin = await nats.connect(**connect_options(control.url(address)), connect_timeout=2)
+        nc = await nats.connect(**connect_options(agent.url(address)), connect_timeout=2)
+        try:
+            js = admin.jetstream()
+            before = (await js.stream_info(names.events)).state.messages
+            for reply in (forged, f"$JS.API.STREAM.PURGE.{names.events}", f"$JS.API.STREAM.DELETE.{names.events}"):
+                await nc.publish(reports_subject(stack.cluster, node), b"not an envelope", reply=reply)
+            await nc.flush()
+            await asyncio.sleep(2.0)  # the responder answers at once: time enough for an answer to land
+            try:
+                await js.get_last_msg(names.events, forged)
+            except nats.js.errors.NotFoundError:
+                return before, 0
+            return before, 1
+        finally:
+            await nc.close()
+            await admin.close()
+
+    before, landed = asyncio.run(attempt())
+    assert landed == 0, "an agent put a message on an event subject through the control plane's answer"
+    after = asyncio.run(stream_messages(control.url(address), names.events))
+    assert after >= before > 0, f"the event stream went from {before} messages to {after}"
+
+
+async def stream_messages(url: str, stream: str) -> int:
+    nc = await nats.connect(**connect_options(url), connect_timeout=2)
+    try:
+        return (await nc.jetstream().stream_info(stream)).state.messages
+    finally:
+        await nc.close()

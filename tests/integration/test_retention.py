@@ -200,6 +200,33 @@ def test_roving_audit_retention_shows_the_policy_and_what_was_archived(world, ca
     assert code != 0 and "cluster admins" in err
 
 
+def test_the_archive_is_closed_to_every_other_local_user(world):
+    """Every tenant's events are in it (definitions, names, who did what): as the audit and the signing key are."""
+    archive = world["data_dir"] / "archive"
+    held = [p for p in archive.iterdir() if p.is_file()]
+    assert any(p.name.startswith("events-") for p in held) and (archive / "index.sqlite") in held
+    assert archive.stat().st_mode & 0o777 == 0o700
+    assert {p.name: p.stat().st_mode & 0o777 for p in held} == {p.name: 0o600 for p in held}
+
+
+def test_another_tenants_purged_workflow_is_not_found_whatever_is_asked_of_it(world):
+    running, gus, alice_wid = world["running"], world["users"]["gus"], world["ended"]["alice"][0]
+    assert alice_wid in world["cut"]
+    for method, path in (("GET", ""), ("GET", "/events"), ("GET", "/definition"), ("POST", ":resubmit"),
+                         ("POST", ":retry")):
+        answer = running.call(method, f"/v4/workflows/{alice_wid}{path}", gus)
+        assert answer.status_code == 404, (path, answer.text)
+
+
+def test_a_purged_workflow_of_ones_own_can_be_read_as_a_fuzzfile_and_resubmitted(world):
+    running, alice, wid = world["running"], world["users"]["alice"], world["ended"]["alice"][0]
+    definition = running.call("GET", f"/v4/workflows/{wid}/definition", alice)
+    assert definition.status_code == 200, definition.text
+    again = running.call("POST", f"/v4/workflows/{wid}:resubmit", alice, json={})
+    assert again.status_code == 201, again.text
+    assert running.call("PATCH", f"/v4/workflows/{again.json()['id']}:stop", alice).status_code == 200
+
+
 def test_the_job_log_stream_holds_the_limits_the_admin_set(world):
     connection = world["running"].stack.leases.connection
     logs = world["running"].stack.services.logs.logs

@@ -121,3 +121,27 @@ def test_a_member_who_may_read_a_source_may_not_make_the_server_fetch_it(api, so
     for headers in ({}, NDJSON):
         answer = api.request("POST", f"/v4/catalog/sources/{source}:refresh", member, headers=headers)
         assert answer.status_code == 403 and "managers" in answer.json()["error"], answer.text
+
+
+def test_a_refresh_asked_while_one_of_the_same_source_runs_is_refused_at_once_not_queued(api, source, tmp_path,
+                                                                                         monkeypatch):
+    """Each refresh waiting its turn holds one of the server's worker threads for as long as git may take: a
+    manager asking many times at once (of a slow repository) would hold them all, and every tenant's requests wait."""
+    slow = tmp_path / "slow-git"
+    slow.mkdir()
+    real = shutil.which("git")
+    (slow / "git").write_text(f'#!/bin/sh\nsleep 3\nexec {real} "$@"\n')
+    (slow / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{slow}:{os.environ['PATH']}")
+    first: list = []
+    running = threading.Thread(target=lambda: first.append(
+        api.request("POST", f"/v4/catalog/sources/{source}:refresh", api.admin)))
+    running.start()
+    time.sleep(1.0)  # the first one's git is under way
+    began = time.monotonic()
+    second = api.request("POST", f"/v4/catalog/sources/{source}:refresh", api.admin)
+    waited = time.monotonic() - began
+    running.join(30)
+    assert second.status_code == 409 and "under way" in second.json()["error"], second.text
+    assert waited < 1.5, f"the second refresh waited {waited:.1f} s for the first"
+    assert first[0].status_code == 200 and first[0].json()["error"] == "", first[0].text
