@@ -118,7 +118,7 @@ class Stack(LocalPool):
         return f"{getattr(self.settings, 'scheme', 'http')}://{host}:{port}"
 
     def start(self) -> Stack:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        close_data_dir(self.data_dir)
         nats_url = self.settings.nats_url or self.start_nats()
         cluster = self.settings.cluster
         env = {"PERSISTENCE_MODULE": "adapters.jetstream", "ROVING_NATS_URL": nats_url, "ROVING_CLUSTER": cluster,
@@ -372,3 +372,18 @@ class Stack(LocalPool):
         if self.leases is not None:  # None when start() failed before it
             self.leases.connection.close()
         self.roving.close()
+
+
+def close_data_dir(data_dir: Path) -> None:
+    """The data directory holds every tenant's audit rows, archived events, view snapshots and the stack's keys:
+    made 0700, and closed to other local users when an older one was open (a directory we do not own is left as its
+    owner set it, and said)."""
+    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    mode = data_dir.stat().st_mode & 0o777
+    if mode & 0o077 == 0:
+        return
+    if data_dir.stat().st_uid != os.geteuid():
+        log.warning("stack.data_dir_open", path=str(data_dir), mode=oct(mode))
+        return
+    data_dir.chmod(0o700)
+    log.info("stack.data_dir_closed", path=str(data_dir), was=oct(mode))
