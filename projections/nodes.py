@@ -123,5 +123,5 @@ class NodesView(Projection):
         self.names[node.name] = node.id
 
     @on(events.NodeRegistered, events.NodeRejoined)
-    def _joined(self, event: Any) -> None:
+    def _joined(self, event: events.NodeRegistered | events.NodeRejoined) -> None:
         self.joined[event.originator_id] = event.at

@@ -58,17 +58,17 @@ class ProvisionersView(Projection):
 
     @on(events.NodeRegistered, events.NodeRejoined, events.NodeReady, events.AllocationPlaced,
         events.AllocationReleased)
-    def _active(self, event: Any) -> None:
+    def _active(self, event: events.NodeActivity) -> None:
         self.activity[event.originator_id] = event.at
 
     @on(Allocation.Placed)
-    def _placed(self, event: Any) -> None:
+    def _placed(self, event: Allocation.Placed) -> None:
         self.placed[event.originator_id] = [n for n in map(as_uuid, event.nodes) if n is not None]
         for node in self.placed[event.originator_id]:
             self.activity[node] = event.at
 
     @on(Allocation.Ended)
-    def _released(self, event: Any) -> None:
+    def _released(self, event: Allocation.Ended) -> None:
         for node in self.placed.pop(event.originator_id, ()):
             self.activity[node] = event.at
 

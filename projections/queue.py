@@ -301,7 +301,7 @@ class QueueView(Projection):
             self._version += 1
 
     @on(events.NodeRegistered)
-    def _node(self, event: Any) -> None:
+    def _node(self, event: events.NodeRegistered) -> None:
         node_id = str(event.originator_id)
         self.node_names[node_id] = event.name
         for allocation_id in [i for i, e in self._entries.items() if node_id in e.row.node_ids]:

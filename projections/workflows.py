@@ -305,7 +305,7 @@ class WorkflowsView(Projection):
             self.times.setdefault(workflow_id, {})[stage] = [event.at, None]
 
     @on(NodeRegistered)
-    def _node_registered(self, event: Any) -> None:
+    def _node_registered(self, event: NodeRegistered) -> None:
         self.node_names[str(event.originator_id)] = event.name
 
     def _record(self, workflow_id: UUID, event: Any, stage: str | None) -> None:
