@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import deque
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 from uuid import UUID
 
 import msgspec
@@ -37,6 +37,16 @@ def count(items: list[Any], what: str) -> str:
     return f"; {len(items)} {what}{'s' if len(items) != 1 else ''} lost" if items else ""
 
 
+class Told(Protocol):
+    """What a line of a node's history reads of the event it tells: the node's own, or its allocation's."""
+
+    @property
+    def originator_id(self) -> UUID: ...
+
+    @property
+    def at(self) -> datetime: ...
+
+
 class NodeEventsView(Projection):
     def __init__(self, lock: Any = None) -> None:
         super().__init__(lock)
@@ -49,7 +59,7 @@ class NodeEventsView(Projection):
         with self.lock:
             return list(reversed(self.events.get(as_uuid(node_id) or UUID(int=0), ())))
 
-    def _add(self, event: Any, message: str, allocation: str | None = None, node: UUID | None = None) -> None:
+    def _add(self, event: Told, message: str, allocation: str | None = None, node: UUID | None = None) -> None:
         row = NodeEventRow(position=self.applying, at=event.at, type=kind_of(event).split(".")[-1],
                            by=str(getattr(event, "by", "")), message=message, allocation=allocation)
         self.events.setdefault(node or event.originator_id, deque(maxlen=KEPT)).append(row)

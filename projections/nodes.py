@@ -10,6 +10,7 @@ from uuid import UUID
 import msgspec
 
 from domain.allocation import Allocation
+from domain.holds import Hold
 from domain.node import Node
 from projections import events
 from projections.base import Mirror, Projection, on
@@ -50,7 +51,7 @@ class NodeRow(msgspec.Struct, frozen=True, kw_only=True):
     allocated_devices: dict[str, int] = {}
 
 
-def hold_row(hold: Any) -> HoldRow:
+def hold_row(hold: Hold) -> HoldRow:
     return HoldRow(id=hold.id, effect=hold.effect.value, source=hold.source.value, reason=hold.reason,
                    by=str(hold.by), at=hold.at, evict=hold.evict)
 

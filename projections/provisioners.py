@@ -16,6 +16,7 @@ from domain.provisioner_lifecycle import NodeFacts
 from domain.scheduler.snapshot import Definition, NodeShape, NodeTemplate, PendingNode
 from projections import events
 from projections.base import Mirror, Projection, as_uuid, on
+from projections.nodes import NodeRow
 
 MADE = frozenset({State.UP, State.DRAINING, State.DELETING})
 
@@ -95,7 +96,7 @@ def template(p: Provisioner) -> NodeTemplate:
                         pending=pending, expected_seconds=expected)
 
 
-def node_facts(node: Any, idle_since: datetime | None) -> NodeFacts:
+def node_facts(node: NodeRow, idle_since: datetime | None) -> NodeFacts:
     """A node row (projections.nodes.NodeRow) as the lifecycle rules read it."""
     return NodeFacts(id=str(node.id), status=node.status, removed=node.removed, allocations=len(node.allocations),
                      idle_since=idle_since if not node.allocations else None)

@@ -291,7 +291,7 @@ class WorkflowsView(Projection):
             self._record(workflow_id, event, stage)
 
     @on(Allocation.Placed)
-    def _placed(self, event: Any) -> None:
+    def _placed(self, event: Allocation.Placed) -> None:
         """A placement is the start: the stage shows STARTED on its node at once, though its workflow records the
         start only with the attempt's first report (a placement writes only its allocation)."""
         placed = self.allocation_stage.get(event.originator_id)
