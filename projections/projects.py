@@ -105,7 +105,7 @@ class ProjectsView(Projection):
                 rows.append(SharedRow(name=name, total=total, used=used, free=max(total - used, 0), holders=holders))
             return rows
 
-    def _row(self, p: Any) -> ProjectRow:
+    def _row(self, p: Project) -> ProjectRow:
         ledger = self.ledgers.get(ledger_id(PROJECT, p.path))
         used = dict(ledger.used) if ledger is not None else {}
         prefix = p.path + "/"

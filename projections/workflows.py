@@ -17,6 +17,7 @@ import msgspec
 from domain.allocation import Allocation
 from domain.fuzzfile.semantics import StageStatus
 from domain.workflow import Workflow
+from domain.workflow_stages import StageView
 from projections.activity import ActivityRow, activity_rows, skipped_rows
 from projections.base import Mirror, Projection, as_uuid, on
 from projections.events import (
@@ -324,7 +325,7 @@ class WorkflowsView(Projection):
             annotations=dict(w.definition.annotations or {}),
         )
 
-    def _stage(self, w: Workflow, view: Any) -> StageRow:
+    def _stage(self, w: Workflow, view: StageView) -> StageRow:
         allocation = self.current.get(w.id, {}).get(view.name)
         return StageRow(
             name=view.name, kind=view.kind, status=view.status.value, attempts=view.attempt,
