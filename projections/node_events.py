@@ -6,6 +6,7 @@ without it (the route decides); every other word comes from the Node aggregate's
 
 from __future__ import annotations
 
+import threading
 from collections import deque
 from datetime import datetime
 from typing import Any, Protocol
@@ -48,7 +49,7 @@ class Told(Protocol):
 
 
 class NodeEventsView(Projection):
-    def __init__(self, lock: Any = None) -> None:
+    def __init__(self, lock: threading.RLock | None = None) -> None:
         super().__init__(lock)
         self.events: dict[UUID, deque[NodeEventRow]] = {}
         self.effects: dict[str, str] = {}  # hold id -> effect, so a release names what it lifted

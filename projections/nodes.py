@@ -3,8 +3,8 @@ running on it, read off the queue view (placements and releases are Allocation e
 
 from __future__ import annotations
 
+import threading
 from datetime import datetime
-from typing import Any
 from uuid import UUID
 
 import msgspec
@@ -70,7 +70,7 @@ class NodesView(Projection):
 
     transient = ("queue",)
 
-    def __init__(self, lock: Any = None, queue: QueueView | None = None) -> None:
+    def __init__(self, lock: threading.RLock | None = None, queue: QueueView | None = None) -> None:
         super().__init__(lock)
         self.queue = queue or QueueView(self.lock)
         self.mirror: Mirror[Node] = Mirror()

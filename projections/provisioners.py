@@ -6,6 +6,7 @@ and the submission check its definitions, and gives the provisioner runner what 
 
 from __future__ import annotations
 
+import threading
 from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
@@ -22,7 +23,7 @@ MADE = frozenset({State.UP, State.DRAINING, State.DELETING})
 
 
 class ProvisionersView(Projection):
-    def __init__(self, lock: Any = None) -> None:
+    def __init__(self, lock: threading.RLock | None = None) -> None:
         super().__init__(lock)
         self.mirror: Mirror[Provisioner] = Mirror()
         self.activity: dict[UUID, datetime] = {}  # node id -> when work was last placed or released, or it joined

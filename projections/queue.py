@@ -14,6 +14,7 @@ second; and the sorted order per state selection, so a page of the queue materia
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
@@ -40,7 +41,7 @@ class QueueView(Projection):
 
     transient = ("_entries", "_priorities", "_priced_at", "_priced_mono", "_evaluator_for", "_orders", "_version")
 
-    def __init__(self, lock: Any = None) -> None:
+    def __init__(self, lock: threading.RLock | None = None) -> None:
         super().__init__(lock)
         self.mirror: Mirror[Allocation] = Mirror()
         self.owners: dict[UUID, Owner] = {}

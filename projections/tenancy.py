@@ -7,6 +7,7 @@ events, kept here by path and username.
 
 from __future__ import annotations
 
+import threading
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -56,7 +57,7 @@ class UserRow(msgspec.Struct, frozen=True, kw_only=True):
 class TenancyView(Projection):
     """Tenants and accounts; never exposes password hashes."""
 
-    def __init__(self, lock: Any = None) -> None:
+    def __init__(self, lock: threading.RLock | None = None) -> None:
         super().__init__(lock)
         self.orgs: Mirror[Organization] = Mirror()
         self.groups_: Mirror[Group] = Mirror()

@@ -7,6 +7,7 @@ domain's (`Workflow.stage_views()`, `Workflow.status`), never a second reading o
 from __future__ import annotations
 
 import builtins  # `list` is also a method here
+import threading
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any, Protocol
@@ -118,7 +119,7 @@ class WorkflowsView(Projection):
 
     transient = ("cold", "cold_rows")
 
-    def __init__(self, lock: Any = None) -> None:
+    def __init__(self, lock: threading.RLock | None = None) -> None:
         super().__init__(lock)
         self.mirror: Mirror[Workflow] = Mirror()
         self.updated: dict[UUID, datetime] = {}
