@@ -18,7 +18,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from adapters.presets import load_presets
-from api.http.answers.more import GroupProjectSet, Preset, Presets, Projects, SharedResources
+from api.http.answers.more import GroupProjectSet, Preset, Presets, Project, Projects, SharedResources
 from api.http.routes import common as c
 from domain.app import access
 from domain.app.errors import NotFound
@@ -81,7 +81,7 @@ async def put_project(request: Request) -> Response:
                         c.principal(request), c.now(), create_only)
     await c.settle(request)
     row = await c.call(c.services(request).views.projects.row, path)
-    return c.json(shown(request, row) if row is not None else {"path": path}, status=201 if made else 200)
+    return c.json(shown(request, row) if row is not None else Project(path=path), status=201 if made else 200)
 
 
 async def change_project(request: Request) -> Response:
@@ -90,7 +90,7 @@ async def change_project(request: Request) -> Response:
                  wanted.add_members, wanted.remove_members, wanted.grant, wanted.revoke)
     await c.settle(request)
     row = await c.call(c.services(request).views.projects.row, path)
-    return c.json(shown(request, row) if row is not None else {"path": path})
+    return c.json(shown(request, row) if row is not None else Project(path=path))
 
 
 async def delete_project(request: Request) -> Response:
