@@ -8,6 +8,11 @@ commuted, yet raced on the node's subject). Commands that take work off the node
 it (`on_node`, from the allocation read model) and record them as `lost`; one placed just after, which the read model
 did not show yet, is swept by the scheduler's pass (domain.app.strays). Logs from before keep their
 `AllocationPlaced` and `AllocationReleased` events; they replay as the no-ops they now are.
+
+One class, one concept, and so one module although it is long (about 500 lines): every event class stays nested in
+`Node` here, declared with its fields in the order its command takes them, so read models type what they read and
+the topics stored in the log (`domain.node:Node.HoldPlaced`) are the ones this class has always had; a separate
+module of event classes would change every topic, or need an alias for each in the log's transcoder.
 """
 
 from __future__ import annotations
@@ -94,7 +99,14 @@ class Capacity(msgspec.Struct, frozen=True, kw_only=True):
 class Node(TimedAggregate):
     """A registered machine and its state, and what it admits, read off that state."""
 
-    @event("NodeRegistered")
+    class NodeRegistered(TimedAggregate.Created):
+        name: str
+        definition_id: str
+        capacity: Capacity
+        by: str
+        at: datetime
+
+    @event(NodeRegistered)
     def __init__(self, id: UUID, name: str, definition_id: str, capacity: Capacity, by: str, at: datetime) -> None:
         self.name, self.definition_id, self.capacity = name, definition_id, capacity
         self.status, self.epoch, self.status_reason = NodeStatus.NOT_READY, 1, "registered; waiting for the agent"
@@ -327,7 +339,15 @@ class Node(TimedAggregate):
         if self.removed:
             raise NodeError(f"node {self.name} was removed; its agent may register it again under its name")
 
-    @event("NodeRejoined")
+    class NodeRejoined(TimedAggregate.Event):
+        capacity: Capacity
+        epoch: int
+        lost: list[str]
+        dropped_holds: list[str]
+        by: str
+        at: datetime
+
+    @event(NodeRejoined)
     def _rejoined(self, capacity: Capacity, epoch: int, lost: list[str], dropped_holds: list[str], by: str, at: datetime) -> None:
         # Before re-registration after removal existed, no NodeRejoined followed a NodeRemoved: old logs replay alike.
         self.capacity, self.epoch, self.removed = capacity, epoch, False
@@ -335,66 +355,149 @@ class Node(TimedAggregate):
         for hold_id in dropped_holds:
             del self.holds[hold_id]
 
-    @event("NodeCredentialIssued")
+    class NodeCredentialIssued(TimedAggregate.Event):
+        credential_id: str
+        expires: datetime
+        by: str
+        at: datetime
+
+    @event(NodeCredentialIssued)
     def _credential_issued(self, credential_id: str, expires: datetime, by: str, at: datetime) -> None:
         if not hasattr(self, "credentials"):  # nodes registered before credentials existed
             self.credentials: dict[str, Credential] = {}
         self.credentials[credential_id] = Credential(id=credential_id, issued_at=at, expires=expires)
 
-    @event("NodeCredentialRevoked")
+    class NodeCredentialRevoked(TimedAggregate.Event):
+        credential_id: str
+        reason: str
+        by: str
+        at: datetime
+
+    @event(NodeCredentialRevoked)
     def _credential_revoked(self, credential_id: str, reason: str, by: str, at: datetime) -> None:
         old = self.credentials[credential_id]
         self.credentials[credential_id] = msgspec.structs.replace(old, revoked_at=at, revoked_by=by, reason=reason)
         self.fenced = f"credential {credential_id} revoked by {by}: {reason}"
 
-    @event("NodeReadmitted")
+    class NodeReadmitted(TimedAggregate.Event):
+        by: str
+        at: datetime
+
+    @event(NodeReadmitted)
     def _fence_lifted(self, by: str, at: datetime) -> None:
         self.fenced = ""
 
-    @event("NodeReady")
+    class NodeReady(TimedAggregate.Event):
+        epoch: int
+        by: str
+        at: datetime
+
+    @event(NodeReady)
     def _ready(self, epoch: int, by: str, at: datetime) -> None:
         self.status, self.status_reason = NodeStatus.READY, ""
 
-    @event("NodeNotReady")
+    class NodeNotReady(TimedAggregate.Event):
+        reason: str
+        by: str
+        at: datetime
+
+    @event(NodeNotReady)
     def _not_ready(self, reason: str, by: str, at: datetime) -> None:
         self.status, self.status_reason = NodeStatus.NOT_READY, reason
 
-    @event("NodeWentOffline")
+    class NodeWentOffline(TimedAggregate.Event):
+        reason: str
+        lost: list[str]
+        by: str
+        at: datetime
+
+    @event(NodeWentOffline)
     def _went_offline(self, reason: str, lost: list[str], by: str, at: datetime) -> None:
         self.status, self.status_reason = NodeStatus.OFFLINE, reason
 
     # Older logs only: node usage is derived from the Allocation events now (see the module's docstring).
-    @event("AllocationPlaced")
+    class AllocationPlaced(TimedAggregate.Event):
+        placement: Placement
+        by: str
+        at: datetime
+
+    @event(AllocationPlaced)
     def _allocation_placed(self, placement: Placement, by: str, at: datetime) -> None:
         pass
 
-    @event("AllocationReleased")
+    class AllocationReleased(TimedAggregate.Event):
+        allocation_id: str
+        by: str
+        at: datetime
+
+    @event(AllocationReleased)
     def _allocation_released(self, allocation_id: str, by: str, at: datetime) -> None:
         pass
 
-    @event("NodeDeprovisioned")
+    class NodeDeprovisioned(TimedAggregate.Event):
+        forced: bool
+        lost: list[str]
+        by: str
+        at: datetime
+
+    @event(NodeDeprovisioned)
     def _deprovisioned(self, forced: bool, lost: list[str], by: str, at: datetime) -> None:
         self.removed = True
 
-    @event("HoldPlaced")
+    class HoldPlaced(TimedAggregate.Event):
+        hold_id: str
+        effect: Effect
+        source: Source
+        reason: str
+        evict: bool
+        by: str
+        at: datetime
+
+    @event(HoldPlaced)
     def _hold_placed(self, hold_id: str, effect: Effect, source: Source, reason: str, evict: bool, by: str, at: datetime) -> None:
         self.holds[hold_id] = Hold(id=hold_id, effect=effect, source=source, reason=reason, by=by, at=at, evict=evict)
         self.refused_holds.pop(hold_id, None)
 
-    @event("HoldReleased")
+    class HoldReleased(TimedAggregate.Event):
+        hold_id: str
+        releaser_source: Source
+        forced: bool
+        by: str
+        at: datetime
+
+    @event(HoldReleased)
     def _hold_released(self, hold_id: str, releaser_source: Source, forced: bool, by: str, at: datetime) -> None:
         del self.holds[hold_id]
 
-    @event("MonitoringHoldRefused")
+    class MonitoringHoldRefused(TimedAggregate.Event):
+        hold_id: str
+        effect: Effect
+        hold_reason: str
+        refusal: str
+        by: str
+        at: datetime
+
+    @event(MonitoringHoldRefused)
     def _monitoring_refused(self, hold_id: str, effect: Effect, hold_reason: str, refusal: str, by: str, at: datetime) -> None:
         self.last_refusal = refusal
         self.refused_holds[hold_id] = RefusedHold(id=hold_id, effect=effect, reason=hold_reason, by=by, at=at)
 
-    @event("MonitoringRefusalWithdrawn")
+    class MonitoringRefusalWithdrawn(TimedAggregate.Event):
+        hold_id: str
+        by: str
+        at: datetime
+
+    @event(MonitoringRefusalWithdrawn)
     def withdraw_refusal(self, hold_id: str, by: str, at: datetime) -> None:
         """The refused hold's alert resolved: it no longer waits for room under the ceiling."""
         self.refused_holds.pop(hold_id, None)
 
-    @event("NodeRemoved")
+    class NodeRemoved(TimedAggregate.Event):
+        forced: bool
+        lost: list[str]
+        by: str
+        at: datetime
+
+    @event(NodeRemoved)
     def _removed(self, forced: bool, lost: list[str], by: str, at: datetime) -> None:
         self.removed = True

@@ -19,6 +19,7 @@ from domain.allocation import Allocation, QueueState
 from domain.fuzzfile.replicas import replica_port
 from domain.fuzzfile.restart import restart_delay
 from domain.fuzzfile.schema import Job, Probe, Service
+from domain.fuzzfile.stages import Stage
 from domain.fuzzfile.transfers import TRANSFER_KINDS
 from domain.multinode import Peers, leader_port
 from domain.scheduler.nvlink import NVLINK_DOMAIN, imex_channel
@@ -30,6 +31,7 @@ from projections.tenancy import TenancyView
 from projections.workflows import Owner, WorkflowsView
 
 ENDED = ("FINISHED", "FAILED", "CANCELED")
+Step = Job | Service  # a stage's step in the definition, as the agent's run spec reads it
 KILLED = frozenset({QueueState.CANCELED, QueueState.PREEMPTED, QueueState.EVICTED})
 DONE = frozenset({QueueState.FINISHED, QueueState.FAILED})
 
@@ -129,7 +131,7 @@ def run_spec(a: Allocation, workflow: Workflow, queue: QueueView, peers: Peers |
     )
 
 
-def _image_owner(owner: Owner, spec: Any) -> tuple[str | None, str | None]:
+def _image_owner(owner: Owner, spec: Stage) -> tuple[str | None, str | None]:
     """For a build, or a job in a built image, whose image it is (its owner's, shared with their group); None for
     other work, whose answer (and its ETag) stays."""
     if spec.build is None and not spec.image.startswith("fuzzball://"):
@@ -137,24 +139,24 @@ def _image_owner(owner: Owner, spec: Any) -> tuple[str | None, str | None]:
     return owner.user_id, owner.group_id
 
 
-def _isolated(step: Any) -> bool:
+def _isolated(step: Step | None) -> bool:
     """A job's private network, only when asked for."""
     return isinstance(step, Job) and step.network is not None and bool(step.network.isolated)
 
 
-def _image_secret(spec: Any) -> dict[str, str]:
+def _image_secret(spec: Stage) -> dict[str, str]:
     """The image's registry secret rides in env, where the agent's answer resolves it (the agent takes it out of the
     job's env again: adapters/registry_auth.py)."""
     secret = getattr(spec, "image_secret", "")
     return {IMAGE_SECRET_VARIABLE: secret} if secret and spec.image else {}
 
 
-def _transfer_env(spec: Any) -> dict[str, str]:
+def _transfer_env(spec: Stage) -> dict[str, str]:
     """An ingress or egress stage's env is its moves' secrets, which the agent's answer resolves."""
     return {f"ROVING_TRANSFER_SECRET_{i}": m.secret for i, m in enumerate(spec.transfers) if m.secret}
 
 
-def _persistent(workflow: Workflow, spec: Any) -> dict[str, PersistentVolume]:
+def _persistent(workflow: Workflow, spec: Stage) -> dict[str, PersistentVolume]:
     """The persistent volumes this stage uses, as bound at submission: each one's directory, owner and mode."""
     bindings = workflow.volume_bindings
     return {name: PersistentVolume(bindings[name]["path"], bindings[name]["uid"], bindings[name]["gid"],
@@ -162,13 +164,13 @@ def _persistent(workflow: Workflow, spec: Any) -> dict[str, PersistentVolume]:
             for name in volumes_of(spec) if name in bindings}
 
 
-def _step(workflow: Workflow, name: str, kind: str) -> Any:
+def _step(workflow: Workflow, name: str, kind: str) -> Step | None:
     definition = workflow.definition
     steps = (definition.services if kind == "service" else definition.jobs) or {}
     return steps.get(name)
 
 
-def _files(workflow: Workflow, step: Any) -> dict[str, str]:
+def _files(workflow: Workflow, step: Step | None) -> dict[str, str]:
     """Path -> content; `file://name` refers to the definition's top-level `files`."""
     shared = workflow.definition.files or {}
     own = (step.files if step is not None else None) or {}
@@ -176,21 +178,21 @@ def _files(workflow: Workflow, step: Any) -> dict[str, str]:
             for path, ref in own.items()}
 
 
-def _probe(step: Any, spec: Any) -> Probe | None:
+def _probe(step: Step | None, spec: Stage) -> Probe | None:
     """The service's readiness probe; a replica's probes its own port when the probe names a declared one."""
     if not isinstance(step, Service) or step.readiness_probe is None:
         return None
     return _on_replica_port(step.readiness_probe, spec)
 
 
-def _liveness(step: Any, spec: Any) -> Probe | None:
+def _liveness(step: Step | None, spec: Stage) -> Probe | None:
     """The service's liveness probe, shifted to a replica's port like its readiness probe."""
     if not isinstance(step, Service) or step.roving_liveness_probe is None:
         return None
     return _on_replica_port(step.roving_liveness_probe, spec)
 
 
-def _on_replica_port(probe: Probe, spec: Any) -> Probe:
+def _on_replica_port(probe: Probe, spec: Stage) -> Probe:
     declared = set(spec.replica_ports.values())
     http, tcp = probe.http_get, probe.tcp_socket
     if http is not None and http.port in declared:
@@ -202,7 +204,7 @@ def _on_replica_port(probe: Probe, spec: Any) -> Probe:
     return probe
 
 
-def _ports(step: Any, spec: Any) -> list[ServicePort]:
+def _ports(step: Step | None, spec: Stage) -> list[ServicePort]:
     if not isinstance(step, Service) or step.network is None:
         return []
     return [ServicePort(p.name, replica_port(p.port, spec.name) if spec.replica_ports else p.port, p.protocol)

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+import threading
 
 from domain.catalog.source import CatalogSource
 from projections.base import Mirror, Projection, on
 
 
 class CatalogSourcesView(Projection):
-    def __init__(self, lock: Any = None) -> None:
+    def __init__(self, lock: threading.RLock | None = None) -> None:
         super().__init__(lock)
         self.mirror: Mirror[CatalogSource] = Mirror()
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
-from typing import Any
 from uuid import UUID
 
 from domain.app.ids import endpoint_id
@@ -12,7 +12,7 @@ from projections.base import Mirror, Projection, as_uuid, on
 
 
 class EndpointsView(Projection):
-    def __init__(self, lock: Any = None) -> None:
+    def __init__(self, lock: threading.RLock | None = None) -> None:
         super().__init__(lock)
         self.mirror: Mirror[Endpoint] = Mirror()
 

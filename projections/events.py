@@ -1,14 +1,10 @@
-"""The event classes read models handle, looked up on their aggregates once, at import.
+"""The event classes read models handle, each one declared on its aggregate (`Node.HoldPlaced`), named here once.
 
-Most events are made by eventsourcing's `@event("Name")` decorator on an aggregate's command, so the class exists
-only at run time and a type checker does not see it as an attribute: `event_of` fetches it and fails the import
-when the aggregate no longer has it. Events an aggregate declares as classes (`User.PriorityUpdated`) are used as
-they are (Allocation's, Workflow's, the tenants' and projects' that read models read, ClusterConfig's).
+Every aggregate declares the events read models read as classes in its own body (eventsourcing's `@event(Class)`
+form), so a handler types its event, and an event an aggregate no longer has stops the import (and mypy).
 """
 
 from __future__ import annotations
-
-from eventsourcing.domain import Aggregate
 
 from domain.allocation import Allocation
 from domain.cluster_config import ClusterConfig
@@ -20,32 +16,22 @@ from domain.tenancy.revocation import RevokedToken
 from domain.tenancy.user import User
 from domain.workflow import Workflow
 
-EventClass = type[Aggregate.Event]
-
-
-def event_of(aggregate: type[Aggregate], name: str) -> EventClass:
-    """The aggregate's event class of this name; an aggregate without it stops the import, naming both."""
-    found = vars(aggregate).get(name)
-    if not (isinstance(found, type) and issubclass(found, aggregate.Event)):
-        raise AttributeError(f"{aggregate.__qualname__} has no event {name!r}")
-    return found
-
-
-NodeRegistered = event_of(Node, "NodeRegistered")
-NodeRejoined = event_of(Node, "NodeRejoined")
-NodeReady = event_of(Node, "NodeReady")
-NodeNotReady = event_of(Node, "NodeNotReady")
-NodeWentOffline = event_of(Node, "NodeWentOffline")
-HoldPlaced = event_of(Node, "HoldPlaced")
-HoldReleased = event_of(Node, "HoldReleased")
-AllocationPlaced = event_of(Node, "AllocationPlaced")
-AllocationReleased = event_of(Node, "AllocationReleased")
-NodeDeprovisioned = event_of(Node, "NodeDeprovisioned")
-NodeCredentialIssued = event_of(Node, "NodeCredentialIssued")
-NodeCredentialRevoked = event_of(Node, "NodeCredentialRevoked")
-NodeReadmitted = event_of(Node, "NodeReadmitted")
-NodeRemoved = event_of(Node, "NodeRemoved")
-MonitoringHoldRefused = event_of(Node, "MonitoringHoldRefused")
+NodeRegistered = Node.NodeRegistered
+NodeRejoined = Node.NodeRejoined
+NodeReady = Node.NodeReady
+NodeNotReady = Node.NodeNotReady
+NodeWentOffline = Node.NodeWentOffline
+HoldPlaced = Node.HoldPlaced
+HoldReleased = Node.HoldReleased
+AllocationPlaced = Node.AllocationPlaced
+AllocationReleased = Node.AllocationReleased
+NodeDeprovisioned = Node.NodeDeprovisioned
+NodeCredentialIssued = Node.NodeCredentialIssued
+NodeCredentialRevoked = Node.NodeCredentialRevoked
+NodeReadmitted = Node.NodeReadmitted
+NodeRemoved = Node.NodeRemoved
+MonitoringHoldRefused = Node.MonitoringHoldRefused
+NodeActivity = NodeRegistered | NodeRejoined | NodeReady | AllocationPlaced | AllocationReleased  # a node was in use
 
 Requested = Allocation.Requested
 ProfileBound = Allocation.ProfileBound

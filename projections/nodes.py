@@ -3,13 +3,14 @@ running on it, read off the queue view (placements and releases are Allocation e
 
 from __future__ import annotations
 
+import threading
 from datetime import datetime
-from typing import Any
 from uuid import UUID
 
 import msgspec
 
 from domain.allocation import Allocation
+from domain.holds import Hold
 from domain.node import Node
 from projections import events
 from projections.base import Mirror, Projection, on
@@ -50,7 +51,7 @@ class NodeRow(msgspec.Struct, frozen=True, kw_only=True):
     allocated_devices: dict[str, int] = {}
 
 
-def hold_row(hold: Any) -> HoldRow:
+def hold_row(hold: Hold) -> HoldRow:
     return HoldRow(id=hold.id, effect=hold.effect.value, source=hold.source.value, reason=hold.reason,
                    by=str(hold.by), at=hold.at, evict=hold.evict)
 
@@ -69,7 +70,7 @@ class NodesView(Projection):
 
     transient = ("queue",)
 
-    def __init__(self, lock: Any = None, queue: QueueView | None = None) -> None:
+    def __init__(self, lock: threading.RLock | None = None, queue: QueueView | None = None) -> None:
         super().__init__(lock)
         self.queue = queue or QueueView(self.lock)
         self.mirror: Mirror[Node] = Mirror()
@@ -123,5 +124,5 @@ class NodesView(Projection):
         self.names[node.name] = node.id
 
     @on(events.NodeRegistered, events.NodeRejoined)
-    def _joined(self, event: Any) -> None:
+    def _joined(self, event: events.NodeRegistered | events.NodeRejoined) -> None:
         self.joined[event.originator_id] = event.at

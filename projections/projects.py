@@ -7,6 +7,7 @@ computes its own from the running work in its snapshot. Both come from the same 
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import msgspec
@@ -43,7 +44,7 @@ class ProjectsView(Projection):
 
     transient = ("_limits",)
 
-    def __init__(self, lock: Any = None) -> None:
+    def __init__(self, lock: threading.RLock | None = None) -> None:
         super().__init__(lock)
         self.projects: Mirror[Project] = Mirror()
         self.ledgers: Mirror[Ledger] = Mirror()
@@ -105,7 +106,7 @@ class ProjectsView(Projection):
                 rows.append(SharedRow(name=name, total=total, used=used, free=max(total - used, 0), holders=holders))
             return rows
 
-    def _row(self, p: Any) -> ProjectRow:
+    def _row(self, p: Project) -> ProjectRow:
         ledger = self.ledgers.get(ledger_id(PROJECT, p.path))
         used = dict(ledger.used) if ledger is not None else {}
         prefix = p.path + "/"

@@ -6,6 +6,7 @@ and the submission check its definitions, and gives the provisioner runner what 
 
 from __future__ import annotations
 
+import threading
 from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
@@ -16,12 +17,13 @@ from domain.provisioner_lifecycle import NodeFacts
 from domain.scheduler.snapshot import Definition, NodeShape, NodeTemplate, PendingNode
 from projections import events
 from projections.base import Mirror, Projection, as_uuid, on
+from projections.nodes import NodeRow
 
 MADE = frozenset({State.UP, State.DRAINING, State.DELETING})
 
 
 class ProvisionersView(Projection):
-    def __init__(self, lock: Any = None) -> None:
+    def __init__(self, lock: threading.RLock | None = None) -> None:
         super().__init__(lock)
         self.mirror: Mirror[Provisioner] = Mirror()
         self.activity: dict[UUID, datetime] = {}  # node id -> when work was last placed or released, or it joined
@@ -58,17 +60,17 @@ class ProvisionersView(Projection):
 
     @on(events.NodeRegistered, events.NodeRejoined, events.NodeReady, events.AllocationPlaced,
         events.AllocationReleased)
-    def _active(self, event: Any) -> None:
+    def _active(self, event: events.NodeActivity) -> None:
         self.activity[event.originator_id] = event.at
 
     @on(Allocation.Placed)
-    def _placed(self, event: Any) -> None:
+    def _placed(self, event: Allocation.Placed) -> None:
         self.placed[event.originator_id] = [n for n in map(as_uuid, event.nodes) if n is not None]
         for node in self.placed[event.originator_id]:
             self.activity[node] = event.at
 
     @on(Allocation.Ended)
-    def _released(self, event: Any) -> None:
+    def _released(self, event: Allocation.Ended) -> None:
         for node in self.placed.pop(event.originator_id, ()):
             self.activity[node] = event.at
 
@@ -95,7 +97,7 @@ def template(p: Provisioner) -> NodeTemplate:
                         pending=pending, expected_seconds=expected)
 
 
-def node_facts(node: Any, idle_since: datetime | None) -> NodeFacts:
+def node_facts(node: NodeRow, idle_since: datetime | None) -> NodeFacts:
     """A node row (projections.nodes.NodeRow) as the lifecycle rules read it."""
     return NodeFacts(id=str(node.id), status=node.status, removed=node.removed, allocations=len(node.allocations),
                      idle_since=idle_since if not node.allocations else None)

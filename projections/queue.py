@@ -14,6 +14,7 @@ second; and the sorted order per state selection, so a page of the queue materia
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
@@ -40,7 +41,7 @@ class QueueView(Projection):
 
     transient = ("_entries", "_priorities", "_priced_at", "_priced_mono", "_evaluator_for", "_orders", "_version")
 
-    def __init__(self, lock: Any = None) -> None:
+    def __init__(self, lock: threading.RLock | None = None) -> None:
         super().__init__(lock)
         self.mirror: Mirror[Allocation] = Mirror()
         self.owners: dict[UUID, Owner] = {}
@@ -301,7 +302,7 @@ class QueueView(Projection):
             self._version += 1
 
     @on(events.NodeRegistered)
-    def _node(self, event: Any) -> None:
+    def _node(self, event: events.NodeRegistered) -> None:
         node_id = str(event.originator_id)
         self.node_names[node_id] = event.name
         for allocation_id in [i for i, e in self._entries.items() if node_id in e.row.node_ids]:

@@ -7,6 +7,7 @@ events, kept here by path and username.
 
 from __future__ import annotations
 
+import threading
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -56,7 +57,7 @@ class UserRow(msgspec.Struct, frozen=True, kw_only=True):
 class TenancyView(Projection):
     """Tenants and accounts; never exposes password hashes."""
 
-    def __init__(self, lock: Any = None) -> None:
+    def __init__(self, lock: threading.RLock | None = None) -> None:
         super().__init__(lock)
         self.orgs: Mirror[Organization] = Mirror()
         self.groups_: Mirror[Group] = Mirror()
@@ -160,15 +161,15 @@ class TenancyView(Projection):
         primary = group.gid if group is not None and group.gid is not None else user.uid
         return {"uid": user.uid, "gid": primary, "groups": gids, "username": user.username}
 
-    def _org(self, o: Any) -> OrganizationRow:
+    def _org(self, o: Organization) -> OrganizationRow:
         return OrganizationRow(id=o.id, name=o.name, priority=o.priority, owners=list(o.owners))
 
-    def _group(self, g: Any) -> GroupRow:
+    def _group(self, g: Group) -> GroupRow:
         return GroupRow(id=g.id, organization_id=g.organization_id, name=g.name, priority=g.priority,
                         preempt=list(g.preempt), members={str(k): v.value for k, v in g.members.items()},
                         explainers=list(g.explainers), gid=g.gid, default_project=g.default_project)
 
-    def _user(self, u: Any) -> UserRow:
+    def _user(self, u: User) -> UserRow:
         groups = [g.id for g in self.groups_.values() if u.id in g.members]
         return UserRow(id=u.id, organization_id=u.organization_id, username=u.username, email=u.email,
                        role=u.role.value, priority=u.priority, disabled=u.disabled, groups=groups, uid=u.uid)

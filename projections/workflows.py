@@ -7,6 +7,7 @@ domain's (`Workflow.stage_views()`, `Workflow.status`), never a second reading o
 from __future__ import annotations
 
 import builtins  # `list` is also a method here
+import threading
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any, Protocol
@@ -17,6 +18,7 @@ import msgspec
 from domain.allocation import Allocation
 from domain.fuzzfile.semantics import StageStatus
 from domain.workflow import Workflow
+from domain.workflow_stages import StageView
 from projections.activity import ActivityRow, activity_rows, skipped_rows
 from projections.base import Mirror, Projection, as_uuid, on
 from projections.events import (
@@ -117,7 +119,7 @@ class WorkflowsView(Projection):
 
     transient = ("cold", "cold_rows")
 
-    def __init__(self, lock: Any = None) -> None:
+    def __init__(self, lock: threading.RLock | None = None) -> None:
         super().__init__(lock)
         self.mirror: Mirror[Workflow] = Mirror()
         self.updated: dict[UUID, datetime] = {}
@@ -291,7 +293,7 @@ class WorkflowsView(Projection):
             self._record(workflow_id, event, stage)
 
     @on(Allocation.Placed)
-    def _placed(self, event: Any) -> None:
+    def _placed(self, event: Allocation.Placed) -> None:
         """A placement is the start: the stage shows STARTED on its node at once, though its workflow records the
         start only with the attempt's first report (a placement writes only its allocation)."""
         placed = self.allocation_stage.get(event.originator_id)
@@ -305,7 +307,7 @@ class WorkflowsView(Projection):
             self.times.setdefault(workflow_id, {})[stage] = [event.at, None]
 
     @on(NodeRegistered)
-    def _node_registered(self, event: Any) -> None:
+    def _node_registered(self, event: NodeRegistered) -> None:
         self.node_names[str(event.originator_id)] = event.name
 
     def _record(self, workflow_id: UUID, event: Any, stage: str | None) -> None:
@@ -324,7 +326,7 @@ class WorkflowsView(Projection):
             annotations=dict(w.definition.annotations or {}),
         )
 
-    def _stage(self, w: Workflow, view: Any) -> StageRow:
+    def _stage(self, w: Workflow, view: StageView) -> StageRow:
         allocation = self.current.get(w.id, {}).get(view.name)
         return StageRow(
             name=view.name, kind=view.kind, status=view.status.value, attempts=view.attempt,

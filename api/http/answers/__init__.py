@@ -15,6 +15,8 @@ from api.http.answers.more import (
     CatalogSourceRefreshed,
     CatalogSourceRemoved,
     CatalogSources,
+    CentralConfig,
+    ConfigChanged,
     Explained,
     FederatedWorkflows,
     FederationStats,
@@ -32,15 +34,20 @@ from api.http.answers.more import (
     Profiles,
     Project,
     Projects,
+    ProvisionedNode,
     Provisioner,
     ProvisionerDeleted,
     Provisioners,
     Rendered,
     SharedResources,
+    StorageVolume,
     StoredObject,
     Template,
     TemplateStarted,
     TokenRevoked,
+    VolumeProvisioner,
+    VolumeProvisionerDeleted,
+    VolumeProvisioners,
 )
 from api.http.answers.nodes import (
     Credential,
@@ -112,7 +119,8 @@ __all__ = [
     "ObjectList", "ObjectPut", "Ok", "Preset", "Presets", "Profile", "ProfileDeleted", "Profiles", "Project",
     "Projects", "Provisioner", "ProvisionerDeleted", "Provisioners", "Rendered", "SharedResources", "StoredObject",
     "Template", "TemplateStarted", "TokenRevoked", "WorkflowDefinition", "WorkflowRetried",
-    "CatalogSourceRefreshed",
+    "CatalogSourceRefreshed", "CentralConfig", "ConfigChanged", "ProvisionedNode", "StorageVolume",
+    "VolumeProvisioner", "VolumeProvisionerDeleted", "VolumeProvisioners",
 ]
 
 # The OpenAPI document names a schema whose class name is taken twice (a request body's, too) by module and class:

@@ -6,7 +6,12 @@ catalog template, a federated cluster's rows), it is an object of any keys; the 
 
 from typing import Any
 
+import msgspec
+
 from api.http.answers.base import Answer, Problem, Timestamp
+from projections.audit import AuditRow
+from projections.projects import SharedRow
+from projections.queue_rows import QueueRow
 
 
 class Ok(Answer):
@@ -14,7 +19,7 @@ class Ok(Answer):
 
 
 class AuditRows(Answer):
-    rows: list[dict[str, Any]]
+    rows: list[AuditRow]
     next: str | None = None  # pass back as `?next=` for the following page; None: this was the last
 
 
@@ -27,6 +32,21 @@ class AuditResult(Answer):
 class KeyRotated(Answer):
     key_id: str
     resealed: int
+
+
+class CentralConfig(Answer):
+    revision: int
+    settings: dict[str, Any]  # the keys set, as they were set
+    defaults: dict[str, Any]  # every key left unset, with the value it takes
+
+
+class ConfigChanged(Answer):
+    """The configuration as `CentralConfig` shows it after the change, and what the change was warned of."""
+
+    revision: int
+    settings: dict[str, Any]
+    defaults: dict[str, Any]
+    warnings: list[str]
 
 
 class Profile(Answer):
@@ -66,23 +86,57 @@ class GroupProjectSet(Answer):
 
 
 class SharedResources(Answer):
-    shared_resources: Any
+    shared_resources: list[SharedRow]
 
 
-class Presets(Answer):
-    presets: list[dict[str, Any]]
-    broken: list[Any] = []  # cluster admins only: files in the presets folder that are no preset
+class Preset(Answer, omit_defaults=True, kw_only=True):
+    """A preset's YAML document (its description only when it has one), then its name and digest."""
 
-
-class Preset(Answer):
+    description: str = ""
+    options: dict[str, Any]
     name: str
     digest: str
 
 
-class Provisioner(Answer):
+class Presets(Answer, omit_defaults=True):
+    presets: list[Preset]
+    broken: dict[str, str] = {}  # cluster admins only, when there are: a file in the presets folder that is no preset
+
+
+class ProvisionedNode(Answer, rename="camel"):
+    """A node a provisioner asked for, named as `request` and `node` (the same: the node's name)."""
+
+    request: str
+    node: str
+    state: str
+    requested_at: Timestamp
+    attempts: int
+    instance: str
+    last_error: str
+    retry_at: Timestamp | None
+    up_at: Timestamp | None
+    ended_at: Timestamp | None
+    reason: str  # why it ended
+    for_: str = msgspec.field(name="for")  # what it was asked for (an allocation id)
+
+
+class Provisioner(Answer, rename="camel", omit_defaults=True):
+    """A provisioner's definition (field names as PUT takes them, its node template a document) and its nodes."""
+
     name: str
     provider: str
-    nodes: list[dict[str, Any]]
+    template: dict[str, Any]
+    max_nodes: int
+    idle_seconds: float
+    expected_boot_seconds: float | None
+    boot_timeout_seconds: float | None
+    deleted: bool
+    changed_by: str
+    changed_at: Timestamp
+    provision_seconds: float | None  # None until one of its nodes came up
+    nodes: list[ProvisionedNode]
+    settings: dict[str, Any] | None = None  # cluster admins only
+    history: list[ProvisionedNode] | None = None  # one provisioner's answer: every node it asked for, newest first
 
 
 class Provisioners(Answer):
@@ -93,6 +147,45 @@ class ProvisionerDeleted(Answer):
     name: str
     deleted: bool
     nodes_to_remove: list[str]
+
+
+class StorageVolume(Answer, rename="camel"):
+    request: str
+    reference: str
+    organization: str
+    uid: int
+    gid: int
+    state: str
+    path: str
+    reason: str
+    attempts: int
+    requested_at: Timestamp
+    ended_at: Timestamp | None
+    waiting: int  # workflows held until it is ready
+
+
+class VolumeProvisioner(Answer, rename="camel"):
+    """A volume provisioner's definition (field names as PUT takes them) and its volumes: how many in each state, or
+    (one provisioner's answer) each one."""
+
+    name: str
+    storage_class: str = msgspec.field(name="class")
+    program: str
+    root: str
+    timeout_seconds: float
+    changed_by: str
+    changed_at: Timestamp | None
+    volumes: dict[str, int] | list[StorageVolume]
+
+
+class VolumeProvisioners(Answer):
+    provisioners: list[VolumeProvisioner]
+
+
+class VolumeProvisionerDeleted(Answer):
+    name: str
+    deleted: bool
+    failed: list[str]  # the requests of its volumes that failed with it
 
 
 class CatalogSource(Answer):
@@ -149,8 +242,16 @@ class StoredObject(Answer):
     uploaded_by: str
 
 
-class ObjectPut(StoredObject):
+class ObjectPut(Answer):
+    """A stored object's answer, with `result` (created, replaced, unchanged) after its name."""
+
+    object: str
     result: str
+    name: str
+    size: int
+    sha256: str
+    modified: str
+    uploaded_by: str
 
 
 class ObjectList(Answer):
@@ -171,9 +272,9 @@ class TokenRevoked(Answer):
 
 
 class Explained(Answer):
-    allocation: dict[str, Any]
+    allocation: QueueRow
     stage: str
-    why: Any
+    why: Any  # the stage's WhyStage; for an allocation no stage of the workflow names now, the scheduler's own reason
 
 
 class FederationStatus(Answer):
@@ -186,7 +287,7 @@ class FederationStatus(Answer):
 
 
 class FederationStats(Answer):
-    clusters: Any
+    clusters: list[dict[str, Any]]
 
 
 class FederatedWorkflows(Answer):

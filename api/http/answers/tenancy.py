@@ -127,7 +127,9 @@ class Membership(Answer, omit_defaults=True):
     explain_allocation: bool | None = None
 
 
-class Revoked(Answer):
+class Revoked(Answer, omit_defaults=True):
+    """A revoked token; `already` only where the caller named it (a logout revokes its own, fresh)."""
+
     revoked: str  # the token's id (jti)
     already: bool | None = None
 

@@ -8,6 +8,7 @@ from typing import Any
 from api.http.answers.base import Answer, Problem, Timestamp
 from domain.fuzzfile.semantics import StageStatus  # the stage states as the domain names them, one list
 from projections.activity import ActivityRow
+from projections.projects import SharedRow
 from projections.queue_rows import QueueRow
 from projections.workflows import StageRow, WorkflowRow
 from projections.workflows import WorkflowDetail as DetailRow
@@ -166,13 +167,25 @@ class WhyAnswer(Answer):
     stages: list[WhyStage]
 
 
-class QueueStats(Answer):
+class QueueStats(Answer, omit_defaults=True, kw_only=True):
+    """The queue's depth per state, how many allocations in all (None: a federated cluster not asked), the priority
+    expression, the scheduler's last pass and the shared resources' use; a federated control plane's adds each
+    cluster's figures under its label, and the hub."""
+
     depth: dict[str, int]
+    total: int | None
+    priority: str
+    last_pass: dict[str, Any]
+    shared_resources: list[SharedRow]
+    clusters: list[dict[str, Any]] | None = None
+    hub: dict[str, Any] | None = None
 
 
-class QueueEntry(Answer):
-    """One allocation of the queue: the queue view's row, then its owner's user and group names (None: unknown)."""
+class QueueEntry(Answer, omit_defaults=True, kw_only=True):
+    """One allocation of the queue: the queue view's row, then its owner's user and group names (None: unknown);
+    on a federated page, first the cluster it is queued on."""
 
+    cluster: str | None = None
     id: str
     workflow_id: str
     stage: str
@@ -200,9 +213,9 @@ class QueueEntry(Answer):
     group: str | None
 
 
-def queue_entry(row: QueueRow, user: str | None, group: str | None) -> QueueEntry:
+def queue_entry(row: QueueRow, user: str | None, group: str | None, cluster: str | None = None) -> QueueEntry:
     return QueueEntry(
-        id=str(row.id), workflow_id=str(row.workflow_id), stage=row.stage, attempt=row.attempt, state=row.state,
+        cluster=cluster, id=str(row.id), workflow_id=str(row.workflow_id), stage=row.stage, attempt=row.attempt, state=row.state,
         priority=row.priority, priority_inputs=row.priority_inputs, node=row.node, nodes=row.nodes,
         node_ids=row.node_ids, epoch=row.epoch, preemptible=row.preemptible, resources=row.resources,
         execute_timeout_seconds=row.execute_timeout_seconds, queued_at=row.queued_at, started_at=row.started_at,
@@ -218,6 +231,8 @@ class QueuePage(Answer, omit_defaults=True, kw_only=True):
     total: int | None = None
     limit: int | None = None
     mine: bool
+    clusters: list[dict[str, Any]] | None = None  # each cluster's label and how many of its allocations match
+    hub: dict[str, Any] | None = None
 
 
 class WorkflowDefinition(Answer):

@@ -83,7 +83,7 @@ async def logout(request: Request) -> Response:
     if claims.fam:
         await sessions.revoke_family(request, claims.sub, claims.fam, at)
     await c.settle(request)
-    return c.json({"revoked": claims.jti})
+    return c.json(shapes.Revoked(revoked=claims.jti))
 
 
 @answers(shapes.Revoked)

@@ -14,7 +14,7 @@ from starlette.routing import Route
 
 from adapters.agent_bus import key_text, node_key
 from adapters.auth.tokens import Identity, issue
-from api.http.answers import answers
+from api.http.answers import Ok, answers
 from api.http.errors import BadRequest
 from api.http.routes import common as c
 from api.http.routes import secrets
@@ -199,11 +199,11 @@ async def report(request: Request) -> Response:
     agent_only(request, b.node_id)
     b = recorded_as(b)
     if b.event in ADVISORY and await c.call(running_here, svc.views, b):
-        return c.json({"ok": True})
+        return c.json(Ok(ok=True))
     listening = tuple(b.listening) if b.listening is not None else None
     await c.call(svc.roving.report, b.node_id, b.allocation_id, b.epoch, b.event, b.exit_code, b.reason, c.now(),
                  listening)
-    return c.json({"ok": True})
+    return c.json(Ok(ok=True))
 
 
 MAX_REPORTS = 500  # per request; the agent sends at most 200

@@ -21,6 +21,7 @@ from starlette.responses import FileResponse, Response
 from starlette.routing import Route
 
 from adapters.sql_guard import RefusedQuery
+from api.http.answers import AuditRows
 from api.http.audit_forward import to_audit_owner
 from api.http.errors import BadRequest, problem
 from api.http.routes import common as c
@@ -93,7 +94,7 @@ async def list_rows(request: Request) -> Response:
         return refused(error)
     # the store answered in the asked order, past the cursor; the cursor names its order, so it pages on only in it
     shown, more = pages.after_key(rows, row_key, "audit-newest" if newest else "audit", filters.limit, None)
-    return c.json({"rows": shown, "next": more})
+    return c.json(AuditRows(rows=shown, next=more))
 
 
 def newest_first(request: Request) -> bool:

@@ -17,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from api.http import answers as shapes
 from api.http import fields
 from api.http.errors import BadRequest, problem
 from api.http.routes import common as c
@@ -82,7 +83,8 @@ async def add_source(request: Request) -> Response:
 
 async def list_sources(request: Request) -> Response:
     c.only_params(request, ())
-    return c.json({"sources": await c.call(catalog(request).sources, c.principal(request))})
+    rows = await c.call(catalog(request).sources, c.principal(request))
+    return c.json(shapes.CatalogSources(sources=[shapes.CatalogSource(**row) for row in rows]))
 
 
 async def remove_source(request: Request) -> Response:
@@ -96,7 +98,7 @@ async def list_templates(request: Request) -> Response:
     c.only_params(request, ("q", "category"))
     found = await c.call(catalog(request).catalog, c.principal(request), request.query_params.get("q", ""),
                          request.query_params.get("category", ""))
-    return c.json({"templates": [summary(t) for t in found["templates"]], "sources": found["sources"]})
+    return c.json(shapes.Catalog(templates=[summary(t) for t in found["templates"]], sources=found["sources"]))
 
 
 async def show_template(request: Request) -> Response:

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from api.http.answers import CentralConfig, ConfigChanged
 from api.http.routes import common as c
 
 
 async def show(request: Request) -> Response:
-    return c.json(await c.call(c.services(request).roving.config, c.principal(request)))
+    return c.json(CentralConfig(**await c.call(c.services(request).roving.config, c.principal(request))))
 
 
 async def change(request: Request) -> Response:
@@ -25,7 +25,7 @@ async def change(request: Request) -> Response:
     warnings = await c.call(roving.change_config, changes, c.principal(request), c.now())
     await c.settle(request)
     current = await c.call(roving.config, c.principal(request))
-    return c.json({**current, "warnings": [msgspec.to_builtins(w) for w in warnings or []]})
+    return c.json(ConfigChanged(**current, warnings=list(warnings or [])))
 
 
 routes = [

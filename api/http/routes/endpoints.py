@@ -26,17 +26,17 @@ class CreateEndpoint(msgspec.Struct, forbid_unknown_fields=True):
     owner_id: str = ""
 
 
-def answer(e: Endpoint, base_url: str = "") -> dict[str, Any]:
+def answer(e: Endpoint, base_url: str = "") -> shapes.Endpoint:
     binding, pending, bound, targets = e.serving_target(), e.pending, e.binding, e.serving_targets()
-    return {
-        "id": e.id, "name": e.name, "owner_kind": e.owner_kind.value, "owner_id": e.owner_id,
-        "scope": e.scope.value, "path": f"/endpoints/{e.name}/", "url": f"{base_url}/endpoints/{e.name}/",
-        "status": "serving" if binding else "unready" if bound else "pending" if pending else "unbound",
-        "workflow_id": binding.workflow_id if binding else None, "service": binding.service if binding else None,
-        "target": targets[0] if targets else None, "targets": targets,
-        "pending_workflow_id": pending.workflow_id if pending else None,
-        "reason": e.not_serving_reason(), "last_failure": e.last_failure,
-    }
+    return shapes.Endpoint(
+        id=str(e.id), name=e.name, owner_kind=e.owner_kind.value, owner_id=e.owner_id,
+        scope=e.scope.value, path=f"/endpoints/{e.name}/", url=f"{base_url}/endpoints/{e.name}/",
+        status="serving" if binding else "unready" if bound else "pending" if pending else "unbound",
+        workflow_id=str(binding.workflow_id) if binding else None, service=binding.service if binding else None,
+        target=targets[0] if targets else None, targets=targets,
+        pending_workflow_id=str(pending.workflow_id) if pending else None,
+        reason=e.not_serving_reason(), last_failure=e.last_failure,
+    )
 
 
 def base_url(request: Request) -> str:
@@ -65,7 +65,7 @@ async def create(request: Request) -> Response:
 async def list_endpoints(request: Request) -> Response:
     who = c.principal(request)
     rows = await c.call(c.services(request).views.endpoints.list, lambda e: access.visible(who, e))
-    return c.json({"endpoints": [answer(e, base_url(request)) for e in rows]})
+    return c.json(shapes.EndpointList(endpoints=[answer(e, base_url(request)) for e in rows]))
 
 
 @answers(shapes.Endpoint)

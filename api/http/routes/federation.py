@@ -31,6 +31,7 @@ from starlette.routing import Route
 from adapters.federation import FederationError
 from adapters.hub_log import HubReader
 from adapters.jetstream.subjects import check_cluster_name
+from api.http import answers as shapes
 from api.http.errors import BadRequest, problem
 from api.http.routes import common as c
 from domain.app import access
@@ -150,15 +151,15 @@ async def status(request: Request) -> Response:
     federation = view.status
     assert federation is not None
     members = [m.to_dict() for m in federation.members if scope is None or m.cluster in scope]
-    return c.json({"hub": federation.hub, "stream": federation.stream, "exists": federation.exists,
-                   "messages": federation.messages, "members": members,
-                   "clusters": clusters(view, scope)})
+    return c.json(shapes.FederationStatus(hub=federation.hub, stream=federation.stream, exists=federation.exists,
+                                          messages=federation.messages, members=members,
+                                          clusters=clusters(view, scope)))
 
 
 async def queue_stats(request: Request) -> Response:
     """Per cluster in scope: availability, events, workflows by status, allocations by state."""
     view = await view_of(request)
-    return c.json({"clusters": view.queue_stats(clusters_of(request))})
+    return c.json(shapes.FederationStats(clusters=view.queue_stats(clusters_of(request))))
 
 
 async def workflows(request: Request) -> Response:
@@ -168,7 +169,7 @@ async def workflows(request: Request) -> Response:
     summary = clusters(view, scope)
     available = {row["cluster"]: row["available"] for row in summary}
     rows = [{**row, "available": available.get(row["cluster"])} for row in view.workflows(scope)]
-    return c.json({"clusters": summary, "workflows": rows})
+    return c.json(shapes.FederatedWorkflows(clusters=summary, workflows=rows))
 
 
 async def workflow(request: Request) -> Response:

@@ -31,6 +31,7 @@ from starlette.routing import Route
 from adapters.object_ledger import Busy
 from adapters.object_meta import Quota
 from adapters.object_store import ObjectMeta, QuotaExceeded, TooLarge
+from api.http import answers as shapes
 from api.http.errors import BadRequest, problem
 from api.http.routes import common as c
 from api.http.routes import paging
@@ -95,7 +96,7 @@ async def put_object(request: Request) -> Response:
     except Busy as error:
         return busy(owner, error)
     status = 200 if verdict is Verdict.UNCHANGED else 201
-    return c.json({"object": location.uri, "result": verdict.value, **meta.shown()}, status=status)
+    return c.json(shapes.ObjectPut(object=location.uri, result=verdict.value, **meta.shown()), status=status)
 
 
 async def quota_of(request: Request, owner: Holder) -> Quota:
@@ -160,7 +161,7 @@ async def delete_object(request: Request) -> Response:
                                           lambda meta: may_replace(principal, owner, meta.uploaded_by, "deleting"))
     if gone is None:
         raise NotFound(f"object {location.uri}")
-    return c.json({"object": location.uri, "deleted": True})
+    return c.json(shapes.ObjectDeleted(object=location.uri, deleted=True))
 
 
 async def list_objects(request: Request) -> Response:
@@ -182,9 +183,9 @@ async def list_objects(request: Request) -> Response:
     page = rows[:size]
     last = page[-1].name if len(rows) > size else None
     scope = Location(location.scope, "", location.group)
-    return c.json({"objects": [{"object": f"{scope.uri}{m.name}", **m.shown()} for m in page],
-                   "next_page_token": page_token(last) if last is not None else None,
-                   "next": pages.encode("objects", [last]) if last is not None else None})
+    return c.json(shapes.ObjectList(objects=[shapes.StoredObject(object=f"{scope.uri}{m.name}", **m.shown()) for m in page],
+                                    next_page_token=page_token(last) if last is not None else None,
+                                    next=pages.encode("objects", [last]) if last is not None else None))
 
 
 def page_token(name: str) -> str:

@@ -7,6 +7,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from api.http.answers import Profile, Profiles
 from api.http.routes import common as c
 from domain.profiles import ProfileBody
 
@@ -23,7 +24,8 @@ async def get(request: Request) -> Response:
 
 
 async def list_profiles(request: Request) -> Response:
-    return c.json({"profiles": await c.call(c.services(request).roving.list_profiles, c.principal(request))})
+    rows = await c.call(c.services(request).roving.list_profiles, c.principal(request))
+    return c.json(Profiles(profiles=[Profile(**row) for row in rows]))
 
 
 async def delete(request: Request) -> Response:

@@ -18,10 +18,11 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from adapters.presets import load_presets
-from api.http.answers.more import GroupProjectSet
+from api.http.answers.more import GroupProjectSet, Preset, Presets, Project, Projects, SharedResources
 from api.http.routes import common as c
 from domain.app import access
 from domain.app.errors import NotFound
+from domain.presets import Preset as DomainPreset
 from domain.presets import PresetError, check_name
 
 
@@ -63,7 +64,7 @@ def visible(request: Request, row: Any) -> bool:
 
 async def list_projects(request: Request) -> Response:
     rows = await c.call(c.services(request).views.projects.rows)
-    return c.json({"projects": [shown(request, r) for r in rows if visible(request, r)]})
+    return c.json(Projects(projects=[shown(request, r) for r in rows if visible(request, r)]))
 
 
 async def show_project(request: Request) -> Response:
@@ -80,7 +81,7 @@ async def put_project(request: Request) -> Response:
                         c.principal(request), c.now(), create_only)
     await c.settle(request)
     row = await c.call(c.services(request).views.projects.row, path)
-    return c.json(shown(request, row) if row is not None else {"path": path}, status=201 if made else 200)
+    return c.json(shown(request, row) if row is not None else Project(path=path), status=201 if made else 200)
 
 
 async def change_project(request: Request) -> Response:
@@ -89,7 +90,7 @@ async def change_project(request: Request) -> Response:
                  wanted.add_members, wanted.remove_members, wanted.grant, wanted.revoke)
     await c.settle(request)
     row = await c.call(c.services(request).views.projects.row, path)
-    return c.json(shown(request, row) if row is not None else {"path": path})
+    return c.json(shown(request, row) if row is not None else Project(path=path))
 
 
 async def delete_project(request: Request) -> Response:
@@ -107,17 +108,15 @@ async def set_group_project(request: Request) -> Response:
 
 async def shared_resources(request: Request) -> Response:
     rows = await c.call(c.services(request).views.projects.shared)
-    return c.json({"shared_resources": msgspec.to_builtins(rows)})
+    return c.json(SharedResources(shared_resources=rows))
 
 
 async def list_presets(request: Request) -> Response:
     """Every user may read them (they hold options, never secrets); a file that is no preset is named to admins."""
     access.profile_reader(c.principal(request))
     found, broken = await c.call(load_presets, c.settings(request).presets)
-    answer: dict[str, Any] = {"presets": [{**p.document(), "name": p.name, "digest": p.digest} for p in found]}
-    if broken and c.principal(request).is_cluster_admin:
-        answer["broken"] = broken
-    return c.json(answer)
+    shown_broken = broken if c.principal(request).is_cluster_admin else {}
+    return c.json(Presets(presets=[preset_of(p) for p in found], broken=shown_broken))
 
 
 async def show_preset(request: Request) -> Response:
@@ -131,7 +130,12 @@ async def show_preset(request: Request) -> Response:
     preset = next((p for p in found if p.name == name), None)
     if preset is None:
         raise NotFound(f"preset {name}")
-    return c.json({**preset.document(), "name": preset.name, "digest": preset.digest})
+    return c.json(preset_of(preset))
+
+
+def preset_of(preset: DomainPreset) -> Preset:
+    """A preset as its YAML document has it, then its name and digest."""
+    return Preset(description=preset.description, options=dict(preset.options), name=preset.name, digest=preset.digest)
 
 
 routes = [

@@ -6,14 +6,12 @@ and sees the nodes each one made or is making. Provider settings are shown to cl
 
 from __future__ import annotations
 
-from typing import Any
-
 import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from api.http.answers.more import ProvisionerDeleted
+from api.http.answers import more as shapes
 from api.http.routes import common as c
 from domain.app.errors import NotFound
 from domain.provisioner import Provisioner
@@ -38,14 +36,14 @@ async def get(request: Request) -> Response:
 async def list_provisioners(request: Request) -> Response:
     admin = c.principal(request).is_cluster_admin
     rows = await c.call(c.services(request).views.provisioners.all, True)
-    return c.json({"provisioners": [answer(p, admin) for p in rows if not p.deleted or p.requests]})
+    return c.json(shapes.Provisioners(provisioners=[answer(p, admin) for p in rows if not p.deleted or p.requests]))
 
 
 async def delete(request: Request) -> Response:
     name = request.path_params["name"]
     found = await c.call(c.services(request).roving.delete_provisioner, name, c.principal(request), c.now())
     await c.settle(request)
-    return c.json(ProvisionerDeleted(name=name, deleted=True, nodes_to_remove=sorted(found.requests)))
+    return c.json(shapes.ProvisionerDeleted(name=name, deleted=True, nodes_to_remove=sorted(found.requests)))
 
 
 def _found(request: Request) -> Provisioner:
@@ -55,27 +53,25 @@ def _found(request: Request) -> Provisioner:
     return found
 
 
-def answer(p: Provisioner, admin: bool, history: bool = False) -> dict[str, Any]:
+def answer(p: Provisioner, admin: bool, history: bool = False) -> shapes.Provisioner:
     """A provisioner as the API shows it: its definition (field names as PUT takes them) and its nodes."""
     spec = p.spec
-    shown: dict[str, Any] = {
-        "name": p.name, "provider": spec.provider, "template": msgspec.to_builtins(spec.template),
-        "maxNodes": spec.max_nodes, "idleSeconds": spec.idle_seconds, "expectedBootSeconds": spec.expected_boot_seconds,
-        "bootTimeoutSeconds": spec.boot_timeout_seconds, "deleted": p.deleted, "changedBy": p.changed_by,
-        "changedAt": p.changed_at, "provisionSeconds": p.expected_seconds() if p.latencies else None,
-        "nodes": [_request(r) for r in p.live()],
-    }
-    if admin:
-        shown["settings"] = dict(spec.settings)
-    if history:
-        shown["history"] = [_request(r) for r in reversed(p.history)]
-    return shown
+    return shapes.Provisioner(
+        name=p.name, provider=spec.provider, template=msgspec.to_builtins(spec.template),
+        max_nodes=spec.max_nodes, idle_seconds=spec.idle_seconds, expected_boot_seconds=spec.expected_boot_seconds,
+        boot_timeout_seconds=spec.boot_timeout_seconds, deleted=p.deleted, changed_by=p.changed_by,
+        changed_at=p.changed_at, provision_seconds=p.expected_seconds() if p.latencies else None,
+        nodes=[_request(r) for r in p.live()],
+        settings=dict(spec.settings) if admin else None,
+        history=[_request(r) for r in reversed(p.history)] if history else None,
+    )
 
 
-def _request(r: NodeRequest) -> dict[str, Any]:
-    return {"request": r.id, "node": r.id, "state": r.state.value, "requestedAt": r.requested_at,
-            "attempts": r.attempts, "instance": r.instance, "lastError": r.last_error, "retryAt": r.retry_at,
-            "upAt": r.up_at, "endedAt": r.ended_at, "reason": r.end_reason, "for": r.reason}
+def _request(r: NodeRequest) -> shapes.ProvisionedNode:
+    return shapes.ProvisionedNode(
+        request=r.id, node=r.id, state=r.state.value, requested_at=r.requested_at, attempts=r.attempts,
+        instance=r.instance, last_error=r.last_error, retry_at=r.retry_at, up_at=r.up_at, ended_at=r.ended_at,
+        reason=r.end_reason, for_=r.reason)
 
 
 routes = [

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -23,6 +22,7 @@ from api.http.fanout import Fanout, fanout
 from api.http.routes import common as c
 from api.http.routes.names import Names, names
 from domain.app import access
+from projections.projects import SharedRow
 from projections.queue_rows import QueueRow
 
 STATES = ("PENDING", "READY", "RUNNING", "FINISHED", "FAILED", "CANCELED", "PREEMPTED", "EVICTED")
@@ -73,16 +73,16 @@ async def queue(request: Request) -> Response:
         views = c.services(request).views
         rows, total = await c.call(views.queue.page, **filters, ranked=scheduled.ranked(request))
         return c.json(QueuePage(queue=with_names(rows, names(request, views)), total=total, limit=most, mine=mine))
-    merged: list[dict] = []
+    merged: list[QueueEntry] = []
     clusters = []
     for cluster in fan.scope:
         found, counted = await cluster_page(fan, cluster, who, {**filters, "ranked": scheduled.ranked(
             request, local=cluster == fan.local)})
         merged += found
         clusters.append({**fan.summary(cluster), "total": counted})
-    merged.sort(key=lambda r: (-r["priority"], r["queued_at"], r["id"]))
-    return c.json({"queue": merged[:most], "total": sum(x["total"] or 0 for x in clusters), "limit": most,
-                   "mine": mine, "clusters": clusters, "hub": fan.hub_answer()})
+    merged.sort(key=lambda e: (-e.priority, e.queued_at, e.id))
+    return c.json(QueuePage(queue=merged[:most], total=sum(x["total"] or 0 for x in clusters), limit=most, mine=mine,
+                            clusters=clusters, hub=fan.hub_answer()))
 
 
 def with_names(rows: list[QueueRow], known: Names) -> list[QueueEntry]:
@@ -90,7 +90,7 @@ def with_names(rows: list[QueueRow], known: Names) -> list[QueueEntry]:
     return [queue_entry(row, known.user(row.user_id), known.group(row.group_id)) for row in rows]
 
 
-async def cluster_page(fan: Fanout, cluster: str, who: Any, filters: dict[str, Any]) -> tuple[list[dict], int | None]:
+async def cluster_page(fan: Fanout, cluster: str, who: Any, filters: dict[str, Any]) -> tuple[list[QueueEntry], int | None]:
     """One cluster's matching rows, labelled with it, and how many match there (None: nothing to ask)."""
     views = fan.views(cluster)
     if views is None:
@@ -100,8 +100,7 @@ async def cluster_page(fan: Fanout, cluster: str, who: Any, filters: dict[str, A
         visible = [r for r in found if access.visible(who, access.work(r, "allocation"))]
         found, total = visible, total - (len(found) - len(visible))
     known = Names(who, getattr(views, "tenancy", None))  # the names that cluster's views know, as the caller may see
-    return [{"cluster": cluster, **msgspec.to_builtins(r), "user": known.user(r.user_id),
-             "group": known.group(r.group_id)} for r in found], total
+    return [queue_entry(r, known.user(r.user_id), known.group(r.group_id), cluster) for r in found], total
 
 
 @answers(QueueStats)
@@ -110,7 +109,9 @@ async def stats(request: Request) -> Response:
     here, last = c.services(request).views, scheduled.last_pass(request)
     shared = await c.call(shared_use, here)
     if fan is None:
-        return c.json({**await c.call(scheduled.queue_stats, here, last), "shared_resources": shared})
+        figures = await c.call(scheduled.queue_stats, here, last)
+        return c.json(QueueStats(depth=figures["depth"], total=figures["total"], priority=figures["priority"],
+                                 last_pass=figures["last_pass"], shared_resources=shared))
     clusters = []
     for cluster in fan.scope:
         views = fan.views(cluster)
@@ -122,15 +123,15 @@ async def stats(request: Request) -> Response:
         for name, count in cluster_stats["depth"].items():
             depth[name] = depth.get(name, 0) + count
     figures = await c.call(scheduled.queue_stats, here, last)  # this cluster's scheduler, as unfederated
-    return c.json({"depth": depth, "total": sum(x["total"] or 0 for x in clusters), "priority": figures["priority"],
-                   "last_pass": figures["last_pass"], "shared_resources": shared, "clusters": clusters,
-                   "hub": fan.hub_answer()})
+    return c.json(QueueStats(depth=depth, total=sum(x["total"] or 0 for x in clusters), priority=figures["priority"],
+                             last_pass=figures["last_pass"], shared_resources=shared, clusters=clusters,
+                             hub=fan.hub_answer()))
 
 
-def shared_use(views: Any) -> list[dict[str, Any]]:
+def shared_use(views: Any) -> list[SharedRow]:
     """This cluster's shared resources (licenses): total, in use, free and how many allocations hold some."""
     found = getattr(views, "projects", None)
-    return msgspec.to_builtins(found.shared()) if found is not None else []
+    return list(found.shared()) if found is not None else []
 
 
 routes = [

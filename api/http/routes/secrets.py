@@ -44,7 +44,7 @@ async def create(request: Request) -> Response:
 @answers(shapes.Secrets)
 async def list_secrets(request: Request) -> Response:
     rows = await c.call(secrets(request).list_secrets, c.principal(request))
-    return c.json({"secrets": rows})
+    return c.json(shapes.Secrets(secrets=[shapes.Secret(**row) for row in rows]))
 
 
 @answers(shapes.Deleted)

@@ -7,12 +7,11 @@ them, as the blocked reason of the stage that waits for it.
 
 from __future__ import annotations
 
-from typing import Any
-
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from api.http.answers import more as shapes
 from api.http.routes import common as c
 from domain.app.errors import Forbidden, NotFound
 from domain.storage_provisioner import StorageProvisioners, Volume
@@ -42,13 +41,13 @@ async def list_provisioners(request: Request) -> Response:
     _admin(request)
     found = c.services(request).roving.volume_provisioners.find()
     names = sorted(found.definitions) if found is not None else []
-    return c.json({"provisioners": [answer(found, n) for n in names if found is not None]})
+    return c.json(shapes.VolumeProvisioners(provisioners=[answer(found, n) for n in names if found is not None]))
 
 
 async def delete(request: Request) -> Response:
     name = request.path_params["name"]
     failed = await c.call(c.services(request).roving.delete_volume_provisioner, name, c.principal(request), c.now())
-    return c.json({"name": name, "deleted": True, "failed": [v.request for v in failed]})
+    return c.json(shapes.VolumeProvisionerDeleted(name=name, deleted=True, failed=[v.request for v in failed]))
 
 
 def _admin(request: Request) -> None:
@@ -56,7 +55,7 @@ def _admin(request: Request) -> None:
         raise Forbidden("volume provisioners are shown to cluster admins only")
 
 
-def answer(found: StorageProvisioners, name: str, volumes: bool = False) -> dict[str, Any]:
+def answer(found: StorageProvisioners, name: str, volumes: bool = False) -> shapes.VolumeProvisioner:
     """A volume provisioner as the API shows it: its definition (field names as PUT takes them), its volumes by
     state, and with `volumes` each one."""
     spec = found.definitions[name]
@@ -65,18 +64,16 @@ def answer(found: StorageProvisioners, name: str, volumes: bool = False) -> dict
     counts: dict[str, int] = {}
     for v in made:
         counts[v.state.value] = counts.get(v.state.value, 0) + 1
-    shown: dict[str, Any] = {"name": name, "class": spec.storage_class, "program": spec.program, "root": spec.root,
-                             "timeoutSeconds": spec.timeout_seconds, "changedBy": by, "changedAt": at,
-                             "volumes": counts}
-    if volumes:
-        shown["volumes"] = [_volume(v) for v in made]
-    return shown
+    return shapes.VolumeProvisioner(name=name, storage_class=spec.storage_class, program=spec.program, root=spec.root,
+                                    timeout_seconds=spec.timeout_seconds, changed_by=by, changed_at=at,
+                                    volumes=[_volume(v) for v in made] if volumes else counts)
 
 
-def _volume(v: Volume) -> dict[str, Any]:
-    return {"request": v.request, "reference": v.reference, "organization": v.organization, "uid": v.uid,
-            "gid": v.gid, "state": v.state.value, "path": v.path, "reason": v.reason, "attempts": v.attempts,
-            "requestedAt": v.requested_at, "endedAt": v.ended_at, "waiting": len(v.waiting)}
+def _volume(v: Volume) -> shapes.StorageVolume:
+    return shapes.StorageVolume(
+        request=v.request, reference=v.reference, organization=v.organization, uid=v.uid, gid=v.gid,
+        state=v.state.value, path=v.path, reason=v.reason, attempts=v.attempts, requested_at=v.requested_at,
+        ended_at=v.ended_at, waiting=len(v.waiting))
 
 
 routes = [

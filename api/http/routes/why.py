@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from api.http import scheduled
-from api.http.answers import WhyAnswer, WhyStage, answers
+from api.http.answers import Explained, WhyAnswer, WhyStage, answers
 from api.http.fanout import Located, locate
 from api.http.routes import common as c
 from domain.app import access
@@ -58,5 +58,5 @@ async def explain(request: Request) -> Response:
     if row is None or str(row.workflow_id) != str(detail.id):
         raise NotFound("allocation")
     found = scheduled.reasons(request, located_)(aid)
-    return c.json({"allocation": row, "stage": stage.name if stage else row.stage,
-                   "why": why_answer(stage, found) if stage else found, **located_.label()})
+    return c.labelled(Explained(allocation=row, stage=stage.name if stage else row.stage,
+                                why=why_answer(stage, found) if stage else found), located_.label())

@@ -43,5 +43,36 @@ def test_a_queue_entry_is_its_row_then_its_owner_s_names_and_a_page_for_no_owner
     from api.http.answers.work import QueueEntry
     from projections.queue_rows import QueueRow
 
-    assert QueueEntry.__struct_fields__ == QueueRow.__struct_fields__ + ("user", "group")
+    assert QueueEntry.__struct_fields__ == ("cluster",) + QueueRow.__struct_fields__ + ("user", "group")
     assert msgspec.json.encode(QueuePage(queue=[], mine=True)) == b'{"queue":[],"mine":true}'
+
+
+def test_a_queue_entry_names_its_cluster_first_on_a_federated_page_only():
+    from datetime import UTC, datetime
+    from uuid import UUID
+
+    import msgspec
+
+    from api.http.answers.work import queue_entry
+    from projections.queue_rows import QueueRow
+
+    row = QueueRow(id=UUID(int=1), workflow_id=UUID(int=2), stage="s", attempt=1, state="READY", priority=0.0,
+                   priority_inputs={}, node=None, nodes=[], node_ids=[], epoch=0, preemptible=False, resources={},
+                   execute_timeout_seconds=None, queued_at=datetime(2025, 1, 1, tzinfo=UTC), started_at=None,
+                   ended_at=None, organization_id="o", group_id="g", user_id="u", exit_code=None, reason="")
+    here = msgspec.json.decode(msgspec.json.encode(queue_entry(row, "ann", None)))
+    there = msgspec.json.decode(msgspec.json.encode(queue_entry(row, "ann", None, cluster="c2")))
+    assert list(here) == list(QueueRow.__struct_fields__) + ["user", "group"]
+    assert list(there) == ["cluster", *here] and there["cluster"] == "c2"
+
+
+def test_a_preset_answers_its_document_then_its_name_and_digest_and_a_description_only_when_it_has_one():
+    import msgspec
+
+    from api.http.routes.projects import preset_of
+    from domain.presets import Preset
+
+    plain = msgspec.json.decode(msgspec.json.encode(preset_of(Preset(name="p", options={"gpus": 1}))))
+    told = preset_of(Preset(name="p", description="one gpu", options={"gpus": 1}))
+    assert list(plain) == ["options", "name", "digest"]
+    assert list(msgspec.json.decode(msgspec.json.encode(told))) == ["description", "options", "name", "digest"]

@@ -5,7 +5,6 @@ import inspect
 import pkgutil
 import typing
 
-import pytest
 from eventsourcing.domain import Aggregate, DecoratedFuncCaller
 
 import domain
@@ -14,7 +13,6 @@ from domain.holds import Effect, Source
 from domain.node import Node
 from projections import events
 from projections.base import Projection, handled, on
-from projections.events import event_of
 from tests.unit.projections.builders import at, node
 
 
@@ -69,11 +67,6 @@ def test_a_handler_typed_with_an_event_class_is_registered_only_for_events_of_th
                 if annotation not in (None, typing.Any) and not issubclass(event_class, annotation):
                     mistyped.append(f"{view.__name__}.{handler.__name__} takes {annotation}, gets {event_class}")
     assert mistyped == []
-
-
-def test_an_event_the_aggregate_no_longer_has_stops_the_import_naming_both():
-    with pytest.raises(AttributeError, match="Node has no event 'NodeRenamed'"):
-        event_of(Node, "NodeRenamed")
 
 
 class HandlerOrder(Projection):
