@@ -14,6 +14,7 @@ from adapters.jetstream.refusals import TRANSIENT
 from adapters.jetstream.replicas import hold_replicas
 
 LEADER_KEY = "scheduler-leader"
+REFUSED = (nats.js.errors.KeyWrongLastSequenceError, nats.js.errors.BadRequestError, nats.js.errors.APIError)
 
 
 class Leases:
@@ -70,14 +71,35 @@ class Leases:
 
     async def _claim(self, holder: str) -> bool:
         try:
-            if self._leader_revision is None:
-                self._leader_revision = await self._kv.create(LEADER_KEY, holder.encode())
-            else:
-                self._leader_revision = await self._kv.update(LEADER_KEY, holder.encode(), last=self._leader_revision)
+            self._leader_revision = await self._write_leader(holder, self._leader_revision)
             return True
-        except (nats.js.errors.KeyWrongLastSequenceError, nats.js.errors.BadRequestError, nats.js.errors.APIError):
+        except REFUSED:
+            pass
+        # A write whose acknowledgement was lost (a timeout while the stream elected a leader: TRANSIENT above) may
+        # have landed, leaving the lease in our name at a revision we never learnt. Refused from then on, the leader
+        # stood down until its own lease lapsed (a TTL and more without passes: an R3 task array stood still).
+        self._leader_revision = await self._our_revision(holder)
+        if self._leader_revision is None:
+            return False
+        try:
+            self._leader_revision = await self._write_leader(holder, self._leader_revision)
+            return True
+        except REFUSED:
             self._leader_revision = None
             return False
+
+    async def _write_leader(self, holder: str, revision: int | None) -> int:
+        if revision is None:
+            return await self._kv.create(LEADER_KEY, holder.encode())
+        return await self._kv.update(LEADER_KEY, holder.encode(), last=revision)
+
+    async def _our_revision(self, holder: str) -> int | None:
+        """The leader lease's revision if it holds our name (a write of ours that landed unacknowledged)."""
+        try:
+            entry = await self._kv.get(LEADER_KEY)
+        except REFUSED:  # none (KeyNotFoundError is one), or the server would not say
+            return None
+        return entry.revision if entry is not None and entry.value == holder.encode() else None
 
 
 class NamedLease:
