@@ -6,6 +6,8 @@ Heartbeats are not events: a node's lease is a KV entry the agent's heartbeat re
 
 from __future__ import annotations
 
+from typing import Any
+
 import nats.js.errors
 from nats.js.api import KeyValueConfig, StorageType
 
@@ -70,36 +72,8 @@ class Leases:
             return False
 
     async def _claim(self, holder: str) -> bool:
-        try:
-            self._leader_revision = await self._write_leader(holder, self._leader_revision)
-            return True
-        except REFUSED:
-            pass
-        # A write whose acknowledgement was lost (a timeout while the stream elected a leader: TRANSIENT above) may
-        # have landed, leaving the lease in our name at a revision we never learnt. Refused from then on, the leader
-        # stood down until its own lease lapsed (a TTL and more without passes: an R3 task array stood still).
-        self._leader_revision = await self._our_revision(holder)
-        if self._leader_revision is None:
-            return False
-        try:
-            self._leader_revision = await self._write_leader(holder, self._leader_revision)
-            return True
-        except REFUSED:
-            self._leader_revision = None
-            return False
-
-    async def _write_leader(self, holder: str, revision: int | None) -> int:
-        if revision is None:
-            return await self._kv.create(LEADER_KEY, holder.encode())
-        return await self._kv.update(LEADER_KEY, holder.encode(), last=revision)
-
-    async def _our_revision(self, holder: str) -> int | None:
-        """The leader lease's revision if it holds our name (a write of ours that landed unacknowledged)."""
-        try:
-            entry = await self._kv.get(LEADER_KEY)
-        except REFUSED:  # none (KeyNotFoundError is one), or the server would not say
-            return None
-        return entry.revision if entry is not None and entry.value == holder.encode() else None
+        self._leader_revision = await claim(self._kv, LEADER_KEY, holder, self._leader_revision)
+        return self._leader_revision is not None
 
 
 class NamedLease:
@@ -118,16 +92,38 @@ class NamedLease:
             return False
 
     async def _claim(self, holder: str) -> bool:
-        kv = self.leases._kv
-        try:
-            if self._revision is None:
-                self._revision = await kv.create(self.key, holder.encode())
-            else:
-                self._revision = await kv.update(self.key, holder.encode(), last=self._revision)
-            return True
-        except (nats.js.errors.KeyWrongLastSequenceError, nats.js.errors.BadRequestError, nats.js.errors.APIError):
-            self._revision = None
-            return False
+        self._revision = await claim(self.leases._kv, self.key, holder, self._revision)
+        return self._revision is not None
+
+
+async def claim(kv: Any, key: str, holder: str, revision: int | None) -> int | None:
+    """Take `key` if free, or renew it if ours (from `revision`, None: never held); its new revision, or None while
+    another holder's lease lives.
+
+    A write whose acknowledgement was lost (a timeout while the R3 stream elected a leader: TRANSIENT, raised to
+    the caller) may have landed, leaving the lease in our name at a revision we never learnt. Refused from then on,
+    the holder stood down until its own lease lapsed: a TTL and more without scheduler passes for the leader
+    lease. So a refused write reads the lease, and one in our name is renewed from the revision it holds."""
+    try:
+        return await _write(kv, key, holder, revision)
+    except REFUSED:
+        pass
+    try:
+        entry = await kv.get(key)
+    except REFUSED:  # none (KeyNotFoundError is one), or the server would not say
+        return None
+    if entry is None or entry.value != holder.encode():
+        return None
+    try:
+        return await _write(kv, key, holder, entry.revision)
+    except REFUSED:  # taken meanwhile
+        return None
+
+
+async def _write(kv: Any, key: str, holder: str, revision: int | None) -> int:
+    if revision is None:
+        return await kv.create(key, holder.encode())
+    return await kv.update(key, holder.encode(), last=revision)
 
 
 def _announcement(name: str) -> str:

@@ -9,7 +9,7 @@ import nats
 import pytest
 
 from adapters.jetstream.connection import Connection
-from adapters.leases import LEADER_KEY, Leases
+from adapters.leases import LEADER_KEY, Leases, NamedLease
 
 
 @pytest.fixture
@@ -27,15 +27,15 @@ def cluster_leases(nats_url: str):
         leases.connection.close()
 
 
-def landed_unacknowledged(url: str, leases: Leases) -> None:
+def landed_unacknowledged(url: str, leases: Leases, key: str = LEADER_KEY) -> None:
     """The lease written again in its holder's name at a revision `leases` never learns: what a renewal whose
     acknowledgement was lost (a timeout while the R3 stream elected a leader) leaves behind."""
     async def write() -> None:
         client = await nats.connect(url)
         try:
             kv = await client.jetstream().key_value(leases.bucket)
-            entry = await kv.get(LEADER_KEY)
-            await kv.update(LEADER_KEY, entry.value, last=entry.revision)
+            entry = await kv.get(key)
+            await kv.update(key, entry.value, last=entry.revision)
         finally:
             await client.close()
     asyncio.run(write())
@@ -62,3 +62,12 @@ def test_after_a_lost_ack_the_lease_stays_its_holders_and_another_name_cannot_ta
 def test_a_holder_whose_first_claim_landed_unacknowledged_leads_at_the_next_try(cluster_leases):
     cluster_leases().hold_leadership("api-1:100")  # its claim landed; the process never heard (a fresh Leases)
     assert cluster_leases().hold_leadership("api-1:100")
+
+
+def test_a_named_lease_whose_renewal_landed_but_lost_its_ack_is_still_its_holders(cluster_leases, nats_url):
+    leases = cluster_leases()
+    lease, rival = NamedLease(leases, "provisioner.gpu"), NamedLease(cluster_leases(), "provisioner.gpu")
+    assert lease.hold("api-1:100")
+    landed_unacknowledged(nats_url, leases, lease.key)
+    assert lease.hold("api-1:100")
+    assert not rival.hold("api-2:200")
