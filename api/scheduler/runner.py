@@ -173,7 +173,9 @@ class SchedulerRunner:
             return True
         if not self.leading and asked < self._standby_until:  # a standby (another API worker) asks on its pace,
             return False                                      # not on every batch the log delivers
-        self.leading = self.leases.hold_leadership(self.holder)
+        was, self.leading = self.leading, self.leases.hold_leadership(self.holder)
+        if self.leading != was:  # a stall's log says whether any pass could run (an R3 stream's election, a lapse)
+            log.info("scheduler.leading" if self.leading else "scheduler.standing_by", holder=self.holder)
         self._renewed = asked if self.leading else float("-inf")
         self._standby_until = float("-inf") if self.leading else asked + self.leases.ttl * RENEW_AFTER
         return self.leading
