@@ -6,6 +6,8 @@ Heartbeats are not events: a node's lease is a KV entry the agent's heartbeat re
 
 from __future__ import annotations
 
+from typing import Any
+
 import nats.js.errors
 from nats.js.api import KeyValueConfig, StorageType
 
@@ -14,6 +16,7 @@ from adapters.jetstream.refusals import TRANSIENT
 from adapters.jetstream.replicas import hold_replicas
 
 LEADER_KEY = "scheduler-leader"
+REFUSED = (nats.js.errors.KeyWrongLastSequenceError, nats.js.errors.BadRequestError, nats.js.errors.APIError)
 
 
 class Leases:
@@ -69,15 +72,8 @@ class Leases:
             return False
 
     async def _claim(self, holder: str) -> bool:
-        try:
-            if self._leader_revision is None:
-                self._leader_revision = await self._kv.create(LEADER_KEY, holder.encode())
-            else:
-                self._leader_revision = await self._kv.update(LEADER_KEY, holder.encode(), last=self._leader_revision)
-            return True
-        except (nats.js.errors.KeyWrongLastSequenceError, nats.js.errors.BadRequestError, nats.js.errors.APIError):
-            self._leader_revision = None
-            return False
+        self._leader_revision = await claim(self._kv, LEADER_KEY, holder, self._leader_revision)
+        return self._leader_revision is not None
 
 
 class NamedLease:
@@ -96,16 +92,38 @@ class NamedLease:
             return False
 
     async def _claim(self, holder: str) -> bool:
-        kv = self.leases._kv
-        try:
-            if self._revision is None:
-                self._revision = await kv.create(self.key, holder.encode())
-            else:
-                self._revision = await kv.update(self.key, holder.encode(), last=self._revision)
-            return True
-        except (nats.js.errors.KeyWrongLastSequenceError, nats.js.errors.BadRequestError, nats.js.errors.APIError):
-            self._revision = None
-            return False
+        self._revision = await claim(self.leases._kv, self.key, holder, self._revision)
+        return self._revision is not None
+
+
+async def claim(kv: Any, key: str, holder: str, revision: int | None) -> int | None:
+    """Take `key` if free, or renew it if ours (from `revision`, None: never held); its new revision, or None while
+    another holder's lease lives.
+
+    A write whose acknowledgement was lost (a timeout while the R3 stream elected a leader: TRANSIENT, raised to
+    the caller) may have landed, leaving the lease in our name at a revision we never learnt. Refused from then on,
+    the holder stood down until its own lease lapsed: a TTL and more without scheduler passes for the leader
+    lease. So a refused write reads the lease, and one in our name is renewed from the revision it holds."""
+    try:
+        return await _write(kv, key, holder, revision)
+    except REFUSED:
+        pass
+    try:
+        entry = await kv.get(key)
+    except REFUSED:  # none (KeyNotFoundError is one), or the server would not say
+        return None
+    if entry is None or entry.value != holder.encode():
+        return None
+    try:
+        return await _write(kv, key, holder, entry.revision)
+    except REFUSED:  # taken meanwhile
+        return None
+
+
+async def _write(kv: Any, key: str, holder: str, revision: int | None) -> int:
+    if revision is None:
+        return await kv.create(key, holder.encode())
+    return await kv.update(key, holder.encode(), last=revision)
 
 
 def _announcement(name: str) -> str:

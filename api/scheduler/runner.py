@@ -82,7 +82,7 @@ class SchedulerRunner:
         self.holder = holder or f"{socket.gethostname()}:{os.getpid()}"
         self.background = Background(self._run, "roving-scheduler")
         self.wake, self.stopping = self.background.wake, self.background.stopping
-        self.leading = False
+        self.leading = self._told = False  # _told: as the log last said (scheduler.leading / standing_by)
         self.started_at = time.monotonic()
         # A (re)started control plane first lets every agent reach it: leases lapsed while it was down, and an
         # agent whose node were declared lost now would have its exit reports refused as fenced.
@@ -174,6 +174,9 @@ class SchedulerRunner:
         if not self.leading and asked < self._standby_until:  # a standby (another API worker) asks on its pace,
             return False                                      # not on every batch the log delivers
         self.leading = self.leases.hold_leadership(self.holder)
+        if self.leading != self._told:  # a stall's log says whether any pass could run (an R3 stream's election)
+            self._told = self.leading
+            log.info("scheduler.leading" if self.leading else "scheduler.standing_by", holder=self.holder)
         self._renewed = asked if self.leading else float("-inf")
         self._standby_until = float("-inf") if self.leading else asked + self.leases.ttl * RENEW_AFTER
         return self.leading

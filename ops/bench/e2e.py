@@ -144,6 +144,21 @@ def wait_ended(client: httpx.Client, ids: set[str], budget: float, every: float 
         time.sleep(every)
 
 
+def stuck(client: httpx.Client, found: list[dict], most: int = 3) -> list[dict]:
+    """What a workload that did not end left behind, asked while the stack still runs: each unended workflow's
+    detail (its stages), `why`, and events, and the scheduler's queue (the kept log's end, see `kept_log`)."""
+    def ask(path: str) -> object:
+        try:
+            answer = client.get(path)
+            return answer.json() if answer.status_code == 200 else f"HTTP {answer.status_code}: {answer.text[:500]}"
+        except (httpx.HTTPError, ValueError) as error:
+            return repr(error)
+    left = [w["id"] for w in found if w["status"] not in ENDED][:most]
+    return [{"workflow": wid, "detail": ask(f"/v4/workflows/{wid}"), "why": ask(f"/v4/workflows/{wid}/why"),
+             "events": ask(f"/v4/workflows/{wid}/events?limit=5000")} for wid in left] + [
+            {"queue": ask("/v4/scheduler/queue")}]
+
+
 def drained(client: httpx.Client, budget: float) -> None:
     """Until no allocation waits or runs, asked of the queue's counts (cheap, unlike a listing of workflows)."""
     deadline = time.monotonic() + budget
@@ -180,7 +195,8 @@ def one_job_burst(stack: Stack, client: httpx.Client, count: int, threads: int, 
     last = max((at(w["updated_at"]) for w in ended), default=time.time())
     return {"jobs": count, "ended": len(ended), "failed": sum(w["status"] != "FINISHED" for w in ended),
             "jobs_per_s": round(len(ended) / max(last - began, 1e-9), 2),
-            "submits_per_s": round(count / submitted, 1), "timed_out": timed_out}
+            "submits_per_s": round(count / submitted, 1), "timed_out": timed_out,
+            **({"stuck": stuck(client, found)} if timed_out else {})}
 
 
 def task_array(client: httpx.Client, budget: float, tasks: int = 200) -> dict:
@@ -190,7 +206,8 @@ def task_array(client: httpx.Client, budget: float, tasks: int = 200) -> dict:
     row = found[0]
     end = at(row["updated_at"]) if not timed_out else time.time()
     return {"tasks": row["stage_count"], "ended": row["stages_ended"], "status": row["status"],
-            "tasks_per_s": round(row["stages_ended"] / max(end - began, 1e-9), 2), "timed_out": timed_out}
+            "tasks_per_s": round(row["stages_ended"] / max(end - began, 1e-9), 2), "timed_out": timed_out,
+            **({"stuck": stuck(client, found)} if timed_out else {})}
 
 
 def dependency_chain(client: httpx.Client, length: int, budget: float) -> dict:
@@ -202,7 +219,8 @@ def dependency_chain(client: httpx.Client, length: int, budget: float) -> dict:
     hops = max(row["stages_ended"], 1)
     return {"jobs": length, "ended": row["stages_ended"], "status": row["status"],
             "jobs_per_s": round(row["stages_ended"] / max(end - began, 1e-9), 2),
-            "seconds_per_hop": round((end - began) / hops, 3), "timed_out": timed_out}
+            "seconds_per_hop": round((end - began) / hops, 3), "timed_out": timed_out,
+            **({"stuck": stuck(client, found)} if timed_out else {})}
 
 
 def idle_singles(client: httpx.Client, count: int, budget: float) -> dict:
@@ -267,16 +285,23 @@ def run_workloads(args: argparse.Namespace, extra: dict[str, str], code: Path | 
             client.close()
         finally:
             stack.stop()
+        left = {key: part.pop("stuck") for key, part in result.items() if isinstance(part, dict) and "stuck" in part}
         if any(part.get("timed_out") for part in result.values() if isinstance(part, dict)):
-            result["stack_log"] = kept_log(stack)
+            result["stack_log"] = kept_log(stack, left)
     return result
 
 
-def kept_log(stack: Stack) -> str:
-    """A copy of the stack's output outside its throw-away data directory, to read why a workload did not end."""
+def kept_log(stack: Stack, left: dict | None = None) -> str:
+    """A copy of the stack's output outside its throw-away data directory, to read why a workload did not end: the
+    control plane's, then each agent's own log (reports, pushes, starts: `roving up` writes them beside it), then
+    what the unended workloads left (`stuck`), as JSON."""
     handle, name = tempfile.mkstemp(prefix="roving-bench-e2e-", suffix=".log")
     with os.fdopen(handle, "wb") as copy:
         copy.write((stack.data_dir / "stack.log").read_bytes())
+        for agent in sorted(stack.data_dir.glob("agent-*.log")):
+            copy.write(f"\n===== {agent.name} =====\n".encode() + agent.read_bytes())
+        if left:
+            copy.write(b"\n===== stuck (JSON) =====\n" + json.dumps(left, indent=1).encode() + b"\n")
     return name
 
 
