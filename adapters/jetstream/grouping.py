@@ -2,8 +2,8 @@
 
 The nats-server stages every atomic batch of a one-replica file stream in a file store of its own, so a
 batch costs it about 2 ms of CPU whatever its size (ops/bench/batch_cost.py), and one stream takes only a
-few hundred batches a second. So few batches are in flight at a time (IN_FLIGHT), and the commits that
-arrived meanwhile share the next one. Each keeps its own message ids, its expectations are read from the heads when its
+few hundred batches a second. So one batch is in flight at a time, and the commits that arrived meanwhile
+share its next batch. Each keeps its own message ids, its expectations are read from the heads when its
 batch is formed (so a commit that follows another of the same aggregate expects that one's sequence), and
 each learns its own sequences from the batch's last one. Commits touching the same aggregate never share a
 batch (the server allows one expectation per subject in a batch).
@@ -77,24 +77,18 @@ def _settle(future: asyncio.Future | Reply, result: Any = None, error: BaseExcep
         future.set_result(result)
 
 
-IN_FLIGHT = 2  # batches awaiting their acks at once: a batch's round trip (~30 ms under load) is mostly waiting
-
-
 class CommitQueue:
-    """Commits without tracking, published at most IN_FLIGHT batches at a time on the connection's loop.
+    """Commits without tracking, published one batch at a time on the connection's loop.
 
     No task carries a batch: it is written in the turn after its first commit arrived (so every commit handed
-    over in that turn shares it) and settled in the turn its ack is read, which then sends the next. Batches in
-    flight together touch no aggregate in common, so each one's expectations hold whatever order they land in;
-    commits in flight together were concurrent, so no caller can have counted on their order."""
+    over in that turn shares it) and settled in the turn its ack is read, which then sends the next."""
 
     def __init__(self, committer: PartCommitter) -> None:
         self.committer = committer
         self.waiting: deque[Waiting] = deque()
         self.busy: set[object] = set()  # aggregates of commits being retried on their own
         self.retries: set[asyncio.Task] = set()
-        self.in_flight = 0
-        self.flying: set[object] = set()  # aggregates of the batches in flight
+        self.in_flight = False
         self.scheduled: asyncio.Handle | None = None
         self.batches = BATCHES.labels(committer.stream)
         self.commits = COMMITS.labels(committer.stream)
@@ -109,33 +103,31 @@ class CommitQueue:
         when nothing is in flight, send it in this turn instead of the next (a caller on another thread hands
         over one commit a turn, so waiting a turn groups it with nothing and costs a turn of the loop)."""
         self.waiting.append(Waiting(parts, reply))
-        if at_once and self.in_flight == 0 and self.scheduled is None:
+        if at_once and not self.in_flight and self.scheduled is None:
             self._send_next()
         else:
             self._kick()
 
     def _kick(self) -> None:
-        if self.waiting and self.in_flight < IN_FLIGHT and self.scheduled is None:
+        if self.waiting and not self.in_flight and self.scheduled is None:
             self.scheduled = asyncio.get_running_loop().call_soon(self._send_next)
 
     def _send_next(self) -> None:
         self.scheduled = None
-        if self.in_flight >= IN_FLIGHT or not (group := self._next_group()):
+        if self.in_flight or not (group := self._next_group()):
             return
         committer = self.committer
         messages = [m for w in group for m in committer.messages(w.parts, w.expected, None, None)]
         self.batches.inc()
         self.commits.inc(len(group))
-        self.in_flight += 1
-        self.flying |= {o for w in group for o in w.originators}
+        self.in_flight = True
         try:
             committer.send(messages, lambda last, error: self._answered(group, len(messages), last, error))
         except Exception as error:  # noqa: BLE001 - not even sent: each commit finds out on its own
             self._answered(group, len(messages), None, error)
 
     def _answered(self, group: list[Waiting], count: int, last: int | None, error: BaseException | None) -> None:
-        self.in_flight -= 1
-        self.flying -= {o for w in group for o in w.originators}
+        self.in_flight = False
         if error is not None or last is None:  # refused or unacknowledged, whole: each finds out on its own
             for waiting in group:
                 self._retry(waiting, retried=isinstance(error, TRANSIENT))
@@ -145,13 +137,12 @@ class CommitQueue:
                 position += waiting.size
                 _settle(waiting.future, self.committer.remember(waiting.parts, position, waiting.size))
         self._send_next()  # what arrived meanwhile goes now, as one batch
-        self._kick()  # and in the other slot, what waited on this batch's aggregates
 
     def _next_group(self) -> list[Waiting]:
         """The oldest commit not held back, and after it every waiting one that fits and touches none of the
         same aggregates, nor any being retried; each with the expectations the heads give now."""
         group: list[Waiting] = []
-        taken, size = self.busy | self.flying, 0
+        taken, size = set(self.busy), 0
         later: deque[Waiting] = deque()
         while self.waiting:
             waiting = self.waiting.popleft()

@@ -154,35 +154,3 @@ def test_a_lost_batch_ack_is_found_landed_by_each_commit_and_nothing_is_stored_t
         assert at(app, seqs) == [(ledger.id, version) for version in range(1, ledger.version + 1)]
     notes = all_notifications(app)
     assert len(notes) == 9 and max(Counter((n.originator_id, n.originator_version) for n in notes).values()) == 1
-
-
-def test_a_commit_of_another_aggregate_goes_while_a_slow_batch_awaits_its_ack_and_one_of_the_same_waits(
-        app: Ledgers, monkeypatch: pytest.MonkeyPatch):
-    committer = app.recorder.committer
-    client, loop = committer.client, app.recorder.connection.loop.loop
-    real, sends = client.send, []
-
-    def first_ack_slow(messages, timeout, done):
-        sends.append(len(messages))
-        late = len(sends) == 1
-        real(messages, timeout, (lambda last, error: loop.call_later(0.6, done, last, error)) if late else done)
-
-    monkeypatch.setattr(client, "send", first_ack_slow)
-    slow, other = Ledger(owner="o"), ledger_with(1)
-    opened = stored(app, slow)
-    slow.enter(7)
-    entered = stored(app, slow)
-
-    async def timed(events: list, delay: float) -> tuple[list[int], float]:
-        await asyncio.sleep(delay)
-        started = loop.time()
-        seqs = await committer.commit(events, None)
-        return seqs, loop.time() - started
-
-    async def three():  # the second and third arrive while the first batch is in flight
-        return await asyncio.gather(timed(opened, 0.0), timed(stored(app, other), 0.1), timed(entered, 0.1))
-
-    (first, _), (beside, quick), (after, waited) = app.recorder.connection.loop.run(three())
-    assert quick < 0.4  # not held behind the slow batch's ack
-    assert waited >= 0.4 and after[0] > first[0]  # the same aggregate's next commit lands after it
-    assert app.repository.get(slow.id).entries == [7] and at(app, beside) == [(other.id, 1), (other.id, 2)]
