@@ -23,8 +23,9 @@ from api.composition.wakeups import AssignmentWaiters, LogSignals
 from api.http.app import create_app
 from domain.agent_protocol import Assignments, Config, Pushed, Report, Reports, Start
 from domain.app import Roving
+from domain.app.ids import allocation_id
 from projections.views import Views
-from tests.integration.test_long_poll import HELD, client, on_node, place, poll, run, submitted
+from tests.integration.test_long_poll import HELD, OWNER, client, now, on_node, place, poll, run, submitted
 from tests.unit.api.harness import KEY, FakeLeases, FakeLogs
 from tests.unit.app.builders import PlainHasher
 
@@ -105,5 +106,47 @@ def test_an_agent_whose_control_plane_answers_nothing_on_the_bus_sends_its_repor
         assert await bus.report(Reports(node_id=UUID(node), reports=[report])) is None  # not asked again for a while
         assert time.monotonic() - began < 0.05
         await bus.close()
+
+    run(scenario())
+
+
+BIG = ("version: v4\njobs:\n  j:\n    image: {{uri: docker://alpine}}\n    script: |\n      echo {pad}\n"
+       "    resource: {{cpu: {{cores: 1}}}}\n")
+
+
+def test_a_nodes_starts_too_large_for_one_nats_message_reach_its_agent_through_the_poll(plane):
+    """Hundreds of starts on one node (a large array on a large node) make an answer over NATS's max payload (1 MiB by
+    default): the push cannot carry it, so the held poll of the agent that hears the bus must, at once."""
+    svc, app, cluster, url = plane
+
+    async def scenario():
+        node = await on_node(svc, "big")
+        pad = "x" * 24_000  # each start carries its script: 60 of them are some 1.4 MiB
+        allocations = []
+        for _ in range(60):
+            workflow_id = uuid4()
+            await asyncio.to_thread(svc.roving.submit_workflow, workflow_id, "w", BIG.format(pad=pad), 0, None,
+                                    OWNER, now())
+            allocations.append(allocation_id(workflow_id, "j", 1))
+        heard: list = []
+        nc = await nats.connect(url)
+
+        async def hear(message) -> None:
+            heard.append(len(message.data))
+        await nc.subscribe(starts_subject(cluster, node), cb=hear)
+        await nc.flush()
+        async with client(app) as http:
+            for allocation in allocations:
+                await place(svc, allocation, node)
+            deadline = time.monotonic() + 10
+            while svc.views.assignments(node).start.__len__() < 60 and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+            began = time.monotonic()
+            answer = await http.get("/v4/agent/assignments", params={"node_id": str(node), "wait": 20, "bus": "1"})
+            waited = time.monotonic() - began
+        await nc.close()
+        assert sorted(s["allocation_id"] for s in answer.json()["start"]) == sorted(map(str, allocations))
+        assert len(answer.content) > nc.max_payload  # the case at hand: no single message could carry it
+        assert waited < 5, f"the poll held {waited:.1f}s an answer the push could not carry"
 
     run(scenario())
