@@ -31,6 +31,11 @@ from domain.agent_protocol import Assignments, Pushed, Start
 log = structlog.get_logger("roving.agent_push")
 ENCODER = msgspec.json.Encoder()
 PUBLISH_TIMEOUT = 5.0
+# Bytes of an answer (its references, before tokens and secret values are added) that a push carries at most: NATS's
+# max_payload is 1 MiB by default, and each start then gains a workflow token (~400 bytes) and its resolved secrets.
+# Every worker decides it alike off its own views, so a larger answer is recorded as pushed by none: the long poll
+# carries it at once, from whichever worker holds it (a failed publish un-records it on the leader's process only).
+PUSH_MOST = 512 * 1024
 
 
 class StartsPublisher:
@@ -72,6 +77,10 @@ class StartsPublisher:
         news = orders(answer)
         if news <= self.waiters.pushed_orders(node):
             return  # nothing it has not been pushed: an allocation that ended, say
+        body = ENCODER.encode(answer)
+        if len(body) > PUSH_MOST:
+            log.debug("agent_push.too_large", node_id=node, bytes=len(body), starts=len(answer.start))
+            return
         tag = etag(answer)
         self.waiters.pushed(node, tag, news)
         if leading:

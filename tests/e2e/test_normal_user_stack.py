@@ -15,6 +15,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import time
 from pathlib import Path
 
 import httpx
@@ -22,6 +23,8 @@ import pytest
 
 from adapters.nats_server import find_binary
 from tests.e2e.stack import UP, LocalStack
+from tests.e2e.test_agent_bus import work_requests
+from tests.e2e.test_retention_stack import archived
 from tests.integration.test_job_isolation import readable_python, stack_user
 
 REPO = Path(__file__).resolve().parents[2]
@@ -88,7 +91,9 @@ def normal_stack():
         os.chown(data_dir, user.pw_uid, user.pw_gid)
     nats = find_binary()
     settings = {"HOME": user.pw_dir, "USER": user.pw_name, "LOGNAME": user.pw_name, "ROVING_NATS_SERVER": nats,
-                "PYTHONDONTWRITEBYTECODE": "1"}
+                "PYTHONDONTWRITEBYTECODE": "1",
+                # a hot set of one and a quick round: retention, once the admin sets its limit, archives at once
+                "ROVING_HOT_WORKFLOWS": "1", "ROVING_RETENTION_INTERVAL": "0.5"}
     stack = LocalStack(data_dir, nodes=1, settings=settings, command=tuple(as_user(user, str(python), "-c", UP)))
     try:
         yield stack.start(), user, base, python
@@ -131,3 +136,37 @@ def test_a_second_tenants_job_is_refused_with_the_reason_while_the_admins_own_ru
     node = stack.ready_nodes()[0]
     assert node["annotations"]["roving.io/tenants"].startswith("only:")
     assert "single-user" in (stack.data_dir / "stack.log").read_text()
+
+
+def test_a_normal_users_stack_pushes_its_agents_work_over_nats_and_records_each_exit(normal_stack):
+    stack = normal_stack[0]
+    for _ in range(3):  # the agent hears its first push here (until then its polls answer as before)
+        assert stack.wait_status(stack.submit(HELLO, "warm"), ("FINISHED", "FAILED"))["status"] == "FINISHED"
+    time.sleep(0.5)
+    before = work_requests(stack)
+    assert before > 0, "no agent request counted: /metrics names no agent route"
+    done = [stack.wait_status(stack.submit(HELLO, "pushed"), ("FINISHED", "FAILED")) for _ in range(5)]
+    requests = work_requests(stack) - before
+    assert [d["status"] for d in done] == ["FINISHED"] * 5, done
+    assert [s["exit_code"] for d in done for s in d["stages"]] == [0] * 5, done
+    assert requests <= 3, f"{requests} HTTP requests for 5 jobs' work and reports: HTTP still carried them"
+
+
+def test_a_normal_users_stack_archives_and_purges_finished_workflows_into_a_directory_only_that_user_opens(
+        normal_stack):
+    """Last in this file: it purges the workflows the tests before it ran."""
+    stack, user = normal_stack[0], normal_stack[1]
+    ended = stack.submit(HELLO, "to-archive")
+    assert stack.wait_status(ended, ("FINISHED", "FAILED"))["status"] == "FINISHED"
+    stack.submit(HELLO, "pushes-it-out-of-the-hot-set")
+    changed = stack.client.put("/v4/admin/centralconfig", json={"retention.finishedAfter": "1s"})
+    assert changed.status_code == 200, changed.text
+    stack.wait(lambda: (lambda a: a["workflows"] >= 1 and a["pending_purge"] == 0)(archived(stack)), 90,
+               "a finished workflow archived and purged")
+    directory = stack.data_dir / "archive"
+    files = [path for path in directory.rglob("*") if path.is_file()]
+    assert files, f"nothing in {directory}"
+    found = directory.stat()
+    assert (found.st_uid, oct(found.st_mode & 0o777)) == (user.pw_uid, oct(0o700))
+    assert {(path.stat().st_uid, path.stat().st_mode & 0o077) for path in files} == {(user.pw_uid, 0)}
+    assert stack.workflow(ended)["status"] == "FINISHED"  # purged from the stream, still answered
