@@ -152,6 +152,11 @@ class Reporter:
                 return None
             if response is not None and response.status_code in (400, 422) and self._drop_notes(chunk):
                 return {**outcomes, **(await self._send_batches([e for e in chunk if e.key[2] != "note"]) or {})}
+            if response is not None and response.status_code == 413 and len(chunk) > 1:  # too large a body for it
+                half = len(chunk) // 2  # (long reasons, a proxy's limit): halves, as sent the same it would stay 413
+                for part in (chunk[:half], chunk[half:]):
+                    outcomes.update(await self._send_batches(part) or {})
+                continue
             if response is None or response.status_code != 200:
                 for entry in chunk:
                     outcomes[entry.key] = self._settle(entry, response)

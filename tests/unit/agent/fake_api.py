@@ -61,6 +61,7 @@ class FakeApi:
         self.unavailable_reports = 0  # the next N reports answer 503 (the log unreachable, a write race outlasted)
         self.batch_reports = True  # False: an older API without `POST /v4/agent/reports:batch` (404)
         self.batches: list[int] = []  # reports in each batch request
+        self.most_reports: int | None = None  # a batch of more reports is too large a body (413), as behind a proxy
         self.knows_note = True  # False: an API older than the `note` report (its body does not decode: 400)
         self.config: dict | None = None  # what GET /v4/agent/config answers; None -> 404
         self.long_poll = False  # hold an assignments poll with `wait` until its answer differs from If-None-Match
@@ -110,6 +111,8 @@ class FakeApi:
                 if self.unavailable_reports:  # the whole request: as the API answers a log outage
                     self.unavailable_reports -= 1
                     return 503, {"error": "the event log is unreachable"}
+                if self.most_reports is not None and len(body["reports"]) > self.most_reports:
+                    return 413, {"error": "request body too large"}
                 self.batches.append(len(body["reports"]))
                 results = [self._record(report) for report in body["reports"]]
                 return 200, {"results": [{"status": status, **answer} for status, answer in results]}

@@ -100,3 +100,12 @@ def test_an_agent_cuts_a_megabyte_reason_before_it_journals_or_sends_the_report(
     from domain.agent_protocol import MAX_REPORT_REASON
     made = report_of(str(uuid4()), str(uuid4()), 1, "exited", exit_code=1, reason="cannot start: " + "e" * 2**20)
     assert len(made.reason) == MAX_REPORT_REASON and made.reason.startswith("cannot start: ")
+
+
+def test_a_batch_too_large_for_the_api_is_sent_again_in_halves_and_every_exit_is_recorded(tmp_path):
+    with FakeApi() as api:
+        api.most_reports = 1  # a body of more is refused (413): resent as it was, it would be refused forever
+        api.start = [assignment(A1, command=["true"])]
+        drive(api, tmp_path, until=lambda: ("exited", 1, 0) in api.events(A1), timeout=6)
+    assert api.events(A1) == [("started", 1, None), ("exited", 1, 0)]
+    assert api.batches == [1, 1]
