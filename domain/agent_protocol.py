@@ -149,16 +149,22 @@ class Stop(msgspec.Struct, kw_only=True, omit_defaults=True):
 S = TypeVar("S")  # a run spec: `Start`; `msgspec.Raw` for an agent reading each on its own
 
 
-class Assignments(msgspec.Struct, Generic[S]):
+class Assignments(msgspec.Struct, Generic[S], omit_defaults=True):
     """`GET /v4/agent/assignments`: run specs to start, orders to stop, and the workflows whose volumes live on.
 
     The control plane builds `Assignments[Start]` and the agent decodes it; an agent reads `Assignments[msgspec.Raw]`
     when one run spec does not decode, so that one fails alone (api/agent/starts.py). `volumes` is None only from
-    a control plane that does not say (the agent then removes no volume)."""
+    a control plane that does not say (the agent then removes no volume).
+
+    `position`: the log position the views it was built from had applied (every API worker tails the same log, so
+    positions compare across workers and pushes). An agent applies no answer older than the newest it applied: a
+    push delayed past a newer poll answer would start work that answer had stopped. 0 (omitted, as are
+    `volumes` at None: an answer's bytes and ETag stay as they were): an older control plane, taken as before."""
 
     start: list[S]
     stop: list[Stop]
     volumes: list[str] | None = None
+    position: int = 0
 
 
 class Config(msgspec.Struct):

@@ -94,6 +94,13 @@ class Views:
         with self.lock:
             return assignments(node_id, self.queue, self.workflows, self.nodes, self.tenancy)
 
+    def answer(self, node_id: Any) -> Assignments[Start]:
+        """The node's assignments as its agent is answered them: with the log position they were built at (one
+        lock: no batch lands between the reading and the position)."""
+        with self.lock:
+            built = assignments(node_id, self.queue, self.workflows, self.nodes, self.tenancy)
+            return msgspec.structs.replace(built, position=self.position)
+
     def scheduler_snapshot(self, now: datetime) -> Snapshot:
         with self.lock:
             snapshot = scheduler_snapshot(now, self.queue, self.workflows, self.nodes, self.tenancy, self.projects)

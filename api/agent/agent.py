@@ -136,11 +136,11 @@ class Agent(Membership):
         """Answers pushed since the last round, applied as a poll's are (in this loop: never amid an exit)."""
         if self.bus.missed:  # pushes may have been lost while it was away: the next poll answers what there is
             self.bus.missed = False
-            self.feed.forget()
+            self.feed.missed()
         await self.bus.follow_node()
         for answer, refused, tag in self.bus.take():
-            await self.apply(answer, refused)
-            self.feed.heard(answer, tag)
+            if self.feed.take(answer, tag):  # not one older than a poll answer applied meanwhile
+                await self.apply(answer, refused)
 
     async def apply(self, answer: Assignments[Start], refused: list[Refused] | None = None) -> None:
         confirm_adopted(self.unconfirmed, self.slots, answer, self.log)  # the first answer after adopting

@@ -33,19 +33,36 @@ class AssignmentFeed:
     def __init__(self, call: Call, wait: float) -> None:
         self.call, self.wait = call, wait
         self.etag: str | None = None
-        self.last: Assignments[Start] | None = None
+        self.last: Assignments[Start] | None = None  # the last answer applied, without its position
+        self.newest = 0  # the log position of the newest answer applied, poll's or push's (0: none said one)
         self.refused: list[Refused] = []  # run specs of the last answer that did not decode (api/agent/starts.py)
         self.hears: Callable[[], bool] = lambda: False  # pushes reach the agent (api/agent/bus.py): polls say so
 
-    def heard(self, answer: Assignments[Start], tag: str) -> None:
-        """A pushed answer, applied: the next poll waits for news beyond it."""
-        self.last, self.etag = answer, tag
+    def take(self, answer: Assignments[Start], tag: str | None) -> bool:
+        """Whether to apply `answer` (a poll's or a push's): not if it was built from an older view of the log than
+        the newest applied (a push nats-py held through an outage, flushed after the catch-up poll answered; a
+        worker further behind than the last one asked), which would start work already stopped. An answer
+        without a position (an older control plane) is taken as before. A taken one is the next poll's base."""
+        if answer.position and answer.position < self.newest:
+            log.info("agent.assignments_overtaken", position=answer.position, newest=self.newest)
+            return False
+        self.newest = max(self.newest, answer.position)
+        self.last, self.etag = _unplaced(answer), tag
+        return True
 
-    def forget(self) -> None:
-        """A new registration: whatever the last answer was, the next one is news."""
+    def missed(self) -> None:
+        """Pushes may have been lost: the next poll answers what there is at once (only newer than applied)."""
         self.etag = self.last = None
 
-    async def fetch(self, node_id: str | None) -> tuple[Assignments[Start] | None, bool]:
+    def forget(self) -> None:
+        """A new registration: whatever the last answer was, the next one is news, at whatever position (a log
+        replaced under a running agent starts its positions again, and its node registers anew)."""
+        self.missed()
+        self.newest = 0
+
+    async def fetch(self, node_id: str | None) -> tuple[Assignments[Start] | None, str | None, bool]:
+        """The answer (None: none, or unreadable), its ETag, and whether to ask again at once. Applied or not is
+        decided when it is applied (`take`): a push may be applied while the poll is out."""
         params: dict[str, Any] = {"node_id": node_id}
         headers = {}
         if self.wait > 0:
@@ -58,16 +75,20 @@ class AssignmentFeed:
         response = await self.call("GET", "/v4/agent/assignments", params=params, headers=headers,
                                    timeout=self.wait + HTTP_MARGIN)
         if response is None or response.status_code != 200:
-            return None, False
+            return None, None, False
         try:
             answer, self.refused = decode_assignments(response.content)
         except msgspec.DecodeError as error:  # nothing of it is applied: asked again after the poll interval
             log.warning("agent.assignments_unreadable", error=str(error), body=response.text[:300])
-            return None, False
-        news = answer != self.last
-        self.last, self.etag = answer, response.headers.get("etag")
+            return None, None, False
+        news = _unplaced(answer) != self.last
         held = self.wait > 0 and time.monotonic() - began >= self.wait * HELD
-        return answer, news or held
+        return answer, response.headers.get("etag"), news or held
+
+
+def _unplaced(answer: Assignments[Start]) -> Assignments[Start]:
+    """The answer without its log position: equal answers from workers at different positions are no news."""
+    return msgspec.structs.replace(answer, position=0)
 
 
 async def follow(feed: AssignmentFeed, node: Callable[[], str | None],
@@ -84,10 +105,12 @@ async def follow(feed: AssignmentFeed, node: Callable[[], str | None],
             await _idle(stop, wake, fetch, interval)
             try:
                 if fetch is not None and fetch.done():
-                    answer, again = fetch.result()
+                    answer, tag, again = fetch.result()
                     fetch = None
-                    if answer is not None:
+                    if answer is not None and feed.take(answer, tag):
                         await apply(answer)
+                    elif answer is not None:  # overtaken: a worker behind the log is asked again, not spun on
+                        again = False
                     not_before = 0.0 if again else time.monotonic() + interval
                 await tick()
             except Exception:  # noqa: BLE001 - whatever the API or the log said, the jobs run on: next round tries again

@@ -37,7 +37,7 @@ def decode_assignments(body: bytes) -> tuple[Assignments[Start], list[Refused]]:
         except msgspec.ValidationError as error:
             key = _key(item)
             refused.append((key.allocation_id, key.epoch, f"its run spec is unreadable: {error}"))
-    return Assignments(starts, loose.stop, loose.volumes), refused
+    return Assignments(starts, loose.stop, loose.volumes, loose.position), refused
 
 
 def _key(item: msgspec.Raw) -> Key:

@@ -73,7 +73,7 @@ class StartsPublisher:
         found = self.views.nodes.node(node)
         if found is None or getattr(found, "removed", False):
             return
-        answer = self.views.assignments(UUID(node))
+        answer = self.views.answer(UUID(node))
         news = orders(answer)
         if news <= self.waiters.pushed_orders(node):
             return  # nothing it has not been pushed: an allocation that ended, say

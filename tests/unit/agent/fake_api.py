@@ -64,6 +64,7 @@ class FakeApi:
         self.most_reports: int | None = None  # a batch of more reports is too large a body (413), as behind a proxy
         self.knows_note = True  # False: an API older than the `note` report (its body does not decode: 400)
         self.config: dict | None = None  # what GET /v4/agent/config answers; None -> 404
+        self.position: int | None = None  # the log position its assignments answers say (None: an older API's)
         self.long_poll = False  # hold an assignments poll with `wait` until its answer differs from If-None-Match
         self.polls: list[tuple[float, dict, str | None]] = []  # (monotonic time, query, If-None-Match)
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -99,7 +100,7 @@ class FakeApi:
                     return 409, {"error": "stale epoch"}
                 return 200, {"ok": True}
             if (method, path) == ("GET", "/v4/agent/assignments"):
-                return 200, {"start": self.starts(), "stop": list(self.stop)}
+                return 200, self.assigned()
             if path.startswith("/v4/agent/reports") and not self.knows_note and "note" in json.dumps(body):
                 return 400, {"error": "Invalid enum value 'note' - at `$.event`"}
             if (method, path) == ("POST", "/v4/agent/reports"):
@@ -124,6 +125,11 @@ class FakeApi:
         """The run specs to start, each whole (a test's dict names only what it is about)."""
         return [WIRE | item for item in self.start]
 
+    def assigned(self) -> dict:
+        """The assignments answer's body (under the lock)."""
+        at = {} if self.position is None else {"position": self.position}
+        return {"start": self.starts(), "stop": list(self.stop)} | at
+
     def _record(self, body: dict) -> tuple[int, dict]:
         self.reports.append(body)
         refused = (body["allocation_id"], body["event"]) in self.refused_reports
@@ -136,7 +142,7 @@ class FakeApi:
         deadline = time.monotonic() + float(query.get("wait") or 0) if self.long_poll else 0.0
         while True:
             with self.lock:
-                answer = {"start": self.starts(), "stop": list(self.stop)}
+                answer = self.assigned()
             tag = '"' + hashlib.sha1(json.dumps(answer, sort_keys=True).encode()).hexdigest() + '"'
             news = tag != known if known else bool(answer["start"] or answer["stop"])
             if news or time.monotonic() >= deadline:
