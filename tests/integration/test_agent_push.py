@@ -85,8 +85,10 @@ def test_a_placement_is_pushed_sealed_for_its_node_and_a_poll_of_an_agent_hearin
         epoch = svc.views.nodes.node(node).epoch
         pushed = msgspec.json.decode(open_sealed(node_key(KEY, node, epoch), heard[0].subject, heard[0].data),
                                      type=Pushed)
-        starts = msgspec.json.decode(pushed.assignments, type=Assignments[Start]).start
-        assert (pushed.node_id, [s.allocation_id for s in starts]) == (node, [str(allocation)])
+        pushed_answer = msgspec.json.decode(pushed.assignments, type=Assignments[Start])
+        assert (pushed.node_id, [s.allocation_id for s in pushed_answer.start]) == (node, [str(allocation)])
+        # built at the placement's log position, as the poll's answer was: the agent compares the two by it
+        assert pushed_answer.position == answer.json()["position"] > 0
 
     run(scenario())
 

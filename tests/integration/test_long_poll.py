@@ -126,7 +126,24 @@ def test_a_held_poll_with_no_news_answers_the_empty_body_when_its_wait_passes(pl
         node = await on_node(svc, "n1")
         async with client(app) as http:
             answer = await poll(http, node, wait=0.5)
-        assert (answer.status_code, answer.json()) == (200, {"start": [], "stop": [], "volumes": []})
+        assert (answer.status_code, answer.json()) == (200, {"start": [], "stop": [], "volumes": [],
+                                                             "position": svc.views.position})
+
+    run(scenario())
+
+
+def test_an_answer_names_the_log_position_it_was_built_at_and_its_etag_does_not_depend_on_it(plane):
+    svc, app = plane
+
+    async def scenario():
+        node = await on_node(svc, "n1")
+        async with client(app) as http:
+            first = await poll(http, node, wait=0)
+            await on_node(svc, "n2")  # a write that changes nothing of n1's
+            await asyncio.to_thread(svc.views.wait_for, svc.roving.last_position, 10)
+            second = await poll(http, node, wait=0)
+        assert 0 < first.json()["position"] < second.json()["position"] == svc.views.position
+        assert first.headers["etag"] == second.headers["etag"], "equal answers of workers at other positions differ"
 
     run(scenario())
 
