@@ -107,3 +107,23 @@ def test_answers_of_a_control_plane_that_says_no_position_are_applied_as_before(
 
         run_agent_with(api, tmp_path, scenario)
     assert api.events(A1)[0] == ("started", 1, None)
+
+
+def test_a_poll_answered_by_a_worker_further_behind_is_not_applied_and_the_polls_go_on_until_one_catches_up(
+        tmp_path):
+    with FakeApi() as api:
+        api.stop, api.position = [STOP_A1], 40
+
+        async def scenario(agent: Agent) -> None:
+            await until(lambda: len(api.polls) >= 2)
+            with api.lock:  # the next polls reach a worker whose views stand at 30: A1 not yet canceled there
+                api.start, api.stop, api.position = [assignment(A1, command=["sleep", "30"])], [], 30
+            polls = len(api.polls)
+            await until(lambda: len(api.polls) >= polls + 3)
+            assert A1 not in agent.slots
+            with api.lock:  # caught up, and past: A1 placed again, at a new epoch
+                api.start, api.position = [assignment(A1, epoch=2, command=["true"])], 45
+            await until(lambda: bool(api.events(A1)))
+
+        run_agent_with(api, tmp_path, scenario)
+    assert api.events(A1)[0] == ("started", 2, None)
