@@ -65,8 +65,10 @@ def test_an_assignment_poll_answers_its_work_with_an_etag_that_names_the_answer(
     assert api.request("POST", "/v4/agent/reports", AGENT, json=body).status_code == 200
     api.services.tailer.wait_for(api.services.roving.last_position)
     after = api.request("GET", "/v4/agent/assignments", AGENT, params={"node_id": body["node_id"]})
-    assert after.json() == {"start": [], "stop": [], "volumes": []}
+    views = api.services.views
+    assert after.json() == {"start": [], "stop": [], "volumes": [], "position": views.position}
     assert first.headers["etag"] != after.headers["etag"]
+    assert first.json()["position"] < after.json()["position"], "a later answer names a later log position"
 
 
 def test_a_started_report_for_the_running_placement_is_acknowledged_from_the_views(placed):

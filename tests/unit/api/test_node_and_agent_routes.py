@@ -48,7 +48,7 @@ def test_a_heartbeat_refreshes_the_lease_and_a_stale_epoch_gets_409(api, node):
 
 def test_assignments_and_config_answer_the_agent(api, node):
     assert api.request("GET", f"/v4/agent/assignments?node_id={node['node_id']}", AGENT).json() == {
-        "start": [], "stop": [], "volumes": []}
+        "start": [], "stop": [], "volumes": [], "position": api.services.views.position}
     answer = api.request("GET", "/v4/agent/config", AGENT)
     assert answer.json() == {"nats_url": "nats://agent:ag3nt@127.0.0.1:4222", "cluster": "test",
                              "log_max_bytes_per_stage": 0}
