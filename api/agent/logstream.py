@@ -24,7 +24,7 @@ LOG_WAIT = 1.0  # seconds an exit report waits, at most, for its stage's log to 
 CLOSE_WAIT = 3.0  # seconds a stopping agent gives its log stream to take what is spooled (the rest waits on disk)
 FLUSH = 0.2  # seconds between shipping rounds when no output wakes the shipper sooner
 RETRY = (0.2, 5.0)  # seconds between tries after a failure: the first, and the most (doubling in between)
-SETTLE_POLL = 0.01
+SETTLE_POLL = 0.05  # at most between two looks at what an exit's log still waits for (a pass wakes it sooner)
 CONFIG_EVERY = 60.0  # seconds between looks at the cluster's log cap (logs.maxBytesPerStage)
 Ask = Callable[[], Awaitable[Config | None]]
 
@@ -51,6 +51,7 @@ class LogShipping:
     def __init__(self, spool: Spool, node: Callable[[], str], log: Any) -> None:
         self.spool, self.node, self.log = spool, node, log
         self.wake = asyncio.Event()
+        self.shipped = asyncio.Event()  # set after each shipping pass: an exit waiting on its log looks again then
         self.nc: Any = None
         self.shipper: Shipper | None = None
         self.ensured = False
@@ -84,12 +85,19 @@ class LogShipping:
         if self.shipper is None or not waiting():
             return
         self.wake.set()
-        deadline = asyncio.get_running_loop().time() + seconds
-        while waiting():
-            if asyncio.get_running_loop().time() >= deadline:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + seconds
+        while True:
+            self.shipped.clear()  # before looking: a pass that ends after this look sets it again (one loop thread)
+            if not waiting():
+                return
+            if (left := deadline - loop.time()) <= 0:
                 self.log.warning("agent.log_flush_slow", waited_s=seconds)
                 return
-            await asyncio.sleep(SETTLE_POLL)
+            try:  # woken by the pass that shipped it, not a poll's 10 ms later (a trivial job's exit waits on this)
+                await asyncio.wait_for(self.shipped.wait(), min(left, SETTLE_POLL))
+            except TimeoutError:
+                pass
 
     async def close(self, seconds: float = CLOSE_WAIT) -> None:
         """Give the stream `seconds` to take what is spooled; what it does not take waits on disk for the next agent
@@ -114,6 +122,7 @@ class LogShipping:
                     asked = asyncio.get_running_loop().time()
                     self._configure(await ask())
                 await self._ship()
+                self.shipped.set()
                 delay = RETRY[0]
             except Exception as error:  # noqa: BLE001 - every failure waits with the spool on disk, then tries again
                 self.log.warning("agent.log_ship_failed", error=repr(error), retry_s=delay)
