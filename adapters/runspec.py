@@ -46,7 +46,11 @@ def with_always_sent(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def local_spec(allocation_id: str, epoch: int, workflow_id: str, stage: str, **fields: Any) -> RunSpec:
-    """A run spec made on this node (benchmarks, tests): what the wire always sends, at its empty values."""
+    """A run spec made on this node (benchmarks, tests): what the wire always sends, at its empty values. A field
+    the wire does not have is refused (an old name, `memory` for `memory_bytes`, would otherwise vanish unseen)."""
+    unknown = sorted(set(fields) - set(Start.__struct_fields__))
+    if unknown:
+        raise TypeError(f"not fields of a run spec: {', '.join(unknown)} (the wire's names: domain.agent_start.Start)")
     return msgspec.convert(with_always_sent({"allocation_id": allocation_id, "epoch": epoch,
                                              "workflow_id": workflow_id, "stage": stage, **fields}), Start)
 

@@ -46,7 +46,7 @@ def test_a_pre_hook_over_its_timeout_is_killed_and_named(executor):
 
 
 def test_the_post_hook_output_is_in_the_log_after_an_execute_timeout(executor):
-    recorder, (code, reason) = run(executor, spec(script="sleep 30", execute_timeout=0.5, hooks=[POST]))
+    recorder, (code, reason) = run(executor, spec(script="sleep 30", execute_timeout_seconds=0.5, hooks=[POST]))
     assert reason == "execute timeout of 0.5s reached"
     assert f"[roving post-hook] cleanup after {code}: execute timeout of 0.5s reached" in recorder.text()
 
@@ -70,7 +70,7 @@ def test_the_post_hook_output_is_in_the_log_after_an_oom_kill(tmp_path):
         pytest.skip(f"no usable cgroups: {why}")
     try:
         executor = Executor(tmp_path / "work", kill_grace=0.3, cgroups=hierarchy)
-        hog = spec(memory=64 * 2**20, command=["python3", "-c", "x = b'1' * (300 << 20)"], hooks=[POST])
+        hog = spec(memory_bytes=64 * 2**20, command=["python3", "-c", "x = b'1' * (300 << 20)"], hooks=[POST])
         recorder, (code, reason) = run(executor, hog, timeout=30)
         assert (code, reason) == (137, "out of memory: killed at its memory limit of 64MiB")
         assert f"[roving post-hook] cleanup after 137: {reason}" in recorder.text()

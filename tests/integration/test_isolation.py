@@ -37,7 +37,7 @@ def executor(tmp_path: Path, hierarchy) -> Executor:
 
 
 def test_a_job_over_its_memory_request_is_oom_killed_with_a_reason_naming_the_limit(executor):
-    hog = spec(memory=64 * 2**20, command=["python3", "-c", "x = b'1' * (300 << 20); print('survived')"])
+    hog = spec(memory_bytes=64 * 2**20, command=["python3", "-c", "x = b'1' * (300 << 20); print('survived')"])
     recorder, (code, reason) = run(executor, hog, timeout=30)
     assert code == 137
     assert reason == "out of memory: killed at its memory limit of 64MiB"
@@ -45,7 +45,7 @@ def test_a_job_over_its_memory_request_is_oom_killed_with_a_reason_naming_the_li
 
 
 def test_a_job_within_its_memory_request_is_not_reported_as_oom(executor):
-    fits = spec(memory=256 * 2**20, command=["python3", "-c", "x = b'1' * (32 << 20); print('fine')"])
+    fits = spec(memory_bytes=256 * 2**20, command=["python3", "-c", "x = b'1' * (32 << 20); print('fine')"])
     recorder, result = run(executor, fits, timeout=30)
     assert result == (0, "exited with code 0") and recorder.text() == "fine\n"
 
@@ -73,7 +73,7 @@ def test_a_canceled_job_loses_its_daemonized_children_too(executor):
 
 
 def test_the_job_runs_in_its_own_cgroup_with_the_cpu_quota_and_pids_limit_and_it_is_removed_after(executor):
-    probe = spec(cpu_cores=1.5, memory=128 * 2**20, command=["cat", "/proc/self/cgroup"])
+    probe = spec(cpu_cores=1.5, memory_bytes=128 * 2**20, command=["cat", "/proc/self/cgroup"])
     recorder, result = run(executor, probe)
     assert result[0] == 0
     lines = dict(line.split(":", 2)[1:] for line in recorder.text().splitlines())

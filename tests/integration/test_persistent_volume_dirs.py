@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from adapters.executor import Executor, JobUser
-from adapters.runspec import PersistentVolume
+from domain.agent_start import PersistentVolume
 from tests.integration.test_executor import mounting_sandbox, run, spec
 
 NOBODY = JobUser(uid=65534, gid=65534, name="nobody")
