@@ -60,8 +60,9 @@ class NodeEventsView(Projection):
         with self.lock:
             return list(reversed(self.events.get(as_uuid(node_id) or UUID(int=0), ())))
 
-    def _add(self, event: Told, message: str, allocation: str | None = None, node: UUID | None = None) -> None:
-        row = NodeEventRow(position=self.applying, at=event.at, type=kind_of(event).split(".")[-1],
+    def _add(self, event: Told, message: str, allocation: str | None = None, node: UUID | None = None,
+             kind: str | None = None) -> None:
+        row = NodeEventRow(position=self.applying, at=event.at, type=kind or kind_of(event).split(".")[-1],
                            by=str(getattr(event, "by", "")), message=message, allocation=allocation)
         self.events.setdefault(node or event.originator_id, deque(maxlen=KEPT)).append(row)
 
@@ -122,12 +123,14 @@ class NodeEventsView(Projection):
         if nodes:
             self.placed[event.originator_id] = nodes
         for node in nodes:
-            self._add(event, "work placed", allocation=str(event.originator_id), node=node)
+            # the type a node's history always named it by (the Node's own event until issue 43): clients filter on it
+            self._add(event, "work placed", allocation=str(event.originator_id), node=node, kind="AllocationPlaced")
 
     @on(Allocation.Ended)
     def _allocation_ended(self, event: Allocation.Ended) -> None:
         for node in self.placed.pop(event.originator_id, ()):
-            self._add(event, f"work ended ({event.state})", allocation=str(event.originator_id), node=node)
+            self._add(event, f"work ended ({event.state})", allocation=str(event.originator_id), node=node,
+                      kind="AllocationReleased")
 
     @on(events.NodeDeprovisioned)
     def _deprovisioned(self, event: events.NodeDeprovisioned) -> None:
