@@ -108,7 +108,7 @@ class Agent(Membership):
         answer = await self.log_config()
         self.executor.images_url = (answer.nats_url if answer else None) or None  # builds, built images: the same
         self.shipping.start(self.log_config)
-        await self.bus.connect(answer)  # the node's work pushed to it (api/agent/bus.py); the poll stays
+        self.bus.start(answer)  # the node's work pushed to it (api/agent/bus.py); the poll stays, and goes on meanwhile
 
     async def log_config(self) -> Config | None:
         """`GET /v4/agent/config`'s answer; None while the control plane cannot be reached."""

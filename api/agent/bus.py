@@ -43,12 +43,19 @@ class AgentBus:
         self.cluster = ""
         self._last_seq = 0
         self._paused_until = 0.0
+        self._connecting: asyncio.Task[None] | None = None
 
     def keyed(self, epoch: int, text: str) -> None:
         """The key of the node's current epoch, from its registration or heartbeat answer ("": none)."""
         key = key_of_text(text) if text else None
         if (key, epoch) != (self.key, self.epoch):
             self.key, self.epoch, self.live, self._last_seq = key, epoch, False, 0
+
+    def start(self, answer: Config | None) -> None:
+        """Connect in the background: nats-py's first connect keeps trying while the server is away, and the agent's
+        polls (its work, its reports) must go on meanwhile."""
+        if self._connecting is None or self._connecting.done():
+            self._connecting = asyncio.create_task(self.connect(answer))
 
     async def connect(self, answer: Config | None) -> None:
         """Connect and subscribe (once); an agent without a NATS URL, or a server that refuses it, just polls."""
@@ -86,6 +93,9 @@ class AgentBus:
         self.subject = starts_subject(self.cluster, node)
 
     async def close(self) -> None:
+        if self._connecting is not None and not self._connecting.done():
+            self._connecting.cancel()
+            await asyncio.gather(self._connecting, return_exceptions=True)
         if self.nc is not None:
             try:
                 await asyncio.wait_for(self.nc.close(), 2)
