@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from pathlib import Path
@@ -26,7 +27,10 @@ def test_a_keeper_holds_the_jobs_pipes_without_the_agents_environment(tmp_path, 
             time.sleep(0.05)  # the spawned shell's environment, once it has exec'd
         found = dict(item.split(b"=", 1) for item in environment.read_bytes().split(b"\0") if b"=" in item)
         assert b"ROVING_TOKEN" not in found and b"ROVING_DATA_DIR" not in found
-        held = {os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
+        held = set()
+        for fd in os.listdir(f"/proc/{pid}/fd"):  # the shell's own pipes ($(date) each second) come and go
+            with contextlib.suppress(FileNotFoundError):
+                held.add(os.readlink(f"/proc/{pid}/fd/{fd}"))
         assert {str(files.directory / "stdout"), str(files.directory / "stderr")} <= held
     finally:
         release_pipes(files)
