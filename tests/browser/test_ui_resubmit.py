@@ -7,7 +7,8 @@ import pytest
 
 pytest.importorskip("selenium", reason="browser tests need selenium (the `test` extra)")
 
-from selenium.webdriver.common.by import By  # noqa: E402 - after the skip
+from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402 - after the skip
+from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support import expected_conditions as seen  # noqa: E402
 
 from tests.browser.test_ui_acting import texts  # noqa: E402
@@ -28,7 +29,11 @@ jobs:
 
 
 def workflow_id(browser) -> str:
-    return browser.find_element(By.ID, "workflow-id").text
+    """The shown workflow's id; "" while the page is being replaced (the element read went stale)."""
+    try:
+        return browser.find_element(By.ID, "workflow-id").text
+    except StaleElementReferenceException:
+        return ""
 
 
 def test_a_failed_workflow_is_retried_and_resubmitted_with_an_edit_from_its_page(browser, stack):
