@@ -14,6 +14,7 @@ import asyncio
 import base64
 import hashlib
 import json
+import secrets
 import time
 from dataclasses import dataclass
 from typing import IO, Any
@@ -64,7 +65,9 @@ class Entry:
 
 
 def image_object(key: str, built: float) -> str:
-    return f"image/{key}-{int(built)}"
+    """A new name for each build: two builds of one recipe in the same second (a user's image, then its group's)
+    would otherwise put the same object twice, and replacing one purges its old chunks, which an agent may not."""
+    return f"image/{key}-{int(built)}-{secrets.token_hex(4)}"
 
 
 def ref_object(scope: str, holder: str, name: str) -> str:

@@ -28,6 +28,14 @@ jobs:
 """
 
 
+def press(browser, element_id: str) -> None:
+    """Click the element once it is there, found and clicked in one step: the workflow page re-renders while it
+    follows the workflow, and an element found in one WebDriver call can be replaced before the next one clicks."""
+    wait(browser).until(lambda b: b.execute_script(
+        "const e = document.getElementById(arguments[0]); if (!e || e.disabled) return false; e.click(); return true;",
+        element_id))
+
+
 def workflow_id(browser) -> str:
     """The shown workflow's id; "" while the page is being replaced (the element read went stale)."""
     try:
@@ -41,12 +49,12 @@ def test_a_failed_workflow_is_retried_and_resubmitted_with_an_edit_from_its_page
     sign_in(browser, stack, "admin", admin_password(stack))
     browser.get(f"{stack.url}/ui/workflows/{failed}")
     wait(browser, 60).until(lambda b: shown_status(b) == "FAILED")
-    wait(browser).until(seen.element_to_be_clickable((By.ID, "retry"))).click()
+    press(browser, "retry")
     wait(browser).until(lambda b: b.find_elements(By.ID, "notice") and workflow_id(b) != failed)
     assert "runs the jobs that did not finish" in browser.find_element(By.ID, "notice").text
     assert [row.split("\t")[0] for row in texts(browser, "#stages tbody tr")] == ["train"]  # fetch finished: not again
     browser.get(f"{stack.url}/ui/workflows/{failed}")
-    wait(browser).until(seen.element_to_be_clickable((By.ID, "edit-resubmit"))).click()
+    press(browser, "edit-resubmit")
     editor = wait(browser).until(seen.presence_of_element_located((By.ID, "definition")))
     assert "exit 3" in editor.get_property("value")
     browser.execute_script("const e = document.getElementById('definition'); e.value = e.value.replace('exit 3', "

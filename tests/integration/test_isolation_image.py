@@ -185,7 +185,7 @@ def test_an_isolated_network_has_only_loopback_and_a_shared_one_has_the_nodes(im
     _, reference = image
     isolated, _ = run(oci_executor, spec(image=reference, network_isolated=True, command=["cat", "/proc/net/dev"]))
     assert interfaces(isolated) == ["lo"]
-    shared, _ = run(oci_executor, spec(allocation_id="alloc-2", attempt=2, image=reference,
+    shared, _ = run(oci_executor, spec(allocation_id="alloc-2", image=reference,
                                        command=["cat", "/proc/net/dev"]))
     assert len(interfaces(shared)) > 1
 
