@@ -101,6 +101,11 @@ class AgentBus:
                 await asyncio.wait_for(self.nc.close(), 2)
             except (TimeoutError, OSError, nats.errors.Error):
                 pass
+            except asyncio.CancelledError:  # nats-py's close can raise its transport's cancelled close waiter (a
+                task = asyncio.current_task()  # connection lost while closing); only our own cancellation goes on
+                if task is not None and task.cancelling():
+                    raise
+                log.warning("agent.bus_close_interrupted")
             self.nc = None
 
     async def report(self, batch: Reports) -> BatchResults | None:
