@@ -35,6 +35,7 @@ POLL_SECONDS = 0.2  # without log signals: how often the views' position is comp
 # work or capacity (readied, ended, requeued, a node or the config changed) wakes it.
 OWN_EVENTS = frozenset({"Allocation.Placed", "Allocation.SchedulingBlocked", "Workflow.StageStarted"})
 WAKING_AGGREGATES = ("Workflow.", "Allocation.", "Node.", "ClusterConfig.", "Project.")  # Project: quota, members
+LAPSE_CONFIRM_SECONDS = 1.0  # a lapsed lease is read lapsed again at least this much later before its node is lost
 RESTART_GRACE_SECONDS = 10.0  # on top of one lease: agents retry their heartbeat every 2 s, each call up to 5 s
 # A pass woken by events starts at least this long after the last one ended: a stream of submissions and reports
 # is taken by fewer passes (each reads the whole queue), while an idle cluster's next pass starts at once.
@@ -90,6 +91,7 @@ class SchedulerRunner:
         self.commits = Commits(roving, views)  # what a pass decided, committed (and what the log refused)
         self.state = state or SchedulerState()  # the last pass, for the API and the UI (api.scheduler.state)
         self._renewed = self._leases_checked = float("-inf")  # monotonic times of the last renewal and check
+        self._lapsed: dict[str, float] = {}  # node id -> when its lease was first seen lapsed (not yet confirmed)
         self._passed = float("-inf")  # monotonic time the last pass ended
         self._standby_until = float("-inf")  # not leading: when to ask for the lease again
         self._config: tuple[int, object] | None = None  # (config generation, the scheduler config read then)
@@ -224,14 +226,22 @@ class SchedulerRunner:
         """Nodes whose heartbeat lease lapsed go OFFLINE; their work is retried or failed by policy."""
         if self.leases is None or time.monotonic() - self.started_at < self.lease_grace:
             return
-        self._leases_checked = time.monotonic()
+        now = self._leases_checked = time.monotonic()
+        lapsed: dict[str, float] = {}
         for node in self.views.nodes.list():
             if str(getattr(node, "status", "")) in ("OFFLINE", "NodeStatus.OFFLINE") or getattr(node, "removed", False):
                 continue
             if not self.leases.alive(str(node.id)):
+                # seen lapsed on two checks LAPSE_CONFIRM_SECONDS apart: one read can come from a server of an R3
+                # cluster that is catching up after a restart and misses every lease at once (both nodes of a
+                # 3-server test went OFFLINE, their jobs failed, in the same instant after a server came back)
+                since = lapsed[str(node.id)] = self._lapsed.get(str(node.id), now)
+                if now - since < LAPSE_CONFIRM_SECONDS:
+                    continue
                 log.warning("node.lease_lapsed", node=node.name)
                 metrics.NODES_LOST.inc()
                 self.commits.attempt(self.roving.node_lost, UUID(str(node.id)), utcnow())
+        self._lapsed = lapsed
 
 
 def _wakes(kind: str) -> bool:
