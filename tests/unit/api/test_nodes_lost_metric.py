@@ -24,12 +24,18 @@ def metric(api, name: str, **labels) -> float:
                if s.name == name and all(s.labels.get(k) == v for k, v in labels.items()))
 
 
-def test_a_lost_node_is_counted_and_shown_offline(monkeypatch):
-    monkeypatch.setattr("api.scheduler.runner.LAPSE_CONFIRM_SECONDS", 0.01)
+def with_node(name: str) -> Api:
+    """An API whose one node `name` registered (its lease read by the runner's leases, not the test's clock)."""
     api = Api()
-    body = {"name": "lost1", "cpu": 1, "memory": 2**30, "devices": {}, "annotations": {}, "definition": "x",
+    body = {"name": name, "cpu": 1, "memory": 2**30, "devices": {}, "annotations": {}, "definition": "x",
             "address": "127.0.0.1", "metrics_port": None}
     assert api.request("POST", "/v4/agent/register", AGENT, json=body).status_code == 200
+    return api
+
+
+def test_a_lost_node_is_counted_and_shown_offline(monkeypatch):
+    monkeypatch.setattr("api.scheduler.runner.LAPSE_CONFIRM_SECONDS", 0.01)
+    api = with_node("lost1")
     before = metric(api, "roving_nodes_lost_total")
     runner = SchedulerRunner(api.services.roving, api.services.views, api.services.tailer, LapsedLeases(),
                              holder="t", lease_grace=1e-9)
@@ -58,10 +64,7 @@ class OnceMissedLeases:
 
 def test_a_lease_read_lapsed_once_and_then_alive_loses_no_node(monkeypatch):
     monkeypatch.setattr("api.scheduler.runner.LAPSE_CONFIRM_SECONDS", 0.01)
-    api = Api()
-    body = {"name": "blip1", "cpu": 1, "memory": 2**30, "devices": {}, "annotations": {}, "definition": "x",
-            "address": "127.0.0.1", "metrics_port": None}
-    assert api.request("POST", "/v4/agent/register", AGENT, json=body).status_code == 200
+    api = with_node("blip1")
     before = metric(api, "roving_nodes_lost_total")
     runner = SchedulerRunner(api.services.roving, api.services.views, api.services.tailer, OnceMissedLeases(),
                              holder="t", lease_grace=1e-9)
