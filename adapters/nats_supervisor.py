@@ -20,21 +20,27 @@ from collections.abc import Callable
 import structlog
 
 from adapters.backoff import Backoff
+from adapters.batch_staging import BatchStaging
 from adapters.nats_server import NatsServer, NatsServerError
 
 log = structlog.get_logger("roving.nats")
 FULL_BELOW = 16 * 2**20   # free bytes under which the store's disk counts as full
 ROOM_ABOVE = 64 * 2**20   # free bytes over which a disk that was full has room again
 STOP_GRACE = 5.0          # a server with a full disk may hang flushing as it stops
+TEND_EVERY = 1.0          # seconds between looks at the streams' batch staging (a new stream is linked within it)
 
 
 class Supervisor:
-    """One watching thread per embedded server; `on_restart` is called after each successful restart."""
+    """One watching thread per embedded server; `on_restart` is called after each successful restart. With
+    `staging`, its streams' atomic batches are kept staged in memory (adapters/batch_staging.py), again after
+    every restart (the server unlinks them as it loads its streams)."""
 
     def __init__(self, server: NatsServer, on_restart: Callable[[], None] = lambda: None,
                  first_delay: float = 0.1, max_delay: float = 5.0, steady_after: float = 30.0,
-                 poll: float = 0.1, full_below: int = FULL_BELOW, room_above: int = ROOM_ABOVE) -> None:
+                 poll: float = 0.1, full_below: int = FULL_BELOW, room_above: int = ROOM_ABOVE,
+                 staging: BatchStaging | None = None) -> None:
         self.server, self.on_restart, self.poll = server, on_restart, poll
+        self.staging, self._tended = staging, 0.0
         self.backoff = Backoff(first_delay, max_delay, steady_after)
         self.full_below, self.room_above = full_below, room_above
         self.disk_was_full = False
@@ -65,6 +71,7 @@ class Supervisor:
     def _check(self) -> None:
         if self.serving:
             self._watch_disk()
+            self._tend()
             return
         if self.down_since is None:
             self.down_since = time.monotonic()
@@ -76,6 +83,12 @@ class Supervisor:
         if self._stopping.wait(self._delay):
             return
         self._restart()
+
+    def _tend(self, now: bool = False) -> None:
+        if self.staging is None or (not now and time.monotonic() - self._tended < TEND_EVERY):
+            return
+        self._tended = time.monotonic()
+        self.staging.tend()
 
     def _watch_disk(self) -> None:
         """A store whose disk was full and has room again: stop the server (the next check starts it again)."""
@@ -119,6 +132,7 @@ class Supervisor:
         process = self.server.process
         log.warning("nats.restarted", pid=process.pid if process is not None else None, port=self.server.port,
                     down_seconds=round(down, 3), restarts=self.restarts)
+        self._tend(now=True)
         self.on_restart()
 
     def stop(self, timeout: float = 20.0) -> None:

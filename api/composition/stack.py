@@ -293,10 +293,13 @@ class Stack(LocalPool):
 
     def start_nats(self) -> str:
         """Ours dies with us (a SIGKILLed control plane leaves no server behind) and comes back when it dies."""
+        from adapters.batch_staging import BatchStaging, memory_dir
         from api.metrics import NATS_RESTARTS
 
         self.nats = NatsServer(self.data_dir / "nats", port=self.settings.nats_port, die_with_parent=True).start()
-        self.supervisor = Supervisor(self.nats, on_restart=NATS_RESTARTS.inc).start()
+        memory = memory_dir()
+        staging = BatchStaging(self.nats.store_dir, memory) if memory is not None else None
+        self.supervisor = Supervisor(self.nats, on_restart=NATS_RESTARTS.inc, staging=staging).start()
         return self.nats.url
 
     def _embedded_store(self) -> Path | None:
@@ -354,6 +357,8 @@ class Stack(LocalPool):
                 self.supervisor.stop()
             if self.nats is not None:
                 self.nats.stop()
+            if self.supervisor is not None and self.supervisor.staging is not None:
+                self.supervisor.staging.close()  # its memory side, now that no server stages there
 
     def _stop_parts(self) -> None:
         self.stop_local_agents()

@@ -3,8 +3,9 @@ is) against the same batch on a memory stream and the same messages published on
 
 A submit of a five-job workflow is one atomic batch of 16 messages (its six aggregates' events). On a file
 stream with one replica, the server stages every batch in a file store of its own (a directory, files and
-their removal), so the cost per batch is mostly fixed; a memory stream stages it in memory. CPU is read
-from /proc (Linux only). Usage: python ops/bench/batch_cost.py [BATCHES] [MESSAGES_PER_BATCH]
+their removal), so the cost per batch is mostly fixed; a memory stream stages it in memory. `file_batch_staged`
+is the file stream with its staging in memory, as `roving up` runs its own server (adapters/batch_staging.py).
+CPU is read from /proc (Linux only). Usage: python ops/bench/batch_cost.py [BATCHES] [MESSAGES_PER_BATCH]
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from procstat import cpu_seconds  # noqa: E402 - ops/bench, beside this file
 
+from adapters.batch_staging import BatchStaging, memory_dir  # noqa: E402
 from adapters.nats_server import NatsServer  # noqa: E402
 
 PAYLOAD = b"x" * 300  # about the size of a Roving event
@@ -56,16 +58,21 @@ async def singles(js, nc, stream: str, count: int, size: int) -> None:
         await asyncio.gather(*pending)
 
 
-async def measure(url: str, pid: int, count: int, size: int) -> dict[str, float]:
+async def measure(url: str, pid: int, count: int, size: int, staging: BatchStaging | None) -> dict[str, float]:
     nc = await nats.connect(url)
     js = nc.jetstream()
     figures: dict[str, float] = {}
     for label, storage, write in (("file_batch", StorageType.FILE, batches),
+                                  ("file_batch_staged", StorageType.FILE, batches),
                                   ("memory_batch", StorageType.MEMORY, batches),
                                   ("file_singles", StorageType.FILE, singles)):
+        if label == "file_batch_staged" and staging is None:
+            continue
         stream = f"B{uuid.uuid4().hex[:8]}"
         await js.add_stream(StreamConfig(name=stream, subjects=[f"{stream}.>"], storage=storage,
                                          allow_atomic=True, duplicate_window=120.0))
+        if label == "file_batch_staged" and staging is not None:
+            staging.tend()
         cpu, started = cpu_seconds(pid), time.perf_counter()
         await write(js, nc, stream, count, size)
         figures[f"{label}_server_cpu_ms"] = round((cpu_seconds(pid) - cpu) * 1000 / count, 3)
@@ -76,7 +83,9 @@ async def measure(url: str, pid: int, count: int, size: int) -> dict[str, float]
 
 def main(count: int, size: int) -> dict:
     with tempfile.TemporaryDirectory() as scratch, NatsServer(Path(scratch) / "nats") as server:
-        figures = asyncio.run(measure(server.url, server.process.pid, count, size))
+        memory = memory_dir()
+        staging = BatchStaging(server.store_dir, memory) if memory is not None else None
+        figures = asyncio.run(measure(server.url, server.process.pid, count, size, staging))
     return {"bench": "batch_cost", "batches": count, "messages_per_batch": size, **figures,
             "file_vs_memory_batch_cpu_ratio": round(figures["file_batch_server_cpu_ms"]
                                                     / max(figures["memory_batch_server_cpu_ms"], 1e-9), 2),

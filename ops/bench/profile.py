@@ -1,10 +1,11 @@
 """Where a trivial job's CPU goes: py-spy on every process of a local stack while it runs one-job workflows.
 
 Starts `roving up` (2 nodes x 4 cores, as ops/bench/e2e.py), attaches `py-spy record` to the control plane and
-each agent (nats-server is Go: its CPU is reported, not sampled), submits one-job workflows from 4 threads for
-the duration, and writes one speedscope file per process to --out. It prints one JSON line: per process, CPU ms per
-job and the functions with the most samples of their own (self) and in total (inclusive), idle waits left out.
-Needs root (or ptrace rights) and `pip install py-spy`.
+each agent, and `perf record` to nats-server (a Go binary: sampled by `perf` when it is installed, Debian's
+linux-perf, else only its CPU is reported), submits one-job workflows from 4 threads for the duration, and writes one
+profile per process to --out. It prints one JSON line: per process, CPU ms per job and the functions with the most
+samples of their own (self) and in total (inclusive), idle waits left out. Needs root (or ptrace rights) and
+`pip install py-spy`.
 
     .venv/bin/python ops/bench/profile.py [--seconds 20] [--out /tmp/roving-profile]
 """
@@ -38,6 +39,35 @@ def processes(stack: Stack) -> dict[str, int]:
     for number, pid in enumerate(k for k in children(stack.process.pid) if "agent_main" in _cmdline(k)):
         found[f"agent{number}"] = pid
     return found
+
+
+def nats_pid(stack: Stack) -> int | None:
+    return next((k for k in children(stack.process.pid) if "nats-server" in _cmdline(k)), None)
+
+
+def perf_record(pid: int, seconds: int, out: Path) -> subprocess.Popen | None:
+    """nats-server sampled by `perf` (software clock, call graphs), or None without perf."""
+    if not shutil.which("perf"):
+        return None
+    return subprocess.Popen(["perf", "record", "-F", "499", "-g", "-p", str(pid), "-o", str(out), "--", "sleep",
+                             str(seconds)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def perf_top(data: Path, count: int = 20) -> dict:
+    """Self and inclusive shares of nats-server's samples, by Go function, from `perf script`."""
+    script = subprocess.run(["perf", "script", "-i", str(data), "-F", "ip,sym"], capture_output=True, text=True,
+                            check=False).stdout
+    own, inclusive, total = Counter(), Counter(), 0
+    for sample in script.split("\n\n"):
+        frames = [line.split(None, 1)[1] for line in sample.strip().splitlines() if len(line.split(None, 1)) == 2]
+        if not frames or any(word in frames[0] for word in ("futex", "epoll", "nanosleep", "runtime.usleep")):
+            continue
+        total += 1
+        own[frames[0]] += 1
+        for frame in set(frames):
+            inclusive[frame] += 1
+    share = lambda c: {k: round(v * 100 / max(total, 1), 1) for k, v in c.most_common(count)}  # noqa: E731
+    return {"busy_samples": total, "self_pct": share(own), "inclusive_pct": share(inclusive)}
 
 
 def record(pid: int, seconds: int, out: Path) -> subprocess.Popen:
@@ -78,11 +108,15 @@ def main(argv: list[str] | None = None) -> int:
             client = stack.start()
             ids = [submit(client, ONE_JOB, "warm") for _ in range(10)]
             wait_ended(client, set(ids), 30)
-            pids = processes(stack)
+            pids, nats = processes(stack), nats_pid(stack)
+            if nats is not None:
+                pids["nats"] = nats
             cpu0 = {name: cpu_seconds(pid) for name, pid in pids.items()}
-            spies = {name: record(pid, args.seconds, args.out / f"{name}.txt") for name, pid in pids.items()}
+            spies = {name: record(pid, args.seconds, args.out / f"{name}.txt") for name, pid in pids.items()
+                     if name != "nats"}
+            perf = perf_record(nats, args.seconds, args.out / "nats.perf") if nats is not None else None
             submitted = (one_by_one if args.sequential else load)(stack, args.seconds)
-            for spy in spies.values():
+            for spy in [*spies.values(), *([perf] if perf else [])]:
                 spy.wait()
             cpu1 = {name: cpu_seconds(pid) for name, pid in pids.items()}
             ended = wait_ended(client, submitted, 60)[0]
@@ -92,6 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     jobs = sum(w["status"] in ENDED for w in ended)
     report = {"jobs": jobs, "cpu_ms_per_job": {n: round((cpu1[n] - cpu0[n]) * 1000 / max(jobs, 1), 1) for n in pids},
               "profiles": {name: top(args.out / f"{name}.txt") for name in pids if (args.out / f"{name}.txt").exists()}}
+    if (args.out / "nats.perf").exists():
+        report["profiles"]["nats"] = perf_top(args.out / "nats.perf")
     print(json.dumps(report))
     return 0
 
