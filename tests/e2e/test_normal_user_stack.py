@@ -170,3 +170,16 @@ def test_a_normal_users_stack_archives_and_purges_finished_workflows_into_a_dire
     assert (found.st_uid, oct(found.st_mode & 0o777)) == (user.pw_uid, oct(0o700))
     assert {(path.stat().st_uid, path.stat().st_mode & 0o077) for path in files} == {(user.pw_uid, 0)}
     assert stack.workflow(ended)["status"] == "FINISHED"  # purged from the stream, still answered
+
+
+def test_a_normal_users_stack_stages_its_commits_in_a_memory_directory_only_that_user_opens(normal_stack):
+    stack, user = normal_stack[0], normal_stack[1]
+    assert stack.wait_status(stack.submit(HELLO, "staged"), ("FINISHED", "FAILED"))["status"] == "FINISHED"
+    streams = list((stack.data_dir / "nats" / "jetstream" / "jetstream").glob("*/streams/ROVING_*/batches"))
+    if not Path("/dev/shm").is_dir() or not streams:
+        pytest.skip("no /dev/shm here, or no event stream in the store: staging stays on disk")
+    target = Path(os.readlink(streams[0])) if streams[0].is_symlink() else None
+    assert target is not None, "the event stream's batches stage on disk"
+    assert target.is_relative_to(Path("/dev/shm") / f"roving-{user.pw_uid}")
+    home = os.lstat(Path("/dev/shm") / f"roving-{user.pw_uid}")
+    assert (home.st_uid, oct(home.st_mode & 0o777)) == (user.pw_uid, oct(0o700))
