@@ -9,6 +9,8 @@ reported with what ended so far and `"timed_out": true`.
 
     .venv/bin/python ops/bench/e2e.py [--singles 40] [--budget 60] [--jobs 200] [--chain 20]
 
+`--nats r3` runs the stack on three bare nats-servers of its own (every stream R3), `--nats r3-secure` on the shipped
+secure layout (adapters.nats_shipped_cluster: TLS, users, encrypted store, R3); `nats` CPU is then the three servers'.
 ops/bench/slurm_peer.py runs the same workloads (`run_workloads`) beside Slurm's in one run.
 """
 
@@ -23,7 +25,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -34,12 +39,50 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from procstat import children, cpu_seconds  # noqa: E402 - ops/bench, beside this file
 
+from adapters.nats_cluster import LocalCluster  # noqa: E402
 from adapters.nats_server import free_port  # noqa: E402
+from adapters.nats_shipped_cluster import ShippedCluster  # noqa: E402
 
 UP = "import sys; from api.up.main import up_main; sys.exit(up_main([]))"
 JOB = "    image: {uri: docker://alpine}\n    command: [\"true\"]\n    resource: {cpu: {cores: 1}, memory: {size: 64MiB}}\n"
 ONE_JOB = "version: v4\njobs:\n  j:\n" + JOB
 ENDED = ("FINISHED", "FAILED", "CANCELED")
+LAYOUTS = ("r1", "r3", "r3-secure")  # the embedded server; three bare servers; the shipped secure layout
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The log a stack runs on: the settings that point it there, and the nats-servers to count (none: its own)."""
+
+    name: str
+    env: dict[str, str]
+    nats_pids: tuple[int, ...] = ()
+    control_url: str | None = None  # how a tool reads that log as the control plane (None: the embedded server)
+
+
+def layout_list(text: str) -> list[str]:
+    """`--layouts r1,r3-secure`: names of LAYOUTS, in the order given."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names or any(name not in LAYOUTS for name in names):
+        raise argparse.ArgumentTypeError(f"{text!r}: layouts are {', '.join(LAYOUTS)}")
+    return names
+
+
+@contextmanager
+def nats_layout(name: str) -> Iterator[Layout]:
+    """`name` of LAYOUTS, started for one stack and stopped after it: each run gets a fresh store."""
+    if name == "r1":
+        yield Layout(name, {})
+        return
+    with tempfile.TemporaryDirectory(prefix=f"roving-bench-{name}-") as tmp:
+        secure = name == "r3-secure"
+        cluster = (ShippedCluster if secure else LocalCluster)(Path(tmp)).start()
+        try:
+            env = cluster.env if secure else {"ROVING_NATS_URL": cluster.url, "ROVING_NATS_REPLICAS": "3"}
+            yield Layout(name, env, tuple(s.process.pid for s in cluster.servers if s.process is not None),
+                         cluster.url_for("control") if secure else cluster.url)
+        finally:
+            cluster.stop()
 
 
 def array(tasks: int, concurrency: int = 8) -> str:
@@ -57,9 +100,10 @@ class Stack:
     """`roving up` as a child process on a free port, in a throw-away data directory."""
 
     def __init__(self, data_dir: Path, nodes: int = 2, cpus: int = 4, extra: dict[str, str] | None = None,
-                 code: Path | None = None) -> None:
-        """`code`: a checkout to run instead of this one (an earlier commit's git worktree, for a baseline)."""
-        self.data_dir, self.nodes = data_dir, nodes
+                 code: Path | None = None, nats_pids: tuple[int, ...] = ()) -> None:
+        """`code`: a checkout to run instead of this one (an earlier commit's git worktree, for a baseline);
+        `nats_pids`: the servers of a log of its own (`extra` names it), counted as its nats-server."""
+        self.data_dir, self.nodes, self.nats_pids = data_dir, nodes, nats_pids
         port = free_port()
         self.url = f"http://127.0.0.1:{port}"
         env = {**os.environ, "ROVING_DATA_DIR": str(data_dir), "ROVING_LISTEN": f"127.0.0.1:{port}",
@@ -97,10 +141,10 @@ class Stack:
         return sum(n["status"] == "READY" for n in nodes)
 
     def cpu(self) -> dict[str, float]:
-        """CPU seconds so far: the control plane, nats-server, and the agents together."""
+        """CPU seconds so far: the control plane, nats-server (its own, or the log's `nats_pids`), and the agents."""
         pid, kids = self.process.pid, children(self.process.pid)
         agents = [k for k in kids if "agent_main" in _cmdline(k)]
-        nats = [k for k in kids if "nats-server" in _cmdline(k)]
+        nats = [k for k in kids if "nats-server" in _cmdline(k)] + list(self.nats_pids)
         return {"control_plane": cpu_seconds(pid), "nats": sum(map(cpu_seconds, nats)),
                 "agents": sum(map(cpu_seconds, agents))}
 
@@ -247,6 +291,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=200, help="one-job workflows, and tasks of the array (default 200)")
     parser.add_argument("--chain", type=int, default=20, help="jobs in the dependency chain (default 20)")
     parser.add_argument("--budget", type=float, default=60.0, help="seconds each workload may take (default 60)")
+    parser.add_argument("--nats", choices=LAYOUTS, default="r1",
+                        help="the log: the embedded server (r1, default), three bare servers (r3), or the shipped "
+                             "secure layout (r3-secure); a baseline runs on a layout of its own, alike")
     parser.add_argument("--no-baseline", action="store_true",
                         help="skip the same run's baseline (agents polling every 0.5 s, no long poll)")
     parser.add_argument("--baseline-code", type=Path,
@@ -254,10 +301,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     base = None
     if args.baseline_code is not None:
-        base = run_workloads(args, {}, args.baseline_code.resolve())
-    result = {"bench": "e2e", "nodes": "2x4", **run_workloads(args, {})}
+        base = on_layout(args, {}, args.baseline_code.resolve())
+    result = {"bench": "e2e", "nodes": "2x4", "nats": args.nats, **on_layout(args, {})}
     if base is None and not args.no_baseline:
-        base = run_workloads(args, {"ROVING_AGENT_POLL_WAIT": "0"})
+        base = on_layout(args, {"ROVING_AGENT_POLL_WAIT": "0"})
     if base is not None:
         result["baseline_code" if args.baseline_code else "baseline_plain_polling"] = base
         result["ratio_vs_baseline"] = ratios(result, base)
@@ -265,9 +312,16 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def run_workloads(args: argparse.Namespace, extra: dict[str, str], code: Path | None = None) -> dict:
+def on_layout(args: argparse.Namespace, extra: dict[str, str], code: Path | None = None) -> dict:
+    """`run_workloads` on a fresh log of `args.nats`'s layout."""
+    with nats_layout(args.nats) as layout:
+        return run_workloads(args, {**extra, **layout.env}, code, layout.nats_pids)
+
+
+def run_workloads(args: argparse.Namespace, extra: dict[str, str], code: Path | None = None,
+                  nats_pids: tuple[int, ...] = ()) -> dict:
     with tempfile.TemporaryDirectory(prefix="roving-bench-e2e-") as tmp:
-        stack = Stack(Path(tmp), extra=extra, code=code)
+        stack = Stack(Path(tmp), extra=extra, code=code, nats_pids=nats_pids)
         try:
             client = stack.start()
             began = time.monotonic()
@@ -280,7 +334,7 @@ def run_workloads(args: argparse.Namespace, extra: dict[str, str], code: Path | 
             if args.singles:
                 result["idle_single"] = idle_singles(client, args.singles, args.budget)
             cpu1 = stack.cpu()
-            result["cpu_seconds"] = {k: round(cpu1[k] - cpu0[k], 1) for k in cpu1}
+            result["cpu_seconds"] = {k: round(cpu1[k] - cpu0[k], 2) for k in cpu1}
             result["wall_seconds"] = round(time.monotonic() - began, 1)
             client.close()
         finally:

@@ -8,9 +8,11 @@ the log's stream (events, bytes); CPU from /proc. The bench learns of each end b
 those requests are the bench's, not a job's, so their cost is measured apart (as many GETs again, nothing running)
 and `cpu_ms_per_job_net` leaves it out. Then a burst of --burst one-job workflows from 4 threads (a loaded loop,
 where work shares commits and round trips) gives `burst`: the same figures per job under load.
-It prints one JSON line of figures per job.
+It prints one JSON line of figures per job. `--nats r3-secure` runs the stack on the shipped secure R3 layout (three
+servers from ops/nats: TLS, users, encrypted store; `nats` CPU is the three servers'), `--nats r3` on three bare ones;
+`--nats r1,r3-secure` measures on each in turn and puts each process's CPU a job side by side (a cost table's columns).
 
-    .venv/bin/python ops/bench/job_cost.py [--jobs 30] [--burst 200]
+    .venv/bin/python ops/bench/job_cost.py [--jobs 30] [--burst 200] [--nats r1,r3-secure]
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import nats
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from e2e import ENDED, ONE_JOB, Stack, drained, submit, wait_ended  # noqa: E402 - ops/bench, beside this file
+from e2e import ENDED, ONE_JOB, Layout, Stack, drained, layout_list, nats_layout, submit, wait_ended  # noqa: E402 - ops/bench
 
 from adapters.nats_auth import role_url  # noqa: E402
 from adapters.nats_tls import connect_options  # noqa: E402
@@ -59,11 +61,13 @@ def counters(client: httpx.Client) -> Counter:
     return found
 
 
-async def stream_state(data_dir: Path) -> dict[str, tuple[int, int]]:
-    """Each stream's messages and bytes, read as the control plane reads the log (its credentials, its CA)."""
-    store = data_dir / "nats"
-    port = re.search(r'listen: "127\.0\.0\.1:(\d+)"', (store / "roving.conf").read_text()).group(1)
-    url = role_url(f"nats://127.0.0.1:{port}", store, "control")
+async def stream_state(data_dir: Path, url: str | None) -> dict[str, tuple[int, int]]:
+    """Each stream's messages and bytes, read as the control plane reads the log (its credentials, its CA): at `url`,
+    or (None) the stack's embedded server."""
+    if url is None:
+        store = data_dir / "nats"
+        port = re.search(r'listen: "127\.0\.0\.1:(\d+)"', (store / "roving.conf").read_text()).group(1)
+        url = role_url(f"nats://127.0.0.1:{port}", store, "control")
     nc = await nats.connect(**connect_options(url))
     try:
         return {info.config.name: (info.state.messages, info.state.bytes) for info in await nc.jsm().streams_info()}
@@ -139,30 +143,55 @@ def main(argv: list[str] | None = None) -> int:
                         "in the same run, first (or second, with --now-first); ratios compare the two (above 1: cheaper now)")
     parser.add_argument("--now-first", action="store_true",
                         help="measure this checkout before the baseline (the later run tends to read cheaper)")
+    parser.add_argument("--nats", type=layout_list, default=["r1"],
+                        help="the logs to measure on, in turn, comma-separated: the embedded server (r1, default), "
+                        "three bare servers (r3), the shipped secure layout (r3-secure); a fresh one for each stack. "
+                        "With more than one, their figures side by side (run both orders: the later run reads cheaper)")
     args = parser.parse_args(argv)
-    if args.baseline is None:
-        print(json.dumps(measure(args, None)))
-        return 0
-    if args.now_first:  # the second of two runs of the same code reads 10-45% cheaper: run both orders
-        now = measure(args, None)
-        base = measure(args, args.baseline.resolve())
-    else:
-        base = measure(args, args.baseline.resolve())
-        now = measure(args, None)
-    print(json.dumps({**now, "baseline": base, "ratio_vs_baseline": ratios(now, base)}))
+    found = {layout: compare(args, layout) for layout in args.nats}
+    print(json.dumps(found[args.nats[0]] if len(found) == 1 else side_by_side(found)))
     return 0
 
 
-def measure(args: argparse.Namespace, code: Path | None) -> dict:
+def compare(args: argparse.Namespace, layout: str) -> dict:
+    """This checkout's figures on `layout`, beside --baseline's on the same layout when one is given."""
+    if args.baseline is None:
+        return measure(args, None, layout)
+    if args.now_first:  # the second of two runs of the same code reads 10-45% cheaper: run both orders
+        now = measure(args, None, layout)
+        base = measure(args, args.baseline.resolve(), layout)
+    else:
+        base = measure(args, args.baseline.resolve(), layout)
+        now = measure(args, None, layout)
+    return {**now, "baseline": base, "ratio_vs_baseline": ratios(now, base)}
+
+
+def side_by_side(found: dict[str, dict]) -> dict:
+    """Each layout's whole figures, and the per-job CPU of each process beside each other (the cost table's columns)."""
+    return {"by_layout": found,
+            "cpu_ms_per_job": {name: one["cpu_ms_per_job"] for name, one in found.items()},
+            "cpu_ms_per_job_net": {name: one["cpu_ms_per_job_net"] for name, one in found.items()},
+            "burst_cpu_ms_per_job": {name: one["burst"]["cpu_ms_per_job"] for name, one in found.items()
+                                     if "burst" in one}}
+
+
+def measure(args: argparse.Namespace, code: Path | None, name: str) -> dict:
+    with nats_layout(name) as layout:
+        return {"nats": name, **measure_on(args, code, layout)}
+
+
+def measure_on(args: argparse.Namespace, code: Path | None, layout: Layout) -> dict:
     with tempfile.TemporaryDirectory(prefix="roving-job-cost-") as tmp:
-        stack = Stack(Path(tmp), nodes=1, cpus=4, extra={"ROVING_API_WORKERS": "1"}, code=code)
+        stack = Stack(Path(tmp), nodes=1, cpus=4, extra={"ROVING_API_WORKERS": "1", **layout.env}, code=code,
+                      nats_pids=layout.nats_pids)
         try:
             client = stack.start()
             run_jobs(client, 3)  # warm: the first job pays for imports and connections
             time.sleep(1)
-            before, cpu0, state0 = counters(client), stack.cpu(), asyncio.run(stream_state(stack.data_dir))
+            url = layout.control_url
+            before, cpu0, state0 = counters(client), stack.cpu(), asyncio.run(stream_state(stack.data_dir, url))
             latencies, polls = run_jobs(client, args.jobs)
-            after, cpu1, state1 = counters(client), stack.cpu(), asyncio.run(stream_state(stack.data_dir))
+            after, cpu1, state1 = counters(client), stack.cpu(), asyncio.run(stream_state(stack.data_dir, url))
             polled = polling_cost(stack, client, polls, submit_and_wait(client))
             loaded = burst(stack, client, args.burst) if args.burst else None
             client.close()

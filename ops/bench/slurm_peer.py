@@ -6,15 +6,19 @@ written to /tmp/slurm/slurm.conf unless `--slurm-conf` names one), or reuses a p
 and stops only what it started. Missing Slurm is installed with apt-get when run as root; otherwise it says what to
 install. Each side runs, in turn: N one-job workflows (`sbatch --wrap true`) submitted from 4 threads (jobs/s from the
 first submit to the last end, and submits/s), an N-task array at concurrency 8 (`--array=1-N%8`), and a 20-job
-chain (`--dependency=afterok:PREVIOUS`). Roving's side is ops/bench/e2e.py's `run_workloads`; with `--nats-cluster 3`
-it runs a second time on three nats-servers of its own (adapters.nats_cluster, every stream R3), reported beside R1.
+chain (`--dependency=afterok:PREVIOUS`). Roving's side is ops/bench/e2e.py's `run_workloads`, once per layout of the
+log named in `--layouts` (default r1): r1 is `roving up`'s embedded server; r3 three bare nats-servers of its own
+(adapters.nats_cluster, every stream R3); r3-secure the shipped secure layout (adapters.nats_shipped_cluster: TLS
+for clients and routes, per-role users, encrypted store, R3), given to Roving as the admin guide says. Each layout is
+reported beside the others (`roving_<layout>`, `ratio_<layout>`), its `cpu_seconds.nats` being all its servers'.
+`--nats-cluster 3` is `--layouts r1,r3`, `--secure` adds r3-secure.
 
 Slurm's end times are slurmctld's own: each job's EndTime as `squeue -h -t all -o %i|%T|%e` shows it, polled every
 0.5 s while the workload runs (accounting is off in the conf, so no `sacct`; MinJobAge=30 keeps an ended job listed for
 30 s, longer than a poll). EndTime is in whole seconds, cut down, which can only flatter Slurm. Roving's end times are
 its server's too (a workflow's last event). One JSON line:
 
-    .venv/bin/python ops/bench/slurm_peer.py [--jobs 200] [--chain 20] [--nats-cluster 3] [--budget 60]
+    .venv/bin/python ops/bench/slurm_peer.py [--jobs 200] [--chain 20] [--layouts r1,r3,r3-secure] [--budget 60]
 """
 
 from __future__ import annotations
@@ -36,9 +40,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import e2e  # noqa: E402 - ops/bench, beside this file
-from procstat import cpu_seconds  # noqa: E402 - ops/bench, beside this file
-
-from adapters.nats_cluster import LocalCluster  # noqa: E402
 
 RUN = Path("/tmp/slurm")
 MUNGE_RUN = Path("/run/munge")
@@ -271,22 +272,10 @@ def slurm_workloads(peer: SlurmPeer, args: argparse.Namespace) -> dict:
             "chain": slurm_chain(peer, args.chain, args.slurm_budget)}
 
 
-def roving_workloads(args: argparse.Namespace, servers: int) -> dict:
-    """e2e.py's workloads on the embedded server (0), or on `servers` nats-servers of their own with every stream R3."""
-    run = argparse.Namespace(budget=args.budget, singles=0, jobs=args.jobs, chain=args.chain)
-    if not servers:
-        return e2e.run_workloads(run, {})
-    with tempfile.TemporaryDirectory(prefix="roving-bench-r3-") as tmp:
-        cluster = LocalCluster(Path(tmp), size=servers).start()
-        try:
-            result = e2e.run_workloads(run, {"ROVING_NATS_URL": cluster.url, "ROVING_NATS_REPLICAS": str(min(servers, 3))})
-            # e2e counts the stack's own nats-server; these are the cluster's, from their start (the stack's too)
-            result["cpu_seconds"].pop("nats", None)
-            result["cpu_seconds"]["nats_cluster_whole_run"] = round(
-                sum(cpu_seconds(s.process.pid) for s in cluster.servers if s.process is not None), 1)
-        finally:
-            cluster.stop()
-    return result
+def roving_workloads(args: argparse.Namespace, layout: str) -> dict:
+    """e2e.py's workloads on `layout` (e2e.LAYOUTS), its nats-servers' CPU counted over the same window as the rest."""
+    run = argparse.Namespace(budget=args.budget, singles=0, jobs=args.jobs, chain=args.chain, nats=layout)
+    return e2e.on_layout(run, {})
 
 
 def ratios(roving: dict, slurm: dict) -> dict:
@@ -303,12 +292,28 @@ def ratios(roving: dict, slurm: dict) -> dict:
     return {**found, "targets_met": met}
 
 
+def summary(roving: dict) -> dict:
+    """A layout's rates, and its CPU a job (the three workloads' jobs together), in one row beside the others."""
+    cpu = roving["cpu_seconds"]
+    jobs = roving["one_job_workflows"]["ended"] + roving["task_array"]["ended"] + roving["chain"]["ended"]
+    return {"one_job_jobs_per_s": roving["one_job_workflows"]["jobs_per_s"],
+            "one_job_submits_per_s": roving["one_job_workflows"]["submits_per_s"],
+            "task_array_tasks_per_s": roving["task_array"]["tasks_per_s"],
+            "chain_jobs_per_s": roving["chain"]["jobs_per_s"],
+            "cpu_ms_per_job": {who: round(seconds * 1000 / max(jobs, 1), 1) for who, seconds in cpu.items()},
+            "cpu_ms_per_job_total": round(sum(cpu.values()) * 1000 / max(jobs, 1), 1)}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=200, help="one-job workflows, and tasks of the array (default 200)")
     parser.add_argument("--chain", type=int, default=20, help="jobs in the dependency chain (default 20)")
+    parser.add_argument("--layouts", type=e2e.layout_list, default=["r1"],
+                        help=f"the logs Roving runs on, in order, comma-separated ({','.join(e2e.LAYOUTS)}; default r1)")
     parser.add_argument("--nats-cluster", type=int, default=0, choices=(0, 3),
                         help="3: Roving also on a three-server R3 NATS cluster, beside the embedded R1 server")
+    parser.add_argument("--secure", action="store_true",
+                        help="Roving also on the shipped secure R3 layout (TLS, users, encrypted store)")
     parser.add_argument("--budget", type=float, default=60.0, help="seconds each Roving workload may take (default 60)")
     parser.add_argument("--slurm-budget", type=float, default=300.0,
                         help="seconds each Slurm workload may take (default 300)")
@@ -316,6 +321,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.jobs < 1 or args.chain < 1:
         parser.error("--jobs and --chain: at least 1")
+    wanted = args.layouts + ["r3"] * bool(args.nats_cluster) + ["r3-secure"] * args.secure
+    args.layouts = list(dict.fromkeys(wanted))
     peer = SlurmPeer(args.slurm_conf.resolve() if args.slurm_conf else None)
     result: dict = {"bench": "slurm_peer", "nodes": "2x4", "jobs": args.jobs, "chain_length": args.chain,
                     "loadavg_at_start": round(os.getloadavg()[0], 2)}
@@ -328,11 +335,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     finally:
         peer.stop()
-    result["roving_r1"] = e2e_r1 = roving_workloads(args, 0)
-    result["ratio_r1"] = ratios(e2e_r1, result["slurm"])
-    if args.nats_cluster:
-        result["roving_r3"] = e2e_r3 = roving_workloads(args, args.nats_cluster)
-        result["ratio_r3"] = ratios(e2e_r3, result["slurm"])
+    for layout in args.layouts:
+        key = layout.replace("-", "_")
+        result[f"roving_{key}"] = roving = roving_workloads(args, layout)
+        result[f"ratio_{key}"] = ratios(roving, result["slurm"])
+    result["by_layout"] = {layout: summary(result[f"roving_{layout.replace('-', '_')}"]) for layout in args.layouts}
     print(json.dumps(result), flush=True)
     return 0
 
