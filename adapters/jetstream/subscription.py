@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import queue
+from collections import deque
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -26,13 +27,19 @@ _STOP = _Stop()
 
 
 class JetStreamSubscription(Subscription["JetStreamApplicationRecorder"]):
-    """Yields notifications after `gt`, then blocks for new ones until stopped."""
+    """Yields notifications after `gt`, then blocks for new ones until stopped.
+
+    What arrives in one turn of the connection's loop is handed to the reading thread at once, as one list: a
+    thread-safe put (and the wake-up of a waiting reader) per message was 7% of the control plane's CPU under a
+    burst of one-job workflows."""
 
     def __init__(self, recorder: JetStreamApplicationRecorder, gt: int | None = None,
                  topics: Sequence[str] = ()) -> None:
         super().__init__(recorder=recorder, gt=gt, topics=topics)
         self._topic_set = frozenset(topics)
-        self._queue: queue.Queue[Notification | _Stop] = queue.Queue()
+        self._queue: queue.Queue[list[Notification] | _Stop] = queue.Queue()
+        self._arriving: list[Notification] = []  # on the loop: this turn's, handed over at its end
+        self._ready: deque[Notification] = deque()  # on the reader's thread: handed over, not yet taken
         self._connection = recorder.connection
         config = ConsumerConfig(deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=(gt or 0) + 1)
         subject = self._connection.names.prefix(recorder.purpose) + ".>"
@@ -44,19 +51,29 @@ class JetStreamSubscription(Subscription["JetStreamApplicationRecorder"]):
         raw = RawMsg(msg.metadata.sequence.stream, msg.subject, headers, msg.data)
         if is_tracking(raw) or not is_event(raw) or (self._topic_set and headers.get("Roving-Topic") not in self._topic_set):
             return
-        self._queue.put(notification_of(raw))
+        if not self._arriving:
+            asyncio.get_running_loop().call_soon(self._hand_over)
+        self._arriving.append(notification_of(raw))
+
+    def _hand_over(self) -> None:
+        arrived, self._arriving = self._arriving, []
+        self._queue.put(arrived)
 
     def __next__(self) -> Notification:
-        item = self._queue.get() if not self._has_been_stopped else _STOP
-        if isinstance(item, _Stop) or self._has_been_stopped:
+        while not self._ready:
+            item = self._queue.get() if not self._has_been_stopped else _STOP
+            if isinstance(item, _Stop) or self._has_been_stopped:
+                raise StopIteration
+            self._ready.extend(item)
+        if self._has_been_stopped:
             raise StopIteration
-        self._last_notification_id = item.id
-        return item
+        taken = self._ready.popleft()
+        self._last_notification_id = taken.id
+        return taken
 
     def take_ready(self, limit: int) -> list[Notification]:
         """What has already arrived, up to `limit`, without blocking: a follower applies it as one batch."""
-        taken: list[Notification] = []
-        while len(taken) < limit and not self._has_been_stopped:
+        while len(self._ready) < limit and not self._has_been_stopped:
             try:
                 item = self._queue.get_nowait()
             except queue.Empty:
@@ -64,7 +81,8 @@ class JetStreamSubscription(Subscription["JetStreamApplicationRecorder"]):
             if isinstance(item, _Stop):
                 self._queue.put(_STOP)
                 break
-            taken.append(item)
+            self._ready.extend(item)
+        taken = [self._ready.popleft() for _ in range(min(limit, len(self._ready)))]
         if taken:
             self._last_notification_id = taken[-1].id
         return taken
