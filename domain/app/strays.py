@@ -9,6 +9,10 @@ One case is put back in the queue instead: work placed on a node the control pla
 or drained by its provisioner as idle) that no agent has said a word about. The node's remover saw it empty, so the
 placement raced the removal; the job never ran to anyone's knowledge, and losing it would fail a job without a
 `retry on: node` policy for the control plane's own race.
+
+The sweep also requests the allocations of READY stage attempts that have none: a submission saves its workflow
+before its allocations (domain.app.workflows), and a submitter that crashed or lost the log between the two left
+work that no placement would ever take.
 """
 
 from __future__ import annotations
@@ -78,3 +82,16 @@ class StrayHandlers:
             return False
         self.uow.save(found)
         return True
+
+    @command
+    def allocate_ready(self, workflow: UUID, at: datetime) -> bool:
+        """Request an allocation for each READY stage attempt of the workflow that has none (ids are deterministic, so
+        one that landed meanwhile is found, not made twice); False when each had its own."""
+        try:
+            found = self.uow.load(Workflow, workflow, "workflow")
+        except NotFound:
+            return False
+        missing = self.allocations.request_ready(found, "scheduler", at)
+        if missing:
+            self.uow.save(*missing)
+        return bool(missing)
