@@ -124,3 +124,18 @@ def test_the_sweep_leaves_a_workflow_still_saving_its_allocations_to_its_submitt
         roving.submit_workflow(wid, "w", PIPELINE, 0, None, ALICE, datetime.now(UTC))  # changed less than 5 s ago
     runner.tick()
     assert allocation_id(wid, "pre", 1) not in roving.repository
+
+
+def test_an_allocation_landing_after_a_stop_that_missed_it_is_withdrawn_by_the_sweep(monkeypatch: pytest.MonkeyPatch):
+    roving, views, runner = control_plane()
+    late = failing_allocation_saves(roving, monkeypatch, OperationalError("slow"))
+    wid = uuid4()
+    with pytest.raises(OperationalError):
+        roving.submit_workflow(wid, "w", PIPELINE, 0, None, ALICE, datetime.now(UTC))
+    roving.stop_workflow(wid, ALICE, datetime.now(UTC))  # between the submitter's two saves: it sees no allocation
+    roving.save(*late[0])  # the submitter's allocation lands after all
+    runner.tick()
+    pre = roving.repository.get(allocation_id(wid, "pre", 1))
+    assert pre.state is QueueState.CANCELED and not pre.nodes
+    runner.tailer.wait_for(roving.last_position)
+    assert views.queue.in_states(QueueState.READY) == []
