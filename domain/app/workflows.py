@@ -39,7 +39,8 @@ from domain.tenancy.permissions import Principal
 from domain.workflow import Workflow, WorkflowError
 
 DRAFT, DRAFT_AT = UUID(int=0), datetime.fromtimestamp(0, UTC)  # the workflow `validate` builds to check, unsaved
-APART_MOST = 16  # allocations a submission saves one by one after its workflow; more go in one atomic commit
+APART_MOST = 4  # allocations a submission saves one by one after its workflow (each waits for the one before: one
+# plain round trip each); more go in one atomic commit
 
 
 class WorkflowHandlers(AgentReports):

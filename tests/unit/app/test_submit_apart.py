@@ -16,6 +16,7 @@ from domain.allocation import Allocation, QueueState
 from domain.app import ReadModelFunctions, Roving
 from domain.app.errors import WriteRace
 from domain.app.ids import allocation_id
+from domain.app.workflows import APART_MOST
 from projections.views import Views
 from tests.unit.api.harness import SyncTailer
 from tests.unit.app.builders import PIPELINE, app, user
@@ -77,6 +78,14 @@ def test_a_plain_submission_is_one_save_of_its_workflow_then_one_of_its_allocati
     assert events_of(roving, wid) == ["Submitted"]  # its READY stage is in it
     assert roving.repository.get(wid).stage("pre").status.value == "READY"
     runs_once(roving, runner, wid)
+
+
+def test_a_submission_of_more_ready_stages_than_it_saves_apart_is_one_atomic_save(monkeypatch: pytest.MonkeyPatch):
+    roving, _, _ = control_plane()
+    seen, wid = commits(roving, monkeypatch), uuid4()
+    jobs = "".join(f"  j{n}:\n    image: {{uri: docker://alpine}}\n    script: 'true'\n" for n in range(APART_MOST + 1))
+    roving.submit_workflow(wid, "w", f"version: v4\njobs:\n{jobs}", 0, None, ALICE, datetime.now(UTC))
+    assert seen == [["Workflow", *["Allocation"] * (APART_MOST + 1)]]
 
 
 def test_an_allocation_save_that_lost_a_race_is_requested_again_by_the_commands_retry(
