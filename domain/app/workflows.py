@@ -39,8 +39,7 @@ from domain.tenancy.permissions import Principal
 from domain.workflow import Workflow, WorkflowError
 
 DRAFT, DRAFT_AT = UUID(int=0), datetime.fromtimestamp(0, UTC)  # the workflow `validate` builds to check, unsaved
-APART_MOST = 4  # allocations a submission saves one by one after its workflow (each waits for the one before: one
-# plain round trip each); more go in one atomic commit
+APART_MOST = 16  # allocations a submission publishes apart after its workflow (pipelined); more: one atomic commit
 
 
 class WorkflowHandlers(AgentReports):
@@ -102,8 +101,7 @@ class WorkflowHandlers(AgentReports):
             self.uow.save(workflow, *allocations, *bound, *asked)
             return warnings
         self.uow.save(workflow)  # one message when its first advance only readied stages (Workflow.Submitted)
-        for allocation in allocations:  # each one message, expected new: no batch
-            self.uow.save(allocation)
+        self.uow.save_apart(*allocations)  # each one message, expected new: no batch
         return warnings
 
     def validate_workflow(self, definition: str | dict[str, Any], principal: Principal) -> dict[str, list[Problem]]:

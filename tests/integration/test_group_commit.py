@@ -12,6 +12,8 @@ import pytest
 from eventsourcing.persistence import IntegrityError
 from prometheus_client import REGISTRY
 
+from domain.app.errors import WriteRace
+from domain.app.unit_of_work import UnitOfWork
 from tests.integration.ledger import Ledger, Ledgers, env_for
 from tests.integration.test_log_under_failure import all_notifications
 
@@ -245,3 +247,29 @@ def test_a_single_whose_ack_was_lost_is_found_landed_and_stored_once(app: Ledger
     assert seqs == lost  # the retry was answered as a duplicate of the first publish
     notes = all_notifications(app)
     assert len(notes) == before + 1 and at(app, seqs) == [(ledger.id, 1)]
+
+
+def test_commits_handed_over_apart_are_published_together_and_each_lands_or_fails_alone(app: Ledgers):
+    contested, mine = stale(app)  # a single the log refuses
+    fresh = [Ledger(owner="o") for _ in range(3)]
+    batches, commits = publishes(app)
+    outcomes = app.recorder.insert_apart([stored(app, fresh[0]), stored(app, mine), *(stored(app, f) for f in fresh[1:])])
+    assert publishes(app) == (batches, commits + 4)  # four plain publishes, no batch
+    assert isinstance(outcomes[1], IntegrityError) and app.repository.get(contested).entries == [99]
+    landed = [outcomes[0], *outcomes[2:]]
+    assert [s[0] for s in landed] == sorted(s[0] for s in landed)  # in the order handed over
+    assert [at(app, seqs) for seqs in landed] == [[(f.id, 1)] for f in fresh]
+
+
+def test_a_unit_of_work_saves_aggregates_apart_and_keeps_those_that_landed(app: Ledgers):
+    uow = UnitOfWork(env=app.test_env)
+    try:
+        contested, mine = stale(app)  # its save is refused: another writer came first
+        fresh = [Ledger(owner="o") for _ in range(2)]
+        with pytest.raises(WriteRace):
+            uow.save_apart(fresh[0], mine, fresh[1])
+        assert [uow.repository.get(f.id).owner for f in fresh] == ["o", "o"]
+        assert app.repository.get(contested).entries == [99]
+        assert uow.last_position == app.recorder.max_notification_id()  # the last that landed
+    finally:
+        uow.close()
