@@ -72,6 +72,14 @@ def exit_decision(template: Stage, exit_code: int, retries_used: int, told: str)
     return decision
 
 
+def _made_ready(event: Any) -> list[str]:
+    """The stages an event made READY: one for a StageReadied, a retry or a preemption; a Submitted's readied."""
+    kind = type(event).__name__
+    if kind == "Submitted":
+        return list(getattr(event, "readied", None) or ())
+    return [event.stage] if kind in MAKES_READY else []
+
+
 def volumes_of(spec: Stage) -> list[str]:
     """The volumes a stage uses: those it mounts, or the one its ingress or egress moves files for."""
     return [spec.volume] if spec.volume else mounted_volumes(spec.mounts)
@@ -94,11 +102,14 @@ class Workflow(TimedAggregate):
         preemptible: bool | None
         by: str
         at: datetime
+        # the stages its submission made READY (issue 43: one event, so a submit is one message per aggregate); None
+        # in older logs, whose Submitted is followed by a StageReadied per stage, and when the submission skipped steps
+        readied: list[str] | None = None
 
     @event(Submitted)
     def __init__(
         self, id: UUID, name: str, definition: dict[str, Any], owner: dict[str, str],
-        priority: int, preemptible: bool | None, by: str, at: datetime,
+        priority: int, preemptible: bool | None, by: str, at: datetime, readied: list[str] | None = None,
     ) -> None:
         self.name, self.owner, self.priority, self.preemptible = name, owner, priority, preemptible
         self.submitted_by, self.submitted_at = by, at
@@ -108,6 +119,8 @@ class Workflow(TimedAggregate):
         for name, service in (self.definition.services or {}).items():
             if service.autoscaler is not None:
                 self.book.steps[name].limit = initial_size(service)
+        for stage in readied or ():
+            self._make_ready(stage)
 
     @classmethod
     def submit(
@@ -118,10 +131,14 @@ class Workflow(TimedAggregate):
 
         if priority > 0:
             raise WorkflowError(f"workflow priority must be 0 or lower, got {priority}")
-        workflow = cls(id=id, name=name, definition=msgspec.to_builtins(definition), owner=dict(owner),
-                       priority=priority, preemptible=preemptible, by=by, at=at)
+        fields = dict(id=id, name=name, definition=msgspec.to_builtins(definition), owner=dict(owner),
+                      priority=priority, preemptible=preemptible, by=by, at=at)
+        workflow = cls(**fields)
         workflow._advance(at, *workflow.book.order)
-        return workflow
+        pending: list[Any] = workflow.pending_events  # Workflow's own events, made by the metaclass: unknown to mypy
+        if not all(type(e).__name__ == "StageReadied" for e in pending[1:]):
+            return workflow  # it skipped steps at once: recorded as before, Submitted then what its advance did
+        return cls(**fields, readied=[e.stage for e in pending[1:]])  # the same state, as one event
 
     @property
     def stages(self) -> StageBook:
@@ -182,7 +199,7 @@ class Workflow(TimedAggregate):
     def newly_ready(self) -> list[ReadyStage]:
         """Stages made READY by events not yet saved: each is a new attempt, so none has an allocation yet."""
         pending: list[Any] = self.pending_events  # Workflow's own events, made by the metaclass: unknown to mypy
-        names = dict.fromkeys(e.stage for e in pending if type(e).__name__ in MAKES_READY)
+        names = dict.fromkeys(stage for e in pending for stage in _made_ready(e))
         states = [self.book.live.get(name) for name in names]
         return [self._ready(s) for s in states if s is not None and s.status is StageStatus.READY]
 
@@ -497,6 +514,10 @@ class Workflow(TimedAggregate):
 
     @event(StageReadied)
     def _readied(self, stage: str, by: str, at: datetime) -> None:
+        self._make_ready(stage)
+
+    def _make_ready(self, stage: str) -> None:
+        """What a StageReadied does, and a Submitted for each stage it readied."""
         state = self.book.touch(stage)
         if state.offset in state.step.parked:  # a scaled-down replica starts again
             state.reason = ""

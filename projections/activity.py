@@ -154,8 +154,12 @@ def activity(position: int, event: Any, stage: str | None, names: NodeName) -> A
 
 def activity_rows(position: int, event: Any, stage: str | None, names: NodeName) -> list[ActivityRow]:
     """The rows for one event: an allocation requested ready (one event in newer logs) reads as older logs'
-    Requested then Readied, two lines."""
+    Requested then Readied, two lines; a submission that readied its first stages (one event since issue 43) reads
+    as older logs' Submitted then a StageReadied per stage."""
     rows = [row] if (row := activity(position, event, stage, names)) is not None else []
+    if type(event) is events.Submitted:
+        rows += [ActivityRow(time=event.at, type="Workflow.StageReadied", stage=name, message="Ready to run",
+                             position=position) for name in getattr(event, "readied", None) or ()]
     requested = type(event) is events.Requested  # not a narrowing: the class's fields are known at run time only
     if requested and getattr(event, "ready", False):
         rows.append(ActivityRow(time=event.at, type="Allocation.Readied", stage=stage, message=_queued(event, names),

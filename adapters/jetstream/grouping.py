@@ -8,10 +8,16 @@ batch is formed (so a commit that follows another of the same aggregate expects 
 each learns its own sequences from the batch's last one. Commits touching the same aggregate never share a
 batch (the server allows one expectation per subject in a batch).
 
+A commit of one message (a placement, a single-aggregate save of one event) does not wait behind the batch
+in flight: a plain publish costs the server a tenth of a batch, so it goes out at once, on its own, and
+many may be in flight together. It still waits for any earlier commit of its aggregate (queued, in flight
+or being retried), and its expectation is read from the heads when it goes, as a batch's are.
+
 A batch is all or nothing. When it is refused, or its ack is lost, each of its commits is retried on its
 own, in a task of its own: the retry finds out whether that commit was the cause, or whether the lost ack
-hid its landing. Meanwhile the queue goes on with commits of other aggregates; those of the aggregates
-being retried wait for the retry, so their order holds and a slow retry holds up nothing else.
+hid its landing (a single is retried the same way). Meanwhile the queue goes on with commits of other
+aggregates; those of the aggregates being retried wait for the retry, so their order holds and a slow retry
+holds up nothing else.
 """
 
 from __future__ import annotations
@@ -28,8 +34,10 @@ from adapters.jetstream.client import MAX_BATCH
 from adapters.jetstream.parts import Part, PartCommitter
 from adapters.jetstream.refusals import TRANSIENT
 
-BATCHES = Counter("roving_log_batches_total", "Batches the group commit published (first attempts)", ["stream"])
-COMMITS = Counter("roving_log_commits_total", "Commits in those batches (more than batches: grouped)", ["stream"])
+BATCHES = Counter("roving_log_batches_total", "Atomic batches the group commit published (first attempts)",
+                  ["stream"])
+COMMITS = Counter("roving_log_commits_total", "Commits the group commit published (first attempts): those in "
+                                              "batches, and those of one message published alone", ["stream"])
 
 
 @dataclass
@@ -45,6 +53,11 @@ class Waiting:
     @property
     def originators(self) -> set[object]:
         return {part.originator_id for part in self.parts}
+
+    @property
+    def single(self) -> bool:
+        """One message: it may go as a plain publish, beside the batch in flight."""
+        return len(self.parts) == 1 and len(self.parts[0].events) == 1
 
 
 class Reply:
@@ -78,7 +91,7 @@ def _settle(future: asyncio.Future | Reply, result: Any = None, error: BaseExcep
 
 
 class CommitQueue:
-    """Commits without tracking, published one batch at a time on the connection's loop.
+    """Commits without tracking, published on the connection's loop: one batch at a time, and singles at once.
 
     No task carries a batch: it is written in the turn after its first commit arrived (so every commit handed
     over in that turn shares it) and settled in the turn its ack is read, which then sends the next."""
@@ -87,8 +100,9 @@ class CommitQueue:
         self.committer = committer
         self.waiting: deque[Waiting] = deque()
         self.busy: set[object] = set()  # aggregates of commits being retried on their own
+        self.flying: set[object] = set()  # aggregates of singles published and not yet answered
         self.retries: set[asyncio.Task] = set()
-        self.in_flight = False
+        self.in_flight = False  # a batch
         self.scheduled: asyncio.Handle | None = None
         self.batches = BATCHES.labels(committer.stream)
         self.commits = COMMITS.labels(committer.stream)
@@ -100,22 +114,47 @@ class CommitQueue:
 
     def submit(self, parts: list[Part], reply: asyncio.Future | Reply, at_once: bool = False) -> None:
         """On the loop thread: queue a commit; `reply` is settled with its sequences or its error. `at_once`:
-        when nothing is in flight, send it in this turn instead of the next (a caller on another thread hands
-        over one commit a turn, so waiting a turn groups it with nothing and costs a turn of the loop)."""
-        self.waiting.append(Waiting(parts, reply))
-        if at_once and not self.in_flight and self.scheduled is None:
+        when it can go now (nothing in flight, or it is a single), send it in this turn instead of the next (a
+        caller on another thread hands over one commit a turn, so waiting a turn groups it with nothing and costs
+        a turn of the loop)."""
+        waiting = Waiting(parts, reply)
+        self.waiting.append(waiting)
+        if at_once and self.scheduled is None and (not self.in_flight or waiting.single):
             self._send_next()
         else:
             self._kick()
 
     def _kick(self) -> None:
-        if self.waiting and not self.in_flight and self.scheduled is None:
+        if self.waiting and self.scheduled is None:
             self.scheduled = asyncio.get_running_loop().call_soon(self._send_next)
 
     def _send_next(self) -> None:
         self.scheduled = None
-        if self.in_flight or not (group := self._next_group()):
-            return
+        group, singles = self._next_sends()
+        for waiting in singles:
+            self._send_single(waiting)
+        if group:
+            self._send_batch(group)
+
+    def _send_single(self, waiting: Waiting) -> None:
+        committer = self.committer
+        messages = committer.messages(waiting.parts, waiting.expected, None, None)
+        self.commits.inc()
+        self.flying |= waiting.originators
+        try:
+            committer.send(messages, lambda last, error: self._single_answered(waiting, last, error))
+        except Exception as error:  # noqa: BLE001 - not even sent: it finds out on its own
+            self._single_answered(waiting, None, error)
+
+    def _single_answered(self, waiting: Waiting, last: int | None, error: BaseException | None) -> None:
+        self.flying -= waiting.originators
+        if error is not None or last is None:
+            self._retry(waiting, retried=isinstance(error, TRANSIENT))
+        else:
+            _settle(waiting.future, self.committer.remember(waiting.parts, last, 1))
+        self._kick()  # later commits of its aggregate may go now
+
+    def _send_batch(self, group: list[Waiting]) -> None:
         committer = self.committer
         messages = [m for w in group for m in committer.messages(w.parts, w.expected, None, None)]
         self.batches.inc()
@@ -138,28 +177,34 @@ class CommitQueue:
                 _settle(waiting.future, self.committer.remember(waiting.parts, position, waiting.size))
         self._send_next()  # what arrived meanwhile goes now, as one batch
 
-    def _next_group(self) -> list[Waiting]:
-        """The oldest commit not held back, and after it every waiting one that fits and touches none of the
-        same aggregates, nor any being retried; each with the expectations the heads give now."""
+    def _next_sends(self) -> tuple[list[Waiting], list[Waiting]]:
+        """In order, every commit not held back by an earlier one of its aggregates (waiting, in flight or being
+        retried): the singles, each to go alone, and (unless a batch is in flight) the rest that fit one batch;
+        each with the expectations the heads give now."""
         group: list[Waiting] = []
-        taken, size = set(self.busy), 0
+        singles: list[Waiting] = []
+        taken, size = self.busy | self.flying, 0
         later: deque[Waiting] = deque()
         while self.waiting:
             waiting = self.waiting.popleft()
-            if waiting.originators & taken or (group and size + waiting.size > MAX_BATCH):
+            held = waiting.originators & taken or (not waiting.single and (
+                self.in_flight or (group and size + waiting.size > MAX_BATCH)))
+            taken |= waiting.originators  # a later commit of the same aggregate keeps its place behind it
+            if held:
                 later.append(waiting)
-                taken |= waiting.originators  # a later commit of the same aggregate keeps its place behind it
                 continue
             try:
                 waiting.expected = self.committer.expectations(waiting.parts)
             except Exception as error:  # noqa: BLE001 - the heads already know a newer version: a conflict
                 _settle(waiting.future, error=error)
                 continue
-            group.append(waiting)
-            taken |= waiting.originators
-            size += waiting.size
+            if waiting.single:
+                singles.append(waiting)
+            else:
+                group.append(waiting)
+                size += waiting.size
         self.waiting = later
-        return group
+        return group, singles
 
     def _retry(self, waiting: Waiting, retried: bool) -> None:
         self.busy |= waiting.originators

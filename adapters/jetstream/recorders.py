@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 from uuid import UUID
@@ -58,6 +59,15 @@ class JetStreamAggregateRecorder(AggregateRecorder):
         if tracking is None and self.committer.queue is not None:  # the light hop: no task, no Future
             return self.connection.loop.call(lambda done: self.committer.submit(stored_events, done))
         return self.connection.loop.run(self.committer.commit(stored_events, tracking))
+
+    def insert_apart(self, commits: Sequence[Sequence[StoredEvent]]) -> list[list[int] | BaseException]:
+        """Several commits handed to the group commit in one turn, each landing or failing on its own: commits of one
+        message each are published at once, in this order (pipelined). Each one's sequences, or its error."""
+
+        async def together() -> list[list[int] | BaseException]:
+            return await asyncio.gather(*(self.committer.commit(c, None) for c in commits), return_exceptions=True)
+
+        return self.connection.loop.run(together())
 
     def select_events(
         self, originator_id: UUID | str, *, gt: int | None = None, lte: int | None = None,

@@ -11,7 +11,7 @@ import os
 import socket
 import time
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 from uuid import UUID
 
@@ -22,6 +22,7 @@ from adapters.background import Background
 from api import metrics
 from api.scheduler.commits import Commits
 from api.scheduler.state import SchedulerState
+from api.scheduler.submit_gaps import orphaned_allocations, unallocated_workflows
 from api.scheduler.sweep import emptied_nodes, stray_allocations
 from domain.app import Roving
 from domain.scheduler import schedule
@@ -36,6 +37,8 @@ POLL_SECONDS = 0.2  # without log signals: how often the views' position is comp
 OWN_EVENTS = frozenset({"Allocation.Placed", "Allocation.SchedulingBlocked", "Workflow.StageStarted"})
 WAKING_AGGREGATES = ("Workflow.", "Allocation.", "Node.", "ClusterConfig.", "Project.")  # Project: quota, members
 LAPSE_CONFIRM_SECONDS = 1.0  # a lapsed lease is read lapsed again at least this much later before its node is lost
+UNALLOCATED_EVERY = 10.0  # seconds between sweeps for what submissions saved apart left (the first pass sweeps)
+UNALLOCATED_QUIET = 5.0  # a workflow changed more recently may still be saving its allocations
 RESTART_GRACE_SECONDS = 10.0  # on top of one lease: agents retry their heartbeat every 2 s, each call up to 5 s
 # A pass woken by events starts at least this long after the last one ended: a stream of submissions and reports
 # is taken by fewer passes (each reads the whole queue), while an idle cluster's next pass starts at once.
@@ -93,6 +96,7 @@ class SchedulerRunner:
         self._renewed = self._leases_checked = float("-inf")  # monotonic times of the last renewal and check
         self._lapsed: dict[str, float] = {}  # node id -> when its lease was first seen lapsed (not yet confirmed)
         self._passed = float("-inf")  # monotonic time the last pass ended
+        self._unallocated_swept = float("-inf")  # monotonic time of the last sweep of api.scheduler.submit_gaps
         self._standby_until = float("-inf")  # not leading: when to ask for the lease again
         self._config: tuple[int, object] | None = None  # (config generation, the scheduler config read then)
         self._config_generation = 0  # counts ClusterConfig events applied: the cached config is stale when it moved
@@ -221,6 +225,14 @@ class SchedulerRunner:
                 log.warning("scheduler.stray_evicted", allocation_id=str(allocation))
         for node in emptied_nodes(self.views):
             self.commits.attempt(self.roving.deprovision_emptied, node, now)
+        if time.monotonic() - self._unallocated_swept >= UNALLOCATED_EVERY:  # what a submission saved apart left
+            self._unallocated_swept = time.monotonic()
+            for workflow in unallocated_workflows(self.views, now - timedelta(seconds=UNALLOCATED_QUIET)):
+                if self.commits.attempt(self.roving.strays.allocate_ready, workflow, now):
+                    log.warning("scheduler.unallocated_requested", workflow_id=str(workflow))
+            for allocation in orphaned_allocations(self.views):
+                if self.commits.attempt(self.roving.strays.withdraw_orphan, allocation, now):
+                    log.warning("scheduler.orphan_withdrawn", allocation_id=str(allocation))
 
     def check_leases(self) -> None:
         """Nodes whose heartbeat lease lapsed go OFFLINE; their work is retried or failed by policy."""

@@ -9,6 +9,11 @@ One case is put back in the queue instead: work placed on a node the control pla
 or drained by its provisioner as idle) that no agent has said a word about. The node's remover saw it empty, so the
 placement raced the removal; the job never ran to anyone's knowledge, and losing it would fail a job without a
 `retry on: node` policy for the control plane's own race.
+
+The sweep also closes what a submission saved apart may leave (it saves its workflow, then its allocations:
+domain.app.workflows): READY stage attempts with no allocation, when the submitter crashed or lost the log between the
+two, which no placement would ever take; and a queued allocation of a stage that ended, when a stop came between the
+two and did not see it, which no placement would take either (its workflow refuses the start) but the queue shows.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from datetime import datetime
 from uuid import UUID
 
 from domain.allocation import Allocation
-from domain.app.allocations import Allocations
+from domain.app.allocations import LIVE, Allocations
 from domain.app.errors import NotFound
 from domain.app.unit_of_work import UnitOfWork, command
 from domain.fuzzfile.semantics import StageStatus
@@ -77,4 +82,34 @@ class StrayHandlers:
         if not found.deprovision_emptied(self.allocations.on_node(node), by="scheduler", at=at):
             return False
         self.uow.save(found)
+        return True
+
+    @command
+    def allocate_ready(self, workflow: UUID, at: datetime) -> bool:
+        """Request an allocation for each READY stage attempt of the workflow that has none (ids are deterministic, so
+        one that landed meanwhile is found, not made twice); False when each had its own."""
+        try:
+            found = self.uow.load(Workflow, workflow, "workflow")
+        except NotFound:
+            return False
+        missing = self.allocations.request_ready(found, "scheduler", at)
+        if missing:
+            self.uow.save(*missing)
+        return bool(missing)
+
+    @command
+    def withdraw_orphan(self, allocation: UUID, at: datetime) -> bool:
+        """Cancel a queued allocation whose workflow no longer runs its stage attempt; False when it does (or the
+        allocation ended or was placed meanwhile)."""
+        try:
+            alloc = self.uow.load(Allocation, allocation, "allocation")
+            workflow = self.uow.load(Workflow, alloc.workflow_id, "workflow")
+        except NotFound:
+            return False
+        view = workflow.stage(alloc.stage)
+        if alloc.ended or alloc.nodes or (view.attempt == alloc.attempt and view.status in LIVE):
+            return False
+        alloc.cancel(f"its workflow no longer runs {alloc.stage} (attempt {alloc.attempt}): {workflow.status}",
+                     by="scheduler", at=at)
+        self.uow.save(alloc, *self.allocations.release(alloc, "scheduler", at))
         return True

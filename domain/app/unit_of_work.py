@@ -114,6 +114,31 @@ class UnitOfWork(Application[UUID]):
         return recordings
 
 
+    def save_apart(self, *aggregates: Any) -> None:
+        """Each aggregate in a commit of its own, all handed to the log at once (pipelined) when the recorder can
+        (`insert_apart`), else one after another. Some may land and others not: those that landed are kept, and the
+        first refusal is raised (WriteRace for a conflict), as `save` raises it."""
+        insert = getattr(self.recorder, "insert_apart", None)
+        if insert is None or len(aggregates) < 2 or getattr(self._deferred, "objs", None) is not None:
+            for aggregate in aggregates:
+                self.save(aggregate)
+            return
+        outcomes = insert([[self.mapper.to_stored_event(e) for e in a.collect_events()] for a in aggregates])
+        self.repository.saved({a.id: a for a, o in zip(aggregates, outcomes, strict=True) if isinstance(o, list)})
+        if positions := [o[-1] for o in outcomes if isinstance(o, list) and o]:
+            with self._position_lock:
+                self.last_position = max(self.last_position, *positions)
+            _SAVED.position = max(getattr(_SAVED, "position", 0), *positions)
+        refused = [(a, o) for a, o in zip(aggregates, outcomes, strict=True) if not isinstance(o, list)]
+        if not refused:
+            return
+        error = refused[0][1]
+        if isinstance(error, (IntegrityError, RecordConflictError)):
+            self.repository.refused([a for a, _ in refused], getattr(error, "moved", None))
+            raise WriteRace(f"someone changed this at the same time ({error})") from error
+        raise error
+
+
 _SAVED = threading.local()  # the log position of the last save made on each thread
 
 

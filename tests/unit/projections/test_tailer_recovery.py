@@ -64,10 +64,10 @@ def notifications(*aggregates) -> list[Notification]:
 
 
 def test_a_failed_read_is_retried_from_the_last_applied_position():
-    recorder = FlakyRecorder(notifications(submit(ONE_JOB, name="a"), submit(ONE_JOB, name="b")))
+    recorder = FlakyRecorder(notifications(*(submit(ONE_JOB, name=name) for name in "abcd")))  # one event each
     views = Views()
     with Tailer(SimpleNamespace(recorder=recorder, mapper=MAPPER), views, page=3, retry_seconds=0.01) as tailer:
         assert tailer.caught_up.wait(5)
         assert tailer.wait_for(4, timeout=5)
-    assert sorted(r.name for r in views.workflows.list()) == ["a", "b"]
+    assert sorted(r.name for r in views.workflows.list()) == ["a", "b", "c", "d"]
     assert recorder.starts[:3] == [1, 1, 4]

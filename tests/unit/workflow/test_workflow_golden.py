@@ -12,14 +12,15 @@ from workflow_builders import at, fuzzfile, run, step, submit
 from domain.allocation import Allocation, QueueState
 from domain.fuzzfile import Resources
 
-# v6: a placement records its nodes' agent epochs (work placed before a node's agent registered again is stray)
-GOLDEN = Path(__file__).parent / "golden" / "workflow_v6.jsonl"
-# written by earlier code, must still replay: v5 (the allocation is requested with its stage's typed Resources,
-# recorded as builtins, defaults omitted), v4 (a placement carries a note, what it preempted; resources a dict),
-# v3 (a Placed without a note; an allocation requested ready in one event), v2 (a Requested then a Readied),
-# v1 (a StageSkipped per skipped step)
-OLDER = [Path(__file__).parent / "golden" / f"workflow_v{n}.jsonl" for n in (5, 4, 3, 2, 1)]
-REQUESTED = {f"workflow_v{n}": Resources(cpu_cores=2, memory_bytes=2**30) for n in (5, 6)}  # v1-v4: {"cpu_cores": 1}
+# v7: the stages a submission readied are in its Submitted (issue 43: a submit is one message per aggregate)
+GOLDEN = Path(__file__).parent / "golden" / "workflow_v7.jsonl"
+# written by earlier code, must still replay: v6 (a Submitted then a StageReadied per stage; a placement records its
+# nodes' agent epochs, so work placed before a node's agent registered again is stray), v5 (the allocation is
+# requested with its stage's typed Resources, recorded as builtins, defaults omitted), v4 (a placement carries a
+# note, what it preempted; resources a dict), v3 (a Placed without a note; an allocation requested ready in one
+# event), v2 (a Requested then a Readied), v1 (a StageSkipped per skipped step)
+OLDER = [Path(__file__).parent / "golden" / f"workflow_v{n}.jsonl" for n in (6, 5, 4, 3, 2, 1)]
+REQUESTED = {f"workflow_v{n}": Resources(cpu_cores=2, memory_bytes=2**30) for n in (5, 6, 7)}  # v1-v4: {"cpu_cores": 1}
 TEXT = fuzzfile([
     step("pre", extra="policy: {retry: {on: [75], attempts: 1}, timeout: {execute: 10m}}"),
     step("main", "pre"),
@@ -78,7 +79,17 @@ def test_the_golden_log_replays_to_the_same_workflow_and_allocation_views(log):
     alloc = aggregates[str(UUID(int=9))]
     assert (alloc.state, alloc.nodes, alloc.epoch, alloc.reason) == (QueueState.EVICTED, ["n2"], 1, "node n2 went offline")
     assert alloc.resources == REQUESTED.get(log.stem, Resources(cpu_cores=1))  # typed, from any recorded shape
-    assert alloc.node_epoch("n2") == (3 if log == GOLDEN else None)  # older logs name no epoch: never stray by it
+    epochs = 3 if log.stem in ("workflow_v6", "workflow_v7") else None  # older logs name none: never stray by it
+    assert alloc.node_epoch("n2") == epochs
+
+
+def test_a_submission_is_one_event_naming_its_ready_stages_and_older_logs_ready_them_with_their_own():
+    types = [json.loads(line)["topic"].rpartition(".")[2] for line in GOLDEN.read_text().splitlines()]
+    assert types[:2] == ["Submitted", "StageStarted"]
+    assert json.loads(GOLDEN.read_text().splitlines()[0])["state"]["readied"] == ["pre"]
+    older = OLDER[0].read_text().splitlines()
+    assert [json.loads(line)["topic"].rpartition(".")[2] for line in older[:2]] == ["Submitted", "StageReadied"]
+    assert "readied" not in json.loads(older[0])["state"]
 
 
 def test_todays_code_writes_the_events_in_the_golden_log_unchanged():
