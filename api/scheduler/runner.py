@@ -34,7 +34,11 @@ log = structlog.get_logger("roving.scheduler")
 POLL_SECONDS = 0.2  # without log signals: how often the views' position is compared
 # The runner's own commits (a placement, a blocked cause) need no pass of their own; anything else that moves
 # work or capacity (readied, ended, requeued, a node or the config changed) wakes it.
-OWN_EVENTS = frozenset({"Allocation.Placed", "Allocation.SchedulingBlocked", "Workflow.StageStarted"})
+# Events that give a pass nothing to do: its own decisions, a submission (its allocations, which land after it or
+# with it, wake the pass), and the lines an agent tells about a running attempt.
+OWN_EVENTS = frozenset({"Allocation.Placed", "Allocation.SchedulingBlocked", "Workflow.StageStarted",
+                        "Workflow.Submitted", "Workflow.StageNoted", "Workflow.ImageProgressed",
+                        "Workflow.TransferProgressed"})
 WAKING_AGGREGATES = ("Workflow.", "Allocation.", "Node.", "ClusterConfig.", "Project.")  # Project: quota, members
 LAPSE_CONFIRM_SECONDS = 1.0  # a lapsed lease is read lapsed again at least this much later before its node is lost
 UNALLOCATED_EVERY = 10.0  # seconds between sweeps for what submissions saved apart left (the first pass sweeps)

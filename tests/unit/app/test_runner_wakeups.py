@@ -34,3 +34,11 @@ def test_a_project_change_wakes_the_scheduler_and_a_ledger_charge_does_not():
     assert not runner.wake.is_set()
     runner.observe([(2, Eager.event("Project.QuotaSet"))])
     assert runner.wake.is_set()
+
+
+def test_a_submission_wakes_the_scheduler_by_its_allocations_not_by_its_workflow():
+    runner = SchedulerRunner(app(), Views(), None, None)
+    runner.observe([(1, Eager.event("Workflow.Submitted")), (2, Eager.event("Workflow.StageNoted"))])
+    assert not runner.wake.is_set()  # a plain submission's workflow lands before its allocations: nothing to place yet
+    runner.observe([(3, Eager.event("Allocation.Readied"))])
+    assert runner.wake.is_set()
