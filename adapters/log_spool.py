@@ -117,11 +117,13 @@ class StageSpool:
                 self.offsets = 0, 0
         return self.offsets
 
-    def mark(self, done: int, flight: int) -> None:
-        """Record the offsets (replaced whole, so a crash leaves the old or the new pair)."""
-        temporary = self.root / "shipped.new"
-        temporary.write_text(f"{done} {flight}")
-        os.replace(temporary, self.root / "shipped")
+    def mark(self, done: int, flight: int, durable: bool = True) -> None:
+        """Record the offsets (replaced whole, so a crash leaves the old or the new pair); not `durable`: only in
+        memory (a spool about to go, whose restart would send the same message again)."""
+        if durable:
+            temporary = self.root / "shipped.new"
+            temporary.write_text(f"{done} {flight}")
+            os.replace(temporary, self.root / "shipped")
         self.offsets = done, flight
 
     def frames(self, start: int, limit: int, until: int | None = None) -> list[Frame]:
