@@ -94,20 +94,22 @@ class Cgroup:
             except (ProcessLookupError, PermissionError):
                 pass
 
-    def kill(self) -> None:
-        """SIGKILL every member until none is left (cgroup.kill on v2; frozen sweeps on v1)."""
+    def kill(self) -> bool:
+        """SIGKILL every member until none is left (cgroup.kill on v2; frozen sweeps on v1); False when some were
+        still there after every round."""
         if self.version == 2 and (self.dirs[""] / "cgroup.kill").exists():
             _write(self.dirs[""] / "cgroup.kill", "1")
         freezer = self.dirs.get("freezer")
         for _ in range(KILL_ROUNDS):
             if not self.pids():
-                return
+                return True
             if freezer is not None:
                 _write(freezer / "freezer.state", "FROZEN")  # no fork slips between the listing and the kill
             self.signal(signal.SIGKILL)
             if freezer is not None:
                 _write(freezer / "freezer.state", "THAWED")  # a frozen task cannot act on its SIGKILL
             time.sleep(0.005)
+        return False
 
     def oom_kills(self) -> int:
         """How many processes the kernel killed for reaching the memory limit."""
@@ -120,9 +122,11 @@ class Cgroup:
         limit = self.limits.memory  # older kernels: reaching the limit is the best evidence there is
         return int(bool(limit and int((memory / "memory.max_usage_in_bytes").read_text()) >= limit))
 
-    def remove(self) -> None:
-        """Kill what is left and delete the directories (a dying task can keep one busy for a moment)."""
-        self.kill()
+    def remove(self, emptied: bool = False) -> None:
+        """Kill what is left and delete the directories (a dying task can keep one busy for a moment). `emptied`: a
+        `kill` just found no member left, and none can join an empty cgroup but by an admin's hand: not read again."""
+        if not emptied:
+            self.kill()
         for directory in self.dirs.values():
             for _ in range(100):
                 try:

@@ -76,10 +76,7 @@ class Running:
 
     def _signal(self, signum: int) -> None:
         """The process group, and in a cgroup every process of the job (a daemon left the group)."""
-        try:
-            os.killpg(self.proc.pid, signum)
-        except (ProcessLookupError, PermissionError):
-            pass
+        _kill_group(self.proc.pid, signum)
         if self.cgroup is not None:
             self.cgroup.signal(signum)
 
@@ -103,14 +100,19 @@ class Running:
             self._signal(signal.SIGKILL)
             self.proc.wait()
         try:
-            self._signal(signal.SIGKILL)  # stragglers would hold the pipes open and outlive the allocation
-            if self.cgroup is not None:
-                self.cgroup.kill()
+            # stragglers would hold the pipes open and outlive the allocation; in a cgroup its kill takes every member
+            # (its sweeps read the members until none is left: they are read once more at all, not three times)
+            emptied = False
+            if self.cgroup is None:
+                self._signal(signal.SIGKILL)
+            else:
+                _kill_group(self.proc.pid)
+                emptied = self.cgroup.kill()
             for reader in readers:
                 reader.join()
             self.result = (exit_code_of(self._returncode()), self._exit_reason())
             if self.cgroup is not None:
-                self.cgroup.remove()
+                self.cgroup.remove(emptied)
             on_exit(*self.result)
         finally:
             self._done.set()
@@ -171,6 +173,13 @@ class _exit_watch:
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
+
+
+def _kill_group(pid: int, signum: int = signal.SIGKILL) -> None:
+    try:
+        os.killpg(pid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def _told_reason(workdir: Path) -> str:
