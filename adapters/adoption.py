@@ -118,7 +118,16 @@ class JobFiles:
         return int(text) if text.isdigit() else None
 
     def save(self, state: JobState) -> None:
-        _write_private(self.directory / "state.json", msgspec.json.encode(state))  # the spec's env may hold secrets
+        """Written once, into the directory `create` made for this start, the agent's alone (the spec's env may hold
+        secrets): no temporary file and rename (half the cost), since one torn by a crash reads as none, as a
+        missing one does (`found_jobs`)."""
+        fd = os.open(self.directory / "state.json", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        try:
+            view = memoryview(msgspec.json.encode(state))
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
 
     def load(self) -> JobState | None:
         try:
@@ -215,4 +224,4 @@ def registration_digest(body: Register) -> str:
 
 def _write_private(path: Path, data: bytes) -> None:
     """Whole or not at all (a temporary name, then a rename), readable by the agent only."""
-    write_private(path, data, durable=False)  # as before: an agent's job state is rewritten on every start
+    write_private(path, data, durable=False)  # a registration is rewritten in place
