@@ -196,12 +196,23 @@ class Spool:
         with self.lock:
             if (found := self.stages.get(name)) is not None:
                 return found
-            self.root.mkdir(mode=0o700, parents=True, exist_ok=True)  # job output: the agent's alone to read
-            root = self.root / name
-            root.mkdir(mode=0o700, exist_ok=True)
+            root, new = self._made(name)
             (root / "meta.json").write_bytes(msgspec.json.encode(meta))
-            found = self.stages[name] = StageSpool(root, meta)
+            # a new spool has shipped nothing: its `shipped` file is not looked for
+            found = self.stages[name] = StageSpool(root, meta, offsets=(0, 0) if new else None)
             return found
+
+    def _made(self, name: str) -> tuple[Path, bool]:
+        """A stage attempt's directory, and whether this call made it (one left unreadable on disk is taken up)."""
+        root = self.root / name
+        try:
+            os.mkdir(root, 0o700)
+        except FileNotFoundError:  # the spool's own directory first: job output, the agent's alone to read
+            self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+            os.mkdir(root, 0o700)
+        except FileExistsError:
+            return root, False
+        return root, True
 
     def output(self, key: str, meta: Meta, stream: str, chunk: bytes) -> None:
         if chunk:
