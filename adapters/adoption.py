@@ -34,6 +34,7 @@ from domain.agent_protocol import Register
 WRAPPER = 'trap : TERM; "$@" </dev/null; code=$?; echo "$code" >&0; exit "$code"'
 UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]")
 STREAMS = ("stdout", "stderr")
+OWN_FILES = (*STREAMS, "exit", "state.json")  # what every job's directory holds
 POLL = 0.05
 
 
@@ -58,12 +59,19 @@ def wrapped(argv: list[str]) -> list[str]:
 
 
 def start_time(pid: int) -> tuple[str, int] | None:
-    """(state letter, start time in clock ticks) of a process (/proc/PID/stat), None if it is gone."""
+    """(state letter, start time in clock ticks) of a process (/proc/PID/stat), None if it is gone. Read raw (one
+    read: the line is a few hundred bytes): half of what `Path.read_text` costs, at every start and every poll of an
+    adopted job."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            line = os.read(fd, 4096)
+        finally:
+            os.close(fd)
+        fields = line.rsplit(b")", 1)[1].split()
     except (OSError, IndexError):
         return None
-    return fields[0], int(fields[19])
+    return fields[0].decode(), int(fields[19])
 
 
 def alive(pid: int, born: int | None) -> bool:
@@ -117,7 +125,16 @@ class JobFiles:
         return int(text) if text.isdigit() else None
 
     def save(self, state: JobState) -> None:
-        _write_private(self.directory / "state.json", msgspec.json.encode(state))  # the spec's env may hold secrets
+        """Written once, into the directory `create` made for this start, the agent's alone (the spec's env may hold
+        secrets): no temporary file and rename (half the cost), since one torn by a crash reads as none, as a
+        missing one does (`found_jobs`)."""
+        fd = os.open(self.directory / "state.json", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        try:
+            view = memoryview(msgspec.json.encode(state))
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
 
     def load(self) -> JobState | None:
         try:
@@ -127,7 +144,19 @@ class JobFiles:
             return None
 
     def remove(self) -> None:
-        shutil.rmtree(self.directory, ignore_errors=True)
+        """The directory and what is in it: its own files by name (rmtree's walk cost twice as much: 0.66 ms a job
+        here), anything else (a keeper's file) by walking it. Gone already, as before a job's start: one call."""
+        if _rmdir(self.directory):
+            return
+        for name in OWN_FILES:
+            try:
+                os.unlink(self.directory / name)
+            except FileNotFoundError:
+                pass
+            except OSError:
+                break
+        if not _rmdir(self.directory):
+            shutil.rmtree(self.directory, ignore_errors=True)
 
 
 def found_jobs(root: Path) -> list[tuple[JobFiles, JobState]]:
@@ -198,6 +227,17 @@ def registration_digest(body: Register) -> str:
     return hashlib.sha256(msgspec.json.encode(shape, order="sorted")).hexdigest()
 
 
+def _rmdir(directory: Path) -> bool:
+    """Whether `directory` is gone now: it was empty, or not there."""
+    try:
+        os.rmdir(directory)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return True
+
+
 def _write_private(path: Path, data: bytes) -> None:
     """Whole or not at all (a temporary name, then a rename), readable by the agent only."""
-    write_private(path, data, durable=False)  # as before: an agent's job state is rewritten on every start
+    write_private(path, data, durable=False)  # a registration is rewritten in place

@@ -227,8 +227,7 @@ class Executor:
                 self.runtime.cache.release(running.pulled)
             on_exit(code, reason)
 
-        threads = [threading.Thread(target=pump, args=(fd, stream, on_output), daemon=True)
-                   for stream, fd in running.readers.items()]
+        threads = [threading.Thread(target=pump, args=(running.readers, on_output), daemon=True)] if running.readers else []
         for reader in threads:
             reader.start()
         threading.Thread(target=running._supervise, args=(threads, ended), daemon=True).start()

@@ -37,9 +37,16 @@ class Shipper:
         return bool(pending)
 
     async def ship_stage(self, stage: StageSpool, budget: int) -> None:
+        """Its frames from the acknowledged offset, `budget` bytes at most; a spool shipped to its end goes.
+
+        The offsets are marked around each message (two writes and a rename each) only where a restart needs them:
+        once a spool has ended its next message is the same whenever it is made (the end stops every run of
+        frames), so it is not marked in flight; and its last message is not marked done, since the spool goes. An
+        agent that dies in between sends that message again under the same id, and the stream stores it once."""
         done, flight = stage.shipped()
         until = min(stage.size, done + budget)
         while done < until:
+            ended = stage.ended  # read before the frames are: a job's reader thread may end it meanwhile
             try:
                 frames = message_frames(stage, done, flight)
             except (OSError, IndexError) as error:  # its file went (by hand): it must not hold the others back
@@ -47,11 +54,11 @@ class Shipper:
                 self.spool.forget(stage)
                 return
             end = frames[-1].end
-            if flight <= done:  # said before sending: a restart sends exactly this message again, under its id
+            if flight <= done and not ended:  # said before sending: a restart sends exactly this message again
                 stage.mark(done, end)
             await self._publish(stage, frames)
             done = flight = end
-            stage.mark(done, done)
+            stage.mark(done, done, durable=not (ended and done >= stage.size))
         if stage.ended and done >= stage.size:
             self.spool.forget(stage)
 

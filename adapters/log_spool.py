@@ -24,6 +24,7 @@ MAX_FRAME = 64 * 1024  # a longer chunk is spooled as several frames, so a messa
 KINDS = {"stdout": b"o", "stderr": b"e"}
 STREAMS = {b"o": "stdout", b"e": "stderr"}
 END = b"E"
+FILES = ("data", "meta.json", "shipped", "shipped.new", "left_out")  # all a spool's directory holds
 DISK_RETRY = 1.0  # seconds between tries when the disk refuses a write (full): the job waits, nothing is lost
 log = structlog.get_logger("roving.spool")
 
@@ -117,11 +118,13 @@ class StageSpool:
                 self.offsets = 0, 0
         return self.offsets
 
-    def mark(self, done: int, flight: int) -> None:
-        """Record the offsets (replaced whole, so a crash leaves the old or the new pair)."""
-        temporary = self.root / "shipped.new"
-        temporary.write_text(f"{done} {flight}")
-        os.replace(temporary, self.root / "shipped")
+    def mark(self, done: int, flight: int, durable: bool = True) -> None:
+        """Record the offsets (replaced whole, so a crash leaves the old or the new pair); not `durable`: only in
+        memory (a spool about to go, whose restart would send the same message again)."""
+        if durable:
+            temporary = self.root / "shipped.new"
+            temporary.write_text(f"{done} {flight}")
+            os.replace(temporary, self.root / "shipped")
         self.offsets = done, flight
 
     def frames(self, start: int, limit: int, until: int | None = None) -> list[Frame]:
@@ -145,7 +148,20 @@ class StageSpool:
         return found
 
     def remove(self) -> None:
-        shutil.rmtree(self.root, ignore_errors=True)
+        """The spool's files by name (rmtree's walk costs twice as much), then its directory."""
+        for name in FILES:
+            try:
+                os.unlink(self.root / name)
+            except FileNotFoundError:
+                pass
+            except OSError:
+                break
+        try:
+            os.rmdir(self.root)
+        except FileNotFoundError:
+            pass
+        except OSError:  # something else in it: the walk takes it
+            shutil.rmtree(self.root, ignore_errors=True)
 
 
 class Spool:
@@ -180,12 +196,23 @@ class Spool:
         with self.lock:
             if (found := self.stages.get(name)) is not None:
                 return found
-            self.root.mkdir(mode=0o700, parents=True, exist_ok=True)  # job output: the agent's alone to read
-            root = self.root / name
-            root.mkdir(mode=0o700, exist_ok=True)
+            root, new = self._made(name)
             (root / "meta.json").write_bytes(msgspec.json.encode(meta))
-            found = self.stages[name] = StageSpool(root, meta)
+            # a new spool has shipped nothing: its `shipped` file is not looked for
+            found = self.stages[name] = StageSpool(root, meta, offsets=(0, 0) if new else None)
             return found
+
+    def _made(self, name: str) -> tuple[Path, bool]:
+        """A stage attempt's directory, and whether this call made it (one left unreadable on disk is taken up)."""
+        root = self.root / name
+        try:
+            os.mkdir(root, 0o700)
+        except FileNotFoundError:  # the spool's own directory first: job output, the agent's alone to read
+            self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+            os.mkdir(root, 0o700)
+        except FileExistsError:
+            return root, False
+        return root, True
 
     def output(self, key: str, meta: Meta, stream: str, chunk: bytes) -> None:
         if chunk:

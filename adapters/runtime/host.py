@@ -14,6 +14,11 @@ admin made writable for every job, a shared filesystem, bound before the covers)
 own pid namespace's, so no other process (nor its command line or environment) shows. As root, bubblewrap needs no
 user namespace; as another user it needs unprivileged user namespaces (Debian allows them), and `refusal` says
 whether it runs here for the jobs' user, tried the way a job starts (bwrap run as that uid).
+
+A job's command line is made per job, but most of it is the node's and not the job's: the installation bound back
+(`_programs`, resolved paths: 0.24 ms) and which hidden paths are out of the scratch mounts are fixed for the agent's
+life, resolved once; the node's top-level entries (0.18 ms to list) are listed again only when the root directory
+changed. Whether a hidden path exists and the job's uid reaches it is read for every job (either may change).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -36,6 +42,7 @@ RUNTIME_DIRS = ("/run", "/var/run")  # sockets and FIFOs: read-only, they still 
 NAME_SERVICE = ("/run/nscd/socket", "/run/nslcd/socket")  # user and group names of a directory (LDAP): kept
 PRIVATE = ("/tmp", "/var/tmp", "/dev/shm")  # scratch every job has, of its own: never another's, nor the node's
 SOURCE = Path(__file__).resolve().parents[2]  # this checkout (an editable install runs from it)
+SETTLED_NS = 10**9  # a directory changed longer ago than this has a time its next change cannot share (coarse clocks)
 
 
 class HostSandbox:
@@ -47,6 +54,12 @@ class HostSandbox:
         self.bwrap, self.root = bwrap, root
         self.hidden = tuple(sorted({Path(p).resolve() for p in hidden}))
         self.writable = tuple(sorted({Path(p).resolve() for p in writable}))
+        # the interpreter and checkout this agent runs from and the node's scratch mounts stay where they are while it
+        # runs: resolved here, not for every job
+        self.programs = _programs()
+        self.coverable = tuple(path for path in self.hidden if not _scratched(path)
+                               or any(path.is_relative_to(program) for program in self.programs))
+        self._listing: tuple[tuple[int, int, int], tuple[str, ...]] | None = None  # (root's stat, its arguments)
 
     @classmethod
     def found(cls, hidden: tuple[Path, ...] = (), writable: tuple[Path, ...] = (),
@@ -96,9 +109,9 @@ class HostSandbox:
         # no capability inside, whoever starts it: a root job (--allow-root-jobs) could otherwise remount the node's
         # paths read-write or unmount a cover
         command = [self.bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--cap-drop", "ALL", "--tmpfs", "/"]
-        command += self._node_root() + _runtime_dirs()
+        command += [*self._node_root(), *_runtime_dirs()]
         command += ["--dev-bind", "/dev", "/dev", "--proc", "/proc", *_scratch()]
-        command += [arg for path in _programs() for arg in ("--ro-bind", str(path), str(path))]
+        command += [arg for path in self.programs for arg in ("--ro-bind", str(path), str(path))]
         if isolated_network:
             command.append("--unshare-net")
         # before the covers: a writable path holding the work root or a hidden path does not bring them back
@@ -113,9 +126,7 @@ class HostSandbox:
         """An empty tmpfs over the work root and each hidden directory, /dev/null over each hidden file, wherever the
         job's uid can get to them (root's always); one it cannot get to it could not read either, and bubblewrap,
         running as that uid, could not even make its mount point."""
-        shown = _programs()
-        covered = {path for path in self.hidden if reaches(path, user)
-                   and (not _scratched(path) or any(path.is_relative_to(program) for program in shown))}
+        covered = {path for path in self.coverable if reaches(path, user)}
         covered.update((shared.resolve(),) if shared is not None else ())
         found: list[str] = []
         for path in sorted(covered):
@@ -125,18 +136,34 @@ class HostSandbox:
                 found += ["--ro-bind", "/dev/null", str(path)]  # a file (a token): empty
         return found
 
-    def _node_root(self) -> list[str]:
+    def _node_root(self) -> tuple[str, ...]:
         """Every top-level entry of the node's root, read-only (the job writes only its own directory, volumes and
-        scratch, whoever its uid is), symbolic links (a merged /usr's /bin) made again."""
-        found = []
-        for entry in sorted(self.root.iterdir()):
-            if entry.name in OWN:
-                continue
-            if entry.is_symlink():
-                found += ["--symlink", os.readlink(entry), f"/{entry.name}"]
-            elif entry.is_dir():
-                found += ["--ro-bind", str(entry), f"/{entry.name}"]
+        scratch, whoever its uid is), symbolic links (a merged /usr's /bin) made again.
+
+        Listed again only when the root changed: an entry made, removed or renamed there (a symbolic link is never
+        changed in place, only replaced) moves the root's modification time. A listing is kept only once that time
+        is a second old, since a change within the same tick of the file system's clock would not move it."""
+        seen = os.stat(self.root)
+        key = (seen.st_dev, seen.st_ino, seen.st_mtime_ns)
+        if (listing := self._listing) is not None and listing[0] == key:  # (read once: jobs start on several threads)
+            return listing[1]
+        found = _entries(self.root)
+        if time.time_ns() - seen.st_mtime_ns > SETTLED_NS:
+            self._listing = key, found
         return found
+
+
+def _entries(root: Path) -> tuple[str, ...]:
+    """The bubblewrap arguments for `root`'s top-level entries (HostSandbox._node_root)."""
+    found: list[str] = []
+    for entry in sorted(root.iterdir()):
+        if entry.name in OWN:
+            continue
+        if entry.is_symlink():
+            found += ["--symlink", os.readlink(entry), f"/{entry.name}"]
+        elif entry.is_dir():
+            found += ["--ro-bind", str(entry), f"/{entry.name}"]
+    return tuple(found)
 
 
 def _runtime_dirs() -> list[str]:

@@ -153,6 +153,33 @@ def test_a_message_whose_ack_was_lost_is_stored_once_when_it_is_sent_again(nats_
     assert asyncio.run(main()) == (2, b"first second")
 
 
+def test_an_ended_log_shipped_by_an_agent_that_died_before_removing_its_spool_is_stored_once(nats_url, tmp_path):
+    """An ended spool's messages are not marked in flight, nor its last one done: what a restarted agent sends again
+    is the same message under the same id."""
+    class Dying(Spool):
+        def forget(self, stage) -> None:  # the agent died after its last publish, before the spool left the disk
+            with self.lock:
+                self.stages.pop(stage.key, None)
+
+    async def main() -> tuple[int, bytes, bool]:
+        nc = await nats.connect(nats_url)
+        try:
+            logs = Logs(nc.jetstream(), "spool-ended")
+            await logs.ensure()
+            spool = Dying(tmp_path / "spool")
+            spool.output("a.1", Meta("wf-e", "train"), "stdout", b"all of it\n")
+            spool.end("a.1", Meta("wf-e", "train"), "exited with code 0")
+            await Shipper(logs, spool, lambda: "node").ship()
+            again = Spool(tmp_path / "spool")
+            await Shipper(logs, again, lambda: "node").ship()
+            count, text = await logs.count("wf-e", "train"), await logs.read("wf-e", "train")
+            return count, text, any((tmp_path / "spool").iterdir())
+        finally:
+            await nc.close()
+
+    assert asyncio.run(main()) == (2, b"all of it\n", False)  # the output and the end, once each; the spool gone
+
+
 def test_output_a_job_wrote_while_no_agent_watched_it_reaches_the_log_through_the_agent_that_adopts_it(nats_url,
                                                                                                        tmp_path):
     script = 'sleep 1.5; echo "written while no agent watched"'

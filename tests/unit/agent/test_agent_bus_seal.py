@@ -9,6 +9,7 @@ from uuid import UUID
 
 import msgspec
 import pytest
+from Crypto.Cipher import AES
 
 from adapters.agent_bus import Unsealed, key_text, node_key, open_sealed, seal, starts_subject
 from api.agent.bus import AgentBus
@@ -126,3 +127,21 @@ def test_an_agent_that_has_heard_no_push_sends_its_reports_over_http():
     bus.nc = object()  # connected, keyed, but nothing heard: the server may not let it use the bus at all
     report = Report(node_id=UUID(A), allocation_id=UUID(B), epoch=3, event="exited", exit_code=0)
     assert asyncio.run(bus.report(Reports(node_id=UUID(A), reports=[report]))) is None
+
+
+def _sealed_by_an_older_agent(key: bytes, epoch: int, subject: str, plain: bytes) -> bytes:
+    """The envelope as agents before the OpenSSL seal made it (pycryptodome's GCM, the tag appended)."""
+    header, nonce = b"\x01" + epoch.to_bytes(8, "big"), b"n" * 12
+    cipher = AES.new(key, AES.MODE_GCM, nonce=nonce)
+    cipher.update(header + subject.encode())
+    sealed, tag = cipher.encrypt_and_digest(plain)
+    return header + nonce + sealed + tag
+
+
+def test_an_envelope_sealed_by_an_older_agent_opens_and_one_sealed_now_opens_there():
+    key, subject = node_key(SECRET, A, 3), starts_subject("local", A)
+    assert open_sealed(key, subject, _sealed_by_an_older_agent(key, 3, subject, RUN_SPEC)) == RUN_SPEC
+    now = seal(key, 3, subject, RUN_SPEC)
+    cipher = AES.new(key, AES.MODE_GCM, nonce=now[9:21])
+    cipher.update(now[:9] + subject.encode())
+    assert cipher.decrypt_and_verify(now[21:-16], now[-16:]) == RUN_SPEC
