@@ -17,7 +17,8 @@ import threading
 from pathlib import Path
 
 import msgspec
-from Crypto.Cipher import AES
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from adapters.private_files import create_private, write_private
 from domain.secrets import CipherError, Sealed
@@ -111,19 +112,17 @@ class AesGcmCipher:
     def seal(self, plaintext: bytes, context: bytes) -> Sealed:
         ring = self.ring()
         nonce = secrets.token_bytes(NONCE_BYTES)
-        cipher = AES.new(ring.key(ring.current), AES.MODE_GCM, nonce=nonce)
-        cipher.update(context)
-        body, tag = cipher.encrypt_and_digest(plaintext)
-        return Sealed(key_id=ring.current, ciphertext=_b64(nonce + body + tag))
+        sealed = AESGCM(ring.key(ring.current)).encrypt(nonce, plaintext, context)  # the body, its tag appended
+        return Sealed(key_id=ring.current, ciphertext=_b64(nonce + sealed))
 
     def open(self, sealed: Sealed, context: bytes) -> bytes:
         raw = base64.b64decode(sealed.ciphertext)
-        nonce, body, tag = raw[:NONCE_BYTES], raw[NONCE_BYTES:-TAG_BYTES], raw[-TAG_BYTES:]
-        cipher = AES.new(self.ring().key(sealed.key_id), AES.MODE_GCM, nonce=nonce)
-        cipher.update(context)
+        nonce, body = raw[:NONCE_BYTES], raw[NONCE_BYTES:]
+        if len(body) < TAG_BYTES:
+            raise KeyRingError(f"a secret sealed with key {sealed.key_id} is too short to open: it was altered")
         try:
-            return cipher.decrypt_and_verify(body, tag)
-        except ValueError:
+            return AESGCM(self.ring().key(sealed.key_id)).decrypt(nonce, body, context)
+        except InvalidTag:
             raise KeyRingError(f"a secret sealed with key {sealed.key_id} does not open: it was altered or moved") \
                 from None
 

@@ -48,7 +48,7 @@ def test_dependencies_whose_formats_the_code_relies_on_have_an_upper_bound():
 
 def test_the_server_extra_names_every_library_the_control_plane_imports_at_start():
     server = {re.split(r"[<>=!~\[; ]", d)[0] for d in PROJECT["optional-dependencies"]["server"]}
-    assert {"pycryptodome", "eventsourcing", "starlette", "uvicorn", "structlog", "prometheus-client"} <= server
+    assert {"cryptography", "eventsourcing", "starlette", "uvicorn", "structlog", "prometheus-client"} <= server
 
 
 def test_the_wheel_installs_the_operator_files_under_roving_not_as_a_top_level_ops_package():

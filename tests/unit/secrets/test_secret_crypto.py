@@ -50,3 +50,13 @@ def test_a_key_id_the_ring_lacks_is_named(tmp_path):
     cipher = AesGcmCipher(tmp_path / RING_FILE)
     with pytest.raises(KeyRingError, match="kmissing"):
         cipher.open(Sealed("kmissing", "AAAA"), b"a")
+
+
+def test_a_value_sealed_before_the_cipher_moved_to_openssl_still_opens(tmp_path):
+    """Sealed by pycryptodome's AES-GCM under a ring's key (nonce, body, tag), recorded then: the same bytes open."""
+    (tmp_path / RING_FILE).write_text('{"current": "kold", "keys": {"kold": "' + "c3Nz" * 10 + 'c3M="}}')
+    os.chmod(tmp_path / RING_FILE, 0o600)
+    old = Sealed(key_id="kold", ciphertext="bW1tbW1tbW1tbW1t87WQgbSWsCQRPi1u3ibOJTDJ3f5pG6I=")
+    assert AesGcmCipher(tmp_path / RING_FILE).open(old, b"org/secret-name") == b"hunter2"
+    with pytest.raises(KeyRingError):
+        AesGcmCipher(tmp_path / RING_FILE).open(old, b"org/another-secret")
