@@ -3,8 +3,9 @@ client URLs that say which CA to trust.
 
 A URL names its trust in its query, `tls://user:pass@host:4222?ca=/path/ca.pem` (optionally `&cert=…&key=…` for
 a client certificate), so the one string that reaches every client (ROVING_NATS_URL, an agent's config) carries
-everything it needs; `connect_options` turns it into nats-py's `servers` and `tls`. No `cryptography` here: the
-openssl CLI is on every machine that runs nats-server, and pycryptodome makes no X.509.
+everything it needs; `connect_options` turns it into nats-py's `servers` and `tls`. The certificates are made by
+the openssl CLI (on every machine that runs nats-server), from before `cryptography` was a dependency (it is now,
+for AES-GCM: adapters/agent_bus.py); moving them to its X.509 API would drop the CLI.
 """
 
 from __future__ import annotations
