@@ -112,9 +112,12 @@ class Stack:
         env.pop("ROVING_NATS_URL", None)  # the embedded server, unless `extra` names a log (a cluster's)
         env.update(extra or {})
         self.log = open(data_dir / "stack.log", "wb")  # noqa: SIM115 - closed in stop()
+        python = sys.executable
         if code is not None:  # `python -c` puts its working directory first on the path, then PYTHONPATH
             env["PYTHONPATH"] = str(code)
-        self.process = subprocess.Popen([sys.executable, "-c", UP], env=env, stdout=self.log, cwd=code,
+            own = code / ".venv" / "bin" / "python"  # its own dependencies (an older one may need what this dropped)
+            python = str(own) if own.exists() else python
+        self.process = subprocess.Popen([python, "-c", UP], env=env, stdout=self.log, cwd=code,
                                         stderr=subprocess.STDOUT, start_new_session=True)
 
     def start(self, timeout: float = 90) -> httpx.Client:
