@@ -26,7 +26,7 @@ from projections.nodes import NodesView
 from projections.projects import ProjectsView
 from projections.provisioners import ProvisionersView
 from projections.queue import QueueView
-from projections.snapshot import scheduler_snapshot
+from projections.snapshot import SnapshotValues, scheduler_snapshot
 from projections.tenancy import TenancyView
 from projections.workflows import WorkflowsView
 
@@ -51,6 +51,7 @@ class Views:
                                                       self.endpoints, self.node_events, self.catalog_sources,
                                                       self.provisioners, self.projects)
         self.applied = threading.Condition(self.lock)
+        self.snapshot_values = SnapshotValues()  # the scheduler's values of the last pass, kept for the next
 
     @property
     def position(self) -> int:
@@ -103,6 +104,7 @@ class Views:
 
     def scheduler_snapshot(self, now: datetime) -> Snapshot:
         with self.lock:
-            snapshot = scheduler_snapshot(now, self.queue, self.workflows, self.nodes, self.tenancy, self.projects)
+            snapshot = scheduler_snapshot(now, self.queue, self.workflows, self.nodes, self.tenancy, self.projects,
+                                          self.snapshot_values)
             templates = self.provisioners.templates()
             return msgspec.structs.replace(snapshot, templates=templates) if templates else snapshot

@@ -1,0 +1,30 @@
+"""The scheduler's snapshot keeps each allocation's value between passes, and never shows one that changed as it was."""
+
+from domain.tenancy import Role
+from tests.unit.projections.builders import ONE_JOB, Feed, at, node, request, submit
+from tests.unit.projections.test_queue_and_nodes import tenants
+
+
+def test_work_placed_between_two_passes_is_running_in_the_second():
+    feed, n1 = Feed(), node("node-1")
+    workflow = submit(ONE_JOB)
+    allocation = request(workflow, "main")
+    feed.save(n1, workflow, allocation)
+    assert [q.id for q in feed.views.scheduler_snapshot(at(1)).queued] == [str(allocation.id)]
+    allocation.place([str(n1.id)], by="scheduler", at=at(2))
+    feed.save(allocation)
+    snapshot = feed.views.scheduler_snapshot(at(3))
+    assert snapshot.queued == ()
+    assert [(r.id, r.node_ids, r.started_at) for r in snapshot.running] == [(str(allocation.id), (str(n1.id),), at(2))]
+
+
+def test_an_organization_priority_changed_between_two_passes_reaches_the_second():
+    feed = Feed()
+    org, _, _ = tenants(feed)
+    workflow = submit(ONE_JOB)
+    feed.save(workflow, request(workflow, "main"))
+    assert feed.views.scheduler_snapshot(at(1)).queued[0].organization_priority == 0
+    org.set_priority(7, by="root", by_role=Role.CLUSTER_ADMIN, at=at(2))
+    feed.save(org)
+    assert feed.views.scheduler_snapshot(at(3)).queued[0].organization_priority == 7
+
