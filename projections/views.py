@@ -15,7 +15,7 @@ import msgspec
 from domain.agent_protocol import Assignments
 from domain.agent_start import Start
 from domain.scheduler.snapshot import Snapshot
-from projections.assignments import assignments
+from projections.assignments import RunSpecs, assignments
 from projections.base import Batch, Projection
 from projections.catalog import CatalogSourcesView
 from projections.cold_workflows import ColdWorkflows, EventsOf
@@ -52,6 +52,7 @@ class Views:
                                                       self.provisioners, self.projects)
         self.applied = threading.Condition(self.lock)
         self.snapshot_values = SnapshotValues()  # the scheduler's values of the last pass, kept for the next
+        self.run_specs = RunSpecs()  # the run specs of the agents' last answers
 
     @property
     def position(self) -> int:
@@ -93,13 +94,13 @@ class Views:
 
     def assignments(self, node_id: Any) -> Assignments[Start]:
         with self.lock:
-            return assignments(node_id, self.queue, self.workflows, self.nodes, self.tenancy)
+            return assignments(node_id, self.queue, self.workflows, self.nodes, self.tenancy, self.run_specs)
 
     def answer(self, node_id: Any) -> Assignments[Start]:
         """The node's assignments as its agent is answered them: with the log position they were built at (one
         lock: no batch lands between the reading and the position)."""
         with self.lock:
-            built = assignments(node_id, self.queue, self.workflows, self.nodes, self.tenancy)
+            built = assignments(node_id, self.queue, self.workflows, self.nodes, self.tenancy, self.run_specs)
             return msgspec.structs.replace(built, position=self.position)
 
     def scheduler_snapshot(self, now: datetime) -> Snapshot:

@@ -1,4 +1,5 @@
-"""The scheduler's snapshot keeps each allocation's value between passes, and never shows one that changed as it was."""
+"""The scheduler's snapshot and the agents' answers keep what they made from each allocation between reads, and never
+show one that changed as it was."""
 
 from domain.tenancy import Role
 from tests.unit.projections.builders import ONE_JOB, Feed, at, node, request, submit
@@ -28,3 +29,28 @@ def test_an_organization_priority_changed_between_two_passes_reaches_the_second(
     feed.save(org)
     assert feed.views.scheduler_snapshot(at(3)).queued[0].organization_priority == 7
 
+
+
+def test_a_uid_given_to_the_owner_while_its_job_runs_is_in_the_next_answer_to_the_agent():
+    feed, n1 = Feed(), node("node-1")
+    _, _, alice = tenants(feed)
+    workflow = submit(ONE_JOB)
+    allocation = request(workflow, "main")
+    allocation.place([str(n1.id)], by="scheduler", at=at(1))
+    feed.save(n1, workflow, allocation)
+    assert feed.views.answer(n1.id).start[0].uid is None
+    alice.set_uid(100000, by="root", at=at(2))
+    feed.save(alice)
+    assert (feed.views.answer(n1.id).start[0].uid, feed.views.answer(n1.id).start[0].username) == (100000, "alice")
+
+
+def test_a_job_placed_again_on_the_same_node_is_answered_with_its_new_epoch():
+    feed, n1 = Feed(), node("node-1")
+    workflow = submit(ONE_JOB)
+    allocation = request(workflow, "main")
+    allocation.place([str(n1.id)], by="scheduler", at=at(1))
+    feed.save(n1, workflow, allocation)
+    assert feed.views.answer(n1.id).start[0].epoch == 1
+    allocation.place([str(n1.id)], by="scheduler", at=at(3))
+    feed.save(allocation)
+    assert feed.views.answer(n1.id).start[0].epoch == 2
