@@ -99,6 +99,9 @@ _GETTERS = {
 }
 
 
+WAITED_NAMES = frozenset({"waited_seconds", "waited_hours"})
+
+
 def inputs(allocation: QueuedAllocation, now: datetime, names: Collection[str] = VARIABLES) -> dict[str, object]:
     """The typed CEL inputs for one allocation (only `names`, by default all of them)."""
     waited = max(0, int((now - allocation.submitted_at).total_seconds()))
@@ -111,6 +114,8 @@ class Evaluator:
     def __init__(self, source: str):
         self.program = compile_priority(source)
         self.names = tuple(self.program.variables())
+        self._getters = tuple((name, _GETTERS[name]) for name in self.names)
+        self._waits = bool(WAITED_NAMES.intersection(self.names))
 
     def __call__(self, allocation: QueuedAllocation, now: datetime) -> float:
         """The priority, or UNRANKED when it cannot be computed: a queue listing never fails on one entry."""
@@ -122,7 +127,8 @@ class Evaluator:
     def evaluate(self, allocation: QueuedAllocation, now: datetime) -> float:
         """The priority as a finite number, else Unevaluable saying why (the scheduler sets that work aside)."""
         try:
-            value = float(self.program.execute(inputs(allocation, now, self.names)))
+            waited = max(0, int((now - allocation.submitted_at).total_seconds())) if self._waits else 0
+            value = float(self.program.execute({name: get(allocation, waited) for name, get in self._getters}))
         except _EVALUATION_ERRORS as error:
             raise Unevaluable(f"the priority expression cannot be evaluated for it: {_first_sentence(error)}") from None
         if not math.isfinite(value):
