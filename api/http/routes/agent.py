@@ -166,7 +166,13 @@ def _work(answer: Assignments[Start]) -> bool:
 
 def etag(answer: Assignments[Start]) -> str:
     """Of what the answer says, not the position it was built at: two workers' equal answers match."""
-    return _tag(c.ENCODER.encode(msgspec.structs.replace(answer, position=0)))
+    return tagged(answer)[1]
+
+
+def tagged(answer: Assignments[Start]) -> tuple[bytes, str]:
+    """The answer encoded without its position, and its ETag (for a caller that needs both)."""
+    body = c.ENCODER.encode(msgspec.structs.replace(answer, position=0))
+    return body, _tag(body)
 
 
 def _tag(body: bytes) -> str:
