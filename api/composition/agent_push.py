@@ -75,6 +75,7 @@ class StartsPublisher:
         if found is None or getattr(found, "removed", False):
             return
         answer = self.views.answer(UUID(node))
+        self.waiters.built(node, answer)  # the node's held poll, woken by the same batch, reads it
         news = orders(answer)
         if news <= self.waiters.pushed_orders(node):
             return  # nothing it has not been pushed: an allocation that ended, say
