@@ -9,6 +9,7 @@ preemptions changed.
 
 from __future__ import annotations
 
+import weakref
 from collections import defaultdict
 from datetime import datetime
 from typing import Any
@@ -50,10 +51,27 @@ def scheduler_snapshot(now: datetime, queue: QueueView, workflows: WorkflowsView
     values = kept if kept is not None else SnapshotValues()
     preemptions = _preemptions(queue.in_states(QueueState.PREEMPTED))
     queued, running = values.take(queue, workflows, preemptions)
-    views = [to_node_view(n) for n in nodes.nodes()]
-    return Snapshot(queued=queued, running=running, nodes=tuple(views),
-                    definitions=tuple(definitions(views)), group_policies=tuple(group_policies(tenancy)),
+    views, pools = node_views(nodes)
+    return Snapshot(queued=queued, running=running, nodes=views,
+                    definitions=pools, group_policies=tuple(group_policies(tenancy)),
                     projects=project_limits(projects, tenancy) if projects is not None else ())
+
+
+_NODE_VIEWS: weakref.WeakKeyDictionary[NodesView, tuple[int, tuple[NodeView, ...], tuple[Definition, ...]]] = \
+    weakref.WeakKeyDictionary()
+
+
+def node_views(nodes: NodesView) -> tuple[tuple[NodeView, ...], tuple[Definition, ...]]:
+    """The registered nodes as the scheduler sees them, and the definitions they form; made again only when a node
+    event moved the view (every pass and every submission asks, and nodes change seldom)."""
+    with nodes.lock:
+        known = _NODE_VIEWS.get(nodes)
+        if known is not None and known[0] == nodes.revision:
+            return known[1], known[2]
+        views = tuple(to_node_view(n) for n in nodes.nodes())
+        pools = tuple(definitions(list(views)))
+        _NODE_VIEWS[nodes] = (nodes.revision, views, pools)
+        return views, pools
 
 
 Preemptions = dict[tuple[UUID, str], tuple[datetime, ...]]
@@ -175,8 +193,7 @@ def _preemptions(allocations: list[Allocation]) -> Preemptions:
 
 def node_definitions(nodes: NodesView) -> list[Definition]:
     """The definitions the registered nodes form, without building a whole snapshot (submission check)."""
-    with nodes.lock:
-        return definitions([to_node_view(n) for n in nodes.nodes()])
+    return list(node_views(nodes)[1])
 
 
 def node_segments(nodes: NodesView) -> set[str] | None:

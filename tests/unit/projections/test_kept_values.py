@@ -1,7 +1,9 @@
 """The scheduler's snapshot and the agents' answers keep what they made from each allocation between reads, and never
 show one that changed as it was."""
 
+from domain.holds import Effect, Source
 from domain.tenancy import Role
+from projections.snapshot import node_definitions
 from tests.unit.projections.builders import ONE_JOB, Feed, at, node, request, submit
 from tests.unit.projections.test_queue_and_nodes import tenants
 
@@ -54,3 +56,15 @@ def test_a_job_placed_again_on_the_same_node_is_answered_with_its_new_epoch():
     allocation.place([str(n1.id)], by="scheduler", at=at(3))
     feed.save(allocation)
     assert feed.views.answer(n1.id).start[0].epoch == 2
+
+
+def test_a_node_registered_or_cordoned_between_two_passes_is_in_the_second_and_in_submission_checks():
+    feed, n1 = Feed(), node("node-1")
+    feed.save(n1)
+    assert [n.name for n in feed.views.scheduler_snapshot(at(1)).nodes] == ["node-1"]
+    n1.place_hold("h1", Effect.CORDON, Source.ADMIN, "bios update", by="alice", at=at(2))
+    feed.save(n1, node("node-2", cpu=16))
+    snapshot = feed.views.scheduler_snapshot(at(3))
+    assert {n.name: len(n.holds) for n in snapshot.nodes} == {"node-1": 1, "node-2": 0}
+    [pool] = node_definitions(feed.views.nodes)
+    assert (pool.max_nodes, pool.shape.cpu) == (2, 16)
