@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from datetime import datetime
 from functools import lru_cache
 
@@ -88,7 +88,8 @@ def compile_priority(source: str) -> cel.Program:
     return program
 
 
-_GETTERS = {
+Getter = Callable[[QueuedAllocation, int], object]
+_GETTERS: dict[str, Getter] = {
     "workflow": lambda a, w: a.workflow_priority, "organization": lambda a, w: a.organization_priority,
     "group": lambda a, w: a.group_priority, "user": lambda a, w: a.user_priority,
     "waited_seconds": lambda a, w: w, "waited_hours": lambda a, w: w / 3600.0,
@@ -114,7 +115,7 @@ class Evaluator:
     def __init__(self, source: str):
         self.program = compile_priority(source)
         self.names = tuple(self.program.variables())
-        self._getters = tuple((name, _GETTERS[name]) for name in self.names)
+        self._getters: tuple[tuple[str, Getter], ...] = tuple((name, _GETTERS[name]) for name in self.names)
         self._waits = bool(WAITED_NAMES.intersection(self.names))
 
     def __call__(self, allocation: QueuedAllocation, now: datetime) -> float:
