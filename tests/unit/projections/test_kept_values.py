@@ -2,9 +2,9 @@
 show one that changed as it was."""
 
 from domain.holds import Effect, Source
-from domain.tenancy import Role
+from domain.tenancy import Group, Role
 from projections.snapshot import node_definitions
-from tests.unit.projections.builders import ONE_JOB, Feed, at, node, request, submit
+from tests.unit.projections.builders import ONE_JOB, Feed, at, node, request, submit, uid
 from tests.unit.projections.test_queue_and_nodes import tenants
 
 
@@ -68,3 +68,16 @@ def test_a_node_registered_or_cordoned_between_two_passes_is_in_the_second_and_i
     assert {n.name: len(n.holds) for n in snapshot.nodes} == {"node-1": 1, "node-2": 0}
     [pool] = node_definitions(feed.views.nodes)
     assert (pool.max_nodes, pool.shape.cpu) == (2, 16)
+
+
+def test_an_account_read_again_after_it_joined_a_group_and_was_disabled_shows_both():
+    feed = Feed()
+    _, group, alice = tenants(feed)
+    other = Group.create(uid("other"), uid("org"), "inference", [], by="root", at=at(0))
+    feed.save(other)
+    assert (feed.views.tenancy.user(alice.id).groups, feed.views.tenancy.user(alice.id).disabled) == ([group.id], False)
+    other.add_member(alice.id, by="root", at=at(1))
+    alice.disable("left the lab", by="root", at=at(1))
+    feed.save(other, alice)
+    row = feed.views.tenancy.user(alice.id)
+    assert (sorted(row.groups), row.disabled) == (sorted([group.id, other.id]), True)
