@@ -37,9 +37,11 @@ DONE = frozenset({QueueState.FINISHED, QueueState.FAILED})
 
 
 def assignments(node_id: Any, queue: QueueView, workflows: WorkflowsView, nodes: NodesView,
-                tenancy: TenancyView | None = None) -> Assignments[Start]:
+                tenancy: TenancyView | None = None, kept: RunSpecs | None = None) -> Assignments[Start]:
     """{"start": [run spec, ...], "stop": [Stop, ...], "volumes": [workflow id, ...]} for one node (the protocol's
-    Assignments); "volumes" names the workflows not yet ended whose volumes live here (the agent removes the rest)."""
+    Assignments); "volumes" names the workflows not yet ended whose volumes live here (the agent removes the rest).
+    `kept` (the run specs earlier answers made) spares making again those of allocations that did not change."""
+    specs = kept if kept is not None else RunSpecs()
     wanted, since = str(node_id), nodes.joined_at(node_id)
     node = nodes.node(node_id)
     start: list[Start] = []
@@ -64,11 +66,45 @@ def assignments(node_id: Any, queue: QueueView, workflows: WorkflowsView, nodes:
         if a.stopping and not canceled:
             stop.append(_stop_rank(a))
         elif a.state is QueueState.RUNNING and not canceled and workflow is not None:
-            start.append(run_spec(a, workflow, queue, _peers(a, wanted, workflow, nodes), tenancy))
+            start.append(specs.of(a, workflow, queue, _peers(a, wanted, workflow, nodes), tenancy))
         elif a.state in KILLED or (a.state is QueueState.RUNNING and canceled):
             stop.append(_stop(a, workflow))
     queue.settled(wanted, settled)
+    specs.drop(settled)
     return Assignments(start, stop, sorted(volumes))
+
+
+class RunSpecs:
+    """Run specs as answers made them, each with what it was made from: a node's answer is made again for every batch
+    that touches the node, and most of its running work has not changed since the last one.
+
+    A spec is made again when its allocation, its workflow (by version), its owner or the tenancy (whose uids and gids
+    it carries) changed; a multinode rank's (which names its peers' addresses) is made every time."""
+
+    MOST = 50_000  # specs kept at most (ended work is dropped as its node's answer settles it; this bounds the rest)
+
+    def __init__(self) -> None:
+        self._kept: dict[UUID, tuple[tuple[Any, ...], Start]] = {}
+
+    def of(self, a: Allocation, workflow: Workflow, queue: QueueView, peers: Peers | None,
+           tenancy: TenancyView | None) -> Start:
+        revision = getattr(tenancy, "revision", None) if tenancy is not None else 0
+        if peers is not None or revision is None:  # a stand-in for the tenancy view says nothing of its changes
+            return run_spec(a, workflow, queue, peers, tenancy)
+        made_from = (a, a.version, workflow, workflow.version, queue.owner(a.workflow_id), tenancy, revision)
+        known = self._kept.get(a.id)
+        if known is not None and all(x is y or x == y for x, y in zip(known[0], made_from, strict=True)):
+            return known[1]
+        if len(self._kept) >= self.MOST:
+            self._kept.clear()
+        spec = run_spec(a, workflow, queue, None, tenancy)
+        self._kept[a.id] = (made_from, spec)
+        return spec
+
+    def drop(self, allocation_ids: list[UUID]) -> None:
+        """Allocations no answer names again."""
+        for allocation_id in allocation_ids:
+            self._kept.pop(allocation_id, None)
 
 
 def _holds_volumes(workflow: Workflow, node: str) -> bool:

@@ -66,6 +66,9 @@ class Projection:
         self.position = 0
         self.applying = 0  # the position of the event being handled, for rows that cite it
         self.lock = lock or threading.RLock()
+        # moves with every event this view handles (and a restore), never otherwise: what a reader made from this
+        # view holds while it stands still (not saved: a snapshot's state is the log's)
+        self.revision = 0
 
     def apply(self, batch: Batch) -> int:
         """Apply the events past the recorded position; returns how many were new."""
@@ -75,29 +78,33 @@ class Projection:
                 if position <= self.position:
                     continue
                 self.applying = position
-                self._dispatch(event)
+                if self._dispatch(event):
+                    self.revision += 1
                 self.position = position
                 fresh += 1
         return fresh
 
     def saved_state(self) -> dict[str, Any]:
         """The log-built state, for a snapshot (call under the lock)."""
-        skip = {"lock", "applying", *self.transient}
+        skip = {"lock", "applying", "revision", *self.transient}
         return {name: value for name, value in vars(self).items() if name not in skip}
 
     def restore_state(self, state: dict[str, Any]) -> None:
         """Take a snapshot's state; the transient attributes keep the fresh values `__init__` gave them."""
         with self.lock:
             vars(self).update(state)
+            self.revision += 1
 
-    def _dispatch(self, event: Any) -> None:
-        """The aggregate-wide handler (its `Event` base, earlier in the class's MRO) first, then this class's own."""
+    def _dispatch(self, event: Any) -> bool:
+        """The aggregate-wide handler (its `Event` base, earlier in the class's MRO) first, then this class's own;
+        False when this view has none for the event."""
         handlers = self._routes.get(type(event))
         if handlers is None:  # worked out once per event class
             handlers = self._routes[type(event)] = tuple(
                 h for cls in reversed(type(event).__mro__) for h in self._handlers.get(cls, ()))
         for handler in handlers:
             handler(self, event)
+        return bool(handlers)
 
 
 A = TypeVar("A", bound=Aggregate)

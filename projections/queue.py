@@ -190,6 +190,12 @@ class QueueView(Projection):
     def _live_ids(self) -> set[UUID]:
         return set().union(*(self._by_state.get(s, ()) for s in LIVE))
 
+    def entry(self, allocation_id: UUID) -> Entry:
+        """The allocation's prepared row and scheduler value (made as if it were a job); a new Entry whenever an event
+        changed what they show."""
+        with self.lock:
+            return self._entry(allocation_id)
+
     def _entry(self, allocation_id: UUID) -> Entry:
         entry = self._entries.get(allocation_id)
         if entry is None:

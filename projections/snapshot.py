@@ -1,12 +1,21 @@
 """The scheduler's input from the views: queued and running allocations, nodes, definitions, group policies and
-projects."""
+projects.
+
+Each pass reads every live allocation, and most are as they were at the last pass: `SnapshotValues` keeps each
+one's scheduler value between passes and makes it again only when the queue's entry for it (renewed by every event of
+the allocation, its workflow's submission and any tenant priority change), its workflow (by version) or its earlier
+preemptions changed.
+"""
 
 from __future__ import annotations
 
+import weakref
 from collections import defaultdict
 from datetime import datetime
 from typing import Any
 from uuid import UUID
+
+import msgspec
 
 from domain.allocation import Allocation, QueueState
 from domain.fuzzfile import Stage
@@ -30,29 +39,86 @@ from domain.workflow import Workflow, volumes_of
 from projections.nodes import NodesView
 from projections.projects import ProjectsView
 from projections.queue import QueueView
-from projections.queue_rows import to_queued
 from projections.tenancy import TenancyView
 from projections.workflows import WorkflowsView
 
 
 def scheduler_snapshot(now: datetime, queue: QueueView, workflows: WorkflowsView, nodes: NodesView,
-                       tenancy: TenancyView, projects: ProjectsView | None = None) -> Snapshot:
-    """READY allocations queue; RUNNING ones hold their nodes until their execute timeout's deadline."""
+                       tenancy: TenancyView, projects: ProjectsView | None = None,
+                       kept: SnapshotValues | None = None) -> Snapshot:
+    """READY allocations queue; RUNNING ones hold their nodes until their execute timeout's deadline. `kept` (the
+    values of the last pass) spares making again the values of allocations that did not change."""
+    values = kept if kept is not None else SnapshotValues()
     preemptions = _preemptions(queue.in_states(QueueState.PREEMPTED))
-    queued = [_queued(a, queue, workflows, preemptions) for a in queue.in_states(QueueState.READY)]
-    running = [_running(a, _queued(a, queue, workflows, preemptions)) for a in queue.in_states(QueueState.RUNNING)]
-    views = [to_node_view(n) for n in nodes.nodes()]
-    return Snapshot(queued=tuple(queued), running=tuple(running), nodes=tuple(views),
-                    definitions=tuple(definitions(views)), group_policies=tuple(group_policies(tenancy)),
+    queued, running = values.take(queue, workflows, preemptions)
+    views, pools = node_views(nodes)
+    return Snapshot(queued=queued, running=running, nodes=views,
+                    definitions=pools, group_policies=tuple(group_policies(tenancy)),
                     projects=project_limits(projects, tenancy) if projects is not None else ())
 
 
-def _queued(a: Allocation, queue: QueueView, workflows: WorkflowsView,
-            preemptions: dict[tuple[UUID, str], tuple[datetime, ...]]) -> QueuedAllocation:
-    workflow = workflows.workflow(a.workflow_id)
+_NODE_VIEWS: weakref.WeakKeyDictionary[NodesView, tuple[int, tuple[NodeView, ...], tuple[Definition, ...]]] = \
+    weakref.WeakKeyDictionary()
+
+
+def node_views(nodes: NodesView) -> tuple[tuple[NodeView, ...], tuple[Definition, ...]]:
+    """The registered nodes as the scheduler sees them, and the definitions they form; made again only when a node
+    event moved the view (every pass and every submission asks, and nodes change seldom)."""
+    with nodes.lock:
+        known = _NODE_VIEWS.get(nodes)
+        if known is not None and known[0] == nodes.revision:
+            return known[1], known[2]
+        views = tuple(to_node_view(n) for n in nodes.nodes())
+        pools = tuple(definitions(list(views)))
+        _NODE_VIEWS[nodes] = (nodes.revision, views, pools)
+        return views, pools
+
+
+Preemptions = dict[tuple[UUID, str], tuple[datetime, ...]]
+
+
+class SnapshotValues:
+    """The scheduler values of the live allocations as the last pass made them, each with what it was made from."""
+
+    def __init__(self) -> None:
+        self._kept: dict[UUID, tuple[tuple[Any, ...], QueuedAllocation]] = {}
+
+    def take(self, queue: QueueView, workflows: WorkflowsView,
+             preemptions: Preemptions) -> tuple[tuple[QueuedAllocation, ...], tuple[RunningAllocation, ...]]:
+        """The READY allocations' values and the RUNNING ones'; only these are kept for the next pass."""
+        kept, self._kept = self._kept, {}
+        queued = tuple(self._value(a, queue, workflows, preemptions, kept) for a in queue.in_states(QueueState.READY))
+        running = tuple(self._value(a, queue, workflows, preemptions, kept) for a in queue.in_states(QueueState.RUNNING))
+        return queued, running  # type: ignore[return-value]  # a RUNNING allocation's value is a RunningAllocation
+
+    def _value(self, a: Allocation, queue: QueueView, workflows: WorkflowsView, preemptions: Preemptions,
+               kept: dict[UUID, tuple[tuple[Any, ...], QueuedAllocation]]) -> QueuedAllocation:
+        workflow = workflows.workflow(a.workflow_id)
+        # the entry is renewed whenever the allocation, its owner or a tenant's priority changes; held here, a renewed
+        # one is never the same object as the one kept
+        made_from = (queue.entry(a.id), workflow, workflow.version if workflow is not None else None,
+                     preemptions.get((a.workflow_id, a.stage), ()))
+        known = kept.get(a.id)
+        if known is not None and _same(known[0], made_from):
+            value = known[1]
+        else:
+            value = _queued(a, made_from[0].queued, workflow, preemptions)
+            if a.state is QueueState.RUNNING:
+                value = _running(a, value)
+        self._kept[a.id] = (made_from, value)
+        return value
+
+
+def _same(kept: tuple[Any, ...], now: tuple[Any, ...]) -> bool:
+    return kept[0] is now[0] and kept[1] is now[1] and kept[2] == now[2] and kept[3] == now[3]
+
+
+def _queued(a: Allocation, job: QueuedAllocation, workflow: Workflow | None,
+            preemptions: Preemptions) -> QueuedAllocation:
+    """The allocation's value from the queue's (`job`, made as if it were a job) and its workflow's stage."""
     state = workflow.stages.get(a.stage) if workflow is not None else None
     kind = _kind(state.template.kind if state is not None else "job")
-    base = to_queued(a, queue.owner(a.workflow_id), queue.inputs(a), kind)
+    base = job if kind is Kind.JOB else msgspec.structs.replace(job, kind=kind)
     extra: dict[str, Any] = {}
     if workflow is not None and state is not None:
         if node := volume_node(workflow, state.template):
@@ -116,7 +182,7 @@ def _fields(value: QueuedAllocation) -> dict[str, Any]:
     return {name: getattr(value, name) for name in value.__struct_fields__}
 
 
-def _preemptions(allocations: list[Allocation]) -> dict[tuple[UUID, str], tuple[datetime, ...]]:
+def _preemptions(allocations: list[Allocation]) -> Preemptions:
     """When each stage was preempted before, for the per-window preemption guard."""
     found: dict[tuple[UUID, str], list[datetime]] = defaultdict(list)
     for a in allocations:
@@ -127,8 +193,7 @@ def _preemptions(allocations: list[Allocation]) -> dict[tuple[UUID, str], tuple[
 
 def node_definitions(nodes: NodesView) -> list[Definition]:
     """The definitions the registered nodes form, without building a whole snapshot (submission check)."""
-    with nodes.lock:
-        return definitions([to_node_view(n) for n in nodes.nodes()])
+    return list(node_views(nodes)[1])
 
 
 def node_segments(nodes: NodesView) -> set[str] | None:

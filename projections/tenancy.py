@@ -57,8 +57,13 @@ class UserRow(msgspec.Struct, frozen=True, kw_only=True):
 class TenancyView(Projection):
     """Tenants and accounts; never exposes password hashes."""
 
+    transient = ("_rows",)
+
     def __init__(self, lock: threading.RLock | None = None) -> None:
         super().__init__(lock)
+        # a user's row as this revision of the view made it: every request's authentication and every stage's
+        # workflow token ask for one (a row scans every group for the user's memberships)
+        self._rows: dict[UUID, tuple[int, UserRow]] = {}
         self.orgs: Mirror[Organization] = Mirror()
         self.groups_: Mirror[Group] = Mirror()
         self.users_: Mirror[User] = Mirror()
@@ -111,7 +116,12 @@ class TenancyView(Projection):
     def user(self, user_id: UUID | str) -> UserRow | None:
         with self.lock:
             user = self.users_.get(user_id)
-            return self._user(user) if user else None
+            if not user:
+                return None
+            known = self._rows.get(user.id)
+            if known is None or known[0] != self.revision:
+                known = self._rows[user.id] = (self.revision, self._user(user))
+            return known[1]
 
     def user_by_name(self, username: str) -> UserRow | None:
         return next((u for u in self.users() if u.username == username), None)

@@ -15,7 +15,7 @@ import msgspec
 from domain.agent_protocol import Assignments
 from domain.agent_start import Start
 from domain.scheduler.snapshot import Snapshot
-from projections.assignments import assignments
+from projections.assignments import RunSpecs, assignments
 from projections.base import Batch, Projection
 from projections.catalog import CatalogSourcesView
 from projections.cold_workflows import ColdWorkflows, EventsOf
@@ -26,7 +26,7 @@ from projections.nodes import NodesView
 from projections.projects import ProjectsView
 from projections.provisioners import ProvisionersView
 from projections.queue import QueueView
-from projections.snapshot import scheduler_snapshot
+from projections.snapshot import SnapshotValues, scheduler_snapshot
 from projections.tenancy import TenancyView
 from projections.workflows import WorkflowsView
 
@@ -51,6 +51,8 @@ class Views:
                                                       self.endpoints, self.node_events, self.catalog_sources,
                                                       self.provisioners, self.projects)
         self.applied = threading.Condition(self.lock)
+        self.snapshot_values = SnapshotValues()  # the scheduler's values of the last pass, kept for the next
+        self.run_specs = RunSpecs()  # the run specs of the agents' last answers
 
     @property
     def position(self) -> int:
@@ -92,17 +94,18 @@ class Views:
 
     def assignments(self, node_id: Any) -> Assignments[Start]:
         with self.lock:
-            return assignments(node_id, self.queue, self.workflows, self.nodes, self.tenancy)
+            return assignments(node_id, self.queue, self.workflows, self.nodes, self.tenancy, self.run_specs)
 
     def answer(self, node_id: Any) -> Assignments[Start]:
         """The node's assignments as its agent is answered them: with the log position they were built at (one
         lock: no batch lands between the reading and the position)."""
         with self.lock:
-            built = assignments(node_id, self.queue, self.workflows, self.nodes, self.tenancy)
+            built = assignments(node_id, self.queue, self.workflows, self.nodes, self.tenancy, self.run_specs)
             return msgspec.structs.replace(built, position=self.position)
 
     def scheduler_snapshot(self, now: datetime) -> Snapshot:
         with self.lock:
-            snapshot = scheduler_snapshot(now, self.queue, self.workflows, self.nodes, self.tenancy, self.projects)
+            snapshot = scheduler_snapshot(now, self.queue, self.workflows, self.nodes, self.tenancy, self.projects,
+                                          self.snapshot_values)
             templates = self.provisioners.templates()
             return msgspec.structs.replace(snapshot, templates=templates) if templates else snapshot

@@ -24,8 +24,8 @@ import structlog
 from adapters.agent_bus import node_key, seal, starts_subject
 from adapters.background import Background
 from api.composition.wakeups import ALL, AssignmentWaiters
-from api.http.routes.agent import etag, orders
-from api.http.workflow_tokens import with_workflow_tokens
+from api.http.routes.agent import orders, tagged
+from api.http.workflow_tokens import WorkflowTokens, with_workflow_tokens
 from domain.agent_protocol import Assignments, Pushed, Start
 
 log = structlog.get_logger("roving.agent_push")
@@ -45,7 +45,8 @@ class StartsPublisher:
                  leading: Callable[[], bool], secrets: Any = None, token_ttl: timedelta = timedelta(days=7)) -> None:
         self.views, self.key, self.connection, self.cluster = views, key, connection, cluster
         self.waiters, self.leading, self.secrets, self.token_ttl = waiters, leading, secrets, token_ttl
-        self._queue: queue.SimpleQueue[tuple[str, int, Assignments[Start]] | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[tuple[str, int, str, Assignments[Start]] | None] = queue.SimpleQueue()
+        self._tokens = WorkflowTokens()  # a running stage's token is the same in every push for a while
         self._seq = 0
         self.background = Background(self._run, "roving-agent-push", join_seconds=PUBLISH_TIMEOUT + 1)
 
@@ -74,30 +75,29 @@ class StartsPublisher:
         if found is None or getattr(found, "removed", False):
             return
         answer = self.views.answer(UUID(node))
+        self.waiters.built(node, answer)  # the node's held poll, woken by the same batch, reads it
         news = orders(answer)
         if news <= self.waiters.pushed_orders(node):
             return  # nothing it has not been pushed: an allocation that ended, say
-        body = ENCODER.encode(answer)
+        body, tag = tagged(answer)  # without its position: every worker measures the same answer alike
         if len(body) > PUSH_MOST:
             log.debug("agent_push.too_large", node_id=node, bytes=len(body), starts=len(answer.start))
             return
-        tag = etag(answer)
         self.waiters.pushed(node, tag, news)
         if leading:
-            self._queue.put((node, found.epoch, answer))
+            self._queue.put((node, found.epoch, tag, answer))
 
     def _run(self) -> None:
         while (item := self._queue.get()) is not None:
-            node, epoch, answer = item
+            node, epoch, tag, answer = item
             try:
-                self._publish(node, epoch, answer)
+                self._publish(node, epoch, tag, answer)
             except Exception as error:  # noqa: BLE001 - the long poll answers it instead, when it times out
                 self.waiters.forget_pushed(node)
                 log.warning("agent_push.failed", node_id=node, error=repr(error))
 
-    def _publish(self, node: str, epoch: int, answer: Assignments[Start]) -> None:
-        tag = etag(answer)
-        full = with_workflow_tokens(answer, self.views, self.key, self.token_ttl, datetime.now(UTC))
+    def _publish(self, node: str, epoch: int, tag: str, answer: Assignments[Start]) -> None:
+        full = with_workflow_tokens(answer, self.views, self.key, self.token_ttl, datetime.now(UTC), self._tokens)
         if self.secrets is not None:
             full = self.secrets.resolve_assignments(full)
         self._seq = max(self._seq + 1, time.time_ns())

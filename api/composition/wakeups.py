@@ -64,6 +64,7 @@ class AssignmentWaiters:
         self._events: dict[str, asyncio.Event] = {}  # touched on the loop only; read (atomically) by the tailer
         self._sent: dict[str, tuple[str, frozenset]] = {}  # node -> (ETag, orders) of the last answer it was given
         self._pushed: dict[str, frozenset] = {}  # node -> orders of the last answer pushed over the agent bus
+        self._built: dict[str, Assignments] = {}  # node -> the last answer made for it on the tailer's thread
         self._loop: asyncio.AbstractEventLoop | None = None
         self.closing = False  # the server is stopping: every wait answers now, none starts to hold
 
@@ -86,6 +87,17 @@ class AssignmentWaiters:
                 await asyncio.wait_for(event.wait(), remaining)
             except TimeoutError:
                 return await read()
+
+    def built(self, node: Any, answer: Assignments) -> None:
+        """An answer made for the node on the tailer's thread (the push publisher's, for the batch that woke the
+        node's held poll), at the views' position it names."""
+        self._built[str(node)] = answer
+
+    def current(self, node: Any, position: int) -> Assignments | None:
+        """The node's answer as `built` made it, if made at `position` (the views' now): a held poll woken by that
+        batch reads it instead of making the same answer again on a worker thread."""
+        found = self._built.get(str(node))
+        return found if found is not None and found.position == position else None
 
     def answered(self, node: Any, tag: str, orders: frozenset) -> None:
         """The answer a node was just given: its next poll, naming this ETag, waits for orders beyond these."""

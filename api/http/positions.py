@@ -63,14 +63,18 @@ class PositionWaiters:
         with self._lock:
             due = [entry for entry in self._waiting if entry[0] <= reached]
             self._waiting = [entry for entry in self._waiting if entry[0] > reached]
+        by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future]] = {}
         for _, future, loop in due:
+            by_loop.setdefault(loop, []).append(future)
+        for loop, futures in by_loop.items():  # one wake-up of each loop for all its waiters, not one each
             if not loop.is_closed():
-                loop.call_soon_threadsafe(_settle, future)
+                loop.call_soon_threadsafe(_settle, futures)
 
 
-def _settle(future: asyncio.Future) -> None:
-    if not future.done():
-        future.set_result(True)
+def _settle(futures: list[asyncio.Future]) -> None:
+    for future in futures:
+        if not future.done():
+            future.set_result(True)
 
 
 class PositionMiddleware:

@@ -41,16 +41,46 @@ ALLOWED: tuple[tuple[str, re.Pattern[str]], ...] = tuple((method, re.compile(pat
 ))
 
 
+class WorkflowTokens:
+    """Tokens issued lately, by workflow, for one issuer that answers the same running work again and again (the
+    agents' push): one is handed out again while it is younger than REUSE_SECONDS and its owner's identity, the key
+    and the life asked are the same, so its expiry is at most that much earlier than a fresh one's."""
+
+    REUSE_SECONDS = 60.0
+    MOST = 10_000  # workflows remembered at most (then all are forgotten at once)
+
+    def __init__(self) -> None:
+        self._issued: dict[str, tuple[tuple[Any, ...], datetime, str]] = {}
+
+    def issue(self, identity: Identity, workflow: str, key: bytes, ttl: timedelta, now: datetime) -> str:
+        made_from = (identity, key, ttl)
+        known = self._issued.get(workflow)
+        if known is not None and known[0] == made_from and timedelta(0) <= now - known[1] < self.fresh:
+            return known[2]
+        if len(self._issued) >= self.MOST:
+            self._issued.clear()
+        token = issue_workflow(identity, workflow, key, ttl, now)
+        self._issued[workflow] = (made_from, now, token)
+        return token
+
+    @property
+    def fresh(self) -> timedelta:
+        return timedelta(seconds=self.REUSE_SECONDS)
+
+
 def with_workflow_tokens(answer: Assignments[Start], views: Any, key: bytes, ttl: timedelta,
-                         now: datetime) -> Assignments[Start]:
+                         now: datetime, kept: WorkflowTokens | None = None) -> Assignments[Start]:
     """The assignments answer with FB_WORKFLOW_TOKEN in the env of every stage it starts (not image builds, which
-    run our code); a workflow whose token was revoked, or whose owner is unknown, gets none."""
+    run our code); a workflow whose token was revoked, or whose owner is unknown, gets none. `kept` hands out a
+    token issued lately for the same workflow again."""
     if not answer.start:
         return answer
-    return msgspec.structs.replace(answer, start=[_with_token(spec, views, key, ttl, now) for spec in answer.start])
+    return msgspec.structs.replace(answer, start=[_with_token(spec, views, key, ttl, now, kept)
+                                                  for spec in answer.start])
 
 
-def _with_token(spec: Start, views: Any, key: bytes, ttl: timedelta, now: datetime) -> Start:
+def _with_token(spec: Start, views: Any, key: bytes, ttl: timedelta, now: datetime,
+                kept: WorkflowTokens | None) -> Start:
     workflow = spec.workflow_id
     if spec.kind == BUILD or not workflow or views.tenancy.is_revoked(workflow_jti(workflow)):
         return spec
@@ -59,7 +89,7 @@ def _with_token(spec: Start, views: Any, key: bytes, ttl: timedelta, now: dateti
     if user is None:
         return spec
     identity = Identity(user_id=user.id, username=user.username, role=Role.USER, organization_id=user.organization_id)
-    token = issue_workflow(identity, workflow, key, ttl, now)
+    token = (kept.issue if kept is not None else issue_workflow)(identity, workflow, key, ttl, now)
     return msgspec.structs.replace(spec, env={**spec.env, VARIABLE: token})
 
 

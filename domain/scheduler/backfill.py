@@ -31,6 +31,7 @@ class Backfill:
     shared: SharedPool
     reservation: Reservation | None
     d: Decisions
+    _behind: tuple[Reservation, Why] | None = None  # the reason behind the head, made once per head
 
     if TYPE_CHECKING:  # the pass's own steps
         def block(self, a: QueuedAllocation, why: Why, provision: bool = True) -> None: ...
@@ -102,10 +103,15 @@ class Backfill:
 
     def behind_head(self, note: str = "") -> Why:
         res = self.head_reservation
+        if not note and self._behind is not None and self._behind[0] is res:  # asked of all the work behind the head
+            return self._behind[1]
         start = iso(res.start)
         message = f"waiting behind {label(res.head)} (estimated start {start or 'unknown'})"
-        return Why(reason=Reason.BLOCKED_BY_RESERVATION, message=f"{message}; {note}" if note else message,
-                   detail={"head": res.head.id, "estimated_start": start})
+        why = Why(reason=Reason.BLOCKED_BY_RESERVATION, message=f"{message}; {note}" if note else message,
+                  detail={"head": res.head.id, "estimated_start": start})
+        if not note:
+            self._behind = (res, why)
+        return why
 
 
 def protected_why(outcome: Outcome, config: SchedulerConfig) -> Why:

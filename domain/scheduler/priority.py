@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from datetime import datetime
 from functools import lru_cache
 
@@ -88,7 +88,8 @@ def compile_priority(source: str) -> cel.Program:
     return program
 
 
-_GETTERS = {
+Getter = Callable[[QueuedAllocation, int], object]
+_GETTERS: dict[str, Getter] = {
     "workflow": lambda a, w: a.workflow_priority, "organization": lambda a, w: a.organization_priority,
     "group": lambda a, w: a.group_priority, "user": lambda a, w: a.user_priority,
     "waited_seconds": lambda a, w: w, "waited_hours": lambda a, w: w / 3600.0,
@@ -97,6 +98,9 @@ _GETTERS = {
     "kind": lambda a, w: a.kind.value, "exclusive": lambda a, w: a.exclusive,
     "preemptible": lambda a, w: a.preemptible,
 }
+
+
+WAITED_NAMES = frozenset({"waited_seconds", "waited_hours"})
 
 
 def inputs(allocation: QueuedAllocation, now: datetime, names: Collection[str] = VARIABLES) -> dict[str, object]:
@@ -111,6 +115,8 @@ class Evaluator:
     def __init__(self, source: str):
         self.program = compile_priority(source)
         self.names = tuple(self.program.variables())
+        self._getters: tuple[tuple[str, Getter], ...] = tuple((name, _GETTERS[name]) for name in self.names)
+        self._waits = bool(WAITED_NAMES.intersection(self.names))
 
     def __call__(self, allocation: QueuedAllocation, now: datetime) -> float:
         """The priority, or UNRANKED when it cannot be computed: a queue listing never fails on one entry."""
@@ -122,7 +128,8 @@ class Evaluator:
     def evaluate(self, allocation: QueuedAllocation, now: datetime) -> float:
         """The priority as a finite number, else Unevaluable saying why (the scheduler sets that work aside)."""
         try:
-            value = float(self.program.execute(inputs(allocation, now, self.names)))
+            waited = max(0, int((now - allocation.submitted_at).total_seconds())) if self._waits else 0
+            value = float(self.program.execute({name: get(allocation, waited) for name, get in self._getters}))
         except _EVALUATION_ERRORS as error:
             raise Unevaluable(f"the priority expression cannot be evaluated for it: {_first_sentence(error)}") from None
         if not math.isfinite(value):

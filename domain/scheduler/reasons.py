@@ -71,7 +71,8 @@ def blocked_events(previous: Mapping[str, Why], current: Mapping[str, Why]) -> l
         if why.reason in SETTLED:
             continue
         before = previous.get(allocation_id)
-        if before is None or before.cause() != why.cause():
+        if before is None or before.reason is not why.reason or (
+                before is not why and why.reason in _CAUSE_KEYS and before.cause() != why.cause()):
             fresh.append(allocation_id)
     return fresh
 

@@ -26,11 +26,14 @@ def deadline(start: datetime, seconds: float | None) -> datetime | None:
 
 def unusable(a: QueuedAllocation, now: datetime) -> tuple[str, str] | None:
     """(field, why) when the pass cannot decide about `a` from its stored numbers; None when it can."""
-    counts = {"cpu": a.cpu, "memory": a.memory, "nodes": a.nodes}
-    counts.update({f"devices.{name}": count for name, count in a.devices.items()})
-    for field, value in counts.items():
-        if not 0 <= value <= INT64_MAX:
-            return field, f"{field} is {value:,}, outside 0 to {INT64_MAX:,}"
+    # every pass asks this of every queued allocation: the common case (all in range) is checked first, in one go
+    if not (0 <= a.cpu <= INT64_MAX and 0 <= a.memory <= INT64_MAX and 0 <= a.nodes <= INT64_MAX
+            and all(0 <= count <= INT64_MAX for count in a.devices.values())):
+        counts = {"cpu": a.cpu, "memory": a.memory, "nodes": a.nodes}
+        counts.update({f"devices.{name}": count for name, count in a.devices.items()})
+        for field, value in counts.items():
+            if not 0 <= value <= INT64_MAX:
+                return field, f"{field} is {value:,}, outside 0 to {INT64_MAX:,}"
     if a.nodes < 1:
         return "nodes", f"nodes is {a.nodes}; an allocation needs at least one node"
     timeout = a.execute_timeout

@@ -113,10 +113,12 @@ async def assignments(request: Request) -> Response:
     agent_only(request, node)
     known = request.headers.get("if-none-match")
 
-    def read():
-        return c.call(svc.views.answer, node)
-
     waiters = svc.waiters
+
+    async def read() -> Assignments[Start]:
+        ready = waiters.current(node, svc.views.position) if waiters is not None else None
+        return ready if ready is not None else await c.call(svc.views.answer, node)
+
     if seconds and waiters is not None:
         news = news_since(waiters, node, known)
         if request.query_params.get("bus") == "1":  # the agent hears pushes: what was pushed to it is no news
@@ -166,7 +168,13 @@ def _work(answer: Assignments[Start]) -> bool:
 
 def etag(answer: Assignments[Start]) -> str:
     """Of what the answer says, not the position it was built at: two workers' equal answers match."""
-    return _tag(c.ENCODER.encode(msgspec.structs.replace(answer, position=0)))
+    return tagged(answer)[1]
+
+
+def tagged(answer: Assignments[Start]) -> tuple[bytes, str]:
+    """The answer encoded without its position, and its ETag (for a caller that needs both)."""
+    body = c.ENCODER.encode(msgspec.structs.replace(answer, position=0))
+    return body, _tag(body)
 
 
 def _tag(body: bytes) -> str:

@@ -88,10 +88,14 @@ async def settle(request: Request) -> None:
     keep the answer waiting for the views to catch up with other people's work."""
     svc = services(request)
     position = _SAVED.get() or svc.roving.last_position
-    # A synchronous follower (tests) applies on demand; otherwise Views.wait_for blocks on what the tailer feeds
-    tailer = svc.tailer if svc.tailer is not None and hasattr(svc.tailer, "wait_for") else svc.views
     if not position:
         return
+    waiters = getattr(svc, "positions", None)
+    if waiters is not None:  # woken on the loop when the tailer's thread applied it: no worker thread held waiting
+        await waiters.wait(position, timeout=SETTLE_SECONDS)
+        return
+    # A synchronous follower (tests) applies on demand; otherwise Views.wait_for blocks on what the tailer feeds
+    tailer = svc.tailer if svc.tailer is not None and hasattr(svc.tailer, "wait_for") else svc.views
     if inspect.iscoroutinefunction(tailer.wait_for):
         await tailer.wait_for(position, timeout=SETTLE_SECONDS)
     else:

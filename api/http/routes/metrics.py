@@ -3,6 +3,9 @@ control plane (`/v4/metrics/node/{node}`: the agent's --metrics-port, found as s
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+from typing import Any
+
 import aiohttp
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, Counter, Histogram, generate_latest
 from starlette.concurrency import run_in_threadpool
@@ -28,12 +31,37 @@ NODE_BODY_LIMIT = 4 * 2**20  # an agent's page is a few KB; the control plane ho
 
 def route_of(scope: Scope) -> str:
     """The route template (`/v4/workflows/{id}`), never the raw path: ids would explode the label space."""
-    router = scope.get("app")
-    for route in getattr(getattr(router, "router", None), "routes", []):
+    router = getattr(scope.get("app"), "router", None)
+    routes = getattr(router, "routes", [])
+    # the router left the endpoint it chose in the scope: its route is checked alone (a full match there is the
+    # router's own first full match), not every route in turn
+    endpoint = scope.get("endpoint")
+    first = _first_route_of(router, len(routes)).get(endpoint) if routes and isinstance(endpoint, Hashable) else None
+    for route in [first] if first is not None and first.matches(scope)[0] is Match.FULL else routes:
         match, _ = route.matches(scope)
         if match is Match.FULL:
             return getattr(route, "path", "other")
     return "unmatched"
+
+
+_FIRST_ROUTES: dict[int, tuple[Any, int, dict[Any, Any]]] = {}  # by id(router): (router, its route count, map)
+
+
+def _first_route_of(router: Any, count: int) -> dict[Any, Any]:
+    """Each endpoint's first route among the router's `count` (an app's routes are fixed once it is made; a router
+    is not hashable, so it is kept by id with itself beside, which keeps the id its own)."""
+    known = _FIRST_ROUTES.get(id(router))
+    if known is not None and known[0] is router and known[1] == count:
+        return known[2]
+    found: dict[Any, Any] = {}
+    for route in router.routes[:count]:
+        endpoint = getattr(route, "endpoint", None) or getattr(route, "app", None)
+        if isinstance(endpoint, Hashable):  # a mounted router is not: its requests are matched in turn
+            found.setdefault(endpoint, route)
+    if len(_FIRST_ROUTES) >= 16:  # test suites make many apps; a server makes one
+        _FIRST_ROUTES.clear()
+    _FIRST_ROUTES[id(router)] = (router, count, found)
+    return found
 
 
 def observe(scope: Scope, status: int, seconds: float) -> None:

@@ -20,6 +20,7 @@ from starlette.routing import Route
 from api.composition.audit_lease import AuditByLease
 from api.composition.settings import SettingsError, load_settings
 from api.http.positions import LogEnd, PositionMiddleware, PositionWaiters
+from api.http.routes import common
 from api.up.main import _workers_option
 from api.up.workers import listening_socket
 
@@ -206,3 +207,21 @@ def test_a_standby_scheduler_asks_for_the_lease_on_its_own_pace_not_on_every_wak
     runner._standby_until = 0.0  # that quarter passed, and the leader is gone
     leases.free = True
     assert runner.lead() and leases.asked == 2
+
+
+def test_writes_answered_together_all_see_what_they_saved_once_the_views_applied_it():
+    views = Views(5)
+
+    async def write(request):
+        await common.settle(request)  # what the application saved last: position 9
+        return JSONResponse({"position": views.position})
+
+    app = Starlette(routes=[Route("/v4/things", write, methods=["POST"])])
+    app.state.services = SimpleNamespace(views=views, tailer=None, positions=PositionWaiters(views),
+                                         roving=SimpleNamespace(last_position=9))
+    applied_later(app, views, 9)
+
+    async def both() -> list[httpx.Response]:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as client:
+            return await asyncio.gather(client.post("/v4/things"), client.post("/v4/things"))
+    assert [answer.json() for answer in asyncio.run(both())] == [{"position": 9}, {"position": 9}]

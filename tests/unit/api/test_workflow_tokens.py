@@ -11,7 +11,7 @@ import msgspec
 import pytest
 
 from adapters.auth.tokens import Identity, issue_workflow
-from api.http.workflow_tokens import VARIABLE, with_workflow_tokens
+from api.http.workflow_tokens import VARIABLE, WorkflowTokens, with_workflow_tokens
 from domain.agent_protocol import Assignments, Start
 from domain.app.ids import allocation_id
 from domain.tenancy import Role, Source
@@ -155,6 +155,32 @@ def test_a_token_signed_with_another_key_or_expired_is_refused(world):
     old = issue_workflow(identity, world.parent, KEY, timedelta(seconds=1), datetime.now(UTC) - timedelta(hours=1))
     answer = world.api.request("GET", "/v4/auth/whoami", old)
     assert answer.status_code == 401 and "expired" in answer.json()["error"]
+
+
+def pushed_tokens(world, kept: WorkflowTokens, now: datetime) -> str:
+    answer = Assignments([msgspec.convert(world.started(world.parent), Start)], [])
+    [spec] = with_workflow_tokens(answer, world.api.services.views, KEY, timedelta(days=7), now, kept).start
+    return spec.env[VARIABLE]
+
+
+def test_a_push_within_a_minute_hands_the_stage_the_same_token_and_a_later_one_a_fresh_token(world):
+    kept, now = WorkflowTokens(), datetime.now(UTC)
+    first = pushed_tokens(world, kept, now)
+    assert pushed_tokens(world, kept, now + timedelta(seconds=30)) == first
+    later = pushed_tokens(world, kept, now + timedelta(seconds=61))
+    assert later != first
+    whoami = world.api.request("GET", "/v4/auth/whoami", later)
+    assert whoami.status_code == 200 and whoami.json()["username"] == "alice"
+
+
+def test_a_revoked_workflow_gets_no_token_in_the_next_push_even_within_the_minute(world):
+    kept, now = WorkflowTokens(), datetime.now(UTC)
+    pushed_tokens(world, kept, now)
+    assert world.api.request("POST", f"/v4/workflows/{world.parent}/token:revoke", world.alice).status_code == 201
+    world.api.services.tailer.wait_for(world.api.services.roving.last_position)
+    answer = Assignments([msgspec.convert(world.started(world.parent), Start)], [])
+    [spec] = with_workflow_tokens(answer, world.api.services.views, KEY, timedelta(days=7), now, kept).start
+    assert VARIABLE not in spec.env
 
 
 def test_an_agents_token_still_starts_no_workflow(world):
