@@ -15,7 +15,6 @@ import fcntl
 import hashlib
 import os
 import re
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any
 
 import msgspec
 
+from adapters.known_files import remove_known
 from adapters.private_files import write_private
 from adapters.probes import with_kebab_probes
 from adapters.runspec import RunSpec, upcast_kept
@@ -146,17 +146,7 @@ class JobFiles:
     def remove(self) -> None:
         """The directory and what is in it: its own files by name (rmtree's walk cost twice as much: 0.66 ms a job
         here), anything else (a keeper's file) by walking it. Gone already, as before a job's start: one call."""
-        if _rmdir(self.directory):
-            return
-        for name in OWN_FILES:
-            try:
-                os.unlink(self.directory / name)
-            except FileNotFoundError:
-                pass
-            except OSError:
-                break
-        if not _rmdir(self.directory):
-            shutil.rmtree(self.directory, ignore_errors=True)
+        remove_known(self.directory, OWN_FILES)
 
 
 def found_jobs(root: Path) -> list[tuple[JobFiles, JobState]]:
@@ -225,17 +215,6 @@ def registration_digest(body: Register) -> str:
     if not shape.get("segment"):
         del shape["segment"]
     return hashlib.sha256(msgspec.json.encode(shape, order="sorted")).hexdigest()
-
-
-def _rmdir(directory: Path) -> bool:
-    """Whether `directory` is gone now: it was empty, or not there."""
-    try:
-        os.rmdir(directory)
-    except FileNotFoundError:
-        return True
-    except OSError:
-        return False
-    return True
 
 
 def _write_private(path: Path, data: bytes) -> None:

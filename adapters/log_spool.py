@@ -9,7 +9,6 @@ first offset is in the stream; the frames up to the second may be, and go again 
 from __future__ import annotations
 
 import os
-import shutil
 import threading
 import time
 from dataclasses import dataclass, field
@@ -18,6 +17,8 @@ from urllib.parse import quote
 
 import msgspec
 import structlog
+
+from adapters.known_files import remove_known
 
 FRAME = 5  # kind byte + 4-byte length
 MAX_FRAME = 64 * 1024  # a longer chunk is spooled as several frames, so a message of frames always fits
@@ -149,19 +150,7 @@ class StageSpool:
 
     def remove(self) -> None:
         """The spool's files by name (rmtree's walk costs twice as much), then its directory."""
-        for name in FILES:
-            try:
-                os.unlink(self.root / name)
-            except FileNotFoundError:
-                pass
-            except OSError:
-                break
-        try:
-            os.rmdir(self.root)
-        except FileNotFoundError:
-            pass
-        except OSError:  # something else in it: the walk takes it
-            shutil.rmtree(self.root, ignore_errors=True)
+        remove_known(self.root, FILES)
 
 
 class Spool:

@@ -9,12 +9,12 @@ import time
 from pathlib import Path
 
 import httpx
-import nats
 import pytest
 
 from adapters.nats_auth import credentials_in, read_credentials
-from adapters.nats_tls import connect_options, with_tls
+from adapters.nats_tls import with_tls
 from tests.e2e.stack import LocalStack
+from tests.nats_connect import connect_refusal
 
 SECRET = "hunter2-" + "e2e"  # split so this file's own text is not what the grep finds
 FUZZFILE = f"""
@@ -34,17 +34,6 @@ def nats_address(data_dir: Path) -> str:
     return with_tls(f"nats://127.0.0.1:{port}", ca) if ca.exists() else f"nats://127.0.0.1:{port}"
 
 
-async def connect(url: str) -> str:
-    nc = nats.NATS()
-    try:
-        await nc.connect(**connect_options(url), allow_reconnect=False, max_reconnect_attempts=0, connect_timeout=2)
-        return "connected"
-    except Exception as error:  # noqa: BLE001 - the refusal is what the test reads
-        return str(error)
-    finally:
-        await nc.close()
-
-
 @pytest.fixture(scope="module")
 def stopped_stack(tmp_path_factory: pytest.TempPathFactory):
     """A stack that ran one workflow with a secret in its env, then stopped (its store is flushed)."""
@@ -52,7 +41,7 @@ def stopped_stack(tmp_path_factory: pytest.TempPathFactory):
     try:
         address = nats_address(stack.data_dir)
         control = read_credentials(stack.data_dir / "nats" / "credentials" / "control.creds").url(address)
-        answers = asyncio.run(connect(address)), asyncio.run(connect(control))
+        answers = asyncio.run(connect_refusal(address)), asyncio.run(connect_refusal(control))
         handed = httpx.get(stack.url + "/v4/agent/config", headers=stack.auth(stack.token("agent")), timeout=10).json()
         workflow_id = stack.submit(FUZZFILE, "migrate")
         done = stack.wait_status(workflow_id, ("FINISHED", "FAILED"))

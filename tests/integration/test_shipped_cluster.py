@@ -15,6 +15,7 @@ from adapters.nats_server import NatsServerError, find_binary, free_port
 from adapters.nats_shipped_cluster import ShippedCluster, make_site, shipped_node
 from adapters.nats_tls import connect_options, with_tls
 from tests.e2e.stack import LocalStack
+from tests.nats_connect import connect_refusal
 
 try:
     find_binary()
@@ -40,26 +41,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory):
     running.stop()
 
 
-async def connect_error(url: str) -> str:
-    nc = nats.NATS()
-    try:
-        await nc.connect(**connect_options(url), allow_reconnect=False, max_reconnect_attempts=0, connect_timeout=2)
-        return "connected"
-    except Exception as error:  # noqa: BLE001 - the refusal is what the test reads
-        return str(error)
-    finally:
-        try:
-            await asyncio.wait_for(nc.close(), 2)
-        except TimeoutError:
-            pass  # nats-py's close hangs after a failed TLS handshake
-
-
 def test_anonymous_and_plain_text_clients_are_refused_by_every_server(cluster: ShippedCluster) -> None:
     for server in cluster.servers:
-        assert "CERTIFICATE_VERIFY_FAILED" in asyncio.run(connect_error(server.address))
+        assert "CERTIFICATE_VERIFY_FAILED" in asyncio.run(connect_refusal(server.address))
         trusting = with_tls(server.address, cluster.site / "tls" / "ca.pem")
-        assert "Authorization Violation" in asyncio.run(connect_error(trusting))
-        assert asyncio.run(connect_error(server.url_for("reader"))) == "connected"
+        assert "Authorization Violation" in asyncio.run(connect_refusal(trusting))
+        assert asyncio.run(connect_refusal(server.url_for("reader"))) == "connected"
 
 
 def test_a_server_with_another_sites_certificate_hears_nothing_the_cluster_carries(cluster: ShippedCluster,

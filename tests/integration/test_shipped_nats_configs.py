@@ -10,13 +10,13 @@ import sys
 import time
 from pathlib import Path
 
-import nats
 import pytest
 
 from adapters.nats_server import find_binary, free_port
-from adapters.nats_tls import connect_options, with_tls
+from adapters.nats_tls import with_tls
 from api.composition.settings import load_settings
 from tests.integration.ledger import Ledgers, env_for
+from tests.nats_connect import connect_refusal
 
 OPS = Path(__file__).resolve().parents[2] / "ops" / "nats"
 CONFIGS = sorted(OPS.glob("*.conf"))
@@ -79,20 +79,6 @@ def test_a_control_plane_with_the_sites_credentials_and_ca_uses_single_conf(sing
     finally:
         app.close()
 
-    async def anonymous(url: str) -> str:
-        nc = nats.NATS()
-        try:
-            await nc.connect(**connect_options(url), allow_reconnect=False, max_reconnect_attempts=0,
-                             connect_timeout=2)
-            return "connected"
-        except Exception as error:  # noqa: BLE001 - the refusal is what the test reads
-            return str(error)
-        finally:
-            try:
-                await asyncio.wait_for(nc.close(), 2)
-            except TimeoutError:
-                pass  # nats-py's close hangs after a failed TLS handshake
-
-    assert "CERTIFICATE_VERIFY_FAILED" in asyncio.run(anonymous(f"nats://127.0.0.1:{port}"))
+    assert "CERTIFICATE_VERIFY_FAILED" in asyncio.run(connect_refusal(f"nats://127.0.0.1:{port}"))
     trusting = with_tls(f"nats://127.0.0.1:{port}", directory / "tls" / "ca.pem")
-    assert "Authorization Violation" in asyncio.run(anonymous(trusting))
+    assert "Authorization Violation" in asyncio.run(connect_refusal(trusting))
