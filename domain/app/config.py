@@ -66,9 +66,10 @@ class ConfigHandlers:
 
     def _config(self) -> ClusterConfig | None:
         try:  # one lookup, not `in` and then `get` (each a read of the repository)
-            return self.uow.repository.get(self._id)
+            found: ClusterConfig = self.uow.repository.get(self._id)
         except AggregateNotFoundError:
             return None
+        return found
 
 
 def defaults(settings: dict[str, Any]) -> dict[str, Any]:
