@@ -1,10 +1,10 @@
 """nats-py's protocol parser with a fast lane for the subscriptions `inbox.Inbox` serves itself.
 
 nats-py's parser tries two regular expressions on every message line and awaits a coroutine per message:
-a quarter of replay's time. `FastParser` takes the `HMSG` frames at the head of the buffer whose sid has a
-handler with `bytes.find` and `split`, and calls the handler directly (an incomplete one waits for the
-rest); at the first frame of any other kind (another subscription's message, PING, INFO) it hands the rest
-of the buffer to nats-py's own parser, so everything else is parsed exactly as before.
+a quarter of replay's time. `FastParser` takes the `HMSG` and `MSG` frames (a publish's ack has no headers) at
+the head of the buffer whose sid has a handler with `bytes.find` and `split`, and calls the handler directly (an
+incomplete one waits for the rest); at the first frame of any other kind (another subscription's message, PING,
+INFO) it hands the rest of the buffer to nats-py's own parser, so everything else is parsed exactly as before.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from nats.protocol.parser import AWAITING_CONTROL_LINE, MAX_CONTROL_LINE_SIZE, P
 
 Handler = Callable[[bytes, bytes, bytes, "bytes | None"], None]
 _HMSG = b"HMSG "
+_MSG = b"MSG "
 _CRLF = b"\r\n"
 
 
@@ -33,27 +34,27 @@ class FastParser(Parser):
             await super().parse()
 
     def _take_own(self, buf: bytearray) -> bool:
-        """Hand complete `HMSG subject sid [reply] header-size total-size` frames of our sids at the head of
-        `buf` to their handlers, and drop them from it (also those taken before a handler raised). True when
-        what remains is empty or an `HMSG` frame (ours or not) not complete yet."""
+        """Hand complete `HMSG subject sid [reply] header-size total-size` and `MSG subject sid [reply] size`
+        frames of our sids at the head of `buf` to their handlers, and drop them from it (also those taken before a
+        handler raised). True when what remains is empty or a message frame (ours or not) not complete yet."""
         pos, handlers, size = 0, self.handlers, len(buf)
         view = memoryview(buf)  # slices of it copy once; released before the buffer is cut
         try:
-            while buf.startswith(_HMSG, pos):
+            while (skip := 5 if buf.startswith(_HMSG, pos) else 4 if buf.startswith(_MSG, pos) else 0):
                 end = buf.find(_CRLF, pos)
                 if end < 0:  # the line is still coming (unless it is too long to be one: nats-py's to refuse)
                     return size - pos <= MAX_CONTROL_LINE_SIZE
-                args = bytes(view[pos + 5:end]).split()
-                if len(args) not in (4, 5) or (handler := handlers.get(int(args[1]))) is None:
-                    return False
+                args = bytes(view[pos + skip:end]).split()
+                if len(args) - skip not in (-1, 0) or (handler := handlers.get(int(args[1]))) is None:
+                    return False  # HMSG has 4 or 5 arguments, MSG 3 or 4 (a reply subject or none)
                 start, total = end + 2, int(args[-1])
                 if size < start + total + 2:
                     return True
-                header_size = int(args[-2])
+                header_size = int(args[-2]) if skip == 5 else 0
                 headers = bytes(view[start:start + header_size]) if header_size else None
                 payload = bytes(view[start + header_size:start + total])
                 pos = start + total + 2
-                handler(args[0], args[2] if len(args) == 5 else b"", payload, headers)
+                handler(args[0], args[2] if len(args) == skip else b"", payload, headers)
             return pos == size
         finally:
             view.release()

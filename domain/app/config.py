@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from copy import deepcopy
 from datetime import datetime
 from typing import Any
+
+from eventsourcing.application import AggregateNotFoundError
 
 from domain.app import access
 from domain.app.errors import Invalid
@@ -17,6 +20,13 @@ from domain.tenancy.permissions import Principal
 class ConfigHandlers:
     def __init__(self, uow: UnitOfWork, cluster: str) -> None:
         self.uow, self.cluster = uow, cluster
+        self._id = ClusterConfig.create_id(cluster)
+        # The settings' last parse, with the revision and settings it was made from: a submit asks for them ~5
+        # times, and validating is a function of the settings alone (the revision too, as 1 == True in a dict's
+        # comparison), so each revision is validated once, not on every ask. SchedulerConfig is frozen: sharing it
+        # between commands and threads is safe.
+        self._parsed: tuple[int, dict[str, Any], SchedulerConfig] | None = None
+        self._default: SchedulerConfig | None = None
 
     def config(self, principal: Principal) -> dict[str, Any]:
         access.config_reader(principal)
@@ -26,7 +36,16 @@ class ConfigHandlers:
 
     def scheduler_config(self) -> SchedulerConfig:
         found = self._config()
-        return found.scheduler() if found else validate_config({})[0]
+        if found is None:
+            if self._default is None:
+                self._default = validate_config({})[0]
+            return self._default
+        parsed = self._parsed
+        if parsed is not None and parsed[0] == found.revision and parsed[1] == found.settings:
+            return parsed[2]
+        config = found.scheduler()
+        self._parsed = (found.revision, deepcopy(found.settings), config)  # a copy: the aggregate's own may change after
+        return config
 
     def max_eviction_restarts(self) -> int:
         return int(self.scheduler_config().max_eviction_restarts)
@@ -46,8 +65,11 @@ class ConfigHandlers:
         return warnings
 
     def _config(self) -> ClusterConfig | None:
-        cid = ClusterConfig.create_id(self.cluster)
-        return self.uow.repository.get(cid) if cid in self.uow.repository else None
+        try:  # one lookup, not `in` and then `get` (each a read of the repository)
+            found: ClusterConfig = self.uow.repository.get(self._id)
+        except AggregateNotFoundError:
+            return None
+        return found
 
 
 def defaults(settings: dict[str, Any]) -> dict[str, Any]:

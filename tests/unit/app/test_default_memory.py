@@ -115,3 +115,13 @@ def test_a_memory_size_of_zero_gets_the_cluster_default_instead_of_running_witho
 def test_without_the_setting_a_memory_size_of_zero_still_means_no_limit():
     workflow, _ = submitted(app(), ZERO_SIZES)
     assert [memory(workflow, s) for s in ("zero", "zero_text", "from_defaults")] == [0, 0, 0]
+
+
+def test_a_changed_default_applies_to_the_next_submission_and_an_unset_one_stops_applying():
+    roving = app()
+    roving.change_config({"scheduler.defaultMemoryPerCore": "2GiB"}, ADMIN, T0)
+    assert memory(submitted(roving)[0], "bare") == 4 * GiB
+    roving.change_config({"scheduler.defaultMemoryPerCore": "1GiB"}, ADMIN, T0)
+    assert memory(submitted(roving)[0], "bare") == 2 * GiB
+    roving.change_config({"scheduler.defaultMemoryPerCore": None}, ADMIN, T0)
+    assert memory(submitted(roving)[0], "bare") == 0

@@ -39,6 +39,8 @@ class Connection:
 STREAM = b"".join([
     hmsg(b"_INBOX.a.1", OURS, b"", HEADERS, b"first"),
     hmsg(b"roving.c.item.x", OURS, b"$JS.ACK.S.C.1.41.1.0.0", HEADERS, b"second"),
+    b"MSG _INBOX.a.3 7 11\r\n{\"seq\": 42}\r\n",  # a publish's ack: no headers
+    b"MSG _INBOX.a.4 7 r.1 0\r\n\r\n",
     b"PING\r\n",
     hmsg(b"other", THEIRS, b"", HEADERS, b"theirs"),
     hmsg(b"_INBOX.a.2", OURS, b"", HEADERS, b""),
@@ -60,8 +62,10 @@ def parsed_in_chunks(chunks: list[bytes]) -> tuple[list[tuple], list[tuple]]:
 
 def test_our_frames_go_to_their_handler_and_every_other_frame_to_nats_py_in_order():
     ours, theirs = parsed_in_chunks([STREAM])
-    assert ours[:2] == [(b"_INBOX.a.1", b"", b"first", HEADERS),
-                        (b"roving.c.item.x", b"$JS.ACK.S.C.1.41.1.0.0", b"second", HEADERS)]
+    assert ours[:4] == [(b"_INBOX.a.1", b"", b"first", HEADERS),
+                        (b"roving.c.item.x", b"$JS.ACK.S.C.1.41.1.0.0", b"second", HEADERS),
+                        (b"_INBOX.a.3", b"", b'{"seq": 42}', None),
+                        (b"_INBOX.a.4", b"r.1", b"", None)]
     assert [c[0] for c in theirs] == ["ping", "msg", "msg", "msg"]
     assert theirs[1][1:5] == (THEIRS, b"other", b"", b"theirs")
     assert theirs[2][1] == OURS  # after a foreign frame nats-py parses the rest: our hook still routes it
@@ -75,7 +79,7 @@ def test_a_stream_cut_anywhere_parses_to_the_same_frames():
                 [c[:5] for c in others if c[:2] != ("msg", OURS)])
 
     whole = ours_and_theirs([STREAM])
-    assert len(whole[0]) == 3 and len(whole[1]) == 3
+    assert len(whole[0]) == 5 and len(whole[1]) == 3
     for cut in range(1, len(STREAM)):
         assert ours_and_theirs([STREAM[:cut], STREAM[cut:]]) == whole, f"cut at byte {cut}"
 
