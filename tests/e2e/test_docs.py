@@ -28,7 +28,8 @@ def run_block(stack: LocalStack, home: Path, script: str) -> subprocess.Complete
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
            "ROVING_API": stack.url, "ROVING_TOKEN": stack.token("admin"), "ROVING_DATA_DIR": str(stack.data_dir),
            "HOME": str(home)}
-    return subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=REPO, env=env, capture_output=True,
+    # -x: a failing block's stderr shows each command it ran with its values (what a `why` said, say)
+    return subprocess.run(["bash", "-xeuo", "pipefail", "-c", script], cwd=REPO, env=env, capture_output=True,
                           text=True, timeout=120)
 
 
@@ -41,6 +42,6 @@ def test_every_tested_command_of_the_guides_exits_0(stack, tmp_path):
         for line, script in marked_blocks(guide):
             done = run_block(stack, tmp_path, script)
             assert done.returncode == 0, (f"{guide.name}:{line} exited {done.returncode}\n{script}\n"
-                                          f"stdout:\n{done.stdout[-2000:]}\nstderr:\n{done.stderr[-2000:]}")
+                                          f"stdout:\n{done.stdout[-2000:]}\nstderr:\n{done.stderr[-4000:]}")
             ran += 1
     assert ran >= 10
