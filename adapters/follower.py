@@ -51,6 +51,10 @@ class Follower:
         self._thread.start()
         return self
 
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
     def stop(self, timeout: float = 5.0) -> None:
         """Stop following and wait for the thread to finish its current batch."""
         self._stopped.set()
@@ -116,7 +120,10 @@ class Follower:
                 self._log.info(f"{self.name}.caught_up", position=self.target.position)
                 self.caught_up.set()
                 self._poll() if self.poll_seconds is not None else self._follow()
-            except Exception:  # noqa: BLE001 - keep following; the next round resumes at the target's position
+            except Exception as error:  # noqa: BLE001 - keep following; the next round resumes at the target's position
+                if self._stopped.is_set():  # stopped mid-round: its owner closed what the round wrote to
+                    self._log.info(f"{self.name}.stopped_mid_round", error=str(error) or type(error).__name__)
+                    return
                 self._log.exception(f"{self.name}.failed", position=self.target.position)
                 self._stopped.wait(self.retry_seconds)
 

@@ -18,6 +18,7 @@ from adapters.background import Background
 
 log = structlog.get_logger("roving.audit_lease")
 CHECK_SECONDS = 1.0
+HANDOVER_SECONDS = 30.0  # how long a hand-over waits for the feed's round before closing the file under it
 
 
 class AuditByLease:
@@ -62,8 +63,10 @@ class AuditByLease:
         self.publish(None)
         if parts is not None:
             store, _, feed = parts
-            feed.stop()
-            store.close()
+            feed.stop(HANDOVER_SECONDS)  # its round may wait on a log server that just went away
+            if feed.alive:
+                log.warning("audit_lease.feed_still_running", waited_s=HANDOVER_SECONDS)
+            store.close()  # a round still running ends on the closed file; its transaction never committed
 
     def stop(self) -> None:
         self.background.stop()

@@ -117,9 +117,9 @@ def test_a_position_that_is_not_a_number_is_refused_naming_the_header():
 
 class Part:
     def __init__(self) -> None:
-        self.stopped = self.closed = False
+        self.stopped = self.closed = self.alive = False
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = 5.0) -> None:
         self.stopped = True
 
     def close(self) -> None:
