@@ -7,11 +7,14 @@ a process of its own, bounded in memory, CPU and time, over a copy of only the r
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import msgspec
 
 from adapters.audit_sandbox import Limits, Sandbox, SandboxFailed
@@ -19,6 +22,7 @@ from adapters.duckdb_store import COLUMNS, AuditStore
 from adapters.sql_guard import check_select
 from projections.audit import (
     AuditFilters,
+    AuditMoved,
     AuditRow,
     QueryFailed,
     QueryResult,
@@ -43,19 +47,20 @@ class AuditLog:
         where, params = _where(filters, visible_organization(filters, scope))
         order = "DESC" if filters.descending else "ASC"
         sql = f"{_select(where)} ORDER BY position {order}, cluster {order} LIMIT {int(max(filters.limit, 0))}"
-        with self.store.connection.cursor() as cursor:
+        with _open(), self.store.connection.cursor() as cursor:
             rows = cursor.execute(sql, params).fetchall()
         return [_audit_row(row) for row in rows]
 
     def query(self, sql: str, scope: Scope) -> QueryResult:
         """Run one read-only SELECT over `audit`, the caller's rows only; see adapters.sql_guard and audit_sandbox."""
         organization = scope_organization(scope)
-        with self.store.connection.cursor() as cursor:
+        with _open(), self.store.connection.cursor() as cursor:
             check_select(sql, cursor, self.store.reserved_names())
         where, params = _where(AuditFilters(), organization)
         with tempfile.TemporaryDirectory(prefix="roving-audit-rows-") as scratch:
             rows = Path(scratch) / "rows.parquet"
-            self.store.copy_to_parquet(f"{_select(where)} ORDER BY position, cluster", params, rows)
+            with _open():
+                self.store.copy_to_parquet(f"{_select(where)} ORDER BY position, cluster", params, rows)
             try:
                 columns, found = self.sandbox.run(rows, sql, self.max_rows)
             except SandboxFailed as error:
@@ -65,7 +70,17 @@ class AuditLog:
     def export_parquet(self, path: str | Path, filters: AuditFilters, scope: Scope) -> None:
         """Every row the filters select (the page limit does not apply), in position order, as Parquet."""
         where, params = _where(filters, visible_organization(filters, scope))
-        self.store.copy_to_parquet(f"{_select(where)} ORDER BY position, cluster", params, path)
+        with _open():
+            self.store.copy_to_parquet(f"{_select(where)} ORDER BY position, cluster", params, path)
+
+
+@contextlib.contextmanager
+def _open() -> Iterator[None]:
+    """A read the audit's hand-over cut off (the store closed under it) is said as such, not as a failure."""
+    try:
+        yield
+    except duckdb.ConnectionException as error:
+        raise AuditMoved(f"the audit moved to another worker while answering ({error}); ask again") from None
 
 def _where(filters: AuditFilters, organization: str | None) -> tuple[str, list[Any]]:
     clauses: list[str] = []

@@ -241,6 +241,10 @@ class AccessDenied(PermissionError):
     """The reader's scope does not cover what they asked for."""
 
 
+class AuditMoved(RuntimeError):
+    """The audit closed under a read: this worker stopped leading, and the next holder answers a retry."""
+
+
 class QueryFailed(ValueError):
     """A checked query that could not finish; `reason` is error (bad column, type), time, memory or size."""
 

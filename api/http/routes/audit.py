@@ -29,7 +29,7 @@ from api.http.routes import paging
 from domain.app import access
 from domain.tenancy.permissions import Principal
 from projections import workflow_pages as pages
-from projections.audit import AccessDenied, AuditFilters, QueryFailed, Scope
+from projections.audit import AccessDenied, AuditFilters, AuditMoved, QueryFailed, Scope
 
 MAX_LIMIT = 10_000
 FILTERS = ("since", "until", "principal", "event_type", "node", "workflow", "organization", "cluster", "after", "limit")
@@ -74,6 +74,8 @@ def _utc(when: datetime | None) -> datetime | None:
 
 
 def refused(error: Exception) -> Response:
+    if isinstance(error, AuditMoved):
+        return problem(503, str(error))
     if isinstance(error, AccessDenied):
         return problem(403, str(error))
     if isinstance(error, QueryFailed):  # reason: error, time, memory or size (the limit it met)
@@ -90,7 +92,7 @@ async def list_rows(request: Request) -> Response:
                                      resume=(resume[0], resume[1]) if resume is not None else None, descending=newest)
     try:
         rows = await c.call(audit_log(request).list, wanted, scope)
-    except AccessDenied as error:
+    except (AccessDenied, AuditMoved) as error:
         return refused(error)
     # the store answered in the asked order, past the cursor; the cursor names its order, so it pages on only in it
     shown, more = pages.after_key(rows, row_key, "audit-newest" if newest else "audit", filters.limit, None)
@@ -114,7 +116,7 @@ async def query(request: Request) -> Response:
     audit = audit_log(request)
     try:
         result = await c.call(audit.query, wanted.sql, scope)
-    except (RefusedQuery, QueryFailed, AccessDenied) as error:
+    except (RefusedQuery, QueryFailed, AccessDenied, AuditMoved) as error:
         return refused(error)
     body = {"columns": result.columns, "rows": result.rows, "truncated": result.truncated}
     return Response(ENCODER.encode(body), media_type="application/json")
@@ -129,7 +131,7 @@ async def export_parquet(request: Request) -> Response:
         await c.call(audit_log(request).export_parquet, path, filters, scope)
     except BaseException as error:
         shutil.rmtree(scratch, ignore_errors=True)
-        if isinstance(error, AccessDenied):
+        if isinstance(error, (AccessDenied, AuditMoved)):
             return refused(error)
         raise
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")

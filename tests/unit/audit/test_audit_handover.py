@@ -67,3 +67,23 @@ def test_a_hand_over_closes_the_file_under_a_stalled_round_without_a_traceback_o
         assert reopened.position("c1") == 1  # the round cut off by the close committed nothing
     finally:
         reopened.close()
+
+
+def test_a_read_the_hand_over_cut_off_answers_503_ask_again_not_a_500(tmp_path):
+    from adapters.audit_log import AuditLog
+    from api.http.routes.audit import refused
+    from projections.audit import AuditFilters, AuditMoved, Scope
+
+    store = AuditStore(tmp_path / "audit.duckdb")
+    audit = AuditLog(store)
+    store.close()  # as the worker that stopped leading closes it
+    admin = Scope(cluster_admin=True)
+    for read in (lambda: audit.list(AuditFilters(), admin), lambda: audit.query("SELECT 1", admin),
+                 lambda: audit.export_parquet(tmp_path / "out.parquet", AuditFilters(), admin)):
+        try:
+            read()
+        except AuditMoved as error:
+            answer = refused(error)
+            assert answer.status_code == 503 and b"ask again" in answer.body
+        else:
+            raise AssertionError("a read of a closed audit answered")
