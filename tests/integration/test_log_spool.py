@@ -4,9 +4,11 @@ stopped log, and an agent restart (a real nats-server and the real agent; the co
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import nats
@@ -29,19 +31,26 @@ def agent_config(api: FakeApi, workdir: Path) -> AgentConfig:
                        heartbeat=0.2, poll=0.05, kill_grace=0.3)
 
 
-async def whole_log(url: str, cluster: str, workflow_id: str, stage: str, timeout: float) -> bytes:
-    """The stage's log once its end marker is in the stream (the stream made by whoever comes first)."""
+@contextlib.asynccontextmanager
+async def ensured_logs(url: str, cluster: str) -> AsyncIterator[Logs]:
+    """The cluster's log streams on a connection of their own (made by whoever comes first), closed after."""
     nc = await nats.connect(url)
     try:
         logs = Logs(nc.jetstream(), cluster)
         await logs.ensure()
+        yield logs
+    finally:
+        await nc.close()
+
+
+async def whole_log(url: str, cluster: str, workflow_id: str, stage: str, timeout: float) -> bytes:
+    """The stage's log once its end marker is in the stream."""
+    async with ensured_logs(url, cluster) as logs:
         chunks = []
         async with asyncio.timeout(timeout):
             async for chunk in logs.follow(workflow_id, stage):
                 chunks.append(chunk)
         return b"".join(chunks)
-    finally:
-        await nc.close()
 
 
 async def stream_exists(url: str, name: str) -> bool:
@@ -135,10 +144,7 @@ def test_output_spooled_while_the_log_is_stopped_ships_once_when_it_returns_to_a
 
 def test_a_message_whose_ack_was_lost_is_stored_once_when_it_is_sent_again(nats_url, tmp_path):
     async def main() -> tuple[int, bytes]:
-        nc = await nats.connect(nats_url)
-        try:
-            logs = Logs(nc.jetstream(), "spool-dup")
-            await logs.ensure()
+        async with ensured_logs(nats_url, "spool-dup") as logs:
             spool = Spool(tmp_path / "spool")
             stage = spool.stage("a.1", Meta("wf-d", "train"))
             stage.append(b"o", b"first ")
@@ -147,8 +153,6 @@ def test_a_message_whose_ack_was_lost_is_stored_once_when_it_is_sent_again(nats_
             stage.append(b"o", b"second")
             await Shipper(logs, Spool(tmp_path / "spool"), lambda: "node").ship()
             return await logs.count("wf-d", "train"), await logs.read("wf-d", "train")
-        finally:
-            await nc.close()
 
     assert asyncio.run(main()) == (2, b"first second")
 
@@ -162,10 +166,7 @@ def test_an_ended_log_shipped_by_an_agent_that_died_before_removing_its_spool_is
                 self.stages.pop(stage.key, None)
 
     async def main() -> tuple[int, bytes, bool]:
-        nc = await nats.connect(nats_url)
-        try:
-            logs = Logs(nc.jetstream(), "spool-ended")
-            await logs.ensure()
+        async with ensured_logs(nats_url, "spool-ended") as logs:
             spool = Dying(tmp_path / "spool")
             spool.output("a.1", Meta("wf-e", "train"), "stdout", b"all of it\n")
             spool.end("a.1", Meta("wf-e", "train"), "exited with code 0")
@@ -174,8 +175,6 @@ def test_an_ended_log_shipped_by_an_agent_that_died_before_removing_its_spool_is
             await Shipper(logs, again, lambda: "node").ship()
             count, text = await logs.count("wf-e", "train"), await logs.read("wf-e", "train")
             return count, text, any((tmp_path / "spool").iterdir())
-        finally:
-            await nc.close()
 
     assert asyncio.run(main()) == (2, b"all of it\n", False)  # the output and the end, once each; the spool gone
 
@@ -229,10 +228,7 @@ def test_past_the_cluster_s_cap_a_log_ends_with_a_marker_naming_what_was_left_ou
 
 def test_a_stage_s_backlog_does_not_hold_back_another_stage_s_log_and_end(nats_url, tmp_path):
     async def main() -> tuple[bool, bool, bytes]:
-        nc = await nats.connect(nats_url)
-        try:
-            logs = Logs(nc.jetstream(), "spool-fair")
-            await logs.ensure()
+        async with ensured_logs(nats_url, "spool-fair") as logs:
             spool = Spool(tmp_path / "spool")
             spool.output("big.1", Meta("wf-f", "flood"), "stdout", b"y" * (20 * MB))  # 5 rounds' worth
             spool.output("small.1", Meta("wf-f", "quick"), "stdout", b"quick and done\n")
@@ -241,8 +237,6 @@ def test_a_stage_s_backlog_does_not_hold_back_another_stage_s_log_and_end(nats_u
             await shipper.round()
             state = spool.shipping("small.1"), spool.shipping("big.1")
             return *state, await whole_log(nats_url, "spool-fair", "wf-f", "quick", 10)
-        finally:
-            await nc.close()
 
     small_waiting, big_waiting, quick = asyncio.run(main())
     assert quick == b"quick and done\n" and not small_waiting and big_waiting
@@ -299,10 +293,7 @@ def test_the_spool_is_readable_by_the_agent_alone(tmp_path):
 
 def test_a_spool_whose_file_was_removed_by_hand_does_not_hold_back_the_others(nats_url, tmp_path):
     async def main() -> tuple[bytes, bool]:
-        nc = await nats.connect(nats_url)
-        try:
-            logs = Logs(nc.jetstream(), "spool-gone")
-            await logs.ensure()
+        async with ensured_logs(nats_url, "spool-gone") as logs:
             spool = Spool(tmp_path / "spool")
             spool.output("gone.1", Meta("wf-g", "gone"), "stdout", b"lost by hand")
             spool.output("kept.1", Meta("wf-g", "kept"), "stdout", b"kept\n")
@@ -310,7 +301,5 @@ def test_a_spool_whose_file_was_removed_by_hand_does_not_hold_back_the_others(na
             (spool.root / "gone.1" / "data").unlink()
             await Shipper(logs, spool, lambda: "node").ship()
             return await whole_log(nats_url, "spool-gone", "wf-g", "kept", 10), spool.shipping("gone.1")
-        finally:
-            await nc.close()
 
     assert asyncio.run(main()) == (b"kept\n", False)
