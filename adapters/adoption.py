@@ -23,7 +23,7 @@ from typing import Any
 import msgspec
 
 from adapters.known_files import remove_known
-from adapters.private_files import write_private
+from adapters.private_files import write_new_private, write_private
 from adapters.probes import with_kebab_probes
 from adapters.runspec import RunSpec, upcast_kept
 from domain.agent_protocol import Register
@@ -128,13 +128,7 @@ class JobFiles:
         """Written once, into the directory `create` made for this start, the agent's alone (the spec's env may hold
         secrets): no temporary file and rename (half the cost), since one torn by a crash reads as none, as a
         missing one does (`found_jobs`)."""
-        fd = os.open(self.directory / "state.json", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-        try:
-            view = memoryview(msgspec.json.encode(state))
-            while view:
-                view = view[os.write(fd, view):]
-        finally:
-            os.close(fd)
+        write_new_private(self.directory / "state.json", msgspec.json.encode(state))
 
     def load(self) -> JobState | None:
         try:
