@@ -104,15 +104,10 @@ class UnitOfWork(Application[UUID]):
         try:
             recordings = self._commit(unique, kwargs)
         except (IntegrityError, RecordConflictError) as error:
-            self.repository.refused(unique, getattr(error, "moved", None))
-            raise WriteRace(f"someone changed this at the same time ({error})") from error
+            raise self._race(unique, error) from error
         if recordings:
-            position = recordings[-1].notification.id
-            with self._position_lock:
-                self.last_position = max(self.last_position, position)
-            _SAVED.position = max(getattr(_SAVED, "position", 0), position)
+            self._landed_at(recordings[-1].notification.id)
         return recordings
-
 
     def save_apart(self, *aggregates: Any) -> None:
         """Each aggregate in a commit of its own, all handed to the log at once (pipelined) when the recorder can
@@ -126,17 +121,25 @@ class UnitOfWork(Application[UUID]):
         outcomes = insert([[self.mapper.to_stored_event(e) for e in a.collect_events()] for a in aggregates])
         self.repository.saved({a.id: a for a, o in zip(aggregates, outcomes, strict=True) if isinstance(o, list)})
         if positions := [o[-1] for o in outcomes if isinstance(o, list) and o]:
-            with self._position_lock:
-                self.last_position = max(self.last_position, *positions)
-            _SAVED.position = max(getattr(_SAVED, "position", 0), *positions)
+            self._landed_at(max(positions))
         refused = [(a, o) for a, o in zip(aggregates, outcomes, strict=True) if not isinstance(o, list)]
         if not refused:
             return
         error = refused[0][1]
         if isinstance(error, (IntegrityError, RecordConflictError)):
-            self.repository.refused([a for a, _ in refused], getattr(error, "moved", None))
-            raise WriteRace(f"someone changed this at the same time ({error})") from error
+            raise self._race([a for a, _ in refused], error) from error
         raise error
+
+    def _landed_at(self, position: int) -> None:
+        """A commit of this thread's command reached `position` of the log (read-your-writes waits for it)."""
+        with self._position_lock:
+            self.last_position = max(self.last_position, position)
+        _SAVED.position = max(getattr(_SAVED, "position", 0), position)
+
+    def _race(self, aggregates: list[Any], error: Exception) -> WriteRace:
+        """The log refused `aggregates` for a concurrent writer: forget their stale copies; the command decides again."""
+        self.repository.refused(aggregates, getattr(error, "moved", None))
+        return WriteRace(f"someone changed this at the same time ({error})")
 
 
 _SAVED = threading.local()  # the log position of the last save made on each thread
