@@ -43,10 +43,10 @@ ALLOWED: tuple[tuple[str, re.Pattern[str]], ...] = tuple((method, re.compile(pat
 
 class WorkflowTokens:
     """Tokens issued lately, by workflow, for one issuer that answers the same running work again and again (the
-    agents' push): one is handed out again while it is younger than REUSE_SECONDS and its owner's identity, the key
+    agents' push): one is handed out again while it is younger than REUSE and its owner's identity, the key
     and the life asked are the same, so its expiry is at most that much earlier than a fresh one's."""
 
-    REUSE_SECONDS = 60.0
+    REUSE = timedelta(seconds=60)
     MOST = 10_000  # workflows remembered at most (then all are forgotten at once)
 
     def __init__(self) -> None:
@@ -55,17 +55,13 @@ class WorkflowTokens:
     def issue(self, identity: Identity, workflow: str, key: bytes, ttl: timedelta, now: datetime) -> str:
         made_from = (identity, key, ttl)
         known = self._issued.get(workflow)
-        if known is not None and known[0] == made_from and timedelta(0) <= now - known[1] < self.fresh:
+        if known is not None and known[0] == made_from and timedelta(0) <= now - known[1] < self.REUSE:
             return known[2]
         if len(self._issued) >= self.MOST:
             self._issued.clear()
         token = issue_workflow(identity, workflow, key, ttl, now)
         self._issued[workflow] = (made_from, now, token)
         return token
-
-    @property
-    def fresh(self) -> timedelta:
-        return timedelta(seconds=self.REUSE_SECONDS)
 
 
 def with_workflow_tokens(answer: Assignments[Start], views: Any, key: bytes, ttl: timedelta,
