@@ -14,6 +14,12 @@ the client was never told had landed (it commits again). The server removes `bat
 so the link is made again after every start (`tend`, called by the supervisor); a link whose directory went (a
 cleaned /dev/shm, a reboot) is given a new one. `ROVING_NATS_BATCH_STAGING=disk` keeps the server's own staging.
 
+Room: a tmpfs that fills (another program's files; a container's 64 MiB /dev/shm) would refuse every atomic batch
+("atomic publish batch is incomplete", 10176) while the disk has room. So staging goes back to the store's disk
+while the memory side has less than LOW_WATER free (each link becomes a directory again), and returns to memory
+once it has HIGH_WATER free; a /dev/shm too small from the start is never used. One round of the supervisor (1 s)
+is the longest a batch can meet a full memory side.
+
 Safety: the memory side is `<tmpfs>/roving-<uid>/<digest of the store path>/`, created 0700 and used only when it
 is a real directory of this user's (not a link, nobody else's, nobody else may enter), so another local user cannot
 have the server stage into a directory of theirs; what is staged is encrypted when the store is.
@@ -32,6 +38,8 @@ import structlog
 log = structlog.get_logger("roving.nats")
 MEMORY = Path("/dev/shm")
 BATCHES = "batches"
+LOW_WATER = 16 * 2**20  # bytes free on the memory side under which batches stage on disk again
+HIGH_WATER = 32 * 2**20  # ... and above which they return to memory (apart from LOW_WATER: no flapping at the edge)
 
 
 def memory_dir(environ: dict[str, str] | os._Environ[str] = os.environ) -> Path | None:
@@ -53,14 +61,20 @@ def _is_tmpfs(path: Path) -> bool:
 class BatchStaging:
     """Links the `batches/` directory of every stream in one server's store to memory (see the module's words)."""
 
-    def __init__(self, store_dir: Path, memory: Path) -> None:
+    def __init__(self, store_dir: Path, memory: Path, low_water: int = LOW_WATER, high_water: int = HIGH_WATER) -> None:
         self.streams = store_dir / "jetstream" / "jetstream"  # the configured store_dir, then the server's own
         digest = hashlib.sha256(str(store_dir.resolve()).encode()).hexdigest()[:16]
-        self.home = memory / f"roving-{os.getuid()}"
+        self.memory, self.home = memory, memory / f"roving-{os.getuid()}"
         self.root = self.home / digest
+        self.low_water, self.high_water = low_water, high_water
+        self.on_disk = False  # staging went back to disk for want of room in memory
 
     def tend(self) -> int:
-        """Link every stream's staging not linked yet (or linked to a directory that went); how many were linked."""
+        """Link every stream's staging not linked yet (or linked to a directory that went); how many were linked.
+        While the memory side is short of room, unlink them instead (staging on disk) and link none."""
+        if not self._roomy():
+            self._to_disk()
+            return 0
         if not self._own(self.home) or not self._own(self.root):
             return 0
         linked = 0
@@ -70,6 +84,32 @@ class BatchStaging:
             except OSError as error:  # a batch staging meanwhile, or the stream going: the next round tries again
                 log.debug("nats.batch_staging_deferred", stream=stream.name, error=str(error))
         return linked
+
+    def _roomy(self) -> bool:
+        """Whether the memory side has room: HIGH_WATER free to return to it, LOW_WATER free to stay."""
+        try:
+            found = os.statvfs(self.memory)
+        except OSError:
+            return False
+        free = found.f_bavail * found.f_frsize
+        roomy = free >= (self.high_water if self.on_disk else self.low_water)
+        if roomy == self.on_disk:  # a change either way: said once
+            (log.info if roomy else log.warning)(
+                "nats.batch_staging_in_memory_again" if roomy else "nats.batch_staging_on_disk",
+                memory=str(self.memory), free_bytes=free, low_water=self.low_water, high_water=self.high_water)
+        self.on_disk = not roomy
+        return roomy
+
+    def _to_disk(self) -> None:
+        """Every link of ours becomes a directory of the store again: the server's next batch stages on disk."""
+        for stream in sorted(self.streams.glob("*/streams/*/")):
+            batches = stream / BATCHES
+            try:
+                if batches.is_symlink() and Path(os.readlink(batches)).is_relative_to(self.root):
+                    batches.unlink()
+                    batches.mkdir(mode=0o700)
+            except OSError as error:  # the stream going, or the server making it meanwhile: the next round again
+                log.debug("nats.batch_staging_deferred", stream=stream.name, error=str(error))
 
     def close(self) -> None:
         """Remove the memory side once the server is stopped (the links left in the store are dropped by the server

@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import stat
+import subprocess
 import time
 import uuid
 from pathlib import Path
@@ -137,3 +138,68 @@ def test_a_memory_directory_another_user_could_enter_is_never_used(tmp_path: Pat
 
 def test_staging_stays_on_disk_when_asked() -> None:
     assert memory_dir({"ROVING_NATS_BATCH_STAGING": "disk"}) is None
+
+
+@pytest.fixture
+def tiny_memory(tmp_path: Path):
+    """A 2 MiB tmpfs of its own (mounting one needs root: CI's path), as a small or crowded /dev/shm."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs of the test's own needs root (CI runs it)")
+    memory = tmp_path / "shm"
+    memory.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m,mode=1777", "tmpfs", str(memory)], check=True)
+    yield memory
+    subprocess.run(["umount", "-l", str(memory)], check=False)
+
+
+def _fill(memory: Path) -> Path:
+    """Fill the tmpfs as another program would, all but a few pages."""
+    filler = memory / "filler"
+    with filler.open("wb", buffering=0) as out:
+        try:
+            while True:
+                out.write(b"x" * 65536)
+        except OSError:
+            pass
+    return filler
+
+
+def test_a_memory_side_that_fills_sends_staging_back_to_disk_and_it_returns_when_there_is_room(tmp_path: Path,
+                                                                                                tiny_memory: Path) -> None:
+    server = NatsServer(tmp_path / "nats").start()
+    staging = BatchStaging(server.store_dir, tiny_memory, low_water=512 * 1024, high_water=1024 * 1024)
+    supervisor = Supervisor(server, staging=staging).start()
+    try:
+        url = server.url_for("control")
+        asyncio.run(_stream(url, "CROWDED"))
+        assert _wait_linked(server, "CROWDED") is not None
+        assert asyncio.run(_batches(url, "CROWDED", 5)) == 20
+        filler = _fill(tiny_memory)  # every batch staged in memory now would be refused as "incomplete"
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and _linked(server, "CROWDED") is not None:
+            time.sleep(0.05)
+        assert _linked(server, "CROWDED") is None, "staging stayed in a full memory side"
+        assert asyncio.run(_batches(url, "CROWDED", 20)) == 100  # staged on disk: every one lands whole
+        filler.unlink()
+        assert _wait_linked(server, "CROWDED") is not None, "staging did not return to memory once it had room"
+        assert asyncio.run(_batches(url, "CROWDED", 5)) == 120
+    finally:
+        supervisor.stop()
+        server.stop()
+        staging.close()
+
+
+def test_a_memory_side_too_small_from_the_start_is_never_linked(tmp_path: Path, tiny_memory: Path) -> None:
+    server = NatsServer(tmp_path / "nats").start()
+    staging = BatchStaging(server.store_dir, tiny_memory)  # 2 MiB: under the shipped LOW_WATER
+    supervisor = Supervisor(server, staging=staging).start()
+    try:
+        url = server.url_for("control")
+        asyncio.run(_stream(url, "SMALL"))
+        assert _wait_linked(server, "SMALL", seconds=2.5) is None
+        assert staging.on_disk
+        assert asyncio.run(_batches(url, "SMALL", 5)) == 20
+    finally:
+        supervisor.stop()
+        server.stop()
+        staging.close()
