@@ -107,8 +107,7 @@ class SchedulingHandlers:
     def record_blocked(self, allocation: UUID, why: Why, by: str, at: datetime) -> bool:
         """One `SchedulingBlocked` event for a new cause; False when there was nothing new to say."""
         alloc = self.uow.load(Allocation, allocation, "allocation")
-        reason, detail = why.cause()
-        if not alloc.record_blocked(reason.value, why.message, f"{reason.value}:{detail}", by=by, at=at):
+        if not alloc.record_blocked(why.reason.value, why.message, why.cause(), by=by, at=at):
             return False
         self.uow.save(alloc)
         return True
@@ -124,9 +123,8 @@ class SchedulingHandlers:
                 alloc = self.uow.load(Allocation, allocation, "allocation")
             except NotFound:
                 continue
-            reason, detail = why.cause()
-            message, cause = cut(why.message, MAX_BLOCKED_MESSAGE), cut(f"{reason.value}:{detail}", MAX_BLOCKED_CAUSE)
-            if alloc.ended or not alloc.record_blocked(reason.value, message, cause, by=by, at=at):
+            message, cause = cut(why.message, MAX_BLOCKED_MESSAGE), cut(why.cause(), MAX_BLOCKED_CAUSE)
+            if alloc.ended or not alloc.record_blocked(why.reason.value, message, cause, by=by, at=at):
                 continue
             if group and size + len(message) + len(cause) > COMMIT_TEXT:
                 self.uow.save(*group)

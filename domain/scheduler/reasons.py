@@ -54,27 +54,39 @@ _CAUSE_KEYS: dict[Reason, tuple[str, ...]] = {
 }
 
 
+# Reasons whose event would tell a user nothing new after the other's: work behind the head that fits nowhere now
+# (BACKFILL_NO_FIT) says what the head says when it cannot start (capacity_why: "all N usable nodes are busy"), and
+# every waiting allocation moves from the one to the other as the queue drains. Its event would be that line again:
+# in a burst, 1.5 SchedulingBlocked events a one-job workflow instead of 1.
+_SAME_NEWS: dict[Reason, Reason] = {Reason.BACKFILL_NO_FIT: Reason.INSUFFICIENT_RESOURCES}
+
+
 class Why(msgspec.Struct, frozen=True, kw_only=True):
     reason: Reason
     message: str = ""
     detail: dict[str, Any] = {}
 
-    def cause(self) -> tuple[Reason, str]:
+    def cause(self) -> str:
+        """What makes this reason news: its kind of reason and the detail entries that name the cause. A
+        `SchedulingBlocked` event is written when it changes, and records it."""
         keys = _CAUSE_KEYS.get(self.reason, ())
-        return self.reason, repr([self.detail.get(k) for k in keys])
+        return f"{_SAME_NEWS.get(self.reason, self.reason).value}:{[self.detail.get(k) for k in keys]!r}"
+
+    def is_news_after(self, before: Why | None) -> bool:
+        """Whether this reason deserves an event after `before` (None: nothing was said yet)."""
+        if before is None:
+            return True
+        if before is self:
+            return False
+        if _SAME_NEWS.get(before.reason, before.reason) is not _SAME_NEWS.get(self.reason, self.reason):
+            return True
+        return (before.reason in _CAUSE_KEYS or self.reason in _CAUSE_KEYS) and before.cause() != self.cause()
 
 
 def blocked_events(previous: Mapping[str, Why], current: Mapping[str, Why]) -> list[str]:
     """Allocation ids whose blocking cause is new this pass: each needs one `SchedulingBlocked` event."""
-    fresh = []
-    for allocation_id, why in current.items():
-        if why.reason in SETTLED:
-            continue
-        before = previous.get(allocation_id)
-        if before is None or before.reason is not why.reason or (
-                before is not why and why.reason in _CAUSE_KEYS and before.cause() != why.cause()):
-            fresh.append(allocation_id)
-    return fresh
+    return [allocation_id for allocation_id, why in current.items()
+            if why.reason not in SETTLED and why.is_news_after(previous.get(allocation_id))]
 
 
 def terminal(state: str) -> Why:

@@ -72,6 +72,16 @@ def test_a_changed_cause_is_written_again():
     assert [e.message for e in blocked_events(roving, aid)] == ["n1 is cordoned", "n1 is cordoned"]
 
 
+def test_busy_nodes_told_behind_the_head_are_not_told_again_at_its_front_even_by_a_new_leader():
+    roving = app()
+    aid = submit(roving, cores=1)
+    behind = Why(reason=Reason.BACKFILL_NO_FIT, message="all 2 usable nodes are busy")
+    front = Why(reason=Reason.INSUFFICIENT_RESOURCES, message="all 2 usable nodes are busy")
+    assert roving.record_blocked(aid, behind, "scheduler", T0) is True
+    assert roving.record_blocked(aid, front, "scheduler", T0) is False  # the allocation's own record: no news
+    assert [e.reason for e in blocked_events(roving, aid)] == ["BACKFILL_NO_FIT"]
+
+
 def test_placed_work_gets_no_blocked_event_and_its_real_wait_since_ready_is_observed():
     roving, views, runner = control_plane()
     roving.register_node("n1", 4, 8 * GiB, {}, {}, "pool", "127.0.0.1", 9100, T0)
