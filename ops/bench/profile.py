@@ -4,8 +4,9 @@ Starts `roving up` (2 nodes x 4 cores, as ops/bench/e2e.py), attaches `py-spy re
 each agent, and `perf record` to nats-server (a Go binary: sampled by `perf` when it is installed, Debian's
 linux-perf, else only its CPU is reported), submits one-job workflows from 4 threads for the duration, and writes one
 profile per process to --out. It prints one JSON line: per process, CPU ms per job and the functions with the most
-samples of their own (self) and in total (inclusive), idle waits left out. Needs root (or ptrace rights) and
-`pip install py-spy`.
+samples of their own (self) and in total (inclusive), idle waits left out, and (`threads`) each Python process's CPU
+ms per job by thread, from /proc (exact, whatever a sampler makes of waits), named as `py-spy dump` names them
+(numbered threads of one pool summed). Needs root (or ptrace rights) and `pip install py-spy`.
 
     .venv/bin/python ops/bench/profile.py [--seconds 20] [--out /tmp/roving-profile]
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -27,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from e2e import ENDED, ONE_JOB, Stack, _cmdline, drained, submit, wait_ended  # noqa: E402 - ops/bench, beside this file
-from procstat import children, cpu_seconds  # noqa: E402
+from procstat import children, cpu_seconds, thread_cpu  # noqa: E402
 
 # Frames that are a thread waiting, not working: left out of the tables (py-spy --idle is off, but a blocking
 # syscall sampled mid-call still shows).
@@ -68,6 +70,18 @@ def perf_top(data: Path, count: int = 20) -> dict:
             inclusive[frame] += 1
     share = lambda c: {k: round(v * 100 / max(total, 1), 1) for k, v in c.most_common(count)}  # noqa: E731
     return {"busy_samples": total, "self_pct": share(own), "inclusive_pct": share(inclusive)}
+
+
+def by_thread(pid: int, before: dict[int, float]) -> dict[str, float]:
+    """CPU seconds each thread spent since `before`, by its Python name (`py-spy dump`; the pools' numbered threads
+    summed under one name), most first; a thread py-spy does not name keeps its id."""
+    spent = {tid: seconds - before.get(tid, 0.0) for tid, seconds in thread_cpu(pid).items()}
+    dump = subprocess.run(["py-spy", "dump", "--pid", str(pid)], capture_output=True, text=True, check=False).stdout
+    names = {int(tid): name for tid, name in re.findall(r'^Thread (\d+) \([^)]*\): "([^"]+)"', dump, re.MULTILINE)}
+    summed: Counter = Counter()
+    for tid, seconds in spent.items():
+        summed[re.sub(r"[-_ ]\d+$", "", names.get(tid, str(tid)))] += seconds
+    return {name: seconds for name, seconds in summed.most_common() if seconds > 0}
 
 
 def record(pid: int, seconds: int, out: Path) -> subprocess.Popen:
@@ -112,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
             if nats is not None:
                 pids["nats"] = nats
             cpu0 = {name: cpu_seconds(pid) for name, pid in pids.items()}
+            threads0 = {name: thread_cpu(pid) for name, pid in pids.items() if name != "nats"}
             spies = {name: record(pid, args.seconds, args.out / f"{name}.txt") for name, pid in pids.items()
                      if name != "nats"}
             perf = perf_record(nats, args.seconds, args.out / "nats.perf") if nats is not None else None
@@ -119,12 +134,15 @@ def main(argv: list[str] | None = None) -> int:
             for spy in [*spies.values(), *([perf] if perf else [])]:
                 spy.wait()
             cpu1 = {name: cpu_seconds(pid) for name, pid in pids.items()}
+            threads = {name: by_thread(pids[name], before) for name, before in threads0.items()}
             ended = wait_ended(client, submitted, 60)[0]
             client.close()
         finally:
             stack.stop()
     jobs = sum(w["status"] in ENDED for w in ended)
     report = {"jobs": jobs, "cpu_ms_per_job": {n: round((cpu1[n] - cpu0[n]) * 1000 / max(jobs, 1), 1) for n in pids},
+              "threads": {name: {thread: round(seconds * 1000 / max(jobs, 1), 2) for thread, seconds in spent.items()}
+                          for name, spent in threads.items()},
               "profiles": {name: top(args.out / f"{name}.txt") for name in pids if (args.out / f"{name}.txt").exists()}}
     if (args.out / "nats.perf").exists():
         report["profiles"]["nats"] = perf_top(args.out / "nats.perf")
