@@ -6,7 +6,8 @@ records what it decided through one of the same events, and every query reads th
 order: the state and its creation; what it shows; what it is told of its stages' attempts and how it retries;
 its service pools and volumes; how it moves stages on after every change; its events (each one's effect on the
 state). What owns its own state is carved out and called, not attached: the stage book (domain/workflow_book.py),
-each step's and stage's state (domain/workflow_stages.py), the retry rules (domain/fuzzfile/semantics.py).
+each step's and stage's state (domain/workflow_stages.py), the retry rules (domain/fuzzfile/semantics.py),
+its service pools' sizes and which services are no longer needed (domain/workflow_services.py).
 Every event class stays nested in `Workflow` here, so the topics stored in the log (`domain.workflow:Workflow.
 StageStarted`) are the ones this class has always had (tests/unit/workflow/test_workflow_golden.py replays them);
 each is declared with its fields, in the order its command takes them, so read models type what they read.
@@ -22,9 +23,9 @@ from uuid import UUID
 import msgspec
 from eventsourcing.domain import event
 
-from domain.autoscale import Pool, pool_rule
+from domain import workflow_services as services
+from domain.autoscale import Pool
 from domain.fuzzfile import Stage
-from domain.fuzzfile.autoscaler import initial_size
 from domain.fuzzfile.hooks import PRE_HOOK_REASON
 from domain.fuzzfile.images import BUILD
 from domain.fuzzfile.schema import Workflow as Definition
@@ -116,9 +117,7 @@ class Workflow(TimedAggregate):
         self.definition = msgspec.convert(definition, Definition)
         self.book = StageBook(list_steps(self.definition))
         self.canceled_reason: str | None = None
-        for name, service in (self.definition.services or {}).items():
-            if service.autoscaler is not None:
-                self.book.steps[name].limit = initial_size(service)
+        services.size_pools(self.book, self.definition.services or {})
         for stage in readied or ():
             self._make_ready(stage)
 
@@ -209,7 +208,7 @@ class Workflow(TimedAggregate):
 
     def live_replicas(self, service: str) -> list[str]:
         """The stages of `service` that are READY, STARTED or RUNNING."""
-        return [s.name for s in self.book.live.values() if s.template.step == service and s.step.kind == "service"]
+        return services.live_replicas(self.book, service)
 
     def _ready(self, state: StageState) -> ReadyStage:
         spec = state.spec
@@ -372,51 +371,25 @@ class Workflow(TimedAggregate):
 
     def pools(self) -> list[Pool]:
         """Every autoscaled service of a workflow still running: its size, rule and last scale step."""
-        if self.canceled_reason is not None:
-            return []
-        found = []
-        for name, service in (self.definition.services or {}).items():
-            step, rule = self.book.steps[name], pool_rule(service)
-            if rule is not None and step.limit is not None and step.outcome() in ("OPEN", "RUNNING"):
-                found.append(Pool(name, step.limit, rule, step.scaled_at))
-        return found
+        return [] if self.canceled_reason is not None else services.pools(self.book, self.definition.services or {})
 
     def scale_service(self, service: str, to: int, reason: str, at: datetime, by: str = "autoscaler") -> list[str]:
         """Grow or shrink an autoscaled pool to `to` replicas. Shrinking stops the highest-numbered live replicas
         (they wait, PENDING, to be the first started again); growing readies the next ones. Returns the stages
         stopped (their allocations are the caller's to cancel)."""
-        step = self.book.steps.get(service)
-        rule = pool_rule((self.definition.services or {})[service]) if step is not None and step.kind == "service" else None
-        if step is None or rule is None or step.limit is None:
-            raise WorkflowError(f"workflow {self.name} has no autoscaled service named {service}")
-        if self.canceled_reason is not None or step.outcome() not in ("OPEN", "RUNNING"):
-            raise WorkflowError(f"service {service} of workflow {self.name} has ended; it cannot scale")
-        if not rule.low <= to <= rule.high:
-            raise WorkflowError(f"service {service} scales between {rule.low} and {rule.high} replicas, not to {to}")
-        live = sorted((s for s in self.book.live.values() if s.step is step), key=lambda s: s.offset)
-        stopped = [s.name for s in live[to:]][::-1]
-        self._scaled(service=service, from_size=step.limit, to_size=to, reason=reason, stopped=stopped, by=by, at=at)
+        ended = self.canceled_reason is not None
+        step, size, stopped = services.scaling(self.book, self.definition.services or {}, service, to, self.name, ended)
+        self._scaled(service=service, from_size=size, to_size=to, reason=reason, stopped=stopped, by=by, at=at)
         self._advance(at, step)
         return stopped
 
     def services_to_stop(self) -> list[str]:
         """Non-persistent services still up although every job has ended."""
-        if self.book.open_jobs:
-            return []
-        services = [s for step in self.book.order if step.kind == "service" for s in step.touched.values()]
-        return [s.name for s in services if not s.template.persist
-                and s.status in (StageStatus.STARTED, StageStatus.RUNNING)]
+        return services.services_to_stop(self.book)
 
     def services_never_needed(self) -> list[str]:
-        """Non-persistent services that have not started although every job has ended: waiting for a node (a quota, a
-        reservation) or for their own dependencies. Nothing can need them any more; started later, they would run on
-        alone and the workflow would never end. A workflow of services alone runs them until it is stopped."""
-        if self.book.open_jobs or all(step.kind == "service" for step in self.book.order):
-            return []
-        waiting = (StageStatus.PENDING, StageStatus.WAITING, StageStatus.READY)
-        return [state.name for step in self.book.order if step.kind == "service"
-                for state in (step.state(offset, self.book.canceled) for offset in range(step.definition.size))
-                if state.status in waiting and not state.template.persist]
+        """Non-persistent services that have not started although every job has ended (domain.workflow_services)."""
+        return services.services_never_needed(self.book)
 
     def stage_not_needed(self, stage: str, at: datetime, by: str = "scheduler") -> None:
         """A service that never started ends as a stopped one does: nothing needs it."""
@@ -427,10 +400,7 @@ class Workflow(TimedAggregate):
 
     def _close_pool(self, step: StepState, at: datetime) -> None:
         """The last live replica of an autoscaled pool stopped: its stages not running end too."""
-        if step.limit is None or any(s.step is step for s in self.book.live.values()):
-            return
-        while (offset := step.next_free()) is not None:
-            name = step.definition.stage_name(offset)
+        for name in services.unneeded_replicas(self.book, step):
             self._finished(stage=name, attempt=self.book[name].attempt, exit_code=None,
                            reason=f"Stopped: not needed (the pool ran {step.limit})", by="workflow", at=at)
 
@@ -535,13 +505,7 @@ class Workflow(TimedAggregate):
     @event(ServiceScaled)
     def _scaled(self, service: str, from_size: int, to_size: int, reason: str, stopped: list[str], by: str,
                 at: datetime) -> None:
-        step = self.book.steps[service]
-        step.limit, step.scaled_at = to_size, at
-        for name in stopped:  # a new attempt when started again: reports of the stopped one are stale
-            state = self.book.touch(name)
-            state.reason, state.attempt, state.node, state.unready = f"Scaled down: {reason}", state.attempt + 1, None, False
-            self.book.move(state, StageStatus.PENDING)
-            step.parked.add(state.offset)
+        services.rescale(self.book, service, to_size, reason, stopped, at)
 
     class StageStarted(TimedAggregate.Event):
         stage: str
