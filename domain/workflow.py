@@ -7,7 +7,8 @@ order: the state and its creation; what it shows; what it is told of its stages'
 its service pools and volumes; how it moves stages on after every change; its events (each one's effect on the
 state). What owns its own state is carved out and called, not attached: the stage book (domain/workflow_book.py),
 each step's and stage's state (domain/workflow_stages.py), the retry rules (domain/fuzzfile/semantics.py),
-its service pools' sizes and which services are no longer needed (domain/workflow_services.py).
+its service pools' sizes and which services are no longer needed (domain/workflow_services.py), where its
+volumes live (domain/workflow_volumes.py).
 Every event class stays nested in `Workflow` here, so the topics stored in the log (`domain.workflow:Workflow.
 StageStarted`) are the ones this class has always had (tests/unit/workflow/test_workflow_golden.py replays them);
 each is declared with its fields, in the order its command takes them, so read models type what they read.
@@ -38,15 +39,15 @@ from domain.fuzzfile.semantics import (
     with_named_cause,
 )
 from domain.fuzzfile.stages import list_steps
-from domain.fuzzfile.transfers import TRANSFER_KINDS, mounted_volumes
+from domain.fuzzfile.transfers import TRANSFER_KINDS
 from domain.multinode import RANK_REASON
 from domain.timed import TimedAggregate
 from domain.workflow_book import StageBook
 from domain.workflow_stages import ReadyStage, StageState, StageView, StepState, WorkflowError
+from domain.workflow_volumes import node_volumes, volume_refusal
 
 __all__ = [
     "DEFAULT_MAX_EVICTION_RESTARTS", "ReadyStage", "StageView", "Workflow", "WorkflowError", "exit_decision",
-    "volumes_of",
 ]
 
 DEFAULT_MAX_EVICTION_RESTARTS = 3
@@ -79,11 +80,6 @@ def _made_ready(event: Any) -> list[str]:
     if kind == "Submitted":
         return list(getattr(event, "readied", None) or ())
     return [event.stage] if kind in MAKES_READY else []
-
-
-def volumes_of(spec: Stage) -> list[str]:
-    """The volumes a stage uses: those it mounts, or the one its ingress or egress moves files for."""
-    return [spec.volume] if spec.volume else mounted_volumes(spec.mounts)
 
 
 class Workflow(TimedAggregate):
@@ -246,7 +242,7 @@ class Workflow(TimedAggregate):
     def start_binds_volumes(self, stage: str) -> bool:
         """Whether the stage's start binds volumes to its node (ephemeral volumes live where they were first used):
         such a start is recorded as it is placed, so the next stage's placement sees the binding."""
-        return bool(self._node_volumes(self._state(stage).template))
+        return bool(node_volumes(self._state(stage).template, self.volume_bindings))
 
     def start_refusal(self, stage: str, attempt: int, node: str) -> str | None:
         """Why the stage's attempt cannot start on `node` now (None: it can); changes nothing."""
@@ -254,7 +250,7 @@ class Workflow(TimedAggregate):
             state = self._expect(stage, attempt, (StageStatus.READY,), "start")
         except WorkflowError as error:
             return str(error)
-        return self._volume_refusal(stage, state.template, node)
+        return volume_refusal(stage, state.template, node, self.volume_nodes, self.volume_bindings)
 
     def stage_running(self, stage: str, attempt: int, at: datetime, by: str = "agent") -> None:
         """A service passed its readiness probe; dependents waiting for RUNNING may go."""
@@ -409,19 +405,6 @@ class Workflow(TimedAggregate):
         if bindings:
             self._volumes_bound(bindings=bindings, by=by, at=at)
 
-    def _node_volumes(self, spec: Stage) -> list[str]:
-        """The volumes that live on one node (ephemeral ones): a persistent volume is the provisioner's directory,
-        which every node that may run the stage sees, so it pins no stage anywhere."""
-        bound = self.volume_bindings
-        return [v for v in volumes_of(spec) if v not in bound]
-
-    def _volume_refusal(self, stage: str, spec: Stage, node: str) -> str | None:
-        """Why `stage` cannot start on `node`: a volume it mounts lives on another node (None: no such volume)."""
-        for volume in self._node_volumes(spec):
-            if (held := self.volume_nodes.get(volume, node)) != node:
-                return f"{stage} mounts volume {volume}, which lives on node {held}, not {node}"
-        return None
-
     # Moving stages on after every change: what it decides, the events StageReadied and StepsSkipped record
 
     def _advance(self, at: datetime, *changed: StepState) -> None:
@@ -517,7 +500,7 @@ class Workflow(TimedAggregate):
     @event(StageStarted)
     def _started(self, stage: str, attempt: int, node: str, by: str, at: datetime) -> None:
         state = self.book.touch(stage)
-        for volume in self._node_volumes(state.template):
+        for volume in node_volumes(state.template, self.volume_bindings):  # ephemeral ones live where first used
             self.volume_nodes.setdefault(volume, node)
         state.node, state.reason = node, ""
         self.book.move(state, StageStatus.STARTED)
