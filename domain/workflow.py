@@ -5,10 +5,11 @@ against the same state (the stage book, the attempt each stage is on, the volume
 records what it decided through one of the same events, and every query reads that state. Its parts are in this
 order: the state and its creation; what it shows; what it is told of its stages' attempts and how it retries;
 its service pools and volumes; how it moves stages on after every change; its events (each one's effect on the
-state). What owns its own state is carved out and called, not attached: the stage book (domain/workflow_book.py),
-each step's and stage's state (domain/workflow_stages.py), the retry rules (domain/fuzzfile/semantics.py),
-its service pools' sizes and which services are no longer needed (domain/workflow_services.py), where its
-volumes live (domain/workflow_volumes.py).
+state). What owns its own state or is a rule of its own is carved out and called, not attached: the stage book
+(domain/workflow_book.py), each step's and stage's state (domain/workflow_stages.py), the retry rules
+(domain/fuzzfile/semantics.py), the service pools and which services are no longer needed
+(domain/workflow_services.py), where its volumes live (domain/workflow_volumes.py), and how its stages move on
+after every change (domain/workflow_advance.py).
 Every event class stays nested in `Workflow` here, so the topics stored in the log (`domain.workflow:Workflow.
 StageStarted`) are the ones this class has always had (tests/unit/workflow/test_workflow_golden.py replays them);
 each is declared with its fields, in the order its command takes them, so read models type what they read.
@@ -16,7 +17,6 @@ each is declared with its fields, in the order its command takes them, so read m
 
 from __future__ import annotations
 
-import heapq
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -30,18 +30,12 @@ from domain.fuzzfile import Stage
 from domain.fuzzfile.hooks import PRE_HOOK_REASON
 from domain.fuzzfile.images import BUILD
 from domain.fuzzfile.schema import Workflow as Definition
-from domain.fuzzfile.semantics import (
-    RetryDecision,
-    StageStatus,
-    condition,
-    decide_exit,
-    decide_node_loss,
-    with_named_cause,
-)
+from domain.fuzzfile.semantics import RetryDecision, StageStatus, decide_exit, decide_node_loss, with_named_cause
 from domain.fuzzfile.stages import list_steps
 from domain.fuzzfile.transfers import TRANSFER_KINDS
 from domain.multinode import RANK_REASON
 from domain.timed import TimedAggregate
+from domain.workflow_advance import advance
 from domain.workflow_book import StageBook
 from domain.workflow_stages import ReadyStage, StageState, StageView, StepState, WorkflowError
 from domain.workflow_volumes import node_volumes, volume_refusal
@@ -408,48 +402,10 @@ class Workflow(TimedAggregate):
     # Moving stages on after every change: what it decides, the events StageReadied and StepsSkipped record
 
     def _advance(self, at: datetime, *changed: StepState) -> None:
-        """Skip stages whose conditions can never hold, ready those whose conditions hold, until nothing moves.
-
-        Only steps that can move are examined: the changed ones (a freed slot) and, transitively, the
-        dependents of any step whose stages moved. Dependencies come first in step order, so taking steps in
-        that order settles each at most once, with the events in the order a sweep over every stage gave."""
-        steps = self.book.steps
-        queue = sorted({step.index for step in changed} | {steps[d].index for s in changed for d in s.dependents})
-        queued, skipped = set(queue), list[list[Any]]()
-        while queue:
-            step = self.book.order[heapq.heappop(queue)]
-            if self._settle(step, at, skipped):
-                for index in (steps[d].index for d in step.dependents):
-                    if index not in queued:
-                        queued.add(index)
-                        heapq.heappush(queue, index)
-        self._flush_skips(skipped, at)
-
-    def _settle(self, step: StepState, at: datetime, skipped: list[list[Any]]) -> bool:
-        """Skip a step whose conditions can never hold (every stage of it not yet begun), or ready what may start.
-        Skips cascade down a chain in one pass: they are gathered into one StepsSkipped event (a 3,000-job chain's
-        failure is one event, where one event per stage overflowed a commit), saved before any readiness after it."""
-        if step.next_free() is None:
-            return False
-        needs = step.definition.template.dependencies
-        verdicts = [condition(n.name, n.status, self.book.outcome(n.name)) for n in needs]
-        never = next((v for v in verdicts if v.never), None)
-        if never is not None:
-            reason = f"Canceled: {never.reason}"
-            self._skip_step(step, reason, never.by_design)  # now: the steps after it see it canceled
-            skipped.append([step.name, reason, never.by_design])
-            return True
-        self._flush_skips(skipped, at)
-        moved = False
-        while all(v.holds for v in verdicts) and step.has_slot() and (offset := step.next_free()) is not None:
-            self._readied(stage=step.definition.stage_name(offset), by="workflow", at=at)
-            moved = True
-        return moved
-
-    def _flush_skips(self, skipped: list[list[Any]], at: datetime) -> None:
-        if skipped:
-            self._steps_skipped(steps=list(skipped), by="workflow", at=at)
-            skipped.clear()
+        """Skip stages whose conditions can never hold, ready those whose conditions hold, until nothing moves
+        (domain/workflow_advance.py decides; each decision is recorded here as it is made)."""
+        advance(self.book, changed, lambda stage: self._readied(stage=stage, by="workflow", at=at),
+                lambda steps: self._steps_skipped(steps=steps, by="workflow", at=at))
 
     class VolumesBound(TimedAggregate.Event):
         bindings: dict[str, dict[str, Any]]
@@ -652,7 +608,7 @@ class Workflow(TimedAggregate):
 
     @event(StageSkipped)
     def _skipped(self, stage: str, reason: str, by_design: bool, by: str, at: datetime) -> None:
-        self._skip_stage(self.book.touch(stage), reason, by_design)
+        self.book.skip(self.book.touch(stage), reason, by_design)
 
     class StepsSkipped(TimedAggregate.Event):
         steps: list[list[Any]]
@@ -663,16 +619,7 @@ class Workflow(TimedAggregate):
     def _steps_skipped(self, steps: list[list[Any]], by: str, at: datetime) -> None:
         """[step, reason, by design] of steps whose every stage not yet begun was canceled, in the order decided."""
         for name, reason, by_design in steps:
-            self._skip_step(self.book.steps[name], reason, by_design)  # a no-op while deciding: done already
-
-    def _skip_step(self, step: StepState, reason: str, by_design: bool) -> None:
-        while (offset := step.next_free()) is not None:
-            self._skip_stage(self.book.touch(step.definition.stage_name(offset)), reason, by_design)
-
-    def _skip_stage(self, state: StageState, reason: str, by_design: bool) -> None:
-        state.by_design, state.reason = by_design, reason
-        self.book.accidental_skips += not by_design
-        self.book.move(state, StageStatus.CANCELED)
+            self.book.skip_step(self.book.steps[name], reason, by_design)  # a no-op while deciding: done already
 
     class Canceled(TimedAggregate.Event):
         reason: str
