@@ -7,9 +7,9 @@ order: the state and its creation; what it shows; what it is told of its stages'
 its service pools and volumes; how it moves stages on after every change; its events (each one's effect on the
 state). What owns its own state or is a rule of its own is carved out and called, not attached: the stage book
 (domain/workflow_book.py), each step's and stage's state (domain/workflow_stages.py), the retry rules
-(domain/fuzzfile/semantics.py), the service pools and which services are no longer needed
-(domain/workflow_services.py), where its volumes live (domain/workflow_volumes.py), and how its stages move on
-after every change (domain/workflow_advance.py).
+(domain/fuzzfile/semantics.py) and what a failed attempt decides by them (domain/workflow_retries.py), the
+service pools and which services are no longer needed (domain/workflow_services.py), where its volumes live
+(domain/workflow_volumes.py), and how its stages move on after every change (domain/workflow_advance.py).
 Every event class stays nested in `Workflow` here, so the topics stored in the log (`domain.workflow:Workflow.
 StageStarted`) are the ones this class has always had (tests/unit/workflow/test_workflow_golden.py replays them);
 each is declared with its fields, in the order its command takes them, so read models type what they read.
@@ -27,45 +27,27 @@ from eventsourcing.domain import event
 from domain import workflow_services as services
 from domain.autoscale import Pool
 from domain.fuzzfile import Stage
-from domain.fuzzfile.hooks import PRE_HOOK_REASON
 from domain.fuzzfile.images import BUILD
 from domain.fuzzfile.schema import Workflow as Definition
-from domain.fuzzfile.semantics import RetryDecision, StageStatus, decide_exit, decide_node_loss, with_named_cause
+from domain.fuzzfile.semantics import RetryDecision, StageStatus
 from domain.fuzzfile.stages import list_steps
 from domain.fuzzfile.transfers import TRANSFER_KINDS
-from domain.multinode import RANK_REASON
 from domain.timed import TimedAggregate
 from domain.workflow_advance import advance
 from domain.workflow_book import StageBook
+from domain.workflow_retries import DEFAULT_MAX_EVICTION_RESTARTS, exit_decision, node_loss_decision, spent_budget
 from domain.workflow_stages import ReadyStage, StageState, StageView, StepState, WorkflowError
 from domain.workflow_volumes import node_volumes, volume_refusal
 
 __all__ = [
-    "DEFAULT_MAX_EVICTION_RESTARTS", "ReadyStage", "StageView", "Workflow", "WorkflowError", "exit_decision",
+    "DEFAULT_MAX_EVICTION_RESTARTS", "ReadyStage", "StageView", "Workflow", "WorkflowError",
 ]
 
-DEFAULT_MAX_EVICTION_RESTARTS = 3
 UP = (StageStatus.STARTED, StageStatus.RUNNING)
 # What an agent tells of a placed attempt (progress, its image, a note) changes no state, so it is taken before the
 # workflow has learned of the start (a placement writes only its allocation; the caller checked the placement).
 TOLD = (StageStatus.READY, *UP)
 MAKES_READY = ("StageReadied", "StageRetried", "StagePreempted")
-
-
-def exit_decision(template: Stage, exit_code: int, retries_used: int, told: str) -> RetryDecision:
-    """Retry or fail a stage that exited `exit_code`. `told`, the agent's reason, replaces the exit code's words
-    when the stage fails for a reason the agent knows better: a failed transfer or build, a failing pre hook,
-    or the rank of a multinode job whose failure stopped the others."""
-    decision = with_named_cause(decide_exit(template.retry, exit_code, retries_used), told, exit_code)
-    if not told or decision.retry:
-        return decision
-    if template.kind in (*TRANSFER_KINDS, BUILD):
-        return RetryDecision(False, f"Failed: {told}")
-    if told.startswith(PRE_HOOK_REASON):
-        return RetryDecision(False, f"Failed: {told} (exit {exit_code})")
-    if told.startswith(RANK_REASON):
-        return RetryDecision(False, f"Failed: {told}")
-    return decision
 
 
 def _made_ready(event: Any) -> list[str]:
@@ -316,9 +298,7 @@ class Workflow(TimedAggregate):
     ) -> None:
         """`cause`: why its node went (an eviction's hold reason, a removal), named instead of 'lost its node'."""
         state = self._expect(stage, attempt, UP, "lose its node")
-        decision = decide_node_loss(state.template.retry, state.retries_used, state.node_retries_used, max_eviction_restarts)
-        if cause and not decision.retry:
-            decision = RetryDecision(False, decision.reason.replace("lost its node", cause, 1))
+        decision = node_loss_decision(state, max_eviction_restarts, cause)
         self._retry_or_fail(state, attempt, decision, "node", None, by, at)
         self._advance(at, state.step)
 
@@ -343,7 +323,7 @@ class Workflow(TimedAggregate):
         if decision.retry:
             self._retried(stage=stage, attempt=attempt, cause=cause, exit_code=exit_code, reason=decision.reason, by=by, at=at)
             return
-        if "exhausted" in decision.reason or "maxEvictionRestarts" in decision.reason:
+        if spent_budget(decision):
             self._exhausted(stage=stage, attempt=attempt, cause=cause, reason=decision.reason, by=by, at=at)
         self._failed(stage=stage, attempt=attempt, exit_code=exit_code, reason=decision.reason, by=by, at=at)
 
