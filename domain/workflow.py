@@ -143,16 +143,13 @@ class Workflow(TimedAggregate):
         found: dict[str, dict[str, Any]] = self.__dict__.setdefault("_volume_bindings", {})
         return found
 
-    # What it shows: its stages' views, what the scheduler may allocate now, and why a stage waits (reads only)
+    # What it shows: its stages' views (each state's own, with why it waits), what the scheduler may allocate now
 
     def stage(self, name: str) -> StageView:
-        return self._view(self._state(name))
-
-    def _view(self, s: StageState) -> StageView:
-        return StageView(s.name, s.step.kind, s.status, s.attempt, s.retries_used, s.exit_code, s.node, self._reason(s))
+        return self._state(name).view()
 
     def stage_views(self) -> list[StageView]:
-        return [self._view(s) for s in self.book.states()]
+        return [s.view() for s in self.book.states()]
 
     def step_specs(self) -> list[Stage]:
         """One spec per job, service and task array (an array's template): what every stage of it asks for."""
@@ -160,7 +157,7 @@ class Workflow(TimedAggregate):
 
     def live_stage_views(self) -> list[StageView]:
         """READY, STARTED and RUNNING stages only: what may hold an allocation."""
-        return [self._view(s) for s in self.book.in_order(self.book.live.values())]
+        return [s.view() for s in self.book.in_order(self.book.live.values())]
 
     def ready_stages(self) -> list[ReadyStage]:
         """What may be allocated now (task arrays already limited to their concurrency)."""
@@ -196,17 +193,6 @@ class Workflow(TimedAggregate):
         if name not in self.book:
             raise WorkflowError(f"workflow {self.name} has no stage named {name}")
         return self.book[name]
-
-    def _reason(self, state: StageState) -> str:
-        if state.reason:
-            return state.reason
-        template = state.template
-        if state.status is StageStatus.WAITING:
-            needs = ", ".join(f"{n.name} {n.status}" for n in template.dependencies)
-            return f"Waiting for {needs}"
-        if state.status is StageStatus.PENDING and template.concurrency is not None:
-            return f"Waiting for a task-array slot (concurrency {template.concurrency})"
-        return ""
 
     # What it is told of its stages' attempts, each checked against the attempt it names, and how it retries; cancel
 
