@@ -1,15 +1,16 @@
 """The Workflow aggregate: a submitted definition's stages, their dependencies, retries, cancel and status.
 
-One class, one concept, and so one module although it is long: every command here checks a report or a request
-against the same state (the stage book, the attempt each stage is on, the volumes' nodes, the service pools) and
-records what it decided through one of the same events, and every query reads that state. Its parts are in this
-order: the state and its creation; what it shows; what it is told of its stages' attempts and how it retries;
-its service pools and volumes; how it moves stages on after every change; its events (each one's effect on the
-state). What owns its own state or is a rule of its own is carved out and called, not attached: the stage book
-(domain/workflow_book.py), each step's and stage's state (domain/workflow_stages.py), the retry rules
-(domain/fuzzfile/semantics.py) and what a failed attempt decides by them (domain/workflow_retries.py), the
-service pools and which services are no longer needed (domain/workflow_services.py), where its volumes live
-(domain/workflow_volumes.py), and how its stages move on after every change (domain/workflow_advance.py).
+One class, one concept, and so one module although it is long (about 600 lines, 220 of them its events, each
+declared beside the handler that is its effect): every command here checks a report or a request against the same
+state (the stage book, the attempt each stage is on, the volumes' nodes, the service pools) and records what it
+decided through one of the same events, and every query reads that state. Its parts are in this order: the state
+and its creation; what it shows; what it is told of its stages' attempts and how it retries; its service pools and
+volumes; how it moves stages on after every change; its events (each one's effect on the state). What owns its own
+state or is a rule of its own is carved out and called, not attached: the stage book (domain/workflow_book.py),
+each step's and stage's state and view (domain/workflow_stages.py), the retry rules (domain/fuzzfile/semantics.py)
+and what a failed attempt decides by them (domain/workflow_retries.py), the service pools and which services are no
+longer needed (domain/workflow_services.py), where its volumes live (domain/workflow_volumes.py), and how its
+stages move on after every change (domain/workflow_advance.py).
 Every event class stays nested in `Workflow` here, so the topics stored in the log (`domain.workflow:Workflow.
 StageStarted`) are the ones this class has always had (tests/unit/workflow/test_workflow_golden.py replays them);
 each is declared with its fields, in the order its command takes them, so read models type what they read.
