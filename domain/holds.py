@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import math
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 
 import msgspec
@@ -103,6 +104,28 @@ def release_refusal(hold: Hold, releaser: Source, force: bool = False) -> str | 
     if hold.source is Source.PROVISIONER and releaser is not Source.PROVISIONER:
         return f"hold {hold.id} belongs to the provisioner; only the provisioner may release it"
     return None
+
+
+def placed_already(holds: Mapping[str, Hold], hold_id: str, effect: Effect, source: Source) -> Hold | None:
+    """The hold `hold_id` of a node's `holds` when it is placed already as asked (placing it again changes nothing),
+    None when it is new. Refuses a caller whose source may not hold nodes, and an id another kind of hold has."""
+    if source not in HOLD_SOURCES:
+        raise HoldError(f"holds are placed by admins, monitoring and provisioners, not by the {source.value} token")
+    existing = holds.get(hold_id)
+    if existing is not None and (existing.effect, existing.source) != (effect, source):
+        raise HoldError(f"hold {hold_id} already exists as a {existing.source.value} {existing.effect.value} hold")
+    return existing
+
+
+def admin_cordons(holds: Mapping[str, Hold]) -> list[str]:
+    """What `node uncordon` releases of a node's `holds`: admin cordons only; monitoring and provisioner evidence
+    stays."""
+    return [h.id for h in holds.values() if h.source is Source.ADMIN and h.effect is Effect.CORDON]
+
+
+def holds_text(holds: Mapping[str, Hold]) -> str:
+    """Why a node's `holds` keep new work off it: each one's effect, id, source and reason."""
+    return "; ".join(f"{h.effect.value} hold {h.id} by {h.source.value}: {h.reason}" for h in holds.values())
 
 
 def monitoring_hold_limit(members: int, percent: float = DEFAULT_MAX_MONITORING_HELD_PERCENT) -> int:

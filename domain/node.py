@@ -25,15 +25,16 @@ from eventsourcing.domain import event
 
 from domain.holds import (
     DEFAULT_MAX_MONITORING_HELD_PERCENT,
-    HOLD_SOURCES,
     Effect,
     Hold,
-    HoldError,
     NodeSummary,
     RefusedHold,
     ReleaseRefused,
     UnknownHold,
+    admin_cordons,
+    holds_text,
     monitoring_hold_allowed,
+    placed_already,
     release_refusal,
 )
 from domain.scheduler.snapshot import NodeStatus  # the statuses the scheduler reads are the node's own
@@ -196,7 +197,7 @@ class Node(TimedAggregate):
             return "removed"
         if self.status is not NodeStatus.READY:
             return f"{self.status.value} ({self.status_reason})"
-        return "; ".join(f"{h.effect.value} hold {h.id} by {h.source.value}: {h.reason}" for h in self.holds.values())
+        return holds_text(self.holds)
 
     def credential_list(self) -> list[Credential]:
         return sorted(getattr(self, "credentials", {}).values(), key=lambda c: c.issued_at)
@@ -267,12 +268,7 @@ class Node(TimedAggregate):
     ) -> Hold | None:
         """Place a hold (again: no-op); monitoring over the ceiling of `peers` (the definition's nodes) is refused."""
         self._alive()
-        if source not in HOLD_SOURCES:
-            raise HoldError(f"holds are placed by admins, monitoring and provisioners, not by the {source.value} token")
-        existing = self.holds.get(hold_id)
-        if existing is not None:
-            if (existing.effect, existing.source) != (effect, source):
-                raise HoldError(f"hold {hold_id} already exists as a {existing.source.value} {existing.effect.value} hold")
+        if (existing := placed_already(self.holds, hold_id, effect, source)) is not None:
             return existing
         if source is Source.MONITORING:
             definition = list(peers or []) + [self.summary()]
@@ -296,7 +292,7 @@ class Node(TimedAggregate):
 
     def release_admin_cordons(self, *, by: str, at: datetime) -> list[str]:
         """`node uncordon`: admin cordons only; monitoring and provisioner evidence stays."""
-        released = [h.id for h in self.holds.values() if h.source is Source.ADMIN and h.effect is Effect.CORDON]
+        released = admin_cordons(self.holds)
         for hold_id in released:
             self.release_hold(hold_id, by=by, at=at, releaser_source=Source.ADMIN)
         return released

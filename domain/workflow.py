@@ -1,12 +1,16 @@
 """The Workflow aggregate: a submitted definition's stages, their dependencies, retries, cancel and status.
 
-One class, one concept, and so one module although it is long: every command here checks a report or a request
-against the same state (the stage book, the attempt each stage is on, the volumes' nodes, the service pools) and
-records what it decided through one of the same events, and every query reads that state. Its parts are in this
-order: the state and its creation; what it shows; what it is told of its stages' attempts and how it retries;
-its service pools and volumes; how it moves stages on after every change; its events (each one's effect on the
-state). What owns its own state is carved out and called, not attached: the stage book (domain/workflow_book.py),
-each step's and stage's state (domain/workflow_stages.py), the retry rules (domain/fuzzfile/semantics.py).
+One class, one concept, and so one module although it is long (about 600 lines, 220 of them its events, each
+declared beside the handler that is its effect): every command here checks a report or a request against the same
+state (the stage book, the attempt each stage is on, the volumes' nodes, the service pools) and records what it
+decided through one of the same events, and every query reads that state. Its parts are in this order: the state
+and its creation; what it shows; what it is told of its stages' attempts and how it retries; its service pools and
+volumes; how it moves stages on after every change; its events (each one's effect on the state). What owns its own
+state or is a rule of its own is carved out and called, not attached: the stage book (domain/workflow_book.py),
+each step's and stage's state and view (domain/workflow_stages.py), the retry rules (domain/fuzzfile/semantics.py)
+and what a failed attempt decides by them (domain/workflow_retries.py), the service pools and which services are no
+longer needed (domain/workflow_services.py), where its volumes live (domain/workflow_volumes.py), and how its
+stages move on after every change (domain/workflow_advance.py).
 Every event class stays nested in `Workflow` here, so the topics stored in the log (`domain.workflow:Workflow.
 StageStarted`) are the ones this class has always had (tests/unit/workflow/test_workflow_golden.py replays them);
 each is declared with its fields, in the order its command takes them, so read models type what they read.
@@ -14,7 +18,6 @@ each is declared with its fields, in the order its command takes them, so read m
 
 from __future__ import annotations
 
-import heapq
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -22,54 +25,30 @@ from uuid import UUID
 import msgspec
 from eventsourcing.domain import event
 
-from domain.autoscale import Pool, pool_rule
+from domain import workflow_services as services
+from domain.autoscale import Pool
 from domain.fuzzfile import Stage
-from domain.fuzzfile.autoscaler import initial_size
-from domain.fuzzfile.hooks import PRE_HOOK_REASON
 from domain.fuzzfile.images import BUILD
 from domain.fuzzfile.schema import Workflow as Definition
-from domain.fuzzfile.semantics import (
-    RetryDecision,
-    StageStatus,
-    condition,
-    decide_exit,
-    decide_node_loss,
-    with_named_cause,
-)
+from domain.fuzzfile.semantics import RetryDecision, StageStatus
 from domain.fuzzfile.stages import list_steps
-from domain.fuzzfile.transfers import TRANSFER_KINDS, mounted_volumes
-from domain.multinode import RANK_REASON
+from domain.fuzzfile.transfers import TRANSFER_KINDS
 from domain.timed import TimedAggregate
+from domain.workflow_advance import advance
 from domain.workflow_book import StageBook
+from domain.workflow_retries import DEFAULT_MAX_EVICTION_RESTARTS, exit_decision, node_loss_decision, spent_budget
 from domain.workflow_stages import ReadyStage, StageState, StageView, StepState, WorkflowError
+from domain.workflow_volumes import node_volumes, volume_refusal
 
 __all__ = [
-    "DEFAULT_MAX_EVICTION_RESTARTS", "ReadyStage", "StageView", "Workflow", "WorkflowError", "exit_decision",
-    "volumes_of",
+    "DEFAULT_MAX_EVICTION_RESTARTS", "ReadyStage", "StageView", "Workflow", "WorkflowError",
 ]
 
-DEFAULT_MAX_EVICTION_RESTARTS = 3
 UP = (StageStatus.STARTED, StageStatus.RUNNING)
 # What an agent tells of a placed attempt (progress, its image, a note) changes no state, so it is taken before the
 # workflow has learned of the start (a placement writes only its allocation; the caller checked the placement).
 TOLD = (StageStatus.READY, *UP)
 MAKES_READY = ("StageReadied", "StageRetried", "StagePreempted")
-
-
-def exit_decision(template: Stage, exit_code: int, retries_used: int, told: str) -> RetryDecision:
-    """Retry or fail a stage that exited `exit_code`. `told`, the agent's reason, replaces the exit code's words
-    when the stage fails for a reason the agent knows better: a failed transfer or build, a failing pre hook,
-    or the rank of a multinode job whose failure stopped the others."""
-    decision = with_named_cause(decide_exit(template.retry, exit_code, retries_used), told, exit_code)
-    if not told or decision.retry:
-        return decision
-    if template.kind in (*TRANSFER_KINDS, BUILD):
-        return RetryDecision(False, f"Failed: {told}")
-    if told.startswith(PRE_HOOK_REASON):
-        return RetryDecision(False, f"Failed: {told} (exit {exit_code})")
-    if told.startswith(RANK_REASON):
-        return RetryDecision(False, f"Failed: {told}")
-    return decision
 
 
 def _made_ready(event: Any) -> list[str]:
@@ -78,11 +57,6 @@ def _made_ready(event: Any) -> list[str]:
     if kind == "Submitted":
         return list(getattr(event, "readied", None) or ())
     return [event.stage] if kind in MAKES_READY else []
-
-
-def volumes_of(spec: Stage) -> list[str]:
-    """The volumes a stage uses: those it mounts, or the one its ingress or egress moves files for."""
-    return [spec.volume] if spec.volume else mounted_volumes(spec.mounts)
 
 
 class Workflow(TimedAggregate):
@@ -116,9 +90,7 @@ class Workflow(TimedAggregate):
         self.definition = msgspec.convert(definition, Definition)
         self.book = StageBook(list_steps(self.definition))
         self.canceled_reason: str | None = None
-        for name, service in (self.definition.services or {}).items():
-            if service.autoscaler is not None:
-                self.book.steps[name].limit = initial_size(service)
+        services.size_pools(self.book, self.definition.services or {})
         for stage in readied or ():
             self._make_ready(stage)
 
@@ -172,16 +144,13 @@ class Workflow(TimedAggregate):
         found: dict[str, dict[str, Any]] = self.__dict__.setdefault("_volume_bindings", {})
         return found
 
-    # What it shows: its stages' views, what the scheduler may allocate now, and why a stage waits (reads only)
+    # What it shows: its stages' views (each state's own, with why it waits), what the scheduler may allocate now
 
     def stage(self, name: str) -> StageView:
-        return self._view(self._state(name))
-
-    def _view(self, s: StageState) -> StageView:
-        return StageView(s.name, s.step.kind, s.status, s.attempt, s.retries_used, s.exit_code, s.node, self._reason(s))
+        return self._state(name).view()
 
     def stage_views(self) -> list[StageView]:
-        return [self._view(s) for s in self.book.states()]
+        return [s.view() for s in self.book.states()]
 
     def step_specs(self) -> list[Stage]:
         """One spec per job, service and task array (an array's template): what every stage of it asks for."""
@@ -189,7 +158,7 @@ class Workflow(TimedAggregate):
 
     def live_stage_views(self) -> list[StageView]:
         """READY, STARTED and RUNNING stages only: what may hold an allocation."""
-        return [self._view(s) for s in self.book.in_order(self.book.live.values())]
+        return [s.view() for s in self.book.in_order(self.book.live.values())]
 
     def ready_stages(self) -> list[ReadyStage]:
         """What may be allocated now (task arrays already limited to their concurrency)."""
@@ -209,7 +178,7 @@ class Workflow(TimedAggregate):
 
     def live_replicas(self, service: str) -> list[str]:
         """The stages of `service` that are READY, STARTED or RUNNING."""
-        return [s.name for s in self.book.live.values() if s.template.step == service and s.step.kind == "service"]
+        return services.live_replicas(self.book, service)
 
     def _ready(self, state: StageState) -> ReadyStage:
         spec = state.spec
@@ -226,17 +195,6 @@ class Workflow(TimedAggregate):
             raise WorkflowError(f"workflow {self.name} has no stage named {name}")
         return self.book[name]
 
-    def _reason(self, state: StageState) -> str:
-        if state.reason:
-            return state.reason
-        template = state.template
-        if state.status is StageStatus.WAITING:
-            needs = ", ".join(f"{n.name} {n.status}" for n in template.dependencies)
-            return f"Waiting for {needs}"
-        if state.status is StageStatus.PENDING and template.concurrency is not None:
-            return f"Waiting for a task-array slot (concurrency {template.concurrency})"
-        return ""
-
     # What it is told of its stages' attempts, each checked against the attempt it names, and how it retries; cancel
 
     def stage_started(self, stage: str, attempt: int, node: str, at: datetime, by: str = "agent") -> None:
@@ -247,7 +205,7 @@ class Workflow(TimedAggregate):
     def start_binds_volumes(self, stage: str) -> bool:
         """Whether the stage's start binds volumes to its node (ephemeral volumes live where they were first used):
         such a start is recorded as it is placed, so the next stage's placement sees the binding."""
-        return bool(self._node_volumes(self._state(stage).template))
+        return bool(node_volumes(self._state(stage).template, self.volume_bindings))
 
     def start_refusal(self, stage: str, attempt: int, node: str) -> str | None:
         """Why the stage's attempt cannot start on `node` now (None: it can); changes nothing."""
@@ -255,7 +213,7 @@ class Workflow(TimedAggregate):
             state = self._expect(stage, attempt, (StageStatus.READY,), "start")
         except WorkflowError as error:
             return str(error)
-        return self._volume_refusal(stage, state.template, node)
+        return volume_refusal(stage, state.template, node, self.volume_nodes, self.volume_bindings)
 
     def stage_running(self, stage: str, attempt: int, at: datetime, by: str = "agent") -> None:
         """A service passed its readiness probe; dependents waiting for RUNNING may go."""
@@ -327,9 +285,7 @@ class Workflow(TimedAggregate):
     ) -> None:
         """`cause`: why its node went (an eviction's hold reason, a removal), named instead of 'lost its node'."""
         state = self._expect(stage, attempt, UP, "lose its node")
-        decision = decide_node_loss(state.template.retry, state.retries_used, state.node_retries_used, max_eviction_restarts)
-        if cause and not decision.retry:
-            decision = RetryDecision(False, decision.reason.replace("lost its node", cause, 1))
+        decision = node_loss_decision(state, max_eviction_restarts, cause)
         self._retry_or_fail(state, attempt, decision, "node", None, by, at)
         self._advance(at, state.step)
 
@@ -354,7 +310,7 @@ class Workflow(TimedAggregate):
         if decision.retry:
             self._retried(stage=stage, attempt=attempt, cause=cause, exit_code=exit_code, reason=decision.reason, by=by, at=at)
             return
-        if "exhausted" in decision.reason or "maxEvictionRestarts" in decision.reason:
+        if spent_budget(decision):
             self._exhausted(stage=stage, attempt=attempt, cause=cause, reason=decision.reason, by=by, at=at)
         self._failed(stage=stage, attempt=attempt, exit_code=exit_code, reason=decision.reason, by=by, at=at)
 
@@ -372,51 +328,25 @@ class Workflow(TimedAggregate):
 
     def pools(self) -> list[Pool]:
         """Every autoscaled service of a workflow still running: its size, rule and last scale step."""
-        if self.canceled_reason is not None:
-            return []
-        found = []
-        for name, service in (self.definition.services or {}).items():
-            step, rule = self.book.steps[name], pool_rule(service)
-            if rule is not None and step.limit is not None and step.outcome() in ("OPEN", "RUNNING"):
-                found.append(Pool(name, step.limit, rule, step.scaled_at))
-        return found
+        return [] if self.canceled_reason is not None else services.pools(self.book, self.definition.services or {})
 
     def scale_service(self, service: str, to: int, reason: str, at: datetime, by: str = "autoscaler") -> list[str]:
         """Grow or shrink an autoscaled pool to `to` replicas. Shrinking stops the highest-numbered live replicas
         (they wait, PENDING, to be the first started again); growing readies the next ones. Returns the stages
         stopped (their allocations are the caller's to cancel)."""
-        step = self.book.steps.get(service)
-        rule = pool_rule((self.definition.services or {})[service]) if step is not None and step.kind == "service" else None
-        if step is None or rule is None or step.limit is None:
-            raise WorkflowError(f"workflow {self.name} has no autoscaled service named {service}")
-        if self.canceled_reason is not None or step.outcome() not in ("OPEN", "RUNNING"):
-            raise WorkflowError(f"service {service} of workflow {self.name} has ended; it cannot scale")
-        if not rule.low <= to <= rule.high:
-            raise WorkflowError(f"service {service} scales between {rule.low} and {rule.high} replicas, not to {to}")
-        live = sorted((s for s in self.book.live.values() if s.step is step), key=lambda s: s.offset)
-        stopped = [s.name for s in live[to:]][::-1]
-        self._scaled(service=service, from_size=step.limit, to_size=to, reason=reason, stopped=stopped, by=by, at=at)
+        ended = self.canceled_reason is not None
+        step, size, stopped = services.scaling(self.book, self.definition.services or {}, service, to, self.name, ended)
+        self._scaled(service=service, from_size=size, to_size=to, reason=reason, stopped=stopped, by=by, at=at)
         self._advance(at, step)
         return stopped
 
     def services_to_stop(self) -> list[str]:
         """Non-persistent services still up although every job has ended."""
-        if self.book.open_jobs:
-            return []
-        services = [s for step in self.book.order if step.kind == "service" for s in step.touched.values()]
-        return [s.name for s in services if not s.template.persist
-                and s.status in (StageStatus.STARTED, StageStatus.RUNNING)]
+        return services.services_to_stop(self.book)
 
     def services_never_needed(self) -> list[str]:
-        """Non-persistent services that have not started although every job has ended: waiting for a node (a quota, a
-        reservation) or for their own dependencies. Nothing can need them any more; started later, they would run on
-        alone and the workflow would never end. A workflow of services alone runs them until it is stopped."""
-        if self.book.open_jobs or all(step.kind == "service" for step in self.book.order):
-            return []
-        waiting = (StageStatus.PENDING, StageStatus.WAITING, StageStatus.READY)
-        return [state.name for step in self.book.order if step.kind == "service"
-                for state in (step.state(offset, self.book.canceled) for offset in range(step.definition.size))
-                if state.status in waiting and not state.template.persist]
+        """Non-persistent services that have not started although every job has ended (domain.workflow_services)."""
+        return services.services_never_needed(self.book)
 
     def stage_not_needed(self, stage: str, at: datetime, by: str = "scheduler") -> None:
         """A service that never started ends as a stopped one does: nothing needs it."""
@@ -427,10 +357,7 @@ class Workflow(TimedAggregate):
 
     def _close_pool(self, step: StepState, at: datetime) -> None:
         """The last live replica of an autoscaled pool stopped: its stages not running end too."""
-        if step.limit is None or any(s.step is step for s in self.book.live.values()):
-            return
-        while (offset := step.next_free()) is not None:
-            name = step.definition.stage_name(offset)
+        for name in services.unneeded_replicas(self.book, step):
             self._finished(stage=name, attempt=self.book[name].attempt, exit_code=None,
                            reason=f"Stopped: not needed (the pool ran {step.limit})", by="workflow", at=at)
 
@@ -439,64 +366,13 @@ class Workflow(TimedAggregate):
         if bindings:
             self._volumes_bound(bindings=bindings, by=by, at=at)
 
-    def _node_volumes(self, spec: Stage) -> list[str]:
-        """The volumes that live on one node (ephemeral ones): a persistent volume is the provisioner's directory,
-        which every node that may run the stage sees, so it pins no stage anywhere."""
-        bound = self.volume_bindings
-        return [v for v in volumes_of(spec) if v not in bound]
-
-    def _volume_refusal(self, stage: str, spec: Stage, node: str) -> str | None:
-        """Why `stage` cannot start on `node`: a volume it mounts lives on another node (None: no such volume)."""
-        for volume in self._node_volumes(spec):
-            if (held := self.volume_nodes.get(volume, node)) != node:
-                return f"{stage} mounts volume {volume}, which lives on node {held}, not {node}"
-        return None
-
     # Moving stages on after every change: what it decides, the events StageReadied and StepsSkipped record
 
     def _advance(self, at: datetime, *changed: StepState) -> None:
-        """Skip stages whose conditions can never hold, ready those whose conditions hold, until nothing moves.
-
-        Only steps that can move are examined: the changed ones (a freed slot) and, transitively, the
-        dependents of any step whose stages moved. Dependencies come first in step order, so taking steps in
-        that order settles each at most once, with the events in the order a sweep over every stage gave."""
-        steps = self.book.steps
-        queue = sorted({step.index for step in changed} | {steps[d].index for s in changed for d in s.dependents})
-        queued, skipped = set(queue), list[list[Any]]()
-        while queue:
-            step = self.book.order[heapq.heappop(queue)]
-            if self._settle(step, at, skipped):
-                for index in (steps[d].index for d in step.dependents):
-                    if index not in queued:
-                        queued.add(index)
-                        heapq.heappush(queue, index)
-        self._flush_skips(skipped, at)
-
-    def _settle(self, step: StepState, at: datetime, skipped: list[list[Any]]) -> bool:
-        """Skip a step whose conditions can never hold (every stage of it not yet begun), or ready what may start.
-        Skips cascade down a chain in one pass: they are gathered into one StepsSkipped event (a 3,000-job chain's
-        failure is one event, where one event per stage overflowed a commit), saved before any readiness after it."""
-        if step.next_free() is None:
-            return False
-        needs = step.definition.template.dependencies
-        verdicts = [condition(n.name, n.status, self.book.outcome(n.name)) for n in needs]
-        never = next((v for v in verdicts if v.never), None)
-        if never is not None:
-            reason = f"Canceled: {never.reason}"
-            self._skip_step(step, reason, never.by_design)  # now: the steps after it see it canceled
-            skipped.append([step.name, reason, never.by_design])
-            return True
-        self._flush_skips(skipped, at)
-        moved = False
-        while all(v.holds for v in verdicts) and step.has_slot() and (offset := step.next_free()) is not None:
-            self._readied(stage=step.definition.stage_name(offset), by="workflow", at=at)
-            moved = True
-        return moved
-
-    def _flush_skips(self, skipped: list[list[Any]], at: datetime) -> None:
-        if skipped:
-            self._steps_skipped(steps=list(skipped), by="workflow", at=at)
-            skipped.clear()
+        """Skip stages whose conditions can never hold, ready those whose conditions hold, until nothing moves
+        (domain/workflow_advance.py decides; each decision is recorded here as it is made)."""
+        advance(self.book, changed, lambda stage: self._readied(stage=stage, by="workflow", at=at),
+                lambda steps: self._steps_skipped(steps=steps, by="workflow", at=at))
 
     class VolumesBound(TimedAggregate.Event):
         bindings: dict[str, dict[str, Any]]
@@ -535,13 +411,7 @@ class Workflow(TimedAggregate):
     @event(ServiceScaled)
     def _scaled(self, service: str, from_size: int, to_size: int, reason: str, stopped: list[str], by: str,
                 at: datetime) -> None:
-        step = self.book.steps[service]
-        step.limit, step.scaled_at = to_size, at
-        for name in stopped:  # a new attempt when started again: reports of the stopped one are stale
-            state = self.book.touch(name)
-            state.reason, state.attempt, state.node, state.unready = f"Scaled down: {reason}", state.attempt + 1, None, False
-            self.book.move(state, StageStatus.PENDING)
-            step.parked.add(state.offset)
+        services.rescale(self.book, service, to_size, reason, stopped, at)
 
     class StageStarted(TimedAggregate.Event):
         stage: str
@@ -553,7 +423,7 @@ class Workflow(TimedAggregate):
     @event(StageStarted)
     def _started(self, stage: str, attempt: int, node: str, by: str, at: datetime) -> None:
         state = self.book.touch(stage)
-        for volume in self._node_volumes(state.template):
+        for volume in node_volumes(state.template, self.volume_bindings):  # ephemeral ones live where first used
             self.volume_nodes.setdefault(volume, node)
         state.node, state.reason = node, ""
         self.book.move(state, StageStatus.STARTED)
@@ -705,7 +575,7 @@ class Workflow(TimedAggregate):
 
     @event(StageSkipped)
     def _skipped(self, stage: str, reason: str, by_design: bool, by: str, at: datetime) -> None:
-        self._skip_stage(self.book.touch(stage), reason, by_design)
+        self.book.skip(self.book.touch(stage), reason, by_design)
 
     class StepsSkipped(TimedAggregate.Event):
         steps: list[list[Any]]
@@ -716,16 +586,7 @@ class Workflow(TimedAggregate):
     def _steps_skipped(self, steps: list[list[Any]], by: str, at: datetime) -> None:
         """[step, reason, by design] of steps whose every stage not yet begun was canceled, in the order decided."""
         for name, reason, by_design in steps:
-            self._skip_step(self.book.steps[name], reason, by_design)  # a no-op while deciding: done already
-
-    def _skip_step(self, step: StepState, reason: str, by_design: bool) -> None:
-        while (offset := step.next_free()) is not None:
-            self._skip_stage(self.book.touch(step.definition.stage_name(offset)), reason, by_design)
-
-    def _skip_stage(self, state: StageState, reason: str, by_design: bool) -> None:
-        state.by_design, state.reason = by_design, reason
-        self.book.accidental_skips += not by_design
-        self.book.move(state, StageStatus.CANCELED)
+            self.book.skip_step(self.book.steps[name], reason, by_design)  # a no-op while deciding: done already
 
     class Canceled(TimedAggregate.Event):
         reason: str

@@ -20,7 +20,7 @@ QUIET = (StageStatus.PENDING, StageStatus.WAITING, StageStatus.READY)
 class StageBook(Mapping[str, StageState]):
     """`workflow.stages`: every stage by name in definition order, with the counters the workflow decides by.
 
-    Read-only as a mapping; the aggregate's event handlers change it through `touch`, `move` and `cancel`."""
+    Read-only as a mapping; the aggregate's event handlers change it through `touch`, `move`, `skip` and `cancel`."""
 
     def __init__(self, steps: list[Step]) -> None:
         self.steps = {step.template.step: StepState(step, i) for i, step in enumerate(steps)}
@@ -88,6 +88,17 @@ class StageBook(Mapping[str, StageState]):
             left = step.cancel_untouched()
             self.ended += left
             self.open_jobs -= left if step.kind != "service" else 0
+
+    def skip(self, state: StageState, reason: str, by_design: bool) -> None:
+        """A stage that will never run ends CANCELED; one not skipped by design makes the workflow FAILED."""
+        state.by_design, state.reason = by_design, reason
+        self.accidental_skips += not by_design
+        self.move(state, StageStatus.CANCELED)
+
+    def skip_step(self, step: StepState, reason: str, by_design: bool) -> None:
+        """Every stage of `step` not yet begun is skipped."""
+        while (offset := step.next_free()) is not None:
+            self.skip(self.touch(step.definition.stage_name(offset)), reason, by_design)
 
     def outcome(self, step: str) -> str:
         found = self.steps.get(step)

@@ -81,6 +81,19 @@ class StageState(msgspec.Struct, eq=False):
         """What every stage of its step shares (dependencies, retry rule, concurrency), without making a spec."""
         return self.step.definition.template
 
+    def view(self) -> StageView:
+        """What a user sees of it, with why it waits when no event said why."""
+        return StageView(self.name, self.step.kind, self.status, self.attempt, self.retries_used, self.exit_code,
+                         self.node, self.reason or self._waiting())
+
+    def _waiting(self) -> str:
+        template = self.template
+        if self.status is StageStatus.WAITING:
+            needs = ", ".join(f"{n.name} {n.status}" for n in template.dependencies)
+            return f"Waiting for {needs}"
+        if self.status is StageStatus.PENDING and template.concurrency is not None:
+            return f"Waiting for a task-array slot (concurrency {template.concurrency})"
+        return ""
 
 
 class StepState:

@@ -24,7 +24,8 @@ from domain.fuzzfile.transfers import TRANSFER_KINDS
 from domain.multinode import Peers, leader_port
 from domain.scheduler.nvlink import NVLINK_DOMAIN, imex_channel
 from domain.secrets.references import IMAGE_SECRET_VARIABLE
-from domain.workflow import Workflow, volumes_of
+from domain.workflow import Workflow
+from domain.workflow_volumes import volumes_of
 from projections.nodes import NodesView
 from projections.queue import QueueView
 from projections.tenancy import TenancyView

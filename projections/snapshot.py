@@ -35,7 +35,8 @@ from domain.scheduler.snapshot import (
     RunningAllocation,
     Snapshot,
 )
-from domain.workflow import Workflow, volumes_of
+from domain.workflow import Workflow
+from domain.workflow_volumes import volumes_of
 from projections.nodes import NodesView
 from projections.projects import ProjectsView
 from projections.queue import QueueView

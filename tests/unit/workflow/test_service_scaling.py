@@ -86,6 +86,20 @@ def test_the_workflow_finishes_once_its_jobs_end_and_the_pool_is_stopped():
     assert workflow.pools() == []
 
 
+def test_a_closed_pool_ends_its_scaled_down_and_never_started_replicas_saying_why():
+    workflow = submit(POOL)
+    running(workflow, "web[1]")
+    workflow.scale_service("web", 2, "busy", at(2))
+    running(workflow, "web[2]", minute=2)
+    workflow.scale_service("web", 1, "idle", at(3))
+    workflow.stage_started("client", 1, "n1", at(4))
+    workflow.stage_exited("client", 1, 0, at(5))
+    workflow.stage_stopped("web[1]", 1, at(5), by="scheduler")
+    ended = [(e.stage, e.reason) for e in workflow.collect_events() if type(e).__name__ == "StageFinished"][-2:]
+    assert ended == [("web[2]", "Stopped: not needed (the pool ran 1)"), ("web[3]", "Stopped: not needed (the pool ran 1)")]
+    assert workflow.status == "FINISHED"
+
+
 def test_a_canceled_workflow_cancels_its_scaled_down_replicas_too():
     workflow = submit(POOL)
     running(workflow, "web[1]")
