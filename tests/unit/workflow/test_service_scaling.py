@@ -71,7 +71,8 @@ def test_a_size_outside_the_bounds_or_an_unscaled_service_is_refused():
         workflow.scale_service("client", 2, "", at(1))
 
 
-def test_the_workflow_finishes_once_its_jobs_end_and_the_pool_is_stopped():
+def client_done_after_scaling_down():
+    """The pool grew to 2 and shrank to 1 (web[2] scaled down, web[3] never started), then the client finished."""
     workflow = submit(POOL)
     running(workflow, "web[1]")
     workflow.scale_service("web", 2, "busy", at(2))
@@ -79,6 +80,11 @@ def test_the_workflow_finishes_once_its_jobs_end_and_the_pool_is_stopped():
     workflow.scale_service("web", 1, "idle", at(3))
     workflow.stage_started("client", 1, "n1", at(4))
     workflow.stage_exited("client", 1, 0, at(5))
+    return workflow
+
+
+def test_the_workflow_finishes_once_its_jobs_end_and_the_pool_is_stopped():
+    workflow = client_done_after_scaling_down()
     for stage in workflow.services_to_stop():
         workflow.stage_stopped(stage, workflow.stage(stage).attempt, at(5), by="scheduler")
     assert workflow.status == "FINISHED"
@@ -87,13 +93,7 @@ def test_the_workflow_finishes_once_its_jobs_end_and_the_pool_is_stopped():
 
 
 def test_a_closed_pool_ends_its_scaled_down_and_never_started_replicas_saying_why():
-    workflow = submit(POOL)
-    running(workflow, "web[1]")
-    workflow.scale_service("web", 2, "busy", at(2))
-    running(workflow, "web[2]", minute=2)
-    workflow.scale_service("web", 1, "idle", at(3))
-    workflow.stage_started("client", 1, "n1", at(4))
-    workflow.stage_exited("client", 1, 0, at(5))
+    workflow = client_done_after_scaling_down()
     workflow.stage_stopped("web[1]", 1, at(5), by="scheduler")
     ended = [(e.stage, e.reason) for e in workflow.collect_events() if type(e).__name__ == "StageFinished"][-2:]
     assert ended == [("web[2]", "Stopped: not needed (the pool ran 1)"), ("web[3]", "Stopped: not needed (the pool ran 1)")]
