@@ -30,21 +30,13 @@ from nats.js.api import KeyValueConfig, StorageType
 from adapters.background import Background
 from adapters.jetstream.connection import Connection
 from adapters.jetstream.replicas import hold_replicas
+from adapters.sysinfo import free_bytes
 
 log = structlog.get_logger("roving.log_probe")
 EVERY, DEADLINE = 1.0, 2.0
 ELECTION_GRACE = 10.0  # how long a leaderless stream is waited on before /readyz says so
 LEADERLESS = "the log's stream has no leader"
 FULL_BELOW = 16 * 2**20  # free bytes under which the store's disk counts as full
-
-
-def free_bytes(path: Path) -> int | None:
-    """Bytes an unprivileged writer may still use on `path`'s filesystem (None if it cannot be told)."""
-    try:
-        found = os.statvfs(path)
-    except OSError:
-        return None
-    return found.f_bavail * found.f_frsize
 
 
 class LogProbe:

@@ -12,7 +12,6 @@ the server is stopped and started again, and the log takes writes without anyone
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -22,6 +21,7 @@ import structlog
 from adapters.backoff import Backoff
 from adapters.batch_staging import BatchStaging
 from adapters.nats_server import NatsServer, NatsServerError
+from adapters.sysinfo import free_bytes
 
 log = structlog.get_logger("roving.nats")
 FULL_BELOW = 16 * 2**20   # free bytes under which the store's disk counts as full
@@ -92,11 +92,9 @@ class Supervisor:
 
     def _watch_disk(self) -> None:
         """A store whose disk was full and has room again: stop the server (the next check starts it again)."""
-        try:
-            found = os.statvfs(self.server.store_dir)
-        except OSError:
+        free = free_bytes(self.server.store_dir)
+        if free is None:
             return
-        free = found.f_bavail * found.f_frsize
         if free < self.full_below:
             if not self.disk_was_full:
                 log.error("nats.disk_full", store=str(self.server.store_dir), free_bytes=free)

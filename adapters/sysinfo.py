@@ -60,6 +60,15 @@ def capacity(meminfo: Path = Path("/proc/meminfo"), dev: Path = Path("/dev")) ->
     return Capacity(cpu=cpu_count(), memory=memory_total(meminfo), devices=devices(dev))
 
 
+def free_bytes(path: Path) -> int | None:
+    """Bytes an unprivileged writer may still use on `path`'s filesystem (None if it cannot be told)."""
+    try:
+        found = os.statvfs(path)
+    except OSError:
+        return None
+    return found.f_bavail * found.f_frsize
+
+
 def _sum_counters(paths: list[Path], base: int = 10) -> int:
     total = 0
     for path in paths:
