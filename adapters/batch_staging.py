@@ -31,9 +31,12 @@ import hashlib
 import os
 import shutil
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 import structlog
+
+from adapters.sysinfo import free_bytes
 
 log = structlog.get_logger("roving.nats")
 MEMORY = Path("/dev/shm")
@@ -73,25 +76,28 @@ class BatchStaging:
         """Link every stream's staging not linked yet (or linked to a directory that went); how many were linked.
         While the memory side is short of room, unlink them instead (staging on disk) and link none."""
         if not self._roomy():
-            self._to_disk()
+            self._each_stream(self._unlink)
             return 0
         if not self._own(self.home) or not self._own(self.root):
             return 0
-        linked = 0
+        return self._each_stream(self._link)
+
+    def _each_stream(self, change: Callable[[Path], int]) -> int:
+        """`change` applied to every stream's directory; how many it changed. One that fails waits for the next
+        round (a batch staging meanwhile, the stream going, or the server making it)."""
+        changed = 0
         for stream in sorted(self.streams.glob("*/streams/*/")):
             try:
-                linked += self._link(stream)
-            except OSError as error:  # a batch staging meanwhile, or the stream going: the next round tries again
+                changed += change(stream)
+            except OSError as error:
                 log.debug("nats.batch_staging_deferred", stream=stream.name, error=str(error))
-        return linked
+        return changed
 
     def _roomy(self) -> bool:
         """Whether the memory side has room: HIGH_WATER free to return to it, LOW_WATER free to stay."""
-        try:
-            found = os.statvfs(self.memory)
-        except OSError:
+        free = free_bytes(self.memory)
+        if free is None:
             return False
-        free = found.f_bavail * found.f_frsize
         roomy = free >= (self.high_water if self.on_disk else self.low_water)
         if roomy == self.on_disk:  # a change either way: said once
             (log.info if roomy else log.warning)(
@@ -100,16 +106,14 @@ class BatchStaging:
         self.on_disk = not roomy
         return roomy
 
-    def _to_disk(self) -> None:
-        """Every link of ours becomes a directory of the store again: the server's next batch stages on disk."""
-        for stream in sorted(self.streams.glob("*/streams/*/")):
-            batches = stream / BATCHES
-            try:
-                if batches.is_symlink() and Path(os.readlink(batches)).is_relative_to(self.root):
-                    batches.unlink()
-                    batches.mkdir(mode=0o700)
-            except OSError as error:  # the stream going, or the server making it meanwhile: the next round again
-                log.debug("nats.batch_staging_deferred", stream=stream.name, error=str(error))
+    def _unlink(self, stream: Path) -> int:
+        """A link of ours becomes a directory of the store again: the server's next batch stages on disk."""
+        batches = stream / BATCHES
+        if not (batches.is_symlink() and Path(os.readlink(batches)).is_relative_to(self.root)):
+            return 0
+        batches.unlink()
+        batches.mkdir(mode=0o700)
+        return 1
 
     def close(self) -> None:
         """Remove the memory side once the server is stopped (the links left in the store are dropped by the server
