@@ -8,10 +8,16 @@ from pathlib import Path
 
 def cpu_seconds(pid: int) -> float:
     """User and system CPU of a process so far (Linux /proc; 0.0 elsewhere)."""
+    spent = _stat_seconds(Path(f"/proc/{pid}/stat"))
+    return spent if spent is not None else 0.0
+
+
+def _stat_seconds(stat: Path) -> float | None:
+    """User and system CPU from a /proc stat file (a process's or a thread's); None when it is gone."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        fields = stat.read_text().rpartition(")")[2].split()
     except OSError:
-        return 0.0
+        return None
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
@@ -25,15 +31,9 @@ def children(pid: int) -> list[int]:
 
 def thread_cpu(pid: int) -> dict[int, float]:
     """User and system CPU of each thread of a process so far, by thread id (Linux /proc; none elsewhere)."""
-    found = {}
     try:
         tasks = list(Path(f"/proc/{pid}/task").iterdir())
     except OSError:
         return {}
-    for task in tasks:
-        try:
-            fields = (task / "stat").read_text().rpartition(")")[2].split()
-        except OSError:  # the thread ended meanwhile
-            continue
-        found[int(task.name)] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return found
+    spent = {int(task.name): _stat_seconds(task / "stat") for task in tasks}
+    return {tid: seconds for tid, seconds in spent.items() if seconds is not None}  # None: the thread ended meanwhile
