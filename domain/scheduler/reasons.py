@@ -70,7 +70,7 @@ class Why(msgspec.Struct, frozen=True, kw_only=True):
         """What makes this reason news: its kind of reason and the detail entries that name the cause. A
         `SchedulingBlocked` event is written when it changes, and records it."""
         keys = _CAUSE_KEYS.get(self.reason, ())
-        return f"{_SAME_NEWS.get(self.reason, self.reason).value}:{[self.detail.get(k) for k in keys]!r}"
+        return f"{_news_kind(self.reason).value}:{[self.detail.get(k) for k in keys]!r}"
 
     def is_news_after(self, before: Why | None) -> bool:
         """Whether this reason deserves an event after `before` (None: nothing was said yet)."""
@@ -78,9 +78,13 @@ class Why(msgspec.Struct, frozen=True, kw_only=True):
             return True
         if before is self:
             return False
-        if _SAME_NEWS.get(before.reason, before.reason) is not _SAME_NEWS.get(self.reason, self.reason):
+        if _news_kind(before.reason) is not _news_kind(self.reason):
             return True
         return (before.reason in _CAUSE_KEYS or self.reason in _CAUSE_KEYS) and before.cause() != self.cause()
+
+
+def _news_kind(reason: Reason) -> Reason:
+    return _SAME_NEWS.get(reason, reason)
 
 
 def blocked_events(previous: Mapping[str, Why], current: Mapping[str, Why]) -> list[str]:
