@@ -15,7 +15,7 @@ from domain.autoscale import Pool, pool_rule
 from domain.fuzzfile.autoscaler import initial_size
 from domain.fuzzfile.schema import Service
 from domain.fuzzfile.semantics import StageStatus
-from domain.workflow_book import StageBook
+from domain.workflow_book import QUIET, StageBook
 from domain.workflow_stages import StepState, WorkflowError
 
 OPEN = ("OPEN", "RUNNING")  # a step's outcomes while its pool may still scale
@@ -103,7 +103,6 @@ def services_never_needed(book: StageBook) -> list[str]:
     alone and the workflow would never end. A workflow of services alone runs them until it is stopped."""
     if book.open_jobs or all(step.kind == "service" for step in book.order):
         return []
-    waiting = (StageStatus.PENDING, StageStatus.WAITING, StageStatus.READY)
     return [state.name for step in book.order if step.kind == "service"
             for state in (step.state(offset, book.canceled) for offset in range(step.definition.size))
-            if state.status in waiting and not state.template.persist]
+            if state.status in QUIET and not state.template.persist]
