@@ -5,6 +5,7 @@ directory, and every batch still lands whole."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -12,6 +13,7 @@ import stat
 import subprocess
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import nats
@@ -67,15 +69,24 @@ def _wait_linked(server: NatsServer, name: str, seconds: float = 5.0) -> Path | 
     return None
 
 
+@contextlib.contextmanager
+def _staged(store: Path, memory: Path, **water: int) -> Iterator[tuple[NatsServer, BatchStaging]]:
+    """A supervised server (secure, with an encrypted store, as `roving up` starts it) staging into `memory`."""
+    server = NatsServer(store).start()
+    staging = BatchStaging(server.store_dir, memory, **water)
+    supervisor = Supervisor(server, staging=staging).start()
+    try:
+        yield server, staging
+    finally:
+        supervisor.stop()
+        server.stop()
+        staging.close()
+
+
 @pytest.fixture
 def served(tmp_path: Path):
-    server = NatsServer(tmp_path / "nats").start()  # secure, with an encrypted store, as `roving up` starts it
-    staging = BatchStaging(server.store_dir, memory_dir({}))
-    supervisor = Supervisor(server, staging=staging).start()
-    yield server, staging
-    supervisor.stop()
-    server.stop()
-    staging.close()
+    with _staged(tmp_path / "nats", memory_dir({})) as (server, staging):
+        yield server, staging
     assert not staging.root.exists()
 
 
@@ -166,10 +177,7 @@ def _fill(memory: Path) -> Path:
 
 def test_a_memory_side_that_fills_sends_staging_back_to_disk_and_it_returns_when_there_is_room(tmp_path: Path,
                                                                                                 tiny_memory: Path) -> None:
-    server = NatsServer(tmp_path / "nats").start()
-    staging = BatchStaging(server.store_dir, tiny_memory, low_water=512 * 1024, high_water=1024 * 1024)
-    supervisor = Supervisor(server, staging=staging).start()
-    try:
+    with _staged(tmp_path / "nats", tiny_memory, low_water=512 * 1024, high_water=1024 * 1024) as (server, _):
         url = server.url_for("control")
         asyncio.run(_stream(url, "CROWDED"))
         assert _wait_linked(server, "CROWDED") is not None
@@ -183,23 +191,12 @@ def test_a_memory_side_that_fills_sends_staging_back_to_disk_and_it_returns_when
         filler.unlink()
         assert _wait_linked(server, "CROWDED") is not None, "staging did not return to memory once it had room"
         assert asyncio.run(_batches(url, "CROWDED", 5)) == 120
-    finally:
-        supervisor.stop()
-        server.stop()
-        staging.close()
 
 
 def test_a_memory_side_too_small_from_the_start_is_never_linked(tmp_path: Path, tiny_memory: Path) -> None:
-    server = NatsServer(tmp_path / "nats").start()
-    staging = BatchStaging(server.store_dir, tiny_memory)  # 2 MiB: under the shipped LOW_WATER
-    supervisor = Supervisor(server, staging=staging).start()
-    try:
+    with _staged(tmp_path / "nats", tiny_memory) as (server, staging):  # 2 MiB: under the shipped LOW_WATER
         url = server.url_for("control")
         asyncio.run(_stream(url, "SMALL"))
         assert _wait_linked(server, "SMALL", seconds=2.5) is None
         assert staging.on_disk
         assert asyncio.run(_batches(url, "SMALL", 5)) == 20
-    finally:
-        supervisor.stop()
-        server.stop()
-        staging.close()
