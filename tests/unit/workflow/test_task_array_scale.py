@@ -49,22 +49,22 @@ def active(workflow: Workflow, job: str = "r") -> int:
 
 def submit_and_run(tasks: int, exits: int) -> float:
     """Seconds to submit an array and run `exits` of its tasks through start and exit."""
-    began = time.perf_counter()
+    began = time.process_time()
     workflow = submit(array(10), tasks=tasks)
     for minute in range(exits):
         ready = workflow.ready_stages()[0]
         workflow.stage_started(ready.stage.name, ready.attempt, "n1", at(minute))
         workflow.stage_exited(ready.stage.name, ready.attempt, 0, at(minute))
-    return time.perf_counter() - began
+    return time.process_time() - began
 
 
 def test_submitting_a_100000_task_array_takes_well_under_seconds_and_little_memory():
     text = array(10)
     tracemalloc.start()
     try:
-        began = time.perf_counter()
+        began = time.process_time()
         workflow = submit(text, tasks=100_000)
-        took = time.perf_counter() - began
+        took = time.process_time() - began
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -196,7 +196,7 @@ def test_submitting_an_array_over_the_cap_is_invalid_and_one_at_the_cap_is_accep
         roving.submit_workflow(UUID(int=1), "big", array(MAX_TASKS + 1), 0, None, alice, T0)
     assert [p.path for p in refused.value.problems] == ["jobs.r.task-array"]
     assert f"{MAX_TASKS:,}" in refused.value.problems[0].message
-    began = time.perf_counter()
+    began = time.process_time()
     roving.submit_workflow(UUID(int=2), "at-cap", array(MAX_TASKS), 0, None, alice, T0)
-    assert time.perf_counter() - began < 5
+    assert time.process_time() - began < 5
     assert len(roving.repository.get(UUID(int=2)).ready_stages()) == 8
