@@ -63,6 +63,7 @@ class JetStreamClient:
         self.down_grace = down_grace
         self.js = nc.jetstream()
         self.inbox = Inbox(nc)
+        self.outgoing = wire.Outgoing(nc)
         self.background: set[asyncio.Task] = set()  # held until done: the loop keeps only weak references
 
     @classmethod
@@ -186,7 +187,7 @@ class JetStreamClient:
         answer = Answer(answered)
         reply, key = self.inbox.open(answer)
         (_PUBLISH if batch_id is None else _BATCH).inc()
-        wire.write(self.nc, _frames(messages, batch_id, reply))
+        self.outgoing.write(_frames(messages, batch_id, reply))
         answer.timer = loop.call_later(timeout, answer.expire)
 
     async def direct_batch(

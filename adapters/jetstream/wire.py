@@ -1,11 +1,15 @@
-"""Publishing within the current turn of the loop: frames written straight to nats-py's transport.
+"""Publishing within the loop's turn: frames written straight to nats-py's transport, all of a turn in one write.
 
-`nc.publish` only queues a frame; nats-py's flusher task writes it a turn later. A commit's frames are
-written at once instead, when nothing of nats-py's is queued before them (so nothing is reordered) and the
-connection is up; otherwise the caller takes nats-py's own path, which buffers across a reconnect.
+`nc.publish` only queues a frame; nats-py's flusher task writes it a turn later. A commit's frames go out in
+this turn instead, when nothing of nats-py's is queued before them (so nothing is reordered) and the connection
+is up; otherwise the caller takes nats-py's own path, which buffers across a reconnect. The commits of one turn
+(those a drain of the loop's callers begins, or the next sends the acks of one read release) are gathered and
+written together at its end: one system call and one wake-up of the server, not one per commit.
 """
 
 from __future__ import annotations
+
+import asyncio
 
 from nats.aio.client import Client
 from nats.protocol.command import hpub_cmd
@@ -29,8 +33,25 @@ def writable(nc: Client, payloads: list[bytes]) -> bool:
     return all(len(payload) <= limit for payload in payloads)
 
 
-def write(nc: Client, frames: list[bytes]) -> None:
-    transport = nc._transport
-    assert transport is not None, "write only what `writable` allowed"
-    transport.writelines(frames)
-    nc.stats["out_msgs"] += len(frames)
+class Outgoing:
+    """The frames of one connection's turn, written together when the turn's other callbacks have run."""
+
+    def __init__(self, nc: Client) -> None:
+        self.nc = nc
+        self.frames: list[bytes] = []
+
+    def write(self, frames: list[bytes]) -> None:
+        """Only what `writable` allowed, on the loop."""
+        if not self.frames:
+            asyncio.get_running_loop().call_soon(self.flush)
+        self.frames.extend(frames)
+
+    def flush(self) -> None:
+        frames, self.frames = self.frames, []
+        nc = self.nc
+        if nc.is_connected and nc._transport is not None:
+            nc._transport.writelines(frames)
+        else:  # dropped during the turn: nats-py writes its buffer once reconnected, these first (they came first)
+            nc._pending[0:0] = frames
+            nc._pending_data_size += sum(len(f) for f in frames)
+        nc.stats["out_msgs"] += len(frames)

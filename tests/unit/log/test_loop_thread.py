@@ -45,3 +45,44 @@ def test_stopping_leaves_no_task_pending_on_the_closed_loop():
     loop.stop()
     caller.join(timeout=5)
     assert loop.loop.is_closed() and asyncio.all_tasks(loop.loop) == set()
+
+
+def test_calls_from_many_threads_each_get_their_own_answer():
+    loop = LoopThread()
+    answers: dict[int, list[int]] = {}
+
+    def caller(thread: int) -> None:
+        answers[thread] = [loop.call(lambda done, n=n: done(thread * 1000 + n, None)) for n in range(200)]
+
+    callers = [threading.Thread(target=caller, args=(t,)) for t in range(8)]
+    for c in callers:
+        c.start()
+    for c in callers:
+        c.join(timeout=30)
+    loop.stop()
+    assert answers == {t: [t * 1000 + n for n in range(200)] for t in range(8)}
+
+
+def test_calls_that_arrive_while_the_loop_is_busy_wake_it_once(monkeypatch):
+    loop = LoopThread()
+    wakes: list[object] = []
+    real = loop.loop.call_soon_threadsafe
+    monkeypatch.setattr(loop.loop, "call_soon_threadsafe", lambda *a, **k: (wakes.append(a[0]), real(*a, **k))[1])
+    busy, release = threading.Event(), threading.Event()
+    holder = threading.Thread(target=loop.call, args=(lambda done: (busy.set(), release.wait(5), done(0, None)),))
+    holder.start()
+    busy.wait(5)
+    answers: list[int] = []
+    callers = [threading.Thread(target=lambda n=n: answers.append(loop.call(lambda done: done(n, None))))
+               for n in range(5)]
+    for c in callers:
+        c.start()
+    while len(loop._pending) < 6:  # the holder and the five, all waiting
+        pass
+    release.set()
+    for c in [holder, *callers]:
+        c.join(timeout=5)
+    woken = len(wakes)
+    loop.stop()
+    assert sorted(answers) == [0, 1, 2, 3, 4]
+    assert woken == 2  # one for the call holding the loop, one for the five that arrived meanwhile
