@@ -18,7 +18,7 @@ from pathlib import Path
 
 from adapters.monitoring_config import MonitoringPlan
 from adapters.nats_owner import death_signal
-from adapters.nats_server import free_port
+from adapters.nats_server import free_ports
 
 PACKAGES = "prometheus prometheus-alertmanager"
 BINARIES = {"prometheus": ("ROVING_PROMETHEUS", ("prometheus",)),
@@ -97,7 +97,7 @@ class Monitoring:
                  binaries: dict[str, str] | None = None) -> None:
         self.dir = (data_dir / "monitoring").resolve()
         self.binaries = binaries or find_binaries()
-        am_port, prom_port = free_port(), free_port()
+        am_port, prom_port = free_ports(2)
         self.plan = MonitoringPlan(api=api, token_file=(data_dir / "alertmanager.token").resolve(),
                                    alertmanager_port=am_port, interval=interval, node_exporter_port=node_exporter_port)
         self.alertmanager = Daemon("alertmanager", [

@@ -9,16 +9,17 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from adapters.nats_server import ClusterSpec, NatsServer, free_port
+from adapters.nats_server import ClusterSpec, NatsServer, free_ports
 
 
 class LocalCluster:
     """`size` servers routed to each other; `url` names them all, as ROVING_NATS_URL does for a site."""
 
     def __init__(self, root: Path, size: int = 3, name: str = "roving-ha") -> None:
-        routes = [free_port() for _ in range(size)]
-        # client ports chosen now: `url` is known (and handed out) before the servers start
-        self.servers = [NatsServer(root / f"n{i}", port=free_port(), name=f"n{i}",
+        # client ports chosen now, with the routes (all different): `url` is known before the servers start
+        ports = free_ports(2 * size)
+        routes, clients = ports[:size], ports[size:]
+        self.servers = [NatsServer(root / f"n{i}", port=clients[i], name=f"n{i}",
                                    cluster=ClusterSpec(name, routes[i], routes), secure=False) for i in range(size)]
 
     @property

@@ -7,6 +7,7 @@ a key kept in `<store>/store.key`; both files, and the config that names them, a
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import secrets
@@ -48,9 +49,19 @@ def find_binary(explicit: str | None = None) -> str:
 
 
 def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
+    return free_ports(1, host)[0]
+
+
+def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
+    """`count` different free ports: each is held until all are chosen, so the kernel cannot hand one out twice
+    (ports asked for one at a time can repeat: a cluster's two routes on one port, and its server refuses to start)."""
+    with contextlib.ExitStack() as held:
+        ports = []
+        for _ in range(count):
+            sock = held.enter_context(socket.socket())
+            sock.bind((host, 0))
+            ports.append(sock.getsockname()[1])
+        return ports
 
 
 def port_is_taken(port: int, host: str = "127.0.0.1") -> bool:

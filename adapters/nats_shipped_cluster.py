@@ -18,7 +18,7 @@ from pathlib import Path
 
 from adapters.nats_auth import role_url
 from adapters.nats_cluster import LocalCluster
-from adapters.nats_server import NatsServer, free_port
+from adapters.nats_server import NatsServer, free_port, free_ports
 
 SHIPPED = Path(__file__).resolve().parents[1] / "ops" / "nats"
 NODE_CONFIG = SHIPPED / "cluster-node1.conf"
@@ -56,8 +56,9 @@ class ShippedCluster(LocalCluster):
     def __init__(self, root: Path, size: int = 3, clusters: tuple[str, ...] = ("local",)) -> None:
         self.site = root / "site"
         make_site(self.site, clusters)
-        self.routes = [free_port() for _ in range(size)]  # route ports, one a node
-        self.servers = [shipped_node(root / f"n{i}", self.site, i, self.routes) for i in range(size)]
+        ports = free_ports(2 * size)  # route ports, one a node, and client ports: all different
+        self.routes = ports[:size]
+        self.servers = [shipped_node(root / f"n{i}", self.site, i, self.routes, ports[size + i]) for i in range(size)]
 
     @property
     def env(self) -> dict[str, str]:
@@ -73,9 +74,10 @@ class ShippedCluster(LocalCluster):
         return role_url(self.url, self.site, role, tls=True)
 
 
-def shipped_node(store: Path, site: Path, index: int, routes: list[int]) -> ShippedNode:
-    """Node `index` of a cluster whose route ports are `routes` (its own at `index`), on a free client port."""
-    port = free_port()
+def shipped_node(store: Path, site: Path, index: int, routes: list[int], port: int = 0) -> ShippedNode:
+    """Node `index` of a cluster whose route ports are `routes` (its own at `index`), on client port `port` (0: a
+    free one)."""
+    port = port or free_port()
     text = node_config(NODE_CONFIG.read_text(), site, store / "jetstream", index, port, routes)
     return ShippedNode(store, port=port, name=f"roving-n{index + 1}", secure=False, site=site, shipped_text=text)
 

@@ -17,7 +17,7 @@ import httpx
 
 from adapters.nats_auth import role_url
 from adapters.nats_cluster import LocalCluster
-from adapters.nats_server import free_port
+from adapters.nats_server import free_ports
 from ops.soak import procs
 
 UP = "import sys; from api.up.main import up_main; sys.exit(up_main([]))"
@@ -41,7 +41,7 @@ class SoakStack:
         self.data_dir = root / "data"
         self.data_dir.mkdir(parents=True, exist_ok=True)
         root.chmod(0o755)  # jobs (as nobody, under root) reach their work dir below it; data/ stays 0700
-        self.port, self.nats_port = free_port(), free_port()
+        self.port, self.nats_port = free_ports(2)
         self.url = f"http://127.0.0.1:{self.port}"
         self.nats_url = f"nats://127.0.0.1:{self.nats_port}"
         self.nodes = [f"local-{i}" for i in range(1, nodes + 1)]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from eventsourcing.persistence import IntegrityError
 
-from adapters.nats_server import ClusterSpec, NatsServer, free_port
+from adapters.nats_server import ClusterSpec, NatsServer, free_ports
 from tests.integration.ledger import Ledger, Ledgers, env_for
 
 EVENTS_PER_SAVE = 3  # Opened + 2 Entered: each save is a multi-event atomic commit
@@ -101,9 +101,10 @@ def test_two_writers_racing_on_one_aggregate_get_exactly_one_winner_per_version(
 
 @pytest.fixture
 def three_node_cluster(tmp_path: Path):
-    routes = [free_port() for _ in range(3)]
+    ports = free_ports(6)  # routes and client ports, all different
+    routes = ports[:3]
     servers = [
-        NatsServer(tmp_path / f"n{i}", name=f"n{i}", cluster=ClusterSpec("roving-test", routes[i], routes))
+        NatsServer(tmp_path / f"n{i}", port=ports[3 + i], name=f"n{i}", cluster=ClusterSpec("roving-test", routes[i], routes))
         for i in range(3)
     ]
     started = []

@@ -11,7 +11,7 @@ from pathlib import Path
 import nats
 import pytest
 
-from adapters.nats_server import NatsServerError, find_binary, free_port
+from adapters.nats_server import NatsServerError, find_binary, free_ports
 from adapters.nats_shipped_cluster import ShippedCluster, make_site, shipped_node
 from adapters.nats_tls import connect_options, with_tls
 from tests.e2e.stack import LocalStack
@@ -53,8 +53,9 @@ def test_a_server_with_another_sites_certificate_hears_nothing_the_cluster_carri
                                                                                    tmp_path: Path) -> None:
     other = tmp_path / "site"
     make_site(other, ("local",))
-    routes = [*cluster.routes, free_port()]
-    intruder = shipped_node(tmp_path / "n", other, len(routes) - 1, routes).start()
+    route, client = free_ports(2)
+    routes = [*cluster.routes, route]
+    intruder = shipped_node(tmp_path / "n", other, len(routes) - 1, routes, client).start()
     try:
         assert asyncio.run(heard_on(intruder.url_for("control"), cluster.url_for("control"))) == []
     finally:

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from adapters.listening import listening_ports, proxy_addresses
-from adapters.nats_server import free_port
+from adapters.nats_server import free_port, free_ports
 from tests.unit.agent.fake_api import A2, FakeApi
 from tests.unit.agent.test_agent_loop import assignment, drive, port_of
 
@@ -54,7 +54,7 @@ def test_a_service_listening_on_another_loopback_address_does_not_hold_the_port_
 
 
 def test_a_service_listening_on_the_proxys_address_or_the_wildcard_holds_its_port():
-    first, second = free_port(), free_port()
+    first, second = free_ports(2)
     with Listener("127.0.0.1", first) as exact, Listener("0.0.0.0", second) as wildcard:
         assert listening_ports([exact], LOOPBACK) == (first,)
         assert listening_ports([wildcard], LOOPBACK) == (second,)
