@@ -30,13 +30,12 @@ from nats.js.api import KeyValueConfig, StorageType
 from adapters.background import Background
 from adapters.jetstream.connection import Connection
 from adapters.jetstream.replicas import hold_replicas
-from adapters.sysinfo import free_bytes
+from adapters.sysinfo import FULL_BELOW, free_bytes
 
 log = structlog.get_logger("roving.log_probe")
 EVERY, DEADLINE = 1.0, 2.0
 ELECTION_GRACE = 10.0  # how long a leaderless stream is waited on before /readyz says so
 LEADERLESS = "the log's stream has no leader"
-FULL_BELOW = 16 * 2**20  # free bytes under which the store's disk counts as full
 
 
 class LogProbe:

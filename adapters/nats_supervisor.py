@@ -21,10 +21,9 @@ import structlog
 from adapters.backoff import Backoff
 from adapters.batch_staging import BatchStaging
 from adapters.nats_server import NatsServer, NatsServerError
-from adapters.sysinfo import free_bytes
+from adapters.sysinfo import FULL_BELOW, free_bytes
 
 log = structlog.get_logger("roving.nats")
-FULL_BELOW = 16 * 2**20   # free bytes under which the store's disk counts as full
 ROOM_ABOVE = 64 * 2**20   # free bytes over which a disk that was full has room again
 STOP_GRACE = 5.0          # a server with a full disk may hang flushing as it stops
 TEND_EVERY = 1.0          # seconds between looks at the streams' batch staging (a new stream is linked within it)

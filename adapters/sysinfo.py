@@ -60,6 +60,9 @@ def capacity(meminfo: Path = Path("/proc/meminfo"), dev: Path = Path("/dev")) ->
     return Capacity(cpu=cpu_count(), memory=memory_total(meminfo), devices=devices(dev))
 
 
+FULL_BELOW = 16 * 2**20  # free bytes under which the log store's disk counts as full (readiness, the supervisor)
+
+
 def free_bytes(path: Path) -> int | None:
     """Bytes an unprivileged writer may still use on `path`'s filesystem (None if it cannot be told)."""
     try:
