@@ -28,7 +28,6 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from datetime import datetime
 from pathlib import Path
 
 import httpx
@@ -36,7 +35,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from e2e import Stack, drained, one_job_burst  # noqa: E402 - ops/bench, beside this file
+from e2e import Stack, at, drained, one_job_burst  # noqa: E402 - ops/bench, beside this file
 
 SLOTS = 8  # the stack's 2 nodes x 4 cores, each job one core
 PLACED, FINISHED = "Allocation.Placed", "Workflow.StageFinished"
@@ -46,10 +45,6 @@ def spread(values: list[float]) -> dict[str, float]:
     ordered = sorted(values)
     return {"p50": round(statistics.median(ordered), 1), "p90": round(ordered[int(len(ordered) * 0.9)], 1),
             "n": len(ordered)}
-
-
-def at(text: str) -> float:
-    return datetime.fromisoformat(text).timestamp()
 
 
 def activities(client: httpx.Client, count: int) -> list[list[dict]]:
@@ -70,13 +65,13 @@ def figures(workflows: list[list[dict]]) -> dict:
             node = placed["message"].split()[-1]  # "Placed on NODE"
             by_node[node] += [(at(placed["time"]), "placed"), (at(ended["time"]), "ended")]
             holds.append(at(ended["time"]) - at(placed["time"]))
-    times = [t for marks in by_node.values() for t, _ in marks]
+    times, following = [t for marks in by_node.values() for t, _ in marks], next_placements(by_node)
     window = max(times) - min(times) if times else 0.0
     return {
         "gaps_ms": {step: spread(values) for step, values in gaps.items() if len(values) >= len(workflows) // 5},
         "slot_hold_ms": spread([h * 1000 for h in holds]) if holds else {},
         "slot_utilisation": round(sum(holds) / (SLOTS * window), 2) if window else None,
-        "end_to_next_placement_ms": spread(next_placements(by_node)) if holds else {},
+        "end_to_next_placement_ms": spread(following) if following else {},
     }
 
 
@@ -88,7 +83,7 @@ def next_placements(by_node: dict[str, list[tuple[float, str]]]) -> list[float]:
             later = [t for t in placements if t >= end]
             if later:
                 found.append((later[0] - end) * 1000)
-    return found or [0.0]
+    return found
 
 
 def measure(code: Path | None, jobs: int) -> dict:
@@ -114,9 +109,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.baseline is None:
         print(json.dumps(measure(None, args.jobs)))
         return 0
-    order = [None, args.baseline.resolve()] if args.now_first else [args.baseline.resolve(), None]
-    found = {str(code): measure(code, args.jobs) for code in order}
-    print(json.dumps({**found["None"], "baseline": found[str(args.baseline.resolve())]}))
+    if args.now_first:
+        now, base = measure(None, args.jobs), measure(args.baseline.resolve(), args.jobs)
+    else:
+        base, now = measure(args.baseline.resolve(), args.jobs), measure(None, args.jobs)
+    print(json.dumps({**now, "baseline": base}))
     return 0
 
 
